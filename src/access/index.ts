@@ -1,0 +1,77 @@
+// Identities and memberships. The HTTP layer resolves who is asking (AUTH_MODE); services
+// call `require` before touching anything of an organisation.
+import { and, eq } from "drizzle-orm";
+import { WarrenError } from "../errors.js";
+import { newId } from "../ids.js";
+import type { Db } from "../store/index.js";
+import { schema } from "../store/index.js";
+import { allows, type Permission, type Role } from "./roles.js";
+
+export { allows, roles, type Permission, type Role } from "./roles.js";
+
+export interface Identity {
+  userId: string;
+  email: string;
+}
+
+/** The identity of compat-cookie mode: whoever reaches the loopback port. */
+export const OPERATOR_EMAIL = "operator@localhost";
+
+const emailPattern = /^[^\s@<>,;"]{1,128}@[^\s@<>,;"]{1,255}$/;
+
+export class Access {
+  readonly #db: Db;
+  readonly #cache = new Map<string, Identity>();
+
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  /** The user for an email, created on first sight. */
+  async identify(emailRaw: string): Promise<Identity> {
+    const email = emailRaw.trim().toLowerCase();
+    if (!emailPattern.test(email)) {
+      throw new WarrenError("auth.required", "the identity header does not hold an email address");
+    }
+    const cached = this.#cache.get(email);
+    if (cached) return cached;
+    await this.#db.insert(schema.users).values({ id: newId("usr"), email }).onConflictDoNothing();
+    const [row] = await this.#db.select().from(schema.users).where(eq(schema.users.email, email));
+    if (!row) throw new Error(`user ${email} vanished after insert`);
+    const id = { userId: row.id, email: row.email };
+    this.#cache.set(email, id);
+    return id;
+  }
+
+  async roleIn(orgId: string, who: Identity): Promise<Role | null> {
+    const [m] = await this.#db
+      .select({ role: schema.memberships.role })
+      .from(schema.memberships)
+      .where(and(eq(schema.memberships.orgId, orgId), eq(schema.memberships.userId, who.userId)));
+    return m?.role ?? null;
+  }
+
+  /**
+   * Requires `perm` in the organisation. A non-member gets not_found for `what` (the
+   * resource asked for), so nothing reveals that it exists.
+   */
+  async require(orgId: string, who: Identity, perm: Permission, what: string): Promise<Role> {
+    const role = await this.roleIn(orgId, who);
+    if (!role) throw new WarrenError("not_found", `${what} was not found`);
+    if (!allows(role, perm)) {
+      throw new WarrenError(
+        "access.denied",
+        `your role in this organisation is ${role}, which cannot ${perm === "manage" ? "manage it" : "change anything"}; ask an owner or admin`,
+      );
+    }
+    return role;
+  }
+
+  async orgIdsOf(who: Identity): Promise<string[]> {
+    const rows = await this.#db
+      .select({ orgId: schema.memberships.orgId })
+      .from(schema.memberships)
+      .where(eq(schema.memberships.userId, who.userId));
+    return rows.map((r) => r.orgId);
+  }
+}

@@ -1,0 +1,23 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { networkEntryProblem, sandboxPolicySchema } from "./policy.js";
+
+test("network entries: the allowed forms", () => {
+  for (const ok of ["example.com", "api.example.com:443", "*.example.com", "*.example.com:8443", "1.2.3.4:80", "localhost"]) {
+    assert.equal(networkEntryProblem(ok), null, ok);
+  }
+});
+
+test("network entries: the refused forms", () => {
+  for (const bad of ["*", "*.com", "*:443", "a.*.com", "example.com:0", "example.com:70000", "", " x.com", "ex ample.com", "300.1.1.1:80", "-bad.com", "example.com:http"]) {
+    assert.notEqual(networkEntryProblem(bad), null, bad);
+  }
+});
+
+test("policy schema defaults and strictness", () => {
+  assert.deepEqual(sandboxPolicySchema.parse({}), { files: { read: [], write: [] }, network: { allow: [] } });
+  assert.equal(sandboxPolicySchema.safeParse({ files: { read: ["relative"] } }).success, false);
+  assert.equal(sandboxPolicySchema.safeParse({ files: { read: ["/a/../etc"] } }).success, false);
+  assert.equal(sandboxPolicySchema.safeParse({ other: 1 }).success, false);
+  assert.equal(sandboxPolicySchema.safeParse({ network: { allow: ["*"] } }).success, false);
+});

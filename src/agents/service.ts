@@ -1,0 +1,194 @@
+import { and, asc, eq, inArray, ne, sum } from "drizzle-orm";
+import type { Access, Identity } from "../access/index.js";
+import type { Config } from "../config/index.js";
+import { WarrenError } from "../errors.js";
+import { newId } from "../ids.js";
+import type { HomeLayout, MachineControl } from "../machines/ports.js";
+import { homeOf, lowestFreeSlot, portsOf, uidOf } from "../machines/placement.js";
+import type { Machines } from "../machines/service.js";
+import type { Db } from "../store/index.js";
+import { schema } from "../store/index.js";
+import { emptyPolicy, sandboxPolicySchema, type SandboxPolicy } from "./policy.js";
+
+export type AgentRow = typeof schema.agents.$inferSelect;
+
+export interface AgentView {
+  id: string;
+  org_id: string;
+  machine_id: string;
+  name: string;
+  slot: number;
+  uid: number;
+  home: string;
+  ports: { first: number; last: number };
+  max_workspace_mib: number;
+  workspace_mib: number | null;
+  sandbox_policy: SandboxPolicy;
+  created_at: string;
+  warnings?: string[];
+}
+
+export const policyOf = (row: AgentRow): SandboxPolicy => {
+  const r = sandboxPolicySchema.safeParse(row.sandboxPolicy ?? {});
+  return r.success ? r.data : emptyPolicy();
+};
+
+export function agentView(a: AgentRow): AgentView {
+  return {
+    id: a.id,
+    org_id: a.orgId,
+    machine_id: a.machineId,
+    name: a.name,
+    slot: a.slot,
+    uid: uidOf(a.slot),
+    home: homeOf(a.id),
+    ports: portsOf(a.slot),
+    max_workspace_mib: a.maxWorkspaceMib,
+    workspace_mib: a.workspaceMib,
+    sandbox_policy: policyOf(a),
+    created_at: a.createdAt.toISOString(),
+  };
+}
+
+const isUniqueViolation = (e: unknown): boolean => pgCode(e) === "23505";
+const isForeignKeyViolation = (e: unknown): boolean => pgCode(e) === "23503";
+function pgCode(e: unknown): string | undefined {
+  for (let cur: unknown = e; cur && typeof cur === "object"; cur = (cur as { cause?: unknown }).cause) {
+    const code = (cur as { code?: unknown }).code;
+    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code;
+  }
+  return undefined;
+}
+
+export class Agents {
+  constructor(
+    private readonly db: Db,
+    private readonly access: Access,
+    private readonly machines: Machines,
+    private readonly layout: HomeLayout,
+    private readonly control: () => MachineControl,
+    private readonly config: Pick<Config, "WORKSPACE_MAX_MIB">,
+    /** Cancels the agent's generation, if any, before it is deleted. */
+    private readonly cancelGeneration: (agentId: string) => Promise<void> = async () => {},
+  ) {}
+
+  async create(
+    who: Identity,
+    input: { org_id: string; machine_id: string; name: string; max_workspace_mib?: number | undefined },
+  ): Promise<AgentView> {
+    await this.access.require(input.org_id, who, "write", "organisation");
+    const machine = await this.machines.load(who, input.machine_id, "write");
+    if (machine.orgId !== input.org_id) throw new WarrenError("not_found", "machine was not found");
+    const cap = input.max_workspace_mib ?? Math.min(10240, this.config.WORKSPACE_MAX_MIB);
+    const id = newId("agt");
+    let row: AgentRow | undefined;
+    for (let attempt = 0; attempt < 8 && !row; attempt++) {
+      const taken = await this.db
+        .select({ slot: schema.agents.slot })
+        .from(schema.agents)
+        .where(eq(schema.agents.machineId, machine.id));
+      const slot = lowestFreeSlot(taken.map((t) => t.slot));
+      if (slot === null) throw new WarrenError("request.invalid", "machine_id: the machine has no free slot left");
+      try {
+        [row] = await this.db
+          .insert(schema.agents)
+          .values({ id, orgId: input.org_id, machineId: machine.id, name: input.name, slot, maxWorkspaceMib: cap })
+          .returning();
+      } catch (e) {
+        if (isForeignKeyViolation(e)) throw new WarrenError("not_found", "machine was not found");
+        if (!isUniqueViolation(e)) throw e;
+        // another agent took the slot at the same moment: look again
+      }
+    }
+    if (!row) throw new Error("could not place the agent after several attempts");
+    try {
+      await this.layout.prepareHome(machine.id, id, uidOf(row.slot), machine.trust);
+    } catch (e) {
+      await this.db.delete(schema.agents).where(eq(schema.agents.id, id));
+      throw e;
+    }
+    await this.control().agentsChanged(machine.id);
+    const view = agentView(row);
+    const warning = await this.reservationWarning(machine.id, id, cap);
+    if (warning) view.warnings = [warning];
+    return view;
+  }
+
+  /** Says how much of the machine's cap the other agents' caps leave, when this cap passes it. */
+  async reservationWarning(machineId: string, agentId: string, cap: number): Promise<string | null> {
+    const [m] = await this.db.select().from(schema.machines).where(eq(schema.machines.id, machineId));
+    if (!m) return null;
+    const [r] = await this.db
+      .select({ total: sum(schema.agents.maxWorkspaceMib) })
+      .from(schema.agents)
+      .where(and(eq(schema.agents.machineId, machineId), ne(schema.agents.id, agentId)));
+    const reserved = Number(r?.total ?? 0);
+    const room = Math.max(0, m.maxWorkspaceMib - reserved);
+    if (cap <= room) return null;
+    if (room === 0) {
+      return `the other agents' caps reserve all ${m.maxWorkspaceMib} MiB of machine ${m.name}; pick another machine or raise this machine's disk cap`;
+    }
+    return `the other agents' caps leave ${room} MiB of machine ${m.name}'s ${m.maxWorkspaceMib} MiB unreserved; the machine's disk may fill before this agent reaches its ${cap} MiB cap; lower max_workspace_mib to ${room} or pick another machine`;
+  }
+
+  async load(who: Identity, id: string, perm: "read" | "write"): Promise<AgentRow> {
+    const [row] = await this.db.select().from(schema.agents).where(eq(schema.agents.id, id));
+    if (!row) throw new WarrenError("not_found", "agent was not found");
+    await this.access.require(row.orgId, who, perm, "agent");
+    return row;
+  }
+
+  async get(who: Identity, id: string): Promise<AgentView> {
+    return agentView(await this.load(who, id, "read"));
+  }
+
+  async list(who: Identity, filter: { org_id?: string | undefined; machine_id?: string | undefined }): Promise<AgentView[]> {
+    let orgIds = await this.access.orgIdsOf(who);
+    if (filter.org_id !== undefined) {
+      if (!orgIds.includes(filter.org_id)) throw new WarrenError("not_found", "organisation was not found");
+      orgIds = [filter.org_id];
+    }
+    if (orgIds.length === 0) return [];
+    const where = [inArray(schema.agents.orgId, orgIds)];
+    if (filter.machine_id !== undefined) where.push(eq(schema.agents.machineId, filter.machine_id));
+    const rows = await this.db
+      .select()
+      .from(schema.agents)
+      .where(and(...where))
+      .orderBy(asc(schema.agents.createdAt), asc(schema.agents.id));
+    return rows.map(agentView);
+  }
+
+  async update(
+    who: Identity,
+    id: string,
+    patch: { name?: string | undefined; max_workspace_mib?: number | undefined; sandbox_policy?: SandboxPolicy | undefined },
+  ): Promise<AgentView> {
+    const row = await this.load(who, id, "write");
+    const set: Partial<typeof schema.agents.$inferInsert> = {};
+    if (patch.name !== undefined) set.name = patch.name;
+    if (patch.max_workspace_mib !== undefined) set.maxWorkspaceMib = patch.max_workspace_mib;
+    if (patch.sandbox_policy !== undefined) set.sandboxPolicy = patch.sandbox_policy;
+    let updated = row;
+    if (Object.keys(set).length > 0) {
+      const [r] = await this.db.update(schema.agents).set(set).where(eq(schema.agents.id, id)).returning();
+      if (!r) throw new WarrenError("not_found", "agent was not found");
+      updated = r;
+    }
+    const view = agentView(updated);
+    if (patch.max_workspace_mib !== undefined && patch.max_workspace_mib > row.maxWorkspaceMib) {
+      const warning = await this.reservationWarning(row.machineId, id, patch.max_workspace_mib);
+      if (warning) view.warnings = [warning];
+    }
+    return view;
+  }
+
+  /** Deletes the agent and its home; its runs' records stay. */
+  async delete(who: Identity, id: string): Promise<void> {
+    const row = await this.load(who, id, "write");
+    await this.cancelGeneration(id);
+    await this.db.delete(schema.agents).where(eq(schema.agents.id, id));
+    await this.layout.removeHome(row.machineId, id);
+    await this.control().agentsChanged(row.machineId);
+  }
+}

@@ -1,0 +1,102 @@
+// The environment, as one zod schema. Parsed in main (never at import), so tests pass
+// their own configuration instead of mocking process.env.
+import path from "node:path";
+import { z } from "zod";
+
+const bool = z
+  .enum(["0", "1", "true", "false", ""])
+  .optional()
+  .transform((v) => v === "1" || v === "true");
+
+const mib = (name: string, def: number) =>
+  z.coerce
+    .number({ message: `${name} must be a whole number of MiB` })
+    .int(`${name} must be a whole number of MiB`)
+    .positive(`${name} must be above 0`)
+    .default(def);
+
+export const configSchema = z
+  .object({
+    WARREN_HOST: z.string().min(1).default("127.0.0.1"),
+    WARREN_PORT: z.coerce
+      .number({ message: "WARREN_PORT must be a port number" })
+      .int()
+      .min(0, "WARREN_PORT must be between 0 and 65535")
+      .max(65535, "WARREN_PORT must be between 0 and 65535")
+      .default(8080),
+    STATE_ROOT: z.string().min(1, "STATE_ROOT must name a folder").default(".state"),
+    DATABASE_URL: z
+      .string()
+      .optional()
+      .transform((v) => (v === "" ? undefined : v))
+      .refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), {
+        message: "DATABASE_URL must be a postgres:// or postgresql:// URL, or unset for the embedded PGlite",
+      }),
+    WARREN_PROVIDER: z
+      .enum(["local", "oci", "kubernetes"], {
+        message: "WARREN_PROVIDER must be one of local, oci, kubernetes",
+      })
+      .default("local"),
+    WARREN_MASTER_KEY: z
+      .string()
+      .optional()
+      .transform((v) => (v === "" ? undefined : v))
+      .refine((v) => v === undefined || /^[0-9a-fA-F]{64}$/.test(v), {
+        message: "WARREN_MASTER_KEY must be 64 hex characters (32 bytes); generate one with `openssl rand -hex 32`",
+      }),
+    ALLOW_ZERO_MASTER_KEY: bool,
+    AUTH_MODE: z
+      .enum(["compat-cookie", "trusted-header"], {
+        message: "AUTH_MODE must be compat-cookie or trusted-header",
+      })
+      .default("compat-cookie"),
+    TRUSTED_HEADER: z
+      .string()
+      .regex(/^[A-Za-z0-9-]+$/, "TRUSTED_HEADER must be an HTTP header name")
+      .default("x-forwarded-email")
+      .transform((v) => v.toLowerCase()),
+    PUBLIC_BASE_URL: z
+      .string()
+      .optional()
+      .transform((v) => (v === "" ? undefined : v))
+      .refine((v) => v === undefined || URL.canParse(v), {
+        message: "PUBLIC_BASE_URL must be an absolute URL such as https://warren.example.com",
+      }),
+    WORKSPACE_MAX_MIB: mib("WORKSPACE_MAX_MIB", 10240),
+    BOX_IDLE_S: z.coerce
+      .number({ message: "BOX_IDLE_S must be a number of seconds" })
+      .int()
+      .positive("BOX_IDLE_S must be above 0")
+      .default(300),
+    LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  })
+  .superRefine((c, ctx) => {
+    if (
+      c.WARREN_MASTER_KEY !== undefined &&
+      /^0{64}$/.test(c.WARREN_MASTER_KEY) &&
+      !c.ALLOW_ZERO_MASTER_KEY
+    ) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["WARREN_MASTER_KEY"],
+        message: "the all-zero master key is refused; set a random key or ALLOW_ZERO_MASTER_KEY=1 for development",
+      });
+    }
+  })
+  .transform((c) => ({ ...c, STATE_ROOT: path.resolve(c.STATE_ROOT) }));
+
+export type Config = z.output<typeof configSchema>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
+
+/** Parses an environment (process.env in main, a literal object in tests). */
+export function parseConfig(env: Record<string, string | undefined>): Config {
+  const r = configSchema.safeParse(env);
+  if (r.success) return r.data;
+  throw new ConfigError(r.error.issues.map((i) => `${i.path.join(".") || "environment"}: ${i.message}`));
+}

@@ -1,0 +1,99 @@
+// Commands in the box: an agent's exec runs as the agent, in its home, with its environment.
+import path from "node:path";
+import type { Identity } from "../access/index.js";
+import type { AgentRow, Agents } from "../agents/service.js";
+import type { EventBus } from "../events/bus.js";
+import type { BoxExecResult, ExecIo } from "../machines/exec-port.js";
+import { homeOf, portsOf, SHARED_GID, uidOf } from "../machines/placement.js";
+import type { MachineRuntime } from "../machines/runtime.js";
+import type { Metrics } from "../observability/metrics.js";
+import type { Db } from "../store/index.js";
+import { schema } from "../store/index.js";
+import { eq } from "drizzle-orm";
+import { WarrenError } from "../errors.js";
+
+export interface ExecInput {
+  argv?: string[] | undefined;
+  command?: string | undefined;
+  cwd?: string | undefined;
+  env?: Record<string, string> | undefined;
+  stdin?: string | undefined;
+  timeout_ms?: number | undefined;
+}
+
+export const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/** The environment every command of an agent sees; warren's own variables win over the caller's. */
+export function agentEnv(agent: Pick<AgentRow, "id" | "slot">, extra: Record<string, string> = {}): Record<string, string> {
+  const ports = portsOf(agent.slot);
+  const home = homeOf(agent.id);
+  return {
+    PATH: DEFAULT_PATH,
+    LANG: "C.UTF-8",
+    TMPDIR: "/tmp",
+    ...extra,
+    HOME: home,
+    WARREN_AGENT_HOME: home,
+    WARREN_AGENT_ID: agent.id,
+    PORT: String(ports.first),
+    WARREN_PORTS: `${ports.first}-${ports.last}`,
+  };
+}
+
+export function argvOf(input: Pick<ExecInput, "argv" | "command">): string[] {
+  if (input.argv && input.argv.length > 0) return input.argv;
+  if (input.command !== undefined) return ["/bin/bash", "-c", input.command];
+  throw new WarrenError("request.invalid", "body: give argv (a list) or command (shell text)");
+}
+
+export function cwdOf(agentId: string, cwd: string | undefined): string {
+  const home = homeOf(agentId);
+  if (cwd === undefined || cwd === "") return home;
+  return path.posix.resolve(home, cwd);
+}
+
+export class Exec {
+  constructor(
+    private readonly db: Db,
+    private readonly agents: Agents,
+    private readonly runtime: MachineRuntime,
+    private readonly bus: EventBus,
+    private readonly metrics: Metrics,
+  ) {}
+
+  /**
+   * Checks access, resolves the agent and starts its box; the returned function runs the
+   * command. Streaming answers call it after their headers, so every refusal comes first.
+   */
+  async prepare(who: Identity, agentId: string, input: ExecInput): Promise<(io: ExecIo) => Promise<BoxExecResult>> {
+    const agent = await this.agents.load(who, agentId, "write");
+    const [machine] = await this.db
+      .select({ trust: schema.machines.trust })
+      .from(schema.machines)
+      .where(eq(schema.machines.id, agent.machineId));
+    if (!machine) throw new WarrenError("not_found", "machine was not found");
+    const argv = argvOf(input);
+    await this.runtime.ensure(agent.machineId);
+    const uid = uidOf(agent.slot);
+    const shared = machine.trust === "shared";
+    return async (io) => {
+      this.bus.emit("agent.activity", { agentId, machineId: agent.machineId, kind: "exec" });
+      const result = await this.runtime.exec(
+        agent.machineId,
+        {
+          argv,
+          env: agentEnv(agent, input.env),
+          cwd: cwdOf(agent.id, input.cwd),
+          uid,
+          gid: shared ? SHARED_GID : uid,
+          groups: shared ? [SHARED_GID] : [],
+          stdin: input.stdin !== undefined ? Buffer.from(input.stdin, "utf8") : undefined,
+          timeoutMs: input.timeout_ms ?? 60_000,
+        },
+        io,
+      );
+      this.metrics.execs.inc({ outcome: result.timedOut ? "timed_out" : result.cancelled ? "cancelled" : "exited" });
+      return result;
+    };
+  }
+}

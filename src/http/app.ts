@@ -1,0 +1,141 @@
+// The Fastify app: hooks (host, origin, identity), the error envelope in one place, metrics,
+// the OpenAPI document, and the routes by resource.
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyError } from "fastify";
+import websocket from "@fastify/websocket";
+import { OPERATOR_EMAIL, type Access, type Identity } from "../access/index.js";
+import type { Config } from "../config/index.js";
+import { WarrenError, errorStatus, type ErrorCode } from "../errors.js";
+import type { Logger } from "../observability/log.js";
+import type { Metrics } from "../observability/metrics.js";
+import { hostAllowed, isStateChange, originAllowed } from "./guards.js";
+import { openApiDocument, registerRoutes, type AnyRoute } from "./route.js";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    identity: Identity | null;
+    startedAt: bigint;
+  }
+  interface FastifyContextConfig {
+    rawBody?: boolean;
+  }
+}
+
+export interface AppOptions {
+  config: Pick<Config, "AUTH_MODE" | "TRUSTED_HEADER" | "PUBLIC_BASE_URL">;
+  access: Access;
+  logger: Logger;
+  metrics: Metrics;
+  routes: AnyRoute[];
+  /** Answers /health: true once the store and the provider are ready. */
+  ready: () => boolean;
+  version: string;
+}
+
+/** Maps an error Fastify raised itself (bad JSON, too large, ...) to a stable code. */
+function frameworkCode(err: FastifyError): ErrorCode {
+  const status = err.statusCode ?? 500;
+  if (status === 413) return "request.too_large";
+  if (status === 415) return "unsupported_media_type";
+  if (status === 404) return "not_found";
+  if (status >= 400 && status < 500) return "request.invalid";
+  return "internal";
+}
+
+export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
+  const { config, access, metrics } = opts;
+  const app = Fastify({
+    loggerInstance: opts.logger as FastifyBaseLogger,
+    disableRequestLogging: true,
+    bodyLimit: 1024 * 1024,
+    trustProxy: false,
+    routerOptions: { maxParamLength: 2048 },
+  });
+
+  app.decorateRequest("identity", null);
+  app.decorateRequest("startedAt", 0n);
+
+  // Bodies that are not JSON arrive as bytes; JSON routes parse them and say so when they are not JSON.
+  app.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "buffer" }, (req, body: Buffer, done) => {
+    if (req.routeOptions.config.rawBody) return done(null, body);
+    if (body.length === 0) return done(null, undefined);
+    try {
+      done(null, JSON.parse(body.toString("utf8")));
+    } catch {
+      done(new WarrenError("request.invalid", "body: is not valid JSON"), undefined);
+    }
+  });
+
+  await app.register(websocket, { options: { maxPayload: 1024 * 1024 } });
+
+  app.addHook("onRequest", async (req) => {
+    req.startedAt = process.hrtime.bigint();
+    const host = req.headers.host;
+    if (!hostAllowed(host, config.PUBLIC_BASE_URL)) {
+      throw new WarrenError("host.refused", "this server answers only for loopback hosts or PUBLIC_BASE_URL's host");
+    }
+    const upgrade = (req.headers.upgrade ?? "").toLowerCase() === "websocket";
+    if ((upgrade || isStateChange(req.method)) && !originAllowed(req.headers.origin, host, config.PUBLIC_BASE_URL)) {
+      throw new WarrenError("origin.refused", "a change or a WebSocket is accepted only from a page of this server");
+    }
+    const url = req.url;
+    if (!url.startsWith("/api/") || url === "/api/openapi.json") return;
+    if (config.AUTH_MODE === "compat-cookie") {
+      req.identity = await access.identify(OPERATOR_EMAIL);
+      return;
+    }
+    const raw = req.headers[config.TRUSTED_HEADER];
+    const email = Array.isArray(raw) ? raw[0] : raw;
+    if (!email) throw new WarrenError("auth.required", `sign in: the ${config.TRUSTED_HEADER} header is missing`);
+    req.identity = await access.identify(email);
+  });
+
+  app.addHook("onResponse", async (req, reply) => {
+    const route = req.routeOptions.url ?? "unmatched";
+    metrics.requests.inc({ method: req.method, route, status: String(reply.statusCode) });
+    const seconds = Number(process.hrtime.bigint() - req.startedAt) / 1e9;
+    metrics.latency.observe({ method: req.method, route }, seconds);
+  });
+
+  app.setErrorHandler(async (err: unknown, req, reply) => {
+    let code: ErrorCode;
+    let message: string;
+    if (err instanceof WarrenError) {
+      code = err.code;
+      message = err.message;
+    } else if (err && typeof err === "object" && "statusCode" in err && typeof (err as FastifyError).statusCode === "number") {
+      const fe = err as FastifyError;
+      code = frameworkCode(fe);
+      message = code === "internal" ? "internal error" : fe.message;
+    } else {
+      code = "internal";
+      message = "internal error; the server log has the details";
+    }
+    const status = errorStatus[code];
+    if (status >= 500) req.log.error({ err, code, route: req.routeOptions.url }, "request failed");
+    metrics.errors.inc({ code });
+    return reply.code(status).send({ error: { code, message } });
+  });
+
+  app.setNotFoundHandler(async (req, reply) => {
+    metrics.errors.inc({ code: "not_found" });
+    return reply.code(404).send({ error: { code: "not_found", message: `no route for ${req.method} ${req.url.split("?")[0]}` } });
+  });
+
+  app.get("/health", async (_req, reply) => {
+    if (!opts.ready()) return reply.code(503).send({ ok: false });
+    return { ok: true };
+  });
+
+  app.get("/metrics", async (_req, reply) => {
+    reply.header("content-type", metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
+
+  const doc = openApiDocument(opts.routes, { title: "warren", version: opts.version });
+  app.get("/api/openapi.json", async () => doc);
+
+  registerRoutes(app, opts.routes);
+  return app;
+}

@@ -1,0 +1,38 @@
+// What the runtime needs of boxd, in the runtime's own words. boxd's client implements it.
+import type { Duplex } from "node:stream";
+
+export interface BoxExecRequest {
+  argv: string[];
+  env: Record<string, string>;
+  cwd: string;
+  uid: number;
+  gid: number;
+  groups: number[];
+  stdin?: Buffer | undefined;
+  timeoutMs: number;
+  /** In-box folder bound read-only at /agent for this command only. */
+  agentDir?: string | undefined;
+}
+
+export interface BoxExecResult {
+  exitCode: number | null;
+  signal: string | null;
+  timedOut: boolean;
+  cancelled: boolean;
+  durationMs: number;
+  usage?: { cpuSeconds?: number | undefined; peakMemoryBytes?: number | undefined } | undefined;
+}
+
+export interface ExecIo {
+  onStdout?: (chunk: Buffer) => void;
+  onStderr?: (chunk: Buffer) => void;
+  signal?: AbortSignal;
+}
+
+export interface BoxExec {
+  ping(): Promise<unknown>;
+  exec(req: BoxExecRequest, io: ExecIo): Promise<BoxExecResult>;
+  forward(port: number): Promise<Duplex>;
+  refreshUsers?(): Promise<void>;
+  close(): void;
+}

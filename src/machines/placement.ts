@@ -1,0 +1,25 @@
+// Placement: an agent takes the lowest free slot on its machine; the slot gives its uid,
+// its port block and (with its id) its home.
+
+/** Slots stop where a port block would pass 65535. */
+export const MAX_SLOTS = 400;
+export const UID_BASE = 10000;
+export const PORT_BASE = 20000;
+export const PORTS_PER_AGENT = 100;
+/** The group agents of a `trust: shared` machine have in common. */
+export const SHARED_GID = 9999;
+
+export function lowestFreeSlot(taken: Iterable<number>): number | null {
+  const used = new Set(taken);
+  for (let s = 0; s < MAX_SLOTS; s++) if (!used.has(s)) return s;
+  return null;
+}
+
+export const uidOf = (slot: number): number => UID_BASE + slot;
+
+export function portsOf(slot: number): { first: number; last: number } {
+  const first = PORT_BASE + PORTS_PER_AGENT * slot;
+  return { first, last: first + PORTS_PER_AGENT - 1 };
+}
+
+export const homeOf = (agentId: string): string => `/home/${agentId}`;

@@ -1,0 +1,246 @@
+// A machine's box over time: started on demand, adopted or reaped at boot, stopped when idle.
+// The database's state column follows every transition, with its reason and time.
+import { eq, inArray } from "drizzle-orm";
+import type { Duplex } from "node:stream";
+import type { BoxHandle, BoxProvider, BoxSpec } from "../boxes/types.js";
+import { WarrenError } from "../errors.js";
+import type { EventBus } from "../events/bus.js";
+import type { Logger } from "../observability/log.js";
+import type { Metrics } from "../observability/metrics.js";
+import type { Db } from "../store/index.js";
+import { schema } from "../store/index.js";
+import type { BoxExec, BoxExecRequest, BoxExecResult, ExecIo } from "./exec-port.js";
+import type { HomeLayout, MachineControl } from "./ports.js";
+
+export interface RuntimeOptions {
+  db: Db;
+  provider: BoxProvider;
+  layout: HomeLayout;
+  bus: EventBus;
+  logger: Logger;
+  metrics: Metrics;
+  /** Opens boxd on a running box. */
+  connect: (box: BoxHandle) => BoxExec;
+  paths: { data: string; contracts: string };
+  idleMs: number;
+  tmpMib?: number;
+  /** Agents with a generation running now (their machines are never idle). */
+  busyAgents: () => string[];
+}
+
+interface Live {
+  box: BoxHandle;
+  boxd: BoxExec;
+  lastActivity: number;
+  liveExecs: number;
+}
+
+type MachineRow = typeof schema.machines.$inferSelect;
+
+export class MachineRuntime implements MachineControl {
+  readonly #o: RuntimeOptions;
+  readonly #live = new Map<string, Live>();
+  readonly #locks = new Map<string, Promise<unknown>>();
+  #idleTimer: NodeJS.Timeout | undefined;
+
+  constructor(o: RuntimeOptions) {
+    this.#o = o;
+  }
+
+  /** Runs `fn` after every earlier call for the same machine has settled. */
+  async #serial<T>(machineId: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.#locks.get(machineId) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const tail = next.catch(() => undefined);
+    this.#locks.set(machineId, tail);
+    try {
+      return await next;
+    } finally {
+      if (this.#locks.get(machineId) === tail) this.#locks.delete(machineId);
+    }
+  }
+
+  async #setState(machineId: string, state: MachineRow["state"], reason: string): Promise<void> {
+    await this.#o.db
+      .update(schema.machines)
+      .set({ state, stateReason: reason, stateChangedAt: new Date() })
+      .where(eq(schema.machines.id, machineId));
+    this.#o.bus.emit("machine.state", { machineId, state, reason });
+  }
+
+  specFor(m: MachineRow): BoxSpec {
+    return {
+      id: m.id,
+      labels: { "warren.kind": "machine", "warren.org": m.orgId, "warren.machine": m.id, "warren.provider": this.#o.provider.name },
+      mounts: [
+        { kind: "bind", source: this.#o.layout.machineDir(m.id), target: "/home", readOnly: false },
+        { kind: "bind", source: this.#o.paths.data, target: "/data", readOnly: true },
+        { kind: "bind", source: this.#o.paths.contracts, target: "/opt/warren/contracts", readOnly: true },
+        { kind: "tmpfs", target: "/tmp", sizeMib: this.#o.tmpMib ?? 1024, mode: 0o1777 },
+      ],
+      limits: { memoryMib: m.memoryMib, cpus: m.cpus, pids: 4096, tmpMib: this.#o.tmpMib ?? 1024 },
+    };
+  }
+
+  /** The machine's boxd, starting the box first when it is not running. */
+  async ensure(machineId: string): Promise<BoxExec> {
+    const live = this.#live.get(machineId);
+    if (live) {
+      live.lastActivity = Date.now();
+      return live.boxd;
+    }
+    return this.#serial(machineId, async () => {
+      const again = this.#live.get(machineId);
+      if (again) return again.boxd;
+      const [m] = await this.#o.db.select().from(schema.machines).where(eq(schema.machines.id, machineId));
+      if (!m) throw new WarrenError("not_found", "machine was not found");
+      await this.#setState(machineId, "starting", "started on demand");
+      const t0 = process.hrtime.bigint();
+      let box: BoxHandle;
+      try {
+        await this.#o.layout.prepareMachine(machineId);
+        await this.#o.provider.create(this.specFor(m));
+        box = await this.#o.provider.start(machineId);
+      } catch (err) {
+        await this.#setState(machineId, "stopped", `start failed: ${messageOf(err)}`);
+        this.#o.logger.error({ err, machineId }, "box start failed");
+        throw new WarrenError("box.unavailable", `the machine's box could not be started: ${messageOf(err)}`, undefined, { cause: err });
+      }
+      this.#o.metrics.boxStarts.observe(Number(process.hrtime.bigint() - t0) / 1e9);
+      const boxd = this.#o.connect(box);
+      this.#live.set(machineId, { box, boxd, lastActivity: Date.now(), liveExecs: 0 });
+      await this.#setState(machineId, "running", "started on demand");
+      return boxd;
+    });
+  }
+
+  /** Marks activity (exec, terminal input, generation) so the idle timer starts over. */
+  touch(machineId: string): void {
+    const live = this.#live.get(machineId);
+    if (live) live.lastActivity = Date.now();
+  }
+
+  /** Runs a command in the machine's box, counting it as activity while it runs. */
+  async exec(machineId: string, req: BoxExecRequest, io: ExecIo = {}): Promise<BoxExecResult> {
+    const boxd = await this.ensure(machineId);
+    const live = this.#live.get(machineId);
+    if (live) live.liveExecs++;
+    try {
+      return await boxd.exec(req, io);
+    } finally {
+      if (live) {
+        live.liveExecs--;
+        live.lastActivity = Date.now();
+      }
+    }
+  }
+
+  async forward(machineId: string, port: number): Promise<Duplex> {
+    const boxd = await this.ensure(machineId);
+    this.touch(machineId);
+    return boxd.forward(port);
+  }
+
+  isRunning(machineId: string): boolean {
+    return this.#live.has(machineId);
+  }
+
+  async stop(machineId: string, reason: string): Promise<void> {
+    await this.#serial(machineId, async () => {
+      const live = this.#live.get(machineId);
+      this.#live.delete(machineId);
+      live?.boxd.close();
+      await this.#o.provider.stop(machineId);
+      await this.#setState(machineId, "stopped", reason);
+    });
+  }
+
+  async remove(machineId: string): Promise<void> {
+    await this.#serial(machineId, async () => {
+      const live = this.#live.get(machineId);
+      this.#live.delete(machineId);
+      live?.boxd.close();
+      await this.#o.provider.remove(machineId);
+    });
+  }
+
+  async agentsChanged(machineId: string): Promise<void> {
+    const live = this.#live.get(machineId);
+    if (live) await live.boxd.refreshUsers?.();
+  }
+
+  /**
+   * At boot: adopt the live boxes of machines we know, reap every other box, and mark
+   * machines whose box is gone as stopped. A machine never has two boxes.
+   */
+  async recover(): Promise<{ adopted: string[]; reaped: string[] }> {
+    const boxes = await this.#o.provider.list({ "warren.kind": "machine" });
+    const ids = boxes.map((b) => b.labels["warren.machine"]);
+    const known = ids.length
+      ? await this.#o.db.select().from(schema.machines).where(inArray(schema.machines.id, ids))
+      : [];
+    const byId = new Map(known.map((m) => [m.id, m]));
+    const adopted: string[] = [];
+    const reaped: string[] = [];
+    for (const box of boxes) {
+      const m = byId.get(box.labels["warren.machine"]);
+      const ours = m && m.orgId === box.labels["warren.org"] && box.id === m.id;
+      if (ours && box.state === "running" && !this.#live.has(m.id)) {
+        try {
+          const boxd = this.#o.connect(box);
+          await boxd.ping();
+          this.#live.set(m.id, { box, boxd, lastActivity: Date.now(), liveExecs: 0 });
+          await this.#setState(m.id, "running", "adopted after a server restart");
+          adopted.push(m.id);
+          continue;
+        } catch (err) {
+          this.#o.logger.warn({ err, machineId: m.id }, "could not adopt a box; reaping it");
+        }
+      }
+      await this.#o.provider.remove(box.id).catch((err: unknown) => this.#o.logger.error({ err, box: box.id }, "reaping a box failed"));
+      reaped.push(box.id);
+    }
+    const all = await this.#o.db.select({ id: schema.machines.id, state: schema.machines.state }).from(schema.machines);
+    for (const m of all) {
+      if (m.state !== "stopped" && !this.#live.has(m.id)) await this.#setState(m.id, "stopped", "the box was gone after a server restart");
+    }
+    return { adopted, reaped };
+  }
+
+  /** Stops boxes idle for longer than idleMs: no exec, no generation, no terminal input. */
+  async reapIdle(now = Date.now()): Promise<string[]> {
+    const busy = new Set(this.#o.busyAgents());
+    let busyMachines = new Set<string>();
+    if (busy.size > 0) {
+      const rows = await this.#o.db
+        .select({ machineId: schema.agents.machineId })
+        .from(schema.agents)
+        .where(inArray(schema.agents.id, [...busy]));
+      busyMachines = new Set(rows.map((r) => r.machineId));
+    }
+    const stopped: string[] = [];
+    for (const [id, live] of this.#live) {
+      if (live.liveExecs > 0 || busyMachines.has(id)) continue;
+      if (now - live.lastActivity < this.#o.idleMs) continue;
+      await this.stop(id, `idle for ${Math.round(this.#o.idleMs / 1000)} s`);
+      stopped.push(id);
+    }
+    return stopped;
+  }
+
+  startIdleTimer(everyMs = Math.min(10_000, Math.max(250, this.#o.idleMs / 4))): void {
+    this.#idleTimer = setInterval(() => {
+      this.reapIdle().catch((err: unknown) => this.#o.logger.error({ err }, "idle check failed"));
+    }, everyMs);
+    this.#idleTimer.unref();
+  }
+
+  /** Stops watching; boxes keep running so that the next server adopts them. */
+  close(): void {
+    if (this.#idleTimer) clearInterval(this.#idleTimer);
+    for (const live of this.#live.values()) live.boxd.close();
+    this.#live.clear();
+  }
+}
+
+const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e));

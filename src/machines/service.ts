@@ -1,0 +1,159 @@
+import { and, asc, count, eq, inArray } from "drizzle-orm";
+import type { Access, Identity } from "../access/index.js";
+import { WarrenError } from "../errors.js";
+import { newId } from "../ids.js";
+import type { Db } from "../store/index.js";
+import { schema } from "../store/index.js";
+import type { HomeLayout, MachineControl } from "./ports.js";
+
+export type MachineRow = typeof schema.machines.$inferSelect;
+
+export interface MachineView {
+  id: string;
+  org_id: string;
+  name: string;
+  state: "stopped" | "starting" | "running";
+  state_reason: string;
+  state_changed_at: string;
+  max_workspace_mib: number;
+  workspace_mib: number | null;
+  memory_mib: number;
+  cpus: number;
+  trust: "isolated" | "shared";
+  agents: number;
+  created_at: string;
+}
+
+export interface MachineInput {
+  org_id: string;
+  name: string;
+  max_workspace_mib?: number | undefined;
+  memory_mib?: number | undefined;
+  cpus?: number | undefined;
+  trust?: "isolated" | "shared" | undefined;
+}
+
+export const MACHINE_DEFAULTS = { max_workspace_mib: 51200, memory_mib: 2048, cpus: 1 } as const;
+
+export function machineView(m: MachineRow, agents: number): MachineView {
+  return {
+    id: m.id,
+    org_id: m.orgId,
+    name: m.name,
+    state: m.state,
+    state_reason: m.stateReason,
+    state_changed_at: m.stateChangedAt.toISOString(),
+    max_workspace_mib: m.maxWorkspaceMib,
+    workspace_mib: m.workspaceMib,
+    memory_mib: m.memoryMib,
+    cpus: m.cpus,
+    trust: m.trust,
+    agents,
+    created_at: m.createdAt.toISOString(),
+  };
+}
+
+export class Machines {
+  constructor(
+    private readonly db: Db,
+    private readonly access: Access,
+    private readonly layout: HomeLayout,
+    private readonly control: () => MachineControl,
+  ) {}
+
+  async create(who: Identity, input: MachineInput): Promise<MachineView> {
+    await this.access.require(input.org_id, who, "write", "organisation");
+    const id = newId("mch");
+    await this.layout.prepareMachine(id);
+    const [row] = await this.db
+      .insert(schema.machines)
+      .values({
+        id,
+        orgId: input.org_id,
+        name: input.name,
+        maxWorkspaceMib: input.max_workspace_mib ?? MACHINE_DEFAULTS.max_workspace_mib,
+        memoryMib: input.memory_mib ?? MACHINE_DEFAULTS.memory_mib,
+        cpus: input.cpus ?? MACHINE_DEFAULTS.cpus,
+        trust: input.trust ?? "isolated",
+      })
+      .returning();
+    if (!row) throw new Error("machine insert returned nothing");
+    return machineView(row, 0);
+  }
+
+  /** The row, after checking the caller may `perm` it; not_found for non-members. */
+  async load(who: Identity, id: string, perm: "read" | "write"): Promise<MachineRow> {
+    const [row] = await this.db.select().from(schema.machines).where(eq(schema.machines.id, id));
+    if (!row) throw new WarrenError("not_found", "machine was not found");
+    await this.access.require(row.orgId, who, perm, "machine");
+    return row;
+  }
+
+  async #agentCounts(ids: string[]): Promise<Map<string, number>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.db
+      .select({ machineId: schema.agents.machineId, n: count() })
+      .from(schema.agents)
+      .where(inArray(schema.agents.machineId, ids))
+      .groupBy(schema.agents.machineId);
+    return new Map(rows.map((r) => [r.machineId, Number(r.n)]));
+  }
+
+  async get(who: Identity, id: string): Promise<MachineView> {
+    const row = await this.load(who, id, "read");
+    const counts = await this.#agentCounts([id]);
+    return machineView(row, counts.get(id) ?? 0);
+  }
+
+  async list(who: Identity, orgId?: string): Promise<MachineView[]> {
+    let orgIds = await this.access.orgIdsOf(who);
+    if (orgId !== undefined) {
+      if (!orgIds.includes(orgId)) throw new WarrenError("not_found", "organisation was not found");
+      orgIds = [orgId];
+    }
+    if (orgIds.length === 0) return [];
+    const rows = await this.db
+      .select()
+      .from(schema.machines)
+      .where(inArray(schema.machines.orgId, orgIds))
+      .orderBy(asc(schema.machines.createdAt), asc(schema.machines.id));
+    const counts = await this.#agentCounts(rows.map((r) => r.id));
+    return rows.map((r) => machineView(r, counts.get(r.id) ?? 0));
+  }
+
+  async update(
+    who: Identity,
+    id: string,
+    patch: { name?: string | undefined; max_workspace_mib?: number | undefined; memory_mib?: number | undefined; cpus?: number | undefined },
+  ): Promise<MachineView> {
+    await this.load(who, id, "write");
+    const set: Partial<typeof schema.machines.$inferInsert> = {};
+    if (patch.name !== undefined) set.name = patch.name;
+    if (patch.max_workspace_mib !== undefined) set.maxWorkspaceMib = patch.max_workspace_mib;
+    if (patch.memory_mib !== undefined) set.memoryMib = patch.memory_mib;
+    if (patch.cpus !== undefined) set.cpus = patch.cpus;
+    if (Object.keys(set).length > 0) await this.db.update(schema.machines).set(set).where(eq(schema.machines.id, id));
+    return this.get(who, id);
+  }
+
+  async stop(who: Identity, id: string): Promise<MachineView> {
+    await this.load(who, id, "write");
+    await this.control().stop(id, "stopped by an operator");
+    return this.get(who, id);
+  }
+
+  async delete(who: Identity, id: string): Promise<void> {
+    await this.load(who, id, "write");
+    const [a] = await this.db
+      .select({ id: schema.agents.id })
+      .from(schema.agents)
+      .where(eq(schema.agents.machineId, id))
+      .limit(1);
+    if (a) {
+      throw new WarrenError("machine.not_empty", "the machine still has agents; delete or move them first");
+    }
+    await this.control().remove(id);
+    await this.db.delete(schema.machines).where(and(eq(schema.machines.id, id)));
+    await this.layout.removeMachine(id);
+  }
+}

@@ -1,0 +1,34 @@
+// `warren serve`: parse the environment, compose the server, listen, stop on a signal.
+import { ConfigError, parseConfig } from "./config/index.js";
+import { createServer } from "./server.js";
+
+export async function serve(env: Record<string, string | undefined> = process.env): Promise<void> {
+  let config;
+  try {
+    config = parseConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const server = await createServer(config);
+  const address = await server.app.listen({ host: config.WARREN_HOST, port: config.WARREN_PORT });
+  server.logger.info({ address, stateRoot: config.STATE_ROOT, store: server.store.kind, provider: server.provider.name }, "warren is serving");
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    server.logger.info({ signal }, "stopping; boxes keep running for the next start to adopt");
+    server.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        server.logger.error({ err }, "stopping failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGINT", () => stop("SIGINT"));
+  process.on("SIGTERM", () => stop("SIGTERM"));
+}

@@ -1,0 +1,41 @@
+// Prometheus metrics, one registry per server (no process-global state).
+import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({
+    name: "warren_http_requests_total",
+    help: "HTTP requests answered, by method, route and status",
+    labelNames: ["method", "route", "status"] as const,
+    registers: [this.registry],
+  });
+  readonly latency = new Histogram({
+    name: "warren_http_request_duration_seconds",
+    help: "HTTP request latency, by method and route",
+    labelNames: ["method", "route"] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    registers: [this.registry],
+  });
+  readonly errors = new Counter({
+    name: "warren_http_errors_total",
+    help: "HTTP error answers, by stable error code",
+    labelNames: ["code"] as const,
+    registers: [this.registry],
+  });
+  readonly execs = new Counter({
+    name: "warren_execs_total",
+    help: "Commands run in boxes, by outcome",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly boxStarts = new Histogram({
+    name: "warren_box_start_seconds",
+    help: "Time to start a machine's box until boxd answers",
+    buckets: [0.025, 0.05, 0.1, 0.2, 0.5, 1, 2, 5],
+    registers: [this.registry],
+  });
+
+  constructor(defaults = true) {
+    if (defaults) collectDefaultMetrics({ register: this.registry, prefix: "warren_" });
+  }
+}

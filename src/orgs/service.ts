@@ -1,0 +1,131 @@
+import { and, eq, inArray } from "drizzle-orm";
+import type { Access, Identity, Role } from "../access/index.js";
+import { WarrenError } from "../errors.js";
+import { newId } from "../ids.js";
+import type { Db } from "../store/index.js";
+import { schema } from "../store/index.js";
+
+export interface OrgView {
+  id: string;
+  name: string;
+  role: Role;
+}
+
+export interface MemberView {
+  user_id: string;
+  email: string;
+  role: Role;
+}
+
+export class Orgs {
+  constructor(
+    private readonly db: Db,
+    private readonly access: Access,
+  ) {}
+
+  async create(who: Identity, name: string): Promise<OrgView> {
+    const id = newId("org");
+    await this.db.transaction(async (tx) => {
+      await tx.insert(schema.orgs).values({ id, name });
+      await tx.insert(schema.memberships).values({ orgId: id, userId: who.userId, role: "owner" });
+    });
+    return { id, name, role: "owner" };
+  }
+
+  async list(who: Identity): Promise<OrgView[]> {
+    const rows = await this.db
+      .select({ id: schema.orgs.id, name: schema.orgs.name, role: schema.memberships.role })
+      .from(schema.memberships)
+      .innerJoin(schema.orgs, eq(schema.orgs.id, schema.memberships.orgId))
+      .where(eq(schema.memberships.userId, who.userId))
+      .orderBy(schema.orgs.createdAt);
+    return rows;
+  }
+
+  async get(who: Identity, id: string): Promise<OrgView> {
+    const role = await this.access.require(id, who, "read", "organisation");
+    const [row] = await this.db.select().from(schema.orgs).where(eq(schema.orgs.id, id));
+    if (!row) throw new WarrenError("not_found", "organisation was not found");
+    return { id: row.id, name: row.name, role };
+  }
+
+  async rename(who: Identity, id: string, name: string): Promise<OrgView> {
+    const role = await this.access.require(id, who, "manage", "organisation");
+    await this.db.update(schema.orgs).set({ name }).where(eq(schema.orgs.id, id));
+    return { id, name, role };
+  }
+
+  /** Deletes an organisation with nothing left in it (no machine, no agent). */
+  async delete(who: Identity, id: string): Promise<void> {
+    const role = await this.access.require(id, who, "manage", "organisation");
+    if (role !== "owner") throw new WarrenError("access.denied", "only an owner can delete an organisation");
+    const [m] = await this.db
+      .select({ id: schema.machines.id })
+      .from(schema.machines)
+      .where(eq(schema.machines.orgId, id))
+      .limit(1);
+    if (m) {
+      throw new WarrenError(
+        "machine.not_empty",
+        "the organisation still has machines; delete its agents and machines first",
+      );
+    }
+    await this.db.delete(schema.orgs).where(eq(schema.orgs.id, id));
+  }
+
+  async members(who: Identity, orgId: string): Promise<MemberView[]> {
+    await this.access.require(orgId, who, "read", "organisation");
+    const rows = await this.db
+      .select({ user_id: schema.users.id, email: schema.users.email, role: schema.memberships.role })
+      .from(schema.memberships)
+      .innerJoin(schema.users, eq(schema.users.id, schema.memberships.userId))
+      .where(eq(schema.memberships.orgId, orgId))
+      .orderBy(schema.memberships.createdAt);
+    return rows;
+  }
+
+  /** Adds a member or changes their role. Only an owner makes or unmakes owners. */
+  async setMember(who: Identity, orgId: string, email: string, role: Role): Promise<MemberView> {
+    const mine = await this.access.require(orgId, who, "manage", "organisation");
+    const target = await this.access.identify(email);
+    const current = await this.access.roleIn(orgId, target);
+    if ((role === "owner" || current === "owner") && mine !== "owner") {
+      throw new WarrenError("access.denied", "only an owner can make or change an owner");
+    }
+    if (current === "owner" && role !== "owner") await this.#keepOneOwner(orgId, target.userId);
+    await this.db
+      .insert(schema.memberships)
+      .values({ orgId, userId: target.userId, role })
+      .onConflictDoUpdate({
+        target: [schema.memberships.orgId, schema.memberships.userId],
+        set: { role },
+      });
+    return { user_id: target.userId, email: target.email, role };
+  }
+
+  async removeMember(who: Identity, orgId: string, userId: string): Promise<void> {
+    const mine = await this.access.require(orgId, who, "manage", "organisation");
+    const [m] = await this.db
+      .select()
+      .from(schema.memberships)
+      .where(and(eq(schema.memberships.orgId, orgId), eq(schema.memberships.userId, userId)));
+    if (!m) throw new WarrenError("not_found", "member was not found");
+    if (m.role === "owner") {
+      if (mine !== "owner") throw new WarrenError("access.denied", "only an owner can remove an owner");
+      await this.#keepOneOwner(orgId, userId);
+    }
+    await this.db
+      .delete(schema.memberships)
+      .where(and(eq(schema.memberships.orgId, orgId), eq(schema.memberships.userId, userId)));
+  }
+
+  async #keepOneOwner(orgId: string, leavingUserId: string): Promise<void> {
+    const owners = await this.db
+      .select({ userId: schema.memberships.userId })
+      .from(schema.memberships)
+      .where(and(eq(schema.memberships.orgId, orgId), inArray(schema.memberships.role, ["owner"])));
+    if (owners.filter((o) => o.userId !== leavingUserId).length === 0) {
+      throw new WarrenError("request.invalid", "an organisation keeps at least one owner; make another owner first");
+    }
+  }
+}

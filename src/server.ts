@@ -1,0 +1,138 @@
+// The composition root: config -> store -> provider -> services -> http.
+import { mkdir, readFile } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { FastifyInstance } from "fastify";
+import { Access } from "./access/index.js";
+import { Agents } from "./agents/service.js";
+import { createProvider } from "./boxes/select.js";
+import type { BoxProvider } from "./boxes/types.js";
+import type { Config } from "./config/index.js";
+import { EventBus } from "./events/bus.js";
+import { Exec } from "./exec/service.js";
+import { Guilds } from "./guilds/service.js";
+import { buildApp } from "./http/app.js";
+import { agentRoutes, guildRoutes } from "./http/routes/agents.js";
+import { execRoutes } from "./http/routes/exec.js";
+import { machineRoutes } from "./http/routes/machines.js";
+import { orgRoutes } from "./http/routes/orgs.js";
+import { Orgs } from "./orgs/service.js";
+import { FsHomeLayout } from "./machines/layout.js";
+import { MachineRuntime } from "./machines/runtime.js";
+import { Machines } from "./machines/service.js";
+import { createLogger, type Logger } from "./observability/log.js";
+import { Metrics } from "./observability/metrics.js";
+import { GenerationRegistry } from "./runs/registry.js";
+import { openStore, type Store } from "./store/index.js";
+import { connectBoxd } from "./boxes/select.js";
+
+export interface Server {
+  app: FastifyInstance;
+  config: Config;
+  store: Store;
+  provider: BoxProvider;
+  runtime: MachineRuntime;
+  registry: GenerationRegistry;
+  bus: EventBus;
+  logger: Logger;
+  /** Stops serving; boxes keep running so that the next server adopts them. */
+  close(): Promise<void>;
+}
+
+export interface ServerOptions {
+  logger?: Logger;
+  /** Metrics without the process-wide default collectors (many servers in one test process). */
+  defaultMetrics?: boolean;
+}
+
+async function version(): Promise<string> {
+  const pkg = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../package.json");
+  try {
+    return (JSON.parse(await readFile(pkg, "utf8")) as { version: string }).version;
+  } catch {
+    return "0.0.0";
+  }
+}
+
+export async function createServer(config: Config, opts: ServerOptions = {}): Promise<Server> {
+  const logger = opts.logger ?? createLogger(config.LOG_LEVEL);
+  const root = config.STATE_ROOT;
+  const paths = {
+    workspaces: path.join(root, "workspaces"),
+    run: path.join(root, "run"),
+    data: path.join(root, "data"),
+    contracts: path.join(root, "contracts"),
+    pglite: path.join(root, "pglite"),
+  };
+  await mkdir(root, { recursive: true, mode: 0o711 });
+  await mkdir(paths.run, { recursive: true, mode: 0o700 });
+  await mkdir(paths.workspaces, { recursive: true, mode: 0o711 });
+  await mkdir(paths.data, { recursive: true, mode: 0o755 });
+  await mkdir(paths.contracts, { recursive: true, mode: 0o755 });
+
+  const store = await openStore({ databaseUrl: config.DATABASE_URL, pgliteDir: paths.pglite });
+  let ready = false;
+  const metrics = new Metrics(opts.defaultMetrics ?? true);
+  const bus = new EventBus((err, topic) => logger.error({ err, topic }, "event listener failed"));
+  const registry = new GenerationRegistry();
+  const layout = new FsHomeLayout(paths.workspaces);
+  const provider = createProvider(config, { stateRoot: root, runRoot: paths.run });
+
+  const runtime = new MachineRuntime({
+    db: store.db,
+    provider,
+    layout,
+    bus,
+    logger,
+    metrics,
+    connect: connectBoxd,
+    paths: { data: paths.data, contracts: paths.contracts },
+    idleMs: config.BOX_IDLE_S * 1000,
+    busyAgents: () => registry.activeAgents(),
+  });
+  const access = new Access(store.db);
+  const orgs = new Orgs(store.db, access);
+  const machines = new Machines(store.db, access, layout, () => runtime);
+  const agents = new Agents(store.db, access, machines, layout, () => runtime, config);
+  const guilds = new Guilds(store.db, access, agents);
+  const exec = new Exec(store.db, agents, runtime, bus, metrics);
+
+  const recovered = await runtime.recover();
+  if (recovered.adopted.length || recovered.reaped.length) logger.info(recovered, "boxes recovered");
+  runtime.startIdleTimer();
+
+  const app = await buildApp({
+    config,
+    access,
+    logger,
+    metrics,
+    version: await version(),
+    ready: () => ready,
+    routes: [
+      ...orgRoutes(orgs),
+      ...machineRoutes(machines),
+      ...agentRoutes(agents, config.WORKSPACE_MAX_MIB),
+      ...guildRoutes(guilds),
+      ...execRoutes(exec),
+    ],
+  });
+  await app.ready();
+  ready = true;
+
+  return {
+    app,
+    config,
+    store,
+    provider,
+    runtime,
+    registry,
+    bus,
+    logger,
+    async close() {
+      ready = false;
+      await app.close();
+      runtime.close();
+      await store.close();
+    },
+  };
+}

@@ -1,0 +1,158 @@
+// The durable state. The same schema and migrations serve PGlite and PostgreSQL.
+import { sql } from "drizzle-orm";
+import {
+  bigserial,
+  boolean,
+  check,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  real,
+  text,
+  timestamp,
+  uniqueIndex,
+} from "drizzle-orm/pg-core";
+
+const created = () => timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow();
+
+export const users = pgTable("users", {
+  id: text("id").primaryKey(),
+  email: text("email").notNull().unique(),
+  createdAt: created(),
+});
+
+export const orgs = pgTable("orgs", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull(),
+  createdAt: created(),
+});
+
+export const memberships = pgTable(
+  "memberships",
+  {
+    orgId: text("org_id")
+      .notNull()
+      .references(() => orgs.id, { onDelete: "cascade" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    role: text("role", { enum: ["owner", "admin", "editor", "viewer", "auditor"] }).notNull(),
+    createdAt: created(),
+  },
+  (t) => [primaryKey({ columns: [t.orgId, t.userId] }), index("memberships_user_idx").on(t.userId)],
+);
+
+export const machines = pgTable(
+  "machines",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => orgs.id, { onDelete: "restrict" }),
+    name: text("name").notNull(),
+    maxWorkspaceMib: integer("max_workspace_mib").notNull(),
+    memoryMib: integer("memory_mib").notNull(),
+    cpus: real("cpus").notNull(),
+    trust: text("trust", { enum: ["isolated", "shared"] }).notNull(),
+    workspaceMib: integer("workspace_mib"),
+    state: text("state", { enum: ["stopped", "starting", "running"] }).notNull().default("stopped"),
+    stateReason: text("state_reason").notNull().default("created"),
+    stateChangedAt: timestamp("state_changed_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    createdAt: created(),
+  },
+  (t) => [index("machines_org_idx").on(t.orgId)],
+);
+
+export const agents = pgTable(
+  "agents",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => orgs.id, { onDelete: "restrict" }),
+    machineId: text("machine_id")
+      .notNull()
+      .references(() => machines.id, { onDelete: "restrict" }),
+    name: text("name").notNull(),
+    slot: integer("slot").notNull(),
+    maxWorkspaceMib: integer("max_workspace_mib").notNull(),
+    workspaceMib: integer("workspace_mib"),
+    sandboxPolicy: jsonb("sandbox_policy"),
+    createdAt: created(),
+  },
+  (t) => [
+    uniqueIndex("agents_machine_slot_uq").on(t.machineId, t.slot),
+    index("agents_org_idx").on(t.orgId),
+    check("agents_slot_range", sql`${t.slot} >= 0 AND ${t.slot} < 400`),
+  ],
+);
+
+export const guilds = pgTable(
+  "guilds",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => orgs.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    createdAt: created(),
+  },
+  (t) => [index("guilds_org_idx").on(t.orgId)],
+);
+
+export const guildAgents = pgTable(
+  "guild_agents",
+  {
+    guildId: text("guild_id")
+      .notNull()
+      .references(() => guilds.id, { onDelete: "cascade" }),
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+  },
+  (t) => [primaryKey({ columns: [t.guildId, t.agentId] })],
+);
+
+/** Runs outlive their agent: no foreign key to agents, so deleting an agent keeps its records. */
+export const runs = pgTable(
+  "runs",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id").notNull(),
+    agentId: text("agent_id").notNull(),
+    machineId: text("machine_id").notNull(),
+    kind: text("kind").notNull(),
+    status: text("status", {
+      enum: ["queued", "running", "succeeded", "failed", "timed_out", "cancelled", "lost"],
+    }).notNull(),
+    statusReason: text("status_reason"),
+    argv: jsonb("argv").$type<string[]>().notNull(),
+    inputBytes: integer("input_bytes").notNull().default(0),
+    timeoutS: integer("timeout_s").notNull(),
+    exitCode: integer("exit_code"),
+    signal: text("signal"),
+    output: text("output").notNull().default(""),
+    outputTruncated: boolean("output_truncated").notNull().default(false),
+    receipt: jsonb("receipt"),
+    createdAt: created(),
+    startedAt: timestamp("started_at", { withTimezone: true, mode: "date" }),
+    endedAt: timestamp("ended_at", { withTimezone: true, mode: "date" }),
+  },
+  (t) => [index("runs_agent_idx").on(t.agentId, t.createdAt), index("runs_status_idx").on(t.status)],
+);
+
+export const runEvents = pgTable(
+  "run_events",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    runId: text("run_id")
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    type: text("type").notNull(),
+    at: timestamp("at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    data: jsonb("data").notNull(),
+  },
+  (t) => [index("run_events_run_idx").on(t.runId, t.id)],
+);
