@@ -14,6 +14,11 @@ import { Guilds } from "./guilds/service.js";
 import { buildApp } from "./http/app.js";
 import { agentRoutes, guildRoutes } from "./http/routes/agents.js";
 import { execRoutes } from "./http/routes/exec.js";
+import { homeRoutes } from "./http/routes/homes.js";
+import { runRoutes } from "./http/routes/runs.js";
+import { DiskCaps } from "./homes/caps.js";
+import { Runs } from "./runs/service.js";
+import { DirRunStaging } from "./runs/staging.js";
 import { machineRoutes } from "./http/routes/machines.js";
 import { orgRoutes } from "./http/routes/orgs.js";
 import { Orgs } from "./orgs/service.js";
@@ -33,6 +38,7 @@ export interface Server {
   provider: BoxProvider;
   runtime: MachineRuntime;
   registry: GenerationRegistry;
+  runs: Runs;
   bus: EventBus;
   logger: Logger;
   /** Stops serving; boxes keep running so that the next server adopts them. */
@@ -93,9 +99,24 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
   const access = new Access(store.db);
   const orgs = new Orgs(store.db, access);
   const machines = new Machines(store.db, access, layout, () => runtime);
-  const agents = new Agents(store.db, access, machines, layout, () => runtime, config);
+  const agents = new Agents(store.db, access, machines, layout, () => runtime, config, async (agentId) => {
+    const g = registry.forAgent(agentId);
+    if (!g) return;
+    registry.cancel(g.runId, "the agent is being deleted");
+    for (let i = 0; i < 200 && registry.forAgent(agentId); i++) await new Promise((r) => setTimeout(r, 50));
+  });
   const guilds = new Guilds(store.db, access, agents);
   const exec = new Exec(store.db, agents, runtime, bus, metrics);
+
+  const ver = await version();
+  const caps = new DiskCaps(store.db, layout, config.WORKSPACE_MAX_MIB);
+  const staging = new DirRunStaging((machineId) => ({
+    hostDir: path.join(paths.run, "boxes", machineId, "boxd"),
+    boxDir: "/run/boxd",
+  }));
+  const runs = new Runs({ db: store.db, access, agents, runtime, registry, caps, staging, bus, logger, version: ver });
+  const lost = await runs.markLost();
+  if (lost > 0) logger.warn({ runs: lost }, "runs that were going on when the server stopped are now lost");
 
   const recovered = await runtime.recover();
   if (recovered.adopted.length || recovered.reaped.length) logger.info(recovered, "boxes recovered");
@@ -106,7 +127,7 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
     access,
     logger,
     metrics,
-    version: await version(),
+    version: ver,
     ready: () => ready,
     routes: [
       ...orgRoutes(orgs),
@@ -114,6 +135,8 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
       ...agentRoutes(agents, config.WORKSPACE_MAX_MIB),
       ...guildRoutes(guilds),
       ...execRoutes(exec),
+      ...runRoutes(runs),
+      ...homeRoutes(store.db, agents, layout, config.WORKSPACE_MAX_MIB),
     ],
   });
   await app.ready();
@@ -126,10 +149,16 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
     provider,
     runtime,
     registry,
+    runs,
     bus,
     logger,
     async close() {
       ready = false;
+      for (const id of registry.activeAgents()) {
+        const g = registry.forAgent(id);
+        if (g) registry.cancel(g.runId, "the server is stopping");
+      }
+      await runs.drain();
       await app.close();
       runtime.close();
       await store.close();

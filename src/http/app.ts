@@ -17,6 +17,8 @@ declare module "fastify" {
   }
   interface FastifyContextConfig {
     rawBody?: boolean;
+    /** The code a 413 of this route answers with. */
+    tooLarge?: ErrorCode;
   }
 }
 
@@ -32,9 +34,9 @@ export interface AppOptions {
 }
 
 /** Maps an error Fastify raised itself (bad JSON, too large, ...) to a stable code. */
-function frameworkCode(err: FastifyError): ErrorCode {
+function frameworkCode(err: FastifyError, tooLarge: ErrorCode | undefined): ErrorCode {
   const status = err.statusCode ?? 500;
-  if (status === 413) return "request.too_large";
+  if (status === 413) return tooLarge ?? "request.too_large";
   if (status === 415) return "unsupported_media_type";
   if (status === 404) return "not_found";
   if (status >= 400 && status < 500) return "request.invalid";
@@ -45,7 +47,6 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const { config, access, metrics } = opts;
   const app = Fastify({
     loggerInstance: opts.logger as FastifyBaseLogger,
-    disableRequestLogging: true,
     bodyLimit: 1024 * 1024,
     trustProxy: false,
     routerOptions: { maxParamLength: 2048 },
@@ -106,7 +107,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       message = err.message;
     } else if (err && typeof err === "object" && "statusCode" in err && typeof (err as FastifyError).statusCode === "number") {
       const fe = err as FastifyError;
-      code = frameworkCode(fe);
+      code = frameworkCode(fe, req.routeOptions.config.tooLarge);
       message = code === "internal" ? "internal error" : fe.message;
     } else {
       code = "internal";

@@ -29,6 +29,8 @@ export interface RouteSpec<P extends z.ZodType, Q extends z.ZodType, B extends z
   errors?: string[];
   /** The body arrives as raw bytes (a Buffer) instead of JSON. */
   rawBody?: boolean;
+  /** A body limit of its own, in bytes; past it the route answers 413 with tooLargeCode. */
+  bodyLimit?: number;
   handler: (ctx: RouteContext<z.output<P>, z.output<Q>, z.output<B>>) => Promise<unknown>;
 }
 
@@ -71,7 +73,8 @@ export function registerRoutes(app: FastifyInstance, routes: AnyRoute[]): void {
     app.route({
       method: spec.method,
       url: spec.url,
-      config: { rawBody: spec.rawBody === true },
+      config: { rawBody: spec.rawBody === true, tooLarge: spec.rawBody ? "file.too_large" : "request.too_large" },
+      ...(spec.bodyLimit ? { bodyLimit: spec.bodyLimit } : {}),
       handler: async (req, reply) => {
         const params = spec.params ? parseWith(spec.params, req.params, "path") : {};
         const query = spec.query ? parseWith(spec.query, req.query, "query") : {};

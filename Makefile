@@ -1,0 +1,30 @@
+# The two commands of the quick start: `make up` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+export STATE_ROOT ?= .state
+
+help:
+	@echo "make up     install what is missing, build, serve on 127.0.0.1:8080 (PGlite, local boxes)"
+	@echo "make test   typecheck, lint, migrations, every test on PGlite and PostgreSQL"
+	@echo "make bench  exec, cold start, density and measurement against the floor and the peers"
+
+setup:
+	@scripts/setup.sh
+
+build: setup
+	@npm run --silent build
+
+up: build
+	@node dist/cli/main.js serve
+
+test:
+	@scripts/test.sh
+
+bench: build
+	@node --import tsx bench/main.ts
+
+clean:
+	rm -rf dist
+
+.PHONY: help setup build up test bench clean

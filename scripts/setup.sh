@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what warren needs on a Debian machine: system packages (apt-get, as root; else
+# prints the exact command) and the npm packages of the lockfile.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pkgs=(bubblewrap postgresql gcc libc6-dev libseccomp-dev make util-linux procps iproute2 curl)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) == 0 ]]; then
+    echo "setup: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "setup: missing Debian packages; run as root:" >&2
+    echo "  apt-get update && apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if ((node_major < 20)); then
+  echo "setup: warren needs Node.js 20 or newer (found $(node --version 2>/dev/null || echo none))" >&2
+  exit 1
+fi
+
+if [[ ! -d node_modules ]] || [[ package-lock.json -nt node_modules/.package-lock.json ]]; then
+  npm ci --no-audit --no-fund --loglevel=error
+fi

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The whole suite: typecheck, lint, format, migrations, then every test on PGlite and on a
+# real PostgreSQL server started here (and stopped afterwards).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+shopt -s globstar nullglob
+
+scripts/setup.sh
+npm run --silent build
+echo "== typecheck"; npx tsc -p tsconfig.json --noEmit
+echo "== lint"; npx eslint --max-warnings=0 .
+echo "== format"; npx prettier --check . --log-level warn
+echo "== migrations"; scripts/check-migrations.sh
+
+read -r url pgdir _pid < <(scripts/pg-start.sh)
+cleanup() { scripts/pg-stop.sh "$pgdir"; }
+trap cleanup EXIT
+echo "== PostgreSQL started for the suite"
+export WARREN_TEST_DATABASE_URL=$url
+export WARREN_REQUIRE_POSTGRES=1
+
+files=(${TEST_FILES:-src/**/*.test.ts test/**/*.test.ts})
+echo "== tests (${#files[@]} files)"
+node --import tsx --test --test-concurrency="${TEST_CONCURRENCY:-2}" --test-timeout=600000 "${files[@]}"

@@ -1,0 +1,70 @@
+// Disk caps, as the agent-home reference sets them: measured after each generation, a stored
+// size over its cap measured again at the next generation's start, workspace.full otherwise.
+import { eq } from "drizzle-orm";
+import { WarrenError } from "../errors.js";
+import type { HomeLayout } from "../machines/ports.js";
+import type { Db } from "../store/index.js";
+import { schema } from "../store/index.js";
+import { measure } from "./measure.js";
+
+type AgentRow = typeof schema.agents.$inferSelect;
+type MachineRow = typeof schema.machines.$inferSelect;
+
+/** The agent's effective cap: its own, never above the host's WORKSPACE_MAX_MIB. */
+export const effectiveCap = (agentMax: number, hostMax: number): number => Math.min(agentMax, hostMax);
+
+export interface Sizes {
+  agentMib: number;
+  machineMib: number;
+}
+
+/** Why a generation may not start, or null. Pure: the gate's rule in one place. */
+export function capProblem(
+  a: { name: string; workspaceMib: number | null; cap: number },
+  m: { name: string; workspaceMib: number | null; cap: number },
+): string | null {
+  if (a.workspaceMib !== null && a.workspaceMib > a.cap) {
+    return `agent ${a.name}'s home holds ${a.workspaceMib} MiB, above the ${a.cap} MiB limit; free space from the terminal (or exec) or raise the agent's max_workspace_mib`;
+  }
+  if (m.workspaceMib !== null && m.workspaceMib > m.cap) {
+    return `machine ${m.name}'s folder holds ${m.workspaceMib} MiB, above the ${m.cap} MiB limit; free space from the terminal (or exec) or raise the machine's max_workspace_mib`;
+  }
+  return null;
+}
+
+export class DiskCaps {
+  constructor(
+    private readonly db: Db,
+    private readonly layout: HomeLayout,
+    private readonly hostMaxMib: number,
+  ) {}
+
+  /** Measures the agent's home and its machine's folder and stores both sizes. */
+  async measureAndStore(agent: AgentRow, machine: MachineRow): Promise<Sizes> {
+    const [home, folder] = await Promise.all([
+      measure(this.layout.homeDir(machine.id, agent.id)),
+      measure(this.layout.machineDir(machine.id)),
+    ]);
+    await this.db.update(schema.agents).set({ workspaceMib: home.mib }).where(eq(schema.agents.id, agent.id));
+    await this.db.update(schema.machines).set({ workspaceMib: folder.mib }).where(eq(schema.machines.id, machine.id));
+    return { agentMib: home.mib, machineMib: folder.mib };
+  }
+
+  /**
+   * The gate before a generation. Sizes stored above their caps are measured again first,
+   * so that space freed from a terminal counts at once. Returns the sizes it knows.
+   */
+  async gate(agent: AgentRow, machine: MachineRow): Promise<{ agentMib: number | null; machineMib: number | null }> {
+    const cap = effectiveCap(agent.maxWorkspaceMib, this.hostMaxMib);
+    let a = { name: agent.name, workspaceMib: agent.workspaceMib, cap };
+    let m = { name: machine.name, workspaceMib: machine.workspaceMib, cap: machine.maxWorkspaceMib };
+    if (capProblem(a, m) !== null) {
+      const sizes = await this.measureAndStore(agent, machine);
+      a = { ...a, workspaceMib: sizes.agentMib };
+      m = { ...m, workspaceMib: sizes.machineMib };
+    }
+    const problem = capProblem(a, m);
+    if (problem) throw new WarrenError("workspace.full", problem);
+    return { agentMib: a.workspaceMib, machineMib: m.workspaceMib };
+  }
+}

@@ -1,0 +1,347 @@
+// Command runs: a generation with an input, an output and a record (status, exit, output,
+// a trace of events and a receipt). At most one generation per agent at a time.
+import { and, asc, desc, eq, gt, inArray, lt } from "drizzle-orm";
+import type { Access, Identity } from "../access/index.js";
+import type { AgentRow, Agents } from "../agents/service.js";
+import type { EventBus } from "../events/bus.js";
+import { WarrenError } from "../errors.js";
+import { argvOf, agentEnv } from "../exec/service.js";
+import type { DiskCaps } from "../homes/caps.js";
+import { newId } from "../ids.js";
+import { homeOf, SHARED_GID, uidOf } from "../machines/placement.js";
+import type { MachineRuntime } from "../machines/runtime.js";
+import type { Logger } from "../observability/log.js";
+import type { Db } from "../store/index.js";
+import { schema } from "../store/index.js";
+import type { GenerationRegistry } from "./registry.js";
+
+export const MAX_INPUT_BYTES = 256 * 1024;
+export const OUTPUT_LIMIT_BYTES = 1024 * 1024;
+/** Output events kept in a run's trace; past this the trace says how much was left out. */
+export const TRACE_OUTPUT_EVENTS = 2000;
+
+export type RunRow = typeof schema.runs.$inferSelect;
+export type RunStatus = RunRow["status"];
+export const terminal: RunStatus[] = ["succeeded", "failed", "timed_out", "cancelled", "lost"];
+
+export interface RunInput {
+  kind: "command";
+  argv?: string[] | undefined;
+  command?: string | undefined;
+  input?: string | undefined;
+  timeout_s?: number | undefined;
+  env?: Record<string, string> | undefined;
+}
+
+export interface RunView {
+  id: string;
+  agent_id: string;
+  machine_id: string;
+  kind: string;
+  status: RunStatus;
+  status_reason: string | null;
+  argv: string[];
+  exit_code: number | null;
+  signal: string | null;
+  output: string;
+  output_truncated: boolean;
+  timeout_s: number;
+  created_at: string;
+  started_at: string | null;
+  ended_at: string | null;
+  receipt: unknown;
+}
+
+export function runView(r: RunRow): RunView {
+  return {
+    id: r.id,
+    agent_id: r.agentId,
+    machine_id: r.machineId,
+    kind: r.kind,
+    status: r.status,
+    status_reason: r.statusReason,
+    argv: r.argv,
+    exit_code: r.exitCode,
+    signal: r.signal,
+    output: r.output,
+    output_truncated: r.outputTruncated,
+    timeout_s: r.timeoutS,
+    created_at: r.createdAt.toISOString(),
+    started_at: r.startedAt?.toISOString() ?? null,
+    ended_at: r.endedAt?.toISOString() ?? null,
+    receipt: r.receipt,
+  };
+}
+
+/** Where a run's private files go: written on the host, seen in the box at /agent. */
+export interface RunStaging {
+  stage(machineId: string, runId: string, files: Record<string, Buffer>, uid: number): Promise<{ boxPath: string }>;
+  unstage(machineId: string, runId: string): Promise<void>;
+}
+
+export interface RunsOptions {
+  db: Db;
+  access: Access;
+  agents: Agents;
+  runtime: MachineRuntime;
+  registry: GenerationRegistry;
+  caps: DiskCaps;
+  staging: RunStaging;
+  bus: EventBus;
+  logger: Logger;
+  version: string;
+}
+
+class OutputBuffer {
+  readonly #parts: Buffer[] = [];
+  #size = 0;
+  truncated = false;
+  total = 0;
+  push(c: Buffer): void {
+    this.total += c.length;
+    const room = OUTPUT_LIMIT_BYTES - this.#size;
+    if (room <= 0) {
+      this.truncated = true;
+      return;
+    }
+    const part = c.length > room ? c.subarray(0, room) : c;
+    if (part.length < c.length) this.truncated = true;
+    this.#parts.push(part);
+    this.#size += part.length;
+  }
+  text(): string {
+    return Buffer.concat(this.#parts).toString("utf8");
+  }
+}
+
+export class Runs {
+  readonly #o: RunsOptions;
+  readonly #pending = new Set<Promise<void>>();
+
+  constructor(o: RunsOptions) {
+    this.#o = o;
+  }
+
+  /** At boot: runs that were running or queued when the server stopped become lost. */
+  async markLost(reason = "the server stopped while the run was going on"): Promise<number> {
+    const rows = await this.#o.db
+      .update(schema.runs)
+      .set({ status: "lost", statusReason: reason, endedAt: new Date() })
+      .where(inArray(schema.runs.status, ["running", "queued"]))
+      .returning({ id: schema.runs.id });
+    for (const r of rows) await this.#event(r.id, "lost", { reason });
+    return rows.length;
+  }
+
+  async #event(runId: string, type: string, data: Record<string, unknown>): Promise<void> {
+    await this.#o.db.insert(schema.runEvents).values({ runId, type, data });
+  }
+
+  async start(who: Identity, agentId: string, input: RunInput): Promise<RunView> {
+    const o = this.#o;
+    const agent = await o.agents.load(who, agentId, "write");
+    const inputBytes = Buffer.from(input.input ?? "", "utf8");
+    if (inputBytes.length > MAX_INPUT_BYTES) {
+      throw new WarrenError("run.input_too_large", `the input is ${inputBytes.length} bytes, above the ${MAX_INPUT_BYTES}-byte limit; pass large data as a file in the home`);
+    }
+    const argv = argvOf(input);
+    const [machine] = await o.db.select().from(schema.machines).where(eq(schema.machines.id, agent.machineId));
+    if (!machine) throw new WarrenError("not_found", "machine was not found");
+    const id = newId("run");
+    const gen = o.registry.acquire(agent.id, id);
+    try {
+      const before = await o.caps.gate(agent, machine);
+      const timeoutS = input.timeout_s ?? 3600;
+      const [row] = await o.db
+        .insert(schema.runs)
+        .values({ id, orgId: agent.orgId, agentId: agent.id, machineId: machine.id, kind: input.kind, status: "queued", argv, inputBytes: inputBytes.length, timeoutS })
+        .returning();
+      if (!row) throw new Error("run insert returned nothing");
+      const p = this.#execute(row, agent, machine, inputBytes, input.env ?? {}, before, gen.controller.signal)
+        .catch((err: unknown) => o.logger.error({ err, runId: id }, "run bookkeeping failed"))
+        .finally(() => {
+          o.registry.release(gen);
+          this.#pending.delete(p);
+        });
+      this.#pending.add(p);
+      return runView(row);
+    } catch (err) {
+      o.registry.release(gen);
+      throw err;
+    }
+  }
+
+  async #execute(
+    run: RunRow,
+    agent: AgentRow,
+    machine: typeof schema.machines.$inferSelect,
+    input: Buffer,
+    env: Record<string, string>,
+    before: { agentMib: number | null; machineMib: number | null },
+    signal: AbortSignal,
+  ): Promise<void> {
+    const o = this.#o;
+    const uid = uidOf(agent.slot);
+    const shared = machine.trust === "shared";
+    const output = new OutputBuffer();
+    let stderrBytes = 0;
+    let traced = 0;
+    let dropped = 0;
+    const pendingEvents: Promise<void>[] = [];
+    const trace = (stream: "stdout" | "stderr", c: Buffer) => {
+      if (traced >= TRACE_OUTPUT_EVENTS) {
+        dropped++;
+        return;
+      }
+      traced++;
+      pendingEvents.push(this.#event(run.id, "output", { stream, data: c.toString("utf8") }));
+    };
+    const startedAt = new Date();
+    await o.db.update(schema.runs).set({ status: "running", startedAt }).where(eq(schema.runs.id, run.id));
+    await this.#event(run.id, "started", { argv: run.argv, agent_id: agent.id, uid, input_bytes: input.length, timeout_s: run.timeoutS });
+    o.bus.emit("agent.activity", { agentId: agent.id, machineId: machine.id, kind: "generation" });
+
+    let status: RunStatus = "failed";
+    let reason: string | null = null;
+    let result: Awaited<ReturnType<MachineRuntime["exec"]>> | null = null;
+    try {
+      const staged = await o.staging.stage(machine.id, run.id, { input }, uid);
+      try {
+        result = await o.runtime.exec(
+          machine.id,
+          {
+            argv: run.argv,
+            env: agentEnv(agent, { ...env, WARREN_RUN_ID: run.id, WARREN_INPUT: "/agent/input" }),
+            cwd: homeOf(agent.id),
+            uid,
+            gid: shared ? SHARED_GID : uid,
+            groups: shared ? [SHARED_GID] : [],
+            timeoutMs: run.timeoutS * 1000,
+            agentDir: staged.boxPath,
+          },
+          {
+            signal,
+            onStdout: (c) => {
+              output.push(c);
+              trace("stdout", c);
+            },
+            onStderr: (c) => {
+              stderrBytes += c.length;
+              trace("stderr", c);
+            },
+          },
+        );
+      } finally {
+        await o.staging.unstage(machine.id, run.id).catch((err: unknown) => o.logger.warn({ err, runId: run.id }, "unstaging failed"));
+      }
+      status = result.timedOut ? "timed_out" : result.cancelled || signal.aborted ? "cancelled" : result.exitCode === 0 ? "succeeded" : "failed";
+      if (status === "timed_out") reason = `ran past its ${run.timeoutS} s limit`;
+      else if (status === "cancelled") reason = "cancelled";
+      else if (status === "failed") reason = result.signal ? `killed by ${result.signal}` : `exited with ${result.exitCode}`;
+    } catch (err) {
+      status = "failed";
+      reason = err instanceof Error ? err.message : String(err);
+    }
+    await Promise.allSettled(pendingEvents);
+    if (dropped > 0) await this.#event(run.id, "output_dropped", { events: dropped });
+    await this.#event(run.id, "exit", { exit_code: result?.exitCode ?? null, signal: result?.signal ?? null, timed_out: result?.timedOut ?? false, status });
+
+    let after: { agentMib: number | null; machineMib: number | null } = { agentMib: null, machineMib: null };
+    try {
+      const sizes = await o.caps.measureAndStore(agent, machine);
+      after = sizes;
+      await this.#event(run.id, "measurement", { workspace_mib: sizes.agentMib, machine_workspace_mib: sizes.machineMib });
+    } catch (err) {
+      await this.#event(run.id, "measurement", { error: err instanceof Error ? err.message : String(err) });
+    }
+    const endedAt = new Date();
+    const receipt = {
+      run_id: run.id,
+      kind: run.kind,
+      argv: run.argv,
+      agent_id: agent.id,
+      agent_name: agent.name,
+      machine_id: machine.id,
+      uid,
+      server_version: o.version,
+      started_at: startedAt.toISOString(),
+      ended_at: endedAt.toISOString(),
+      duration_ms: result?.durationMs ?? endedAt.getTime() - startedAt.getTime(),
+      exit_code: result?.exitCode ?? null,
+      signal: result?.signal ?? null,
+      cpu_seconds: result?.usage?.cpuSeconds ?? null,
+      peak_memory_bytes: result?.usage?.peakMemoryBytes ?? null,
+      bytes_out: output.total + stderrBytes,
+      stdout_bytes: output.total,
+      stderr_bytes: stderrBytes,
+      input_bytes: input.length,
+      disk_before_mib: before.agentMib,
+      disk_after_mib: after.agentMib,
+      machine_disk_before_mib: before.machineMib,
+      machine_disk_after_mib: after.machineMib,
+    };
+    await o.db
+      .update(schema.runs)
+      .set({
+        status,
+        statusReason: reason,
+        exitCode: result?.exitCode ?? null,
+        signal: result?.signal ?? null,
+        output: output.text(),
+        outputTruncated: output.truncated,
+        endedAt,
+        receipt,
+      })
+      .where(eq(schema.runs.id, run.id));
+    o.bus.emit("run.ended", { runId: run.id, agentId: agent.id, status });
+  }
+
+  async #load(who: Identity, id: string, perm: "read" | "write"): Promise<RunRow> {
+    const [r] = await this.#o.db.select().from(schema.runs).where(eq(schema.runs.id, id));
+    if (!r) throw new WarrenError("not_found", "run was not found");
+    // runs outlive their agents: access follows the run's organisation
+    await this.#o.access.require(r.orgId, who, perm, "run");
+    return r;
+  }
+
+  async get(who: Identity, id: string): Promise<RunView> {
+    return runView(await this.#load(who, id, "read"));
+  }
+
+  async events(who: Identity, id: string, after?: number): Promise<{ id: number; type: string; at: string; data: unknown }[]> {
+    await this.#load(who, id, "read");
+    const where = after === undefined ? eq(schema.runEvents.runId, id) : and(eq(schema.runEvents.runId, id), gt(schema.runEvents.id, after));
+    const rows = await this.#o.db.select().from(schema.runEvents).where(where).orderBy(asc(schema.runEvents.id)).limit(5000);
+    return rows.map((e) => ({ id: e.id, type: e.type, at: e.at.toISOString(), data: e.data }));
+  }
+
+  async list(who: Identity, agentId: string, opts: { limit: number; before?: string | undefined }): Promise<RunView[]> {
+    const agent = await this.#o.agents.load(who, agentId, "read");
+    const where = [eq(schema.runs.agentId, agent.id)];
+    if (opts.before) {
+      const [b] = await this.#o.db.select({ createdAt: schema.runs.createdAt }).from(schema.runs).where(eq(schema.runs.id, opts.before));
+      if (b) where.push(lt(schema.runs.createdAt, b.createdAt));
+    }
+    const rows = await this.#o.db
+      .select()
+      .from(schema.runs)
+      .where(and(...where))
+      .orderBy(desc(schema.runs.createdAt), desc(schema.runs.id))
+      .limit(opts.limit);
+    return rows.map(runView);
+  }
+
+  async cancel(who: Identity, id: string): Promise<RunView> {
+    const r = await this.#load(who, id, "write");
+    if (terminal.includes(r.status)) {
+      throw new WarrenError("run.not_cancellable", `the run already ended as ${r.status}`);
+    }
+    this.#o.registry.cancel(id, "cancelled by an operator");
+    return runView(r);
+  }
+
+  /** Waits for the runs this server started (tests, shutdown). */
+  async drain(): Promise<void> {
+    await Promise.allSettled([...this.#pending]);
+  }
+}

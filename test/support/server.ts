@@ -1,0 +1,63 @@
+// Starts a real warren server in-process for a test: its own STATE_ROOT, its own database
+// (PGlite or a fresh PostgreSQL database), optionally listening on a free loopback port.
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import type { InjectOptions, LightMyRequestResponse } from "fastify";
+import { parseConfig } from "../../src/config/index.js";
+import { createServer, type Server } from "../../src/server.js";
+import type { DbLeg } from "./db.js";
+
+export interface TestServer {
+  server: Server;
+  stateRoot: string;
+  /** The base URL when started with listen: true. */
+  url: string | undefined;
+  inject(opts: InjectOptions): Promise<LightMyRequestResponse>;
+  /** JSON request helper: inject and parse. */
+  call(method: string, url: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
+  close(): Promise<void>;
+}
+
+export async function startTestServer(
+  opts: { leg?: DbLeg; env?: Record<string, string>; listen?: boolean; stateRoot?: string } = {},
+): Promise<TestServer> {
+  const stateRoot = opts.stateRoot ?? (await mkdtemp(path.join(os.tmpdir(), "warren-test-")));
+  const db = opts.leg ? await opts.leg.fresh() : { url: undefined, drop: async () => {} };
+  const config = parseConfig({
+    STATE_ROOT: stateRoot,
+    LOG_LEVEL: process.env.WARREN_TEST_LOG ?? "silent",
+    WARREN_PORT: "0",
+    ...(db.url ? { DATABASE_URL: db.url } : {}),
+    ...opts.env,
+  });
+  const server = await createServer(config, { defaultMetrics: false });
+  let url: string | undefined;
+  if (opts.listen) url = await server.app.listen({ host: "127.0.0.1", port: 0 });
+  const inject = (o: InjectOptions) => server.app.inject(o);
+  return {
+    server,
+    stateRoot,
+    url,
+    inject,
+    async call(method, url, body, headers = {}) {
+      const r = await inject({ method: method as "GET", url, ...(body === undefined ? {} : { payload: body as object }), headers });
+      let parsed: unknown = undefined;
+      if (r.body.length > 0) {
+        try {
+          parsed = r.json();
+        } catch {
+          parsed = r.body;
+        }
+      }
+      return { status: r.statusCode, body: parsed };
+    },
+    async close() {
+      const boxes = await server.provider.list();
+      for (const b of boxes) await server.provider.remove(b.id).catch(() => {});
+      await server.close();
+      await db.drop();
+      if (!opts.stateRoot) await rm(stateRoot, { recursive: true, force: true, maxRetries: 3 });
+    },
+  };
+}
