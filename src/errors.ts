@@ -6,7 +6,7 @@ export const errorStatus = {
   "auth.required": 401,
   "access.denied": 403,
   "origin.refused": 403,
-  "not_found": 404,
+  not_found: 404,
   "route.not_found": 404,
   "method.not_allowed": 405,
   "generation.busy": 409,
@@ -20,12 +20,12 @@ export const errorStatus = {
   "file.too_large": 413,
   "run.input_too_large": 413,
   "request.too_large": 413,
-  "unsupported_media_type": 415,
+  unsupported_media_type: 415,
   "host.refused": 421,
   "workspace.full": 507,
   "workspace.measure": 500,
   "box.unavailable": 503,
-  "internal": 500,
+  internal: 500,
 } as const;
 
 export type ErrorCode = keyof typeof errorStatus;

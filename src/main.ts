@@ -15,7 +15,10 @@ export async function serve(env: Record<string, string | undefined> = process.en
   }
   const server = await createServer(config);
   const address = await server.app.listen({ host: config.WARREN_HOST, port: config.WARREN_PORT });
-  server.logger.info({ address, stateRoot: config.STATE_ROOT, store: server.store.kind, provider: server.provider.name }, "warren is serving");
+  server.logger.info(
+    { address, stateRoot: config.STATE_ROOT, store: server.store.kind, provider: server.provider.name },
+    "warren is serving",
+  );
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

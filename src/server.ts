@@ -99,12 +99,20 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
   const access = new Access(store.db);
   const orgs = new Orgs(store.db, access);
   const machines = new Machines(store.db, access, layout, () => runtime);
-  const agents = new Agents(store.db, access, machines, layout, () => runtime, config, async (agentId) => {
-    const g = registry.forAgent(agentId);
-    if (!g) return;
-    registry.cancel(g.runId, "the agent is being deleted");
-    for (let i = 0; i < 200 && registry.forAgent(agentId); i++) await new Promise((r) => setTimeout(r, 50));
-  });
+  const agents = new Agents(
+    store.db,
+    access,
+    machines,
+    layout,
+    () => runtime,
+    config,
+    async (agentId) => {
+      const g = registry.forAgent(agentId);
+      if (!g) return;
+      registry.cancel(g.runId, "the agent is being deleted");
+      for (let i = 0; i < 200 && registry.forAgent(agentId); i++) await new Promise((r) => setTimeout(r, 50));
+    },
+  );
   const guilds = new Guilds(store.db, access, agents);
   const exec = new Exec(store.db, agents, runtime, bus, metrics);
 
@@ -114,7 +122,18 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
     hostDir: path.join(paths.run, "boxes", machineId, "boxd"),
     boxDir: "/run/boxd",
   }));
-  const runs = new Runs({ db: store.db, access, agents, runtime, registry, caps, staging, bus, logger, version: ver });
+  const runs = new Runs({
+    db: store.db,
+    access,
+    agents,
+    runtime,
+    registry,
+    caps,
+    staging,
+    bus,
+    logger,
+    version: ver,
+  });
   const lost = await runs.markLost();
   if (lost > 0) logger.warn({ runs: lost }, "runs that were going on when the server stopped are now lost");
 

@@ -35,7 +35,10 @@ export class Access {
     }
     const cached = this.#cache.get(email);
     if (cached) return cached;
-    await this.#db.insert(schema.users).values({ id: newId("usr"), email }).onConflictDoNothing();
+    await this.#db
+      .insert(schema.users)
+      .values({ id: newId("usr"), email })
+      .onConflictDoNothing();
     const [row] = await this.#db.select().from(schema.users).where(eq(schema.users.email, email));
     if (!row) throw new Error(`user ${email} vanished after insert`);
     const id = { userId: row.id, email: row.email };

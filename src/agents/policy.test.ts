@@ -3,13 +3,33 @@ import { test } from "node:test";
 import { networkEntryProblem, sandboxPolicySchema } from "./policy.js";
 
 test("network entries: the allowed forms", () => {
-  for (const ok of ["example.com", "api.example.com:443", "*.example.com", "*.example.com:8443", "1.2.3.4:80", "localhost"]) {
+  for (const ok of [
+    "example.com",
+    "api.example.com:443",
+    "*.example.com",
+    "*.example.com:8443",
+    "1.2.3.4:80",
+    "localhost",
+  ]) {
     assert.equal(networkEntryProblem(ok), null, ok);
   }
 });
 
 test("network entries: the refused forms", () => {
-  for (const bad of ["*", "*.com", "*:443", "a.*.com", "example.com:0", "example.com:70000", "", " x.com", "ex ample.com", "300.1.1.1:80", "-bad.com", "example.com:http"]) {
+  for (const bad of [
+    "*",
+    "*.com",
+    "*:443",
+    "a.*.com",
+    "example.com:0",
+    "example.com:70000",
+    "",
+    " x.com",
+    "ex ample.com",
+    "300.1.1.1:80",
+    "-bad.com",
+    "example.com:http",
+  ]) {
     assert.notEqual(networkEntryProblem(bad), null, bad);
   }
 });

@@ -14,7 +14,8 @@ export function networkEntryProblem(entry: string): string | null {
   const colon = e.lastIndexOf(":");
   if (colon !== -1) {
     const port = e.slice(colon + 1);
-    if (!/^\d{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535) return "has a port outside 1-65535";
+    if (!/^\d{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535)
+      return "has a port outside 1-65535";
     host = e.slice(0, colon);
   }
   if (host === "*") return "allows every host; name the hosts";

@@ -88,11 +88,19 @@ export class Agents {
         .from(schema.agents)
         .where(eq(schema.agents.machineId, machine.id));
       const slot = lowestFreeSlot(taken.map((t) => t.slot));
-      if (slot === null) throw new WarrenError("request.invalid", "machine_id: the machine has no free slot left");
+      if (slot === null)
+        throw new WarrenError("request.invalid", "machine_id: the machine has no free slot left");
       try {
         [row] = await this.db
           .insert(schema.agents)
-          .values({ id, orgId: input.org_id, machineId: machine.id, name: input.name, slot, maxWorkspaceMib: cap })
+          .values({
+            id,
+            orgId: input.org_id,
+            machineId: machine.id,
+            name: input.name,
+            slot,
+            maxWorkspaceMib: cap,
+          })
           .returning();
       } catch (e) {
         if (isForeignKeyViolation(e)) throw new WarrenError("not_found", "machine was not found");
@@ -142,7 +150,10 @@ export class Agents {
     return agentView(await this.load(who, id, "read"));
   }
 
-  async list(who: Identity, filter: { org_id?: string | undefined; machine_id?: string | undefined }): Promise<AgentView[]> {
+  async list(
+    who: Identity,
+    filter: { org_id?: string | undefined; machine_id?: string | undefined },
+  ): Promise<AgentView[]> {
     let orgIds = await this.access.orgIdsOf(who);
     if (filter.org_id !== undefined) {
       if (!orgIds.includes(filter.org_id)) throw new WarrenError("not_found", "organisation was not found");
@@ -162,7 +173,11 @@ export class Agents {
   async update(
     who: Identity,
     id: string,
-    patch: { name?: string | undefined; max_workspace_mib?: number | undefined; sandbox_policy?: SandboxPolicy | undefined },
+    patch: {
+      name?: string | undefined;
+      max_workspace_mib?: number | undefined;
+      sandbox_policy?: SandboxPolicy | undefined;
+    },
   ): Promise<AgentView> {
     const row = await this.load(who, id, "write");
     const set: Partial<typeof schema.agents.$inferInsert> = {};

@@ -42,7 +42,8 @@ export const configSchema = z
       .optional()
       .transform((v) => (v === "" ? undefined : v))
       .refine((v) => v === undefined || /^[0-9a-fA-F]{64}$/.test(v), {
-        message: "WARREN_MASTER_KEY must be 64 hex characters (32 bytes); generate one with `openssl rand -hex 32`",
+        message:
+          "WARREN_MASTER_KEY must be 64 hex characters (32 bytes); generate one with `openssl rand -hex 32`",
       }),
     ALLOW_ZERO_MASTER_KEY: bool,
     AUTH_MODE: z
@@ -79,7 +80,8 @@ export const configSchema = z
       ctx.addIssue({
         code: "custom",
         path: ["WARREN_MASTER_KEY"],
-        message: "the all-zero master key is refused; set a random key or ALLOW_ZERO_MASTER_KEY=1 for development",
+        message:
+          "the all-zero master key is refused; set a random key or ALLOW_ZERO_MASTER_KEY=1 for development",
       });
     }
   })

@@ -19,8 +19,8 @@ export class EventBus {
   on<K extends keyof WarrenEvents>(topic: K, fn: Listener<WarrenEvents[K]>): () => void {
     let set = this.#listeners.get(topic);
     if (!set) this.#listeners.set(topic, (set = new Set()));
-    set.add(fn as Listener<never>);
-    return () => set.delete(fn as Listener<never>);
+    set.add(fn);
+    return () => set.delete(fn);
   }
 
   emit<K extends keyof WarrenEvents>(topic: K, payload: WarrenEvents[K]): void {

@@ -24,7 +24,10 @@ export interface ExecInput {
 export const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /** The environment every command of an agent sees; warren's own variables win over the caller's. */
-export function agentEnv(agent: Pick<AgentRow, "id" | "slot">, extra: Record<string, string> = {}): Record<string, string> {
+export function agentEnv(
+  agent: Pick<AgentRow, "id" | "slot">,
+  extra: Record<string, string> = {},
+): Record<string, string> {
   const ports = portsOf(agent.slot);
   const home = homeOf(agent.id);
   return {
@@ -65,7 +68,11 @@ export class Exec {
    * Checks access, resolves the agent and starts its box; the returned function runs the
    * command. Streaming answers call it after their headers, so every refusal comes first.
    */
-  async prepare(who: Identity, agentId: string, input: ExecInput): Promise<(io: ExecIo) => Promise<BoxExecResult>> {
+  async prepare(
+    who: Identity,
+    agentId: string,
+    input: ExecInput,
+  ): Promise<(io: ExecIo) => Promise<BoxExecResult>> {
     const agent = await this.agents.load(who, agentId, "write");
     const [machine] = await this.db
       .select({ trust: schema.machines.trust })
@@ -92,7 +99,9 @@ export class Exec {
         },
         io,
       );
-      this.metrics.execs.inc({ outcome: result.timedOut ? "timed_out" : result.cancelled ? "cancelled" : "exited" });
+      this.metrics.execs.inc({
+        outcome: result.timedOut ? "timed_out" : result.cancelled ? "cancelled" : "exited",
+      });
       return result;
     };
   }

@@ -8,8 +8,14 @@ test("the effective cap never passes the host's", () => {
 });
 
 test("the gate's rule: unmeasured passes, over either cap refuses with both numbers", () => {
-  assert.equal(capProblem({ name: "a", workspaceMib: null, cap: 10 }, { name: "m", workspaceMib: null, cap: 10 }), null);
-  assert.equal(capProblem({ name: "a", workspaceMib: 10, cap: 10 }, { name: "m", workspaceMib: 10, cap: 10 }), null);
+  assert.equal(
+    capProblem({ name: "a", workspaceMib: null, cap: 10 }, { name: "m", workspaceMib: null, cap: 10 }),
+    null,
+  );
+  assert.equal(
+    capProblem({ name: "a", workspaceMib: 10, cap: 10 }, { name: "m", workspaceMib: 10, cap: 10 }),
+    null,
+  );
   const a = capProblem({ name: "a", workspaceMib: 11, cap: 10 }, { name: "m", workspaceMib: 1, cap: 100 });
   assert.match(a ?? "", /holds 11 MiB, above the 10 MiB limit; free space/);
   const m = capProblem({ name: "a", workspaceMib: 1, cap: 10 }, { name: "m", workspaceMib: 101, cap: 100 });

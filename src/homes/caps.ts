@@ -46,7 +46,10 @@ export class DiskCaps {
       measure(this.layout.machineDir(machine.id)),
     ]);
     await this.db.update(schema.agents).set({ workspaceMib: home.mib }).where(eq(schema.agents.id, agent.id));
-    await this.db.update(schema.machines).set({ workspaceMib: folder.mib }).where(eq(schema.machines.id, machine.id));
+    await this.db
+      .update(schema.machines)
+      .set({ workspaceMib: folder.mib })
+      .where(eq(schema.machines.id, machine.id));
     return { agentMib: home.mib, machineMib: folder.mib };
   }
 
@@ -54,7 +57,10 @@ export class DiskCaps {
    * The gate before a generation. Sizes stored above their caps are measured again first,
    * so that space freed from a terminal counts at once. Returns the sizes it knows.
    */
-  async gate(agent: AgentRow, machine: MachineRow): Promise<{ agentMib: number | null; machineMib: number | null }> {
+  async gate(
+    agent: AgentRow,
+    machine: MachineRow,
+  ): Promise<{ agentMib: number | null; machineMib: number | null }> {
     const cap = effectiveCap(agent.maxWorkspaceMib, this.hostMaxMib);
     let a = { name: agent.name, workspaceMib: agent.workspaceMib, cap };
     let m = { name: machine.name, workspaceMib: machine.workspaceMib, cap: machine.maxWorkspaceMib };

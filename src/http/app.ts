@@ -45,8 +45,9 @@ function frameworkCode(err: FastifyError, tooLarge: ErrorCode | undefined): Erro
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const { config, access, metrics } = opts;
+  const baseLogger: FastifyBaseLogger = opts.logger;
   const app = Fastify({
-    loggerInstance: opts.logger as FastifyBaseLogger,
+    loggerInstance: baseLogger,
     bodyLimit: 1024 * 1024,
     trustProxy: false,
     routerOptions: { maxParamLength: 2048 },
@@ -74,11 +75,20 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     req.startedAt = process.hrtime.bigint();
     const host = req.headers.host;
     if (!hostAllowed(host, config.PUBLIC_BASE_URL)) {
-      throw new WarrenError("host.refused", "this server answers only for loopback hosts or PUBLIC_BASE_URL's host");
+      throw new WarrenError(
+        "host.refused",
+        "this server answers only for loopback hosts or PUBLIC_BASE_URL's host",
+      );
     }
     const upgrade = (req.headers.upgrade ?? "").toLowerCase() === "websocket";
-    if ((upgrade || isStateChange(req.method)) && !originAllowed(req.headers.origin, host, config.PUBLIC_BASE_URL)) {
-      throw new WarrenError("origin.refused", "a change or a WebSocket is accepted only from a page of this server");
+    if (
+      (upgrade || isStateChange(req.method)) &&
+      !originAllowed(req.headers.origin, host, config.PUBLIC_BASE_URL)
+    ) {
+      throw new WarrenError(
+        "origin.refused",
+        "a change or a WebSocket is accepted only from a page of this server",
+      );
     }
     const url = req.url;
     if (!url.startsWith("/api/") || url === "/api/openapi.json") return;
@@ -88,7 +98,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     }
     const raw = req.headers[config.TRUSTED_HEADER];
     const email = Array.isArray(raw) ? raw[0] : raw;
-    if (!email) throw new WarrenError("auth.required", `sign in: the ${config.TRUSTED_HEADER} header is missing`);
+    if (!email)
+      throw new WarrenError("auth.required", `sign in: the ${config.TRUSTED_HEADER} header is missing`);
     req.identity = await access.identify(email);
   });
 
@@ -105,7 +116,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     if (err instanceof WarrenError) {
       code = err.code;
       message = err.message;
-    } else if (err && typeof err === "object" && "statusCode" in err && typeof (err as FastifyError).statusCode === "number") {
+    } else if (
+      err &&
+      typeof err === "object" &&
+      "statusCode" in err &&
+      typeof (err as FastifyError).statusCode === "number"
+    ) {
       const fe = err as FastifyError;
       code = frameworkCode(fe, req.routeOptions.config.tooLarge);
       message = code === "internal" ? "internal error" : fe.message;
@@ -121,7 +137,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   app.setNotFoundHandler(async (req, reply) => {
     metrics.errors.inc({ code: "not_found" });
-    return reply.code(404).send({ error: { code: "not_found", message: `no route for ${req.method} ${req.url.split("?")[0]}` } });
+    return reply
+      .code(404)
+      .send({ error: { code: "not_found", message: `no route for ${req.method} ${req.url.split("?")[0]}` } });
   });
 
   app.get("/health", async (_req, reply) => {

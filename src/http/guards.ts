@@ -31,7 +31,11 @@ export function hostAllowed(host: string | undefined, publicBaseUrl: string | un
  * A state change or WebSocket upgrade is accepted only from a page of this server: no Origin
  * (a CLI or script), or an Origin whose host is the request's own Host or PUBLIC_BASE_URL's origin.
  */
-export function originAllowed(origin: string | undefined, host: string | undefined, publicBaseUrl: string | undefined): boolean {
+export function originAllowed(
+  origin: string | undefined,
+  host: string | undefined,
+  publicBaseUrl: string | undefined,
+): boolean {
   if (origin === undefined) return true;
   let o: URL;
   try {
@@ -51,4 +55,5 @@ export function originAllowed(origin: string | undefined, host: string | undefin
   return false;
 }
 
-export const isStateChange = (method: string): boolean => !["GET", "HEAD", "OPTIONS"].includes(method.toUpperCase());
+export const isStateChange = (method: string): boolean =>
+  !["GET", "HEAD", "OPTIONS"].includes(method.toUpperCase());

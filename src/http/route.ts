@@ -73,7 +73,10 @@ export function registerRoutes(app: FastifyInstance, routes: AnyRoute[]): void {
     app.route({
       method: spec.method,
       url: spec.url,
-      config: { rawBody: spec.rawBody === true, tooLarge: spec.rawBody ? "file.too_large" : "request.too_large" },
+      config: {
+        rawBody: spec.rawBody === true,
+        tooLarge: spec.rawBody ? "file.too_large" : "request.too_large",
+      },
       ...(spec.bodyLimit ? { bodyLimit: spec.bodyLimit } : {}),
       handler: async (req, reply) => {
         const params = spec.params ? parseWith(spec.params, req.params, "path") : {};
@@ -94,7 +97,10 @@ export function registerRoutes(app: FastifyInstance, routes: AnyRoute[]): void {
 }
 
 const toSchema = (s: z.ZodType, io: "input" | "output") => {
-  const { $schema: _drop, ...rest } = z.toJSONSchema(s, { io, unrepresentable: "any" }) as Record<string, unknown>;
+  const { $schema: _drop, ...rest } = z.toJSONSchema(s, { io, unrepresentable: "any" }) as Record<
+    string,
+    unknown
+  >;
   return rest;
 };
 
@@ -114,11 +120,16 @@ export function openApiDocument(routes: AnyRoute[], info: { title: string; versi
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes) {
     const p = r.url.replace(/:([A-Za-z_]+)/g, "{$1}").replace(/\*$/, "{path}");
-    const op: Record<string, unknown> = { summary: r.summary, tags: [r.tag], operationId: `${r.method}_${p}` };
+    const op: Record<string, unknown> = {
+      summary: r.summary,
+      tags: [r.tag],
+      operationId: `${r.method}_${p}`,
+    };
     const parameters: unknown[] = [];
     const names = [...r.url.matchAll(/:([A-Za-z_]+)/g)].map((m) => m[1]);
     if (r.url.endsWith("*")) names.push("path");
-    for (const n of names) parameters.push({ name: n, in: "path", required: true, schema: { type: "string" } });
+    for (const n of names)
+      parameters.push({ name: n, in: "path", required: true, schema: { type: "string" } });
     if (r.query) {
       const qs = toSchema(r.query, "input") as { properties?: Record<string, unknown>; required?: string[] };
       for (const [name, schema] of Object.entries(qs.properties ?? {})) {
@@ -127,9 +138,14 @@ export function openApiDocument(routes: AnyRoute[], info: { title: string; versi
     }
     if (parameters.length) op.parameters = parameters;
     if (r.rawBody) {
-      op.requestBody = { content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } };
+      op.requestBody = {
+        content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
+      };
     } else if (r.body) {
-      op.requestBody = { required: true, content: { "application/json": { schema: toSchema(r.body, "input") } } };
+      op.requestBody = {
+        required: true,
+        content: { "application/json": { schema: toSchema(r.body, "input") } },
+      };
     }
     const ok: Record<string, unknown> = { description: "success" };
     if (r.response) ok.content = { "application/json": { schema: toSchema(r.response, "output") } };

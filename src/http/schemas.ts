@@ -10,12 +10,17 @@ export const name = z
   .trim()
   .min(1, "must not be empty")
   .max(100, "must be at most 100 characters")
+  // eslint-disable-next-line no-control-regex -- refusing control characters is the point
   .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), "must not hold control characters");
 
 export const idParams = (prefix: string) => z.object({ id: idOf(prefix) });
 
 export const mibField = (max: number) =>
-  z.number().int("must be a whole number of MiB").min(1, "must be at least 1").max(max, `must be at most ${max}`);
+  z
+    .number()
+    .int("must be a whole number of MiB")
+    .min(1, "must be at least 1")
+    .max(max, `must be at most ${max}`);
 
 export const role = z.enum(roles);
 

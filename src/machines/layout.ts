@@ -34,7 +34,12 @@ export class FsHomeLayout implements HomeLayout {
     await chmod(dir, 0o711);
   }
 
-  async prepareHome(machineId: string, agentId: string, uid: number, trust: "isolated" | "shared"): Promise<void> {
+  async prepareHome(
+    machineId: string,
+    agentId: string,
+    uid: number,
+    trust: "isolated" | "shared",
+  ): Promise<void> {
     await this.prepareMachine(machineId);
     const home = this.homeDir(machineId, agentId);
     await mkdir(home, { mode: 0o700 }).catch((e: NodeJS.ErrnoException) => {

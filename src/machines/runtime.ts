@@ -71,7 +71,12 @@ export class MachineRuntime implements MachineControl {
   specFor(m: MachineRow): BoxSpec {
     return {
       id: m.id,
-      labels: { "warren.kind": "machine", "warren.org": m.orgId, "warren.machine": m.id, "warren.provider": this.#o.provider.name },
+      labels: {
+        "warren.kind": "machine",
+        "warren.org": m.orgId,
+        "warren.machine": m.id,
+        "warren.provider": this.#o.provider.name,
+      },
       mounts: [
         { kind: "bind", source: this.#o.layout.machineDir(m.id), target: "/home", readOnly: false },
         { kind: "bind", source: this.#o.paths.data, target: "/data", readOnly: true },
@@ -104,7 +109,12 @@ export class MachineRuntime implements MachineControl {
       } catch (err) {
         await this.#setState(machineId, "stopped", `start failed: ${messageOf(err)}`);
         this.#o.logger.error({ err, machineId }, "box start failed");
-        throw new WarrenError("box.unavailable", `the machine's box could not be started: ${messageOf(err)}`, undefined, { cause: err });
+        throw new WarrenError(
+          "box.unavailable",
+          `the machine's box could not be started: ${messageOf(err)}`,
+          undefined,
+          { cause: err },
+        );
       }
       this.#o.metrics.boxStarts.observe(Number(process.hrtime.bigint() - t0) / 1e9);
       const boxd = this.#o.connect(box);
@@ -197,12 +207,17 @@ export class MachineRuntime implements MachineControl {
           this.#o.logger.warn({ err, machineId: m.id }, "could not adopt a box; reaping it");
         }
       }
-      await this.#o.provider.remove(box.id).catch((err: unknown) => this.#o.logger.error({ err, box: box.id }, "reaping a box failed"));
+      await this.#o.provider
+        .remove(box.id)
+        .catch((err: unknown) => this.#o.logger.error({ err, box: box.id }, "reaping a box failed"));
       reaped.push(box.id);
     }
-    const all = await this.#o.db.select({ id: schema.machines.id, state: schema.machines.state }).from(schema.machines);
+    const all = await this.#o.db
+      .select({ id: schema.machines.id, state: schema.machines.state })
+      .from(schema.machines);
     for (const m of all) {
-      if (m.state !== "stopped" && !this.#live.has(m.id)) await this.#setState(m.id, "stopped", "the box was gone after a server restart");
+      if (m.state !== "stopped" && !this.#live.has(m.id))
+        await this.#setState(m.id, "stopped", "the box was gone after a server restart");
     }
     return { adopted, reaped };
   }

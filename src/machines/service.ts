@@ -124,7 +124,12 @@ export class Machines {
   async update(
     who: Identity,
     id: string,
-    patch: { name?: string | undefined; max_workspace_mib?: number | undefined; memory_mib?: number | undefined; cpus?: number | undefined },
+    patch: {
+      name?: string | undefined;
+      max_workspace_mib?: number | undefined;
+      memory_mib?: number | undefined;
+      cpus?: number | undefined;
+    },
   ): Promise<MachineView> {
     await this.load(who, id, "write");
     const set: Partial<typeof schema.machines.$inferInsert> = {};
@@ -132,7 +137,8 @@ export class Machines {
     if (patch.max_workspace_mib !== undefined) set.maxWorkspaceMib = patch.max_workspace_mib;
     if (patch.memory_mib !== undefined) set.memoryMib = patch.memory_mib;
     if (patch.cpus !== undefined) set.cpus = patch.cpus;
-    if (Object.keys(set).length > 0) await this.db.update(schema.machines).set(set).where(eq(schema.machines.id, id));
+    if (Object.keys(set).length > 0)
+      await this.db.update(schema.machines).set(set).where(eq(schema.machines.id, id));
     return this.get(who, id);
   }
 

@@ -12,7 +12,16 @@ test("secret-bearing fields never reach the log", () => {
     },
   });
   const log = createLogger("info", sink);
-  log.info({ value: "s3cr3t-1", secret: { value: "s3cr3t-2" }, req: { headers: { authorization: "Bearer s3cr3t-3", host: "h" } }, exec: { env: { KEY: "s3cr3t-4" } }, DATABASE_URL: "postgres://u:s3cr3t-5@h/db" }, "hello");
+  log.info(
+    {
+      value: "s3cr3t-1",
+      secret: { value: "s3cr3t-2" },
+      req: { headers: { authorization: "Bearer s3cr3t-3", host: "h" } },
+      exec: { env: { KEY: "s3cr3t-4" } },
+      DATABASE_URL: "postgres://u:s3cr3t-5@h/db",
+    },
+    "hello",
+  );
   const text = lines.join("");
   assert.match(text, /hello/);
   assert.match(text, /"host":"h"/);

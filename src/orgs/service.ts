@@ -125,7 +125,10 @@ export class Orgs {
       .from(schema.memberships)
       .where(and(eq(schema.memberships.orgId, orgId), inArray(schema.memberships.role, ["owner"])));
     if (owners.filter((o) => o.userId !== leavingUserId).length === 0) {
-      throw new WarrenError("request.invalid", "an organisation keeps at least one owner; make another owner first");
+      throw new WarrenError(
+        "request.invalid",
+        "an organisation keeps at least one owner; make another owner first",
+      );
     }
   }
 }

@@ -75,7 +75,12 @@ export function runView(r: RunRow): RunView {
 
 /** Where a run's private files go: written on the host, seen in the box at /agent. */
 export interface RunStaging {
-  stage(machineId: string, runId: string, files: Record<string, Buffer>, uid: number): Promise<{ boxPath: string }>;
+  stage(
+    machineId: string,
+    runId: string,
+    files: Record<string, Buffer>,
+    uid: number,
+  ): Promise<{ boxPath: string }>;
   unstage(machineId: string, runId: string): Promise<void>;
 }
 
@@ -142,10 +147,16 @@ export class Runs {
     const agent = await o.agents.load(who, agentId, "write");
     const inputBytes = Buffer.from(input.input ?? "", "utf8");
     if (inputBytes.length > MAX_INPUT_BYTES) {
-      throw new WarrenError("run.input_too_large", `the input is ${inputBytes.length} bytes, above the ${MAX_INPUT_BYTES}-byte limit; pass large data as a file in the home`);
+      throw new WarrenError(
+        "run.input_too_large",
+        `the input is ${inputBytes.length} bytes, above the ${MAX_INPUT_BYTES}-byte limit; pass large data as a file in the home`,
+      );
     }
     const argv = argvOf(input);
-    const [machine] = await o.db.select().from(schema.machines).where(eq(schema.machines.id, agent.machineId));
+    const [machine] = await o.db
+      .select()
+      .from(schema.machines)
+      .where(eq(schema.machines.id, agent.machineId));
     if (!machine) throw new WarrenError("not_found", "machine was not found");
     const id = newId("run");
     const gen = o.registry.acquire(agent.id, id);
@@ -154,7 +165,17 @@ export class Runs {
       const timeoutS = input.timeout_s ?? 3600;
       const [row] = await o.db
         .insert(schema.runs)
-        .values({ id, orgId: agent.orgId, agentId: agent.id, machineId: machine.id, kind: input.kind, status: "queued", argv, inputBytes: inputBytes.length, timeoutS })
+        .values({
+          id,
+          orgId: agent.orgId,
+          agentId: agent.id,
+          machineId: machine.id,
+          kind: input.kind,
+          status: "queued",
+          argv,
+          inputBytes: inputBytes.length,
+          timeoutS,
+        })
         .returning();
       if (!row) throw new Error("run insert returned nothing");
       const p = this.#execute(row, agent, machine, inputBytes, input.env ?? {}, before, gen.controller.signal)
@@ -198,7 +219,13 @@ export class Runs {
     };
     const startedAt = new Date();
     await o.db.update(schema.runs).set({ status: "running", startedAt }).where(eq(schema.runs.id, run.id));
-    await this.#event(run.id, "started", { argv: run.argv, agent_id: agent.id, uid, input_bytes: input.length, timeout_s: run.timeoutS });
+    await this.#event(run.id, "started", {
+      argv: run.argv,
+      agent_id: agent.id,
+      uid,
+      input_bytes: input.length,
+      timeout_s: run.timeoutS,
+    });
     o.bus.emit("agent.activity", { agentId: agent.id, machineId: machine.id, kind: "generation" });
 
     let status: RunStatus = "failed";
@@ -232,25 +259,42 @@ export class Runs {
           },
         );
       } finally {
-        await o.staging.unstage(machine.id, run.id).catch((err: unknown) => o.logger.warn({ err, runId: run.id }, "unstaging failed"));
+        await o.staging
+          .unstage(machine.id, run.id)
+          .catch((err: unknown) => o.logger.warn({ err, runId: run.id }, "unstaging failed"));
       }
-      status = result.timedOut ? "timed_out" : result.cancelled || signal.aborted ? "cancelled" : result.exitCode === 0 ? "succeeded" : "failed";
+      status = result.timedOut
+        ? "timed_out"
+        : result.cancelled || signal.aborted
+          ? "cancelled"
+          : result.exitCode === 0
+            ? "succeeded"
+            : "failed";
       if (status === "timed_out") reason = `ran past its ${run.timeoutS} s limit`;
       else if (status === "cancelled") reason = "cancelled";
-      else if (status === "failed") reason = result.signal ? `killed by ${result.signal}` : `exited with ${result.exitCode}`;
+      else if (status === "failed")
+        reason = result.signal ? `killed by ${result.signal}` : `exited with ${result.exitCode}`;
     } catch (err) {
       status = "failed";
       reason = err instanceof Error ? err.message : String(err);
     }
     await Promise.allSettled(pendingEvents);
     if (dropped > 0) await this.#event(run.id, "output_dropped", { events: dropped });
-    await this.#event(run.id, "exit", { exit_code: result?.exitCode ?? null, signal: result?.signal ?? null, timed_out: result?.timedOut ?? false, status });
+    await this.#event(run.id, "exit", {
+      exit_code: result?.exitCode ?? null,
+      signal: result?.signal ?? null,
+      timed_out: result?.timedOut ?? false,
+      status,
+    });
 
     let after: { agentMib: number | null; machineMib: number | null } = { agentMib: null, machineMib: null };
     try {
       const sizes = await o.caps.measureAndStore(agent, machine);
       after = sizes;
-      await this.#event(run.id, "measurement", { workspace_mib: sizes.agentMib, machine_workspace_mib: sizes.machineMib });
+      await this.#event(run.id, "measurement", {
+        workspace_mib: sizes.agentMib,
+        machine_workspace_mib: sizes.machineMib,
+      });
     } catch (err) {
       await this.#event(run.id, "measurement", { error: err instanceof Error ? err.message : String(err) });
     }
@@ -308,18 +352,37 @@ export class Runs {
     return runView(await this.#load(who, id, "read"));
   }
 
-  async events(who: Identity, id: string, after?: number): Promise<{ id: number; type: string; at: string; data: unknown }[]> {
+  async events(
+    who: Identity,
+    id: string,
+    after?: number,
+  ): Promise<{ id: number; type: string; at: string; data: unknown }[]> {
     await this.#load(who, id, "read");
-    const where = after === undefined ? eq(schema.runEvents.runId, id) : and(eq(schema.runEvents.runId, id), gt(schema.runEvents.id, after));
-    const rows = await this.#o.db.select().from(schema.runEvents).where(where).orderBy(asc(schema.runEvents.id)).limit(5000);
+    const where =
+      after === undefined
+        ? eq(schema.runEvents.runId, id)
+        : and(eq(schema.runEvents.runId, id), gt(schema.runEvents.id, after));
+    const rows = await this.#o.db
+      .select()
+      .from(schema.runEvents)
+      .where(where)
+      .orderBy(asc(schema.runEvents.id))
+      .limit(5000);
     return rows.map((e) => ({ id: e.id, type: e.type, at: e.at.toISOString(), data: e.data }));
   }
 
-  async list(who: Identity, agentId: string, opts: { limit: number; before?: string | undefined }): Promise<RunView[]> {
+  async list(
+    who: Identity,
+    agentId: string,
+    opts: { limit: number; before?: string | undefined },
+  ): Promise<RunView[]> {
     const agent = await this.#o.agents.load(who, agentId, "read");
     const where = [eq(schema.runs.agentId, agent.id)];
     if (opts.before) {
-      const [b] = await this.#o.db.select({ createdAt: schema.runs.createdAt }).from(schema.runs).where(eq(schema.runs.id, opts.before));
+      const [b] = await this.#o.db
+        .select({ createdAt: schema.runs.createdAt })
+        .from(schema.runs)
+        .where(eq(schema.runs.id, opts.before));
       if (b) where.push(lt(schema.runs.createdAt, b.createdAt));
     }
     const rows = await this.#o.db

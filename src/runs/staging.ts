@@ -10,12 +10,18 @@ export class DirRunStaging implements RunStaging {
   constructor(private readonly where: (machineId: string) => { hostDir: string; boxDir: string }) {}
 
   #paths(machineId: string, runId: string) {
-    if (!idPattern.test(runId) || !idPattern.test(machineId)) throw new Error("malformed id in a staging path");
+    if (!idPattern.test(runId) || !idPattern.test(machineId))
+      throw new Error("malformed id in a staging path");
     const w = this.where(machineId);
     return { host: path.join(w.hostDir, "runs", runId), box: path.posix.join(w.boxDir, "runs", runId) };
   }
 
-  async stage(machineId: string, runId: string, files: Record<string, Buffer>, uid: number): Promise<{ boxPath: string }> {
+  async stage(
+    machineId: string,
+    runId: string,
+    files: Record<string, Buffer>,
+    uid: number,
+  ): Promise<{ boxPath: string }> {
     const p = this.#paths(machineId, runId);
     await mkdir(path.dirname(p.host), { recursive: true, mode: 0o700 });
     await mkdir(p.host, { mode: 0o500 });

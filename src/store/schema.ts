@@ -57,9 +57,13 @@ export const machines = pgTable(
     cpus: real("cpus").notNull(),
     trust: text("trust", { enum: ["isolated", "shared"] }).notNull(),
     workspaceMib: integer("workspace_mib"),
-    state: text("state", { enum: ["stopped", "starting", "running"] }).notNull().default("stopped"),
+    state: text("state", { enum: ["stopped", "starting", "running"] })
+      .notNull()
+      .default("stopped"),
     stateReason: text("state_reason").notNull().default("created"),
-    stateChangedAt: timestamp("state_changed_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    stateChangedAt: timestamp("state_changed_at", { withTimezone: true, mode: "date" })
+      .notNull()
+      .defaultNow(),
     createdAt: created(),
   },
   (t) => [index("machines_org_idx").on(t.orgId)],

@@ -14,7 +14,7 @@ for (const leg of dbLegs) {
         if (!db.url) {
           // PGlite in memory: migrate the same instance twice by reopening is not possible; check the journal
           const rows = await a.db.execute(sql`select count(*)::int as n from drizzle.__drizzle_migrations`);
-          assert.ok(Number((rows as unknown as { rows: { n: number }[] }).rows[0]?.n) >= 1);
+          assert.ok(Number((rows as { rows: { n: number }[] }).rows[0]?.n) >= 1);
           await a.close();
           return;
         }
@@ -22,8 +22,10 @@ for (const leg of dbLegs) {
         const b = await openStore({ databaseUrl: db.url });
         const rows = await b.db.execute(sql`select count(*)::int as n from drizzle.__drizzle_migrations`);
         const { readdir } = await import("node:fs/promises");
-        const files = (await readdir(new URL("../../drizzle/", import.meta.url))).filter((f) => f.endsWith(".sql"));
-        assert.equal(Number((rows as unknown as { rows: { n: number }[] }).rows[0]?.n), files.length);
+        const files = (await readdir(new URL("../../drizzle/", import.meta.url))).filter((f) =>
+          f.endsWith(".sql"),
+        );
+        assert.equal(Number((rows as { rows: { n: number }[] }).rows[0]?.n), files.length);
         await b.close();
       } finally {
         await db.drop();
@@ -44,11 +46,22 @@ for (const leg of dbLegs) {
           cpus: 1,
           trust: "isolated",
         });
-        const agent = { orgId: "org_0000000000000001", machineId: "mch_0000000000000001", name: "a", maxWorkspaceMib: 10 };
+        const agent = {
+          orgId: "org_0000000000000001",
+          machineId: "mch_0000000000000001",
+          name: "a",
+          maxWorkspaceMib: 10,
+        };
         await s.db.insert(schema.agents).values({ ...agent, id: "agt_0000000000000001", slot: 0 });
-        await assert.rejects(s.db.insert(schema.agents).values({ ...agent, id: "agt_0000000000000002", slot: 0 }));
-        await assert.rejects(s.db.insert(schema.agents).values({ ...agent, id: "agt_0000000000000003", slot: 400 }));
-        await assert.rejects(s.db.delete(schema.machines).where(eq(schema.machines.id, "mch_0000000000000001")));
+        await assert.rejects(
+          s.db.insert(schema.agents).values({ ...agent, id: "agt_0000000000000002", slot: 0 }),
+        );
+        await assert.rejects(
+          s.db.insert(schema.agents).values({ ...agent, id: "agt_0000000000000003", slot: 400 }),
+        );
+        await assert.rejects(
+          s.db.delete(schema.machines).where(eq(schema.machines.id, "mch_0000000000000001")),
+        );
         await s.db.insert(schema.runs).values({
           id: "run_0000000000000001",
           orgId: "org_0000000000000001",
@@ -59,7 +72,9 @@ for (const leg of dbLegs) {
           argv: ["true"],
           timeoutS: 10,
         });
-        await s.db.insert(schema.runEvents).values({ runId: "run_0000000000000001", type: "started", data: { a: 1 } });
+        await s.db
+          .insert(schema.runEvents)
+          .values({ runId: "run_0000000000000001", type: "started", data: { a: 1 } });
         await s.db.delete(schema.agents).where(eq(schema.agents.id, "agt_0000000000000001"));
         const runs = await s.db.select().from(schema.runs);
         assert.equal(runs.length, 1);

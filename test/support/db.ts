@@ -54,5 +54,7 @@ export const dbLegs: DbLeg[] = [
 ];
 
 if (process.env.WARREN_REQUIRE_POSTGRES === "1" && !adminUrl) {
-  throw new Error("WARREN_REQUIRE_POSTGRES=1 but WARREN_TEST_DATABASE_URL is unset: the postgres leg cannot be skipped here");
+  throw new Error(
+    "WARREN_REQUIRE_POSTGRES=1 but WARREN_TEST_DATABASE_URL is unset: the postgres leg cannot be skipped here",
+  );
 }

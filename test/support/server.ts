@@ -15,7 +15,12 @@ export interface TestServer {
   url: string | undefined;
   inject(opts: InjectOptions): Promise<LightMyRequestResponse>;
   /** JSON request helper: inject and parse. */
-  call(method: string, url: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
+  call(
+    method: string,
+    url: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: any }>;
   close(): Promise<void>;
 }
 
@@ -41,7 +46,12 @@ export async function startTestServer(
     url,
     inject,
     async call(method, url, body, headers = {}) {
-      const r = await inject({ method: method as "GET", url, ...(body === undefined ? {} : { payload: body as object }), headers });
+      const r = await inject({
+        method: method,
+        url,
+        ...(body === undefined ? {} : { payload: body as object }),
+        headers,
+      });
       let parsed: unknown = undefined;
       if (r.body.length > 0) {
         try {

@@ -21,7 +21,12 @@ const agent = z.object({
   warnings: z.array(z.string()).optional(),
 });
 
-const guild = z.object({ id: z.string(), org_id: z.string(), name: z.string(), agent_ids: z.array(z.string()) });
+const guild = z.object({
+  id: z.string(),
+  org_id: z.string(),
+  name: z.string(),
+  agent_ids: z.array(z.string()),
+});
 
 export function agentRoutes(agents: Agents, workspaceMaxMib: number): AnyRoute[] {
   return [
@@ -31,7 +36,12 @@ export function agentRoutes(agents: Agents, workspaceMaxMib: number): AnyRoute[]
       tag: "agents",
       summary: "Create an agent on a machine: it takes the lowest free slot",
       body: z
-        .object({ org_id: idOf("org"), machine_id: idOf("mch"), name, max_workspace_mib: mibField(workspaceMaxMib).optional() })
+        .object({
+          org_id: idOf("org"),
+          machine_id: idOf("mch"),
+          name,
+          max_workspace_mib: mibField(workspaceMaxMib).optional(),
+        })
         .strict(),
       status: 201,
       response: agent,
@@ -63,7 +73,11 @@ export function agentRoutes(agents: Agents, workspaceMaxMib: number): AnyRoute[]
       summary: "Rename an agent, change its disk cap or its sandbox policy",
       params: idParams("agt"),
       body: z
-        .object({ name: name.optional(), max_workspace_mib: mibField(workspaceMaxMib).optional(), sandbox_policy: sandboxPolicySchema.optional() })
+        .object({
+          name: name.optional(),
+          max_workspace_mib: mibField(workspaceMaxMib).optional(),
+          sandbox_policy: sandboxPolicySchema.optional(),
+        })
         .strict(),
       response: agent,
       errors: ["access.denied"],

@@ -12,17 +12,52 @@ const envName = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export const execBody = z
   .object({
-    argv: z.array(z.string().max(128 * 1024).refine((a) => !a.includes("\0"), "must not hold NUL")).min(1).max(4096).optional(),
-    command: z.string().min(1).max(256 * 1024).refine((a) => !a.includes("\0"), "must not hold NUL").optional(),
-    cwd: z.string().max(4096).refine((a) => !a.includes("\0"), "must not hold NUL").optional(),
-    env: z
-      .record(z.string().regex(envName, "names must match [A-Za-z_][A-Za-z0-9_]*").max(256), z.string().max(128 * 1024).refine((a) => !a.includes("\0"), "must not hold NUL"))
+    argv: z
+      .array(
+        z
+          .string()
+          .max(128 * 1024)
+          .refine((a) => !a.includes("\0"), "must not hold NUL"),
+      )
+      .min(1)
+      .max(4096)
       .optional(),
-    stdin: z.string().max(8 * 1024 * 1024).optional(),
-    timeout_ms: z.number().int().min(1).max(24 * 3600 * 1000).optional(),
+    command: z
+      .string()
+      .min(1)
+      .max(256 * 1024)
+      .refine((a) => !a.includes("\0"), "must not hold NUL")
+      .optional(),
+    cwd: z
+      .string()
+      .max(4096)
+      .refine((a) => !a.includes("\0"), "must not hold NUL")
+      .optional(),
+    env: z
+      .record(
+        z.string().regex(envName, "names must match [A-Za-z_][A-Za-z0-9_]*").max(256),
+        z
+          .string()
+          .max(128 * 1024)
+          .refine((a) => !a.includes("\0"), "must not hold NUL"),
+      )
+      .optional(),
+    stdin: z
+      .string()
+      .max(8 * 1024 * 1024)
+      .optional(),
+    timeout_ms: z
+      .number()
+      .int()
+      .min(1)
+      .max(24 * 3600 * 1000)
+      .optional(),
   })
   .strict()
-  .refine((b) => (b.argv === undefined) !== (b.command === undefined), { message: "give exactly one of argv or command", path: ["argv"] });
+  .refine((b) => (b.argv === undefined) !== (b.command === undefined), {
+    message: "give exactly one of argv or command",
+    path: ["argv"],
+  });
 
 const result = z.object({
   exit_code: z.number().nullable(),
@@ -61,7 +96,8 @@ export function execRoutes(exec: Exec): AnyRoute[] {
       method: "POST",
       url: "/api/agents/:id/exec",
       tag: "exec",
-      summary: "Run a command in the agent's box as the agent (buffered, or NDJSON with Accept: application/x-ndjson)",
+      summary:
+        "Run a command in the agent's box as the agent (buffered, or NDJSON with Accept: application/x-ndjson)",
       params: idParams("agt"),
       body: execBody,
       response: result,
@@ -90,10 +126,20 @@ export function execRoutes(exec: Exec): AnyRoute[] {
             });
             emit("stdout", dec.stdout.end());
             emit("stderr", dec.stderr.end());
-            line({ exit_code: r.exitCode, signal: r.signal, duration_ms: r.durationMs, timed_out: r.timedOut });
+            line({
+              exit_code: r.exitCode,
+              signal: r.signal,
+              duration_ms: r.durationMs,
+              timed_out: r.timedOut,
+            });
           } catch (err) {
             const e = err as { code?: string; message?: string };
-            line({ error: { code: typeof e.code === "string" && e.code.includes(".") ? e.code : "internal", message: e.message ?? "exec failed" } });
+            line({
+              error: {
+                code: typeof e.code === "string" && e.code.includes(".") ? e.code : "internal",
+                message: e.message ?? "exec failed",
+              },
+            });
             req.log.error({ err }, "streamed exec failed");
           } finally {
             out.end();
@@ -102,7 +148,11 @@ export function execRoutes(exec: Exec): AnyRoute[] {
         }
         const stdout = new Collector();
         const stderr = new Collector();
-        const r = await start({ signal: abort.signal, onStdout: (c) => stdout.push(c), onStderr: (c) => stderr.push(c) });
+        const r = await start({
+          signal: abort.signal,
+          onStdout: (c) => stdout.push(c),
+          onStderr: (c) => stderr.push(c),
+        });
         return {
           exit_code: r.exitCode,
           signal: r.signal,

@@ -17,7 +17,12 @@ export const FILE_LIMIT_BYTES = 32 * 1024 * 1024;
 const usage = z.object({
   workspace_mib: z.number().nullable(),
   max_workspace_mib: z.number(),
-  machine: z.object({ id: z.string(), name: z.string(), workspace_mib: z.number().nullable(), max_workspace_mib: z.number() }),
+  machine: z.object({
+    id: z.string(),
+    name: z.string(),
+    workspace_mib: z.number().nullable(),
+    max_workspace_mib: z.number(),
+  }),
 });
 
 const fileParams = z.object({ id: idOf("agt"), "*": z.string().max(4096) });
@@ -51,7 +56,12 @@ export function homeRoutes(db: Db, agents: Agents, layout: HomeLayout, hostMaxMi
         return {
           workspace_mib: a.workspaceMib,
           max_workspace_mib: effectiveCap(a.maxWorkspaceMib, hostMaxMib),
-          machine: { id: m.id, name: m.name, workspace_mib: m.workspaceMib, max_workspace_mib: m.maxWorkspaceMib },
+          machine: {
+            id: m.id,
+            name: m.name,
+            workspace_mib: m.workspaceMib,
+            max_workspace_mib: m.maxWorkspaceMib,
+          },
         };
       },
     }),
@@ -65,7 +75,9 @@ export function homeRoutes(db: Db, agents: Agents, layout: HomeLayout, hostMaxMi
       handler: async ({ who, params, reply }) => {
         const a = await agents.load(who, params.id, "read");
         const components = parseHomePath(a.id, pathOf(params["*"]));
-        const data = await readHomeFile(layout.homeDir(a.machineId, a.id), components, { maxBytes: FILE_LIMIT_BYTES });
+        const data = await readHomeFile(layout.homeDir(a.machineId, a.id), components, {
+          maxBytes: FILE_LIMIT_BYTES,
+        });
         return reply.code(200).type("application/octet-stream").send(data);
       },
     }),

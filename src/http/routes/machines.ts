@@ -19,7 +19,11 @@ const machine = z.object({
   created_at: z.string(),
 });
 
-const memory = z.number().int("must be a whole number of MiB").min(64, "must be at least 64").max(262144, "must be at most 262144");
+const memory = z
+  .number()
+  .int("must be a whole number of MiB")
+  .min(64, "must be at least 64")
+  .max(262144, "must be at most 262144");
 const cpus = z.number().min(0.1, "must be at least 0.1").max(64, "must be at most 64");
 
 export function machineRoutes(machines: Machines): AnyRoute[] {
@@ -69,7 +73,12 @@ export function machineRoutes(machines: Machines): AnyRoute[] {
       summary: "Rename or resize a machine (limits reach the next box start)",
       params: idParams("mch"),
       body: z
-        .object({ name: name.optional(), max_workspace_mib: mibField(16 * 1024 * 1024).optional(), memory_mib: memory.optional(), cpus: cpus.optional() })
+        .object({
+          name: name.optional(),
+          max_workspace_mib: mibField(16 * 1024 * 1024).optional(),
+          memory_mib: memory.optional(),
+          cpus: cpus.optional(),
+        })
         .strict(),
       response: machine,
       errors: ["access.denied"],

@@ -73,7 +73,11 @@ export function orgRoutes(orgs: Orgs): AnyRoute[] {
       params: idParams("org"),
       body: z
         .object({
-          email: z.string().trim().toLowerCase().regex(/^[^\s@<>,;"]{1,128}@[^\s@<>,;"]{1,255}$/, "must be an email address"),
+          email: z
+            .string()
+            .trim()
+            .toLowerCase()
+            .regex(/^[^\s@<>,;"]{1,128}@[^\s@<>,;"]{1,255}$/, "must be an email address"),
           role,
         })
         .strict(),

@@ -33,11 +33,22 @@ const runBody = z
     argv: execBody.shape.argv,
     command: execBody.shape.command,
     env: execBody.shape.env,
-    input: z.string().max(4 * 1024 * 1024).optional(),
-    timeout_s: z.number().int().min(1).max(7 * 24 * 3600).optional(),
+    input: z
+      .string()
+      .max(4 * 1024 * 1024)
+      .optional(),
+    timeout_s: z
+      .number()
+      .int()
+      .min(1)
+      .max(7 * 24 * 3600)
+      .optional(),
   })
   .strict()
-  .refine((b) => (b.argv === undefined) !== (b.command === undefined), { message: "give exactly one of argv or command", path: ["argv"] });
+  .refine((b) => (b.argv === undefined) !== (b.command === undefined), {
+    message: "give exactly one of argv or command",
+    path: ["argv"],
+  });
 
 export function runRoutes(runs: Runs): AnyRoute[] {
   return [
@@ -50,7 +61,13 @@ export function runRoutes(runs: Runs): AnyRoute[] {
       body: runBody,
       status: 202,
       response: run,
-      errors: ["generation.busy", "run.input_too_large", "workspace.full", "workspace.measure", "access.denied"],
+      errors: [
+        "generation.busy",
+        "run.input_too_large",
+        "workspace.full",
+        "workspace.measure",
+        "access.denied",
+      ],
       handler: ({ who, params, body }) => runs.start(who, params.id, body),
     }),
     route({
@@ -60,7 +77,10 @@ export function runRoutes(runs: Runs): AnyRoute[] {
       summary: "The agent's runs, newest first",
       params: idParams("agt"),
       query: z
-        .object({ limit: z.coerce.number().int().min(1).max(500).default(50), before: idOf("run").optional() })
+        .object({
+          limit: z.coerce.number().int().min(1).max(500).default(50),
+          before: idOf("run").optional(),
+        })
         .strict(),
       response: items(run),
       handler: async ({ who, params, query }) => ({ items: await runs.list(who, params.id, query) }),
