@@ -1,0 +1,182 @@
+import assert from "node:assert/strict";
+import { execFileSync, spawn } from "node:child_process";
+import { statSync } from "node:fs";
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { after, afterEach, beforeEach, describe, it } from "node:test";
+import { isWarrenError } from "../errors.js";
+import { HomeMeter, toMib } from "./measure.js";
+import { walk } from "./walk.js";
+
+const meter = new HomeMeter({ threads: 2 });
+after(() => meter.close());
+
+let base: string;
+let home: string;
+
+beforeEach(async () => {
+  base = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "warren-measure-")));
+  home = path.join(base, "home");
+  await fs.mkdir(home);
+});
+
+afterEach(async () => {
+  await fs.rm(base, { recursive: true, force: true });
+});
+
+function du(dir: string): number {
+  const out = execFileSync("du", ["-s", "-B1", "-x", dir], { encoding: "utf8" });
+  return Number(out.split("\t")[0]);
+}
+
+const MIB = 1024 * 1024;
+
+describe("measure", () => {
+  it("matches du -s -B1 -x on a sample tree (nested folders, sparse file, links of both kinds)", async () => {
+    for (let a = 0; a < 6; a++) {
+      await fs.mkdir(path.join(home, `a${a}/b/c`), { recursive: true });
+      for (let f = 0; f < 25; f++) await fs.writeFile(path.join(home, `a${a}/b/f${f}`), "x".repeat(f * 700));
+      await fs.writeFile(path.join(home, `a${a}/b/c/big`), Buffer.alloc(300_000, 1));
+    }
+    await fs.mkdir(path.join(home, "empty"));
+    const sparse = await fs.open(path.join(home, "sparse"), "w");
+    await sparse.truncate(64 * MIB);
+    await sparse.write("end", 0);
+    await sparse.close();
+    await fs.link(path.join(home, "a0/b/c/big"), path.join(home, "hard1"));
+    await fs.link(path.join(home, "a0/b/c/big"), path.join(home, "a5/hard2"));
+    await fs.symlink("a1", path.join(home, "soft"));
+    await fs.symlink("/usr", path.join(home, "usr"));
+
+    const got = await meter.measure(home);
+    assert.equal(got.bytes, du(home));
+    assert.equal(got.mib, Math.ceil(got.bytes / MIB));
+  });
+
+  it("counts a hard-linked file once", async () => {
+    await fs.mkdir(path.join(home, "x"));
+    await fs.writeFile(path.join(home, "f"), Buffer.alloc(2 * MIB, 1));
+    const before = await meter.measure(home);
+    for (let i = 0; i < 5; i++)
+      await fs.link(path.join(home, "f"), path.join(home, i % 2 === 0 ? `l${i}` : `x/l${i}`));
+    const after = await meter.measure(home);
+    assert.equal(after.bytes, before.bytes);
+    assert.ok(after.bytes >= 2 * MIB);
+  });
+
+  it("does not follow links to a large file or folder outside", async () => {
+    const outside = path.join(base, "outside");
+    await fs.mkdir(outside);
+    await fs.writeFile(path.join(outside, "big"), Buffer.alloc(8 * MIB, 1));
+    await fs.symlink(path.join(outside, "big"), path.join(home, "tofile"));
+    await fs.symlink(outside, path.join(home, "tofolder"));
+    await fs.symlink("/", path.join(home, "toroot"));
+    const got = await meter.measure(home);
+    assert.ok(got.bytes < 64 * 1024, `${got.bytes} bytes`);
+    assert.equal(got.bytes, du(home));
+  });
+
+  it("does not cross into another mount", async (t) => {
+    const mnt = path.join(home, "mnt");
+    await fs.mkdir(mnt);
+    try {
+      execFileSync("mount", ["-t", "tmpfs", "-o", "size=32m", "tmpfs", mnt], { stdio: "pipe" });
+    } catch (err) {
+      t.skip(`cannot mount a tmpfs here (needs root): ${String(err).split("\n")[0]}`);
+      return;
+    }
+    try {
+      await fs.mkdir(path.join(mnt, "sub"));
+      await fs.writeFile(path.join(mnt, "sub/big"), Buffer.alloc(8 * MIB, 1));
+      assert.notEqual(statSync(mnt).dev, statSync(home).dev);
+      const got = await meter.measure(home);
+      assert.ok(got.bytes < 64 * 1024, `${got.bytes} bytes`);
+      assert.equal(got.bytes, du(home));
+    } finally {
+      execFileSync("umount", [mnt]);
+    }
+  });
+
+  it("fails with workspace.measure when the root itself cannot be measured", async () => {
+    await fs.writeFile(path.join(base, "file"), "x");
+    await fs.symlink(home, path.join(base, "link"));
+    for (const dir of [path.join(base, "missing"), path.join(base, "file"), path.join(base, "link")]) {
+      await assert.rejects(
+        meter.measure(dir),
+        (err: unknown) => isWarrenError(err) && err.code === "workspace.measure",
+      );
+    }
+    assert.ok((await meter.measure(home)).bytes > 0, "the meter still works after a refusal");
+  });
+
+  it("keeps working while folders are removed during the walk", async () => {
+    for (let a = 0; a < 40; a++) {
+      await fs.mkdir(path.join(home, `d${a}/e`), { recursive: true });
+      for (let f = 0; f < 50; f++) await fs.writeFile(path.join(home, `d${a}/e/f${f}`), "x");
+    }
+    const rm = spawn("rm", ["-rf", ...Array.from({ length: 40 }, (_, a) => path.join(home, `d${a}`))]);
+    const results = await Promise.all([meter.measure(home), meter.measure(home), meter.measure(home)]);
+    await new Promise((resolve) => rm.once("exit", resolve));
+    for (const r of results) assert.ok(r.bytes > 0);
+  });
+
+  it("rounds MiB up", () => {
+    assert.deepEqual([toMib(0), toMib(1), toMib(MIB), toMib(MIB + 1)], [0, 1, 1, 2]);
+  });
+});
+
+describe("walk", () => {
+  it("ignores files and folders that vanish or change kind between listing and looking", async () => {
+    for (const d of ["a", "b", "c", "d"]) {
+      await fs.mkdir(path.join(home, d, "sub"), { recursive: true });
+      for (let f = 0; f < 5; f++) await fs.writeFile(path.join(home, d, `f${f}`), Buffer.alloc(10_000, 1));
+    }
+    const root = await fs.realpath(home);
+    const dev = statSync(root).dev;
+    const seen: string[] = [];
+    const result = walk(
+      { dirs: [root], root, dev },
+      {
+        listed: (dir, names) => {
+          seen.push(path.relative(root, dir));
+          if (dir !== root) return;
+          // Listed but not looked at yet: files vanish, a folder vanishes, one becomes a file, one a link.
+          for (const name of names) if (name !== "a") execFileSync("rm", ["-rf", path.join(root, name)]);
+          execFileSync("touch", [path.join(root, "b")]);
+          execFileSync("ln", ["-s", "/usr", path.join(root, "c")]);
+        },
+      },
+    );
+    assert.ok(seen.includes("a") && !seen.includes("d") && !seen.includes("c"), seen.join(","));
+    assert.ok(result.bytes > 0);
+  });
+
+  it("never lists a folder reached through a link swapped in after the folder was found", async () => {
+    await fs.mkdir(path.join(home, "x/y/z"), { recursive: true });
+    await fs.mkdir(path.join(home, "p/q"), { recursive: true });
+    const root = await fs.realpath(home);
+    const moved = path.join(base, "moved");
+    const listedDirs: string[] = [];
+    walk(
+      { dirs: [root], root, dev: statSync(root).dev },
+      {
+        listed: (dir) => {
+          listedDirs.push(path.relative(root, dir));
+          if (dir === path.join(root, "x")) {
+            // x/y is pending now. Move x out of the home and leave a link in its place: the
+            // path x/y then leads to moved/y, outside.
+            execFileSync("mv", [path.join(root, "x"), moved]);
+            execFileSync("ln", ["-s", moved, path.join(root, "x")]);
+          }
+          if (dir === path.join(root, "p")) {
+            // p/q is pending: swap it for a link to /usr.
+            execFileSync("rmdir", [path.join(root, "p/q")]);
+            execFileSync("ln", ["-s", "/usr", path.join(root, "p/q")]);
+          }
+        },
+      },
+    );
+    assert.deepEqual(listedDirs.sort(), ["", "p", "x"]);
+  });
+});
