@@ -7,7 +7,6 @@ export const errorStatus = {
   "access.denied": 403,
   "origin.refused": 403,
   not_found: 404,
-  "route.not_found": 404,
   "method.not_allowed": 405,
   "generation.busy": 409,
   "machine.not_empty": 409,
@@ -24,6 +23,7 @@ export const errorStatus = {
   "host.refused": 421,
   "workspace.full": 507,
   "workspace.measure": 500,
+  "port.unreachable": 502,
   "box.unavailable": 503,
   internal: 500,
 } as const;

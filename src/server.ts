@@ -15,6 +15,7 @@ import { buildApp } from "./http/app.js";
 import { agentRoutes, guildRoutes } from "./http/routes/agents.js";
 import { execRoutes } from "./http/routes/exec.js";
 import { homeRoutes } from "./http/routes/homes.js";
+import { portRoutes } from "./http/routes/ports.js";
 import { runRoutes } from "./http/routes/runs.js";
 import { DiskCaps } from "./homes/caps.js";
 import { Runs } from "./runs/service.js";
@@ -155,6 +156,7 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
       ...guildRoutes(guilds),
       ...execRoutes(exec),
       ...runRoutes(runs),
+      ...portRoutes(agents, runtime),
       ...homeRoutes(store.db, agents, layout, config.WORKSPACE_MAX_MIB),
     ],
   });

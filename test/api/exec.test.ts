@@ -1,0 +1,180 @@
+// Exec through the API on real boxes: environment, streaming, timeouts, lifecycle, ports.
+import assert from "node:assert/strict";
+import http from "node:http";
+import { after, before, describe, test } from "node:test";
+import { startTestServer, type TestServer } from "../support/server.js";
+
+describe("exec through the API", () => {
+  let t: TestServer;
+  let org: { id: string };
+  let machine: { id: string };
+  let a: { id: string; uid: number; ports: { first: number; last: number }; home: string };
+  let b: { id: string; uid: number };
+
+  before(async () => {
+    t = await startTestServer({ listen: true, env: { BOX_IDLE_S: "2" } });
+    org = (await t.call("POST", "/api/orgs", { name: "exec" })).body;
+    machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", memory_mib: 512 })).body;
+    a = (await t.call("POST", "/api/agents", { org_id: org.id, machine_id: machine.id, name: "a" })).body;
+    b = (await t.call("POST", "/api/agents", { org_id: org.id, machine_id: machine.id, name: "b" })).body;
+  });
+  after(async () => t.close());
+
+  const exec = (agentId: string, body: unknown) => t.call("POST", `/api/agents/${agentId}/exec`, body);
+
+  test("runs as the agent in its home with warren's environment", async () => {
+    const r = await exec(a.id, {
+      command: 'id -u; pwd; echo "$HOME|$WARREN_AGENT_HOME|$WARREN_AGENT_ID|$PORT|$WARREN_PORTS|$MINE"',
+      env: { MINE: "yes", HOME: "/elsewhere" },
+    });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const [uid, cwd, env] = (r.body.stdout as string).trim().split("\n");
+    assert.equal(Number(uid), a.uid);
+    assert.equal(cwd, a.home);
+    assert.equal(env, `${a.home}|${a.home}|${a.id}|${a.ports.first}|${a.ports.first}-${a.ports.last}|yes`);
+    assert.equal(r.body.exit_code, 0);
+    assert.equal(r.body.timed_out, false);
+    assert.equal(typeof r.body.duration_ms, "number");
+    const m = (await t.call("GET", `/api/machines/${machine.id}`)).body;
+    assert.equal(m.state, "running");
+  });
+
+  test("argv, stdin, stderr, exit codes and signals", async () => {
+    const r = await exec(a.id, {
+      argv: ["/bin/sh", "-c", "cat; echo oops >&2; exit 3"],
+      stdin: "from stdin",
+    });
+    assert.equal(r.body.stdout, "from stdin");
+    assert.equal(r.body.stderr, "oops\n");
+    assert.equal(r.body.exit_code, 3);
+    const k = await exec(a.id, { command: "kill -9 $$" });
+    assert.equal(k.body.exit_code, null);
+    assert.equal(k.body.signal, "SIGKILL");
+    const cwd = await exec(a.id, { command: "mkdir -p sub && cd sub && pwd", cwd: "." });
+    assert.equal(cwd.body.stdout.trim(), a.home + "/sub");
+    const rel = await exec(a.id, { argv: ["pwd"], cwd: "sub" });
+    assert.equal(rel.body.stdout.trim(), a.home + "/sub");
+  });
+
+  test("a timeout kills the whole tree, escaped children too", async () => {
+    const r = await exec(a.id, { command: "setsid sleep 300 & (sleep 301 &) ; sleep 302", timeout_ms: 500 });
+    assert.equal(r.body.timed_out, true);
+    const ps = await exec(a.id, { command: "ps -eo user,args | grep 'sleep 30' | grep -v grep || true" });
+    assert.equal(ps.body.stdout, "");
+  });
+
+  test("NDJSON streams output as it arrives, then the exit", async () => {
+    const url = new URL(`/api/agents/${a.id}/exec`, t.url);
+    const lines: { at: number; obj: any }[] = [];
+    const t0 = Date.now();
+    await new Promise<void>((resolve, reject) => {
+      const req = http.request(
+        url,
+        { method: "POST", headers: { "content-type": "application/json", accept: "application/x-ndjson" } },
+        (res) => {
+          assert.equal(res.headers["content-type"], "application/x-ndjson");
+          let buf = "";
+          res.on("data", (c: Buffer) => {
+            buf += c.toString();
+            let i;
+            while ((i = buf.indexOf("\n")) >= 0) {
+              lines.push({ at: Date.now() - t0, obj: JSON.parse(buf.slice(0, i)) });
+              buf = buf.slice(i + 1);
+            }
+          });
+          res.on("end", resolve);
+          res.on("error", reject);
+        },
+      );
+      req.end(JSON.stringify({ command: "echo one; sleep 0.6; echo two >&2; exit 4" }));
+    });
+    const out = lines.filter((l) => "stream" in l.obj);
+    assert.deepEqual(
+      out.map((l) => [l.obj.stream, l.obj.data]),
+      [
+        ["stdout", "one\n"],
+        ["stderr", "two\n"],
+      ],
+    );
+    assert.ok(
+      (out[1]?.at ?? 0) - (out[0]?.at ?? 0) >= 400,
+      "the first line arrived before the command ended",
+    );
+    const last = lines.at(-1)?.obj;
+    assert.equal(last.exit_code, 4);
+    assert.equal(last.timed_out, false);
+  });
+
+  test("agents cannot read each other's homes on an isolated machine", async () => {
+    await exec(b.id, { command: "echo private > secret.txt" });
+    const r = await exec(a.id, { command: `cat /home/${b.id}/secret.txt` });
+    assert.notEqual(r.body.exit_code, 0);
+    assert.match(r.body.stderr, /Permission denied/);
+  });
+
+  test("many execs at once", async () => {
+    const rs = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => exec(i % 2 ? a.id : b.id, { argv: ["echo", String(i)] })),
+    );
+    rs.forEach((r, i) => assert.equal(r.body.stdout, `${i}\n`));
+  });
+
+  test("bad exec bodies are request.invalid", async () => {
+    for (const body of [
+      {},
+      { argv: [] },
+      { argv: ["x"], command: "y" },
+      { command: "x", timeout_ms: -1 },
+      { command: "x", env: { "1BAD": "v" } },
+    ]) {
+      const r = await exec(a.id, body);
+      assert.equal(r.status, 400, JSON.stringify(body));
+      assert.equal(r.body.error.code, "request.invalid");
+    }
+  });
+
+  test("ports proxy reaches the agent's own block only", async () => {
+    const port = a.ports.first + 7;
+    const bg = exec(a.id, {
+      argv: [
+        "node",
+        "-e",
+        `require("http").createServer((q,s)=>s.end("hi from "+q.url)).listen(${port},"127.0.0.1",()=>console.log("up"));setTimeout(()=>process.exit(0),4000)`,
+      ],
+      timeout_ms: 6000,
+    });
+    let body = "";
+    for (let i = 0; i < 50; i++) {
+      const r = await t.inject({ method: "GET", url: `/api/agents/${a.id}/ports/${port}/x/y?z=1` });
+      if (r.statusCode === 200) {
+        body = r.body;
+        break;
+      }
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    assert.equal(body, "hi from /x/y?z=1");
+    const outside = await t.inject({ method: "GET", url: `/api/agents/${a.id}/ports/${a.ports.last + 1}/` });
+    assert.equal(outside.statusCode, 400);
+    assert.equal(JSON.parse(outside.body).error.code, "request.invalid");
+    await bg;
+  });
+
+  test("stops when idle, starts again on demand with every file in place", async () => {
+    await exec(a.id, { command: "echo kept > kept.txt" });
+    let state = "running";
+    for (let i = 0; i < 100 && state !== "stopped"; i++) {
+      await new Promise((res) => setTimeout(res, 100));
+      state = (await t.call("GET", `/api/machines/${machine.id}`)).body.state;
+    }
+    const m = (await t.call("GET", `/api/machines/${machine.id}`)).body;
+    assert.equal(m.state, "stopped");
+    assert.match(m.state_reason, /idle/);
+    const r = await exec(a.id, { argv: ["cat", "kept.txt"] });
+    assert.equal(r.body.stdout, "kept\n");
+    const stop = await t.call("POST", `/api/machines/${machine.id}/stop`);
+    assert.equal(stop.status, 200);
+    assert.equal(stop.body.state, "stopped");
+    assert.equal(stop.body.state_reason, "stopped by an operator");
+    assert.equal((await t.server.provider.list()).filter((x) => x.state === "running").length, 0);
+  });
+});

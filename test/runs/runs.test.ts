@@ -1,0 +1,204 @@
+// Command runs on real boxes: input, output, records, receipts, limits, caps.
+import assert from "node:assert/strict";
+import { rm, symlink } from "node:fs/promises";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { startTestServer, type TestServer } from "../support/server.js";
+
+const terminal = ["succeeded", "failed", "timed_out", "cancelled", "lost"];
+
+describe("command runs", () => {
+  let t: TestServer;
+  let org: { id: string };
+  let machine: { id: string };
+  let a: { id: string; uid: number };
+  let b: { id: string };
+
+  const start = (agentId: string, body: Record<string, unknown>) =>
+    t.call("POST", `/api/agents/${agentId}/runs`, { kind: "command", ...body });
+  const wait = async (id: string, ms = 20_000) => {
+    const end = Date.now() + ms;
+    for (;;) {
+      const r = (await t.call("GET", `/api/runs/${id}`)).body;
+      if (terminal.includes(r.status)) return r;
+      if (Date.now() > end) throw new Error(`run ${id} still ${r.status}`);
+      await new Promise((res) => setTimeout(res, 30));
+    }
+  };
+  const exec = (agentId: string, command: string) =>
+    t.call("POST", `/api/agents/${agentId}/exec`, { command });
+
+  before(async () => {
+    t = await startTestServer();
+    org = (await t.call("POST", "/api/orgs", { name: "runs" })).body;
+    machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", max_workspace_mib: 200 }))
+      .body;
+    a = (
+      await t.call("POST", "/api/agents", {
+        org_id: org.id,
+        machine_id: machine.id,
+        name: "a",
+        max_workspace_mib: 5,
+      })
+    ).body;
+    b = (
+      await t.call("POST", "/api/agents", {
+        org_id: org.id,
+        machine_id: machine.id,
+        name: "b",
+        max_workspace_mib: 50,
+      })
+    ).body;
+  });
+  after(async () => t.close());
+
+  test("input at /agent/input, output is stdout, a full record and trace", async () => {
+    const r = await start(a.id, {
+      argv: [
+        "/bin/sh",
+        "-c",
+        'ls -l /agent/input >&2; tr a-z A-Z < /agent/input; echo " $WARREN_INPUT"; echo err >&2',
+      ],
+      input: "hello run",
+    });
+    assert.equal(r.status, 202, JSON.stringify(r.body));
+    assert.ok(["queued", "running"].includes(r.body.status));
+    const run = await wait(r.body.id);
+    assert.equal(run.status, "succeeded", JSON.stringify(run));
+    assert.equal(run.exit_code, 0);
+    assert.equal(run.output, "HELLO RUN /agent/input\n");
+    assert.equal(run.output_truncated, false);
+    assert.ok(run.started_at && run.ended_at && run.started_at <= run.ended_at);
+    const rc = run.receipt;
+    assert.equal(rc.agent_id, a.id);
+    assert.equal(rc.uid, a.uid);
+    assert.deepEqual(rc.argv, run.argv);
+    assert.equal(rc.input_bytes, 9);
+    assert.equal(rc.stdout_bytes, Buffer.byteLength(run.output));
+    assert.ok(rc.bytes_out > rc.stdout_bytes);
+    assert.equal(typeof rc.duration_ms, "number");
+    assert.ok(rc.cpu_seconds === null || rc.cpu_seconds >= 0);
+    assert.equal(typeof rc.disk_after_mib, "number");
+    const ev = (await t.call("GET", `/api/runs/${run.id}/events`)).body.items as {
+      type: string;
+      data: any;
+    }[];
+    const types = ev.map((e) => e.type);
+    assert.equal(types[0], "started");
+    assert.ok(types.includes("output"));
+    assert.deepEqual(types.slice(-2), ["exit", "measurement"]);
+    assert.ok(ev.some((e) => e.type === "output" && e.data.stream === "stderr" && /err/.test(e.data.data)));
+    const list = (await t.call("GET", `/api/agents/${a.id}/runs`)).body.items;
+    assert.equal(list[0].id, run.id);
+    const usage = (await t.call("GET", `/api/agents/${a.id}/usage`)).body;
+    assert.equal(typeof usage.workspace_mib, "number");
+    assert.equal(typeof usage.machine.workspace_mib, "number");
+  });
+
+  test("the input is the run's alone and read-only", async () => {
+    const r = await start(a.id, { command: "echo x > /agent/input; echo $?; sleep 1.5", input: "mine" });
+    await new Promise((res) => setTimeout(res, 400));
+    const peek = await exec(b.id, "cat /agent/input 2>&1; ls /agent 2>&1; ls /run/boxd 2>&1 | head -3");
+    assert.doesNotMatch(peek.body.stdout, /mine/);
+    const run = await wait(r.body.id);
+    assert.notEqual(run.output.trim(), "0", "writing /agent/input must fail");
+  });
+
+  test("one generation per agent; cancel; timeout", async () => {
+    const r = await start(a.id, { command: "sleep 30" });
+    const busy = await start(a.id, { command: "true" });
+    assert.equal(busy.status, 409);
+    assert.equal(busy.body.error.code, "generation.busy");
+    const other = await start(b.id, { command: "echo b" });
+    assert.equal(other.status, 202);
+    await new Promise((res) => setTimeout(res, 300));
+    const c = await t.call("POST", `/api/runs/${r.body.id}/cancel`);
+    assert.equal(c.status, 200);
+    const run = await wait(r.body.id);
+    assert.equal(run.status, "cancelled");
+    const again = await t.call("POST", `/api/runs/${r.body.id}/cancel`);
+    assert.equal(again.status, 409);
+    assert.equal(again.body.error.code, "run.not_cancellable");
+    const to = await start(a.id, { command: "echo before; setsid sleep 100 & sleep 100", timeout_s: 1 });
+    const tr = await wait(to.body.id);
+    assert.equal(tr.status, "timed_out");
+    assert.equal(tr.output, "before\n");
+    const ps = await exec(a.id, "ps -eo args | grep 'sleep 100' | grep -v grep || true");
+    assert.equal(ps.body.stdout, "");
+    assert.equal((await wait(other.body.id)).output, "b\n");
+  });
+
+  test("failures and bad input", async () => {
+    const f = await wait((await start(a.id, { command: "exit 7" })).body.id);
+    assert.equal(f.status, "failed");
+    assert.equal(f.exit_code, 7);
+    const big = await start(a.id, { command: "true", input: "x".repeat(256 * 1024 + 1) });
+    assert.equal(big.status, 413);
+    assert.equal(big.body.error.code, "run.input_too_large");
+    const ok = await start(a.id, { command: "wc -c < /agent/input", input: "x".repeat(256 * 1024) });
+    assert.equal((await wait(ok.body.id)).output.trim(), String(256 * 1024));
+    for (const body of [
+      { kind: "other", command: "x" },
+      { kind: "command" },
+      { kind: "command", command: "x", timeout_s: 0 },
+    ]) {
+      const r = await t.call("POST", `/api/agents/${a.id}/runs`, body);
+      assert.equal(r.status, 400);
+      assert.equal(r.body.error.code, "request.invalid");
+    }
+    assert.equal((await t.call("GET", "/api/runs/run_0000000000000000")).status, 404);
+  });
+
+  test("disk caps: over the cap refuses with both numbers, freeing space counts at once", async () => {
+    const fill = await wait(
+      (await start(a.id, { command: "head -c 8388608 /dev/urandom > big.bin" })).body.id,
+    );
+    assert.equal(fill.status, "succeeded");
+    const usage = (await t.call("GET", `/api/agents/${a.id}/usage`)).body;
+    assert.ok(usage.workspace_mib >= 8, JSON.stringify(usage));
+    const refused = await start(a.id, { command: "true" });
+    assert.equal(refused.status, 507);
+    assert.equal(refused.body.error.code, "workspace.full");
+    assert.match(
+      refused.body.error.message,
+      new RegExp(`holds ${usage.workspace_mib} MiB, above the 5 MiB limit; free space`),
+    );
+    // execs are never refused for space: they are how an operator frees it
+    const rm1 = await exec(a.id, "rm big.bin && echo freed");
+    assert.equal(rm1.body.stdout, "freed\n");
+    const ok = await start(a.id, { command: "true" });
+    assert.equal(ok.status, 202);
+    await wait(ok.body.id);
+  });
+
+  test("a measurement that fails refuses the generation with workspace.measure", async () => {
+    const c = (
+      await t.call("POST", "/api/agents", {
+        org_id: org.id,
+        machine_id: machine.id,
+        name: "c",
+        max_workspace_mib: 1,
+      })
+    ).body;
+    await wait((await start(c.id, { command: "head -c 3000000 /dev/zero > z" })).body.id);
+    const home = path.join(t.stateRoot, "workspaces", machine.id, c.id);
+    await rm(home, { recursive: true, force: true });
+    await symlink("/etc", home);
+    const r = await start(c.id, { command: "true" });
+    assert.equal(r.status, 500);
+    assert.equal(r.body.error.code, "workspace.measure");
+    await rm(home);
+  });
+
+  test("records outlive their agent; lost at restart", async () => {
+    const d = (await t.call("POST", "/api/agents", { org_id: org.id, machine_id: machine.id, name: "d" }))
+      .body;
+    const run = await wait((await start(d.id, { command: "echo last" })).body.id);
+    assert.equal((await t.call("DELETE", `/api/agents/${d.id}`)).status, 204);
+    const kept = await t.call("GET", `/api/runs/${run.id}`);
+    assert.equal(kept.status, 200);
+    assert.equal(kept.body.output, "last\n");
+    const lost = await t.server.runs.markLost("test restart");
+    assert.equal(lost, 0);
+  });
+});
