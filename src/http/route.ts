@@ -87,7 +87,7 @@ export function registerRoutes(app: FastifyInstance, routes: AnyRoute[]): void {
         const who = req.identity;
         if (!who) throw new WarrenError("auth.required", "no identity: sign in through the proxy");
         const out = await spec.handler({ params, query, body, who, req, reply });
-        if (reply.sent) return reply;
+        if (out === reply || reply.sent) return reply;
         reply.code(spec.status ?? 200);
         if (out === undefined) return reply.send();
         return reply.send(out);

@@ -275,8 +275,8 @@ export class Runs {
       else if (status === "failed")
         reason = result.signal ? `killed by ${result.signal}` : `exited with ${result.exitCode}`;
     } catch (err) {
-      status = "failed";
-      reason = err instanceof Error ? err.message : String(err);
+      status = signal.aborted ? "cancelled" : "failed";
+      reason = signal.aborted ? "cancelled" : err instanceof Error ? err.message : String(err);
     }
     await Promise.allSettled(pendingEvents);
     if (dropped > 0) await this.#event(run.id, "output_dropped", { events: dropped });

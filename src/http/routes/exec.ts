@@ -144,7 +144,7 @@ export function execRoutes(exec: Exec): AnyRoute[] {
           } finally {
             out.end();
           }
-          return;
+          return reply;
         }
         const stdout = new Collector();
         const stderr = new Collector();

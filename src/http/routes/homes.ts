@@ -27,14 +27,8 @@ const usage = z.object({
 
 const fileParams = z.object({ id: idOf("agt"), "*": z.string().max(4096) });
 
-/** Decodes the wildcard part of a files URL; each segment may be percent-encoded. */
-function pathOf(raw: string): string {
-  try {
-    return decodeURIComponent(raw);
-  } catch {
-    throw new WarrenError("file.invalid_path", "the path is not valid percent-encoding");
-  }
-}
+/** The wildcard part of a files URL, as the router decoded it (once). */
+const pathOf = (raw: string): string => raw;
 
 export function homeRoutes(db: Db, agents: Agents, layout: HomeLayout, hostMaxMib: number): AnyRoute[] {
   const machineOf = async (id: string) => {

@@ -37,7 +37,7 @@ const params = z.object({
   port: z.coerce.number().int().min(1).max(65535),
   "*": z.string().max(8192),
 });
-const methods: HTTPMethods[] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+const methods: HTTPMethods[] = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
 export function portRoutes(agents: Agents, runtime: MachineRuntime): AnyRoute[] {
   return methods.map((method) =>
@@ -67,8 +67,8 @@ export function portRoutes(agents: Agents, runtime: MachineRuntime): AnyRoute[] 
             method,
             path: target,
             headers: { ...filterHeaders(req.headers), host: `127.0.0.1:${p.port}` },
-            createConnection: () => conn as unknown as import("node:net").Socket,
-            agent: false,
+            // no agent: this one connection, made by boxd inside the box
+            createConnection: () => (conn.resume() as unknown as import("node:net").Socket),
           });
           r.on("response", resolve);
           r.on("error", (err) =>

@@ -1,0 +1,300 @@
+// The server's side of the boxd protocol (see protocol.ts). One connection per
+// operation, so any number of execs and forwards run at once over one client.
+
+import net from "node:net";
+import type { Duplex } from "node:stream";
+import { WarrenError } from "../errors.js";
+import type { BoxEndpoint } from "../boxes/types.js";
+import {
+  FrameDecoder,
+  FrameKind,
+  PROTOCOL_VERSION,
+  encodeControl,
+  encodeFrame,
+  parseServerMessage,
+  splitPayload,
+  type ExecResult,
+  type ExecSpec,
+  type OpenMessage,
+  type PingResult,
+  type ServerMessage,
+} from "./protocol.js";
+
+/** An exec as callers give it: the protocol's ExecSpec with defaults and initial stdin. */
+export interface ExecRequest extends Omit<ExecSpec, "groups" | "timeoutMs" | "env"> {
+  env?: Record<string, string>;
+  groups?: number[];
+  /** 0 or absent: no time limit. */
+  timeoutMs?: number;
+  /** Bytes written to the command's stdin before it is closed (unless stdin streams). */
+  stdin?: string | Uint8Array;
+}
+
+export interface ExecOptions {
+  onStdout?: (chunk: Buffer) => void;
+  onStderr?: (chunk: Buffer) => void;
+  /** Called once boxd has spawned the command (pid in the box). */
+  onStart?: (pid: number) => void;
+  /** Aborting cancels the command: boxd kills its whole process tree. */
+  signal?: AbortSignal;
+  /** Streams stdin after `request.stdin`; stdin closes when it ends. */
+  stdinStream?: AsyncIterable<Uint8Array | string>;
+}
+
+/** ExecResult plus the output that no callback took (empty for a stream with a callback). */
+export interface ExecOutcome extends ExecResult {
+  stdout: Buffer;
+  stderr: Buffer;
+}
+
+export interface BoxdClientOptions {
+  /** How long to wait for the connection to boxd. */
+  connectTimeoutMs?: number;
+}
+
+function unavailable(message: string, cause?: unknown): WarrenError {
+  return new WarrenError("box.unavailable", message, undefined, cause === undefined ? undefined : { cause });
+}
+
+export class BoxdClient {
+  private readonly endpoint: BoxEndpoint;
+  private readonly connectTimeoutMs: number;
+
+  constructor(endpoint: BoxEndpoint | string, options: BoxdClientOptions = {}) {
+    this.endpoint = typeof endpoint === "string" ? { kind: "unix", path: endpoint } : endpoint;
+    this.connectTimeoutMs = options.connectTimeoutMs ?? 5000;
+  }
+
+  private connect(open: OpenMessage): Promise<net.Socket> {
+    return new Promise((resolve, reject) => {
+      const sock =
+        this.endpoint.kind === "unix"
+          ? net.connect({ path: this.endpoint.path, allowHalfOpen: true })
+          : net.connect({ host: this.endpoint.host, port: this.endpoint.port, allowHalfOpen: true });
+      const timer = setTimeout(() => {
+        sock.destroy();
+        reject(unavailable(`boxd did not accept a connection within ${this.connectTimeoutMs} ms`));
+      }, this.connectTimeoutMs);
+      sock.once("error", (err) => {
+        clearTimeout(timer);
+        reject(unavailable(`cannot reach boxd: ${err.message}; start the box first`, err));
+      });
+      sock.once("connect", () => {
+        clearTimeout(timer);
+        sock.removeAllListeners("error");
+        sock.write(encodeControl(open));
+        resolve(sock);
+      });
+    });
+  }
+
+  /** boxd's pid, memory and uptime; rejects with box.unavailable when boxd does not answer. */
+  async ping(timeoutMs = 2000): Promise<PingResult> {
+    const sock = await this.connect({ v: PROTOCOL_VERSION, op: "ping" });
+    return new Promise((resolve, reject) => {
+      const decoder = new FrameDecoder();
+      const timer = setTimeout(() => {
+        sock.destroy();
+        reject(unavailable(`boxd did not answer a ping within ${timeoutMs} ms`));
+      }, timeoutMs);
+      sock.on("data", (chunk: Buffer) => {
+        try {
+          for (const frame of decoder.push(chunk)) {
+            if (frame.kind !== FrameKind.control) continue;
+            const message = parseServerMessage(frame.payload);
+            clearTimeout(timer);
+            sock.destroy();
+            if (message.type === "pong") {
+              const { type: _type, ...ping } = message;
+              resolve(ping);
+            } else reject(unavailable(`boxd answered a ping with ${message.type}`));
+            return;
+          }
+        } catch (err) {
+          clearTimeout(timer);
+          sock.destroy();
+          reject(unavailable(`boxd sent a bad frame: ${(err as Error).message}`, err));
+        }
+      });
+      sock.on("error", (err) => {
+        clearTimeout(timer);
+        reject(unavailable(`boxd connection failed: ${err.message}`, err));
+      });
+      sock.on("close", () => {
+        clearTimeout(timer);
+        reject(unavailable("boxd closed the connection without answering"));
+      });
+    });
+  }
+
+  /**
+   * Runs a command in the box and resolves when it ended (or was killed). Rejects with
+   * box.unavailable if boxd goes away, and with request.invalid if boxd refuses the
+   * request. Output goes to the callbacks as it arrives, or is collected in the outcome.
+   */
+  async exec(request: ExecRequest, options: ExecOptions = {}): Promise<ExecOutcome> {
+    const { stdin, env, groups, timeoutMs, ...rest } = request;
+    const spec: ExecSpec = { ...rest, env: env ?? {}, groups: groups ?? [], timeoutMs: timeoutMs ?? 0 };
+    if (options.signal?.aborted)
+      throw new WarrenError("request.invalid", "the exec was cancelled before it started");
+    const sock = await this.connect({ v: PROTOCOL_VERSION, op: "exec", exec: spec });
+    const initial =
+      typeof stdin === "string" ? Buffer.from(stdin, "utf8") : stdin ? Buffer.from(stdin) : null;
+    if (initial) for (const part of splitPayload(initial)) sock.write(encodeFrame(FrameKind.stdin, part));
+    if (!options.stdinStream) sock.write(encodeControl({ type: "stdin_eof" }));
+
+    return new Promise<ExecOutcome>((resolve, reject) => {
+      const decoder = new FrameDecoder();
+      const stdout: Buffer[] = [];
+      const stderr: Buffer[] = [];
+      let settled = false;
+      const done = (err: Error | null, result?: ExecResult): void => {
+        if (settled) return;
+        settled = true;
+        options.signal?.removeEventListener("abort", onAbort);
+        sock.destroy();
+        if (err) reject(err);
+        else if (result) resolve({ ...result, stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr) });
+      };
+      const onAbort = (): void => {
+        if (!sock.destroyed) sock.write(encodeControl({ type: "cancel" }));
+      };
+      options.signal?.addEventListener("abort", onAbort, { once: true });
+
+      const handle = (message: ServerMessage): void => {
+        switch (message.type) {
+          case "started":
+            options.onStart?.(message.pid);
+            return;
+          case "exit": {
+            const { type: _type, ...result } = message;
+            done(null, result);
+            return;
+          }
+          case "error":
+            done(
+              message.code === "invalid"
+                ? new WarrenError("request.invalid", `boxd refused the command: ${message.message}`)
+                : unavailable(`boxd could not run the command: ${message.message}`),
+            );
+            return;
+          case "pong":
+          case "forwarded":
+            done(unavailable(`boxd answered an exec with ${message.type}`));
+            return;
+        }
+      };
+
+      sock.on("data", (chunk: Buffer) => {
+        let frames;
+        try {
+          frames = decoder.push(chunk);
+        } catch (err) {
+          done(unavailable(`boxd sent a bad frame: ${(err as Error).message}`, err));
+          return;
+        }
+        for (const frame of frames) {
+          switch (frame.kind) {
+            case FrameKind.stdout:
+              if (options.onStdout) options.onStdout(frame.payload);
+              else stdout.push(frame.payload);
+              break;
+            case FrameKind.stderr:
+              if (options.onStderr) options.onStderr(frame.payload);
+              else stderr.push(frame.payload);
+              break;
+            case FrameKind.control:
+              try {
+                handle(parseServerMessage(frame.payload));
+              } catch (err) {
+                done(unavailable(`boxd sent a bad message: ${(err as Error).message}`, err));
+              }
+              break;
+            case FrameKind.stdin:
+            case FrameKind.data:
+              break;
+          }
+        }
+      });
+      sock.on("error", (err) => done(unavailable(`the connection to boxd failed: ${err.message}`, err)));
+      sock.on("close", () =>
+        done(unavailable("boxd closed the connection before the command ended (the box stopped?)")),
+      );
+
+      if (options.stdinStream) {
+        const source = options.stdinStream;
+        void (async () => {
+          try {
+            for await (const chunk of source) {
+              if (settled) return;
+              const buf = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : Buffer.from(chunk);
+              for (const part of splitPayload(buf)) {
+                if (!sock.write(encodeFrame(FrameKind.stdin, part)))
+                  await new Promise((r) => sock.once("drain", r));
+              }
+            }
+          } catch {
+            // the source failed: close stdin as if it ended
+          }
+          if (!settled && !sock.destroyed) sock.write(encodeControl({ type: "stdin_eof" }));
+        })();
+      }
+    });
+  }
+
+  /** A connection to 127.0.0.1:port inside the box, as a duplex byte stream. */
+  async forward(port: number, timeoutMs = 5000): Promise<Duplex> {
+    const sock = await this.connect({ v: PROTOCOL_VERSION, op: "forward", port });
+    return new Promise((resolve, reject) => {
+      const decoder = new FrameDecoder();
+      const timer = setTimeout(() => {
+        sock.destroy();
+        reject(unavailable(`boxd did not open port ${port} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const onData = (chunk: Buffer): void => {
+        let frames;
+        try {
+          frames = decoder.push(chunk, 1);
+        } catch (err) {
+          cleanup();
+          sock.destroy();
+          reject(unavailable(`boxd sent a bad frame: ${(err as Error).message}`, err));
+          return;
+        }
+        const first = frames[0];
+        if (!first) return;
+        cleanup();
+        let message: ServerMessage;
+        try {
+          message = parseServerMessage(first.payload);
+        } catch (err) {
+          sock.destroy();
+          reject(unavailable(`boxd sent a bad message: ${(err as Error).message}`, err));
+          return;
+        }
+        if (message.type !== "forwarded") {
+          sock.destroy();
+          const why = message.type === "error" ? message.message : message.type;
+          reject(new WarrenError("box.unavailable", `nothing answers on port ${port} in the box: ${why}`));
+          return;
+        }
+        // Anything after the answer is already the forwarded stream.
+        const rest = decoder.rest();
+        if (rest.length) sock.unshift(rest);
+        resolve(sock);
+      };
+      const onClose = (): void => {
+        cleanup();
+        reject(unavailable(`boxd closed the connection while opening port ${port}`));
+      };
+      const cleanup = (): void => {
+        clearTimeout(timer);
+        sock.off("data", onData);
+        sock.off("close", onClose);
+        sock.pause();
+      };
+      sock.on("data", onData);
+      sock.on("close", onClose);
+    });
+  }
+}

@@ -1,0 +1,105 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import {
+  FrameDecoder,
+  FrameKind,
+  MAX_FRAME_BYTES,
+  PROTOCOL_VERSION,
+  ProtocolError,
+  encodeControl,
+  encodeFrame,
+  parseExecSpec,
+  parseOpen,
+  splitPayload,
+} from "./protocol.js";
+
+const exec = {
+  argv: ["/bin/true"],
+  env: { A: "1" },
+  cwd: "/home/a1",
+  uid: 10000,
+  gid: 10000,
+  groups: [9999],
+  timeoutMs: 1000,
+};
+
+describe("framing", () => {
+  it("round-trips frames split at every byte", () => {
+    const wire = Buffer.concat([
+      encodeControl({ v: PROTOCOL_VERSION, op: "exec", exec }),
+      encodeFrame(FrameKind.stdin, Buffer.from("abc")),
+      encodeFrame(FrameKind.stdout, Buffer.alloc(0)),
+      encodeControl({ type: "stdin_eof" }),
+    ]);
+    for (let cut = 0; cut <= wire.length; cut++) {
+      const d = new FrameDecoder();
+      const frames = [...d.push(wire.subarray(0, cut)), ...d.push(wire.subarray(cut))];
+      assert.deepEqual(
+        frames.map((f) => [f.kind, f.payload.length]),
+        [
+          [FrameKind.control, frames[0]!.payload.length],
+          [FrameKind.stdin, 3],
+          [FrameKind.stdout, 0],
+          [FrameKind.control, 20],
+        ],
+      );
+    }
+  });
+
+  it("takes at most max frames and hands back the raw rest", () => {
+    const d = new FrameDecoder();
+    const wire = Buffer.concat([encodeControl({ type: "forwarded" }), Buffer.from("raw bytes")]);
+    const [first, ...more] = d.push(wire, 1);
+    assert.equal(first?.kind, FrameKind.control);
+    assert.equal(more.length, 0);
+    assert.equal(d.rest().toString(), "raw bytes");
+  });
+
+  it("refuses oversize and unknown frames", () => {
+    const huge = Buffer.alloc(5);
+    huge.writeUInt32BE(MAX_FRAME_BYTES + 1, 0);
+    assert.throws(() => new FrameDecoder().push(huge), ProtocolError);
+    const unknown = Buffer.from([0, 0, 0, 1, 99]);
+    assert.throws(() => new FrameDecoder().push(unknown), /unknown frame kind/);
+    assert.throws(() => encodeFrame(FrameKind.stdout, Buffer.alloc(MAX_FRAME_BYTES)), /too large/);
+    assert.deepEqual(
+      [...splitPayload(Buffer.alloc(10), 4)].map((b) => b.length),
+      [4, 4, 2],
+    );
+  });
+});
+
+describe("validation", () => {
+  it("accepts a well-formed exec", () => {
+    assert.deepEqual(parseExecSpec(exec), exec);
+    assert.deepEqual(parseExecSpec({ ...exec, groups: undefined, timeoutMs: undefined }).groups, []);
+  });
+
+  it("refuses root, system ids, relative or dotted paths and NULs", () => {
+    assert.throws(() => parseExecSpec({ ...exec, uid: 0 }), /uid/);
+    assert.throws(() => parseExecSpec({ ...exec, gid: 0 }), /gid/);
+    assert.throws(() => parseExecSpec({ ...exec, groups: [0] }), /groups/);
+    assert.throws(() => parseExecSpec({ ...exec, cwd: "home" }), /cwd/);
+    assert.throws(() => parseExecSpec({ ...exec, cwd: "/home/../etc" }), /cwd/);
+    assert.throws(() => parseExecSpec({ ...exec, agentDir: "/run/boxd/../x" }), /agentDir/);
+    assert.throws(() => parseExecSpec({ ...exec, argv: [] }), /argv/);
+    assert.throws(() => parseExecSpec({ ...exec, argv: ["a\0b"] }), /NUL/);
+    assert.throws(() => parseExecSpec({ ...exec, env: { "A=B": "x" } }), /env/);
+  });
+
+  it("knows the reserved operations and refuses unknown ones and other versions", () => {
+    const open = (x: unknown): Buffer => Buffer.from(JSON.stringify(x));
+    assert.equal(parseOpen(open({ v: 1, op: "ping" })).op, "ping");
+    assert.deepEqual(parseOpen(open({ v: 1, op: "forward", port: 20000 })), {
+      v: 1,
+      op: "forward",
+      port: 20000,
+    });
+    assert.throws(() => parseOpen(open({ v: 1, op: "forward", port: 0 })), /port/);
+    for (const op of ["pty", "egress", "call"])
+      assert.throws(() => parseOpen(open({ v: 1, op })), /reserved/);
+    assert.throws(() => parseOpen(open({ v: 1, op: "rm-rf" })), /unknown op/);
+    assert.throws(() => parseOpen(open({ v: 2, op: "ping" })), /version/);
+    assert.throws(() => parseOpen(Buffer.from("not json")), /JSON/);
+  });
+});

@@ -1,0 +1,356 @@
+// The boxd protocol, shared by boxd (inside the box) and BoxdClient (in the server).
+//
+// Transport: a stream socket (a unix socket under STATE_ROOT/run for the local
+// provider; TCP for remote providers). One connection carries one stream: a ping, an
+// exec, a forwarded TCP connection, later a terminal, the egress bridge or an agent's
+// call channel. Concurrency is many connections at once; each gets the kernel's own
+// flow control, and closing a connection ends (cancels) what it carries.
+//
+// Framing, both directions:
+//
+//   +----------------+--------+-------------------+
+//   | length: u32 BE | kind:u8| payload           |
+//   +----------------+--------+-------------------+
+//   length = 1 + payload bytes, at most MAX_FRAME_BYTES.
+//
+// kind 1 CONTROL: UTF-8 JSON, one of the typed messages below.
+// kind 2 STDIN, 3 STDOUT, 4 STDERR: raw bytes of that stream.
+// kind 5 DATA: raw bytes of a terminal or bridge stream (reserved).
+//
+// A connection starts with one CONTROL frame from the client, an Open message (its
+// `op` says what the stream is, `v` the protocol version). Then:
+//
+//   ping     boxd answers Pong and closes.
+//   exec     boxd answers Started (or Error), then STDOUT/STDERR frames as output
+//            arrives, then one Exit and closes. The client sends STDIN frames, then
+//            StdinEof; Cancel (or closing the connection) kills the command's whole
+//            process tree.
+//   forward  boxd connects to 127.0.0.1:port inside the box and answers Forwarded (or
+//            Error). After that frame the connection is a raw byte pipe both ways,
+//            with half-close passed through.
+//   pty, egress, call: reserved; boxd answers Error {code: "unsupported"}.
+//
+// Field names are camelCase like the rest of warren's TypeScript; the HTTP layer maps
+// them to its snake_case.
+
+export const PROTOCOL_VERSION = 1;
+export const MAX_FRAME_BYTES = 1024 * 1024;
+
+export const FrameKind = {
+  control: 1,
+  stdin: 2,
+  stdout: 3,
+  stderr: 4,
+  data: 5,
+} as const;
+export type FrameKind = (typeof FrameKind)[keyof typeof FrameKind];
+
+export interface Frame {
+  kind: FrameKind;
+  payload: Buffer;
+}
+
+// ---- requests and results -------------------------------------------------------
+
+export interface ExecLimits {
+  /** Memory limit of this command's process tree, MiB (never above the box's). */
+  memoryMib?: number;
+  /** Process limit of this command's tree (never above the box's). */
+  pids?: number;
+}
+
+/** What boxd needs to run one command. Environment is exactly `env`: nothing is inherited. */
+export interface ExecSpec {
+  argv: string[];
+  env: Record<string, string>;
+  /** Absolute path in the box; entered after dropping privileges. */
+  cwd: string;
+  uid: number;
+  gid: number;
+  /** Supplementary groups (e.g. the shared group of a trust: shared machine). */
+  groups: number[];
+  /** Kill the whole tree after this many ms; 0 = no limit. */
+  timeoutMs: number;
+  /** A path in the box mounted read-only at /agent for this command only. */
+  agentDir?: string;
+  limits?: ExecLimits;
+}
+
+export interface ExecUsage {
+  /** CPU time of the command's whole tree (cpuacct / cpu.stat), when available. */
+  cpuSeconds: number | null;
+  /** Peak memory of the command's tree (max_usage_in_bytes / memory.peak), when available. */
+  peakMemoryBytes: number | null;
+}
+
+export interface ExecResult {
+  /** Exit code, or null when a signal ended the command. */
+  exitCode: number | null;
+  /** Signal name (e.g. "SIGKILL") when a signal ended the command. */
+  signal: string | null;
+  timedOut: boolean;
+  cancelled: boolean;
+  durationMs: number;
+  usage: ExecUsage;
+}
+
+export interface PingResult {
+  pid: number;
+  /** boxd's resident memory (VmRSS: shared text of the node binary included). */
+  rssBytes: number;
+  /** boxd's private resident memory (RssAnon), what each more box costs. */
+  anonBytes: number;
+  /** boxd's proportional set size: private memory plus its share of the node binary. */
+  pssBytes: number;
+  uptimeMs: number;
+  /** Commands running now. */
+  execs: number;
+  /** Processes alive in agents' cgroups (running commands and what they left behind). */
+  processes: number;
+}
+
+export interface PtySpec {
+  uid: number;
+  gid: number;
+  groups: number[];
+  cwd: string;
+  env: Record<string, string>;
+  argv: string[];
+  cols: number;
+  rows: number;
+}
+
+// ---- control messages -------------------------------------------------------------
+
+export type OpenMessage =
+  | { v: number; op: "ping" }
+  | { v: number; op: "exec"; exec: ExecSpec }
+  | { v: number; op: "forward"; port: number }
+  /** Reserved: a terminal (PTY) stream, DATA frames both ways. */
+  | { v: number; op: "pty"; pty: PtySpec }
+  /** Reserved: the bridge from the box to the server's egress proxy. */
+  | { v: number; op: "egress"; uid: number }
+  /** Reserved: a channel by which an agent's command calls the server. */
+  | { v: number; op: "call"; uid: number };
+
+export type ClientMessage =
+  | { type: "stdin_eof" }
+  | { type: "cancel" }
+  /** Reserved for pty streams. */
+  | { type: "resize"; cols: number; rows: number };
+
+export type ErrorCode = "invalid" | "unsupported" | "spawn_failed" | "forward_refused" | "internal";
+
+export type ServerMessage =
+  | ({ type: "pong" } & PingResult)
+  | { type: "started"; pid: number }
+  | ({ type: "exit" } & ExecResult)
+  | { type: "forwarded" }
+  | { type: "error"; code: ErrorCode; message: string };
+
+// ---- framing ---------------------------------------------------------------------
+
+export function encodeFrame(kind: FrameKind, payload: Uint8Array | string): Buffer {
+  const body = typeof payload === "string" ? Buffer.from(payload, "utf8") : payload;
+  if (body.length + 1 > MAX_FRAME_BYTES)
+    throw new ProtocolError(`frame of ${body.length} bytes is too large`);
+  const head = Buffer.allocUnsafe(5);
+  head.writeUInt32BE(body.length + 1, 0);
+  head.writeUInt8(kind, 4);
+  return Buffer.concat([head, body]);
+}
+
+export function encodeControl(message: OpenMessage | ClientMessage | ServerMessage): Buffer {
+  return encodeFrame(FrameKind.control, JSON.stringify(message));
+}
+
+/** Splits data chunks into payloads (bytes > MAX_FRAME_BYTES are refused). */
+export function* splitPayload(data: Buffer, max = MAX_FRAME_BYTES - 1): Generator<Buffer> {
+  for (let at = 0; at < data.length; at += max) yield data.subarray(at, at + max);
+}
+
+export class ProtocolError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ProtocolError";
+  }
+}
+
+const KINDS = new Set<number>(Object.values(FrameKind));
+
+/** Incremental decoder: push chunks, take complete frames. */
+export class FrameDecoder {
+  private chunks: Buffer[] = [];
+  private size = 0;
+
+  /** Adds a chunk and takes at most `max` complete frames; the rest stays buffered. */
+  push(chunk: Buffer, max = Infinity): Frame[] {
+    if (chunk.length) {
+      this.chunks.push(chunk);
+      this.size += chunk.length;
+    }
+    const frames: Frame[] = [];
+    while (frames.length < max) {
+      if (this.size < 4) break;
+      const head = this.peek(5);
+      const length = head.readUInt32BE(0);
+      if (length < 1 || length > MAX_FRAME_BYTES) throw new ProtocolError(`bad frame length ${length}`);
+      if (this.size < 4 + length) break;
+      const all = this.take(4 + length);
+      const kind = all.readUInt8(4);
+      if (!KINDS.has(kind)) throw new ProtocolError(`unknown frame kind ${kind}`);
+      frames.push({ kind: kind as FrameKind, payload: all.subarray(5) });
+    }
+    return frames;
+  }
+
+  /** Bytes received after the last complete frame (used when a stream turns raw). */
+  rest(): Buffer {
+    const out = Buffer.concat(this.chunks, this.size);
+    this.chunks = [];
+    this.size = 0;
+    return out;
+  }
+
+  private peek(n: number): Buffer {
+    if (this.chunks[0] && this.chunks[0].length >= n) return this.chunks[0];
+    const joined = Buffer.concat(this.chunks, this.size);
+    this.chunks = [joined];
+    return joined;
+  }
+
+  private take(n: number): Buffer {
+    const joined =
+      this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks, this.size);
+    const out = joined.subarray(0, n);
+    const rest = joined.subarray(n);
+    this.chunks = rest.length ? [rest] : [];
+    this.size = rest.length;
+    return out;
+  }
+}
+
+// ---- validation (boxd trusts nothing it parses) -----------------------------------
+
+function isRecord(x: unknown): x is Record<string, unknown> {
+  return typeof x === "object" && x !== null && !Array.isArray(x);
+}
+
+function int(x: unknown, what: string, min: number, max: number): number {
+  if (typeof x !== "number" || !Number.isInteger(x) || x < min || x > max)
+    throw new ProtocolError(`${what} must be an integer from ${min} to ${max}`);
+  return x;
+}
+
+function str(x: unknown, what: string): string {
+  if (typeof x !== "string" || x.includes("\0"))
+    throw new ProtocolError(`${what} must be a string without NUL`);
+  return x;
+}
+
+function absPath(x: unknown, what: string): string {
+  const s = str(x, what);
+  if (!s.startsWith("/") || s.split("/").includes(".."))
+    throw new ProtocolError(`${what} must be an absolute path without ..`);
+  return s;
+}
+
+/** The smallest uid/gid an agent may run as; box root (0) and system ids are refused. */
+export const MIN_AGENT_ID = 1000;
+const MAX_ID = 2 ** 31 - 2;
+
+export function parseExecSpec(x: unknown): ExecSpec {
+  if (!isRecord(x)) throw new ProtocolError("exec must be an object");
+  if (!Array.isArray(x.argv) || x.argv.length === 0)
+    throw new ProtocolError("exec.argv must be a non-empty array");
+  const argv = x.argv.map((a, i) => str(a, `exec.argv[${i}]`));
+  if (!isRecord(x.env)) throw new ProtocolError("exec.env must be an object");
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(x.env)) {
+    if (k === "" || k.includes("=") || k.includes("\0"))
+      throw new ProtocolError(`exec.env has a bad name ${JSON.stringify(k)}`);
+    env[k] = str(v, `exec.env.${k}`);
+  }
+  const groups = x.groups === undefined ? [] : x.groups;
+  if (!Array.isArray(groups) || groups.length > 32)
+    throw new ProtocolError("exec.groups must be an array of at most 32 ids");
+  const spec: ExecSpec = {
+    argv,
+    env,
+    cwd: absPath(x.cwd, "exec.cwd"),
+    uid: int(x.uid, "exec.uid", MIN_AGENT_ID, MAX_ID),
+    gid: int(x.gid, "exec.gid", MIN_AGENT_ID, MAX_ID),
+    groups: groups.map((g, i) => int(g, `exec.groups[${i}]`, MIN_AGENT_ID, MAX_ID)),
+    timeoutMs: int(x.timeoutMs ?? 0, "exec.timeoutMs", 0, 7 * 24 * 3600 * 1000),
+  };
+  if (x.agentDir !== undefined) spec.agentDir = absPath(x.agentDir, "exec.agentDir");
+  if (x.limits !== undefined) {
+    if (!isRecord(x.limits)) throw new ProtocolError("exec.limits must be an object");
+    const limits: ExecLimits = {};
+    if (x.limits.memoryMib !== undefined)
+      limits.memoryMib = int(x.limits.memoryMib, "exec.limits.memoryMib", 4, 1 << 24);
+    if (x.limits.pids !== undefined) limits.pids = int(x.limits.pids, "exec.limits.pids", 1, 1 << 22);
+    spec.limits = limits;
+  }
+  return spec;
+}
+
+export function parseOpen(payload: Buffer): OpenMessage {
+  const x = parseJson(payload);
+  if (x.v !== PROTOCOL_VERSION)
+    throw new ProtocolError(`protocol version ${String(x.v)} is not ${PROTOCOL_VERSION}`);
+  switch (x.op) {
+    case "ping":
+      return { v: PROTOCOL_VERSION, op: "ping" };
+    case "exec":
+      return { v: PROTOCOL_VERSION, op: "exec", exec: parseExecSpec(x.exec) };
+    case "forward":
+      return { v: PROTOCOL_VERSION, op: "forward", port: int(x.port, "port", 1, 65535) };
+    case "pty":
+    case "egress":
+    case "call":
+      throw new ProtocolError(`op ${x.op} is reserved and not implemented yet`);
+    default:
+      throw new ProtocolError(`unknown op ${JSON.stringify(x.op)}`);
+  }
+}
+
+export function parseClientMessage(payload: Buffer): ClientMessage {
+  const x = parseJson(payload);
+  switch (x.type) {
+    case "stdin_eof":
+      return { type: "stdin_eof" };
+    case "cancel":
+      return { type: "cancel" };
+    case "resize":
+      return { type: "resize", cols: int(x.cols, "cols", 1, 1000), rows: int(x.rows, "rows", 1, 1000) };
+    default:
+      throw new ProtocolError(`unknown message ${JSON.stringify(x.type)}`);
+  }
+}
+
+/** Client side: boxd is trusted, so its messages are only shape-checked. */
+export function parseServerMessage(payload: Buffer): ServerMessage {
+  const x = parseJson(payload);
+  switch (x.type) {
+    case "pong":
+    case "started":
+    case "exit":
+    case "forwarded":
+    case "error":
+      return x as unknown as ServerMessage;
+    default:
+      throw new ProtocolError(`unknown message ${JSON.stringify(x.type)}`);
+  }
+}
+
+function parseJson(payload: Buffer): Record<string, unknown> {
+  let x: unknown;
+  try {
+    x = JSON.parse(payload.toString("utf8"));
+  } catch {
+    throw new ProtocolError("control frame is not JSON");
+  }
+  if (!isRecord(x)) throw new ProtocolError("control frame is not an object");
+  return x;
+}

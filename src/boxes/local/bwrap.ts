@@ -1,0 +1,177 @@
+// The bubblewrap command line of a box, as a pure function of the box's spec and the
+// host's facts. docs/boxes.md explains every flag.
+
+import path from "node:path";
+import type { BoxMount, BoxSpec } from "../types.js";
+
+/** A top-level system folder of the host and how it exists there. */
+export type SystemDir = { path: string; kind: "dir" } | { path: string; kind: "symlink"; target: string };
+
+/** Where boxd's own files are inside every box. */
+export const IN_BOX = {
+  /** Root-only (0700) folder on the box's root tmpfs: node, boxd, helper, filter, cgroups. */
+  privDir: "/run/warren",
+  node: "/run/warren/node",
+  boxd: "/run/warren/boxd.cjs",
+  spawnHelper: "/run/warren/boxd-spawn",
+  seccomp: "/run/warren/seccomp.bpf",
+  cgroupDir: "/run/warren/cg",
+  /** Bind of the host's STATE_ROOT/run/boxes/<id>/boxd (0700): boxd's socket. */
+  socketDir: "/run/boxd",
+  socket: "/run/boxd/boxd.sock",
+  /** Mount point for a command's read-only /agent (bound per command by the helper). */
+  agentDir: "/agent",
+  hostname: "box",
+} as const;
+
+/** Paths in the box that mounts from the spec may not cover or shadow. */
+const RESERVED = ["/", "/proc", "/dev", "/run", "/agent", "/usr", "/bin", "/lib", "/lib64", "/sbin", "/etc"];
+
+/** Capabilities boxd keeps (every other one is dropped, and every one in agents' processes). */
+export const BOXD_CAPS = [
+  "CAP_SETUID", // become an agent (helper)
+  "CAP_SETGID", // agent's gid and groups (helper)
+  "CAP_SETPCAP", // drop the bounding set (helper)
+  "CAP_KILL", // kill agents' process trees
+  "CAP_SYS_ADMIN", // a private mount namespace and /agent bind per command (helper)
+  "CAP_DAC_READ_SEARCH", // reach an agent_dir inside a 0700 home to bind it
+] as const;
+
+export interface BwrapPaths {
+  /** The host's /usr, /bin, /lib, /lib64, /sbin, /etc as they exist (see systemDirs()). */
+  systemDirs: SystemDir[];
+  node: string;
+  boxdBundle: string;
+  spawnHelper: string;
+  /** The seccomp program file on the host (written by the provider). */
+  seccompFile: string;
+  /** Host folder bound at /run/boxd (boxd's socket). */
+  socketDir: string;
+  /** Agents' cgroup folders on the host, one per hierarchy; bound under /run/warren/cg/<name>. */
+  cgroups: { name: string; dir: string }[];
+  cgroupVersion: 1 | 2;
+  /** Generated /etc/passwd and /etc/group for agents, when present. */
+  passwdFile?: string;
+  groupFile?: string;
+  /** Node flags that keep boxd small. */
+  nodeFlags?: string[];
+  /** Fd on which boxd says it listens. */
+  readyFd?: number;
+}
+
+/**
+ * Node flags for boxd: a small heap, no JIT, no V8 worker threads, and gc() so boxd can
+ * shrink its heap when idle (measured in docs/boxes.md).
+ */
+export const BOXD_NODE_FLAGS = [
+  "--max-old-space-size=24",
+  "--max-semi-space-size=1",
+  "--jitless",
+  "--v8-pool-size=0",
+  "--expose-gc",
+];
+
+function clean(p: string, what: string): string {
+  if (!path.isAbsolute(p) || p.includes("\0"))
+    throw new Error(`${what} must be an absolute path: ${JSON.stringify(p)}`);
+  const norm = path.posix.normalize(p);
+  if (norm !== p.replace(/\/+$/, "") && norm !== p)
+    throw new Error(`${what} must be a normalised path: ${JSON.stringify(p)}`);
+  return norm;
+}
+
+function checkTarget(target: string): string {
+  const t = clean(target, "mount target");
+  for (const r of RESERVED) {
+    if (t === r || (r !== "/" && t.startsWith(`${r}/`)))
+      throw new Error(
+        `mount target ${t} is reserved by the box (${r}); mount elsewhere, e.g. under /home or /data`,
+      );
+  }
+  return t;
+}
+
+function mountArgs(m: BoxMount): string[] {
+  switch (m.kind) {
+    case "bind":
+      return [m.readOnly ? "--ro-bind" : "--bind", clean(m.source, "mount source"), checkTarget(m.target)];
+    case "tmpfs": {
+      if (!Number.isInteger(m.sizeMib) || m.sizeMib < 1)
+        throw new Error(`tmpfs ${m.target} needs a size in MiB`);
+      const mode = (m.mode ?? (m.target === "/tmp" ? 0o1777 : 0o755)).toString(8).padStart(4, "0");
+      return ["--perms", mode, "--size", String(m.sizeMib * 1024 * 1024), "--tmpfs", checkTarget(m.target)];
+    }
+  }
+}
+
+/**
+ * bwrap's arguments (without the bwrap binary itself) that start boxd as the box's first
+ * process. Order matters: bwrap applies mount operations in the order given.
+ */
+export function bwrapArgv(spec: BoxSpec, paths: BwrapPaths): string[] {
+  const a: string[] = [];
+  // Namespaces: every one but the user namespace (we are real root; agents get real,
+  // unprivileged uids). bwrap's own pid 1 reaps orphans; boxd is pid 2.
+  a.push("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts");
+  // A cgroup namespace hides host cgroup paths. On v2 it would also confine cgroup
+  // migrations to the namespace root, which must be the box's boxd cgroup: not wanted.
+  if (paths.cgroupVersion === 1) a.push("--unshare-cgroup-try");
+  a.push("--hostname", IN_BOX.hostname);
+  a.push("--new-session");
+  // Capabilities: boxd keeps only what it needs.
+  a.push("--cap-drop", "ALL");
+  for (const cap of BOXD_CAPS) a.push("--cap-add", cap);
+
+  // System folders, read-only; symlinks (usrmerge) recreated as symlinks.
+  for (const d of paths.systemDirs) {
+    const p = clean(d.path, "system folder");
+    if (d.kind === "dir") a.push("--ro-bind", p, p);
+    else a.push("--symlink", d.target, p);
+  }
+  if (paths.passwdFile) a.push("--ro-bind", clean(paths.passwdFile, "passwd file"), "/etc/passwd");
+  if (paths.groupFile) a.push("--ro-bind", clean(paths.groupFile, "group file"), "/etc/group");
+  a.push("--proc", "/proc");
+  a.push("--dev", "/dev");
+
+  // The spec's mounts: /home (the machine's folder), /data, /opt/warren/contracts, /workspace, /tmp.
+  const targets = new Set<string>();
+  for (const m of spec.mounts) {
+    const t = path.posix.normalize(m.target);
+    if (targets.has(t)) throw new Error(`two mounts on ${t}`);
+    targets.add(t);
+  }
+  const hasTmp = targets.has("/tmp");
+  const sorted = [...spec.mounts].sort((x, y) => x.target.split("/").length - y.target.split("/").length);
+  for (const m of sorted) a.push(...mountArgs(m));
+  if (!hasTmp) a.push(...mountArgs({ kind: "tmpfs", target: "/tmp", sizeMib: spec.limits.tmpMib }));
+
+  // boxd's private files: a 0700 folder on the root tmpfs, read-only binds inside.
+  a.push("--perms", "0700", "--dir", IN_BOX.privDir);
+  a.push("--ro-bind", clean(paths.node, "node"), IN_BOX.node);
+  a.push("--ro-bind", clean(paths.boxdBundle, "boxd bundle"), IN_BOX.boxd);
+  a.push("--ro-bind", clean(paths.spawnHelper, "spawn helper"), IN_BOX.spawnHelper);
+  a.push("--ro-bind", clean(paths.seccompFile, "seccomp file"), IN_BOX.seccomp);
+  a.push("--perms", "0700", "--dir", IN_BOX.cgroupDir);
+  for (const cg of paths.cgroups) {
+    if (!/^[a-z_,]+$/.test(cg.name)) throw new Error(`bad cgroup name ${cg.name}`);
+    a.push("--bind", clean(cg.dir, "cgroup folder"), `${IN_BOX.cgroupDir}/${cg.name}`);
+  }
+  a.push("--bind", clean(paths.socketDir, "socket folder"), IN_BOX.socketDir);
+  a.push("--dir", IN_BOX.agentDir);
+  // Nothing may be created at the root of the box after this.
+  a.push("--remount-ro", "/");
+  a.push("--chdir", "/");
+  a.push("--");
+
+  a.push(IN_BOX.node, ...(paths.nodeFlags ?? BOXD_NODE_FLAGS), IN_BOX.boxd);
+  a.push("--socket", IN_BOX.socket, "--spawn", IN_BOX.spawnHelper, "--seccomp", IN_BOX.seccomp);
+  a.push("--cgroup-version", String(paths.cgroupVersion));
+  for (const cg of paths.cgroups) a.push("--cgroup", `${cg.name}=${IN_BOX.cgroupDir}/${cg.name}`);
+  if (paths.readyFd !== undefined) a.push("--ready-fd", String(paths.readyFd));
+  return a;
+}
+
+/** The environment bwrap (and so boxd) starts with: nothing of the server's. */
+export function bwrapEnv(): Record<string, string> {
+  return { PATH: "/usr/local/bin:/usr/bin:/bin", LANG: "C.UTF-8" };
+}

@@ -1,0 +1,530 @@
+// The local provider: boxes are bubblewrap sandboxes in cgroups on this host. Spec-like
+// work happens in pure functions (bwrapArgv, cgroupPlan, seccompProgram); this file
+// only runs them. State lives in STATE_ROOT/run/boxes/<id>/:
+//
+//   box.json      the record: spec, labels, state, pid and its start time, cgroups
+//   box.log       bwrap's and boxd's stderr
+//   seccomp.bpf   the agents' filter, bound read-only into the box
+//   passwd, group the box's /etc/passwd and /etc/group
+//   boxd/         (0700) bound at /run/boxd in the box: boxd's socket
+//
+// A box survives the server (it is started in its own session, without
+// --die-with-parent); a new provider on the same STATE_ROOT finds it by its record and
+// checks it is the same process (pid + start time) and that boxd answers.
+
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import type { Socket } from "node:net";
+import { fileURLToPath } from "node:url";
+import { z } from "zod";
+import { WarrenError, notFound } from "../../errors.js";
+import { BoxdClient } from "../../boxd/client.js";
+import type { BoxEndpoint, BoxHandle, BoxLabels, BoxProvider, BoxSpec, BoxState } from "../types.js";
+import { bwrapArgv, bwrapEnv, type SystemDir } from "./bwrap.js";
+import { applyPlan, cgroupPlan, destroyBoxCgroups, detectLayout, type CgroupLayout } from "./cgroups.js";
+import { isSameProcess, pidStartTime } from "./proc.js";
+import { encodeProgram, hostSeccompArch, seccompProgram } from "./seccomp.js";
+import { groupText, passwdText, usersFromHomes, type HomeEntry } from "./users.js";
+
+export interface LoggerLike {
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+}
+
+const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
+
+const optionsSchema = z.object({
+  stateRoot: z.string().min(1),
+  runRoot: z.string().min(1).optional(),
+  boxdBundle: z.string().min(1).optional(),
+  spawnHelper: z.string().min(1).optional(),
+  nodeBinary: z.string().min(1).optional(),
+  bwrap: z.string().min(1).optional(),
+  cgroupParent: z
+    .string()
+    .regex(
+      /^[A-Za-z0-9_-]+(\/[A-Za-z0-9_-]+)*$/,
+      "cgroupParent is a relative cgroup path like warren or warren/test",
+    )
+    .optional(),
+  startTimeoutMs: z.number().int().positive().optional(),
+  /** Node flags for boxd (default BOXD_NODE_FLAGS). */
+  boxdNodeFlags: z
+    .array(z.string().regex(/^--[a-z0-9-]+(=[A-Za-z0-9_.-]+)?$/, "a node flag like --name or --name=value"))
+    .optional(),
+});
+
+export type LocalProviderOptions = z.input<typeof optionsSchema> & { logger?: LoggerLike };
+
+const BOX_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
+const labelsSchema = z
+  .object({
+    "warren.kind": z.literal("machine"),
+    "warren.org": z.string().min(1),
+    "warren.machine": z.string().min(1),
+    "warren.provider": z.enum(["local", "oci", "kubernetes"]),
+  })
+  .catchall(z.string());
+
+const mountSchema = z.discriminatedUnion("kind", [
+  z.object({
+    kind: z.literal("bind"),
+    source: z.string().startsWith("/"),
+    target: z.string().startsWith("/"),
+    readOnly: z.boolean(),
+  }),
+  z.object({
+    kind: z.literal("tmpfs"),
+    target: z.string().startsWith("/"),
+    sizeMib: z.number().int().positive(),
+    mode: z.number().int().min(0).max(0o7777).optional(),
+  }),
+]);
+
+export const boxSpecSchema = z.object({
+  id: z.string().regex(BOX_ID, "a box id is 1-64 letters, digits, _ or -, starting with a letter or digit"),
+  labels: labelsSchema,
+  mounts: z.array(mountSchema),
+  limits: z.object({
+    memoryMib: z.number().int().min(16),
+    cpus: z.number().positive().max(1024),
+    pids: z
+      .number()
+      .int()
+      .min(16)
+      .max(1 << 22),
+    tmpMib: z.number().int().min(1),
+  }),
+});
+
+interface BoxRecord {
+  version: 1;
+  spec: BoxSpec;
+  state: "created" | "running" | "stopped";
+  pid: number | null;
+  pidStart: string | null;
+  startedAt: string | null;
+  cgroupDirs: string[];
+}
+
+/** Joins the box's cgroups with the shell's own pid, then becomes bwrap: nothing forks before. */
+const JOIN_AND_EXEC =
+  'for f; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 125; shift; done; shift; exec "$@"';
+
+const SYSTEM_DIRS = ["/usr", "/bin", "/lib", "/lib64", "/sbin", "/etc"];
+
+/** The host's system folders as they exist (folders, or usrmerge symlinks). */
+export function systemDirs(candidates: string[] = SYSTEM_DIRS): SystemDir[] {
+  const out: SystemDir[] = [];
+  for (const p of candidates) {
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(p);
+    } catch {
+      continue;
+    }
+    if (st.isSymbolicLink()) out.push({ path: p, kind: "symlink", target: fs.readlinkSync(p) });
+    else if (st.isDirectory()) out.push({ path: p, kind: "dir" });
+  }
+  return out;
+}
+
+export class LocalProvider implements BoxProvider {
+  readonly name = "local" as const;
+  private readonly stateRoot: string;
+  private readonly runRoot: string;
+  private readonly boxdBundle: string;
+  private readonly spawnHelper: string;
+  private readonly nodeBinary: string;
+  private readonly bwrap: string;
+  private readonly cgroupParent: string;
+  private readonly startTimeoutMs: number;
+  private readonly boxdNodeFlags: string[] | undefined;
+  private readonly logger: LoggerLike | undefined;
+  private layout: CgroupLayout | null | undefined;
+  private readonly locks = new Map<string, Promise<unknown>>();
+
+  constructor(options: LocalProviderOptions) {
+    const o = optionsSchema.parse(options);
+    this.stateRoot = path.resolve(o.stateRoot);
+    this.runRoot = path.resolve(o.runRoot ?? path.join(this.stateRoot, "run"));
+    this.boxdBundle = path.resolve(o.boxdBundle ?? path.join(packageRoot, "dist", "boxd", "boxd.cjs"));
+    this.spawnHelper = path.resolve(o.spawnHelper ?? path.join(packageRoot, "dist", "native", "boxd-spawn"));
+    this.nodeBinary = path.resolve(o.nodeBinary ?? process.execPath);
+    this.bwrap = o.bwrap ?? "/usr/bin/bwrap";
+    this.cgroupParent = o.cgroupParent ?? "warren";
+    this.startTimeoutMs = o.startTimeoutMs ?? 10_000;
+    this.boxdNodeFlags = o.boxdNodeFlags;
+    this.logger = options.logger;
+  }
+
+  // ---- paths -----------------------------------------------------------------------
+
+  private boxDir(id: string): string {
+    if (!BOX_ID.test(id)) throw new WarrenError("request.invalid", `bad box id ${JSON.stringify(id)}`);
+    return path.join(this.runRoot, "boxes", id);
+  }
+
+  endpoint(id: string): Extract<BoxEndpoint, { kind: "unix" }> {
+    return { kind: "unix", path: path.join(this.boxDir(id), "boxd", "boxd.sock") };
+  }
+
+  /** A client for the box's boxd. */
+  client(id: string): BoxdClient {
+    return new BoxdClient(this.endpoint(id));
+  }
+
+  private readRecord(id: string): BoxRecord | null {
+    try {
+      return JSON.parse(fs.readFileSync(path.join(this.boxDir(id), "box.json"), "utf8")) as BoxRecord;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
+      throw err;
+    }
+  }
+
+  private writeRecord(rec: BoxRecord): void {
+    const file = path.join(this.boxDir(rec.spec.id), "box.json");
+    const tmp = `${file}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, JSON.stringify(rec, null, 2), { mode: 0o600 });
+    fs.renameSync(tmp, file);
+  }
+
+  private cgroupLayout(): CgroupLayout {
+    if (this.layout === undefined) this.layout = detectLayout();
+    if (!this.layout)
+      throw new WarrenError(
+        "box.unavailable",
+        "no usable cgroups: need cgroup v2 with memory, pids and cpu delegated, or v1 memory, pids and cpu hierarchies",
+      );
+    return this.layout;
+  }
+
+  /** One operation at a time per box id (in this process). */
+  private async locked<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.locks.get(id) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const tail = next.catch(() => undefined);
+    this.locks.set(id, tail);
+    try {
+      return await next;
+    } finally {
+      if (this.locks.get(id) === tail) this.locks.delete(id);
+    }
+  }
+
+  private handle(rec: BoxRecord, state: BoxState): BoxHandle {
+    return {
+      id: rec.spec.id,
+      labels: rec.spec.labels,
+      state,
+      endpoint: this.endpoint(rec.spec.id),
+      pid: state === "running" ? rec.pid : null,
+      startedAt: state === "running" && rec.startedAt ? new Date(rec.startedAt) : null,
+    };
+  }
+
+  private async liveState(rec: BoxRecord): Promise<BoxState> {
+    if (rec.pid !== null && rec.pidStart !== null && isSameProcess(rec.pid, rec.pidStart)) {
+      try {
+        await this.client(rec.spec.id).ping(1000);
+        return "running";
+      } catch {
+        return "stopped";
+      }
+    }
+    return rec.state === "created" ? "created" : "stopped";
+  }
+
+  // ---- BoxProvider -------------------------------------------------------------------
+
+  async create(spec: BoxSpec): Promise<BoxHandle> {
+    const parsed = boxSpecSchema.safeParse(spec);
+    if (!parsed.success)
+      throw new WarrenError(
+        "request.invalid",
+        `bad box spec: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+      );
+    const sock = this.endpoint(spec.id).path;
+    if (Buffer.byteLength(sock) > 107)
+      throw new WarrenError(
+        "request.invalid",
+        `boxd's socket path ${sock} is longer than 107 bytes; use a shorter STATE_ROOT`,
+      );
+    return this.locked(spec.id, async () => {
+      const dir = this.boxDir(spec.id);
+      fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+      const old = this.readRecord(spec.id);
+      const rec: BoxRecord = old
+        ? { ...old, spec }
+        : { version: 1, spec, state: "created", pid: null, pidStart: null, startedAt: null, cgroupDirs: [] };
+      this.writeRecord(rec);
+      return this.handle(rec, await this.liveState(rec));
+    });
+  }
+
+  async start(id: string): Promise<BoxHandle> {
+    return this.locked(id, async () => {
+      const rec = this.readRecord(id);
+      if (!rec) throw notFound(`box ${id}`);
+      if ((await this.liveState(rec)) === "running") return this.handle(rec, "running");
+      // Whatever is left of an earlier run (a hung boxd, stray processes) goes first:
+      // a machine never has two boxes.
+      await this.kill(rec);
+      return this.launch(rec);
+    });
+  }
+
+  async stop(id: string): Promise<void> {
+    await this.locked(id, async () => {
+      const rec = this.readRecord(id);
+      if (!rec) return;
+      await this.kill(rec);
+      this.writeRecord({
+        ...rec,
+        state: rec.state === "created" ? "created" : "stopped",
+        pid: null,
+        pidStart: null,
+        startedAt: null,
+      });
+    });
+  }
+
+  async inspect(id: string): Promise<BoxHandle | null> {
+    const rec = this.readRecord(id);
+    if (!rec) return null;
+    return this.handle(rec, await this.liveState(rec));
+  }
+
+  async list(labels?: Partial<BoxLabels>): Promise<BoxHandle[]> {
+    let ids: string[];
+    try {
+      ids = fs.readdirSync(path.join(this.runRoot, "boxes"));
+    } catch {
+      return [];
+    }
+    const out: BoxHandle[] = [];
+    for (const id of ids) {
+      if (!BOX_ID.test(id)) continue;
+      const rec = this.readRecord(id);
+      if (!rec) continue;
+      const want = Object.entries(labels ?? {});
+      if (!want.every(([k, v]) => v === undefined || rec.spec.labels[k] === v)) continue;
+      out.push(this.handle(rec, await this.liveState(rec)));
+    }
+    return out;
+  }
+
+  async remove(id: string): Promise<void> {
+    await this.locked(id, async () => {
+      const rec = this.readRecord(id);
+      if (rec) await this.kill(rec);
+      fs.rmSync(this.boxDir(id), { recursive: true, force: true });
+    });
+  }
+
+  /**
+   * Rewrites the box's /etc/passwd and /etc/group from the homes in the machine's folder
+   * (each home owned by an agent uid is a user). In place: a running box sees it at once.
+   */
+  async refreshUsers(id: string): Promise<void> {
+    await this.locked(id, async () => {
+      refreshBoxUsers(this.boxDir(id));
+    });
+  }
+
+  // ---- the thin part that runs things ----------------------------------------------
+
+  private async kill(rec: BoxRecord): Promise<void> {
+    const layout = this.layout === null ? null : this.tryLayout();
+    const dirs = new Set(rec.cgroupDirs);
+    if (layout)
+      for (const d of cgroupPlan(rec.spec.limits, layout, { parent: this.cgroupParent, boxId: rec.spec.id })
+        .boxDirs)
+        dirs.add(d);
+    if (rec.pid !== null && rec.pidStart !== null && isSameProcess(rec.pid, rec.pidStart)) {
+      try {
+        process.kill(rec.pid, "SIGKILL");
+      } catch {
+        // gone
+      }
+    }
+    await destroyBoxCgroups([...dirs]);
+    fs.rmSync(this.endpoint(rec.spec.id).path, { force: true });
+  }
+
+  private tryLayout(): CgroupLayout | null {
+    try {
+      return this.cgroupLayout();
+    } catch {
+      return null;
+    }
+  }
+
+  private async launch(rec: BoxRecord): Promise<BoxHandle> {
+    const id = rec.spec.id;
+    const dir = this.boxDir(id);
+    for (const [what, file] of [
+      ["boxd bundle", this.boxdBundle],
+      ["spawn helper", this.spawnHelper],
+      ["bwrap", this.bwrap],
+    ] as const) {
+      if (!fs.existsSync(file))
+        throw new WarrenError("box.unavailable", `the ${what} ${file} is missing; run npm run build`);
+    }
+    const arch = hostSeccompArch();
+    if (!arch) throw new WarrenError("box.unavailable", `no seccomp table for ${process.arch}`);
+
+    const plan = cgroupPlan(rec.spec.limits, this.cgroupLayout(), { parent: this.cgroupParent, boxId: id });
+    applyPlan(plan);
+    const seccompFile = path.join(dir, "seccomp.bpf");
+    fs.writeFileSync(seccompFile, encodeProgram(seccompProgram(arch)), { mode: 0o600 });
+    const users = refreshBoxUsers(dir);
+    const socketDir = path.join(dir, "boxd");
+    fs.mkdirSync(socketDir, { recursive: true, mode: 0o700 });
+    fs.chmodSync(socketDir, 0o700);
+    fs.rmSync(path.join(socketDir, "boxd.sock"), { force: true });
+
+    const args = bwrapArgv(rec.spec, {
+      systemDirs: systemDirs(),
+      node: this.nodeBinary,
+      boxdBundle: this.boxdBundle,
+      spawnHelper: this.spawnHelper,
+      seccompFile,
+      socketDir,
+      cgroups: plan.agents,
+      cgroupVersion: plan.version,
+      passwdFile: users.passwd,
+      groupFile: users.group,
+      readyFd: 3,
+      nodeFlags: this.boxdNodeFlags,
+    });
+
+    const logFd = fs.openSync(path.join(dir, "box.log"), "a", 0o600);
+    let child;
+    try {
+      child = spawn(
+        "/bin/sh",
+        ["-c", JOIN_AND_EXEC, "warren-box", ...plan.joinProcs, "--", this.bwrap, ...args],
+        {
+          detached: true,
+          stdio: ["ignore", logFd, logFd, "pipe"],
+          env: bwrapEnv(),
+        },
+      );
+    } finally {
+      fs.closeSync(logFd);
+    }
+    const pid = child.pid;
+    if (pid === undefined) {
+      await destroyBoxCgroups(plan.boxDirs);
+      throw new WarrenError("box.unavailable", `cannot start bwrap for box ${id}`);
+    }
+    const started: BoxRecord = {
+      ...rec,
+      state: "running",
+      pid,
+      pidStart: pidStartTime(pid),
+      startedAt: new Date().toISOString(),
+      cgroupDirs: plan.boxDirs,
+    };
+    this.writeRecord(started);
+
+    const ready = child.stdio[3] as Socket;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        let text = "";
+        const timer = setTimeout(
+          () => reject(new Error(`boxd did not start within ${this.startTimeoutMs} ms`)),
+          this.startTimeoutMs,
+        );
+        ready.on("data", (chunk: Buffer) => {
+          text += chunk.toString();
+          if (text.includes("ready\n")) {
+            clearTimeout(timer);
+            resolve();
+          }
+        });
+        ready.on("error", () => undefined);
+        child.once("exit", (code, signal) => {
+          clearTimeout(timer);
+          reject(new Error(`the box exited during start (${signal ?? `code ${code}`})`));
+        });
+        child.once("error", (err) => {
+          clearTimeout(timer);
+          reject(err);
+        });
+      });
+      await this.client(id).ping(2000);
+    } catch (err) {
+      ready.destroy();
+      await this.kill(started);
+      this.writeRecord({ ...started, state: "stopped", pid: null, pidStart: null, startedAt: null });
+      const log = tail(path.join(dir, "box.log"));
+      this.logger?.error(`box ${id} failed to start: ${(err as Error).message}`);
+      throw new WarrenError(
+        "box.unavailable",
+        `box ${id} did not start: ${(err as Error).message}${log ? `; log: ${log}` : ""}`,
+        undefined,
+        {
+          cause: err,
+        },
+      );
+    } finally {
+      child.removeAllListeners("exit");
+      child.removeAllListeners("error");
+    }
+    ready.destroy();
+    child.unref();
+    this.logger?.info(`box ${id} started (pid ${pid})`);
+    return this.handle(started, "running");
+  }
+}
+
+function tail(file: string, bytes = 600): string {
+  try {
+    const text = fs.readFileSync(file, "utf8");
+    return text.slice(-bytes).trim();
+  } catch {
+    return "";
+  }
+}
+
+/** The homes in a box's /home mount, as the host sees them. */
+function homeEntries(spec: BoxSpec): HomeEntry[] {
+  const home = spec.mounts.find((m) => m.kind === "bind" && m.target === "/home");
+  if (!home || home.kind !== "bind") return [];
+  let names: string[];
+  try {
+    names = fs.readdirSync(home.source);
+  } catch {
+    return [];
+  }
+  const out: HomeEntry[] = [];
+  for (const name of names) {
+    try {
+      const st = fs.lstatSync(path.join(home.source, name));
+      out.push({ name, uid: st.uid, gid: st.gid, isDirectory: st.isDirectory() });
+    } catch {
+      // removed meanwhile
+    }
+  }
+  return out;
+}
+
+/**
+ * Writes `passwd` and `group` in a box's state folder (STATE_ROOT/run/boxes/<id>) from
+ * its record's /home mount. Files are rewritten in place (same inode), because a running
+ * box has them bound at /etc/passwd and /etc/group.
+ */
+export function refreshBoxUsers(boxDir: string): { passwd: string; group: string } {
+  const rec = JSON.parse(fs.readFileSync(path.join(boxDir, "box.json"), "utf8")) as BoxRecord;
+  const { users, shared } = usersFromHomes(homeEntries(rec.spec));
+  const files = { passwd: path.join(boxDir, "passwd"), group: path.join(boxDir, "group") };
+  fs.writeFileSync(files.passwd, passwdText(users), { mode: 0o644 });
+  fs.writeFileSync(files.group, groupText(users, shared), { mode: 0o644 });
+  return files;
+}

@@ -1,0 +1,36 @@
+// The typed client of a warren server.
+import { AgentHandle } from "./agent.js";
+import { AgentsApi, GuildsApi, MachinesApi, OrgsApi } from "./resources.js";
+import { RunsApi } from "./runs.js";
+import { Transport, type RequestOptions, type WarrenClientOptions } from "./transport.js";
+import type { Health } from "./types.js";
+
+export class WarrenClient {
+  readonly baseUrl: string;
+  readonly orgs: OrgsApi;
+  readonly machines: MachinesApi;
+  readonly agents: AgentsApi;
+  readonly guilds: GuildsApi;
+  readonly runs: RunsApi;
+  private readonly http: Transport;
+
+  constructor(options: WarrenClientOptions) {
+    this.http = new Transport(options);
+    this.baseUrl = this.http.baseUrl;
+    this.orgs = new OrgsApi(this.http);
+    this.machines = new MachinesApi(this.http);
+    this.agents = new AgentsApi(this.http);
+    this.guilds = new GuildsApi(this.http);
+    this.runs = new RunsApi(this.http);
+  }
+
+  /** One agent's commands, files, usage and runs. No request is made until one of them is used. */
+  agent(id: string): AgentHandle {
+    return new AgentHandle(this.http, id, this.runs);
+  }
+
+  /** `{ok: true}` once the server's store and provider are ready (a 503 `http.503` before). */
+  health(opts: RequestOptions = {}): Promise<Health> {
+    return this.http.json("GET", "/health", opts);
+  }
+}

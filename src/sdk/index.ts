@@ -1,0 +1,47 @@
+// warren/sdk: the typed client of warren's HTTP API.
+export { WarrenClient } from "./client.js";
+export { AgentHandle, AgentFiles, AgentRuns, execBody, isExecExit } from "./agent.js";
+export { OrgsApi, MachinesApi, AgentsApi, GuildsApi } from "./resources.js";
+export { RunsApi, TERMINAL_RUN_STATUSES, isTerminalRunStatus } from "./runs.js";
+export { WarrenApiError, isWarrenApiError } from "./errors.js";
+
+export type { ExecCommand, ExecOptions } from "./agent.js";
+export type { WaitOptions } from "./runs.js";
+export type { WarrenClientOptions, RequestOptions } from "./transport.js";
+export type {
+  Agent,
+  AgentCreateRequest,
+  AgentListQuery,
+  AgentUpdateRequest,
+  ExecExitEvent,
+  ExecOutputEvent,
+  ExecRequest,
+  ExecResult,
+  ExecStreamEvent,
+  Guild,
+  GuildCreateRequest,
+  GuildListQuery,
+  Health,
+  List,
+  Machine,
+  MachineCreateRequest,
+  MachineListQuery,
+  MachineState,
+  MachineTrust,
+  MachineUpdateRequest,
+  Member,
+  MemberSetRequest,
+  Org,
+  OrgCreateRequest,
+  OrgUpdateRequest,
+  Role,
+  Run,
+  RunCreateRequest,
+  RunEvent,
+  RunEventsQuery,
+  RunListQuery,
+  RunStatus,
+  SandboxPolicy,
+  SandboxPolicyInput,
+  Usage,
+} from "./types.js";

@@ -1,0 +1,127 @@
+// Organisations, machines, agents and guilds: one namespace each, answers as the server sends them.
+import { seg, type RequestOptions, type Transport } from "./transport.js";
+import type {
+  Agent,
+  AgentCreateRequest,
+  AgentListQuery,
+  AgentUpdateRequest,
+  Guild,
+  GuildCreateRequest,
+  GuildListQuery,
+  List,
+  Machine,
+  MachineCreateRequest,
+  MachineListQuery,
+  MachineUpdateRequest,
+  Member,
+  MemberSetRequest,
+  Org,
+  OrgCreateRequest,
+  OrgUpdateRequest,
+} from "./types.js";
+
+export class OrgsApi {
+  constructor(private readonly http: Transport) {}
+
+  /** Creates an organisation; the caller becomes its owner. */
+  create(body: OrgCreateRequest, opts: RequestOptions = {}): Promise<Org> {
+    return this.http.json("POST", "/api/orgs", { ...opts, json: body });
+  }
+  /** The organisations the caller is a member of. */
+  list(opts: RequestOptions = {}): Promise<List<Org>> {
+    return this.http.json("GET", "/api/orgs", opts);
+  }
+  get(id: string, opts: RequestOptions = {}): Promise<Org> {
+    return this.http.json("GET", `/api/orgs/${seg(id)}`, opts);
+  }
+  update(id: string, body: OrgUpdateRequest, opts: RequestOptions = {}): Promise<Org> {
+    return this.http.json("PATCH", `/api/orgs/${seg(id)}`, { ...opts, json: body });
+  }
+  /** Deletes an empty organisation (owner only). */
+  delete(id: string, opts: RequestOptions = {}): Promise<void> {
+    return this.http.empty("DELETE", `/api/orgs/${seg(id)}`, opts);
+  }
+  members(id: string, opts: RequestOptions = {}): Promise<List<Member>> {
+    return this.http.json("GET", `/api/orgs/${seg(id)}/members`, opts);
+  }
+  /** Adds a member by email, or changes a member's role (owner, admin). */
+  setMember(id: string, body: MemberSetRequest, opts: RequestOptions = {}): Promise<Member> {
+    return this.http.json("PUT", `/api/orgs/${seg(id)}/members`, { ...opts, json: body });
+  }
+  removeMember(id: string, userId: string, opts: RequestOptions = {}): Promise<void> {
+    return this.http.empty("DELETE", `/api/orgs/${seg(id)}/members/${seg(userId)}`, opts);
+  }
+}
+
+export class MachinesApi {
+  constructor(private readonly http: Transport) {}
+
+  create(body: MachineCreateRequest, opts: RequestOptions = {}): Promise<Machine> {
+    return this.http.json("POST", "/api/machines", { ...opts, json: body });
+  }
+  list(query: MachineListQuery = {}, opts: RequestOptions = {}): Promise<List<Machine>> {
+    return this.http.json("GET", "/api/machines", { ...opts, query: { ...query } });
+  }
+  get(id: string, opts: RequestOptions = {}): Promise<Machine> {
+    return this.http.json("GET", `/api/machines/${seg(id)}`, opts);
+  }
+  /** Renames or resizes a machine; limits reach the next box start. */
+  update(id: string, body: MachineUpdateRequest, opts: RequestOptions = {}): Promise<Machine> {
+    return this.http.json("PATCH", `/api/machines/${seg(id)}`, { ...opts, json: body });
+  }
+  /** Stops the machine's box; its files stay. */
+  stop(id: string, opts: RequestOptions = {}): Promise<Machine> {
+    return this.http.json("POST", `/api/machines/${seg(id)}/stop`, opts);
+  }
+  /** Deletes a machine; `machine.not_empty` while it has agents. */
+  delete(id: string, opts: RequestOptions = {}): Promise<void> {
+    return this.http.empty("DELETE", `/api/machines/${seg(id)}`, opts);
+  }
+}
+
+export class AgentsApi {
+  constructor(private readonly http: Transport) {}
+
+  /** Creates an agent on a machine; it takes the machine's lowest free slot. */
+  create(body: AgentCreateRequest, opts: RequestOptions = {}): Promise<Agent> {
+    return this.http.json("POST", "/api/agents", { ...opts, json: body });
+  }
+  list(query: AgentListQuery = {}, opts: RequestOptions = {}): Promise<List<Agent>> {
+    return this.http.json("GET", "/api/agents", { ...opts, query: { ...query } });
+  }
+  get(id: string, opts: RequestOptions = {}): Promise<Agent> {
+    return this.http.json("GET", `/api/agents/${seg(id)}`, opts);
+  }
+  /** Renames an agent, changes its disk cap or its sandbox policy (reaching its next command). */
+  update(id: string, body: AgentUpdateRequest, opts: RequestOptions = {}): Promise<Agent> {
+    return this.http.json("PATCH", `/api/agents/${seg(id)}`, { ...opts, json: body });
+  }
+  /** Deletes an agent and its home; its run records stay. */
+  delete(id: string, opts: RequestOptions = {}): Promise<void> {
+    return this.http.empty("DELETE", `/api/agents/${seg(id)}`, opts);
+  }
+}
+
+export class GuildsApi {
+  constructor(private readonly http: Transport) {}
+
+  create(body: GuildCreateRequest, opts: RequestOptions = {}): Promise<Guild> {
+    return this.http.json("POST", "/api/guilds", { ...opts, json: body });
+  }
+  list(query: GuildListQuery = {}, opts: RequestOptions = {}): Promise<List<Guild>> {
+    return this.http.json("GET", "/api/guilds", { ...opts, query: { ...query } });
+  }
+  get(id: string, opts: RequestOptions = {}): Promise<Guild> {
+    return this.http.json("GET", `/api/guilds/${seg(id)}`, opts);
+  }
+  /** Deletes a guild; its agents stay. */
+  delete(id: string, opts: RequestOptions = {}): Promise<void> {
+    return this.http.empty("DELETE", `/api/guilds/${seg(id)}`, opts);
+  }
+  addAgent(id: string, agentId: string, opts: RequestOptions = {}): Promise<void> {
+    return this.http.empty("POST", `/api/guilds/${seg(id)}/agents`, { ...opts, json: { agent_id: agentId } });
+  }
+  removeAgent(id: string, agentId: string, opts: RequestOptions = {}): Promise<void> {
+    return this.http.empty("DELETE", `/api/guilds/${seg(id)}/agents/${seg(agentId)}`, opts);
+  }
+}

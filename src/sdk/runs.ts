@@ -1,0 +1,98 @@
+// Runs: commands recorded by the server, started now and read, waited for or cancelled later.
+import { WarrenApiError } from "./errors.js";
+import { seg, type RequestOptions, type Transport } from "./transport.js";
+import type {
+  List,
+  Run,
+  RunCreateRequest,
+  RunEvent,
+  RunEventsQuery,
+  RunListQuery,
+  RunStatus,
+} from "./types.js";
+
+export const TERMINAL_RUN_STATUSES: readonly RunStatus[] = [
+  "succeeded",
+  "failed",
+  "timed_out",
+  "cancelled",
+  "lost",
+];
+
+/** True once a run has ended and will not change status again. */
+export function isTerminalRunStatus(status: RunStatus): boolean {
+  return TERMINAL_RUN_STATUSES.includes(status);
+}
+
+export interface WaitOptions extends RequestOptions {
+  /** Give up (a `timeout` error) after this long. Default 600000 (10 minutes). */
+  timeoutMs?: number;
+  /** The first pause between polls; it grows to `maxIntervalMs`. Default 250. */
+  intervalMs?: number;
+  /** Default 2000. */
+  maxIntervalMs?: number;
+}
+
+export class RunsApi {
+  constructor(private readonly http: Transport) {}
+
+  /** Starts a run of an agent; `kind` defaults to `"command"`. */
+  create(agentId: string, body: RunCreateRequest, opts: RequestOptions = {}): Promise<Run> {
+    return this.http.json("POST", `/api/agents/${seg(agentId)}/runs`, {
+      ...opts,
+      json: { kind: "command", ...body },
+    });
+  }
+  /** An agent's runs, newest first. */
+  list(agentId: string, query: RunListQuery = {}, opts: RequestOptions = {}): Promise<List<Run>> {
+    return this.http.json("GET", `/api/agents/${seg(agentId)}/runs`, { ...opts, query: { ...query } });
+  }
+  get(id: string, opts: RequestOptions = {}): Promise<Run> {
+    return this.http.json("GET", `/api/runs/${seg(id)}`, opts);
+  }
+  /** The run's trace (started, output, exit, measurement), oldest first. */
+  events(id: string, query: RunEventsQuery = {}, opts: RequestOptions = {}): Promise<List<RunEvent>> {
+    return this.http.json("GET", `/api/runs/${seg(id)}/events`, { ...opts, query: { ...query } });
+  }
+  /** Stops a queued or running run (`run.not_cancellable` once it ended). */
+  cancel(id: string, opts: RequestOptions = {}): Promise<Run> {
+    return this.http.json("POST", `/api/runs/${seg(id)}/cancel`, opts);
+  }
+
+  /** Polls a run until its status is terminal and answers it then. */
+  async wait(id: string, opts: WaitOptions = {}): Promise<Run> {
+    const timeoutMs = opts.timeoutMs ?? 600_000;
+    const deadline = Date.now() + timeoutMs;
+    let pause = Math.max(1, opts.intervalMs ?? 250);
+    const maxPause = Math.max(pause, opts.maxIntervalMs ?? 2000);
+    for (;;) {
+      const run = await this.get(id, { signal: opts.signal });
+      if (isTerminalRunStatus(run.status)) return run;
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        throw new WarrenApiError(
+          0,
+          "timeout",
+          `run ${id} is still ${run.status} after ${timeoutMs} ms; wait longer or cancel it (warren runs cancel ${id})`,
+        );
+      }
+      await sleep(Math.min(pause, left), opts.signal);
+      pause = Math.min(maxPause, pause * 2);
+    }
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason as Error);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason as Error);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

@@ -1,0 +1,147 @@
+// HTTP to one warren server: URLs, headers, JSON, and every failure turned into a WarrenApiError.
+import { errorFromAnswer, WarrenApiError } from "./errors.js";
+
+export interface WarrenClientOptions {
+  /** Where the server listens, e.g. `http://127.0.0.1:8080`. */
+  baseUrl: string;
+  /** Sent with every request, e.g. `{"x-forwarded-email": "me@example.com"}` behind a trusted proxy. */
+  headers?: Record<string, string>;
+  /** Default: the global `fetch`. */
+  fetch?: typeof fetch;
+}
+
+/** Options every call takes. */
+export interface RequestOptions {
+  /** Aborting it abandons the request (and, for exec, stops the command). */
+  signal?: AbortSignal;
+}
+
+export type Query = Record<string, string | number | undefined>;
+
+export interface Call extends RequestOptions {
+  query?: Query | undefined;
+  /** Sent as JSON. */
+  json?: unknown;
+  /** Sent as is, `application/octet-stream`. */
+  bytes?: Uint8Array;
+  accept?: string;
+}
+
+/**
+ * Encodes one path segment (an id) so that it cannot change the route. `""`, `.` and `..` would
+ * name another route whatever their encoding, so they are refused before any request.
+ */
+export function seg(value: string): string {
+  if (value === "" || value === "." || value === "..") {
+    throw new WarrenApiError(
+      0,
+      "request.invalid",
+      `${JSON.stringify(value)} is not an id; give one such as agt_...`,
+    );
+  }
+  return encodeURIComponent(value);
+}
+
+/**
+ * Encodes a home path for a files URL, segment by segment with the slashes kept. A path with `.`
+ * or `..` segments goes as one encoded segment instead, because URL parsing would otherwise
+ * resolve them before the request leaves (and `..` could reach another route); the server
+ * decodes the path and applies its own rules to it.
+ */
+export function homePath(path: string): string {
+  const parts = path.split("/");
+  if (parts.some((p) => p === "." || p === "..")) return encodeURIComponent(path);
+  return parts.map((p) => encodeURIComponent(p)).join("/");
+}
+
+export class Transport {
+  readonly baseUrl: string;
+  private readonly headers: Record<string, string>;
+  private readonly fetchImpl: typeof fetch;
+
+  constructor(options: WarrenClientOptions) {
+    let url: URL;
+    try {
+      url = new URL(options.baseUrl);
+    } catch {
+      throw new TypeError(
+        `baseUrl must be an absolute http(s) URL such as http://127.0.0.1:8080, not ${JSON.stringify(options.baseUrl)}`,
+      );
+    }
+    if (url.protocol !== "http:" && url.protocol !== "https:") {
+      throw new TypeError(`baseUrl must be an http:// or https:// URL, not ${url.protocol}`);
+    }
+    this.baseUrl = url.href.replace(/\/+$/, "");
+    this.headers = { ...options.headers };
+    this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
+  }
+
+  url(path: string, query?: Query): string {
+    const params = new URLSearchParams();
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) params.set(k, String(v));
+    const qs = params.toString();
+    return `${this.baseUrl}${path}${qs ? `?${qs}` : ""}`;
+  }
+
+  /** Sends a request; answers the response when it is 2xx, throws a WarrenApiError otherwise. */
+  async send(method: string, path: string, call: Call = {}): Promise<Response> {
+    const headers: Record<string, string> = { accept: call.accept ?? "application/json", ...this.headers };
+    let body: string | Uint8Array | undefined;
+    if (call.json !== undefined) {
+      headers["content-type"] = "application/json";
+      body = JSON.stringify(call.json);
+    } else if (call.bytes !== undefined) {
+      headers["content-type"] = "application/octet-stream";
+      body = call.bytes;
+    }
+    let res: Response;
+    try {
+      res = await this.fetchImpl(this.url(path, call.query), { method, headers, body, signal: call.signal });
+    } catch (err) {
+      if (call.signal?.aborted) throw err;
+      throw new WarrenApiError(
+        0,
+        "network",
+        `could not reach ${this.baseUrl} (${describe(err)}); is \`warren serve\` running there?`,
+        {
+          cause: err,
+        },
+      );
+    }
+    if (res.ok) return res;
+    const text = await res.text().catch(() => "");
+    throw errorFromAnswer(res.status, res.statusText, text);
+  }
+
+  async json<T>(method: string, path: string, call: Call = {}): Promise<T> {
+    const res = await this.send(method, path, call);
+    const text = await res.text();
+    try {
+      return JSON.parse(text) as T;
+    } catch (err) {
+      throw new WarrenApiError(
+        res.status,
+        "response.invalid",
+        `${method} ${path} answered something that is not JSON`,
+        { cause: err },
+      );
+    }
+  }
+
+  async empty(method: string, path: string, call: Call = {}): Promise<void> {
+    const res = await this.send(method, path, call);
+    await res.body?.cancel();
+  }
+
+  async bytes(method: string, path: string, call: Call = {}): Promise<Uint8Array> {
+    const res = await this.send(method, path, { accept: "*/*", ...call });
+    return new Uint8Array(await res.arrayBuffer());
+  }
+}
+
+function describe(err: unknown): string {
+  const cause = err instanceof Error && err.cause instanceof Error ? err.cause : err;
+  if (cause && typeof cause === "object" && "code" in cause && typeof cause.code === "string")
+    return cause.code;
+  return cause instanceof Error ? cause.message : String(cause);
+}

@@ -1,0 +1,300 @@
+// Real boxes: bubblewrap, cgroups, boxd and the exec helper on this host.
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { LocalProvider } from "../../src/boxes/index.js";
+import { boxSkipReason, hostPidsOfUid, makeBox, PATH, waitFor, type Agent, type TestBox } from "./fixture.js";
+
+const skip = boxSkipReason();
+
+describe("a local box", { skip: skip ?? false }, () => {
+  let box: TestBox;
+  const a1 = (): Agent => box.agents[0]!;
+  before(async () => {
+    box = await makeBox();
+  });
+  after(async () => {
+    await box?.cleanup();
+  });
+
+  it("runs a command as the agent with exactly the env, cwd and stdin given", async () => {
+    const r = await box.run(
+      ["/bin/sh", "-c", 'id -u; id -g; pwd; env | sort; cat; echo "<$1>" >&2', "sh", "arg 1"],
+      {
+        env: { PATH, FOO: "bar baz" },
+        cwd: "/tmp",
+        stdin: "from stdin\n",
+      },
+    );
+    assert.equal(r.exitCode, 0, r.err);
+    const lines = r.out.split("\n");
+    assert.deepEqual(lines.slice(0, 3), [String(a1().uid), String(a1().uid), "/tmp"]);
+    const env = lines.filter((l) => /^[A-Z_]+=/.test(l));
+    // sh adds PWD itself; nothing of boxd's or the server's environment leaks in.
+    assert.deepEqual(
+      env.filter((l) => !l.startsWith("PWD=")),
+      ["FOO=bar baz", `PATH=${PATH}`],
+    );
+    assert.ok(r.out.includes("from stdin\n"));
+    assert.equal(r.err, "<arg 1>\n");
+    assert.equal(r.timedOut, false);
+    assert.equal(r.cancelled, false);
+    assert.ok(r.usage.cpuSeconds !== null && r.usage.cpuSeconds >= 0);
+    assert.ok(r.usage.peakMemoryBytes !== null && r.usage.peakMemoryBytes > 0);
+  });
+
+  it("reports exit codes, signals and a missing command", async () => {
+    assert.equal((await box.sh("exit 3")).exitCode, 3);
+    const killed = await box.sh("kill -TERM $$");
+    assert.equal(killed.exitCode, null);
+    assert.equal(killed.signal, "SIGTERM");
+    const missing = await box.run(["no-such-command"]);
+    assert.equal(missing.exitCode, 127);
+    assert.match(missing.err, /no-such-command/);
+    const badCwd = await box.run(["/bin/true"], { cwd: "/nonexistent" });
+    assert.equal(badCwd.exitCode, 126);
+    assert.match(badCwd.err, /cwd/);
+  });
+
+  it("refuses uid 0 and relative paths", async () => {
+    await assert.rejects(box.run(["/bin/true"], { uid: 0 }), /uid/);
+    await assert.rejects(box.run(["/bin/true"], { cwd: "home" }), /cwd/);
+  });
+
+  it("streams output as it arrives, and stdin as it is sent", async () => {
+    const seen: { t: number; s: string }[] = [];
+    const t0 = Date.now();
+    async function* input(): AsyncGenerator<string> {
+      yield "one\n";
+      await new Promise((r) => setTimeout(r, 100));
+      yield "two\n";
+    }
+    const r = await box.client().exec(
+      {
+        argv: ["/bin/sh", "-c", "echo first; sleep 0.4; cat; echo last"],
+        env: { PATH },
+        cwd: "/",
+        uid: a1().uid,
+        gid: a1().gid,
+      },
+      { onStdout: (c) => seen.push({ t: Date.now() - t0, s: c.toString() }), stdinStream: input() },
+    );
+    assert.equal(r.exitCode, 0);
+    assert.equal(seen.map((x) => x.s).join(""), "first\none\ntwo\nlast\n");
+    const first = seen[0];
+    assert.ok(first && first.s.startsWith("first") && first.t < 350, `first chunk at ${first?.t} ms`);
+  });
+
+  it("carries large output and input intact", async () => {
+    const r = await box.sh("head -c 5000000 /dev/zero | tr '\\0' a; cat | wc -c >&2", {
+      stdin: Buffer.alloc(3_000_000, 98),
+    });
+    assert.equal(r.exitCode, 0);
+    assert.equal(r.stdout.length, 5_000_000);
+    assert.ok(r.stdout.every((b) => b === 97));
+    assert.equal(r.err.trim(), "3000000");
+  });
+
+  it("applies a command's own tighter limits", async () => {
+    const r = await box.sh("for i in $(seq 20); do sleep 5 & done; wait", {
+      limits: { pids: 8 },
+      timeoutMs: 10_000,
+    });
+    assert.notEqual(r.exitCode, 0);
+    assert.match(r.err, /fork|Resource temporarily unavailable/i);
+    // The sleeps it did start stay (a finished command's background), at most 7 of them.
+    const left = (await box.client().ping()).processes;
+    assert.ok(left >= 1 && left <= 7, `${left} processes left`);
+    await box.sh(`pkill -KILL -u ${a1().uid} sleep || true`);
+  });
+
+  it("kills a setsid + double-forked tree on timeout, leaving nothing behind", async () => {
+    const script =
+      'setsid sh -c "(sleep 1000 &) ; sleep 1000" & (nohup sleep 1000 >/dev/null 2>&1 &); echo started; sleep 1000';
+    const r = await box.sh(script, { timeoutMs: 500 });
+    assert.equal(r.timedOut, true);
+    assert.equal(r.signal, "SIGKILL");
+    assert.equal(r.out, "started\n");
+    const ping = await box.client().ping();
+    assert.equal(ping.processes, 0, "processes left in agents' cgroups");
+    assert.deepEqual(hostPidsOfUid(a1().uid), []);
+  });
+
+  it("cancels a command through an AbortSignal", async () => {
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 200);
+    const r = await box
+      .client()
+      .exec(
+        { argv: ["/bin/sh", "-c", "sleep 100 & sleep 100"], env: {}, cwd: "/", uid: a1().uid, gid: a1().gid },
+        { signal: ac.signal },
+      );
+    assert.equal(r.cancelled, true);
+    assert.equal(r.timedOut, false);
+    assert.equal((await box.client().ping()).processes, 0);
+  });
+
+  it("runs 50 commands at once", async () => {
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => box.sh(`echo ${i}; echo err${i} >&2`)),
+    );
+    results.forEach((r, i) => {
+      assert.equal(r.exitCode, 0);
+      assert.equal(r.out, `${i}\n`);
+      assert.equal(r.err, `err${i}\n`);
+    });
+  });
+
+  it("keeps background processes of a finished command, and their output does not hold the answer", async () => {
+    const t0 = Date.now();
+    const r = await box.sh("sleep 30 & echo bg");
+    assert.equal(r.exitCode, 0);
+    assert.ok(Date.now() - t0 < 2000);
+    assert.ok((await box.client().ping()).processes >= 1);
+    await box.sh(`pkill -KILL -u ${a1().uid} sleep || true`);
+  });
+
+  it("forwards a TCP connection to a port in the box", async () => {
+    const server =
+      "require('http').createServer((q,s)=>s.end('hello from '+q.url)).listen(20000,'127.0.0.1')";
+    await box.sh(`node -e "${server}" >/dev/null 2>&1 &`);
+    let body = "";
+    await waitFor(
+      "the server in the box",
+      async () => {
+        try {
+          const conn = await box.client().forward(20000);
+          conn.end("GET /x HTTP/1.0\r\nHost: box\r\n\r\n");
+          const chunks: Buffer[] = [];
+          for await (const c of conn) chunks.push(c as Buffer);
+          body = Buffer.concat(chunks).toString();
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      10_000,
+    );
+    assert.match(body, /^HTTP\/1\.[01] 200/);
+    assert.match(body, /hello from \/x$/);
+    await assert.rejects(box.client().forward(20001), /nothing answers on port 20001/);
+    await box.sh(`pkill -KILL -u ${a1().uid} node || true`);
+  });
+
+  it("binds an agent folder read-only at /agent for one command only", async () => {
+    const hostRun = path.join(box.stateRoot, "run", "boxes", box.id, "boxd", "runs", "r1");
+    fs.mkdirSync(hostRun, { recursive: true, mode: 0o500 });
+    fs.writeFileSync(path.join(hostRun, "input"), "the input\n");
+    fs.chownSync(path.join(hostRun, "input"), a1().uid, a1().gid);
+    fs.chownSync(hostRun, a1().uid, a1().gid);
+    const r = await box.sh("cat /agent/input; touch /agent/x 2>&1 || echo refused", {
+      agentDir: "/run/boxd/runs/r1",
+    });
+    assert.equal(r.exitCode, 0, r.err);
+    assert.match(r.out, /^the input\n/);
+    assert.match(r.out, /refused|Read-only/);
+    const other = await box.sh("ls -A /agent | wc -l");
+    assert.equal(other.out.trim(), "0");
+  });
+
+  it("shows agents by name in /etc/passwd", async () => {
+    const r = await box.sh("id -un; getent passwd a2 | cut -d: -f3");
+    assert.equal(r.out, `a1\n${box.agents[1]!.uid}\n`);
+  });
+
+  it("keeps files across stop and start, and starting twice gives one box", async () => {
+    await box.sh("echo kept > ~/note");
+    const before = await box.provider.inspect(box.id);
+    const again = await box.provider.start(box.id);
+    assert.equal(again.pid, before?.pid, "a second start must return the running box");
+    await box.provider.stop(box.id);
+    assert.equal((await box.provider.inspect(box.id))?.state, "stopped");
+    await assert.rejects(box.client().ping());
+    const t0 = performance.now();
+    await box.provider.start(box.id);
+    const r = await box.sh("cat ~/note");
+    const cold = performance.now() - t0;
+    assert.equal(r.out, "kept\n");
+    console.log(`# cold start (start() to first exec returning): ${cold.toFixed(1)} ms`);
+  });
+
+  it("is adopted by a fresh provider (a restarted server)", async () => {
+    const first = await box.provider.inspect(box.id);
+    assert.equal(first?.state, "running");
+    const fresh = new LocalProvider({ stateRoot: box.stateRoot, cgroupParent: "warren-test" });
+    const listed = await fresh.list({ "warren.machine": box.id });
+    assert.equal(listed.length, 1);
+    assert.equal(listed[0]?.state, "running");
+    assert.equal(listed[0]?.pid, first?.pid);
+    assert.deepEqual(await fresh.list({ "warren.org": "someone-else" }), []);
+    const started = await fresh.start(box.id);
+    assert.equal(started.pid, first?.pid, "adoption must not start a second box");
+    const r = await fresh
+      .client(box.id)
+      .exec({ argv: ["/bin/echo", "adopted"], env: {}, cwd: "/", uid: a1().uid, gid: a1().gid });
+    assert.equal(r.stdout.toString(), "adopted\n");
+  });
+});
+
+describe("a box whose boxd died", { skip: skip ?? false }, () => {
+  it("is reported stopped, leaves no process, and starts again", async () => {
+    const box = await makeBox();
+    try {
+      const h = await box.provider.inspect(box.id);
+      const cgroup = `/sys/fs/cgroup/pids/warren-test/${box.id}/boxd/cgroup.procs`;
+      const pids = fs.readFileSync(cgroup, "utf8").trim().split("\n").map(Number);
+      const boxd = pids.find((p) =>
+        fs.readFileSync(`/proc/${p}/cmdline`, "utf8").startsWith("/run/warren/node"),
+      );
+      assert.ok(boxd && h?.pid);
+      process.kill(boxd, "SIGKILL");
+      await waitFor("the box to end with boxd", () => fs.readFileSync(cgroup, "utf8").trim() === "", 5000);
+      assert.equal((await box.provider.inspect(box.id))?.state, "stopped");
+      const again = await box.provider.start(box.id);
+      assert.notEqual(again.pid, h.pid);
+      assert.equal((await box.sh("echo back")).out, "back\n");
+    } finally {
+      await box.cleanup();
+    }
+  });
+});
+
+describe("a box whose server was SIGKILLed", { skip: skip ?? false }, () => {
+  it("keeps running and is adopted by the next server", async () => {
+    const box = await makeBox({ start: false });
+    try {
+      // Start the box from a separate Node process, then SIGKILL that process.
+      const { spawn } = await import("node:child_process");
+      const script = `
+        import { LocalProvider } from ${JSON.stringify(path.resolve("src/boxes/index.ts"))};
+        const p = new LocalProvider({ stateRoot: ${JSON.stringify(box.stateRoot)}, cgroupParent: "warren-test" });
+        await p.start(${JSON.stringify(box.id)});
+        process.stdout.write("up\\n");
+        setInterval(() => {}, 1000);
+      `;
+      const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+        stdio: ["ignore", "pipe", "inherit"],
+      });
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on("data", (d: Buffer) => d.toString().includes("up") && resolve());
+        child.once("exit", (code) => reject(new Error(`server exited with ${code}`)));
+      });
+      child.kill("SIGKILL");
+      await new Promise((r) => child.once("exit", r));
+      const fresh = new LocalProvider({ stateRoot: box.stateRoot, cgroupParent: "warren-test" });
+      const h = await fresh.inspect(box.id);
+      assert.equal(h?.state, "running");
+      const r = await fresh.client(box.id).exec({
+        argv: ["/bin/echo", "alive"],
+        env: {},
+        cwd: "/",
+        uid: box.agents[0]!.uid,
+        gid: box.agents[0]!.gid,
+      });
+      assert.equal(r.stdout.toString(), "alive\n");
+    } finally {
+      await box.cleanup();
+    }
+  });
+});

@@ -1,0 +1,188 @@
+// Fixtures for real box tests: a throwaway STATE_ROOT, a machine folder with agents'
+// homes, and a LocalProvider. Builds boxd and the helper on demand. Everything is
+// removed in cleanup(); tests call it in `finally`/`after`.
+
+import { execFileSync } from "node:child_process";
+import crypto from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { LocalProvider, prepareHome, prepareMachineDir, type Trust } from "../../src/boxes/index.js";
+import { agentGroups } from "../../src/boxes/index.js";
+import type { BoxdClient, ExecOutcome, ExecRequest } from "../../src/boxd/index.js";
+import type { BoxLimits, BoxSpec } from "../../src/boxes/types.js";
+import { detectLayout } from "../../src/boxes/local/cgroups.js";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+/** Why box tests cannot run here, or null when they can. */
+export function boxSkipReason(): string | null {
+  if (process.platform !== "linux") return "boxes need Linux";
+  if (process.getuid?.() !== 0) return "box tests need root (bubblewrap without user namespaces, cgroups)";
+  if (!fs.existsSync("/usr/bin/bwrap")) return "bubblewrap is not installed (/usr/bin/bwrap)";
+  if (!detectLayout()) return "no usable cgroups on this host";
+  try {
+    execFileSync("gcc", ["--version"], { stdio: "ignore" });
+  } catch {
+    return "gcc is missing (the exec helper is built on demand)";
+  }
+  return null;
+}
+
+let built = false;
+/** Builds dist/native/boxd-spawn and dist/boxd/boxd.cjs when they are stale. */
+export function ensureBuilt(): void {
+  if (built) return;
+  execFileSync(process.execPath, [path.join(root, "scripts", "build-native.mjs")], { stdio: "inherit" });
+  built = true;
+}
+
+export interface Agent {
+  id: string;
+  uid: number;
+  gid: number;
+  groups: number[];
+  home: string;
+  hostHome: string;
+}
+
+export interface TestBox {
+  provider: LocalProvider;
+  id: string;
+  stateRoot: string;
+  machineDir: string;
+  agents: Agent[];
+  spec: BoxSpec;
+  client(): BoxdClient;
+  /** Runs a command as agent `n` (default the first) and collects its output. */
+  run(
+    argv: string[],
+    opts?: Partial<ExecRequest> & { agent?: number },
+  ): Promise<ExecOutcome & { out: string; err: string }>;
+  sh(
+    script: string,
+    opts?: Partial<ExecRequest> & { agent?: number },
+  ): Promise<ExecOutcome & { out: string; err: string }>;
+  cleanup(): Promise<void>;
+}
+
+export const PATH = "/usr/local/bin:/usr/bin:/bin";
+
+export async function makeBox(
+  opts: {
+    agents?: number;
+    trust?: Trust;
+    limits?: Partial<BoxLimits>;
+    cgroupParent?: string;
+    start?: boolean;
+  } = {},
+): Promise<TestBox> {
+  ensureBuilt();
+  // Short paths: boxd's socket path must stay under 108 bytes.
+  const stateRoot = fs.mkdtempSync(path.join(os.tmpdir(), "wb-"));
+  const id = `t${crypto.randomBytes(4).toString("hex")}`;
+  const trust = opts.trust ?? "isolated";
+  // Agent uids of this box only (other tests and servers run boxes at the same time), so
+  // "no process of the agent's uid is left on the host" means this box's agents.
+  const uidBase = 40000 + 10 * crypto.randomInt(0, 2000);
+  for (const d of ["data", "contracts"]) fs.mkdirSync(path.join(stateRoot, d), { mode: 0o755 });
+  fs.writeFileSync(path.join(stateRoot, "data", "readme.txt"), "reference data\n");
+  const machineDir = await prepareMachineDir(path.join(stateRoot, "workspaces", id));
+  const agents: Agent[] = [];
+  for (let i = 0; i < (opts.agents ?? 2); i++) {
+    const agentId = `a${i + 1}`;
+    const uid = uidBase + i;
+    const hostHome = await prepareHome(machineDir, agentId, uid, trust);
+    agents.push({ id: agentId, uid, ...agentGroups(uid, trust), home: `/home/${agentId}`, hostHome });
+  }
+  const provider = new LocalProvider({ stateRoot, cgroupParent: opts.cgroupParent ?? "warren-test" });
+  const spec: BoxSpec = {
+    id,
+    labels: {
+      "warren.kind": "machine",
+      "warren.org": "org-test",
+      "warren.machine": id,
+      "warren.provider": "local",
+    },
+    mounts: [
+      { kind: "bind", source: machineDir, target: "/home", readOnly: false },
+      { kind: "bind", source: path.join(stateRoot, "data"), target: "/data", readOnly: true },
+      {
+        kind: "bind",
+        source: path.join(stateRoot, "contracts"),
+        target: "/opt/warren/contracts",
+        readOnly: true,
+      },
+      { kind: "tmpfs", target: "/tmp", sizeMib: 64, mode: 0o1777 },
+    ],
+    limits: { memoryMib: 512, cpus: 1, pids: 4096, tmpMib: 64, ...opts.limits },
+  };
+  await provider.create(spec);
+  if (opts.start ?? true) await provider.start(id);
+
+  const run: TestBox["run"] = async (argv, o = {}) => {
+    const { agent: n = 0, ...rest } = o;
+    const a = agents[n];
+    if (!a) throw new Error(`no agent ${n}`);
+    const r = await provider.client(id).exec({
+      argv,
+      env: { PATH, HOME: a.home },
+      cwd: a.home,
+      uid: a.uid,
+      gid: a.gid,
+      groups: a.groups,
+      timeoutMs: 30_000,
+      ...rest,
+    });
+    return { ...r, out: r.stdout.toString(), err: r.stderr.toString() };
+  };
+  return {
+    provider,
+    id,
+    stateRoot,
+    machineDir,
+    agents,
+    spec,
+    client: () => provider.client(id),
+    run,
+    sh: (script, o) => run(["/bin/sh", "-c", script], o),
+    cleanup: async () => {
+      try {
+        await provider.remove(id);
+      } finally {
+        fs.rmSync(stateRoot, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+/** Host pids whose real uid is `uid` (agents' uids exist only in boxes). */
+export function hostPidsOfUid(uid: number): number[] {
+  const out: number[] = [];
+  for (const name of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const status = fs.readFileSync(`/proc/${name}/status`, "utf8");
+      const m = /^Uid:\s+(\d+)/m.exec(status);
+      const state = /^State:\s+(\S)/m.exec(status)?.[1];
+      if (m && Number(m[1]) === uid && state !== "Z") out.push(Number(name));
+    } catch {
+      // gone
+    }
+  }
+  return out;
+}
+
+export async function waitFor(
+  what: string,
+  fn: () => boolean | Promise<boolean>,
+  timeoutMs = 5000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await fn()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
