@@ -2,9 +2,10 @@
 import assert from "node:assert/strict";
 import http from "node:http";
 import { after, before, describe, test } from "node:test";
+import { boxSkipReason } from "../box/fixture.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
-describe("exec through the API", () => {
+describe("exec through the API", { skip: boxSkipReason() ?? false }, () => {
   let t: TestServer;
   let org: { id: string };
   let machine: { id: string };

@@ -3,11 +3,12 @@ import assert from "node:assert/strict";
 import { rm, symlink } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import { boxSkipReason } from "../box/fixture.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const terminal = ["succeeded", "failed", "timed_out", "cancelled", "lost"];
 
-describe("command runs", () => {
+describe("command runs", { skip: boxSkipReason() ?? false }, () => {
   let t: TestServer;
   let org: { id: string };
   let machine: { id: string };
