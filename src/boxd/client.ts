@@ -275,7 +275,7 @@ export class BoxdClient {
         if (message.type !== "forwarded") {
           sock.destroy();
           const why = message.type === "error" ? message.message : message.type;
-          reject(new WarrenError("box.unavailable", `nothing answers on port ${port} in the box: ${why}`));
+          reject(new WarrenError("port.unreachable", `nothing answers on port ${port} in the box: ${why}`));
           return;
         }
         // Anything after the answer is already the forwarded stream.

@@ -1,6 +1,12 @@
 // The Fastify app: hooks (host, origin, identity), the error envelope in one place, metrics,
 // the OpenAPI document, and the routes by resource.
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyError } from "fastify";
+import Fastify, {
+  LogController,
+  type FastifyReply,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyError,
+} from "fastify";
 import websocket from "@fastify/websocket";
 import { OPERATOR_EMAIL, type Access, type Identity } from "../access/index.js";
 import type { Config } from "../config/index.js";
@@ -50,7 +56,19 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     loggerInstance: baseLogger,
     bodyLimit: 1024 * 1024,
     trustProxy: false,
-    routerOptions: { maxParamLength: 2048 },
+    // Fastify's own request lines carry whole URLs (queries included); warren logs one line
+    // per request itself, with the route pattern only (onResponse below).
+    logController: new LogController({ disableRequestLogging: true }),
+    frameworkErrors: (err, req, reply) => {
+      metrics.errors.inc({ code: "request.invalid" });
+      const what =
+        err.code === "FST_ERR_MAX_PARAM_LENGTH" ? "a path segment is too long" : "the URL is malformed";
+      void (reply as unknown as FastifyReply)
+        .code(400)
+        .send({ error: { code: "request.invalid", message: `path: ${what}` } });
+      req.log.debug({ code: err.code }, "refused a malformed URL");
+    },
+    routerOptions: { maxParamLength: 8192 },
   });
 
   app.decorateRequest("identity", null);
@@ -108,6 +126,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     metrics.requests.inc({ method: req.method, route, status: String(reply.statusCode) });
     const seconds = Number(process.hrtime.bigint() - req.startedAt) / 1e9;
     metrics.latency.observe({ method: req.method, route }, seconds);
+    req.log.info(
+      { method: req.method, route, status: reply.statusCode, ms: Math.round(seconds * 1e4) / 10 },
+      "request",
+    );
   });
 
   app.setErrorHandler(async (err: unknown, req, reply) => {
