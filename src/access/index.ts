@@ -70,6 +70,14 @@ export class Access {
     return role;
   }
 
+  /** The organisations a list may show: all of the caller's, or the one asked for (not_found if not theirs). */
+  async visibleOrgIds(who: Identity, orgId?: string): Promise<string[]> {
+    const mine = await this.orgIdsOf(who);
+    if (orgId === undefined) return mine;
+    if (!mine.includes(orgId)) throw new WarrenError("not_found", "organisation was not found");
+    return [orgId];
+  }
+
   async orgIdsOf(who: Identity): Promise<string[]> {
     const rows = await this.#db
       .select({ orgId: schema.memberships.orgId })

@@ -154,11 +154,7 @@ export class Agents {
     who: Identity,
     filter: { org_id?: string | undefined; machine_id?: string | undefined },
   ): Promise<AgentView[]> {
-    let orgIds = await this.access.orgIdsOf(who);
-    if (filter.org_id !== undefined) {
-      if (!orgIds.includes(filter.org_id)) throw new WarrenError("not_found", "organisation was not found");
-      orgIds = [filter.org_id];
-    }
+    const orgIds = await this.access.visibleOrgIds(who, filter.org_id);
     if (orgIds.length === 0) return [];
     const where = [inArray(schema.agents.orgId, orgIds)];
     if (filter.machine_id !== undefined) where.push(eq(schema.agents.machineId, filter.machine_id));

@@ -53,11 +53,7 @@ export class Guilds {
   }
 
   async list(who: Identity, orgId?: string): Promise<GuildView[]> {
-    let orgIds = await this.access.orgIdsOf(who);
-    if (orgId !== undefined) {
-      if (!orgIds.includes(orgId)) throw new WarrenError("not_found", "organisation was not found");
-      orgIds = [orgId];
-    }
+    const orgIds = await this.access.visibleOrgIds(who, orgId);
     if (orgIds.length === 0) return [];
     const rows = await this.db
       .select()
