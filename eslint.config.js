@@ -3,7 +3,19 @@ import tseslint from "typescript-eslint";
 import importX from "eslint-plugin-import-x";
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", "drizzle/**", ".state/**", "native/**", "**/*.js", "**/*.mjs"] },
+  {
+    ignores: [
+      "dist/**",
+      "tmp/**",
+      "bench/results/**",
+      "node_modules/**",
+      "drizzle/**",
+      ".state/**",
+      "native/**",
+      "**/*.js",
+      "**/*.mjs",
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

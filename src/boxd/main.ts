@@ -242,6 +242,8 @@ class Boxd {
   private readonly started = Date.now();
   private readonly cgroups: ExecCgroups;
   private readonly active = new Set<string>();
+  /** Exec cgroups started by generations; forgotten once empty. */
+  private readonly generations = new Set<string>();
   private counter = 0;
   /** One helper kept ready, so a command does not wait for a cgroup migration. */
   private prepared: Helper | null = null;
@@ -438,8 +440,16 @@ class Boxd {
       // kernels without smaps_rollup
     }
     let processes = 0;
-    for (const name of this.cgroups.names())
-      if (name !== this.prepared?.name) processes += this.cgroups.procs(name).length;
+    let generationProcesses = 0;
+    for (const name of this.cgroups.names()) {
+      if (name === this.prepared?.name) continue;
+      const n = this.cgroups.procs(name).length;
+      processes += n;
+      if (this.generations.has(name)) {
+        generationProcesses += n;
+        if (n === 0 && !this.active.has(name)) this.generations.delete(name);
+      }
+    }
     return {
       pid: process.pid,
       rssBytes: rss,
@@ -448,6 +458,7 @@ class Boxd {
       uptimeMs: Date.now() - this.started,
       execs: this.active.size,
       processes,
+      generationProcesses,
     };
   }
 
@@ -474,6 +485,7 @@ class Boxd {
     }
     const { name, child } = helper;
     this.active.add(name);
+    if (spec.generation) this.generations.add(name);
     // The rest of the helper's options: it has joined its cgroups and waits for them.
     const opts = helperOptions(spec, this.config.seccomp);
     helper.spec.on("error", () => undefined);

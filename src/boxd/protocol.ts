@@ -74,6 +74,8 @@ export interface ExecSpec {
   /** A path in the box mounted read-only at /agent for this command only. */
   agentDir?: string;
   limits?: ExecLimits;
+  /** Started by a generation: what it leaves running keeps the box from being idle. */
+  generation?: boolean;
 }
 
 export interface ExecUsage {
@@ -107,6 +109,8 @@ export interface PingResult {
   execs: number;
   /** Processes alive in agents' cgroups (running commands and what they left behind). */
   processes: number;
+  /** Of those, the processes that generations started (and may have left running). */
+  generationProcesses: number;
 }
 
 export interface PtySpec {
@@ -284,6 +288,10 @@ export function parseExecSpec(x: unknown): ExecSpec {
     timeoutMs: int(x.timeoutMs ?? 0, "exec.timeoutMs", 0, 7 * 24 * 3600 * 1000),
   };
   if (x.agentDir !== undefined) spec.agentDir = absPath(x.agentDir, "exec.agentDir");
+  if (x.generation !== undefined) {
+    if (typeof x.generation !== "boolean") throw new ProtocolError("exec.generation must be a boolean");
+    spec.generation = x.generation;
+  }
   if (x.limits !== undefined) {
     if (!isRecord(x.limits)) throw new ProtocolError("exec.limits must be an object");
     const limits: ExecLimits = {};

@@ -12,6 +12,8 @@ export interface BoxExecRequest {
   timeoutMs: number;
   /** In-box folder bound read-only at /agent for this command only. */
   agentDir?: string | undefined;
+  /** Started by a generation: what it leaves running keeps the machine from being idle. */
+  generation?: boolean | undefined;
 }
 
 export interface BoxExecResult {
@@ -30,7 +32,7 @@ export interface ExecIo {
 }
 
 export interface BoxExec {
-  ping(): Promise<unknown>;
+  ping(): Promise<{ generationProcesses?: number }>;
   exec(req: BoxExecRequest, io: ExecIo): Promise<BoxExecResult>;
   forward(port: number): Promise<Duplex>;
   refreshUsers?(): Promise<void>;

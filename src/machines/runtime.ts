@@ -237,6 +237,12 @@ export class MachineRuntime implements MachineControl {
     for (const [id, live] of this.#live) {
       if (live.liveExecs > 0 || busyMachines.has(id)) continue;
       if (now - live.lastActivity < this.#o.idleMs) continue;
+      // a process a generation left running (a server it started) keeps the box busy
+      const left = await live.boxd.ping().then(
+        (p) => p.generationProcesses ?? 0,
+        () => 0,
+      );
+      if (left > 0) continue;
       await this.stop(id, `idle for ${Math.round(this.#o.idleMs / 1000)} s`);
       stopped.push(id);
     }

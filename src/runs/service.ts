@@ -245,6 +245,7 @@ export class Runs {
             groups: shared ? [SHARED_GID] : [],
             timeoutMs: run.timeoutS * 1000,
             agentDir: staged.boxPath,
+            generation: true,
           },
           {
             signal,

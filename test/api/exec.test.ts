@@ -160,6 +160,21 @@ describe("exec through the API", { skip: boxSkipReason() ?? false }, () => {
     await bg;
   });
 
+  test("a process a generation left running keeps the box from idling", async () => {
+    const run = await t.call("POST", `/api/agents/${b.id}/runs`, {
+      kind: "command",
+      command: "setsid sleep 4 >/dev/null 2>&1 < /dev/null &",
+    });
+    assert.equal(run.status, 202);
+    for (let i = 0; i < 100; i++) {
+      if ((await t.call("GET", `/api/runs/${run.body.id}`)).body.status === "succeeded") break;
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    await new Promise((res) => setTimeout(res, 3000));
+    const m = (await t.call("GET", `/api/machines/${machine.id}`)).body;
+    assert.equal(m.state, "running", "idle time passed, but the generation's process still runs");
+  });
+
   test("stops when idle, starts again on demand with every file in place", async () => {
     await exec(a.id, { command: "echo kept > kept.txt" });
     let state = "running";

@@ -68,7 +68,7 @@ export function portRoutes(agents: Agents, runtime: MachineRuntime): AnyRoute[] 
             path: target,
             headers: { ...filterHeaders(req.headers), host: `127.0.0.1:${p.port}` },
             // no agent: this one connection, made by boxd inside the box
-            createConnection: () => conn.resume() as unknown as import("node:net").Socket,
+            createConnection: () => conn.resume(),
           });
           r.on("response", resolve);
           r.on("error", (err) =>
