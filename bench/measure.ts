@@ -133,7 +133,9 @@ function invokedDirectly(): boolean {
 if (invokedDirectly()) {
   const r = await benchMeasure(Number(process.argv[2] ?? 100_000), Number(process.argv[3] ?? 7), console.log);
   console.log(`bytes: ${r.bytes} (both agree)`);
-  console.log(`du -s -B1 -x: median ${r.duMedianMs.toFixed(1)} ms  (${r.duMs.map((x) => x.toFixed(0)).join(" ")})`);
+  console.log(
+    `du -s -B1 -x: median ${r.duMedianMs.toFixed(1)} ms  (${r.duMs.map((x) => x.toFixed(0)).join(" ")})`,
+  );
   console.log(
     `measure():    median ${r.measureMedianMs.toFixed(1)} ms  (${r.measureMs.map((x) => x.toFixed(0)).join(" ")})`,
   );

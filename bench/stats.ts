@@ -16,7 +16,11 @@ export function summarize(ms: number[]): Sample {
   return { n: s.length, p50: percentile(s, 50), p99: percentile(s, 99) };
 }
 
-export async function timeMany(n: number, fn: () => Promise<unknown>, warmup = Math.min(10, n)): Promise<Sample> {
+export async function timeMany(
+  n: number,
+  fn: () => Promise<unknown>,
+  warmup = Math.min(10, n),
+): Promise<Sample> {
   for (let i = 0; i < warmup; i++) await fn();
   const out: number[] = [];
   for (let i = 0; i < n; i++) {

@@ -1,0 +1,644 @@
+// `make bench`: one table, measured in one run on this host.
+//
+//   node --import tsx bench/main.ts          (after `npm run build`; `make bench` does both)
+//   WARREN_BENCH_QUICK=1 ...                 fewer repetitions, a smaller home (a smoke run)
+//
+// Rows: the floor (spawning /bin/true from Node), bubblewrap alone, the peers of
+// ../shared/peers (podman run, podman exec, sandbox-runtime), warren's warm exec through the
+// HTTP API, its cold start, density (20 machines x 10 agents live at once, boxd's memory), and
+// the home measurement against du. Targets missed print "no"; they never fail the run. An
+// error of warren itself (a failed request, an exec that does not succeed, a box that does
+// not come up, measure() disagreeing with du) exits non-zero. A peer that cannot run is a
+// "skipped: <reason>" row.
+//
+// The table is printed on stdout and written as JSON to bench/results/latest.json.
+
+import { spawn, spawnSync } from "node:child_process";
+import fs from "node:fs";
+import http from "node:http";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { BoxdClient } from "../src/boxd/client.js";
+import type { PingResult } from "../src/boxd/protocol.js";
+import { startTestServer, type TestServer } from "../test/support/server.js";
+import { benchMeasure } from "./measure.js";
+import { fmt, percentile, summarize, table, timeMany, type Sample } from "./stats.js";
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const peersDir = path.resolve(repoRoot, "../shared/peers");
+const resultsFile = path.join(repoRoot, "bench", "results", "latest.json");
+
+const quick = process.env.WARREN_BENCH_QUICK === "1";
+const N = {
+  floor: quick ? 50 : 300,
+  bwrap: quick ? 20 : 100,
+  peer: quick ? 5 : 20,
+  warm: quick ? 50 : 500,
+  cold: quick ? 3 : 10,
+  machines: quick ? 4 : 20,
+  agentsPerMachine: 10,
+  files: quick ? 10_000 : 100_000,
+  measureRuns: quick ? 3 : 7,
+};
+
+const MiB = 1024 * 1024;
+const PEER_SETUP_TIMEOUT_MS = 20 * 60_000;
+const PEER_RUN_TIMEOUT_MS = 60_000;
+const PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager", "cgroupfs"];
+const BWRAP = [
+  "bwrap",
+  "--unshare-all",
+  "--ro-bind",
+  "/usr",
+  "/usr",
+  ...usrMergeLinks(),
+  "--proc",
+  "/proc",
+  "--dev",
+  "/dev",
+  "/bin/true",
+];
+
+const log = (line: string): void => {
+  process.stderr.write(`bench: ${line}\n`);
+};
+
+// ---- cleanup: every temp dir, box, server and container this run made ------------------
+
+const cleanups: { what: string; fn: () => Promise<void> | void }[] = [];
+/** Runs the cleanups registered so far, last first, each once. */
+async function cleanup(): Promise<void> {
+  for (let c = cleanups.pop(); c; c = cleanups.pop()) {
+    try {
+      await c.fn();
+    } catch (err) {
+      log(`cleanup of ${c.what} failed: ${messageOf(err)}`);
+    }
+  }
+}
+for (const sig of ["SIGINT", "SIGTERM"] as const) {
+  process.once(sig, () => {
+    log(`${sig}: cleaning up`);
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+/** An error of warren itself: the run exits non-zero. */
+class WarrenFailure extends Error {
+  override name = "WarrenFailure";
+}
+
+const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+
+// ---- the table ---------------------------------------------------------------------------
+
+interface Row {
+  what: string;
+  p50: string;
+  p99: string;
+  vsFloor: string;
+  target: string;
+  met: string;
+  /** The figures behind the cells, for the JSON. */
+  data: Record<string, unknown>;
+}
+
+const rows: Row[] = [];
+let floorP50 = NaN;
+
+const ratio = (x: number): string => (Number.isFinite(x) ? `${x < 10 ? x.toFixed(1) : x.toFixed(0)}×` : "-");
+const mib = (bytes: number): string => `${(bytes / MiB).toFixed(1)} MiB`;
+const yesNo = (ok: boolean): string => (ok ? "yes" : "no");
+
+function timeRow(what: string, s: Sample, extra: Partial<Row> = {}, data: Record<string, unknown> = {}): Row {
+  const row: Row = {
+    what,
+    p50: fmt(s.p50),
+    p99: fmt(s.p99),
+    vsFloor: ratio(s.p50 / floorP50),
+    target: "",
+    met: "",
+    ...extra,
+    data: { n: s.n, p50_ms: s.p50, p99_ms: s.p99, vs_floor: s.p50 / floorP50, ...data },
+  };
+  rows.push(row);
+  return row;
+}
+
+function skipRow(what: string, reason: string): void {
+  rows.push({
+    what,
+    p50: `skipped: ${reason}`,
+    p99: "",
+    vsFloor: "",
+    target: "",
+    met: "",
+    data: { skipped: reason },
+  });
+}
+
+// ---- spawning ------------------------------------------------------------------------------
+
+/** /bin, /lib, /lib64 as the host has them: symlinks on a usrmerged host (Debian 12), else binds. */
+function usrMergeLinks(): string[] {
+  const out: string[] = [];
+  for (const dir of ["/bin", "/lib", "/lib64"]) {
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(dir);
+    } catch {
+      continue;
+    }
+    if (st.isSymbolicLink()) out.push("--symlink", fs.readlinkSync(dir), dir);
+    else if (st.isDirectory()) out.push("--ro-bind", dir, dir);
+  }
+  return out;
+}
+
+/** Spawns argv with no stdio and resolves when it exits; rejects on a non-zero exit. */
+function spawnQuiet(argv: string[], timeoutMs = PEER_RUN_TIMEOUT_MS): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: "ignore" });
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.once("error", (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.once("exit", (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) resolve();
+      else reject(new Error(`exited with ${code ?? signal}`));
+    });
+  });
+}
+
+/** Runs argv to the end, collecting its output (for setup and for diagnosing failures). */
+function runCollect(
+  argv: string[],
+  timeoutMs: number,
+  opts: { cwd?: string } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(argv[0]!, argv.slice(1), {
+      cwd: opts.cwd,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.once("error", (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Why argv fails, from one run with its stderr collected. */
+async function whyFails(argv: string[]): Promise<string> {
+  try {
+    const r = await runCollect(argv, PEER_RUN_TIMEOUT_MS);
+    const last = r.stderr.trim().split("\n").pop() ?? "";
+    return `exit ${r.code}${last ? `: ${last.slice(0, 160)}` : ""}`;
+  } catch (err) {
+    return messageOf(err);
+  }
+}
+
+/** Times argv spawned from Node; a failing command becomes a "skipped" row. */
+async function timeCommand(
+  what: string,
+  argv: string[],
+  n: number,
+  warmup: number,
+  data: Record<string, unknown> = {},
+): Promise<void> {
+  log(`${what}: ${n} runs of ${argv.join(" ")}`);
+  try {
+    const s = await timeMany(n, () => spawnQuiet(argv), warmup);
+    timeRow(what, s, {}, { command: argv.join(" "), ...data });
+  } catch (err) {
+    skipRow(what, `${argv[0]} failed (${await whyFails(argv)}; ${messageOf(err)})`);
+  }
+}
+
+/** Runs a peer's script; resolves to the argv to time, or the reason it is unavailable. */
+async function preparePeer(script: string, args: string[]): Promise<{ argv: string[] } | { skip: string }> {
+  const file = path.join(peersDir, script);
+  if (!fs.existsSync(file)) return { skip: `${path.relative(repoRoot, file)} is missing` };
+  const t = performance.now();
+  let r: { code: number | null; stdout: string; stderr: string };
+  try {
+    r = await runCollect(["bash", file, ...args], PEER_SETUP_TIMEOUT_MS, { cwd: repoRoot });
+  } catch (err) {
+    return { skip: `${script} could not run: ${messageOf(err)}` };
+  }
+  log(`${script} ${args.join(" ")}: ready in ${Math.round(performance.now() - t)} ms`);
+  const line =
+    r.stdout
+      .split("\n")
+      .map((l) => l.trim())
+      .filter(Boolean)
+      .pop() ?? "";
+  if (line.startsWith("unavailable:")) return { skip: line.slice("unavailable:".length).trim() };
+  if (r.code !== 0 || !line) {
+    const last = r.stderr.trim().split("\n").pop() ?? "";
+    return { skip: `${script} ${args.join(" ")} exited ${r.code}${last ? `: ${last.slice(0, 160)}` : ""}` };
+  }
+  // The scripts print plain words (no quotes, no shell syntax); split them into an argv so that
+  // no shell is timed. Anything fancier runs through /bin/sh -c.
+  if (/["'`$\\|&;<>(){}*?]/.test(line)) return { argv: ["/bin/sh", "-c", line] };
+  return { argv: line.split(/\s+/) };
+}
+
+const hasCommand = (name: string): boolean =>
+  spawnSync("/bin/sh", ["-c", `command -v ${name}`], { stdio: "ignore" }).status === 0;
+
+const podmanContainerExists = (name: string): boolean =>
+  hasCommand("podman") &&
+  spawnSync(PODMAN[0]!, [...PODMAN.slice(1), "container", "exists", name]).status === 0;
+
+// ---- warren over HTTP ----------------------------------------------------------------------
+
+interface Api {
+  call(method: string, url: string, body?: unknown): Promise<{ status: number; body: any }>;
+  /** A 2xx answer's body, else a WarrenFailure. */
+  ok(method: string, url: string, body?: unknown): Promise<any>;
+  /** Runs `argv` as the agent; a WarrenFailure unless it exits 0. */
+  exec(agentId: string, argv?: string[]): Promise<void>;
+  close(): void;
+}
+
+function httpApi(baseUrl: string, maxSockets: number): Api {
+  const base = new URL(baseUrl);
+  const agent = new http.Agent({ keepAlive: true, maxSockets });
+  const call = (method: string, url: string, body?: unknown): Promise<{ status: number; body: any }> =>
+    new Promise((resolve, reject) => {
+      const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+      const req = http.request(
+        {
+          host: base.hostname,
+          port: base.port,
+          path: url,
+          method,
+          agent,
+          headers: payload
+            ? { "content-type": "application/json", "content-length": String(payload.length) }
+            : {},
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.once("error", reject);
+          res.once("end", () => {
+            const text = Buffer.concat(chunks).toString("utf8");
+            let parsed: unknown = undefined;
+            if (text) {
+              try {
+                parsed = JSON.parse(text);
+              } catch {
+                parsed = text;
+              }
+            }
+            resolve({ status: res.statusCode ?? 0, body: parsed });
+          });
+        },
+      );
+      req.once("error", reject);
+      req.end(payload);
+    });
+  const ok = async (method: string, url: string, body?: unknown): Promise<any> => {
+    const r = await call(method, url, body);
+    if (r.status < 200 || r.status > 299)
+      throw new WarrenFailure(`${method} ${url} answered ${r.status}: ${JSON.stringify(r.body)}`);
+    return r.body;
+  };
+  return {
+    call,
+    ok,
+    async exec(agentId, argv = ["/bin/true"]) {
+      const r = await ok("POST", `/api/agents/${agentId}/exec`, { argv });
+      if (r?.exit_code !== 0)
+        throw new WarrenFailure(`exec ${argv.join(" ")} as ${agentId} did not succeed: ${JSON.stringify(r)}`);
+    },
+    close: () => agent.destroy(),
+  };
+}
+
+async function warren(): Promise<void> {
+  log("warren: starting a server on loopback");
+  const t: TestServer = await startTestServer({ listen: true, env: { BOX_IDLE_S: "3600" } });
+  cleanups.push({ what: "the warren server, its boxes and its state folder", fn: () => t.close() });
+  if (!t.url) throw new WarrenFailure("the server did not listen");
+  const api = httpApi(t.url, 256);
+  cleanups.push({ what: "the HTTP agent", fn: () => api.close() });
+
+  // Warm exec.
+  const org = await api.ok("POST", "/api/orgs", { name: "bench" });
+  const m = await api.ok("POST", "/api/machines", { org_id: org.id, name: "warm" });
+  const a = await api.ok("POST", "/api/agents", {
+    org_id: org.id,
+    machine_id: m.id,
+    name: "a",
+    max_workspace_mib: 1024,
+  });
+  let t0 = performance.now();
+  await api.exec(a.id);
+  log(`warren: first exec (box start) ${fmt(performance.now() - t0)} ms; ${N.warm} warm execs`);
+  const warm = await timeMany(N.warm, () => api.exec(a.id), 20);
+  timeRow(
+    "warren warm exec /bin/true via the API (HTTP keep-alive)",
+    warm,
+    { target: "≤ 5× floor", met: yesNo(warm.p50 <= 5 * floorP50) },
+    { target_vs_floor: 5 },
+  );
+
+  // Cold start: stopped machine to first exec returning.
+  log(`warren: ${N.cold} cold starts`);
+  const colds: number[] = [];
+  for (let i = 0; i < N.cold; i++) {
+    const stopped = await api.ok("POST", `/api/machines/${m.id}/stop`);
+    if (stopped?.state !== "stopped") throw new WarrenFailure(`stop answered ${JSON.stringify(stopped)}`);
+    t0 = performance.now();
+    await api.exec(a.id);
+    colds.push(performance.now() - t0);
+  }
+  const cold = summarize(colds);
+  timeRow(
+    "warren cold start: stopped machine to first exec returning",
+    cold,
+    { target: "≤ 100 ms", met: yesNo(cold.p50 <= 100) },
+    { target_ms: 100, samples_ms: colds },
+  );
+  await api.ok("POST", `/api/machines/${m.id}/stop`);
+
+  await density(t, api);
+}
+
+async function density(t: TestServer, api: Api): Promise<void> {
+  const boxes = N.machines;
+  const per = N.agentsPerMachine;
+  log(`density: creating ${boxes} machines × ${per} agents`);
+  const org = await api.ok("POST", "/api/orgs", { name: "density" });
+  const machines: { id: string; agents: string[] }[] = [];
+  for (let i = 0; i < boxes; i++) {
+    const m = await api.ok("POST", "/api/machines", { org_id: org.id, name: `m${i}`, memory_mib: 256 });
+    const agents: string[] = [];
+    for (let j = 0; j < per; j++) {
+      const a = await api.ok("POST", "/api/agents", {
+        org_id: org.id,
+        machine_id: m.id,
+        name: `a${j}`,
+        max_workspace_mib: 100,
+      });
+      agents.push(a.id as string);
+    }
+    machines.push({ id: m.id as string, agents });
+  }
+  // From here on, every box of this org is stopped at the end, whatever happens.
+  cleanups.push({
+    what: "the density machines",
+    fn: async () => {
+      for (const m of machines) await api.ok("POST", `/api/machines/${m.id}/stop`);
+    },
+  });
+
+  log(`density: exec true as all ${boxes * per} agents at once`);
+  const t0 = performance.now();
+  const perBox = await Promise.all(
+    machines.map(async (m) => {
+      await Promise.all(m.agents.map((id) => api.exec(id, ["true"])));
+      return performance.now() - t0;
+    }),
+  );
+  const allUp = performance.now() - t0;
+  const running = (await t.server.provider.list({ "warren.kind": "machine" })).filter(
+    (b) => b.state === "running",
+  );
+  const ours = machines.filter((m) => t.server.runtime.isRunning(m.id) && running.some((b) => b.id === m.id));
+  if (ours.length !== boxes)
+    throw new WarrenFailure(`${ours.length} of ${boxes} boxes are running after the execs`);
+  if (running.length !== boxes)
+    throw new WarrenFailure(`${running.length} boxes are running, expected exactly ${boxes}`);
+
+  const up = summarize(perBox);
+  timeRow(
+    `density: ${boxes} boxes up at once, each until its ${per} agents' execs returned`,
+    up,
+    { vsFloor: "" },
+    { wall_ms: allUp },
+  );
+  rows.push({
+    what: `density: all ${boxes} boxes up, ${boxes * per} execs answered (wall time)`,
+    p50: fmt(allUp),
+    p99: "",
+    vsFloor: "",
+    target: "",
+    met: "",
+    data: { wall_ms: allUp, boxes, agents: boxes * per },
+  });
+
+  // boxd collects its garbage one second after its last connection closes: wait for idle.
+  await new Promise((r) => setTimeout(r, 2500));
+  const pings: PingResult[] = [];
+  for (const m of machines) {
+    const box = await t.server.provider.inspect(m.id);
+    if (!box || box.state !== "running") throw new WarrenFailure(`box ${m.id} is not running`);
+    pings.push(await new BoxdClient(box.endpoint).ping());
+  }
+  const stat = (pick: (p: PingResult) => number) => {
+    const v = pings.map(pick).sort((x, y) => x - y);
+    return { median: percentile(v, 50), max: v[v.length - 1] ?? NaN, sum: v.reduce((s, x) => s + x, 0) };
+  };
+  const rss = stat((p) => p.rssBytes);
+  const anon = stat((p) => p.anonBytes);
+  const pss = stat((p) => p.pssBytes);
+  const memRow = (what: string, s: { median: number; max: number; sum: number }, extra: Partial<Row> = {}) =>
+    rows.push({
+      what,
+      p50: `${mib(s.median)} (median)`,
+      p99: `${mib(s.max)} (max)`,
+      vsFloor: "",
+      target: "",
+      met: "",
+      ...extra,
+      data: { median_bytes: s.median, max_bytes: s.max, sum_bytes: s.sum, boxes },
+    });
+  memRow(`boxd idle resident memory (VmRSS) per box, ${boxes} boxes`, rss, {
+    target: "≤ 40 MiB",
+    met: yesNo(rss.max <= 40 * MiB),
+  });
+  memRow(`boxd idle private memory (RssAnon) per box`, anon);
+  memRow(`boxd idle proportional memory (PSS) per box`, pss);
+  rows.push({
+    what: `boxd private memory of all ${boxes} boxes (sum of RssAnon; of PSS)`,
+    p50: mib(anon.sum),
+    p99: mib(pss.sum),
+    vsFloor: "",
+    target: "",
+    met: "",
+    data: { anon_sum_bytes: anon.sum, pss_sum_bytes: pss.sum, boxes },
+  });
+  log(
+    `density: VmRSS median ${mib(rss.median)} max ${mib(rss.max)}; RssAnon median ${mib(anon.median)}; ` +
+      `PSS median ${mib(pss.median)}; all ${boxes} private ${mib(anon.sum)}`,
+  );
+
+  log(`density: stopping ${boxes} machines`);
+  for (const m of machines) await api.ok("POST", `/api/machines/${m.id}/stop`);
+  if ((await t.server.provider.list({ "warren.kind": "machine" })).some((b) => b.state === "running"))
+    throw new WarrenFailure("boxes are still running after every machine was stopped");
+}
+
+// ---- the run -------------------------------------------------------------------------------
+
+function environment(): Record<string, string> {
+  const cpus = os.cpus();
+  let distro = "";
+  try {
+    distro = /^PRETTY_NAME="?([^"\n]*)"?/m.exec(fs.readFileSync("/etc/os-release", "utf8"))?.[1] ?? "";
+  } catch {
+    // not Linux, or no os-release
+  }
+  return {
+    date: new Date().toISOString(),
+    host: `${distro || os.type()}, kernel ${os.release()} (${os.arch()})`,
+    cores: `${cpus.length} × ${cpus[0]?.model.trim() ?? "?"}`,
+    memory: `${(os.totalmem() / 1024 ** 3).toFixed(1)} GiB`,
+    node: process.version,
+    "load average at start": os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(" "),
+  };
+}
+
+async function main(): Promise<number> {
+  const started = performance.now();
+  const env = environment();
+  let failure: unknown = null;
+  try {
+    // Peers first: their scripts may install packages, which must not overlap any timing.
+    log(`preparing the peers in ${peersDir}`);
+    const podmanExisted = podmanContainerExists("warren-peer");
+    const podmanRun = await preparePeer("podman.sh", ["run"]);
+    const podmanExec = await preparePeer("podman.sh", ["exec"]);
+    if (!podmanExisted && podmanContainerExists("warren-peer")) {
+      cleanups.push({
+        what: "the warren-peer container",
+        fn: async () => {
+          const r = await runCollect([...PODMAN, "rm", "-f", "-t", "0", "warren-peer"], 120_000);
+          if (r.code !== 0) throw new Error(r.stderr.trim());
+        },
+      });
+    }
+    const srt = await preparePeer("srt.sh", []);
+
+    log(`floor: ${N.floor} spawns of /bin/true`);
+    const floor = await timeMany(N.floor, () => spawnQuiet(["/bin/true"]), 20);
+    floorP50 = floor.p50;
+    timeRow("floor: spawn /bin/true from Node", floor);
+
+    if (hasCommand("bwrap"))
+      await timeCommand("bubblewrap alone: bwrap --unshare-all … /bin/true", BWRAP, N.bwrap, 10);
+    else skipRow("bubblewrap alone", "bwrap is not installed");
+
+    const peers: [string, { argv: string[] } | { skip: string }][] = [
+      ["peer: podman run --rm (runc) /bin/true", podmanRun],
+      ["peer: podman exec warren-peer /bin/true", podmanExec],
+      ["peer: sandbox-runtime srt -c true", srt],
+    ];
+    for (const [what, p] of peers) {
+      if ("skip" in p) skipRow(what, p.skip);
+      else await timeCommand(what, p.argv, N.peer, 3);
+    }
+
+    await warren();
+    await cleanup(); // server, boxes, container: before the disk-bound measurement
+
+    log(`measurement: a home of ${N.files} files, ${N.measureRuns} runs each`);
+    const r = await benchMeasure(N.files, N.measureRuns, log);
+    const duS = summarize(r.duMs);
+    const ourS = summarize(r.measureMs);
+    const files = N.files.toLocaleString("en-US");
+    rows.push({
+      what: `du -s -B1 -x, a home of ${files} files`,
+      p50: fmt(duS.p50),
+      p99: fmt(duS.p99),
+      vsFloor: "",
+      target: "",
+      met: "",
+      data: { n: duS.n, p50_ms: duS.p50, p99_ms: duS.p99, samples_ms: r.duMs, bytes: r.bytes },
+    });
+    rows.push({
+      what: `warren measure(), the same home (${r.ratio.toFixed(2)}× du)`,
+      p50: fmt(ourS.p50),
+      p99: fmt(ourS.p99),
+      vsFloor: "",
+      target: "≤ 1.5× du",
+      met: yesNo(r.ratio <= 1.5),
+      data: {
+        n: ourS.n,
+        p50_ms: ourS.p50,
+        p99_ms: ourS.p99,
+        samples_ms: r.measureMs,
+        ratio_to_du: r.ratio,
+        longest_event_loop_stall_ms: r.stallMs,
+      },
+    });
+  } catch (err) {
+    failure = err;
+  } finally {
+    await cleanup();
+  }
+
+  const seconds = (performance.now() - started) / 1000;
+  const headers = ["what", "p50 ms", "p99 ms", "vs floor", "target", "met?"];
+  const cells = rows.map((r) => [r.what, r.p50, r.p99, r.vsFloor, r.target, r.met]);
+  const envLines = Object.entries(env).map(([k, v]) => `${k}: ${v}`);
+  process.stdout.write(`\n${envLines.join("\n")}\n\n${table(headers, cells)}\n`);
+  process.stdout.write(`\nwhole run: ${seconds.toFixed(0)} s${quick ? " (WARREN_BENCH_QUICK)" : ""}\n`);
+
+  fs.mkdirSync(path.dirname(resultsFile), { recursive: true });
+  fs.writeFileSync(
+    resultsFile,
+    JSON.stringify(
+      {
+        environment: env,
+        quick,
+        seconds,
+        columns: headers,
+        rows: rows.map((r) => ({
+          what: r.what,
+          p50: r.p50,
+          p99: r.p99,
+          vs_floor: r.vsFloor,
+          target: r.target,
+          met: r.met,
+          data: r.data,
+        })),
+        error: failure ? messageOf(failure) : null,
+      },
+      null,
+      2,
+    ) + "\n",
+  );
+  process.stdout.write(`written to ${path.relative(repoRoot, resultsFile)}\n`);
+
+  if (failure) {
+    process.stderr.write(
+      `\nbench: warren failed: ${failure instanceof Error ? (failure.stack ?? failure.message) : messageOf(failure)}\n`,
+    );
+    return 1;
+  }
+  return 0;
+}
+
+process.exit(await main());
