@@ -152,7 +152,7 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
     routes: [
       ...orgRoutes(orgs),
       ...machineRoutes(machines),
-      ...agentRoutes(agents, config.WORKSPACE_MAX_MIB),
+      ...agentRoutes(agents),
       ...guildRoutes(guilds),
       ...execRoutes(exec),
       ...runRoutes(runs),

@@ -79,7 +79,8 @@ export class Agents {
     await this.access.require(input.org_id, who, "write", "organisation");
     const machine = await this.machines.load(who, input.machine_id, "write");
     if (machine.orgId !== input.org_id) throw new WarrenError("not_found", "machine was not found");
-    const cap = input.max_workspace_mib ?? Math.min(10240, this.config.WORKSPACE_MAX_MIB);
+    const host = this.config.WORKSPACE_MAX_MIB;
+    const cap = Math.min(input.max_workspace_mib ?? 10240, host);
     const id = newId("agt");
     let row: AgentRow | undefined;
     for (let attempt = 0; attempt < 8 && !row; attempt++) {
@@ -117,9 +118,19 @@ export class Agents {
     }
     await this.control().agentsChanged(machine.id);
     const view = agentView(row);
-    const warning = await this.reservationWarning(machine.id, id, cap);
-    if (warning) view.warnings = [warning];
+    const warnings = [
+      this.#hostCapWarning(input.max_workspace_mib),
+      await this.reservationWarning(machine.id, id, cap),
+    ];
+    if (warnings.some((w) => w !== null)) view.warnings = warnings.filter((w): w is string => w !== null);
     return view;
+  }
+
+  /** A cap asked above the host's WORKSPACE_MAX_MIB is saved as the host's; this says so. */
+  #hostCapWarning(asked: number | undefined): string | null {
+    const host = this.config.WORKSPACE_MAX_MIB;
+    if (asked === undefined || asked <= host) return null;
+    return `max_workspace_mib ${asked} is above this host's cap of ${host} MiB (WORKSPACE_MAX_MIB); the agent's cap is ${host} MiB`;
   }
 
   /** Says how much of the machine's cap the other agents' caps leave, when this cap passes it. */
@@ -178,7 +189,11 @@ export class Agents {
     const row = await this.load(who, id, "write");
     const set: Partial<typeof schema.agents.$inferInsert> = {};
     if (patch.name !== undefined) set.name = patch.name;
-    if (patch.max_workspace_mib !== undefined) set.maxWorkspaceMib = patch.max_workspace_mib;
+    const cap =
+      patch.max_workspace_mib === undefined
+        ? undefined
+        : Math.min(patch.max_workspace_mib, this.config.WORKSPACE_MAX_MIB);
+    if (cap !== undefined) set.maxWorkspaceMib = cap;
     if (patch.sandbox_policy !== undefined) set.sandboxPolicy = patch.sandbox_policy;
     let updated = row;
     if (Object.keys(set).length > 0) {
@@ -187,10 +202,13 @@ export class Agents {
       updated = r;
     }
     const view = agentView(updated);
-    if (patch.max_workspace_mib !== undefined && patch.max_workspace_mib > row.maxWorkspaceMib) {
-      const warning = await this.reservationWarning(row.machineId, id, patch.max_workspace_mib);
-      if (warning) view.warnings = [warning];
-    }
+    const warnings = [
+      this.#hostCapWarning(patch.max_workspace_mib),
+      cap !== undefined && cap > row.maxWorkspaceMib
+        ? await this.reservationWarning(row.machineId, id, cap)
+        : null,
+    ].filter((w): w is string => w !== null);
+    if (warnings.length > 0) view.warnings = warnings;
     return view;
   }
 

@@ -370,17 +370,20 @@ for (const leg of dbLegs) {
         404,
         "not_found",
       );
-      assertError(
-        await call("POST", "/api/agents", {
-          org_id: org,
-          machine_id: m.id,
-          name: "x",
-          max_workspace_mib: 10241,
-        }),
-        400,
-        "request.invalid",
-        "body.max_workspace_mib",
+      // above the host's WORKSPACE_MAX_MIB: saved as the host's cap, with a warning that says so
+      const over = await call("POST", "/api/agents", {
+        org_id: org,
+        machine_id: m.id,
+        name: "over",
+        max_workspace_mib: 10241,
+      });
+      assert.equal(over.status, 201);
+      assert.equal(over.body.max_workspace_mib, 10240);
+      assert.ok(
+        (over.body.warnings as string[]).some((w) => /above this host's cap of 10240 MiB/.test(w)),
+        JSON.stringify(over.body.warnings),
       );
+      assert.equal((await call("DELETE", `/api/agents/${over.body.id}`)).status, 204);
       assertError(
         await call("POST", "/api/agents", { org_id: org, machine_id: m.id, name: "x", max_workspace_mib: 0 }),
         400,

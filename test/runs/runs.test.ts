@@ -78,7 +78,9 @@ describe("command runs", { skip: boxSkipReason() ?? false }, () => {
     assert.equal(rc.stdout_bytes, Buffer.byteLength(run.output));
     assert.ok(rc.bytes_out > rc.stdout_bytes);
     assert.equal(typeof rc.duration_ms, "number");
-    assert.ok(rc.cpu_seconds === null || rc.cpu_seconds >= 0);
+    assert.equal(typeof rc.cpu_seconds, "number");
+    assert.ok(rc.cpu_seconds >= 0);
+    assert.ok(rc.peak_memory_bytes > 0, "peak memory of the run's processes is measured");
     assert.equal(typeof rc.disk_after_mib, "number");
     const ev = (await t.call("GET", `/api/runs/${run.id}/events`)).body.items as {
       type: string;

@@ -28,7 +28,7 @@ const guild = z.object({
   agent_ids: z.array(z.string()),
 });
 
-export function agentRoutes(agents: Agents, workspaceMaxMib: number): AnyRoute[] {
+export function agentRoutes(agents: Agents): AnyRoute[] {
   return [
     route({
       method: "POST",
@@ -40,7 +40,7 @@ export function agentRoutes(agents: Agents, workspaceMaxMib: number): AnyRoute[]
           org_id: idOf("org"),
           machine_id: idOf("mch"),
           name,
-          max_workspace_mib: mibField(workspaceMaxMib).optional(),
+          max_workspace_mib: mibField(16 * 1024 * 1024).optional(),
         })
         .strict(),
       status: 201,
@@ -75,7 +75,7 @@ export function agentRoutes(agents: Agents, workspaceMaxMib: number): AnyRoute[]
       body: z
         .object({
           name: name.optional(),
-          max_workspace_mib: mibField(workspaceMaxMib).optional(),
+          max_workspace_mib: mibField(16 * 1024 * 1024).optional(),
           sandbox_policy: sandboxPolicySchema.optional(),
         })
         .strict(),
