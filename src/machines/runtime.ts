@@ -132,6 +132,17 @@ export class MachineRuntime implements MachineControl {
 
   /** Runs a command in the machine's box, counting it as activity while it runs. */
   async exec(machineId: string, req: BoxExecRequest, io: ExecIo = {}): Promise<BoxExecResult> {
+    try {
+      return await this.#execOnce(machineId, req, io);
+    } catch (err) {
+      // boxd unreachable before the command started: a box that died on its own (killed,
+      // out of memory) is forgotten and started again, once
+      if (!unreachable(err) || !(await this.#forgetIfDead(machineId))) throw err;
+      return this.#execOnce(machineId, req, io);
+    }
+  }
+
+  async #execOnce(machineId: string, req: BoxExecRequest, io: ExecIo): Promise<BoxExecResult> {
     const boxd = await this.ensure(machineId);
     const live = this.#live.get(machineId);
     if (live) live.liveExecs++;
@@ -145,10 +156,34 @@ export class MachineRuntime implements MachineControl {
     }
   }
 
+  /** True when the machine's box was believed running but is gone; it is then marked stopped. */
+  async #forgetIfDead(machineId: string): Promise<boolean> {
+    if (!this.#live.has(machineId)) return false;
+    const handle = await this.#o.provider.inspect(machineId);
+    if (handle?.state === "running") return false;
+    await this.#serial(machineId, async () => {
+      const live = this.#live.get(machineId);
+      this.#live.delete(machineId);
+      live?.boxd.close();
+      await this.#o.provider.stop(machineId);
+      await this.#setState(machineId, "stopped", "the box stopped on its own");
+    });
+    this.#o.logger.warn({ machineId }, "a box stopped on its own; starting it again");
+    return true;
+  }
+
   async forward(machineId: string, port: number): Promise<Duplex> {
-    const boxd = await this.ensure(machineId);
-    this.touch(machineId);
-    return boxd.forward(port);
+    const once = async () => {
+      const boxd = await this.ensure(machineId);
+      this.touch(machineId);
+      return boxd.forward(port);
+    };
+    try {
+      return await once();
+    } catch (err) {
+      if (!unreachable(err) || !(await this.#forgetIfDead(machineId))) throw err;
+      return once();
+    }
   }
 
   isRunning(machineId: string): boolean {
@@ -265,3 +300,8 @@ export class MachineRuntime implements MachineControl {
 }
 
 const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+
+const unreachable = (e: unknown): boolean =>
+  e instanceof WarrenError &&
+  e.code === "box.unavailable" &&
+  /cannot reach boxd|did not accept/.test(e.message);

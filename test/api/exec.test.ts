@@ -175,6 +175,16 @@ describe("exec through the API", { skip: boxSkipReason() ?? false }, () => {
     assert.equal(m.state, "running", "idle time passed, but the generation's process still runs");
   });
 
+  test("a box that died on its own is started again by the next exec", async () => {
+    assert.equal((await exec(a.id, { argv: ["true"] })).body.exit_code, 0);
+    // the box dies behind the runtime's back (as if killed or out of memory)
+    await t.server.provider.stop(machine.id);
+    const r = await exec(a.id, { argv: ["echo", "back"] });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.stdout, "back\n");
+    assert.equal((await t.server.provider.list()).filter((x) => x.state === "running").length, 1);
+  });
+
   test("stops when idle, starts again on demand with every file in place", async () => {
     await exec(a.id, { command: "echo kept > kept.txt" });
     let state = "running";
