@@ -4,7 +4,7 @@ import type { Identity } from "../access/index.js";
 import type { AgentRow, Agents } from "../agents/service.js";
 import type { EventBus } from "../events/bus.js";
 import type { BoxExecResult, ExecIo } from "../machines/exec-port.js";
-import { homeOf, portsOf, SHARED_GID, uidOf } from "../machines/placement.js";
+import { homeOf, identityOf, portsOf } from "../machines/placement.js";
 import type { MachineRuntime } from "../machines/runtime.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { Db } from "../store/index.js";
@@ -81,8 +81,7 @@ export class Exec {
     if (!machine) throw new WarrenError("not_found", "machine was not found");
     const argv = argvOf(input);
     await this.runtime.ensure(agent.machineId);
-    const uid = uidOf(agent.slot);
-    const shared = machine.trust === "shared";
+    const runAs = identityOf(agent.slot, machine.trust);
     return async (io) => {
       this.bus.emit("agent.activity", { agentId, machineId: agent.machineId, kind: "exec" });
       const result = await this.runtime.exec(
@@ -91,9 +90,7 @@ export class Exec {
           argv,
           env: agentEnv(agent, input.env),
           cwd: cwdOf(agent.id, input.cwd),
-          uid,
-          gid: shared ? SHARED_GID : uid,
-          groups: shared ? [SHARED_GID] : [],
+          ...runAs,
           stdin: input.stdin !== undefined ? Buffer.from(input.stdin, "utf8") : undefined,
           timeoutMs: input.timeout_ms ?? 60_000,
         },

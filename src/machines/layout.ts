@@ -1,8 +1,8 @@
 // The host-side tree of machines and homes under STATE_ROOT/workspaces.
-import { chmod, chown, lstat, mkdir, rm } from "node:fs/promises";
+import { mkdir, rm } from "node:fs/promises";
 import path from "node:path";
+import { prepareHome, prepareMachineDir } from "../boxes/index.js";
 import { idPattern } from "../ids.js";
-import { SHARED_GID } from "./placement.js";
 import type { HomeLayout } from "./ports.js";
 
 export class FsHomeLayout implements HomeLayout {
@@ -27,11 +27,7 @@ export class FsHomeLayout implements HomeLayout {
 
   async prepareMachine(machineId: string): Promise<void> {
     await mkdir(this.root, { recursive: true, mode: 0o711 });
-    const dir = this.machineDir(machineId);
-    await mkdir(dir, { recursive: true, mode: 0o711 });
-    // root-owned, traversable, not listable: an agent finds its own home, not the others'
-    await chown(dir, 0, 0);
-    await chmod(dir, 0o711);
+    await prepareMachineDir(this.machineDir(machineId));
   }
 
   async prepareHome(
@@ -41,15 +37,7 @@ export class FsHomeLayout implements HomeLayout {
     trust: "isolated" | "shared",
   ): Promise<void> {
     await this.prepareMachine(machineId);
-    const home = this.homeDir(machineId, agentId);
-    await mkdir(home, { mode: 0o700 }).catch((e: NodeJS.ErrnoException) => {
-      if (e.code !== "EEXIST") throw e;
-    });
-    const st = await lstat(home);
-    if (!st.isDirectory()) throw new Error(`home ${home} exists and is not a folder`);
-    const gid = trust === "shared" ? SHARED_GID : uid;
-    await chown(home, uid, gid);
-    await chmod(home, trust === "shared" ? 0o2750 : 0o700);
+    await prepareHome(this.machineDir(machineId), this.#checked(agentId), uid, trust);
   }
 
   async removeHome(machineId: string, agentId: string): Promise<void> {

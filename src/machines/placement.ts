@@ -1,13 +1,12 @@
 // Placement: an agent takes the lowest free slot on its machine; the slot gives its uid,
 // its port block and (with its id) its home.
+import { agentGroups } from "../boxes/index.js";
 
 /** Slots stop where a port block would pass 65535. */
 export const MAX_SLOTS = 400;
 export const UID_BASE = 10000;
 export const PORT_BASE = 20000;
 export const PORTS_PER_AGENT = 100;
-/** The group agents of a `trust: shared` machine have in common. */
-export const SHARED_GID = 9999;
 
 export function lowestFreeSlot(taken: Iterable<number>): number | null {
   const used = new Set(taken);
@@ -23,3 +22,12 @@ export function portsOf(slot: number): { first: number; last: number } {
 }
 
 export const homeOf = (agentId: string): string => `/home/${agentId}`;
+
+/** Who an agent's commands run as: its uid, its gid, and the shared group on a shared machine. */
+export function identityOf(
+  slot: number,
+  trust: "isolated" | "shared",
+): { uid: number; gid: number; groups: number[] } {
+  const uid = uidOf(slot);
+  return { uid, ...agentGroups(uid, trust) };
+}

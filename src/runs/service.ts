@@ -8,7 +8,7 @@ import { WarrenError } from "../errors.js";
 import { argvOf, agentEnv } from "../exec/service.js";
 import type { DiskCaps } from "../homes/caps.js";
 import { newId } from "../ids.js";
-import { homeOf, SHARED_GID, uidOf } from "../machines/placement.js";
+import { homeOf, identityOf } from "../machines/placement.js";
 import type { MachineRuntime } from "../machines/runtime.js";
 import type { Logger } from "../observability/log.js";
 import type { Db } from "../store/index.js";
@@ -202,8 +202,8 @@ export class Runs {
     signal: AbortSignal,
   ): Promise<void> {
     const o = this.#o;
-    const uid = uidOf(agent.slot);
-    const shared = machine.trust === "shared";
+    const ids = identityOf(agent.slot, machine.trust);
+    const uid = ids.uid;
     const output = new OutputBuffer();
     let stderrBytes = 0;
     let traced = 0;
@@ -240,9 +240,7 @@ export class Runs {
             argv: run.argv,
             env: agentEnv(agent, { ...env, WARREN_RUN_ID: run.id, WARREN_INPUT: "/agent/input" }),
             cwd: homeOf(agent.id),
-            uid,
-            gid: shared ? SHARED_GID : uid,
-            groups: shared ? [SHARED_GID] : [],
+            ...ids,
             timeoutMs: run.timeoutS * 1000,
             agentDir: staged.boxPath,
             generation: true,

@@ -113,6 +113,22 @@ describe("exec through the API", { skip: boxSkipReason() ?? false }, () => {
     assert.match(r.body.stderr, /Permission denied/);
   });
 
+  test("on a trust: shared machine agents read each other's homes, and cannot write them", async () => {
+    const m2 = (await t.call("POST", "/api/machines", { org_id: org.id, name: "shared", trust: "shared" }))
+      .body;
+    const x = (await t.call("POST", "/api/agents", { org_id: org.id, machine_id: m2.id, name: "x" })).body;
+    const y = (await t.call("POST", "/api/agents", { org_id: org.id, machine_id: m2.id, name: "y" })).body;
+    const w = await exec(y.id, { command: "echo shared-note > note.txt && id -G" });
+    assert.equal(w.body.exit_code, 0, JSON.stringify(w.body));
+    const r = await exec(x.id, {
+      command: `cat /home/${y.id}/note.txt; touch /home/${y.id}/intruder 2>&1; echo rc=$?`,
+    });
+    assert.match(r.body.stdout, /^shared-note\n/);
+    assert.match(r.body.stdout, /Permission denied/);
+    assert.match(r.body.stdout, /rc=1/);
+    await t.call("POST", `/api/machines/${m2.id}/stop`);
+  });
+
   test("many execs at once", async () => {
     const rs = await Promise.all(
       Array.from({ length: 30 }, (_, i) => exec(i % 2 ? a.id : b.id, { argv: ["echo", String(i)] })),
