@@ -19,6 +19,13 @@ export const OPERATOR_EMAIL = "operator@localhost";
 
 const emailPattern = /^[^\s@<>,;"]{1,128}@[^\s@<>,;"]{1,255}$/;
 
+const denied: Record<Permission, string> = {
+  read: "see this",
+  inspect: "see workloads (files, output, traces)",
+  write: "change anything",
+  manage: "manage it",
+};
+
 export class Access {
   readonly #db: Db;
   readonly #cache = new Map<string, Identity>();
@@ -64,7 +71,7 @@ export class Access {
     if (!allows(role, perm)) {
       throw new WarrenError(
         "access.denied",
-        `your role in this organisation is ${role}, which cannot ${perm === "manage" ? "manage it" : "change anything"}; ask an owner or admin`,
+        `your role in this organisation is ${role}, which cannot ${denied[perm]}; ask an owner or admin`,
       );
     }
     return role;

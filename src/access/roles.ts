@@ -3,13 +3,19 @@
 export const roles = ["owner", "admin", "editor", "viewer", "auditor"] as const;
 export type Role = (typeof roles)[number];
 
-/** read: see; write: create, change, run; manage: members and the organisation itself. */
-export type Permission = "read" | "write" | "manage";
+/**
+ * read: see the record (resources, runs, receipts); inspect: also see workloads (home
+ * files, run output and traces, agents' ports); write: create, change, run; manage: members
+ * and the organisation itself. An auditor reads the record without workloads.
+ */
+export type Permission = "read" | "inspect" | "write" | "manage";
 
 export function allows(role: Role, perm: Permission): boolean {
   switch (perm) {
     case "read":
       return true;
+    case "inspect":
+      return role !== "auditor";
     case "write":
       return role === "owner" || role === "admin" || role === "editor";
     case "manage":

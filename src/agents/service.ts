@@ -150,7 +150,7 @@ export class Agents {
     return `the other agents' caps leave ${room} MiB of machine ${m.name}'s ${m.maxWorkspaceMib} MiB unreserved; the machine's disk may fill before this agent reaches its ${cap} MiB cap; lower max_workspace_mib to ${room} or pick another machine`;
   }
 
-  async load(who: Identity, id: string, perm: "read" | "write"): Promise<AgentRow> {
+  async load(who: Identity, id: string, perm: "read" | "inspect" | "write"): Promise<AgentRow> {
     const [row] = await this.db.select().from(schema.agents).where(eq(schema.agents.id, id));
     if (!row) throw new WarrenError("not_found", "agent was not found");
     await this.access.require(row.orgId, who, perm, "agent");

@@ -1,7 +1,7 @@
 // Command runs: a generation with an input, an output and a record (status, exit, output,
 // a trace of events and a receipt). At most one generation per agent at a time.
 import { and, asc, desc, eq, gt, inArray, lt } from "drizzle-orm";
-import type { Access, Identity } from "../access/index.js";
+import type { Access, Identity, Role } from "../access/index.js";
 import type { AgentRow, Agents } from "../agents/service.js";
 import type { EventBus } from "../events/bus.js";
 import { WarrenError } from "../errors.js";
@@ -50,6 +50,8 @@ export interface RunView {
   started_at: string | null;
   ended_at: string | null;
   receipt: unknown;
+  /** Present (true) when the caller's role may not see workloads: output is then empty. */
+  output_withheld?: boolean;
 }
 
 export function runView(r: RunRow): RunView {
@@ -71,6 +73,13 @@ export function runView(r: RunRow): RunView {
     ended_at: r.endedAt?.toISOString() ?? null,
     receipt: r.receipt,
   };
+}
+
+/** An auditor reads the record of a run (status, times, receipt) without its workload: no output. */
+function viewFor(role: Role | null, r: RunRow): RunView {
+  const v = runView(r);
+  if (role === "auditor") return { ...v, output: "", output_withheld: true };
+  return v;
 }
 
 /** Where a run's private files go: written on the host, seen in the box at /agent. */
@@ -339,16 +348,25 @@ export class Runs {
     o.bus.emit("run.ended", { runId: run.id, agentId: agent.id, status });
   }
 
-  async #load(who: Identity, id: string, perm: "read" | "write"): Promise<RunRow> {
+  async #load(who: Identity, id: string, perm: "read" | "inspect" | "write"): Promise<RunRow> {
+    return (await this.#loadWithRole(who, id, perm)).row;
+  }
+
+  async #loadWithRole(
+    who: Identity,
+    id: string,
+    perm: "read" | "inspect" | "write",
+  ): Promise<{ row: RunRow; role: Role }> {
     const [r] = await this.#o.db.select().from(schema.runs).where(eq(schema.runs.id, id));
     if (!r) throw new WarrenError("not_found", "run was not found");
     // runs outlive their agents: access follows the run's organisation
-    await this.#o.access.require(r.orgId, who, perm, "run");
-    return r;
+    const role = await this.#o.access.require(r.orgId, who, perm, "run");
+    return { row: r, role };
   }
 
   async get(who: Identity, id: string): Promise<RunView> {
-    return runView(await this.#load(who, id, "read"));
+    const { row, role } = await this.#loadWithRole(who, id, "read");
+    return viewFor(role, row);
   }
 
   async events(
@@ -356,7 +374,7 @@ export class Runs {
     id: string,
     after?: number,
   ): Promise<{ id: number; type: string; at: string; data: unknown }[]> {
-    await this.#load(who, id, "read");
+    await this.#load(who, id, "inspect");
     const where =
       after === undefined
         ? eq(schema.runEvents.runId, id)
@@ -376,6 +394,7 @@ export class Runs {
     opts: { limit: number; before?: string | undefined },
   ): Promise<RunView[]> {
     const agent = await this.#o.agents.load(who, agentId, "read");
+    const role = await this.#o.access.roleIn(agent.orgId, who);
     const where = [eq(schema.runs.agentId, agent.id)];
     if (opts.before) {
       const [b] = await this.#o.db
@@ -390,7 +409,7 @@ export class Runs {
       .where(and(...where))
       .orderBy(desc(schema.runs.createdAt), desc(schema.runs.id))
       .limit(opts.limit);
-    return rows.map(runView);
+    return rows.map((r) => viewFor(role, r));
   }
 
   async cancel(who: Identity, id: string): Promise<RunView> {

@@ -4,6 +4,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import { schema } from "../../src/store/index.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 describe("home file routes", () => {
@@ -152,6 +153,44 @@ describe("home file routes", () => {
         headers: { ...h("view@x.io"), "content-type": "text/plain" },
       });
       assert.equal(vw.statusCode, 403);
+      // an auditor reads the record without workloads: no files, no run output, no trace
+      await other.call(
+        "PUT",
+        `/api/orgs/${org.id}/members`,
+        { email: "audit@x.io", role: "auditor" },
+        h("own@x.io"),
+      );
+      const af = await other.inject({
+        method: "GET",
+        url: `/api/agents/${a.id}/files/x`,
+        headers: h("audit@x.io"),
+      });
+      assert.equal(af.statusCode, 403);
+      assert.equal(code(af), "access.denied");
+      await other.server.store.db.insert(schema.runs).values({
+        id: "run_0000000000000abc",
+        orgId: org.id,
+        agentId: a.id,
+        machineId: m.id,
+        kind: "command",
+        status: "succeeded",
+        argv: ["echo", "private"],
+        timeoutS: 10,
+        output: "private output",
+        receipt: { exit_code: 0 },
+      });
+      const ar = await other.call("GET", "/api/runs/run_0000000000000abc", undefined, h("audit@x.io"));
+      assert.equal(ar.status, 200);
+      assert.equal(ar.body.output, "");
+      assert.equal(ar.body.output_withheld, true);
+      assert.deepEqual(ar.body.receipt, { exit_code: 0 });
+      const al = await other.call("GET", `/api/agents/${a.id}/runs`, undefined, h("audit@x.io"));
+      assert.equal(al.body.items[0].output, "");
+      const ae = await other.call("GET", "/api/runs/run_0000000000000abc/events", undefined, h("audit@x.io"));
+      assert.equal(ae.status, 403);
+      const vr = await other.call("GET", "/api/runs/run_0000000000000abc", undefined, h("view@x.io"));
+      assert.equal(vr.body.output, "private output");
+      assert.equal(vr.body.output_withheld, undefined);
       const stranger = await other.inject({
         method: "GET",
         url: `/api/agents/${a.id}/files/x`,

@@ -68,7 +68,7 @@ export function homeRoutes(db: Db, agents: Agents, layout: HomeLayout, hostMaxMi
       params: fileParams,
       errors: ["file.invalid_path", "file.link", "file.not_regular", "file.not_found", "file.too_large"],
       handler: async ({ who, params, reply }) => {
-        const a = await agents.load(who, params.id, "read");
+        const a = await agents.load(who, params.id, "inspect");
         const components = parseHomePath(a.id, pathOf(params["*"]));
         const data = await readHomeFile(layout.homeDir(a.machineId, a.id), components, {
           maxBytes: FILE_LIMIT_BYTES,

@@ -51,7 +51,11 @@ export function portRoutes(agents: Agents, runtime: MachineRuntime): AnyRoute[] 
       bodyLimit: 64 * 1024 * 1024,
       errors: ["box.unavailable", "port.unreachable"],
       handler: async ({ who, params: p, req, reply, body }) => {
-        const agent = await agents.load(who, p.id, method === "GET" || method === "HEAD" ? "read" : "write");
+        const agent = await agents.load(
+          who,
+          p.id,
+          method === "GET" || method === "HEAD" ? "inspect" : "write",
+        );
         const block = portsOf(agent.slot);
         if (p.port < block.first || p.port > block.last) {
           throw new WarrenError(

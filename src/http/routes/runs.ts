@@ -21,6 +21,7 @@ const run = z.object({
   started_at: z.string().nullable(),
   ended_at: z.string().nullable(),
   receipt: z.unknown(),
+  output_withheld: z.boolean().optional(),
 });
 
 const event = z.object({ id: z.number(), type: z.string(), at: z.string(), data: z.unknown() });
