@@ -220,6 +220,8 @@ export interface Run {
   ended_at: string | null;
   /** What the run did and used, once it ended. */
   receipt: unknown;
+  /** True when the caller's role (auditor) may not see workloads: output is then empty. */
+  output_withheld?: boolean;
 }
 
 export interface RunCreateRequest {
