@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // Builds what boxes need besides the TypeScript output:
 //   dist/native/boxd-spawn  the exec helper (gcc, no libraries)
+//   dist/native/boxd        boxd in C (native/boxd/*.c; gcc, libc only), the same protocol
+//                           and behaviour as src/boxd/main.ts
 //   dist/boxd/boxd.cjs      boxd bundled into one CommonJS file (esbuild): it starts
 //                           faster and smaller than the ES module tree
 // Runs after `tsc` in `npm run build`; box tests run it on demand. Builds only what is
@@ -27,16 +29,26 @@ function stale(output, inputs) {
   return out === 0 || inputs.some((i) => mtime(i) > out);
 }
 
-const helperSrc = join(root, "native", "boxd-spawn.c");
-const helperOut = join(root, "dist", "native", "boxd-spawn");
-if (stale(helperOut, [helperSrc])) {
-  mkdirSync(dirname(helperOut), { recursive: true });
-  const tmp = `${helperOut}.${process.pid}.tmp`;
-  const flags = ["-O2", "-Wall", "-Wextra", "-Werror", "-D_FORTIFY_SOURCE=2", "-fstack-protector-strong"];
-  execFileSync("gcc", [...flags, "-o", tmp, helperSrc], { stdio: "inherit" });
-  renameSync(tmp, helperOut);
-  console.log(`built ${helperOut}`);
+const flags = ["-O2", "-Wall", "-Wextra", "-Werror", "-D_FORTIFY_SOURCE=2", "-fstack-protector-strong"];
+
+function gcc(output, sources, inputs = sources) {
+  if (!stale(output, inputs)) return;
+  mkdirSync(dirname(output), { recursive: true });
+  const tmp = `${output}.${process.pid}.tmp`;
+  execFileSync("gcc", [...flags, "-o", tmp, ...sources], { stdio: "inherit" });
+  renameSync(tmp, output);
+  console.log(`built ${output}`);
 }
+
+gcc(join(root, "dist", "native", "boxd-spawn"), [join(root, "native", "boxd-spawn.c")]);
+
+const cBoxdDir = join(root, "native", "boxd");
+const cBoxdFiles = readdirSync(cBoxdDir).map((f) => join(cBoxdDir, f));
+gcc(
+  join(root, "dist", "native", "boxd"),
+  cBoxdFiles.filter((f) => f.endsWith(".c")),
+  cBoxdFiles.filter((f) => f.endsWith(".c") || f.endsWith(".h")),
+);
 
 const boxdDir = join(root, "src", "boxd");
 const boxdInputs = readdirSync(boxdDir)

@@ -149,6 +149,42 @@ describe("bwrapArgv", () => {
     assert.notEqual(find(cmd, "--ready-fd", "3"), -1);
   });
 
+  it("with boxdImpl c, runs the boxd binary directly: no node, no bundle", () => {
+    const c = bwrapArgv(spec, { ...paths, boxdImpl: "c", boxdBinary: "/opt/w/dist/native/boxd" });
+    const at = c.indexOf("--");
+    const cOpts = c.slice(0, at);
+    const cCmd = c.slice(at + 1);
+    assert.notEqual(find(cOpts, "--ro-bind", "/opt/w/dist/native/boxd", IN_BOX.boxdNative), -1);
+    assert.ok(!cOpts.includes(IN_BOX.node) && !cOpts.includes(IN_BOX.boxd), "node and the bundle stay out");
+    assert.ok(
+      find(cOpts, "--ro-bind", "/opt/w/dist/native/boxd", IN_BOX.boxdNative) >
+        find(cOpts, "--perms", "0700", "--dir", IN_BOX.privDir),
+      "inside the root-only folder",
+    );
+    assert.equal(cCmd[0], IN_BOX.boxdNative);
+    assert.ok(!cCmd.includes("--jitless") && !cCmd.includes(IN_BOX.node));
+    // The same arguments as the node boxd, after its program.
+    assert.deepEqual(cCmd.slice(1), cmd.slice(cmd.indexOf(IN_BOX.boxd) + 1));
+    assert.notEqual(find(cCmd, "--spawn", IN_BOX.spawnHelper), -1);
+    assert.notEqual(find(cCmd, "--ready-fd", "3"), -1);
+    // Everything before boxd's own files is the same box.
+    assert.deepEqual(
+      cOpts.slice(0, cOpts.indexOf(IN_BOX.privDir)),
+      opts.slice(0, opts.indexOf(IN_BOX.privDir)),
+    );
+  });
+
+  it("with boxdImpl node (the default), needs node and the bundle; with c, the binary", () => {
+    assert.deepEqual(bwrapArgv(spec, { ...paths, boxdImpl: "node" }), argv);
+    assert.throws(() => bwrapArgv(spec, { ...paths, boxdImpl: "c" }), /boxdBinary/);
+    assert.throws(() => bwrapArgv(spec, { ...paths, node: undefined }), /node/);
+    assert.throws(() => bwrapArgv(spec, { ...paths, boxdBundle: undefined }), /boxdBundle/);
+    assert.throws(
+      () => bwrapArgv(spec, { ...paths, boxdImpl: "c", boxdBinary: "relative/boxd" }),
+      /absolute path/,
+    );
+  });
+
   it("leaves out the cgroup namespace on cgroup v2", () => {
     const a = bwrapArgv(spec, {
       ...paths,

@@ -21,7 +21,7 @@ import { z } from "zod";
 import { WarrenError, notFound } from "../../errors.js";
 import { BoxdClient } from "../../boxd/client.js";
 import type { BoxEndpoint, BoxHandle, BoxLabels, BoxProvider, BoxSpec, BoxState } from "../types.js";
-import { bwrapArgv, bwrapEnv, type SystemDir } from "./bwrap.js";
+import { bwrapArgv, bwrapEnv, type BoxdImpl, type SystemDir } from "./bwrap.js";
 import { applyPlan, cgroupPlan, destroyBoxCgroups, detectLayout, type CgroupLayout } from "./cgroups.js";
 import { isSameProcess, pidStartTime } from "./proc.js";
 import { encodeProgram, hostSeccompArch, seccompProgram } from "./seccomp.js";
@@ -39,6 +39,9 @@ const optionsSchema = z.object({
   stateRoot: z.string().min(1),
   runRoot: z.string().min(1).optional(),
   boxdBundle: z.string().min(1).optional(),
+  /** Which boxd runs in boxes: "c" (dist/native/boxd) or "node" (default; dist/boxd/boxd.cjs). */
+  boxdImpl: z.enum(["c", "node"]).optional(),
+  boxdBinary: z.string().min(1).optional(),
   spawnHelper: z.string().min(1).optional(),
   nodeBinary: z.string().min(1).optional(),
   bwrap: z.string().min(1).optional(),
@@ -57,6 +60,9 @@ const optionsSchema = z.object({
 });
 
 export type LocalProviderOptions = z.input<typeof optionsSchema> & { logger?: LoggerLike };
+
+/** The boxd a provider runs when its options do not say. */
+export const DEFAULT_BOXD_IMPL: BoxdImpl = "c";
 
 const BOX_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
@@ -137,6 +143,8 @@ export class LocalProvider implements BoxProvider {
   private readonly stateRoot: string;
   private readonly runRoot: string;
   private readonly boxdBundle: string;
+  private readonly boxdImpl: BoxdImpl;
+  private readonly boxdBinary: string;
   private readonly spawnHelper: string;
   private readonly nodeBinary: string;
   private readonly bwrap: string;
@@ -152,6 +160,8 @@ export class LocalProvider implements BoxProvider {
     this.stateRoot = path.resolve(o.stateRoot);
     this.runRoot = path.resolve(o.runRoot ?? path.join(this.stateRoot, "run"));
     this.boxdBundle = path.resolve(o.boxdBundle ?? path.join(packageRoot, "dist", "boxd", "boxd.cjs"));
+    this.boxdImpl = o.boxdImpl ?? DEFAULT_BOXD_IMPL;
+    this.boxdBinary = path.resolve(o.boxdBinary ?? path.join(packageRoot, "dist", "native", "boxd"));
     this.spawnHelper = path.resolve(o.spawnHelper ?? path.join(packageRoot, "dist", "native", "boxd-spawn"));
     this.nodeBinary = path.resolve(o.nodeBinary ?? process.execPath);
     this.bwrap = o.bwrap ?? "/usr/bin/bwrap";
@@ -368,7 +378,7 @@ export class LocalProvider implements BoxProvider {
     const id = rec.spec.id;
     const dir = this.boxDir(id);
     for (const [what, file] of [
-      ["boxd bundle", this.boxdBundle],
+      this.boxdImpl === "c" ? ["boxd binary", this.boxdBinary] : ["boxd bundle", this.boxdBundle],
       ["spawn helper", this.spawnHelper],
       ["bwrap", this.bwrap],
     ] as const) {
@@ -390,8 +400,10 @@ export class LocalProvider implements BoxProvider {
 
     const args = bwrapArgv(rec.spec, {
       systemDirs: systemDirs(),
+      boxdImpl: this.boxdImpl,
       node: this.nodeBinary,
       boxdBundle: this.boxdBundle,
+      boxdBinary: this.boxdBinary,
       spawnHelper: this.spawnHelper,
       seccompFile,
       socketDir,
