@@ -1,11 +1,11 @@
 /*
- * boxd in C: the daemon inside every box, the same protocol and behaviour as
- * src/boxd/main.ts (see src/boxd/protocol.ts and docs/boxes.md), in one thread with an
- * epoll loop. It runs as box root with a few capabilities, listens on one unix socket,
- * and runs agents' commands through boxd-spawn, each in a cgroup of its own so that a
- * timeout or a cancel kills the whole process tree.
+ * boxd in C: the daemon inside every box, speaking the protocol of src/boxd/protocol.ts
+ * (see docs/boxes.md), in one thread with an epoll loop. It runs as box root with a few
+ * capabilities, listens on one unix socket, and runs agents' commands through
+ * boxd-spawn, each in a cgroup of its own so that a timeout or a cancel kills the whole
+ * process tree.
  *
- * Arguments (as main.ts):
+ * Arguments (see bwrapArgv in src/boxes/local/bwrap.ts):
  *   --socket PATH --spawn PATH --seccomp PATH --cgroup-version 1|2
  *   --cgroup NAME=DIR (repeat) --ready-fd N
  */
@@ -44,8 +44,8 @@
 /* Output waits for the client beyond this many bytes queued on its socket. */
 #define HIGH_WATER (64 * 1024)
 /* The socket is not read while this many bytes of stdin wait for the command: a memory
-   guard (main.ts buffers without bound), high enough that a cancel behind stdin the
-   command does not read is still seen in practice. */
+   guard, high enough that a cancel behind stdin the command does not read is still seen
+   in practice. */
 #define STDIN_HIGH_WATER (8 * 1024 * 1024)
 #define READ_CHUNK (64 * 1024)
 

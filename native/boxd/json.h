@@ -1,7 +1,7 @@
 /*
  * A small, strict JSON reader and writer for boxd's control messages.
  *
- * The reader follows JSON.parse as boxd's Node implementation sees it: the payload is
+ * The reader follows JSON.parse as src/boxd/protocol.ts sees it: the payload is
  * decoded as UTF-8 with replacement (invalid bytes inside strings become U+FFFD), \u
  * escapes are decoded (a lone surrogate is kept as its 3-byte WTF-8 form, so that
  * messages can quote it back as \udXXX), duplicate keys keep their first position and

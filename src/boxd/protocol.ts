@@ -1,4 +1,5 @@
-// The boxd protocol, shared by boxd (inside the box) and BoxdClient (in the server).
+// The boxd protocol, shared by boxd (inside the box: native/boxd/boxd.c, which follows
+// this file) and BoxdClient (in the server).
 //
 // Transport: a stream socket (a unix socket under STATE_ROOT/run for the local
 // provider; TCP for remote providers). One connection carries one stream: a ping, an
@@ -98,11 +99,11 @@ export interface ExecResult {
 
 export interface PingResult {
   pid: number;
-  /** boxd's resident memory (VmRSS: shared text of the node binary included). */
+  /** boxd's resident memory (VmRSS: shared text of libc included). */
   rssBytes: number;
   /** boxd's private resident memory (RssAnon), what each more box costs. */
   anonBytes: number;
-  /** boxd's proportional set size: private memory plus its share of the node binary. */
+  /** boxd's proportional set size: private memory plus its share of libc. */
   pssBytes: number;
   uptimeMs: number;
   /** Commands running now. */
@@ -235,6 +236,8 @@ export class FrameDecoder {
 }
 
 // ---- validation (boxd trusts nothing it parses) -----------------------------------
+// The rules boxd applies to what clients send; native/boxd/boxd.c implements them with
+// the same error messages.
 
 function isRecord(x: unknown): x is Record<string, unknown> {
   return typeof x === "object" && x !== null && !Array.isArray(x);

@@ -13,18 +13,10 @@ export interface ProviderPaths {
   logger?: LoggerLike;
 }
 
-export function createProvider(
-  config: Pick<Config, "WARREN_PROVIDER"> & Partial<Pick<Config, "WARREN_BOXD">>,
-  paths: ProviderPaths,
-): BoxProvider {
+export function createProvider(config: Pick<Config, "WARREN_PROVIDER">, paths: ProviderPaths): BoxProvider {
   switch (config.WARREN_PROVIDER) {
     case "local":
-      return new LocalProvider({
-        stateRoot: paths.stateRoot,
-        runRoot: paths.runRoot,
-        logger: paths.logger,
-        boxdImpl: config.WARREN_BOXD,
-      });
+      return new LocalProvider({ stateRoot: paths.stateRoot, runRoot: paths.runRoot, logger: paths.logger });
     case "oci":
     case "kubernetes": {
       const unavailable = async (): Promise<never> => {

@@ -64,7 +64,6 @@ export const configSchema = z
         message: "PUBLIC_BASE_URL must be an absolute URL such as https://warren.example.com",
       }),
     WORKSPACE_MAX_MIB: mib("WORKSPACE_MAX_MIB", 10240),
-    WARREN_BOXD: z.enum(["c", "node"], { message: "WARREN_BOXD must be c or node" }).default("c"),
     BOX_IDLE_S: z.coerce
       .number({ message: "BOX_IDLE_S must be a number of seconds" })
       .int()

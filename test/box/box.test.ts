@@ -4,16 +4,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { LocalProvider } from "../../src/boxes/index.js";
-import {
-  boxdImpl,
-  boxSkipReason,
-  hostPidsOfUid,
-  makeBox,
-  PATH,
-  waitFor,
-  type Agent,
-  type TestBox,
-} from "./fixture.js";
+import { boxSkipReason, hostPidsOfUid, makeBox, PATH, waitFor, type Agent, type TestBox } from "./fixture.js";
 
 const skip = boxSkipReason();
 
@@ -231,7 +222,7 @@ describe("a local box", { skip: skip ?? false }, () => {
   it("is adopted by a fresh provider (a restarted server)", async () => {
     const first = await box.provider.inspect(box.id);
     assert.equal(first?.state, "running");
-    const fresh = new LocalProvider({ stateRoot: box.stateRoot, cgroupParent: "warren-test", boxdImpl });
+    const fresh = new LocalProvider({ stateRoot: box.stateRoot, cgroupParent: "warren-test" });
     const listed = await fresh.list({ "warren.machine": box.id });
     assert.equal(listed.length, 1);
     assert.equal(listed[0]?.state, "running");
@@ -254,7 +245,7 @@ describe("a box whose boxd died", { skip: skip ?? false }, () => {
       const cgroup = `/sys/fs/cgroup/pids/warren-test/${box.id}/boxd/cgroup.procs`;
       const pids = fs.readFileSync(cgroup, "utf8").trim().split("\n").map(Number);
       const boxd = pids.find((p) =>
-        /^\/run\/warren\/(node|boxd)\0/.test(fs.readFileSync(`/proc/${p}/cmdline`, "utf8")),
+        /^\/run\/warren\/boxd\0/.test(fs.readFileSync(`/proc/${p}/cmdline`, "utf8")),
       );
       assert.ok(boxd && h?.pid);
       process.kill(boxd, "SIGKILL");
@@ -277,7 +268,7 @@ describe("a box whose server was SIGKILLed", { skip: skip ?? false }, () => {
       const { spawn } = await import("node:child_process");
       const script = `
         import { LocalProvider } from ${JSON.stringify(path.resolve("src/boxes/index.ts"))};
-        const p = new LocalProvider({ stateRoot: ${JSON.stringify(box.stateRoot)}, cgroupParent: "warren-test", boxdImpl: ${JSON.stringify(boxdImpl)} });
+        const p = new LocalProvider({ stateRoot: ${JSON.stringify(box.stateRoot)}, cgroupParent: "warren-test" });
         await p.start(${JSON.stringify(box.id)});
         process.stdout.write("up\\n");
         setInterval(() => {}, 1000);
@@ -291,7 +282,7 @@ describe("a box whose server was SIGKILLed", { skip: skip ?? false }, () => {
       });
       child.kill("SIGKILL");
       await new Promise((r) => child.once("exit", r));
-      const fresh = new LocalProvider({ stateRoot: box.stateRoot, cgroupParent: "warren-test", boxdImpl });
+      const fresh = new LocalProvider({ stateRoot: box.stateRoot, cgroupParent: "warren-test" });
       const h = await fresh.inspect(box.id);
       assert.equal(h?.state, "running");
       const r = await fresh.client(box.id).exec({

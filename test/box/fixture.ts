@@ -13,10 +13,6 @@ import { agentGroups } from "../../src/boxes/index.js";
 import type { BoxdClient, ExecOutcome, ExecRequest } from "../../src/boxd/index.js";
 import type { BoxLimits, BoxSpec } from "../../src/boxes/types.js";
 import { detectLayout } from "../../src/boxes/local/cgroups.js";
-import { parseConfig } from "../../src/config/index.js";
-
-/** The boxd the test boxes run: WARREN_BOXD (c or node), as the server reads it. */
-export const boxdImpl = parseConfig({ WARREN_BOXD: process.env.WARREN_BOXD }).WARREN_BOXD;
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -35,7 +31,7 @@ export function boxSkipReason(): string | null {
 }
 
 let built = false;
-/** Builds dist/native/boxd-spawn, dist/native/boxd and dist/boxd/boxd.cjs when they are stale. */
+/** Builds dist/native/boxd-spawn and dist/native/boxd when they are stale. */
 export function ensureBuilt(): void {
   if (built) return;
   execFileSync(process.execPath, [path.join(root, "scripts", "build-native.mjs")], { stdio: "inherit" });
@@ -100,11 +96,7 @@ export async function makeBox(
     const hostHome = await prepareHome(machineDir, agentId, uid, trust);
     agents.push({ id: agentId, uid, ...agentGroups(uid, trust), home: `/home/${agentId}`, hostHome });
   }
-  const provider = new LocalProvider({
-    stateRoot,
-    cgroupParent: opts.cgroupParent ?? "warren-test",
-    boxdImpl,
-  });
+  const provider = new LocalProvider({ stateRoot, cgroupParent: opts.cgroupParent ?? "warren-test" });
   const spec: BoxSpec = {
     id,
     labels: {

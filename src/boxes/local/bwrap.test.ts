@@ -27,8 +27,7 @@ const paths: BwrapPaths = {
     { path: "/lib", kind: "symlink", target: "usr/lib" },
     { path: "/etc", kind: "dir" },
   ],
-  node: "/usr/bin/node",
-  boxdBundle: "/opt/w/dist/boxd/boxd.cjs",
+  boxdBinary: "/opt/w/dist/native/boxd",
   spawnHelper: "/opt/w/dist/native/boxd-spawn",
   seccompFile: "/state/run/boxes/m1/seccomp.bpf",
   socketDir: "/state/run/boxes/m1/boxd",
@@ -139,50 +138,35 @@ describe("bwrapArgv", () => {
     }
   });
 
-  it("starts boxd with node's small-memory flags and its arguments", () => {
-    assert.equal(cmd[0], IN_BOX.node);
-    assert.ok(cmd.includes("--jitless"));
-    assert.ok(cmd.includes(IN_BOX.boxd));
+  it("binds the boxd binary into the root-only folder and nothing of node", () => {
+    assert.notEqual(find(opts, "--ro-bind", paths.boxdBinary, IN_BOX.boxd), -1);
+    assert.ok(
+      find(opts, "--ro-bind", paths.boxdBinary, IN_BOX.boxd) >
+        find(opts, "--perms", "0700", "--dir", IN_BOX.privDir),
+      "inside the root-only folder",
+    );
+    const sources = opts.flatMap((a, i) => (a === "--bind" || a === "--ro-bind" ? [opts[i + 1]] : []));
+    const targets = opts.flatMap((a, i) => (a === "--bind" || a === "--ro-bind" ? [opts[i + 2]] : []));
+    for (const p of [...sources, ...targets]) {
+      assert.ok(!/(^|\/)node$/.test(p ?? ""), `no node binary: ${p}`);
+      assert.ok(!p?.endsWith(".cjs"), `no bundle: ${p}`);
+    }
+    assert.ok(!sources.includes(process.execPath), "the server's node stays out");
+  });
+
+  it("starts boxd directly with its arguments", () => {
+    assert.equal(cmd[0], IN_BOX.boxd);
+    assert.ok(!cmd.some((a) => a.includes("node") || a === "--jitless"));
     assert.notEqual(find(cmd, "--socket", IN_BOX.socket), -1);
+    assert.notEqual(find(cmd, "--spawn", IN_BOX.spawnHelper), -1);
+    assert.notEqual(find(cmd, "--seccomp", IN_BOX.seccomp), -1);
     assert.notEqual(find(cmd, "--cgroup", `memory=${IN_BOX.cgroupDir}/memory`), -1);
     assert.notEqual(find(cmd, "--cgroup-version", "1"), -1);
     assert.notEqual(find(cmd, "--ready-fd", "3"), -1);
   });
 
-  it("with boxdImpl c, runs the boxd binary directly: no node, no bundle", () => {
-    const c = bwrapArgv(spec, { ...paths, boxdImpl: "c", boxdBinary: "/opt/w/dist/native/boxd" });
-    const at = c.indexOf("--");
-    const cOpts = c.slice(0, at);
-    const cCmd = c.slice(at + 1);
-    assert.notEqual(find(cOpts, "--ro-bind", "/opt/w/dist/native/boxd", IN_BOX.boxdNative), -1);
-    assert.ok(!cOpts.includes(IN_BOX.node) && !cOpts.includes(IN_BOX.boxd), "node and the bundle stay out");
-    assert.ok(
-      find(cOpts, "--ro-bind", "/opt/w/dist/native/boxd", IN_BOX.boxdNative) >
-        find(cOpts, "--perms", "0700", "--dir", IN_BOX.privDir),
-      "inside the root-only folder",
-    );
-    assert.equal(cCmd[0], IN_BOX.boxdNative);
-    assert.ok(!cCmd.includes("--jitless") && !cCmd.includes(IN_BOX.node));
-    // The same arguments as the node boxd, after its program.
-    assert.deepEqual(cCmd.slice(1), cmd.slice(cmd.indexOf(IN_BOX.boxd) + 1));
-    assert.notEqual(find(cCmd, "--spawn", IN_BOX.spawnHelper), -1);
-    assert.notEqual(find(cCmd, "--ready-fd", "3"), -1);
-    // Everything before boxd's own files is the same box.
-    assert.deepEqual(
-      cOpts.slice(0, cOpts.indexOf(IN_BOX.privDir)),
-      opts.slice(0, opts.indexOf(IN_BOX.privDir)),
-    );
-  });
-
-  it("with boxdImpl node (the default), needs node and the bundle; with c, the binary", () => {
-    assert.deepEqual(bwrapArgv(spec, { ...paths, boxdImpl: "node" }), argv);
-    assert.throws(() => bwrapArgv(spec, { ...paths, boxdImpl: "c" }), /boxdBinary/);
-    assert.throws(() => bwrapArgv(spec, { ...paths, node: undefined }), /node/);
-    assert.throws(() => bwrapArgv(spec, { ...paths, boxdBundle: undefined }), /boxdBundle/);
-    assert.throws(
-      () => bwrapArgv(spec, { ...paths, boxdImpl: "c", boxdBinary: "relative/boxd" }),
-      /absolute path/,
-    );
+  it("needs the boxd binary as an absolute path", () => {
+    assert.throws(() => bwrapArgv(spec, { ...paths, boxdBinary: "relative/boxd" }), /absolute path/);
   });
 
   it("leaves out the cgroup namespace on cgroup v2", () => {

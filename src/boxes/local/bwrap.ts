@@ -9,12 +9,10 @@ export type SystemDir = { path: string; kind: "dir" } | { path: string; kind: "s
 
 /** Where boxd's own files are inside every box. */
 export const IN_BOX = {
-  /** Root-only (0700) folder on the box's root tmpfs: boxd (and node), helper, filter, cgroups. */
+  /** Root-only (0700) folder on the box's root tmpfs: boxd, helper, filter, cgroups. */
   privDir: "/run/warren",
-  node: "/run/warren/node",
-  boxd: "/run/warren/boxd.cjs",
-  /** boxd in C (boxdImpl "c"): run directly, no node. */
-  boxdNative: "/run/warren/boxd",
+  /** boxd (native/boxd), run directly: nothing in the box needs node. */
+  boxd: "/run/warren/boxd",
   spawnHelper: "/run/warren/boxd-spawn",
   seccomp: "/run/warren/seccomp.bpf",
   cgroupDir: "/run/warren/cg",
@@ -39,19 +37,11 @@ export const BOXD_CAPS = [
   "CAP_DAC_READ_SEARCH", // reach an agent_dir inside a 0700 home to bind it
 ] as const;
 
-/** Which boxd runs in the box: the C daemon (native/boxd) or the Node one (src/boxd/main.ts). */
-export type BoxdImpl = "c" | "node";
-
 export interface BwrapPaths {
   /** The host's /usr, /bin, /lib, /lib64, /sbin, /etc as they exist (see systemDirs()). */
   systemDirs: SystemDir[];
-  /** Default "node". */
-  boxdImpl?: BoxdImpl;
-  /** boxdImpl "node": the node binary and boxd's bundle. */
-  node?: string;
-  boxdBundle?: string;
-  /** boxdImpl "c": the boxd binary (dist/native/boxd). */
-  boxdBinary?: string;
+  /** The boxd binary (dist/native/boxd). */
+  boxdBinary: string;
   spawnHelper: string;
   /** The seccomp program file on the host (written by the provider). */
   seccompFile: string;
@@ -63,23 +53,9 @@ export interface BwrapPaths {
   /** Generated /etc/passwd and /etc/group for agents, when present. */
   passwdFile?: string;
   groupFile?: string;
-  /** Node flags that keep boxd small (boxdImpl "node"). */
-  nodeFlags?: string[];
   /** Fd on which boxd says it listens. */
   readyFd?: number;
 }
-
-/**
- * Node flags for boxd: a small heap, no JIT, no V8 worker threads, and gc() so boxd can
- * shrink its heap when idle (measured in docs/boxes.md).
- */
-export const BOXD_NODE_FLAGS = [
-  "--max-old-space-size=24",
-  "--max-semi-space-size=1",
-  "--jitless",
-  "--v8-pool-size=0",
-  "--expose-gc",
-];
 
 function clean(p: string, what: string): string {
   if (!path.isAbsolute(p) || p.includes("\0"))
@@ -88,11 +64,6 @@ function clean(p: string, what: string): string {
   if (norm !== p.replace(/\/+$/, "") && norm !== p)
     throw new Error(`${what} must be a normalised path: ${JSON.stringify(p)}`);
   return norm;
-}
-
-function required(value: string | undefined, what: string): string {
-  if (value === undefined) throw new Error(`bwrapArgv needs ${what} for this boxd`);
-  return value;
 }
 
 function checkTarget(target: string): string {
@@ -161,14 +132,8 @@ export function bwrapArgv(spec: BoxSpec, paths: BwrapPaths): string[] {
   if (!hasTmp) a.push(...mountArgs({ kind: "tmpfs", target: "/tmp", sizeMib: spec.limits.tmpMib }));
 
   // boxd's private files: a 0700 folder on the root tmpfs, read-only binds inside.
-  const impl = paths.boxdImpl ?? "node";
   a.push("--perms", "0700", "--dir", IN_BOX.privDir);
-  if (impl === "c") {
-    a.push("--ro-bind", clean(required(paths.boxdBinary, "boxdBinary"), "boxd binary"), IN_BOX.boxdNative);
-  } else {
-    a.push("--ro-bind", clean(required(paths.node, "node"), "node"), IN_BOX.node);
-    a.push("--ro-bind", clean(required(paths.boxdBundle, "boxdBundle"), "boxd bundle"), IN_BOX.boxd);
-  }
+  a.push("--ro-bind", clean(paths.boxdBinary, "boxd binary"), IN_BOX.boxd);
   a.push("--ro-bind", clean(paths.spawnHelper, "spawn helper"), IN_BOX.spawnHelper);
   a.push("--ro-bind", clean(paths.seccompFile, "seccomp file"), IN_BOX.seccomp);
   a.push("--perms", "0700", "--dir", IN_BOX.cgroupDir);
@@ -183,8 +148,7 @@ export function bwrapArgv(spec: BoxSpec, paths: BwrapPaths): string[] {
   a.push("--chdir", "/");
   a.push("--");
 
-  if (impl === "c") a.push(IN_BOX.boxdNative);
-  else a.push(IN_BOX.node, ...(paths.nodeFlags ?? BOXD_NODE_FLAGS), IN_BOX.boxd);
+  a.push(IN_BOX.boxd);
   a.push("--socket", IN_BOX.socket, "--spawn", IN_BOX.spawnHelper, "--seccomp", IN_BOX.seccomp);
   a.push("--cgroup-version", String(paths.cgroupVersion));
   for (const cg of paths.cgroups) a.push("--cgroup", `${cg.name}=${IN_BOX.cgroupDir}/${cg.name}`);

@@ -21,7 +21,7 @@ import { z } from "zod";
 import { WarrenError, notFound } from "../../errors.js";
 import { BoxdClient } from "../../boxd/client.js";
 import type { BoxEndpoint, BoxHandle, BoxLabels, BoxProvider, BoxSpec, BoxState } from "../types.js";
-import { bwrapArgv, bwrapEnv, type BoxdImpl, type SystemDir } from "./bwrap.js";
+import { bwrapArgv, bwrapEnv, type SystemDir } from "./bwrap.js";
 import { applyPlan, cgroupPlan, destroyBoxCgroups, detectLayout, type CgroupLayout } from "./cgroups.js";
 import { isSameProcess, pidStartTime } from "./proc.js";
 import { encodeProgram, hostSeccompArch, seccompProgram } from "./seccomp.js";
@@ -38,12 +38,9 @@ const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "
 const optionsSchema = z.object({
   stateRoot: z.string().min(1),
   runRoot: z.string().min(1).optional(),
-  boxdBundle: z.string().min(1).optional(),
-  /** Which boxd runs in boxes: "c" (dist/native/boxd) or "node" (default; dist/boxd/boxd.cjs). */
-  boxdImpl: z.enum(["c", "node"]).optional(),
+  /** The boxd binary (default dist/native/boxd). */
   boxdBinary: z.string().min(1).optional(),
   spawnHelper: z.string().min(1).optional(),
-  nodeBinary: z.string().min(1).optional(),
   bwrap: z.string().min(1).optional(),
   cgroupParent: z
     .string()
@@ -53,16 +50,9 @@ const optionsSchema = z.object({
     )
     .optional(),
   startTimeoutMs: z.number().int().positive().optional(),
-  /** Node flags for boxd (default BOXD_NODE_FLAGS). */
-  boxdNodeFlags: z
-    .array(z.string().regex(/^--[a-z0-9-]+(=[A-Za-z0-9_.-]+)?$/, "a node flag like --name or --name=value"))
-    .optional(),
 });
 
 export type LocalProviderOptions = z.input<typeof optionsSchema> & { logger?: LoggerLike };
-
-/** The boxd a provider runs when its options do not say. */
-export const DEFAULT_BOXD_IMPL: BoxdImpl = "c";
 
 const BOX_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
@@ -142,15 +132,11 @@ export class LocalProvider implements BoxProvider {
   readonly name = "local" as const;
   private readonly stateRoot: string;
   private readonly runRoot: string;
-  private readonly boxdBundle: string;
-  private readonly boxdImpl: BoxdImpl;
   private readonly boxdBinary: string;
   private readonly spawnHelper: string;
-  private readonly nodeBinary: string;
   private readonly bwrap: string;
   private readonly cgroupParent: string;
   private readonly startTimeoutMs: number;
-  private readonly boxdNodeFlags: string[] | undefined;
   private readonly logger: LoggerLike | undefined;
   private layout: CgroupLayout | null | undefined;
   private readonly locks = new Map<string, Promise<unknown>>();
@@ -159,15 +145,11 @@ export class LocalProvider implements BoxProvider {
     const o = optionsSchema.parse(options);
     this.stateRoot = path.resolve(o.stateRoot);
     this.runRoot = path.resolve(o.runRoot ?? path.join(this.stateRoot, "run"));
-    this.boxdBundle = path.resolve(o.boxdBundle ?? path.join(packageRoot, "dist", "boxd", "boxd.cjs"));
-    this.boxdImpl = o.boxdImpl ?? DEFAULT_BOXD_IMPL;
     this.boxdBinary = path.resolve(o.boxdBinary ?? path.join(packageRoot, "dist", "native", "boxd"));
     this.spawnHelper = path.resolve(o.spawnHelper ?? path.join(packageRoot, "dist", "native", "boxd-spawn"));
-    this.nodeBinary = path.resolve(o.nodeBinary ?? process.execPath);
     this.bwrap = o.bwrap ?? "/usr/bin/bwrap";
     this.cgroupParent = o.cgroupParent ?? "warren";
     this.startTimeoutMs = o.startTimeoutMs ?? 10_000;
-    this.boxdNodeFlags = o.boxdNodeFlags;
     this.logger = options.logger;
   }
 
@@ -378,7 +360,7 @@ export class LocalProvider implements BoxProvider {
     const id = rec.spec.id;
     const dir = this.boxDir(id);
     for (const [what, file] of [
-      this.boxdImpl === "c" ? ["boxd binary", this.boxdBinary] : ["boxd bundle", this.boxdBundle],
+      ["boxd binary", this.boxdBinary],
       ["spawn helper", this.spawnHelper],
       ["bwrap", this.bwrap],
     ] as const) {
@@ -400,9 +382,6 @@ export class LocalProvider implements BoxProvider {
 
     const args = bwrapArgv(rec.spec, {
       systemDirs: systemDirs(),
-      boxdImpl: this.boxdImpl,
-      node: this.nodeBinary,
-      boxdBundle: this.boxdBundle,
       boxdBinary: this.boxdBinary,
       spawnHelper: this.spawnHelper,
       seccompFile,
@@ -412,7 +391,6 @@ export class LocalProvider implements BoxProvider {
       passwdFile: users.passwd,
       groupFile: users.group,
       readyFd: 3,
-      nodeFlags: this.boxdNodeFlags,
     });
 
     const logFd = fs.openSync(path.join(dir, "box.log"), "a", 0o600);
