@@ -36,8 +36,15 @@ export async function startTestServer(
     ...(db.url ? { DATABASE_URL: db.url } : {}),
     ...opts.env,
   });
-  const server = await createServer(config, { defaultMetrics: false });
+  let server: Server;
   let url: string | undefined;
+  try {
+    server = await createServer(config, { defaultMetrics: false });
+  } catch (err) {
+    await db.drop();
+    if (!opts.stateRoot) await rm(stateRoot, { recursive: true, force: true, maxRetries: 3 });
+    throw err;
+  }
   if (opts.listen) url = await server.app.listen({ host: "127.0.0.1", port: 0 });
   const inject = (o: InjectOptions) => server.app.inject(o);
   return {
