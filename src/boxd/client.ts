@@ -12,7 +12,9 @@ import {
   PROTOCOL_VERSION,
   encodeControl,
   encodeFrame,
+  parseExecSpec,
   parseServerMessage,
+  ProtocolError,
   splitPayload,
   type ExecResult,
   type ExecSpec,
@@ -135,7 +137,13 @@ export class BoxdClient {
    */
   async exec(request: ExecRequest, options: ExecOptions = {}): Promise<ExecOutcome> {
     const { stdin, env, groups, timeoutMs, ...rest } = request;
-    const spec: ExecSpec = { ...rest, env: env ?? {}, groups: groups ?? [], timeoutMs: timeoutMs ?? 0 };
+    let spec: ExecSpec;
+    try {
+      spec = parseExecSpec({ ...rest, env: env ?? {}, groups: groups ?? [], timeoutMs: timeoutMs ?? 0 });
+    } catch (err) {
+      if (err instanceof ProtocolError) throw new WarrenError("request.invalid", err.message);
+      throw err;
+    }
     if (options.signal?.aborted)
       throw new WarrenError("request.invalid", "the exec was cancelled before it started");
     const sock = await this.connect({ v: PROTOCOL_VERSION, op: "exec", exec: spec });

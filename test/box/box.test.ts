@@ -1,9 +1,11 @@
 // Real boxes: bubblewrap, cgroups, boxd and the exec helper on this host.
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import net from "node:net";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { LocalProvider } from "../../src/boxes/index.js";
+import { encodeControl, FrameDecoder, FrameKind } from "../../src/boxd/protocol.js";
 import { boxSkipReason, hostPidsOfUid, makeBox, PATH, waitFor, type Agent, type TestBox } from "./fixture.js";
 
 const skip = boxSkipReason();
@@ -60,6 +62,44 @@ describe("a local box", { skip: skip ?? false }, () => {
   it("refuses uid 0 and relative paths", async () => {
     await assert.rejects(box.run(["/bin/true"], { uid: 0 }), /uid/);
     await assert.rejects(box.run(["/bin/true"], { cwd: "home" }), /cwd/);
+  });
+
+  it("boxd itself refuses bad requests sent past the client, and stays up", async () => {
+    const endpoint = box.provider.endpoint(box.id);
+    assert.equal(endpoint.kind, "unix");
+    const ask = (open: unknown) =>
+      new Promise<string>((resolve, reject) => {
+        const sock = net.connect(endpoint.kind === "unix" ? endpoint.path : "");
+        const decoder = new FrameDecoder();
+        sock.on("connect", () => sock.write(encodeControl(open as never)));
+        sock.on("data", (c: Buffer) => {
+          for (const f of decoder.push(c)) {
+            if (f.kind !== FrameKind.control) continue;
+            sock.destroy();
+            resolve(f.payload.toString("utf8"));
+          }
+        });
+        sock.on("error", reject);
+      });
+    const exec = { argv: ["/bin/true"], env: {}, cwd: "/", uid: 10000, gid: 10000, groups: [], timeoutMs: 0 };
+    const cases: [unknown, RegExp][] = [
+      [{ v: 1, op: "exec", exec: { ...exec, uid: 0 } }, /uid/],
+      [{ v: 1, op: "exec", exec: { ...exec, gid: 999 } }, /gid/],
+      [{ v: 1, op: "exec", exec: { ...exec, cwd: "/home/../etc" } }, /cwd/],
+      [{ v: 1, op: "exec", exec: { ...exec, agentDir: "relative" } }, /agentDir/],
+      [{ v: 1, op: "exec", exec: { ...exec, argv: [] } }, /argv/],
+      [{ v: 1, op: "forward", port: 0 }, /port/],
+      [{ v: 1, op: "pty" }, /reserved|not implemented/],
+      [{ v: 1, op: "nope" }, /unknown op/],
+      [{ v: 2, op: "ping" }, /version/],
+    ];
+    for (const [open, why] of cases) {
+      const answer = JSON.parse(await ask(open)) as { type: string; message: string };
+      assert.equal(answer.type, "error", JSON.stringify(open));
+      assert.match(answer.message, why, JSON.stringify(open));
+    }
+    const pong = JSON.parse(await ask({ v: 1, op: "ping" })) as { type: string };
+    assert.equal(pong.type, "pong");
   });
 
   it("streams output as it arrives, and stdin as it is sent", async () => {
