@@ -14,6 +14,8 @@ export interface BoxExecRequest {
   agentDir?: string | undefined;
   /** Started by a generation: what it leaves running keeps the machine from being idle. */
   generation?: boolean | undefined;
+  /** This command's own limits, tighter than the box's. */
+  limits?: { memoryMib?: number; pids?: number } | undefined;
 }
 
 export interface BoxExecResult {

@@ -31,6 +31,8 @@ export interface RunInput {
   input?: string | undefined;
   timeout_s?: number | undefined;
   env?: Record<string, string> | undefined;
+  /** The run's own limits, tighter than its machine's. */
+  limits?: { memory_mib?: number | undefined; pids?: number | undefined } | undefined;
 }
 
 export interface RunView {
@@ -72,6 +74,15 @@ export function runView(r: RunRow): RunView {
     started_at: r.startedAt?.toISOString() ?? null,
     ended_at: r.endedAt?.toISOString() ?? null,
     receipt: r.receipt,
+  };
+}
+
+/** A run's own limits in boxd's terms; nothing when none was asked. */
+export function limitsOf(l: RunInput["limits"]): { memoryMib?: number; pids?: number } | undefined {
+  if (!l || (l.memory_mib === undefined && l.pids === undefined)) return undefined;
+  return {
+    ...(l.memory_mib !== undefined ? { memoryMib: l.memory_mib } : {}),
+    ...(l.pids !== undefined ? { pids: l.pids } : {}),
   };
 }
 
@@ -187,7 +198,7 @@ export class Runs {
         })
         .returning();
       if (!row) throw new Error("run insert returned nothing");
-      const p = this.#execute(row, agent, machine, inputBytes, input.env ?? {}, before, gen.controller.signal)
+      const p = this.#execute(row, agent, machine, inputBytes, input, before, gen.controller.signal)
         .catch((err: unknown) => o.logger.error({ err, runId: id }, "run bookkeeping failed"))
         .finally(() => {
           o.registry.release(gen);
@@ -206,7 +217,7 @@ export class Runs {
     agent: AgentRow,
     machine: typeof schema.machines.$inferSelect,
     input: Buffer,
-    env: Record<string, string>,
+    asked: Pick<RunInput, "env" | "limits">,
     before: { agentMib: number | null; machineMib: number | null },
     signal: AbortSignal,
   ): Promise<void> {
@@ -247,12 +258,13 @@ export class Runs {
           machine.id,
           {
             argv: run.argv,
-            env: agentEnv(agent, { ...env, WARREN_RUN_ID: run.id, WARREN_INPUT: "/agent/input" }),
+            env: agentEnv(agent, { ...asked.env, WARREN_RUN_ID: run.id, WARREN_INPUT: "/agent/input" }),
             cwd: homeOf(agent.id),
             ...ids,
             timeoutMs: run.timeoutS * 1000,
             agentDir: staged.boxPath,
             generation: true,
+            limits: limitsOf(asked.limits),
           },
           {
             signal,
@@ -327,6 +339,7 @@ export class Runs {
       stdout_bytes: output.total,
       stderr_bytes: stderrBytes,
       input_bytes: input.length,
+      limits: asked.limits ?? null,
       disk_before_mib: before.agentMib,
       disk_after_mib: after.agentMib,
       machine_disk_before_mib: before.machineMib,

@@ -131,6 +131,48 @@ describe("command runs", { skip: boxSkipReason() ?? false }, () => {
     assert.equal((await wait(other.body.id)).output, "b\n");
   });
 
+  test("a run's own tighter limits", async () => {
+    const mem = await wait(
+      (
+        await start(a.id, {
+          argv: [
+            "node",
+            "-e",
+            "const k=[];for(let i=0;i<40;i++)k.push(Buffer.alloc(8<<20,1));console.log('survived')",
+          ],
+          limits: { memory_mib: 48 },
+        })
+      ).body.id,
+    );
+    assert.equal(mem.status, "failed", JSON.stringify(mem));
+    assert.doesNotMatch(mem.output, /survived/);
+    assert.deepEqual(mem.receipt.limits, { memory_mib: 48 });
+    const free = await wait(
+      (
+        await start(a.id, {
+          argv: [
+            "node",
+            "-e",
+            "const k=[];for(let i=0;i<40;i++)k.push(Buffer.alloc(8<<20,1));console.log('survived')",
+          ],
+        })
+      ).body.id,
+    );
+    assert.equal(free.output, "survived\n", "the same program passes under the machine's own limit");
+    const pids = await wait(
+      (
+        await start(a.id, {
+          command: "for i in 1 2 3 4 5 6 7 8; do sleep 1 & done; wait; echo done",
+          limits: { pids: 4 },
+        })
+      ).body.id,
+    );
+    assert.notEqual(pids.output, "done\n");
+    const bad = await start(a.id, { command: "true", limits: { memory_mib: 1 } });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.error.code, "request.invalid");
+  });
+
   test("failures and bad input", async () => {
     const f = await wait((await start(a.id, { command: "exit 7" })).body.id);
     assert.equal(f.status, "failed");
