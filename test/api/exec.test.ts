@@ -179,7 +179,7 @@ describe("exec through the API", { skip: boxSkipReason() ?? false }, () => {
   test("a process a generation left running keeps the box from idling", async () => {
     const run = await t.call("POST", `/api/agents/${b.id}/runs`, {
       kind: "command",
-      command: "setsid sleep 4 >/dev/null 2>&1 < /dev/null &",
+      command: "setsid sleep 6 >/dev/null 2>&1 < /dev/null &",
     });
     assert.equal(run.status, 202);
     for (let i = 0; i < 100; i++) {
@@ -204,7 +204,7 @@ describe("exec through the API", { skip: boxSkipReason() ?? false }, () => {
   test("stops when idle, starts again on demand with every file in place", async () => {
     await exec(a.id, { command: "echo kept > kept.txt" });
     let state = "running";
-    for (let i = 0; i < 100 && state !== "stopped"; i++) {
+    for (let i = 0; i < 250 && state !== "stopped"; i++) {
       await new Promise((res) => setTimeout(res, 100));
       state = (await t.call("GET", `/api/machines/${machine.id}`)).body.state;
     }
