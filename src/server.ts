@@ -100,19 +100,14 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
   const access = new Access(store.db);
   const orgs = new Orgs(store.db, access);
   const machines = new Machines(store.db, access, layout, () => runtime);
-  const agents = new Agents(
+  const agents: Agents = new Agents(
     store.db,
     access,
     machines,
     layout,
     () => runtime,
     config,
-    async (agentId) => {
-      const g = registry.forAgent(agentId);
-      if (!g) return;
-      registry.cancel(g.runId, "the agent is being deleted");
-      for (let i = 0; i < 200 && registry.forAgent(agentId); i++) await new Promise((r) => setTimeout(r, 50));
-    },
+    (agentId): Promise<void> => runs.stopAgent(agentId, "the agent is being deleted"),
   );
   const guilds = new Guilds(store.db, access, agents);
   const exec = new Exec(store.db, agents, runtime, bus, metrics);
@@ -123,7 +118,7 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
     hostDir: path.join(paths.run, "boxes", machineId, "boxd"),
     boxDir: "/run/boxd",
   }));
-  const runs = new Runs({
+  const runs: Runs = new Runs({
     db: store.db,
     access,
     agents,
@@ -175,11 +170,7 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
     logger,
     async close() {
       ready = false;
-      for (const id of registry.activeAgents()) {
-        const g = registry.forAgent(id);
-        if (g) registry.cancel(g.runId, "the server is stopping");
-      }
-      await runs.drain();
+      await runs.stopAll("the server is stopping");
       await app.close();
       runtime.close();
       await store.close();

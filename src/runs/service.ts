@@ -5,6 +5,7 @@ import type { Access, Identity, Role } from "../access/index.js";
 import type { AgentRow, Agents } from "../agents/service.js";
 import type { EventBus } from "../events/bus.js";
 import { WarrenError } from "../errors.js";
+import { BoundedOutput } from "../exec/output.js";
 import { argvOf, agentEnv } from "../exec/service.js";
 import type { DiskCaps } from "../homes/caps.js";
 import { newId } from "../ids.js";
@@ -117,31 +118,10 @@ export interface RunsOptions {
   version: string;
 }
 
-class OutputBuffer {
-  readonly #parts: Buffer[] = [];
-  #size = 0;
-  truncated = false;
-  total = 0;
-  push(c: Buffer): void {
-    this.total += c.length;
-    const room = OUTPUT_LIMIT_BYTES - this.#size;
-    if (room <= 0) {
-      this.truncated = true;
-      return;
-    }
-    const part = c.length > room ? c.subarray(0, room) : c;
-    if (part.length < c.length) this.truncated = true;
-    this.#parts.push(part);
-    this.#size += part.length;
-  }
-  text(): string {
-    return Buffer.concat(this.#parts).toString("utf8");
-  }
-}
-
 export class Runs {
   readonly #o: RunsOptions;
-  readonly #pending = new Set<Promise<void>>();
+  /** The bookkeeping of each run this server started, by run id, until it is recorded. */
+  readonly #pending = new Map<string, Promise<void>>();
 
   constructor(o: RunsOptions) {
     this.#o = o;
@@ -202,9 +182,9 @@ export class Runs {
         .catch((err: unknown) => o.logger.error({ err, runId: id }, "run bookkeeping failed"))
         .finally(() => {
           o.registry.release(gen);
-          this.#pending.delete(p);
+          this.#pending.delete(id);
         });
-      this.#pending.add(p);
+      this.#pending.set(id, p);
       return runView(row);
     } catch (err) {
       o.registry.release(gen);
@@ -224,7 +204,7 @@ export class Runs {
     const o = this.#o;
     const ids = identityOf(agent.slot, machine.trust);
     const uid = ids.uid;
-    const output = new OutputBuffer();
+    const output = new BoundedOutput(OUTPUT_LIMIT_BYTES);
     let stderrBytes = 0;
     let traced = 0;
     let dropped = 0;
@@ -434,8 +414,20 @@ export class Runs {
     return runView(r);
   }
 
-  /** Waits for the runs this server started (tests, shutdown). */
-  async drain(): Promise<void> {
-    await Promise.allSettled([...this.#pending]);
+  /** Cancels the agent's generation, if any, and waits until its record is written. */
+  async stopAgent(agentId: string, reason: string): Promise<void> {
+    const g = this.#o.registry.forAgent(agentId);
+    if (!g) return;
+    this.#o.registry.cancel(g.runId, reason);
+    await this.#pending.get(g.runId);
+  }
+
+  /** Cancels every generation and waits for their records (shutdown). */
+  async stopAll(reason: string): Promise<void> {
+    for (const agentId of this.#o.registry.activeAgents()) {
+      const g = this.#o.registry.forAgent(agentId);
+      if (g) this.#o.registry.cancel(g.runId, reason);
+    }
+    await Promise.allSettled([...this.#pending.values()]);
   }
 }

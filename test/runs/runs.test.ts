@@ -4,6 +4,7 @@ import { rm, symlink } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { boxSkipReason } from "../box/fixture.js";
+import { schema } from "../../src/store/index.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const terminal = ["succeeded", "failed", "timed_out", "cancelled", "lost"];
@@ -238,15 +239,43 @@ describe("command runs", { skip: boxSkipReason() ?? false }, () => {
     await rm(home);
   });
 
-  test("records outlive their agent; lost at restart", async () => {
+  test("records outlive their agent; deleting an agent cancels its generation", async () => {
     const d = (await t.call("POST", "/api/agents", { org_id: org.id, machine_id: machine.id, name: "d" }))
       .body;
     const run = await wait((await start(d.id, { command: "echo last" })).body.id);
+    const going = (await start(d.id, { command: "sleep 60" })).body;
     assert.equal((await t.call("DELETE", `/api/agents/${d.id}`)).status, 204);
+    // the delete answered only once the generation's record was written
+    const cancelled = (await t.call("GET", `/api/runs/${going.id}`)).body;
+    assert.equal(cancelled.status, "cancelled");
+    assert.ok(cancelled.ended_at);
     const kept = await t.call("GET", `/api/runs/${run.id}`);
     assert.equal(kept.status, 200);
     assert.equal(kept.body.output, "last\n");
-    const lost = await t.server.runs.markLost("test restart");
-    assert.equal(lost, 0);
+  });
+
+  test("runs a previous server left going become lost, with a reason and an event", async () => {
+    await t.server.store.db.insert(schema.runs).values({
+      id: "run_00000000000000ab",
+      orgId: org.id,
+      agentId: a.id,
+      machineId: machine.id,
+      kind: "command",
+      status: "running",
+      argv: ["sleep", "100"],
+      timeoutS: 100,
+      startedAt: new Date(),
+    });
+    assert.equal(await t.server.runs.markLost("the server stopped while the run was going on"), 1);
+    const lost = (await t.call("GET", "/api/runs/run_00000000000000ab")).body;
+    assert.equal(lost.status, "lost");
+    assert.match(lost.status_reason, /server stopped/);
+    assert.ok(lost.ended_at);
+    const ev = (await t.call("GET", "/api/runs/run_00000000000000ab/events")).body.items;
+    assert.deepEqual(
+      ev.map((e: { type: string }) => e.type),
+      ["lost"],
+    );
+    assert.equal(await t.server.runs.markLost(), 0, "a run already lost stays as it is");
   });
 });

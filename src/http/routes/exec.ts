@@ -1,6 +1,7 @@
 import { PassThrough } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
 import { z } from "zod";
+import { BoundedOutput } from "../../exec/output.js";
 import type { Exec } from "../../exec/service.js";
 import { route, type AnyRoute } from "../route.js";
 import { idParams } from "../schemas.js";
@@ -70,26 +71,6 @@ const result = z.object({
   stderr_truncated: z.boolean(),
 });
 
-class Collector {
-  readonly parts: Buffer[] = [];
-  size = 0;
-  truncated = false;
-  push(chunk: Buffer): void {
-    const room = BUFFERED_OUTPUT_LIMIT - this.size;
-    if (room <= 0) {
-      this.truncated = true;
-      return;
-    }
-    const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
-    if (part.length < chunk.length) this.truncated = true;
-    this.parts.push(part);
-    this.size += part.length;
-  }
-  text(): string {
-    return Buffer.concat(this.parts).toString("utf8");
-  }
-}
-
 export function execRoutes(exec: Exec): AnyRoute[] {
   return [
     route({
@@ -146,8 +127,8 @@ export function execRoutes(exec: Exec): AnyRoute[] {
           }
           return reply;
         }
-        const stdout = new Collector();
-        const stderr = new Collector();
+        const stdout = new BoundedOutput(BUFFERED_OUTPUT_LIMIT);
+        const stderr = new BoundedOutput(BUFFERED_OUTPUT_LIMIT);
         const r = await start({
           signal: abort.signal,
           onStdout: (c) => stdout.push(c),
