@@ -44,20 +44,7 @@ export function connectBoxd(box: BoxHandle): BoxExec {
   const endpoint = box.endpoint;
   return {
     ping: () => client.ping(),
-    exec: async (req, io) => {
-      const r = await client.exec(req, io);
-      return {
-        exitCode: r.exitCode,
-        signal: r.signal,
-        timedOut: r.timedOut,
-        cancelled: r.cancelled,
-        durationMs: r.durationMs,
-        usage: {
-          cpuSeconds: r.usage.cpuSeconds ?? undefined,
-          peakMemoryBytes: r.usage.peakMemoryBytes ?? undefined,
-        },
-      };
-    },
+    exec: (req, io) => client.exec(req, io),
     forward: (port) => client.forward(port),
     // Local boxes: the socket is STATE_ROOT/run/boxes/<id>/boxd/boxd.sock; users files beside.
     refreshUsers:
