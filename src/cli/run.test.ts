@@ -1,5 +1,6 @@
 // The CLI end to end against a real server (trusted-header mode, PGlite in a temporary state root).
 import assert from "node:assert/strict";
+import { boxSkipReason } from "../../test/box/fixture.js";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -84,10 +85,11 @@ async function json<T>(argv: string[]): Promise<T> {
   return JSON.parse(r.stdout) as T;
 }
 
-/** Skips when boxes cannot start here (503 box.unavailable); anything else stays a failure. */
+/** Skips on a host that cannot run boxes at all (boxSkipReason); anywhere else it stays a failure. */
 function boxesMissing(t: TestContext, r: Outcome): boolean {
-  if (r.code === 1 && r.stderr.startsWith("error: box.unavailable:")) {
-    t.skip("boxes not available");
+  const why = boxSkipReason();
+  if (why !== null && r.code === 1 && r.stderr.startsWith("error: box.unavailable:")) {
+    t.skip(`boxes cannot run here: ${why}`);
     return true;
   }
   return false;

@@ -1,5 +1,6 @@
 // The SDK against a real server over real HTTP (PGlite in a temporary state root).
 import assert from "node:assert/strict";
+import { boxSkipReason } from "../../test/box/fixture.js";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -46,19 +47,16 @@ async function place(name: string): Promise<{ org: Org; machine: Machine; agent:
 }
 
 /**
- * Runs `use` unless the feature is not here yet: a route the server does not serve (404 "no
- * route") or boxes that cannot start (503 box.unavailable) make the test a reported skip.
+ * Runs `use`; on a host that cannot run boxes at all (boxSkipReason), a 503 box.unavailable
+ * makes the test a reported skip. Anywhere else every error is a failure.
  */
 async function orSkip(t: TestContext, use: () => Promise<void>): Promise<void> {
   try {
     await use();
   } catch (err) {
-    if (isWarrenApiError(err) && err.status === 503 && err.code === "box.unavailable") {
-      t.skip("boxes not available");
-      return;
-    }
-    if (isWarrenApiError(err) && err.status === 404 && err.message.startsWith("no route for")) {
-      t.skip(`route not served yet: ${err.message}`);
+    const why = boxSkipReason();
+    if (why !== null && isWarrenApiError(err) && err.status === 503 && err.code === "box.unavailable") {
+      t.skip(`boxes cannot run here: ${why}`);
       return;
     }
     throw err;
