@@ -48,6 +48,7 @@
    in practice. */
 #define STDIN_HIGH_WATER (8 * 1024 * 1024)
 #define READ_CHUNK (64 * 1024)
+#define DRAIN_LIMIT (4 * 1024 * 1024)
 
 /* ---- small things ----------------------------------------------------------------- */
 
@@ -1123,11 +1124,32 @@ static void exec_read_pipe(struct exec *e, int which) {
   }
 }
 
+/* What the command wrote before it ended is already in the pipe: take it all (bounded,
+   since processes left in the background may still be writing) before the pipe goes,
+   whether or not its readiness was seen yet and whatever the back-pressure. */
+static void exec_drain(struct exec *e, int which) {
+  struct helper *h = e->h;
+  static char chunk[READ_CHUNK];
+  for (size_t taken = 0; taken < DRAIN_LIMIT;) {
+    int fd = which == K_STDOUT ? h->out : h->err;
+    if (fd < 0) return;
+    ssize_t n = read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    taken += (size_t)n;
+    struct conn *c = e->conn;
+    if (c && !c->dead) conn_frame(c, which, chunk, (size_t)n);
+  }
+}
+
 static void exec_finish(struct exec *e) {
   if (e->finished || !e->exited) return;
   e->finished = 1;
   e->timeout_at = 0;
   e->grace_at = 0;
+  exec_drain(e, K_STDOUT);
+  exec_drain(e, K_STDERR);
+  if (e->conn && !e->conn->dead) conn_flush(e->conn);
   close_fd(&e->h->out, 1);
   close_fd(&e->h->err, 1);
   if (e->killing && !e->kill_done) return; /* exec_complete when the kill is done */
