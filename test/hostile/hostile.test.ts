@@ -128,6 +128,43 @@ describe("hostile agents in an isolated box", { skip: skip ?? false }, () => {
     unchanged();
   });
 
+  it("sees only the allowed part of the host's /etc, and the box's own names", async () => {
+    for (const p of [
+      "/etc/shadow",
+      "/etc/gshadow",
+      "/etc/machine-id",
+      "/etc/ssh",
+      "/etc/apt",
+      "/etc/postgresql",
+      "/etc/sudoers",
+      "/etc/passwd-",
+      "/etc/fstab",
+    ]) {
+      const r = await box.run(["/usr/bin/test", "-e", p]);
+      assert.equal(r.exitCode, 1, `${p} is visible`);
+    }
+    const names = await box.sh(
+      "cat /etc/hostname; getent hosts localhost; cat /etc/passwd | cut -d: -f1 | sort | tr '\\n' ' '",
+    );
+    assert.equal(names.exitCode, 0, names.err);
+    assert.match(names.out, /^box\n/);
+    assert.equal(names.out.includes(fs.readFileSync("/etc/hostname", "utf8").trim() + "\n"), false);
+    assert.match(names.out, /a1 a2 nobody root/);
+    // what the system needs still works: the loader, alternatives, certificates, time zone
+    const works = await box.sh(
+      "awk 'BEGIN{print 1+1}'; ls /etc/ssl/certs | head -1 | wc -l; date +%Z; test -e /etc/ld.so.cache && echo loader",
+    );
+    assert.equal(works.exitCode, 0, works.err);
+    assert.equal(works.out.split("\n")[0], "2");
+    assert.match(works.out, /loader/);
+    const write = await box.sh(
+      "echo x > /etc/x 2>&1; echo x >> /etc/hosts 2>&1; ln -s / /etc/l 2>&1; echo done",
+    );
+    assert.match(write.out, /Read-only file system|Permission denied/);
+    assert.equal((await box.run(["/usr/bin/test", "-e", "/etc/x"])).exitCode, 1);
+    unchanged();
+  });
+
   it("cannot read the other agent's home (isolated)", async () => {
     const r = await box.sh("ls /home/a2 2>&1; cat /home/a2/secret 2>&1");
     assert.match(r.out, /Permission denied/);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { BoxSpec } from "../types.js";
-import { BOXD_CAPS, IN_BOX, bwrapArgv, bwrapEnv, type BwrapPaths } from "./bwrap.js";
+import { BOXD_CAPS, IN_BOX, bwrapArgv, bwrapEnv, etcAllowed, type BwrapPaths } from "./bwrap.js";
 
 const spec: BoxSpec = {
   id: "m1",
@@ -25,8 +25,14 @@ const paths: BwrapPaths = {
     { path: "/usr", kind: "dir" },
     { path: "/bin", kind: "symlink", target: "usr/bin" },
     { path: "/lib", kind: "symlink", target: "usr/lib" },
-    { path: "/etc", kind: "dir" },
   ],
+  etc: [
+    { name: "ld.so.cache", kind: "bind" },
+    { name: "alternatives", kind: "bind" },
+    { name: "localtime", kind: "symlink", target: "/usr/share/zoneinfo/Etc/UTC" },
+    { name: "hosts", kind: "bind" },
+  ],
+  etcFiles: { hosts: "/state/run/boxes/m1/etc.hosts", hostname: "/state/run/boxes/m1/etc.hostname" },
   boxdBinary: "/opt/w/dist/native/boxd",
   spawnHelper: "/opt/w/dist/native/boxd-spawn",
   seccompFile: "/state/run/boxes/m1/seccomp.bpf",
@@ -87,12 +93,52 @@ describe("bwrapArgv", () => {
 
   it("binds system folders read-only and recreates usrmerge symlinks", () => {
     assert.notEqual(find(opts, "--ro-bind", "/usr", "/usr"), -1);
-    assert.notEqual(find(opts, "--ro-bind", "/etc", "/etc"), -1);
     assert.notEqual(find(opts, "--symlink", "usr/bin", "/bin"), -1);
     assert.equal(find(opts, "--bind", "/usr", "/usr"), -1);
-    assert.ok(
-      find(opts, "--ro-bind", paths.passwdFile!, "/etc/passwd") > find(opts, "--ro-bind", "/etc", "/etc"),
-      "passwd over /etc",
+  });
+
+  it("builds /etc from allowed host entries and the box's own names, never the host's whole /etc", () => {
+    assert.equal(find(opts, "--ro-bind", "/etc", "/etc"), -1);
+    const etcDir = find(opts, "--dir", "/etc");
+    assert.ok(etcDir > 0);
+    assert.ok(find(opts, "--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache") > etcDir);
+    assert.ok(find(opts, "--ro-bind", "/etc/alternatives", "/etc/alternatives") > etcDir);
+    assert.notEqual(find(opts, "--symlink", "/usr/share/zoneinfo/Etc/UTC", "/etc/localtime"), -1);
+    // the host's hosts is replaced by the box's own, passwd and group are generated
+    assert.equal(find(opts, "--ro-bind", "/etc/hosts", "/etc/hosts"), -1);
+    assert.notEqual(find(opts, "--ro-bind", "/state/run/boxes/m1/etc.hosts", "/etc/hosts"), -1);
+    assert.notEqual(find(opts, "--ro-bind", "/state/run/boxes/m1/etc.hostname", "/etc/hostname"), -1);
+    assert.notEqual(find(opts, "--ro-bind", paths.passwdFile!, "/etc/passwd"), -1);
+    assert.notEqual(find(opts, "--ro-bind", paths.groupFile!, "/etc/group"), -1);
+    assert.notEqual(find(opts, "--symlink", "../proc/self/mounts", "/etc/mtab"), -1);
+    // every /etc target is under the folder made for it, before the root is made read-only
+    const ro = opts.lastIndexOf("--remount-ro");
+    opts.forEach((arg, i) => {
+      if (arg.startsWith("/etc/")) assert.ok(i > etcDir && i < ro, arg);
+    });
+  });
+
+  it("lets through only the allowed names of the host's /etc", () => {
+    for (const name of ["ld.so.cache", "alternatives", "ssl", "python3.11", "java-17-openjdk", "localtime"])
+      assert.ok(etcAllowed(name), name);
+    for (const name of [
+      "shadow",
+      "passwd",
+      "hosts",
+      "hostname",
+      "machine-id",
+      "ssh",
+      "postgresql",
+      "apt",
+      "sudoers",
+      "npmrc",
+      "environment",
+      "python3x",
+    ])
+      assert.ok(!etcAllowed(name), name);
+    assert.throws(
+      () => bwrapArgv(spec, { ...paths, etc: [{ name: "../shadow", kind: "bind" }] }),
+      /bad \/etc entry/,
     );
   });
 

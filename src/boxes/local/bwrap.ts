@@ -37,9 +37,16 @@ export const BOXD_CAPS = [
   "CAP_DAC_READ_SEARCH", // reach an agent_dir inside a 0700 home to bind it
 ] as const;
 
+/** An entry of the host's /etc that boxes see (see etcEntries()). */
+export type EtcEntry = { name: string; kind: "bind" } | { name: string; kind: "symlink"; target: string };
+
 export interface BwrapPaths {
-  /** The host's /usr, /bin, /lib, /lib64, /sbin, /etc as they exist (see systemDirs()). */
+  /** The host's /usr, /bin, /lib, /lib64, /sbin as they exist (see systemDirs()). */
   systemDirs: SystemDir[];
+  /** The allowed entries of the host's /etc (see etcEntries()); nothing else of it. */
+  etc: EtcEntry[];
+  /** Generated /etc files of the box (hosts, hostname, resolv.conf), by name. */
+  etcFiles: Record<string, string>;
   /** The boxd binary (dist/native/boxd). */
   boxdBinary: string;
   spawnHelper: string;
@@ -56,6 +63,60 @@ export interface BwrapPaths {
   /** Fd on which boxd says it listens. */
   readyFd?: number;
 }
+
+const ETC_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.+-]*$/;
+
+/**
+ * What boxes see of the host's /etc: what the loader, the C library, shells, certificates,
+ * time zones, Debian's alternatives and language runtimes read. Host names, users,
+ * services' configuration, package manager state, credentials and keys stay out.
+ */
+export const ETC_ALLOW: readonly (string | RegExp)[] = [
+  "alternatives",
+  "bash.bashrc",
+  "bash_completion.d",
+  "ca-certificates",
+  "ca-certificates.conf",
+  "debian_version",
+  "fonts",
+  "gai.conf",
+  "host.conf",
+  "inputrc",
+  /^java-[0-9]+-openjdk$/,
+  "ld.so.cache",
+  "ld.so.conf",
+  "ld.so.conf.d",
+  "locale.alias",
+  "localtime",
+  "magic",
+  "magic.mime",
+  "mime.types",
+  "nsswitch.conf",
+  "os-release",
+  "perl",
+  "profile",
+  "profile.d",
+  "protocols",
+  /^python3(\.[0-9]+)?$/,
+  "services",
+  "shells",
+  "skel",
+  "ssl",
+  "terminfo",
+  "timezone",
+  "vim",
+];
+
+export function etcAllowed(name: string): boolean {
+  return ETC_ALLOW.some((rule) => (typeof rule === "string" ? rule === name : rule.test(name)));
+}
+
+/** The box's generated /etc files. No DNS server: the box has loopback only. */
+export const ETC_GENERATED = {
+  hostname: `${IN_BOX.hostname}\n`,
+  hosts: `127.0.0.1\tlocalhost ${IN_BOX.hostname}\n::1\tlocalhost ip6-localhost ip6-loopback\n`,
+  "resolv.conf": "# no name service in the box: it has loopback only\n",
+} as const;
 
 function clean(p: string, what: string): string {
   if (!path.isAbsolute(p) || p.includes("\0"))
@@ -114,8 +175,23 @@ export function bwrapArgv(spec: BoxSpec, paths: BwrapPaths): string[] {
     if (d.kind === "dir") a.push("--ro-bind", p, p);
     else a.push("--symlink", d.target, p);
   }
-  if (paths.passwdFile) a.push("--ro-bind", clean(paths.passwdFile, "passwd file"), "/etc/passwd");
-  if (paths.groupFile) a.push("--ro-bind", clean(paths.groupFile, "group file"), "/etc/group");
+  // /etc: a folder on the box's root with only the allowed entries of the host's, and
+  // the box's own names (passwd, group, hosts, hostname, resolv.conf).
+  a.push("--perms", "0755", "--dir", "/etc");
+  const generated = new Map<string, string>(Object.entries(paths.etcFiles));
+  if (paths.passwdFile) generated.set("passwd", paths.passwdFile);
+  if (paths.groupFile) generated.set("group", paths.groupFile);
+  for (const e of paths.etc) {
+    if (!ETC_NAME.test(e.name)) throw new Error(`bad /etc entry ${JSON.stringify(e.name)}`);
+    if (generated.has(e.name) || e.name === "mtab") continue;
+    if (e.kind === "symlink") a.push("--symlink", e.target, `/etc/${e.name}`);
+    else a.push("--ro-bind", `/etc/${e.name}`, `/etc/${e.name}`);
+  }
+  for (const [name, file] of generated) {
+    if (!ETC_NAME.test(name)) throw new Error(`bad /etc entry ${JSON.stringify(name)}`);
+    a.push("--ro-bind", clean(file, `${name} file`), `/etc/${name}`);
+  }
+  a.push("--symlink", "../proc/self/mounts", "/etc/mtab");
   a.push("--proc", "/proc");
   a.push("--dev", "/dev");
 

@@ -21,7 +21,7 @@ import { z } from "zod";
 import { WarrenError, notFound } from "../../errors.js";
 import { BoxdClient } from "../../boxd/client.js";
 import type { BoxEndpoint, BoxHandle, BoxLabels, BoxProvider, BoxSpec, BoxState } from "../types.js";
-import { bwrapArgv, bwrapEnv, type SystemDir } from "./bwrap.js";
+import { bwrapArgv, bwrapEnv, ETC_GENERATED, etcAllowed, type EtcEntry, type SystemDir } from "./bwrap.js";
 import { applyPlan, cgroupPlan, destroyBoxCgroups, detectLayout, type CgroupLayout } from "./cgroups.js";
 import { isSameProcess, pidStartTime } from "./proc.js";
 import { encodeProgram, hostSeccompArch, seccompProgram } from "./seccomp.js";
@@ -110,7 +110,7 @@ interface BoxRecord {
 const JOIN_AND_EXEC =
   'for f; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 125; shift; done; shift; exec "$@"';
 
-const SYSTEM_DIRS = ["/usr", "/bin", "/lib", "/lib64", "/sbin", "/etc"];
+const SYSTEM_DIRS = ["/usr", "/bin", "/lib", "/lib64", "/sbin"];
 
 /** The host's system folders as they exist (folders, or usrmerge symlinks). */
 export function systemDirs(candidates: string[] = SYSTEM_DIRS): SystemDir[] {
@@ -124,6 +124,30 @@ export function systemDirs(candidates: string[] = SYSTEM_DIRS): SystemDir[] {
     }
     if (st.isSymbolicLink()) out.push({ path: p, kind: "symlink", target: fs.readlinkSync(p) });
     else if (st.isDirectory()) out.push({ path: p, kind: "dir" });
+  }
+  return out;
+}
+
+/** The allowed entries of the host's /etc (etcAllowed), as they exist there. */
+export function etcEntries(etcDir = "/etc"): EtcEntry[] {
+  const out: EtcEntry[] = [];
+  let names: string[];
+  try {
+    names = fs.readdirSync(etcDir).sort();
+  } catch {
+    return out;
+  }
+  for (const name of names) {
+    if (!etcAllowed(name)) continue;
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(path.join(etcDir, name));
+    } catch {
+      continue;
+    }
+    if (st.isSymbolicLink())
+      out.push({ name, kind: "symlink", target: fs.readlinkSync(path.join(etcDir, name)) });
+    else if (st.isDirectory() || st.isFile()) out.push({ name, kind: "bind" });
   }
   return out;
 }
@@ -380,8 +404,16 @@ export class LocalProvider implements BoxProvider {
     fs.chmodSync(socketDir, 0o700);
     fs.rmSync(path.join(socketDir, "boxd.sock"), { force: true });
 
+    const etcFiles: Record<string, string> = {};
+    for (const [name, text] of Object.entries(ETC_GENERATED)) {
+      const file = path.join(dir, `etc.${name}`);
+      fs.writeFileSync(file, text, { mode: 0o644 });
+      etcFiles[name] = file;
+    }
     const args = bwrapArgv(rec.spec, {
       systemDirs: systemDirs(),
+      etc: etcEntries(),
+      etcFiles,
       boxdBinary: this.boxdBinary,
       spawnHelper: this.spawnHelper,
       seccompFile,
