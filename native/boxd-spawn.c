@@ -13,12 +13,17 @@
  *   5. drops the capability bounding set and the ambient set, sets the groups, gid
  *      and uid (all three of real, effective, saved), clears every capability set;
  *   6. enters the working directory as the agent;
- *   7. sets no_new_privs and loads the seccomp filter;
- *   8. closes every fd above 2 and execs the command with exactly its environment.
+ *   7. with --files restrict: confines the command's file access with Landlock to the
+ *      --read folders (read and execute) and the --write folders (read, write, create,
+ *      remove, execute), each opened as the agent; nothing else of the file system can
+ *      be opened, listed, written or executed, whatever its modes say;
+ *   8. sets no_new_privs and loads the seccomp filter;
+ *   9. closes every fd above 2 and execs the command with exactly its environment.
  *
  * Usage:
  *   boxd-spawn [--cgroup DIR]... --seccomp FILE --uid N --gid N [--groups a,b]
- *              --cwd DIR [--agent-dir DIR] [--env K=V]... -- argv...
+ *              --cwd DIR [--agent-dir DIR] [--files restrict [--read P]... [--write P]...]
+ *              [--env K=V]... -- argv...
  *   boxd-spawn [--cgroup DIR]... --spec-fd N
  *
  * The command's environment is exactly its --env options (the helper's own is ignored).
@@ -36,6 +41,7 @@
 #include <grp.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
+#include <linux/landlock.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -54,6 +60,7 @@ extern char **environ;
 #define MAX_CGROUPS 8
 #define MAX_GROUPS 32
 #define MAX_FILTER 4096
+#define MAX_FILE_RULES 128
 
 static void die(int code, const char *step, const char *fmt, ...) {
   char msg[512];
@@ -138,6 +145,57 @@ static void close_fds_above_2(void) {
   for (int fd = 3; fd < max; fd++) close(fd);
 }
 
+/* ---- Landlock ---- */
+
+#ifndef LANDLOCK_ACCESS_FS_REFER
+#define LANDLOCK_ACCESS_FS_REFER (1ULL << 13)
+#endif
+#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
+#define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
+#endif
+#ifndef LANDLOCK_ACCESS_FS_IOCTL_DEV
+#define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)
+#endif
+
+#define FS_READ (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
+#define FS_WRITE                                                                                               \
+  (FS_READ | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE | \
+   LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |                  \
+   LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_SYM | LANDLOCK_ACCESS_FS_REFER |                      \
+   LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
+/* Handled: everything the kernel knows up to ABI 5, so mknod of devices is refused too. */
+#define FS_ALL (FS_WRITE | LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_BLOCK)
+
+/* Rights a file (not a folder) can carry. */
+#define FS_FILE_RIGHTS                                                                                        \
+  (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE | \
+   LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
+
+static unsigned long long fs_supported(int abi) {
+  unsigned long long all = FS_ALL;
+  if (abi < 2) all &= ~LANDLOCK_ACCESS_FS_REFER;
+  if (abi < 3) all &= ~LANDLOCK_ACCESS_FS_TRUNCATE;
+  if (abi < 5) all &= ~LANDLOCK_ACCESS_FS_IOCTL_DEV;
+  return all;
+}
+
+static void fs_rule(int ruleset, const char *path, unsigned long long access, unsigned long long supported) {
+  /* opened as the agent: a folder the agent cannot reach gets no rule */
+  int fd = open(path, O_PATH | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT || errno == EACCES || errno == ENOTDIR || errno == ELOOP) return;
+    die(126, "files", "open %s: %s", path, strerror(errno));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) die(126, "files", "stat %s: %s", path, strerror(errno));
+  access &= supported;
+  if (!S_ISDIR(st.st_mode)) access &= FS_FILE_RIGHTS;
+  struct landlock_path_beneath_attr rule = {.allowed_access = access, .parent_fd = fd};
+  if (access && syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0)
+    die(126, "files", "rule for %s: %s", path, strerror(errno));
+  close(fd);
+}
+
 #define MAX_ENV 4096
 
 struct opts {
@@ -145,6 +203,9 @@ struct opts {
   gid_t groups[MAX_GROUPS];
   size_t ngroups;
   const char *cwd, *seccomp_path, *agent_dir;
+  int files_restrict;
+  const char *fs_read[MAX_FILE_RULES], *fs_write[MAX_FILE_RULES];
+  size_t nread, nwrite;
   const char *cgroups[MAX_CGROUPS];
   size_t ncgroups;
   char *env[MAX_ENV + 1];
@@ -166,6 +227,17 @@ static int parse_opts(int argc, char **argv, struct opts *o, int allow_cgroups) 
     else if (strcmp(a, "--cwd") == 0) o->cwd = v;
     else if (strcmp(a, "--seccomp") == 0) o->seccomp_path = v;
     else if (strcmp(a, "--agent-dir") == 0) o->agent_dir = v;
+    else if (strcmp(a, "--files") == 0) {
+      if (strcmp(v, "restrict") == 0) o->files_restrict = 1;
+      else if (strcmp(v, "require") == 0) o->files_restrict = 2;
+      else die(126, "arguments", "--files takes 'restrict' or 'require'");
+    } else if (strcmp(a, "--read") == 0) {
+      if (o->nread == MAX_FILE_RULES) die(126, "arguments", "too many --read");
+      o->fs_read[o->nread++] = v;
+    } else if (strcmp(a, "--write") == 0) {
+      if (o->nwrite == MAX_FILE_RULES) die(126, "arguments", "too many --write");
+      o->fs_write[o->nwrite++] = v;
+    }
     else if (strcmp(a, "--env") == 0) {
       if (o->nenv == MAX_ENV) die(126, "arguments", "too many environment variables");
       if (!strchr(v, '=')) die(126, "arguments", "--env wants NAME=VALUE");
@@ -221,6 +293,24 @@ static char **read_spec(int fd, int *count) {
   }
   *count = (int)n;
   return vec;
+}
+
+/* Needs no_new_privs first. Without Landlock in the kernel (ENOSYS, EOPNOTSUPP) the
+   command runs under the box's other walls only; --files require makes that an error. */
+static void restrict_files(const struct opts *o) {
+  long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+  if (abi < 1) {
+    if (o->files_restrict == 2) die(126, "files", "this kernel has no Landlock: %s", strerror(errno));
+    return;
+  }
+  unsigned long long supported = fs_supported((int)abi);
+  struct landlock_ruleset_attr attr = {.handled_access_fs = supported};
+  int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
+  if (ruleset < 0) die(126, "files", "create ruleset: %s", strerror(errno));
+  for (size_t i = 0; i < o->nread; i++) fs_rule(ruleset, o->fs_read[i], FS_READ, supported);
+  for (size_t i = 0; i < o->nwrite; i++) fs_rule(ruleset, o->fs_write[i], FS_WRITE, supported);
+  if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) die(126, "files", "restrict: %s", strerror(errno));
+  close(ruleset);
 }
 
 int main(int argc, char **argv) {
@@ -279,11 +369,12 @@ int main(int argc, char **argv) {
   /* 6. enter the working directory with the agent's rights. */
   if (chdir(o.cwd) != 0) die(126, "cwd", "%s: %s", o.cwd, strerror(errno));
 
-  /* 7. no way back up, and the filter. */
+  /* 7, 8. no way back up, the command's file access, and the filter. */
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die(126, "no_new_privs", "%s", strerror(errno));
+  if (o.files_restrict) restrict_files(&o);
   if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0) die(126, "seccomp", "load: %s", strerror(errno));
 
-  /* 8. run it, with exactly its environment (PATH lookup uses that environment too). */
+  /* 9. run it, with exactly its environment (PATH lookup uses that environment too). */
   close_fds_above_2();
   environ = o.env;
   execvp(o.argv[0], o.argv);

@@ -49,6 +49,7 @@
 #define STDIN_HIGH_WATER (8 * 1024 * 1024)
 #define READ_CHUNK (64 * 1024)
 #define DRAIN_LIMIT (4 * 1024 * 1024)
+#define MAX_FILE_RULES 128
 
 /* ---- small things ----------------------------------------------------------------- */
 
@@ -758,6 +759,9 @@ struct spec {
   int generation;
   int has_mem, has_pids;
   long mem_mib, pids;
+  /* files: the paths the command may read, and read and write (Landlock); absent = not restricted */
+  int has_files;
+  const struct jv *fs_read, *fs_write;
 };
 
 static void spec_free(struct spec *s) {
@@ -871,6 +875,24 @@ static int parse_exec_spec(const struct jv *x, struct spec *s, struct perr *e) {
   if (agent) {
     if (v_abs(agent, "exec.agentDir", e)) return -1;
     s->agent_dir = agent->s, s->agent_dir_len = agent->len;
+  }
+  const struct jv *files = json_get(x, "files");
+  if (files) {
+    if (files->t != J_OBJ) return perr_set(e, "exec.files must be an object");
+    const char *names[2] = {"read", "write"};
+    for (int k = 0; k < 2; k++) {
+      const struct jv *list = json_get(files, names[k]);
+      if (!list || list->t != J_ARR || list->count > MAX_FILE_RULES)
+        return perr_set(e, "exec.files.%s must be an array of at most %d paths", names[k], MAX_FILE_RULES);
+      for (size_t i = 0; i < list->count; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "exec.files.%s[%zu]", names[k], i);
+        if (v_abs(list->items[i], what, e)) return -1;
+      }
+      if (k == 0) s->fs_read = list;
+      else s->fs_write = list;
+    }
+    s->has_files = 1;
   }
   const struct jv *gen = json_get(x, "generation");
   if (gen) {
@@ -1065,6 +1087,13 @@ static void exec_start(struct conn *c, struct spec *s) {
     buf_free(&g);
   }
   if (s->agent_dir) opt_puts(o, "--agent-dir"), opt_put(o, s->agent_dir, s->agent_dir_len);
+  if (s->has_files) {
+    opt_puts(o, "--files"), opt_puts(o, "restrict");
+    for (size_t i = 0; i < s->fs_read->count; i++)
+      opt_puts(o, "--read"), opt_put(o, s->fs_read->items[i]->s, s->fs_read->items[i]->len);
+    for (size_t i = 0; i < s->fs_write->count; i++)
+      opt_puts(o, "--write"), opt_put(o, s->fs_write->items[i]->s, s->fs_write->items[i]->len);
+  }
   for (size_t i = 0; i < s->nenv; i++) {
     opt_puts(o, "--env");
     wtf8_to_utf8(o, s->envk[i], s->envklen[i]);

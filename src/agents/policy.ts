@@ -69,3 +69,35 @@ export const sandboxPolicySchema = z
 export type SandboxPolicy = z.output<typeof sandboxPolicySchema>;
 
 export const emptyPolicy = (): SandboxPolicy => ({ files: { read: [], write: [] }, network: { allow: [] } });
+
+/** What every command may read and execute, whatever its policy: the system and the box's shared folders. */
+export const SYSTEM_READ = [
+  "/usr",
+  "/bin",
+  "/lib",
+  "/lib64",
+  "/sbin",
+  "/etc",
+  "/proc",
+  "/data",
+  "/opt/warren/contracts",
+];
+
+/**
+ * A command's file access from its agent's sandbox policy: the system read-only, its
+ * home, /tmp and /dev read-write, the policy's paths on top; a run's /agent read-only;
+ * on a trust: shared machine the other homes read-only (their modes allow it there).
+ */
+export function fileAccessOf(
+  policy: SandboxPolicy,
+  where: { home: string; shared: boolean; agentDir?: boolean },
+): { read: string[]; write: string[] } {
+  const read = [...SYSTEM_READ];
+  if (where.shared) read.push("/home");
+  if (where.agentDir) read.push("/agent");
+  const write = [where.home, "/tmp", "/dev"];
+  return {
+    read: [...new Set([...read, ...policy.files.read])],
+    write: [...new Set([...write, ...policy.files.write])],
+  };
+}

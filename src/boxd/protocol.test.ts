@@ -81,6 +81,19 @@ describe("validation", () => {
     assert.throws(() => parseExecSpec({ ...exec, cwd: "home" }), /cwd/);
     assert.throws(() => parseExecSpec({ ...exec, cwd: "/home/../etc" }), /cwd/);
     assert.throws(() => parseExecSpec({ ...exec, agentDir: "/run/boxd/../x" }), /agentDir/);
+    assert.throws(
+      () => parseExecSpec({ ...exec, files: { read: ["/a/../b"], write: [] } }),
+      /files\.read\[0\]/,
+    );
+    assert.throws(() => parseExecSpec({ ...exec, files: { read: [], write: "/x" } }), /files\.write/);
+    assert.throws(
+      () => parseExecSpec({ ...exec, files: { read: Array(129).fill("/x"), write: [] } }),
+      /at most 128/,
+    );
+    assert.deepEqual(parseExecSpec({ ...exec, files: { read: ["/usr"], write: ["/home/a"] } }).files, {
+      read: ["/usr"],
+      write: ["/home/a"],
+    });
     assert.throws(() => parseExecSpec({ ...exec, argv: [] }), /argv/);
     assert.throws(() => parseExecSpec({ ...exec, argv: ["a\0b"] }), /NUL/);
     assert.throws(() => parseExecSpec({ ...exec, env: { "A=B": "x" } }), /env/);

@@ -53,6 +53,14 @@ export interface Frame {
 
 // ---- requests and results -------------------------------------------------------
 
+export interface FileAccess {
+  read: string[];
+  write: string[];
+}
+
+/** At most this many paths in each list of a command's file access. */
+export const MAX_FILE_RULES = 128;
+
 export interface ExecLimits {
   /** Memory limit of this command's process tree, MiB (never above the box's). */
   memoryMib?: number;
@@ -75,6 +83,12 @@ export interface ExecSpec {
   /** A path in the box mounted read-only at /agent for this command only. */
   agentDir?: string;
   limits?: ExecLimits;
+  /**
+   * The command's file access, enforced with Landlock: folders (or files) it may read and
+   * execute, and those it may also write, create in and remove from. Absent = not
+   * restricted beyond the box's own walls.
+   */
+  files?: FileAccess;
   /** Started by a generation: what it leaves running keeps the box from being idle. */
   generation?: boolean;
 }
@@ -295,6 +309,18 @@ export function parseExecSpec(x: unknown): ExecSpec {
     timeoutMs: int(x.timeoutMs ?? 0, "exec.timeoutMs", 0, 7 * 24 * 3600 * 1000),
   };
   if (x.agentDir !== undefined) spec.agentDir = absPath(x.agentDir, "exec.agentDir");
+  if (x.files !== undefined) {
+    if (!isRecord(x.files)) throw new ProtocolError("exec.files must be an object");
+    const lists = { read: x.files.read, write: x.files.write };
+    const files: FileAccess = { read: [], write: [] };
+    for (const k of ["read", "write"] as const) {
+      const list = lists[k];
+      if (!Array.isArray(list) || list.length > MAX_FILE_RULES)
+        throw new ProtocolError(`exec.files.${k} must be an array of at most ${MAX_FILE_RULES} paths`);
+      files[k] = list.map((p, i) => absPath(p, `exec.files.${k}[${i}]`));
+    }
+    spec.files = files;
+  }
   if (x.generation !== undefined) {
     if (typeof x.generation !== "boolean") throw new ProtocolError("exec.generation must be a boolean");
     spec.generation = x.generation;

@@ -1,7 +1,8 @@
 // Commands in the box: an agent's exec runs as the agent, in its home, with its environment.
 import path from "node:path";
 import type { Identity } from "../access/index.js";
-import type { AgentRow, Agents } from "../agents/service.js";
+import { fileAccessOf } from "../agents/policy.js";
+import { policyOf, type AgentRow, type Agents } from "../agents/service.js";
 import type { EventBus } from "../events/bus.js";
 import type { BoxExecResult, ExecIo } from "../machines/exec-port.js";
 import { homeOf, identityOf, portsOf } from "../machines/placement.js";
@@ -91,6 +92,10 @@ export class Exec {
           env: agentEnv(agent, input.env),
           cwd: cwdOf(agent.id, input.cwd),
           ...runAs,
+          files: fileAccessOf(policyOf(agent), {
+            home: homeOf(agent.id),
+            shared: machine.trust === "shared",
+          }),
           stdin: input.stdin !== undefined ? Buffer.from(input.stdin, "utf8") : undefined,
           timeoutMs: input.timeout_ms ?? 60_000,
         },

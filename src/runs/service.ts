@@ -2,7 +2,8 @@
 // a trace of events and a receipt). At most one generation per agent at a time.
 import { and, asc, desc, eq, gt, inArray, lt } from "drizzle-orm";
 import type { Access, Identity, Role } from "../access/index.js";
-import type { AgentRow, Agents } from "../agents/service.js";
+import { fileAccessOf } from "../agents/policy.js";
+import { policyOf, type AgentRow, type Agents } from "../agents/service.js";
 import type { EventBus } from "../events/bus.js";
 import { WarrenError } from "../errors.js";
 import { BoundedOutput } from "../exec/output.js";
@@ -243,6 +244,11 @@ export class Runs {
             ...ids,
             timeoutMs: run.timeoutS * 1000,
             agentDir: staged.boxPath,
+            files: fileAccessOf(policyOf(agent), {
+              home: homeOf(agent.id),
+              shared: machine.trust === "shared",
+              agentDir: true,
+            }),
             generation: true,
             limits: limitsOf(asked.limits),
           },
