@@ -75,8 +75,46 @@ export function runView(r: RunRow): RunView {
     created_at: r.createdAt.toISOString(),
     started_at: r.startedAt?.toISOString() ?? null,
     ended_at: r.endedAt?.toISOString() ?? null,
-    receipt: r.receipt,
+    receipt: orderedReceipt(r.receipt),
   };
+}
+
+/** The receipt's fields in the order they are written (the jsonb column reorders keys). */
+const RECEIPT_KEYS = [
+  "run_id",
+  "kind",
+  "argv",
+  "agent_id",
+  "agent_name",
+  "machine_id",
+  "uid",
+  "files",
+  "server_version",
+  "started_at",
+  "ended_at",
+  "duration_ms",
+  "exit_code",
+  "signal",
+  "cpu_seconds",
+  "peak_memory_bytes",
+  "bytes_out",
+  "stdout_bytes",
+  "stderr_bytes",
+  "input_bytes",
+  "limits",
+  "disk_before_mib",
+  "disk_after_mib",
+  "machine_disk_before_mib",
+  "machine_disk_after_mib",
+] as const;
+
+function orderedReceipt(x: unknown): unknown {
+  if (typeof x !== "object" || x === null || Array.isArray(x)) return x;
+  const src = x as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const k of RECEIPT_KEYS) if (k in src) out[k] = src[k];
+  for (const k of Object.keys(src).sort()) if (!(k in out)) out[k] = src[k];
+  return out;
 }
 
 /** A run's own limits in boxd's terms; nothing when none was asked. */
@@ -205,6 +243,11 @@ export class Runs {
     const o = this.#o;
     const ids = identityOf(agent.slot, machine.trust);
     const uid = ids.uid;
+    const files = fileAccessOf(policyOf(agent), {
+      home: homeOf(agent.id),
+      shared: machine.trust === "shared",
+      agentDir: true,
+    });
     const output = new BoundedOutput(OUTPUT_LIMIT_BYTES);
     let stderrBytes = 0;
     let traced = 0;
@@ -244,11 +287,7 @@ export class Runs {
             ...ids,
             timeoutMs: run.timeoutS * 1000,
             agentDir: staged.boxPath,
-            files: fileAccessOf(policyOf(agent), {
-              home: homeOf(agent.id),
-              shared: machine.trust === "shared",
-              agentDir: true,
-            }),
+            files,
             generation: true,
             limits: limitsOf(asked.limits),
           },
@@ -313,6 +352,7 @@ export class Runs {
       agent_name: agent.name,
       machine_id: machine.id,
       uid,
+      files,
       server_version: o.version,
       started_at: startedAt.toISOString(),
       ended_at: endedAt.toISOString(),

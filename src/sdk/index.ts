@@ -38,6 +38,7 @@ export type {
   Run,
   RunCreateRequest,
   RunEvent,
+  RunReceipt,
   RunEventsQuery,
   RunListQuery,
   RunStatus,

@@ -200,6 +200,37 @@ export interface Usage {
 
 export type RunStatus = "queued" | "running" | "succeeded" | "failed" | "timed_out" | "cancelled" | "lost";
 
+/** What a run did and used, written when it ends. */
+export interface RunReceipt {
+  run_id: string;
+  kind: string;
+  argv: string[];
+  agent_id: string;
+  agent_name: string;
+  machine_id: string;
+  uid: number;
+  /** The file access it ran under: folders to read and execute, and to write too. */
+  files?: { read: string[]; write: string[] };
+  server_version: string;
+  started_at: string;
+  ended_at: string;
+  duration_ms: number;
+  exit_code: number | null;
+  signal: string | null;
+  cpu_seconds: number | null;
+  peak_memory_bytes: number | null;
+  /** stdout and stderr bytes together. */
+  bytes_out: number;
+  stdout_bytes: number;
+  stderr_bytes: number;
+  input_bytes: number;
+  limits: { memory_mib?: number; pids?: number } | null;
+  disk_before_mib: number | null;
+  disk_after_mib: number | null;
+  machine_disk_before_mib: number | null;
+  machine_disk_after_mib: number | null;
+}
+
 export interface Run {
   id: string;
   agent_id: string;
@@ -218,8 +249,8 @@ export interface Run {
   created_at: string;
   started_at: string | null;
   ended_at: string | null;
-  /** What the run did and used, once it ended. */
-  receipt: unknown;
+  /** What the run did and used, once it ended (null before). */
+  receipt: RunReceipt | null;
   /** True when the caller's role (auditor) may not see workloads: output is then empty. */
   output_withheld?: boolean;
 }

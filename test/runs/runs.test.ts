@@ -13,7 +13,7 @@ describe("command runs", { skip: boxSkipReason() ?? false }, () => {
   let t: TestServer;
   let org: { id: string };
   let machine: { id: string };
-  let a: { id: string; uid: number };
+  let a: { id: string; uid: number; home: string };
   let b: { id: string };
 
   const start = (agentId: string, body: Record<string, unknown>) =>
@@ -83,6 +83,15 @@ describe("command runs", { skip: boxSkipReason() ?? false }, () => {
     assert.ok(rc.cpu_seconds >= 0);
     assert.ok(rc.peak_memory_bytes > 0, "peak memory of the run's processes is measured");
     assert.equal(typeof rc.disk_after_mib, "number");
+    assert.ok(
+      rc.files.write.includes(a.home) && rc.files.read.includes("/agent"),
+      "the file access it ran under",
+    );
+    assert.deepEqual(
+      Object.keys(rc).slice(0, 4),
+      ["run_id", "kind", "argv", "agent_id"],
+      "fields in a fixed order",
+    );
     const ev = (await t.call("GET", `/api/runs/${run.id}/events`)).body.items as {
       type: string;
       data: any;
