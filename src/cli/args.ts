@@ -2,6 +2,7 @@
 import { parseArgs } from "node:util";
 import type {
   AgentCreateRequest,
+  CommandLimits,
   AgentUpdateRequest,
   GuildCreateRequest,
   MachineCreateRequest,
@@ -47,6 +48,8 @@ const optionDefs = {
   "input-file": { type: "string" },
   wait: { type: "boolean" },
   out: { type: "string" },
+  "limit-memory-mib": { type: "string" },
+  "limit-pids": { type: "string" },
 } as const;
 
 export type OptionName = keyof typeof optionDefs;
@@ -75,6 +78,8 @@ export const optionValue: Partial<Record<OptionName, string>> = {
   input: "<text>",
   "input-file": "<file>",
   out: "<file>",
+  "limit-memory-mib": "<mib>",
+  "limit-pids": "<n>",
 };
 
 export const optionHelp: Record<OptionName, string> = {
@@ -102,6 +107,8 @@ export const optionHelp: Record<OptionName, string> = {
   "input-file": "a file that becomes /agent/input in the run (- for stdin)",
   wait: "wait for the run to end, print its output and exit with its code",
   out: "write the file here instead of to stdout",
+  "limit-memory-mib": "the command's own memory limit, in MiB (at least 16; never above its machine's)",
+  "limit-pids": "the command's own limit on processes (1-4096)",
 };
 
 /** What to run: argv after `--`, or `--command` shell text. */
@@ -142,6 +149,7 @@ export type Command =
       env: Record<string, string> | undefined;
       stdinFile: string | undefined;
       timeoutMs: number | undefined;
+      limits: CommandLimits | undefined;
     }
   | {
       kind: "runs.start";
@@ -149,6 +157,7 @@ export type Command =
       target: Target;
       input: { text: string } | { file: string } | undefined;
       timeoutS: number | undefined;
+      limits: CommandLimits | undefined;
       wait: boolean;
     }
   | { kind: "runs.get"; id: string }
@@ -159,6 +168,14 @@ export type Command =
   | { kind: "files.get"; agentId: string; path: string; out: string | undefined }
   | { kind: "files.put"; agentId: string; path: string; source: string | undefined }
   | { kind: "usage"; agentId: string };
+
+/** --limit-memory-mib and --limit-pids, when given. */
+function limitsOpt(i: Input, t: string): CommandLimits | undefined {
+  const memory = parseWhole("limit-memory-mib", str(i, "limit-memory-mib"), t);
+  const pids = parseWhole("limit-pids", str(i, "limit-pids"), t);
+  if (memory === undefined && pids === undefined) return undefined;
+  return { ...(memory !== undefined ? { memory_mib: memory } : {}), ...(pids !== undefined ? { pids } : {}) };
+}
 
 export interface Cli {
   url: string;
@@ -497,7 +514,7 @@ export const commands: Record<string, CommandSpec> = {
 
   exec: {
     args: ["agent"],
-    options: ["command", "cwd", "env", "stdin-file", "timeout-ms"],
+    options: ["command", "cwd", "env", "stdin-file", "timeout-ms", "limit-memory-mib", "limit-pids"],
     rest: true,
     summary: "run a command in the agent's box, streaming its output; exits with its code",
     build: (i) => ({
@@ -508,12 +525,13 @@ export const commands: Record<string, CommandSpec> = {
       env: parseEnvPairs(i.opts.env as string[] | undefined, "exec"),
       stdinFile: str(i, "stdin-file"),
       timeoutMs: parseWhole("timeout-ms", str(i, "timeout-ms"), "exec"),
+      limits: limitsOpt(i, "exec"),
     }),
   },
 
   "runs start": {
     args: ["agent"],
-    options: ["command", "input", "input-file", "timeout-s", "wait"],
+    options: ["command", "input", "input-file", "timeout-s", "limit-memory-mib", "limit-pids", "wait"],
     rest: true,
     summary: "start a recorded run of a command",
     build: (i) => {
@@ -528,6 +546,7 @@ export const commands: Record<string, CommandSpec> = {
         target: target(i, t),
         input: text !== undefined ? { text } : file !== undefined ? { file } : undefined,
         timeoutS: parseWhole("timeout-s", str(i, "timeout-s"), t),
+        limits: limitsOpt(i, t),
         wait: i.opts.wait === true,
       };
     },

@@ -235,6 +235,7 @@ async function execute(cli: Cli, io: CliIo): Promise<number> {
       if (cmd.cwd !== undefined) request.cwd = cmd.cwd;
       if (cmd.env !== undefined) request.env = cmd.env;
       if (cmd.timeoutMs !== undefined) request.timeout_ms = cmd.timeoutMs;
+      if (cmd.limits !== undefined) request.limits = cmd.limits;
       if (cmd.stdinFile !== undefined)
         request.stdin = (await readLocal(cmd.stdinFile, io.stdin, "the stdin file")).toString("utf8");
       const agent = client.agent(cmd.agentId);
@@ -264,6 +265,7 @@ async function execute(cli: Cli, io: CliIo): Promise<number> {
         ...targetBody(cmd.target),
         ...(input !== undefined ? { input } : {}),
         ...(cmd.timeoutS !== undefined ? { timeout_s: cmd.timeoutS } : {}),
+        ...(cmd.limits !== undefined ? { limits: cmd.limits } : {}),
       });
       if (!cmd.wait) return show(run, () => runView(run));
       const timeoutMs = cmd.timeoutS !== undefined ? cmd.timeoutS * 1000 + 60_000 : 24 * 3600_000;

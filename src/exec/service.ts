@@ -20,6 +20,22 @@ export interface ExecInput {
   env?: Record<string, string> | undefined;
   stdin?: string | undefined;
   timeout_ms?: number | undefined;
+  /** The command's own limits, tighter than its machine's. */
+  limits?: CommandLimits | undefined;
+}
+
+export interface CommandLimits {
+  memory_mib?: number | undefined;
+  pids?: number | undefined;
+}
+
+/** A command's own limits in boxd's terms; nothing when none was asked. */
+export function limitsOf(l: CommandLimits | undefined): { memoryMib?: number; pids?: number } | undefined {
+  if (!l || (l.memory_mib === undefined && l.pids === undefined)) return undefined;
+  return {
+    ...(l.memory_mib !== undefined ? { memoryMib: l.memory_mib } : {}),
+    ...(l.pids !== undefined ? { pids: l.pids } : {}),
+  };
 }
 
 export const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -98,6 +114,7 @@ export class Exec {
           }),
           stdin: input.stdin !== undefined ? Buffer.from(input.stdin, "utf8") : undefined,
           timeoutMs: input.timeout_ms ?? 60_000,
+          limits: limitsOf(input.limits),
         },
         io,
       );

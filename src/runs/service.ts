@@ -7,7 +7,7 @@ import { policyOf, type AgentRow, type Agents } from "../agents/service.js";
 import type { EventBus } from "../events/bus.js";
 import { WarrenError } from "../errors.js";
 import { BoundedOutput } from "../exec/output.js";
-import { argvOf, agentEnv } from "../exec/service.js";
+import { argvOf, agentEnv, limitsOf, type CommandLimits } from "../exec/service.js";
 import type { DiskCaps } from "../homes/caps.js";
 import { newId } from "../ids.js";
 import { homeOf, identityOf } from "../machines/placement.js";
@@ -34,7 +34,7 @@ export interface RunInput {
   timeout_s?: number | undefined;
   env?: Record<string, string> | undefined;
   /** The run's own limits, tighter than its machine's. */
-  limits?: { memory_mib?: number | undefined; pids?: number | undefined } | undefined;
+  limits?: CommandLimits | undefined;
 }
 
 export interface RunView {
@@ -115,15 +115,6 @@ function orderedReceipt(x: unknown): unknown {
   for (const k of RECEIPT_KEYS) if (k in src) out[k] = src[k];
   for (const k of Object.keys(src).sort()) if (!(k in out)) out[k] = src[k];
   return out;
-}
-
-/** A run's own limits in boxd's terms; nothing when none was asked. */
-export function limitsOf(l: RunInput["limits"]): { memoryMib?: number; pids?: number } | undefined {
-  if (!l || (l.memory_mib === undefined && l.pids === undefined)) return undefined;
-  return {
-    ...(l.memory_mib !== undefined ? { memoryMib: l.memory_mib } : {}),
-    ...(l.pids !== undefined ? { pids: l.pids } : {}),
-  };
 }
 
 /** An auditor reads the record of a run (status, times, receipt) without its workload: no output. */

@@ -10,6 +10,7 @@ export type { WaitOptions } from "./runs.js";
 export type { WarrenClientOptions, RequestOptions } from "./transport.js";
 export type {
   Agent,
+  CommandLimits,
   AgentCreateRequest,
   AgentListQuery,
   AgentUpdateRequest,

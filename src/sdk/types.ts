@@ -159,6 +159,14 @@ export interface ExecRequest {
   stdin?: string;
   /** Default 60000. */
   timeout_ms?: number;
+  /** The command's own limits, tighter than its machine's. */
+  limits?: CommandLimits;
+}
+
+/** A command's own limits: memory of its whole tree (at least 16 MiB) and its processes. */
+export interface CommandLimits {
+  memory_mib?: number;
+  pids?: number;
 }
 
 export interface ExecResult {
@@ -224,7 +232,7 @@ export interface RunReceipt {
   stdout_bytes: number;
   stderr_bytes: number;
   input_bytes: number;
-  limits: { memory_mib?: number; pids?: number } | null;
+  limits: CommandLimits | null;
   disk_before_mib: number | null;
   disk_after_mib: number | null;
   machine_disk_before_mib: number | null;
@@ -266,6 +274,8 @@ export interface RunCreateRequest {
   /** Becomes the file `/agent/input` in the run; at most 256 KiB. */
   input?: string;
   timeout_s?: number;
+  /** The run's own limits, tighter than its machine's. */
+  limits?: CommandLimits;
 }
 
 export interface RunListQuery {

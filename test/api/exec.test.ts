@@ -136,6 +136,23 @@ describe("exec through the API", { skip: boxSkipReason() ?? false }, () => {
     rs.forEach((r, i) => assert.equal(r.body.stdout, `${i}\n`));
   });
 
+  test("a command's own tighter limits: memory and processes of its whole tree", async () => {
+    const bomb = "const k=[];for(let i=0;i<40;i++)k.push(Buffer.alloc(8<<20,1));console.log('survived')";
+    const mem = await exec(a.id, { argv: ["node", "-e", bomb], limits: { memory_mib: 48 } });
+    assert.equal(mem.status, 200, JSON.stringify(mem.body));
+    assert.doesNotMatch(mem.body.stdout, /survived/);
+    assert.ok(mem.body.exit_code !== 0, JSON.stringify(mem.body));
+    const free = await exec(a.id, { argv: ["node", "-e", bomb] });
+    assert.match(free.body.stdout, /survived/, "the machine's own limit is larger");
+    const forks = await exec(a.id, {
+      command: "n=0; for i in 1 2 3 4 5 6 7 8; do sleep 1 & n=$((n+1)); done; wait; echo done",
+      limits: { pids: 4 },
+    });
+    assert.match(forks.body.stderr, /fork|Resource temporarily unavailable/, JSON.stringify(forks.body));
+    const ok = await exec(a.id, { command: "sleep 0.1 & sleep 0.1 & wait; echo fine", limits: { pids: 4 } });
+    assert.equal(ok.body.stdout, "fine\n");
+  });
+
   test("bad exec bodies are request.invalid", async () => {
     for (const body of [
       {},
@@ -143,6 +160,9 @@ describe("exec through the API", { skip: boxSkipReason() ?? false }, () => {
       { argv: ["x"], command: "y" },
       { command: "x", timeout_ms: -1 },
       { command: "x", env: { "1BAD": "v" } },
+      { command: "x", limits: { memory_mib: 1 } },
+      { command: "x", limits: { pids: 0 } },
+      { command: "x", limits: { cpus: 1 } },
     ]) {
       const r = await exec(a.id, body);
       assert.equal(r.status, 400, JSON.stringify(body));

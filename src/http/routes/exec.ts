@@ -11,6 +11,15 @@ export const BUFFERED_OUTPUT_LIMIT = 8 * 1024 * 1024;
 
 const envName = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+/** A command's own limits (exec and runs), tighter than its machine's. */
+export const commandLimits = z
+  .object({
+    memory_mib: z.number().int().min(16, "must be at least 16").max(262144).optional(),
+    pids: z.number().int().min(1).max(4096).optional(),
+  })
+  .strict()
+  .optional();
+
 export const execBody = z
   .object({
     argv: z
@@ -53,6 +62,7 @@ export const execBody = z
       .min(1)
       .max(24 * 3600 * 1000)
       .optional(),
+    limits: commandLimits,
   })
   .strict()
   .refine((b) => (b.argv === undefined) !== (b.command === undefined), {

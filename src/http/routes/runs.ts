@@ -44,13 +44,7 @@ const runBody = z
       .min(1)
       .max(7 * 24 * 3600)
       .optional(),
-    limits: z
-      .object({
-        memory_mib: z.number().int().min(16, "must be at least 16").max(262144).optional(),
-        pids: z.number().int().min(1).max(4096).optional(),
-      })
-      .strict()
-      .optional(),
+    limits: execBody.shape.limits,
   })
   .strict()
   .refine((b) => (b.argv === undefined) !== (b.command === undefined), {
