@@ -128,6 +128,8 @@ test("exec: argv after --, or --command, with its options", () => {
       "B=x=y",
       "--timeout-ms",
       "500",
+      "--limit-memory-mib",
+      "64",
       "--",
       "ls",
       "-la",
@@ -141,12 +143,15 @@ test("exec: argv after --, or --command, with its options", () => {
       env: { A: "1", B: "x=y" },
       stdinFile: undefined,
       timeoutMs: 500,
+      limits: { memory_mib: 64 },
     },
   );
   const c = cmd(["exec", "agt_1", "--command", "echo hi | wc -c", "--stdin-file", "-"]);
   assert.ok(c.kind === "exec");
   assert.deepEqual(c.target, { command: "echo hi | wc -c" });
   assert.equal(c.stdinFile, "-");
+  assert.equal(c.limits, undefined);
+  usage(["exec", "agt_1", "--limit-pids", "many", "--", "ls"], /whole number/);
   usage(["exec", "agt_1"], /after --/, "exec");
   usage(["exec", "agt_1", "--command", "x", "--", "ls"], /not both/, "exec");
   usage(["exec", "agt_1", "ls"], /put the command after --/, "exec");
@@ -165,6 +170,8 @@ test("runs: start with input text or file, get, events, cancel, list, wait", () 
       "hello",
       "--timeout-s",
       "30",
+      "--limit-pids",
+      "8",
       "--wait",
       "--",
       "cat",
@@ -176,6 +183,7 @@ test("runs: start with input text or file, get, events, cancel, list, wait", () 
       target: { argv: ["cat", "/agent/input"] },
       input: { text: "hello" },
       timeoutS: 30,
+      limits: { pids: 8 },
       wait: true,
     },
   );

@@ -230,6 +230,15 @@ describe("warren CLI", () => {
     const answer = JSON.parse(r.stdout) as { exit_code: number; stdout: string };
     assert.equal(answer.exit_code, 4);
     assert.equal(answer.stdout, "hi\n");
+    const limited = await warren([
+      "exec",
+      agent,
+      "--limit-pids",
+      "2",
+      "--command",
+      "sleep 1 & sleep 1 & wait; echo end",
+    ]);
+    assert.match(limited.stderr, /fork|Resource temporarily unavailable/, limited.stderr);
   });
 
   test("files put and get, usage", async (t) => {
