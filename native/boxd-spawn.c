@@ -16,13 +16,16 @@
  *   7. with --files restrict: confines the command's file access with Landlock to the
  *      --read folders (read and execute) and the --write folders (read, write, create,
  *      remove, execute), each opened as the agent; nothing else of the file system can
- *      be opened, listed, written or executed, whatever its modes say;
+ *      be opened, listed, written or executed, whatever its modes say; with
+ *      --bind-ports FIRST-LAST (Landlock ABI 4), TCP listening only on those ports and
+ *      on ephemeral ones;
  *   8. sets no_new_privs and loads the seccomp filter;
  *   9. closes every fd above 2 and execs the command with exactly its environment.
  *
  * Usage:
  *   boxd-spawn [--cgroup DIR]... --seccomp FILE --uid N --gid N [--groups a,b]
  *              --cwd DIR [--agent-dir DIR] [--files restrict [--read P]... [--write P]...]
+ *              [--bind-ports FIRST-LAST]
  *              [--env K=V]... -- argv...
  *   boxd-spawn [--cgroup DIR]... --spec-fd N
  *
@@ -157,6 +160,9 @@ static void close_fds_above_2(void) {
 #define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)
 #endif
 
+#define LL_RULE_NET_PORT 2
+#define LL_NET_BIND_TCP (1ULL << 0)
+
 #define FS_READ (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
 #define FS_WRITE                                                                                               \
   (FS_READ | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE | \
@@ -206,6 +212,7 @@ struct opts {
   int files_restrict;
   const char *fs_read[MAX_FILE_RULES], *fs_write[MAX_FILE_RULES];
   size_t nread, nwrite;
+  long port_first, port_last;
   const char *cgroups[MAX_CGROUPS];
   size_t ncgroups;
   char *env[MAX_ENV + 1];
@@ -231,6 +238,13 @@ static int parse_opts(int argc, char **argv, struct opts *o, int allow_cgroups) 
       if (strcmp(v, "restrict") == 0) o->files_restrict = 1;
       else if (strcmp(v, "require") == 0) o->files_restrict = 2;
       else die(126, "arguments", "--files takes 'restrict' or 'require'");
+    } else if (strcmp(a, "--bind-ports") == 0) {
+      char *dash = strchr(v, '-');
+      if (!dash) die(126, "arguments", "--bind-ports wants FIRST-LAST");
+      *dash = 0;
+      o->port_first = parse_id(v, "port"), o->port_last = parse_id(dash + 1, "port");
+      if (o->port_last > 65535 || o->port_last < o->port_first || o->port_last - o->port_first > 1000)
+        die(126, "arguments", "bad --bind-ports");
     } else if (strcmp(a, "--read") == 0) {
       if (o->nread == MAX_FILE_RULES) die(126, "arguments", "too many --read");
       o->fs_read[o->nread++] = v;
@@ -304,11 +318,32 @@ static void restrict_files(const struct opts *o) {
     return;
   }
   unsigned long long supported = fs_supported((int)abi);
-  struct landlock_ruleset_attr attr = {.handled_access_fs = supported};
-  int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
+  /* the ruleset's attributes as of ABI 4 (the system's header may predate the net part) */
+  struct {
+    __u64 handled_access_fs, handled_access_net;
+  } attr = {o->files_restrict ? supported : 0, 0};
+  size_t attr_size = sizeof attr.handled_access_fs;
+  int ports = o->port_first > 0 && abi >= 4;
+  if (!o->files_restrict && !ports) return;
+  if (ports) attr.handled_access_net = LL_NET_BIND_TCP, attr_size = sizeof attr;
+  int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, attr_size, 0);
   if (ruleset < 0) die(126, "files", "create ruleset: %s", strerror(errno));
-  for (size_t i = 0; i < o->nread; i++) fs_rule(ruleset, o->fs_read[i], FS_READ, supported);
-  for (size_t i = 0; i < o->nwrite; i++) fs_rule(ruleset, o->fs_write[i], FS_WRITE, supported);
+  /* with ports alone, no file right is handled: files stay as their modes say */
+  for (size_t i = 0; o->files_restrict && i < o->nread; i++) fs_rule(ruleset, o->fs_read[i], FS_READ, supported);
+  for (size_t i = 0; o->files_restrict && i < o->nwrite; i++) fs_rule(ruleset, o->fs_write[i], FS_WRITE, supported);
+  if (ports) {
+    /* TCP listening on the agent's own port block, and on ephemeral ports (bind to 0) */
+    struct {
+      __u64 allowed_access, port;
+    } rule = {LL_NET_BIND_TCP, 0};
+    if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_NET_PORT, &rule, 0) != 0)
+      die(126, "ports", "rule for port 0: %s", strerror(errno));
+    for (long p = o->port_first; p <= o->port_last; p++) {
+      rule.port = (__u64)p;
+      if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_NET_PORT, &rule, 0) != 0)
+        die(126, "ports", "rule for port %ld: %s", p, strerror(errno));
+    }
+  }
   if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) die(126, "files", "restrict: %s", strerror(errno));
   close(ruleset);
 }
@@ -371,7 +406,7 @@ int main(int argc, char **argv) {
 
   /* 7, 8. no way back up, the command's file access, and the filter. */
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die(126, "no_new_privs", "%s", strerror(errno));
-  if (o.files_restrict) restrict_files(&o);
+  if (o.files_restrict || o.port_first > 0) restrict_files(&o);
   if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0) die(126, "seccomp", "load: %s", strerror(errno));
 
   /* 9. run it, with exactly its environment (PATH lookup uses that environment too). */

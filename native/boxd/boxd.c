@@ -762,6 +762,7 @@ struct spec {
   /* files: the paths the command may read, and read and write (Landlock); absent = not restricted */
   int has_files;
   const struct jv *fs_read, *fs_write;
+  long port_first, port_last; /* bindPorts; 0 = not restricted */
 };
 
 static void spec_free(struct spec *s) {
@@ -893,6 +894,13 @@ static int parse_exec_spec(const struct jv *x, struct spec *s, struct perr *e) {
       else s->fs_write = list;
     }
     s->has_files = 1;
+  }
+  const struct jv *ports = json_get(x, "bindPorts");
+  if (ports) {
+    if (ports->t != J_OBJ) return perr_set(e, "exec.bindPorts must be an object");
+    if (v_int(json_get(ports, "first"), "exec.bindPorts.first", 1, 65535, &s->port_first, e)) return -1;
+    if (v_int(json_get(ports, "last"), "exec.bindPorts.last", s->port_first, s->port_first + 999 > 65535 ? 65535 : s->port_first + 999, &s->port_last, e))
+      return -1;
   }
   const struct jv *gen = json_get(x, "generation");
   if (gen) {
@@ -1087,6 +1095,11 @@ static void exec_start(struct conn *c, struct spec *s) {
     buf_free(&g);
   }
   if (s->agent_dir) opt_puts(o, "--agent-dir"), opt_put(o, s->agent_dir, s->agent_dir_len);
+  if (s->port_first > 0) {
+    char ports[32];
+    snprintf(ports, sizeof ports, "%ld-%ld", s->port_first, s->port_last);
+    opt_puts(o, "--bind-ports"), opt_puts(o, ports);
+  }
   if (s->has_files) {
     opt_puts(o, "--files"), opt_puts(o, "restrict");
     for (size_t i = 0; i < s->fs_read->count; i++)

@@ -90,6 +90,18 @@ describe("validation", () => {
       () => parseExecSpec({ ...exec, files: { read: Array(129).fill("/x"), write: [] } }),
       /at most 128/,
     );
+    assert.throws(
+      () => parseExecSpec({ ...exec, bindPorts: { first: 20000, last: 21000 } }),
+      /bindPorts\.last/,
+    );
+    assert.throws(
+      () => parseExecSpec({ ...exec, bindPorts: { first: 70000, last: 70001 } }),
+      /bindPorts\.first/,
+    );
+    assert.deepEqual(parseExecSpec({ ...exec, bindPorts: { first: 20000, last: 20099 } }).bindPorts, {
+      first: 20000,
+      last: 20099,
+    });
     assert.deepEqual(parseExecSpec({ ...exec, files: { read: ["/usr"], write: ["/home/a"] } }).files, {
       read: ["/usr"],
       write: ["/home/a"],

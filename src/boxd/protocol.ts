@@ -89,6 +89,11 @@ export interface ExecSpec {
    * restricted beyond the box's own walls.
    */
   files?: FileAccess;
+  /**
+   * TCP ports the command may listen on (and ephemeral ones), enforced with Landlock
+   * where the kernel can (ABI 4); absent = any port.
+   */
+  bindPorts?: { first: number; last: number };
   /** Started by a generation: what it leaves running keeps the box from being idle. */
   generation?: boolean;
 }
@@ -320,6 +325,12 @@ export function parseExecSpec(x: unknown): ExecSpec {
       files[k] = list.map((p, i) => absPath(p, `exec.files.${k}[${i}]`));
     }
     spec.files = files;
+  }
+  if (x.bindPorts !== undefined) {
+    if (!isRecord(x.bindPorts)) throw new ProtocolError("exec.bindPorts must be an object");
+    const first = int(x.bindPorts.first, "exec.bindPorts.first", 1, 65535);
+    const last = int(x.bindPorts.last, "exec.bindPorts.last", first, Math.min(65535, first + 999));
+    spec.bindPorts = { first, last };
   }
   if (x.generation !== undefined) {
     if (typeof x.generation !== "boolean") throw new ProtocolError("exec.generation must be a boolean");

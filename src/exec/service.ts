@@ -112,6 +112,7 @@ export class Exec {
             home: homeOf(agent.id),
             shared: machine.trust === "shared",
           }),
+          bindPorts: portsOf(agent.slot),
           stdin: input.stdin !== undefined ? Buffer.from(input.stdin, "utf8") : undefined,
           timeoutMs: input.timeout_ms ?? 60_000,
           limits: limitsOf(input.limits),

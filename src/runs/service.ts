@@ -10,7 +10,7 @@ import { BoundedOutput } from "../exec/output.js";
 import { argvOf, agentEnv, limitsOf, type CommandLimits } from "../exec/service.js";
 import type { DiskCaps } from "../homes/caps.js";
 import { newId } from "../ids.js";
-import { homeOf, identityOf } from "../machines/placement.js";
+import { homeOf, identityOf, portsOf } from "../machines/placement.js";
 import type { MachineRuntime } from "../machines/runtime.js";
 import type { Logger } from "../observability/log.js";
 import type { Db } from "../store/index.js";
@@ -279,6 +279,7 @@ export class Runs {
             timeoutMs: run.timeoutS * 1000,
             agentDir: staged.boxPath,
             files,
+            bindPorts: portsOf(agent.slot),
             generation: true,
             limits: limitsOf(asked.limits),
           },

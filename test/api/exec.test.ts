@@ -196,6 +196,32 @@ describe("exec through the API", { skip: boxSkipReason() ?? false }, () => {
     await bg;
   });
 
+  test("an agent listens on its own port block and ephemeral ports, never on another agent's", async () => {
+    const b2 = (await t.call("GET", `/api/agents/${b.id}`)).body as { ports: { first: number } };
+    const listen = (port: number) =>
+      `require("net").createServer().listen(${port},"127.0.0.1",function(){console.log("${port}:ok");this.close()}).on("error",e=>console.log("${port}:"+e.code))`;
+    const r = await exec(a.id, {
+      argv: [
+        "node",
+        "-e",
+        [a.ports.first, a.ports.last, 0, b2.ports.first, a.ports.last + 1, 8080].map(listen).join(";"),
+      ],
+    });
+    assert.equal(r.body.exit_code, 0, r.body.stderr);
+    const seen = new Map(
+      (r.body.stdout as string)
+        .trim()
+        .split("\n")
+        .map((l) => l.split(":") as [string, string]),
+    );
+    assert.equal(seen.get(String(a.ports.first)), "ok");
+    assert.equal(seen.get(String(a.ports.last)), "ok");
+    assert.equal(seen.get("0"), "ok");
+    assert.equal(seen.get(String(b2.ports.first)), "EACCES");
+    assert.equal(seen.get(String(a.ports.last + 1)), "EACCES");
+    assert.equal(seen.get("8080"), "EACCES");
+  });
+
   test("a process a generation left running keeps the box from idling", async () => {
     const run = await t.call("POST", `/api/agents/${b.id}/runs`, {
       kind: "command",

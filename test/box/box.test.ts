@@ -91,6 +91,8 @@ describe("a local box", { skip: skip ?? false }, () => {
       [{ v: 1, op: "exec", exec: { ...exec, files: { read: ["etc"], write: [] } } }, /files\.read\[0\]/],
       [{ v: 1, op: "exec", exec: { ...exec, files: { read: [] } } }, /files\.write/],
       [{ v: 1, op: "exec", exec: { ...exec, files: [] } }, /files must be an object/],
+      [{ v: 1, op: "exec", exec: { ...exec, bindPorts: { first: 20000, last: 19999 } } }, /bindPorts\.last/],
+      [{ v: 1, op: "exec", exec: { ...exec, bindPorts: { first: 0, last: 10 } } }, /bindPorts\.first/],
       [{ v: 1, op: "forward", port: 0 }, /port/],
       [{ v: 1, op: "pty" }, /reserved|not implemented/],
       [{ v: 1, op: "nope" }, /unknown op/],
