@@ -1,5 +1,6 @@
 // `warren serve`: parse the environment, compose the server, listen, stop on a signal.
 import { ConfigError, parseConfig } from "./config/index.js";
+import { MasterKeyError } from "./secrets/master-key.js";
 import { createServer } from "./server.js";
 
 export async function serve(env: Record<string, string | undefined> = process.env): Promise<void> {
@@ -13,7 +14,16 @@ export async function serve(env: Record<string, string | undefined> = process.en
     }
     throw err;
   }
-  const server = await createServer(config);
+  let server;
+  try {
+    server = await createServer(config);
+  } catch (err) {
+    if (err instanceof MasterKeyError) {
+      process.stderr.write(`cannot start: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
   const address = await server.app.listen({ host: config.WARREN_HOST, port: config.WARREN_PORT });
   server.logger.info(
     { address, stateRoot: config.STATE_ROOT, store: server.store.kind, provider: server.provider.name },

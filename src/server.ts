@@ -18,6 +18,7 @@ import { homeRoutes } from "./http/routes/homes.js";
 import { portRoutes } from "./http/routes/ports.js";
 import { runRoutes } from "./http/routes/runs.js";
 import { DiskCaps } from "./homes/caps.js";
+import { resolveMasterKey } from "./secrets/master-key.js";
 import { Runs } from "./runs/service.js";
 import { DirRunStaging } from "./runs/staging.js";
 import { machineRoutes } from "./http/routes/machines.js";
@@ -76,6 +77,14 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
   await mkdir(paths.workspaces, { recursive: true, mode: 0o711 });
   await mkdir(paths.data, { recursive: true, mode: 0o755 });
   await mkdir(paths.contracts, { recursive: true, mode: 0o755 });
+
+  // Secrets' key: checked at every start, so a lost or damaged key is found before it is needed.
+  const masterKey = await resolveMasterKey(config, paths.run);
+  if (masterKey.source === "generated")
+    logger.warn(
+      { file: masterKey.file },
+      "generated a development master key; set WARREN_MASTER_KEY (64 hex characters) in production",
+    );
 
   const store = await openStore({ databaseUrl: config.DATABASE_URL, pgliteDir: paths.pglite });
   let ready = false;

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, rm, stat } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import http from "node:http";
 import net from "node:net";
 import os from "node:os";
@@ -441,6 +441,13 @@ describe("warren serve (PGlite under STATE_ROOT)", () => {
     assert.ok(lines.every((l) => l.service === "warren"));
     firstLogs = first.stdout() + first.stderr();
     assertNoSecrets(first);
+    // the development master key: made once under STATE_ROOT/run, 0600, never in the logs
+    const keyFile = path.join(stateRoot, "run", "master.key");
+    assert.equal((await stat(keyFile)).mode & 0o777, 0o600);
+    const key = (await readFile(keyFile, "utf8")).trim();
+    assert.match(key, /^[0-9a-f]{64}$/);
+    assert.equal(firstLogs.includes(key), false, "the master key reached the logs");
+    assert.ok(lines.some((l) => /development master key/.test(String(l.msg))));
 
     const second = await startServe({ STATE_ROOT: stateRoot });
     try {
@@ -452,6 +459,9 @@ describe("warren serve (PGlite under STATE_ROOT)", () => {
     }
     logLines(second);
     assertNoSecrets(second);
+    assert.equal((await readFile(keyFile, "utf8")).trim(), key, "the second start reads the same key");
+    assert.equal((second.stdout() + second.stderr()).includes(key), false);
+    assert.equal(/development master key/.test(second.stdout()), false, "generated once, not at every start");
   });
 
   test("a request's query values (?token=...) do not reach the logs", () => {
@@ -481,6 +491,36 @@ describe("warren serve (PGlite under STATE_ROOT)", () => {
     assert.notEqual(code, 0);
     assert.match(err, /WARREN_PORT/);
     assert.match(err, /AUTH_MODE/);
+  });
+
+  test("a damaged development master key stops it with a message, and is left as it was", async () => {
+    assert.ok(existsSync(cli), missingBuild);
+    const root = await mkdtemp(path.join(os.tmpdir(), "warren-e2e-key-"));
+    try {
+      await mkdir(path.join(root, "run"), { recursive: true, mode: 0o700 });
+      const keyFile = path.join(root, "run", "master.key");
+      await writeFile(keyFile, "short\n", { mode: 0o600 });
+      const child = spawn(process.execPath, [cli, "serve"], {
+        cwd: repo,
+        env: {
+          PATH: process.env.PATH ?? "/usr/bin:/bin",
+          STATE_ROOT: root,
+          WARREN_PORT: String(await freePort()),
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let err = "";
+      child.stderr.setEncoding("utf8").on("data", (c: string) => (err += c));
+      child.stdout.resume();
+      const timer = setTimeout(() => child.pid && process.kill(child.pid, "SIGKILL"), 20_000);
+      const code = await new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
+      clearTimeout(timer);
+      assert.equal(code, 2, err);
+      assert.match(err, /master\.key must hold 64 hex characters/);
+      assert.equal(await readFile(keyFile, "utf8"), "short\n");
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 });
 
