@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Builds what boxes need besides the TypeScript output:
 //   dist/native/boxd-spawn  the exec helper (gcc, no libraries)
+//   dist/native/box-userns  starts a box's bubblewrap in its own user namespace
 //   dist/native/boxd        boxd, the daemon in every box (native/boxd/*.c; gcc, libc
 //                           only); its protocol is src/boxd/protocol.ts
 // Runs after `tsc` in `npm run build`; box tests run it on demand. Builds only what is
@@ -39,6 +40,7 @@ function gcc(output, sources, inputs = sources) {
 }
 
 gcc(join(root, "dist", "native", "boxd-spawn"), [join(root, "native", "boxd-spawn.c")]);
+gcc(join(root, "dist", "native", "box-userns"), [join(root, "native", "box-userns.c")]);
 
 const boxdDir = join(root, "native", "boxd");
 const boxdFiles = readdirSync(boxdDir).map((f) => join(boxdDir, f));

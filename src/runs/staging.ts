@@ -1,6 +1,6 @@
 // A run's private files (its input): written on the host into a folder the box sees under
 // boxd's root-only runtime folder; boxd binds it read-only at /agent for that run only.
-import { chown, mkdir, rm, writeFile } from "node:fs/promises";
+import { chmod, chown, mkdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { idPattern } from "../ids.js";
 import type { RunStaging } from "./service.js";
@@ -23,7 +23,10 @@ export class DirRunStaging implements RunStaging {
     uid: number,
   ): Promise<{ boxPath: string }> {
     const p = this.#paths(machineId, runId);
-    await mkdir(path.dirname(p.host), { recursive: true, mode: 0o700 });
+    // 0711: box root (an unprivileged host id) passes through to bind the run's folder;
+    // nobody lists it, and agents cannot reach it (its parent is box root's, 0700)
+    await mkdir(path.dirname(p.host), { recursive: true, mode: 0o711 });
+    await chmod(path.dirname(p.host), 0o711);
     await mkdir(p.host, { mode: 0o500 });
     for (const [name, data] of Object.entries(files)) {
       if (!/^[a-z][a-z0-9_.-]*$/.test(name)) throw new Error(`bad staged file name ${name}`);

@@ -232,7 +232,9 @@ describe("a local box", { skip: skip ?? false }, () => {
 
   it("binds an agent folder read-only at /agent for one command only", async () => {
     const hostRun = path.join(box.stateRoot, "run", "boxes", box.id, "boxd", "runs", "r1");
-    fs.mkdirSync(hostRun, { recursive: true, mode: 0o500 });
+    // as the run staging makes it: runs/ 0711 (box root passes), the run's own folder the agent's
+    fs.mkdirSync(path.dirname(hostRun), { recursive: true, mode: 0o711 });
+    fs.mkdirSync(hostRun, { mode: 0o500 });
     fs.writeFileSync(path.join(hostRun, "input"), "the input\n");
     fs.chownSync(path.join(hostRun, "input"), a1().uid, a1().gid);
     fs.chownSync(hostRun, a1().uid, a1().gid);

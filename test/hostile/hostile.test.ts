@@ -315,6 +315,47 @@ describe("hostile agents in an isolated box", { skip: skip ?? false }, () => {
     unchanged();
   });
 
+  it("boxd is root of its own user namespace only: taken over, it cannot remount, unmount or write the host's tree", async () => {
+    const cgroup = `/sys/fs/cgroup/pids/warren-test/${box.id}/boxd/cgroup.procs`;
+    const boxd = fs
+      .readFileSync(cgroup, "utf8")
+      .trim()
+      .split("\n")
+      .map(Number)
+      .find((p) => /^\/run\/warren\/boxd\0/.test(fs.readFileSync(`/proc/${p}/cmdline`, "utf8")));
+    assert.ok(boxd, "boxd's host pid");
+    const status = fs.readFileSync(`/proc/${boxd}/status`, "utf8");
+    assert.match(status, /^Uid:\s+2000000\s+2000000\s+2000000\s+2000000$/m, "an unprivileged host id");
+    assert.match(status, /^CapBnd:\s+00000000002001e4$/m, "only the six capabilities it uses");
+    assert.equal(
+      fs.readFileSync(`/proc/${boxd}/uid_map`, "utf8").replace(/\s+/g, " ").trim(),
+      "0 2000000 1 1000 1000 64534",
+    );
+    // Play a boxd taken over: its user namespace as its root, in the box's mounts.
+    const taken = execFileSync(
+      "nsenter",
+      [
+        "-t",
+        String(boxd),
+        "-m",
+        "-U",
+        "--",
+        "/bin/sh",
+        "-c",
+        "id -u; mount -o remount,rw /usr 2>&1; echo remount=$?; umount /tmp 2>&1; echo umount=$?; " +
+          "mount -t tmpfs none /home 2>&1; echo mount=$?; touch /usr/warren-x 2>&1; echo touch=$?; " +
+          "cat /etc/shadow 2>&1 | head -1; echo done",
+      ],
+      { encoding: "utf8" },
+    );
+    assert.match(taken, /^0\n/);
+    for (const step of ["remount", "umount", "mount", "touch"])
+      assert.doesNotMatch(taken, new RegExp(`${step}=0`), `${step} succeeded:\n${taken}`);
+    assert.equal(fs.existsSync("/usr/warren-x"), false);
+    assert.ok((await box.client().ping()).pid > 0, "boxd still answers");
+    unchanged();
+  });
+
   it("a fork bomb is contained by pids.max and killed on timeout", async () => {
     const bomb = box.sh("b() { b | b & }; b; sleep 100", { timeoutMs: 4000 });
     await new Promise((r) => setTimeout(r, 1500));

@@ -35,6 +35,8 @@ const paths: BwrapPaths = {
   etcFiles: { hosts: "/state/run/boxes/m1/etc.hosts", hostname: "/state/run/boxes/m1/etc.hostname" },
   boxdBinary: "/opt/w/dist/native/boxd",
   spawnHelper: "/opt/w/dist/native/boxd-spawn",
+  userns: "/opt/w/dist/native/box-userns",
+  boxRootId: 2_000_000,
   seccompFile: "/state/run/boxes/m1/seccomp.bpf",
   socketDir: "/state/run/boxes/m1/boxd",
   cgroups: [
@@ -157,9 +159,9 @@ describe("bwrapArgv", () => {
     assert.notEqual(find(a, "--perms", "1777", "--size", String(128 * 1024 * 1024), "--tmpfs", "/tmp"), -1);
   });
 
-  it("keeps boxd's files in root-only folders, the socket folder at /run/boxd", () => {
-    assert.notEqual(find(opts, "--perms", "0700", "--dir", IN_BOX.privDir), -1);
-    assert.notEqual(find(opts, "--perms", "0700", "--dir", IN_BOX.cgroupDir), -1);
+  it("keeps boxd's files in folders nobody lists, the socket folder at /run/boxd", () => {
+    assert.notEqual(find(opts, "--perms", "0711", "--dir", IN_BOX.privDir), -1);
+    assert.notEqual(find(opts, "--perms", "0711", "--dir", IN_BOX.cgroupDir), -1);
     assert.notEqual(find(opts, "--ro-bind", paths.spawnHelper, IN_BOX.spawnHelper), -1);
     assert.notEqual(find(opts, "--ro-bind", paths.seccompFile, IN_BOX.seccomp), -1);
     assert.notEqual(find(opts, "--bind", paths.socketDir, IN_BOX.socketDir), -1);
@@ -184,12 +186,13 @@ describe("bwrapArgv", () => {
     }
   });
 
-  it("binds the boxd binary into the root-only folder and nothing of node", () => {
+  it("binds the boxd binaries into boxd's folder and nothing of node", () => {
     assert.notEqual(find(opts, "--ro-bind", paths.boxdBinary, IN_BOX.boxd), -1);
+    assert.notEqual(find(opts, "--ro-bind", paths.userns, IN_BOX.userns), -1);
     assert.ok(
       find(opts, "--ro-bind", paths.boxdBinary, IN_BOX.boxd) >
-        find(opts, "--perms", "0700", "--dir", IN_BOX.privDir),
-      "inside the root-only folder",
+        find(opts, "--perms", "0711", "--dir", IN_BOX.privDir),
+      "inside boxd's folder (0711: box root passes, nobody lists it)",
     );
     const sources = opts.flatMap((a, i) => (a === "--bind" || a === "--ro-bind" ? [opts[i + 1]] : []));
     const targets = opts.flatMap((a, i) => (a === "--bind" || a === "--ro-bind" ? [opts[i + 2]] : []));
@@ -200,8 +203,10 @@ describe("bwrapArgv", () => {
     assert.ok(!sources.includes(process.execPath), "the server's node stays out");
   });
 
-  it("starts boxd directly with its arguments", () => {
-    assert.equal(cmd[0], IN_BOX.boxd);
+  it("starts boxd in box root's user namespace, with its arguments", () => {
+    assert.deepEqual(cmd.slice(0, 5), [IN_BOX.userns, "--root-id", "2000000", "--", IN_BOX.boxd]);
+    assert.throws(() => bwrapArgv(spec, { ...paths, boxRootId: 0 }), /above 65533/);
+    assert.throws(() => bwrapArgv(spec, { ...paths, boxRootId: 10000 }), /above 65533/);
     assert.ok(!cmd.some((a) => a.includes("node") || a === "--jitless"));
     assert.notEqual(find(cmd, "--socket", IN_BOX.socket), -1);
     assert.notEqual(find(cmd, "--spawn", IN_BOX.spawnHelper), -1);

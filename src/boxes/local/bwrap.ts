@@ -14,6 +14,8 @@ export const IN_BOX = {
   /** boxd (native/boxd), run directly: nothing in the box needs node. */
   boxd: "/run/warren/boxd",
   spawnHelper: "/run/warren/boxd-spawn",
+  /** Enters box root's user namespace, then becomes boxd (native/box-userns.c). */
+  userns: "/run/warren/box-userns",
   seccomp: "/run/warren/seccomp.bpf",
   cgroupDir: "/run/warren/cg",
   /** Bind of the host's STATE_ROOT/run/boxes/<id>/boxd (0700): boxd's socket. */
@@ -23,6 +25,12 @@ export const IN_BOX = {
   agentDir: "/agent",
   hostname: "box",
 } as const;
+
+/**
+ * The host uid and gid of box root: boxes run in a user namespace (native/box-userns.c)
+ * where 0 is this id, agents' ids (1000-65533) are themselves, and host root is nobody.
+ */
+export const BOX_ROOT_HOST_ID = 2_000_000;
 
 /** Paths in the box that mounts from the spec may not cover or shadow. */
 const RESERVED = ["/", "/proc", "/dev", "/run", "/agent", "/usr", "/bin", "/lib", "/lib64", "/sbin", "/etc"];
@@ -50,6 +58,10 @@ export interface BwrapPaths {
   /** The boxd binary (dist/native/boxd). */
   boxdBinary: string;
   spawnHelper: string;
+  /** The user namespace launcher (dist/native/box-userns). */
+  userns: string;
+  /** The host id box root becomes (BOX_ROOT_HOST_ID). */
+  boxRootId: number;
   /** The seccomp program file on the host (written by the provider). */
   seccompFile: string;
   /** Host folder bound at /run/boxd (boxd's socket). */
@@ -207,12 +219,15 @@ export function bwrapArgv(spec: BoxSpec, paths: BwrapPaths): string[] {
   for (const m of sorted) a.push(...mountArgs(m));
   if (!hasTmp) a.push(...mountArgs({ kind: "tmpfs", target: "/tmp", sizeMib: spec.limits.tmpMib }));
 
-  // boxd's private files: a 0700 folder on the root tmpfs, read-only binds inside.
-  a.push("--perms", "0700", "--dir", IN_BOX.privDir);
+  // boxd's private files: a folder on the root tmpfs, read-only binds inside. 0711: box
+  // root (an unprivileged host id once in its user namespace) passes through it; agents'
+  // commands cannot open anything under /run (Landlock), and nothing there is theirs.
+  a.push("--perms", "0711", "--dir", IN_BOX.privDir);
   a.push("--ro-bind", clean(paths.boxdBinary, "boxd binary"), IN_BOX.boxd);
   a.push("--ro-bind", clean(paths.spawnHelper, "spawn helper"), IN_BOX.spawnHelper);
+  a.push("--ro-bind", clean(paths.userns, "user namespace launcher"), IN_BOX.userns);
   a.push("--ro-bind", clean(paths.seccompFile, "seccomp file"), IN_BOX.seccomp);
-  a.push("--perms", "0700", "--dir", IN_BOX.cgroupDir);
+  a.push("--perms", "0711", "--dir", IN_BOX.cgroupDir);
   for (const cg of paths.cgroups) {
     if (!/^[a-z_,]+$/.test(cg.name)) throw new Error(`bad cgroup name ${cg.name}`);
     a.push("--bind", clean(cg.dir, "cgroup folder"), `${IN_BOX.cgroupDir}/${cg.name}`);
@@ -224,6 +239,9 @@ export function bwrapArgv(spec: BoxSpec, paths: BwrapPaths): string[] {
   a.push("--chdir", "/");
   a.push("--");
 
+  if (!Number.isInteger(paths.boxRootId) || paths.boxRootId <= 65533)
+    throw new Error(`box root's host id must be above 65533, not ${paths.boxRootId}`);
+  a.push(IN_BOX.userns, "--root-id", String(paths.boxRootId), "--");
   a.push(IN_BOX.boxd);
   a.push("--socket", IN_BOX.socket, "--spawn", IN_BOX.spawnHelper, "--seccomp", IN_BOX.seccomp);
   a.push("--cgroup-version", String(paths.cgroupVersion));

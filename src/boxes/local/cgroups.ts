@@ -253,6 +253,21 @@ export function applyPlan(plan: CgroupPlan): void {
   }
 }
 
+/**
+ * Hands the agents' cgroup folders to box root (`id` on the host): the folders, their
+ * files and any folder below, so that boxd makes, limits and joins one per command. The
+ * box's own folder (its limits) stays the host's.
+ */
+export function delegateCgroups(dirs: string[], id: number): void {
+  for (const dir of dirs) {
+    for (const d of treeDeepestFirst(dir)) {
+      for (const f of fs.readdirSync(d, { withFileTypes: true }))
+        if (f.isFile()) fs.chownSync(path.join(d, f.name), id, id);
+      fs.chownSync(d, id, id);
+    }
+  }
+}
+
 /** Every cgroup folder under `dir` (itself included), deepest first. */
 function treeDeepestFirst(dir: string): string[] {
   const out: string[] = [];

@@ -21,8 +21,23 @@ import { z } from "zod";
 import { WarrenError, notFound } from "../../errors.js";
 import { BoxdClient } from "../../boxd/client.js";
 import type { BoxEndpoint, BoxHandle, BoxLabels, BoxProvider, BoxSpec, BoxState } from "../types.js";
-import { bwrapArgv, bwrapEnv, ETC_GENERATED, etcAllowed, type EtcEntry, type SystemDir } from "./bwrap.js";
-import { applyPlan, cgroupPlan, destroyBoxCgroups, detectLayout, type CgroupLayout } from "./cgroups.js";
+import {
+  BOX_ROOT_HOST_ID,
+  bwrapArgv,
+  bwrapEnv,
+  ETC_GENERATED,
+  etcAllowed,
+  type EtcEntry,
+  type SystemDir,
+} from "./bwrap.js";
+import {
+  applyPlan,
+  cgroupPlan,
+  delegateCgroups,
+  destroyBoxCgroups,
+  detectLayout,
+  type CgroupLayout,
+} from "./cgroups.js";
 import { isSameProcess, pidStartTime } from "./proc.js";
 import { encodeProgram, hostSeccompArch, seccompProgram } from "./seccomp.js";
 import { groupText, passwdText, usersFromHomes, type HomeEntry } from "./users.js";
@@ -41,6 +56,10 @@ const optionsSchema = z.object({
   /** The boxd binary (default dist/native/boxd). */
   boxdBinary: z.string().min(1).optional(),
   spawnHelper: z.string().min(1).optional(),
+  /** The user namespace launcher (default dist/native/box-userns). */
+  userns: z.string().min(1).optional(),
+  /** The host uid and gid of box root (boxd); owns nothing else on the host. */
+  boxRootId: z.number().int().min(65536).max(0x7ffffffe).optional(),
   bwrap: z.string().min(1).optional(),
   cgroupParent: z
     .string()
@@ -158,6 +177,8 @@ export class LocalProvider implements BoxProvider {
   private readonly runRoot: string;
   private readonly boxdBinary: string;
   private readonly spawnHelper: string;
+  private readonly userns: string;
+  private readonly boxRootId: number;
   private readonly bwrap: string;
   private readonly cgroupParent: string;
   private readonly startTimeoutMs: number;
@@ -171,6 +192,8 @@ export class LocalProvider implements BoxProvider {
     this.runRoot = path.resolve(o.runRoot ?? path.join(this.stateRoot, "run"));
     this.boxdBinary = path.resolve(o.boxdBinary ?? path.join(packageRoot, "dist", "native", "boxd"));
     this.spawnHelper = path.resolve(o.spawnHelper ?? path.join(packageRoot, "dist", "native", "boxd-spawn"));
+    this.userns = path.resolve(o.userns ?? path.join(packageRoot, "dist", "native", "box-userns"));
+    this.boxRootId = o.boxRootId ?? BOX_ROOT_HOST_ID;
     this.bwrap = o.bwrap ?? "/usr/bin/bwrap";
     this.cgroupParent = o.cgroupParent ?? "warren";
     this.startTimeoutMs = o.startTimeoutMs ?? 10_000;
@@ -386,6 +409,7 @@ export class LocalProvider implements BoxProvider {
     for (const [what, file] of [
       ["boxd binary", this.boxdBinary],
       ["spawn helper", this.spawnHelper],
+      ["user namespace launcher", this.userns],
       ["bwrap", this.bwrap],
     ] as const) {
       if (!fs.existsSync(file))
@@ -396,12 +420,22 @@ export class LocalProvider implements BoxProvider {
 
     const plan = cgroupPlan(rec.spec.limits, this.cgroupLayout(), { parent: this.cgroupParent, boxId: id });
     applyPlan(plan);
+    // What box root (boxd, host id boxRootId in its user namespace) must own: the agents'
+    // cgroups (it makes one per command), the seccomp program, its socket folder.
+    const root = this.boxRootId;
+    delegateCgroups(
+      plan.agents.map((a) => a.dir),
+      root,
+    );
     const seccompFile = path.join(dir, "seccomp.bpf");
+    fs.rmSync(seccompFile, { force: true });
     fs.writeFileSync(seccompFile, encodeProgram(seccompProgram(arch)), { mode: 0o600 });
+    fs.chownSync(seccompFile, root, root);
     const users = refreshBoxUsers(dir);
     const socketDir = path.join(dir, "boxd");
     fs.mkdirSync(socketDir, { recursive: true, mode: 0o700 });
     fs.chmodSync(socketDir, 0o700);
+    fs.chownSync(socketDir, root, root);
     fs.rmSync(path.join(socketDir, "boxd.sock"), { force: true });
 
     const etcFiles: Record<string, string> = {};
@@ -416,6 +450,8 @@ export class LocalProvider implements BoxProvider {
       etcFiles,
       boxdBinary: this.boxdBinary,
       spawnHelper: this.spawnHelper,
+      userns: this.userns,
+      boxRootId: root,
       seccompFile,
       socketDir,
       cgroups: plan.agents,
