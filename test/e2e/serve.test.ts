@@ -57,6 +57,23 @@ interface Serve {
 const running = new Set<Serve>();
 
 /** Spawns `node dist/cli/main.js serve` and waits until /health answers 200. */
+/** Runs `warren serve` that is expected to refuse to start: its exit code and stderr. */
+async function serveRefused(env: Record<string, string>): Promise<{ code: number | null; err: string }> {
+  assert.ok(existsSync(cli), missingBuild);
+  const child = spawn(process.execPath, [cli, "serve"], {
+    cwd: repo,
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let err = "";
+  child.stderr.setEncoding("utf8").on("data", (c: string) => (err += c));
+  child.stdout.resume();
+  const timer = setTimeout(() => child.pid && process.kill(child.pid, "SIGKILL"), 20_000);
+  const code = await new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
+  clearTimeout(timer);
+  return { code, err };
+}
+
 async function startServe(env: Record<string, string>): Promise<Serve> {
   assert.ok(existsSync(cli), missingBuild);
   const port = await freePort();
@@ -471,50 +488,23 @@ describe("warren serve (PGlite under STATE_ROOT)", () => {
   });
 
   test("a bad configuration stops it before serving, with a message that says what to fix", async () => {
-    assert.ok(existsSync(cli), missingBuild);
-    const child = spawn(process.execPath, [cli, "serve"], {
-      cwd: repo,
-      env: {
-        PATH: process.env.PATH ?? "/usr/bin:/bin",
-        STATE_ROOT: stateRoot,
-        WARREN_PORT: "99999",
-        AUTH_MODE: "nobody",
-      },
-      stdio: ["ignore", "pipe", "pipe"],
+    const { code, err } = await serveRefused({
+      STATE_ROOT: stateRoot,
+      WARREN_PORT: "99999",
+      AUTH_MODE: "nobody",
     });
-    let err = "";
-    child.stderr.setEncoding("utf8").on("data", (c: string) => (err += c));
-    child.stdout.resume();
-    const timer = setTimeout(() => child.pid && process.kill(child.pid, "SIGKILL"), 20_000);
-    const code = await new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
-    clearTimeout(timer);
     assert.notEqual(code, 0);
     assert.match(err, /WARREN_PORT/);
     assert.match(err, /AUTH_MODE/);
   });
 
   test("a damaged development master key stops it with a message, and is left as it was", async () => {
-    assert.ok(existsSync(cli), missingBuild);
     const root = await mkdtemp(path.join(os.tmpdir(), "warren-e2e-key-"));
     try {
       await mkdir(path.join(root, "run"), { recursive: true, mode: 0o700 });
       const keyFile = path.join(root, "run", "master.key");
       await writeFile(keyFile, "short\n", { mode: 0o600 });
-      const child = spawn(process.execPath, [cli, "serve"], {
-        cwd: repo,
-        env: {
-          PATH: process.env.PATH ?? "/usr/bin:/bin",
-          STATE_ROOT: root,
-          WARREN_PORT: String(await freePort()),
-        },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      let err = "";
-      child.stderr.setEncoding("utf8").on("data", (c: string) => (err += c));
-      child.stdout.resume();
-      const timer = setTimeout(() => child.pid && process.kill(child.pid, "SIGKILL"), 20_000);
-      const code = await new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
-      clearTimeout(timer);
+      const { code, err } = await serveRefused({ STATE_ROOT: root, WARREN_PORT: String(await freePort()) });
       assert.equal(code, 2, err);
       assert.match(err, /master\.key must hold 64 hex characters/);
       assert.equal(await readFile(keyFile, "utf8"), "short\n");
