@@ -4,7 +4,7 @@ import type { Identity } from "../access/index.js";
 import { fileAccessOf } from "../agents/policy.js";
 import { policyOf, type AgentRow, type Agents } from "../agents/service.js";
 import type { EventBus } from "../events/bus.js";
-import type { BoxExecResult, ExecIo } from "../machines/exec-port.js";
+import type { BoxExecRequest, BoxExecResult, ExecIo } from "../machines/exec-port.js";
 import { homeOf, identityOf, portsOf } from "../machines/placement.js";
 import type { MachineRuntime } from "../machines/runtime.js";
 import type { Metrics } from "../observability/metrics.js";
@@ -35,6 +35,27 @@ export function limitsOf(l: CommandLimits | undefined): { memoryMib?: number; pi
   return {
     ...(l.memory_mib !== undefined ? { memoryMib: l.memory_mib } : {}),
     ...(l.pids !== undefined ? { pids: l.pids } : {}),
+  };
+}
+
+/**
+ * Who a command of the agent runs as and within which walls: its uid, gid and groups, the
+ * files it may open (its sandbox policy; a run also reads its /agent) and the ports it
+ * may listen on. Exec and runs both start commands through this.
+ */
+export function commandWalls(
+  agent: AgentRow,
+  trust: "isolated" | "shared",
+  opts: { run?: boolean } = {},
+): Pick<BoxExecRequest, "uid" | "gid" | "groups" | "files" | "bindPorts"> {
+  return {
+    ...identityOf(agent.slot, trust),
+    files: fileAccessOf(policyOf(agent), {
+      home: homeOf(agent.id),
+      shared: trust === "shared",
+      agentDir: opts.run === true,
+    }),
+    bindPorts: portsOf(agent.slot),
   };
 }
 
@@ -98,7 +119,7 @@ export class Exec {
     if (!machine) throw new WarrenError("not_found", "machine was not found");
     const argv = argvOf(input);
     await this.runtime.ensure(agent.machineId);
-    const runAs = identityOf(agent.slot, machine.trust);
+    const walls = commandWalls(agent, machine.trust);
     return async (io) => {
       this.bus.emit("agent.activity", { agentId, machineId: agent.machineId, kind: "exec" });
       const result = await this.runtime.exec(
@@ -107,12 +128,7 @@ export class Exec {
           argv,
           env: agentEnv(agent, input.env),
           cwd: cwdOf(agent.id, input.cwd),
-          ...runAs,
-          files: fileAccessOf(policyOf(agent), {
-            home: homeOf(agent.id),
-            shared: machine.trust === "shared",
-          }),
-          bindPorts: portsOf(agent.slot),
+          ...walls,
           stdin: input.stdin !== undefined ? Buffer.from(input.stdin, "utf8") : undefined,
           timeoutMs: input.timeout_ms ?? 60_000,
           limits: limitsOf(input.limits),

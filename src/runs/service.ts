@@ -2,15 +2,14 @@
 // a trace of events and a receipt). At most one generation per agent at a time.
 import { and, asc, desc, eq, gt, inArray, lt } from "drizzle-orm";
 import type { Access, Identity, Role } from "../access/index.js";
-import { fileAccessOf } from "../agents/policy.js";
-import { policyOf, type AgentRow, type Agents } from "../agents/service.js";
+import type { AgentRow, Agents } from "../agents/service.js";
 import type { EventBus } from "../events/bus.js";
 import { WarrenError } from "../errors.js";
 import { BoundedOutput } from "../exec/output.js";
-import { argvOf, agentEnv, limitsOf, type CommandLimits } from "../exec/service.js";
+import { argvOf, agentEnv, commandWalls, limitsOf, type CommandLimits } from "../exec/service.js";
 import type { DiskCaps } from "../homes/caps.js";
 import { newId } from "../ids.js";
-import { homeOf, identityOf, portsOf } from "../machines/placement.js";
+import { homeOf } from "../machines/placement.js";
 import type { MachineRuntime } from "../machines/runtime.js";
 import type { Logger } from "../observability/log.js";
 import type { Db } from "../store/index.js";
@@ -232,13 +231,8 @@ export class Runs {
     signal: AbortSignal,
   ): Promise<void> {
     const o = this.#o;
-    const ids = identityOf(agent.slot, machine.trust);
-    const uid = ids.uid;
-    const files = fileAccessOf(policyOf(agent), {
-      home: homeOf(agent.id),
-      shared: machine.trust === "shared",
-      agentDir: true,
-    });
+    const walls = commandWalls(agent, machine.trust, { run: true });
+    const { uid, files } = walls;
     const output = new BoundedOutput(OUTPUT_LIMIT_BYTES);
     let stderrBytes = 0;
     let traced = 0;
@@ -275,11 +269,9 @@ export class Runs {
             argv: run.argv,
             env: agentEnv(agent, { ...asked.env, WARREN_RUN_ID: run.id, WARREN_INPUT: "/agent/input" }),
             cwd: homeOf(agent.id),
-            ...ids,
+            ...walls,
             timeoutMs: run.timeoutS * 1000,
             agentDir: staged.boxPath,
-            files,
-            bindPorts: portsOf(agent.slot),
             generation: true,
             limits: limitsOf(asked.limits),
           },
