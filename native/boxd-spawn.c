@@ -189,7 +189,9 @@ static void fs_rule(int ruleset, const char *path, unsigned long long access, un
   /* opened as the agent: a folder the agent cannot reach gets no rule */
   int fd = open(path, O_PATH | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT || errno == EACCES || errno == ENOTDIR || errno == ELOOP) return;
+    if (errno == ENOENT || errno == EACCES || errno == EPERM || errno == ENOTDIR || errno == ELOOP ||
+        errno == ENAMETOOLONG)
+      return;
     die(126, "files", "open %s: %s", path, strerror(errno));
   }
   struct stat st;

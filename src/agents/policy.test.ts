@@ -39,6 +39,8 @@ test("policy schema defaults and strictness", () => {
   assert.equal(sandboxPolicySchema.safeParse({ files: { read: ["relative"] } }).success, false);
   assert.equal(sandboxPolicySchema.safeParse({ files: { read: ["/a/../etc"] } }).success, false);
   assert.equal(sandboxPolicySchema.safeParse({ other: 1 }).success, false);
+  assert.equal(sandboxPolicySchema.safeParse({ files: { read: [`/a/${"n".repeat(256)}`] } }).success, false);
+  assert.equal(sandboxPolicySchema.safeParse({ files: { write: [`/a/${"n".repeat(255)}`] } }).success, true);
   assert.equal(sandboxPolicySchema.safeParse({ network: { allow: ["*"] } }).success, false);
 });
 

@@ -38,6 +38,9 @@ const boxPath = z
   .max(4096)
   .refine((p) => p.startsWith("/") && !p.includes("\0") && !p.split("/").includes(".."), {
     message: "must be an absolute path in the box without '..'",
+  })
+  .refine((p) => p.split("/").every((c) => Buffer.byteLength(c) <= 255), {
+    message: "has a name longer than 255 bytes",
   });
 
 export const sandboxPolicySchema = z

@@ -248,6 +248,26 @@ describe("a local box", { skip: skip ?? false }, () => {
     assert.equal(other.out.trim(), "0");
   });
 
+  it("confines a command's files to the paths it is given, skipping those that cannot be opened", async () => {
+    const home = a1().home;
+    const files = {
+      read: ["/usr", "/bin", "/lib", "/lib64", "/etc", "/nowhere", `/${"y".repeat(300)}`, "/run/warren"],
+      write: [home, "/tmp"],
+    };
+    const r = await box.sh(
+      "cat /etc/hostname; echo x > ~/ok && cat ~/ok; cat /proc/self/status 2>&1 | head -1",
+      {
+        files,
+      },
+    );
+    assert.equal(r.exitCode, 0, r.err);
+    assert.match(
+      r.out,
+      /^box\nx\n.*Permission denied/s,
+      "read and write where given, nothing else (/proc here)",
+    );
+  });
+
   it("shows agents by name in /etc/passwd", async () => {
     const r = await box.sh("id -un; getent passwd a2 | cut -d: -f3");
     assert.equal(r.out, `a1\n${box.agents[1]!.uid}\n`);
