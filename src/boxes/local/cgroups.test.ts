@@ -99,6 +99,12 @@ describe("cgroupPlan v1", () => {
     assert.equal(plan.joinProcs.length, 4);
     for (const p of plan.joinProcs) assert.match(p, /\/warren\/m1\/boxd\/cgroup\.procs$/);
     assert.deepEqual(plan.agents.map((a) => a.name).sort(), ["cpu", "cpuacct", "memory", "pids"]);
+    // v1: box root gets the agents' trees only (moves need write access to the target alone)
+    assert.deepEqual(
+      plan.delegate.trees,
+      plan.agents.map((a) => a.dir),
+    );
+    assert.deepEqual(plan.delegate.files, []);
   });
 
   it("names co-mounted controllers together", () => {
@@ -161,5 +167,11 @@ describe("cgroupPlan v2", () => {
     assert.deepEqual(plan.joinProcs, ["/sys/fs/cgroup/warren/m1/boxd/cgroup.procs"]);
     assert.deepEqual(plan.agents, [{ name: "unified", dir: "/sys/fs/cgroup/warren/m1/agents" }]);
     assert.deepEqual(plan.boxDirs, ["/sys/fs/cgroup/warren/m1"]);
+    // box root gets the agents' tree, and the box's cgroup.procs (the common ancestor of a
+    // move from boxd/ to agents/<x>), never the box's limit files
+    assert.deepEqual(plan.delegate, {
+      trees: ["/sys/fs/cgroup/warren/m1/agents"],
+      files: ["/sys/fs/cgroup/warren/m1/cgroup.procs"],
+    });
   });
 });

@@ -42,6 +42,13 @@ export interface CgroupPlan {
   agents: { name: string; dir: string }[];
   /** The box's folder per hierarchy (what stop() kills and removes). */
   boxDirs: string[];
+  /**
+   * What box root (boxd in its user namespace) is given: whole trees (folders, files,
+   * sub-folders: the agents' folders) and single files. On v2 that includes the box
+   * folder's cgroup.procs: moving a process from boxd/ to agents/<x> needs write access to
+   * their common ancestor's. The box's limits stay the host's.
+   */
+  delegate: { trees: string[]; files: string[] };
 }
 
 /** Reads cgroup mounts from /proc/self/mountinfo text. */
@@ -117,6 +124,7 @@ export function cgroupPlan(
     joinProcs: [],
     agents: [],
     boxDirs: [],
+    delegate: { trees: [], files: [] },
   };
   const parentParts = where.parent.split("/");
 
@@ -135,6 +143,7 @@ export function cgroupPlan(
       plan.boxDirs.push(box);
       plan.joinProcs.push(path.posix.join(boxd, "cgroup.procs"));
       plan.agents.push({ name, dir: agents });
+      plan.delegate.trees.push(agents);
       for (const c of h.controllers) {
         switch (c) {
           case "memory":
@@ -217,6 +226,8 @@ export function cgroupPlan(
   plan.writes.push({ controller: "pids", dir: agents, file: "pids.max", value: String(limits.pids) });
   plan.joinProcs.push(path.posix.join(boxd, "cgroup.procs"));
   plan.agents.push({ name: "unified", dir: agents });
+  plan.delegate.trees.push(agents);
+  plan.delegate.files.push(path.posix.join(box, "cgroup.procs"));
   return plan;
 }
 
@@ -254,12 +265,12 @@ export function applyPlan(plan: CgroupPlan): void {
 }
 
 /**
- * Hands the agents' cgroup folders to box root (`id` on the host): the folders, their
- * files and any folder below, so that boxd makes, limits and joins one per command. The
- * box's own folder (its limits) stays the host's.
+ * Hands the plan's `delegate` to box root (`id` on the host): the agents' folders, their
+ * files and any folder below, so that boxd makes, limits and joins one per command.
  */
-export function delegateCgroups(dirs: string[], id: number): void {
-  for (const dir of dirs) {
+export function delegateCgroups(delegate: CgroupPlan["delegate"], id: number): void {
+  for (const file of delegate.files) fs.chownSync(file, id, id);
+  for (const dir of delegate.trees) {
     for (const d of treeDeepestFirst(dir)) {
       for (const f of fs.readdirSync(d, { withFileTypes: true }))
         if (f.isFile()) fs.chownSync(path.join(d, f.name), id, id);

@@ -423,10 +423,7 @@ export class LocalProvider implements BoxProvider {
     // What box root (boxd, host id boxRootId in its user namespace) must own: the agents'
     // cgroups (it makes one per command), the seccomp program, its socket folder.
     const root = this.boxRootId;
-    delegateCgroups(
-      plan.agents.map((a) => a.dir),
-      root,
-    );
+    delegateCgroups(plan.delegate, root);
     const seccompFile = path.join(dir, "seccomp.bpf");
     fs.rmSync(seccompFile, { force: true });
     fs.writeFileSync(seccompFile, encodeProgram(seccompProgram(arch)), { mode: 0o600 });
