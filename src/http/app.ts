@@ -14,7 +14,7 @@ import { WarrenError, errorStatus, type ErrorCode } from "../errors.js";
 import type { Logger } from "../observability/log.js";
 import type { Metrics } from "../observability/metrics.js";
 import { hostAllowed, isStateChange, originAllowed } from "./guards.js";
-import { openApiDocument, registerRoutes, type AnyRoute } from "./route.js";
+import { openApiDocument, parseJsonBody, registerRoutes, type AnyRoute } from "./route.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -81,9 +81,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     if (req.routeOptions.config.rawBody) return done(null, body);
     if (body.length === 0) return done(null, undefined);
     try {
-      done(null, JSON.parse(body.toString("utf8")));
-    } catch {
-      done(new WarrenError("request.invalid", "body: is not valid JSON"), undefined);
+      done(null, parseJsonBody(body.toString("utf8")));
+    } catch (err) {
+      done(err as Error, undefined);
     }
   });
 

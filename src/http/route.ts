@@ -56,14 +56,66 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown, where:
   throw new WarrenError("request.invalid", first.join("; "), { field: first[0] });
 }
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const wellFormed = (s: string): boolean => !LONE_SURROGATE.test(s);
+
+interface Visit {
+  value: unknown;
+  parent: Visit | null;
+  key: string | number | null;
+}
+
+function pathOf(v: Visit): string {
+  const parts: string[] = [];
+  for (let at: Visit | null = v; at?.parent; at = at.parent)
+    parts.push(typeof at.key === "number" ? `[${at.key}]` : `.${String(at.key)}`);
+  return `body${parts.reverse().join("")}`;
+}
+
+/**
+ * Where in a parsed JSON value a string holds a lone surrogate (JSON's "\\ud800"), if
+ * anywhere. A walk with its own stack, the path built only for what it finds: a body may
+ * nest as deep as JSON.parse allows.
+ */
+function illFormedAt(root: unknown): string | null {
+  const stack: Visit[] = [{ value: root, parent: null, key: null }];
+  for (let v = stack.pop(); v; v = stack.pop()) {
+    const { value } = v;
+    if (typeof value === "string") {
+      if (!wellFormed(value)) return pathOf(v);
+    } else if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], parent: v, key: i });
+    } else if (typeof value === "object" && value !== null) {
+      for (const [k, child] of Object.entries(value)) {
+        if (!wellFormed(k)) return `${pathOf(v)} (a name)`;
+        stack.push({ value: child, parent: v, key: k });
+      }
+    }
+  }
+  return null;
+}
+
+/**
+ * A JSON request body. Text that is not Unicode (a lone surrogate escaped in JSON) is
+ * refused here, once for every route: no store, file or command could take it as is.
+ */
+export function parseJsonBody(text: string): unknown {
+  let value: unknown;
+  try {
+    value = JSON.parse(text) as unknown;
+  } catch {
+    throw new WarrenError("request.invalid", "body: is not valid JSON");
+  }
+  const at = illFormedAt(value);
+  if (at)
+    throw new WarrenError("request.invalid", `${at}: is not valid Unicode (a lone surrogate)`, { field: at });
+  return value;
+}
+
 function jsonBody(body: unknown): unknown {
   if (Buffer.isBuffer(body)) {
     if (body.length === 0) return undefined;
-    try {
-      return JSON.parse(body.toString("utf8")) as unknown;
-    } catch {
-      throw new WarrenError("request.invalid", "body: is not valid JSON");
-    }
+    return parseJsonBody(body.toString("utf8"));
   }
   return body;
 }

@@ -120,6 +120,17 @@ for (const leg of dbLegs) {
           ["bob@example.com", "editor"],
         ],
       );
+      // text that is not Unicode (a lone surrogate, escaped in JSON) is refused on every route
+      assertError(await call("POST", "/api/orgs", { name: "a\ud800b" }), 400, "request.invalid", "body.name");
+      assertError(
+        await call("PUT", `/api/orgs/${id}/members`, { email: "a@b.c", role: "viewer", ["x\udc00"]: 1 }),
+        400,
+        "request.invalid",
+        "body (a name)",
+      );
+      const fox = await call("POST", "/api/orgs", { name: "den \ud83e\udd8a" });
+      assertStatus(fox, 201);
+      assert.equal(fox.body.name, "den 🦊", "a well-formed pair is kept");
       assertError(
         await call("PUT", `/api/orgs/${id}/members`, { email: "not-an-email", role: "viewer" }),
         400,

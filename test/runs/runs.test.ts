@@ -198,6 +198,7 @@ describe("command runs", { skip: boxSkipReason() ?? false }, () => {
       { kind: "other", command: "x" },
       { kind: "command" },
       { kind: "command", command: "x", timeout_s: 0 },
+      { kind: "command", argv: ["\t", "\ud800"], input: "in" }, // not Unicode: once a 500
     ]) {
       const r = await t.call("POST", `/api/agents/${a.id}/runs`, body);
       assert.equal(r.status, 400);
