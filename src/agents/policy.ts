@@ -1,6 +1,7 @@
 // An agent's sandbox policy: which paths beyond its home it may read and write, which hosts
 // its programs may reach. The schema itself refuses what is unsafe ("*", "*.com").
 import { z } from "zod";
+import { BOX_PATHS } from "../boxes/paths.js";
 
 const label = "[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?";
 const hostRe = new RegExp(`^(?:${label})(?:\\.${label})*$`);
@@ -74,16 +75,12 @@ export type SandboxPolicy = z.output<typeof sandboxPolicySchema>;
 export const emptyPolicy = (): SandboxPolicy => ({ files: { read: [], write: [] }, network: { allow: [] } });
 
 /** What every command may read and execute, whatever its policy: the system and the box's shared folders. */
-export const SYSTEM_READ = [
-  "/usr",
-  "/bin",
-  "/lib",
-  "/lib64",
-  "/sbin",
-  "/etc",
-  "/proc",
-  "/data",
-  "/opt/warren/contracts",
+export const SYSTEM_READ: readonly string[] = [
+  ...BOX_PATHS.system,
+  BOX_PATHS.etc,
+  BOX_PATHS.proc,
+  BOX_PATHS.data,
+  BOX_PATHS.contracts,
 ];
 
 /**
@@ -96,9 +93,9 @@ export function fileAccessOf(
   where: { home: string; shared: boolean; agentDir?: boolean },
 ): { read: string[]; write: string[] } {
   const read = [...SYSTEM_READ];
-  if (where.shared) read.push("/home");
-  if (where.agentDir) read.push("/agent");
-  const write = [where.home, "/tmp", "/dev"];
+  if (where.shared) read.push(BOX_PATHS.homes);
+  if (where.agentDir) read.push(BOX_PATHS.agent);
+  const write = [where.home, BOX_PATHS.tmp, BOX_PATHS.dev];
   return {
     read: [...new Set([...read, ...policy.files.read])],
     write: [...new Set([...write, ...policy.files.write])],

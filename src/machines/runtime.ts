@@ -2,6 +2,7 @@
 // The database's state column follows every transition, with its reason and time.
 import { eq, inArray } from "drizzle-orm";
 import type { Duplex } from "node:stream";
+import { BOX_PATHS } from "../boxes/paths.js";
 import type { BoxHandle, BoxProvider, BoxSpec } from "../boxes/types.js";
 import { WarrenError } from "../errors.js";
 import type { EventBus } from "../events/bus.js";
@@ -78,10 +79,10 @@ export class MachineRuntime implements MachineControl {
         "warren.provider": this.#o.provider.name,
       },
       mounts: [
-        { kind: "bind", source: this.#o.layout.machineDir(m.id), target: "/home", readOnly: false },
-        { kind: "bind", source: this.#o.paths.data, target: "/data", readOnly: true },
-        { kind: "bind", source: this.#o.paths.contracts, target: "/opt/warren/contracts", readOnly: true },
-        { kind: "tmpfs", target: "/tmp", sizeMib: this.#o.tmpMib ?? 1024, mode: 0o1777 },
+        { kind: "bind", source: this.#o.layout.machineDir(m.id), target: BOX_PATHS.homes, readOnly: false },
+        { kind: "bind", source: this.#o.paths.data, target: BOX_PATHS.data, readOnly: true },
+        { kind: "bind", source: this.#o.paths.contracts, target: BOX_PATHS.contracts, readOnly: true },
+        { kind: "tmpfs", target: BOX_PATHS.tmp, sizeMib: this.#o.tmpMib ?? 1024, mode: 0o1777 },
       ],
       limits: { memoryMib: m.memoryMib, cpus: m.cpus, pids: 4096, tmpMib: this.#o.tmpMib ?? 1024 },
     };

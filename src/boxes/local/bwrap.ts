@@ -2,6 +2,7 @@
 // host's facts. docs/boxes.md explains every flag.
 
 import path from "node:path";
+import { BOX_PATHS } from "../paths.js";
 import type { BoxMount, BoxSpec } from "../types.js";
 
 /** A top-level system folder of the host and how it exists there. */
@@ -22,7 +23,7 @@ export const IN_BOX = {
   socketDir: "/run/boxd",
   socket: "/run/boxd/boxd.sock",
   /** Mount point for a command's read-only /agent (bound per command by the helper). */
-  agentDir: "/agent",
+  agentDir: BOX_PATHS.agent,
   hostname: "box",
 } as const;
 

@@ -20,6 +20,7 @@ import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { WarrenError, notFound } from "../../errors.js";
 import { BoxdClient } from "../../boxd/client.js";
+import { BOX_PATHS } from "../paths.js";
 import type { BoxEndpoint, BoxHandle, BoxLabels, BoxProvider, BoxSpec, BoxState } from "../types.js";
 import {
   BOX_ROOT_HOST_ID,
@@ -129,10 +130,8 @@ interface BoxRecord {
 const JOIN_AND_EXEC =
   'for f; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 125; shift; done; shift; exec "$@"';
 
-const SYSTEM_DIRS = ["/usr", "/bin", "/lib", "/lib64", "/sbin"];
-
 /** The host's system folders as they exist (folders, or usrmerge symlinks). */
-export function systemDirs(candidates: string[] = SYSTEM_DIRS): SystemDir[] {
+export function systemDirs(candidates: readonly string[] = BOX_PATHS.system): SystemDir[] {
   const out: SystemDir[] = [];
   for (const p of candidates) {
     let st: fs.Stats;
