@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -83,6 +84,12 @@ int main(int argc, char **argv) {
   if (i >= argc) die("arguments", "no command after --");
   if (geteuid() != 0) die("arguments", "must run as root");
 
+  /* the capabilities this process was given, read before the new namespace grants all */
+  struct __user_cap_header_struct head = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct caps[2];
+  if (syscall(SYS_capget, &head, caps) != 0) die("capabilities", "capget: %s", strerror(errno));
+  unsigned long long kept = (unsigned long long)caps[1].effective << 32 | caps[0].effective;
+
   char map[128];
   snprintf(map, sizeof map, "0 %ld 1\n%d %d %d\n", root_id, AGENT_FIRST, AGENT_FIRST, AGENT_LAST - AGENT_FIRST + 1);
 
@@ -114,13 +121,11 @@ int main(int argc, char **argv) {
   if (waitpid(helper, &st, 0) != helper || !WIFEXITED(st) || WEXITSTATUS(st) != 0) die("maps", "the helper failed");
   close(go[1]), close(done[0]);
 
-  /* boxd keeps only the capabilities it uses (BOXD_CAPS in src/boxes/local/bwrap.ts),
-     now those of its own user namespace: every other one leaves the bounding set */
-  static const int keep[] = {CAP_SETUID, CAP_SETGID, CAP_SETPCAP, CAP_KILL, CAP_SYS_ADMIN, CAP_DAC_READ_SEARCH};
+  /* boxd keeps, in its own namespace, exactly the capabilities bubblewrap left it
+     (--cap-add, BOXD_CAPS in src/boxes/local/bwrap.ts): every other one leaves the
+     bounding set, so they are all it has after exec */
   for (int c = 0; c <= 63; c++) {
-    int kept = 0;
-    for (size_t k = 0; k < sizeof keep / sizeof keep[0]; k++) kept |= keep[k] == c;
-    if (!kept && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) != 0 && errno != EINVAL)
+    if (!(kept >> c & 1) && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) != 0 && errno != EINVAL)
       die("capabilities", "drop %d: %s", c, strerror(errno));
   }
   if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0) die("capabilities", "ambient: %s", strerror(errno));
