@@ -74,46 +74,8 @@ export function runView(r: RunRow): RunView {
     created_at: r.createdAt.toISOString(),
     started_at: r.startedAt?.toISOString() ?? null,
     ended_at: r.endedAt?.toISOString() ?? null,
-    receipt: orderedReceipt(r.receipt),
+    receipt: r.receipt,
   };
-}
-
-/** The receipt's fields in the order they are written (the jsonb column reorders keys). */
-const RECEIPT_KEYS = [
-  "run_id",
-  "kind",
-  "argv",
-  "agent_id",
-  "agent_name",
-  "machine_id",
-  "uid",
-  "files",
-  "server_version",
-  "started_at",
-  "ended_at",
-  "duration_ms",
-  "exit_code",
-  "signal",
-  "cpu_seconds",
-  "peak_memory_bytes",
-  "bytes_out",
-  "stdout_bytes",
-  "stderr_bytes",
-  "input_bytes",
-  "limits",
-  "disk_before_mib",
-  "disk_after_mib",
-  "machine_disk_before_mib",
-  "machine_disk_after_mib",
-] as const;
-
-function orderedReceipt(x: unknown): unknown {
-  if (typeof x !== "object" || x === null || Array.isArray(x)) return x;
-  const src = x as Record<string, unknown>;
-  const out: Record<string, unknown> = {};
-  for (const k of RECEIPT_KEYS) if (k in src) out[k] = src[k];
-  for (const k of Object.keys(src).sort()) if (!(k in out)) out[k] = src[k];
-  return out;
 }
 
 /** An auditor reads the record of a run (status, times, receipt) without its workload: no output. */

@@ -6,6 +6,7 @@ import {
   check,
   index,
   integer,
+  json,
   jsonb,
   pgTable,
   primaryKey,
@@ -139,7 +140,7 @@ export const runs = pgTable(
     signal: text("signal"),
     output: text("output").notNull().default(""),
     outputTruncated: boolean("output_truncated").notNull().default(false),
-    receipt: jsonb("receipt"),
+    receipt: json("receipt"), // json, not jsonb: it keeps the receipt's fields in the order written
     createdAt: created(),
     startedAt: timestamp("started_at", { withTimezone: true, mode: "date" }),
     endedAt: timestamp("ended_at", { withTimezone: true, mode: "date" }),

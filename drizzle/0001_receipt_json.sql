@@ -1,0 +1,1 @@
+ALTER TABLE "runs" ALTER COLUMN "receipt" SET DATA TYPE json;
