@@ -237,9 +237,8 @@ static int parse_opts(int argc, char **argv, struct opts *o, int allow_cgroups) 
     else if (strcmp(a, "--seccomp") == 0) o->seccomp_path = v;
     else if (strcmp(a, "--agent-dir") == 0) o->agent_dir = v;
     else if (strcmp(a, "--files") == 0) {
-      if (strcmp(v, "restrict") == 0) o->files_restrict = 1;
-      else if (strcmp(v, "require") == 0) o->files_restrict = 2;
-      else die(126, "arguments", "--files takes 'restrict' or 'require'");
+      if (strcmp(v, "restrict") != 0) die(126, "arguments", "--files takes 'restrict'");
+      o->files_restrict = 1;
     } else if (strcmp(a, "--bind-ports") == 0) {
       char *dash = strchr(v, '-');
       if (!dash) die(126, "arguments", "--bind-ports wants FIRST-LAST");
@@ -312,13 +311,10 @@ static char **read_spec(int fd, int *count) {
 }
 
 /* Needs no_new_privs first. Without Landlock in the kernel (ENOSYS, EOPNOTSUPP) the
-   command runs under the box's other walls only; --files require makes that an error. */
+   command runs under the box's other walls only. */
 static void restrict_files(const struct opts *o) {
   long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
-  if (abi < 1) {
-    if (o->files_restrict == 2) die(126, "files", "this kernel has no Landlock: %s", strerror(errno));
-    return;
-  }
+  if (abi < 1) return;
   unsigned long long supported = fs_supported((int)abi);
   /* the ruleset's attributes as of ABI 4 (the system's header may predate the net part) */
   struct {
