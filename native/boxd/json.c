@@ -2,7 +2,6 @@
 #define _GNU_SOURCE
 #include "json.h"
 
-#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,21 +28,23 @@ int buf_put(struct buf *b, const void *data, size_t n) {
 int buf_puts(struct buf *b, const char *s) { return buf_put(b, s, strlen(s)); }
 
 int buf_printf(struct buf *b, const char *fmt, ...) {
-  char small[512];
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(small, sizeof small, fmt, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap);
   va_end(ap);
-  if (n < 0) return -1;
-  if ((size_t)n < sizeof small) return buf_put(b, small, (size_t)n);
-  char *big = malloc((size_t)n + 1);
-  if (!big) return -1;
+  if (n < 0 || buf_put(b, "", 0)) return -1;
+  size_t need = b->len + (size_t)n + 1;
+  if (need > b->cap) {
+    char *p = realloc(b->p, need);
+    if (!p) return -1;
+    b->p = p;
+    b->cap = need;
+  }
   va_start(ap, fmt);
-  vsnprintf(big, (size_t)n + 1, fmt, ap);
+  vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
   va_end(ap);
-  int r = buf_put(b, big, (size_t)n);
-  free(big);
-  return r;
+  b->len += (size_t)n;
+  return 0;
 }
 
 void buf_free(struct buf *b) {
@@ -82,7 +83,7 @@ void json_free(struct jv *v) {
   free(v);
 }
 
-static int put_cp(struct buf *b, uint32_t cp) {
+static int put_utf8(struct buf *b, uint32_t cp) {
   unsigned char o[4];
   size_t n;
   if (cp < 0x80) {
@@ -121,10 +122,35 @@ static int hex4(const unsigned char *p, uint32_t *out) {
   return 0;
 }
 
+/* The length of the well-formed UTF-8 sequence at p (not ASCII), or 0. */
+static size_t utf8_seq(const unsigned char *p, const unsigned char *end) {
+  unsigned c = p[0], lo = 0x80, hi = 0xBF;
+  size_t n;
+  if (c >= 0xC2 && c <= 0xDF) n = 2;
+  else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0; /* no overlong forms */
+    if (c == 0xED) hi = 0x9F; /* no surrogates */
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F; /* nothing above U+10FFFF */
+  } else
+    return 0;
+  if ((size_t)(end - p) < n) return 0;
+  if (p[1] < lo || p[1] > hi) return 0;
+  for (size_t i = 2; i < n; i++)
+    if (p[i] < 0x80 || p[i] > 0xBF) return 0;
+  return n;
+}
+
 /* Reads a string after its opening quote into b; 0 on success. */
 static int read_string(struct reader *r, struct buf *b) {
   if (buf_put(b, "", 0)) return -1;
   for (;;) {
+    const unsigned char *run = r->p;
+    while (r->p < r->end && *r->p >= 0x20 && *r->p < 0x80 && *r->p != '"' && *r->p != '\\') r->p++;
+    if (buf_put(b, run, (size_t)(r->p - run))) return -1;
     if (r->p >= r->end) return -1;
     unsigned c = *r->p;
     if (c == '"') {
@@ -132,93 +158,50 @@ static int read_string(struct reader *r, struct buf *b) {
       return 0;
     }
     if (c < 0x20) return -1;
-    if (c == '\\') {
-      if (r->end - r->p < 2) return -1;
-      unsigned e = r->p[1];
-      r->p += 2;
-      char ch;
-      switch (e) {
-        case '"': ch = '"'; break;
-        case '\\': ch = '\\'; break;
-        case '/': ch = '/'; break;
-        case 'b': ch = '\b'; break;
-        case 'f': ch = '\f'; break;
-        case 'n': ch = '\n'; break;
-        case 'r': ch = '\r'; break;
-        case 't': ch = '\t'; break;
-        case 'u': {
-          uint32_t u;
-          if (r->end - r->p < 4 || hex4(r->p, &u)) return -1;
-          r->p += 4;
-          if (u >= 0xD800 && u <= 0xDBFF && r->end - r->p >= 6 && r->p[0] == '\\' && r->p[1] == 'u') {
-            uint32_t lo;
-            if (hex4(r->p + 2, &lo) == 0 && lo >= 0xDC00 && lo <= 0xDFFF) {
-              r->p += 6;
-              u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
-            }
-          }
-          if (put_cp(b, u)) return -1; /* a lone surrogate stays WTF-8 */
-          continue;
-        }
-        default:
-          return -1;
+    if (c >= 0x80) {
+      size_t n = utf8_seq(r->p, r->end);
+      if (n == 0 || buf_put(b, r->p, n)) return -1;
+      r->p += n;
+      continue;
+    }
+    /* an escape */
+    if (r->end - r->p < 2) return -1;
+    unsigned e = r->p[1];
+    r->p += 2;
+    char ch;
+    switch (e) {
+      case '"': ch = '"'; break;
+      case '\\': ch = '\\'; break;
+      case '/': ch = '/'; break;
+      case 'b': ch = '\b'; break;
+      case 'f': ch = '\f'; break;
+      case 'n': ch = '\n'; break;
+      case 'r': ch = '\r'; break;
+      case 't': ch = '\t'; break;
+      case 'u': {
+        uint32_t u, lo;
+        if (r->end - r->p < 4 || hex4(r->p, &u)) return -1;
+        r->p += 4;
+        if (u >= 0xD800 && u <= 0xDBFF && r->end - r->p >= 6 && r->p[0] == '\\' && r->p[1] == 'u' &&
+            hex4(r->p + 2, &lo) == 0 && lo >= 0xDC00 && lo <= 0xDFFF) {
+          r->p += 6;
+          u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
+        } else if (u >= 0xD800 && u <= 0xDFFF)
+          u = 0xFFFD; /* a lone surrogate is not Unicode */
+        if (put_utf8(b, u)) return -1;
+        continue;
       }
-      if (buf_put(b, &ch, 1)) return -1;
-      continue;
+      default:
+        return -1;
     }
-    if (c < 0x80) {
-      if (buf_put(b, &c, 1)) return -1;
-      r->p++;
-      continue;
-    }
-    /* UTF-8 with replacement, as the WHATWG decoder does (maximal subparts). */
-    unsigned need, lo = 0x80, hi = 0xBF;
-    uint32_t cp;
-    if (c >= 0xC2 && c <= 0xDF) need = 1, cp = c & 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF) {
-      need = 2, cp = c & 0x0F;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      need = 3, cp = c & 0x07;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      r->p++;
-      if (put_cp(b, 0xFFFD)) return -1;
-      continue;
-    }
-    r->p++;
-    int ok = 1;
-    for (unsigned k = 0; k < need; k++) {
-      if (r->p >= r->end || *r->p < lo || *r->p > hi) {
-        ok = 0;
-        break;
-      }
-      cp = (cp << 6) | (*r->p & 0x3F);
-      r->p++;
-      lo = 0x80, hi = 0xBF;
-    }
-    if (put_cp(b, ok ? cp : 0xFFFD)) return -1;
+    if (buf_put(b, &ch, 1)) return -1;
   }
-}
-
-static int is_index_key(const char *k, size_t len, uint64_t *out) {
-  if (len == 0 || len > 10) return 0;
-  if (k[0] == '0' && len > 1) return 0;
-  uint64_t v = 0;
-  for (size_t i = 0; i < len; i++) {
-    if (k[i] < '0' || k[i] > '9') return 0;
-    v = v * 10 + (uint64_t)(k[i] - '0');
-  }
-  if (v >= 4294967295ULL) return 0;
-  *out = v;
-  return 1;
 }
 
 static struct jv *read_value(struct reader *r);
 
 static int push_item(struct jv *v, struct jv *item, char *key, size_t klen, size_t *cap) {
+  if (v->count == JSON_MAX_MEMBERS) return -1;
   if (v->count == *cap) {
     size_t n = *cap ? *cap * 2 : 8;
     struct jv **items = realloc(v->items, n * sizeof *items);
@@ -243,42 +226,28 @@ static int push_item(struct jv *v, struct jv *item, char *key, size_t klen, size
   return 0;
 }
 
-/* Array-index keys first, ascending; the others keep their order. */
-static int order_keys(struct jv *v) {
-  size_t n = v->count, nidx = 0;
-  for (size_t i = 0; i < n; i++) {
-    uint64_t k;
-    nidx += is_index_key(v->keys[i], v->klens[i], &k);
-  }
-  if (nidx == 0) return 0;
-  struct jv **items = malloc(n * sizeof *items);
-  char **keys = malloc(n * sizeof *keys);
-  size_t *klens = malloc(n * sizeof *klens);
-  uint64_t *idx = malloc(n * sizeof *idx);
-  if (!items || !keys || !klens || !idx) {
-    free(items), free(keys), free(klens), free(idx);
-    return -1;
-  }
-  size_t a = 0, z = nidx;
-  for (size_t i = 0; i < n; i++) {
-    uint64_t k = 0;
-    size_t at = is_index_key(v->keys[i], v->klens[i], &k) ? a++ : z++;
-    if (at < nidx) {
-      /* insertion sort by index among the index keys */
-      size_t j = at;
-      while (j > 0 && idx[j - 1] > k) {
-        items[j] = items[j - 1], keys[j] = keys[j - 1], klens[j] = klens[j - 1], idx[j] = idx[j - 1];
-        j--;
-      }
-      idx[j] = k;
-      at = j;
-    }
-    items[at] = v->items[i], keys[at] = v->keys[i], klens[at] = v->klens[i];
-  }
-  free(idx);
-  free(v->items), free(v->keys), free(v->klens);
-  v->items = items, v->keys = keys, v->klens = klens;
-  return 0;
+struct keyref {
+  const char *k;
+  size_t len;
+};
+
+static int keyref_cmp(const void *a, const void *b) {
+  const struct keyref *x = a, *y = b;
+  if (x->len != y->len) return x->len < y->len ? -1 : 1;
+  return memcmp(x->k, y->k, x->len);
+}
+
+/* Whether two members of an object have the same key (sorted: n log n). */
+static int has_duplicate_key(const struct jv *v) {
+  if (v->count < 2) return 0;
+  struct keyref *refs = malloc(v->count * sizeof *refs);
+  if (!refs) return 1;
+  for (size_t i = 0; i < v->count; i++) refs[i] = (struct keyref){v->keys[i], v->klens[i]};
+  qsort(refs, v->count, sizeof *refs, keyref_cmp);
+  int dup = 0;
+  for (size_t i = 1; i < v->count && !dup; i++) dup = keyref_cmp(&refs[i - 1], &refs[i]) == 0;
+  free(refs);
+  return dup;
 }
 
 static struct jv *read_object(struct reader *r) {
@@ -300,24 +269,12 @@ static struct jv *read_object(struct reader *r) {
       goto bad;
     }
     skip_ws(r);
-    if (r->p >= r->end || *r->p != ':') {
-      buf_free(&key);
-      goto bad;
+    struct jv *item = NULL;
+    if (r->p < r->end && *r->p == ':') {
+      r->p++;
+      item = read_value(r);
     }
-    r->p++;
-    struct jv *item = read_value(r);
-    if (!item) {
-      buf_free(&key);
-      goto bad;
-    }
-    size_t i;
-    for (i = 0; i < v->count; i++)
-      if (v->klens[i] == key.len && memcmp(v->keys[i], key.p, key.len) == 0) break;
-    if (i < v->count) {
-      json_free(v->items[i]);
-      v->items[i] = item;
-      buf_free(&key);
-    } else if (v->count >= JSON_MAX_MEMBERS || push_item(v, item, key.p, key.len, &cap)) {
+    if (!item || push_item(v, item, key.p, key.len, &cap)) {
       json_free(item);
       buf_free(&key);
       goto bad;
@@ -328,9 +285,8 @@ static struct jv *read_object(struct reader *r) {
       r->p++;
       continue;
     }
-    if (*r->p == '}') {
+    if (*r->p == '}' && !has_duplicate_key(v)) {
       r->p++;
-      if (order_keys(v)) goto bad;
       return v;
     }
     goto bad;
@@ -392,13 +348,14 @@ static struct jv *read_number(struct reader *r) {
     if (!digit(p, r->end)) return NULL;
     while (digit(p, r->end)) p++;
   }
+  /* the payload is not NUL-terminated: strtod reads a copy */
   size_t n = (size_t)(p - s);
   char small[64], *text = n < sizeof small ? small : malloc(n + 1);
   if (!text) return NULL;
   memcpy(text, s, n);
   text[n] = '\0';
   struct jv *v = new_value(J_NUM);
-  if (v) v->n = strtod(text, NULL);
+  if (v) v->n = strtod(text, NULL); /* boxd never sets a locale: '.' is the point */
   if (text != small) free(text);
   r->p = p;
   return v;
@@ -418,7 +375,8 @@ static struct jv *read_value(struct reader *r) {
   switch (*r->p) {
     case '{':
     case '[':
-      if (++r->depth > JSON_MAX_DEPTH) return NULL;
+      if (r->depth == JSON_MAX_DEPTH) return NULL;
+      r->depth++;
       r->p++;
       v = r->p[-1] == '{' ? read_object(r) : read_array(r);
       r->depth--;
@@ -461,7 +419,7 @@ struct jv *json_parse(const char *p, size_t len) {
   return v;
 }
 
-struct jv *json_get(const struct jv *obj, const char *key) {
+const struct jv *json_get(const struct jv *obj, const char *key) {
   if (!obj || obj->t != J_OBJ) return NULL;
   size_t n = strlen(key);
   for (size_t i = 0; i < obj->count; i++)
@@ -469,173 +427,37 @@ struct jv *json_get(const struct jv *obj, const char *key) {
   return NULL;
 }
 
+int json_is_str(const struct jv *v, const char *s) {
+  size_t n = strlen(s);
+  return v && v->t == J_STR && v->len == n && memcmp(v->s, s, n) == 0;
+}
+
 /* ---- writer ----------------------------------------------------------------------- */
 
 int json_put_string(struct buf *b, const char *s, size_t len) {
-  const unsigned char *p = (const unsigned char *)s;
   if (buf_put(b, "\"", 1)) return -1;
   size_t start = 0;
-  for (size_t i = 0; i < len;) {
-    unsigned c = p[i];
-    const char *esc = NULL;
-    char tmp[8];
-    size_t skip = 1;
-    if (c == '"') esc = "\\\"";
-    else if (c == '\\') esc = "\\\\";
-    else if (c == '\b') esc = "\\b";
-    else if (c == '\f') esc = "\\f";
-    else if (c == '\n') esc = "\\n";
-    else if (c == '\r') esc = "\\r";
-    else if (c == '\t') esc = "\\t";
-    else if (c < 0x20) {
-      snprintf(tmp, sizeof tmp, "\\u%04x", c);
-      esc = tmp;
-    } else if (c == 0xED && i + 2 < len && p[i + 1] >= 0xA0 && p[i + 1] <= 0xBF) {
-      unsigned u = 0xD000 | ((p[i + 1] & 0x3Fu) << 6) | (p[i + 2] & 0x3Fu);
-      snprintf(tmp, sizeof tmp, "\\u%04x", u);
-      esc = tmp;
-      skip = 3;
-    }
-    if (esc) {
-      if (buf_put(b, s + start, i - start) || buf_puts(b, esc)) return -1;
-      i += skip;
-      start = i;
-    } else
-      i++;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)s[i];
+    char esc[8];
+    if (c == '"' || c == '\\') snprintf(esc, sizeof esc, "\\%c", c);
+    else if (c == '\n') strcpy(esc, "\\n");
+    else if (c == '\r') strcpy(esc, "\\r");
+    else if (c == '\t') strcpy(esc, "\\t");
+    else if (c < 0x20) snprintf(esc, sizeof esc, "\\u%04x", c);
+    else continue;
+    if (buf_put(b, s + start, i - start) || buf_puts(b, esc)) return -1;
+    start = i + 1;
   }
   if (buf_put(b, s + start, len - start)) return -1;
   return buf_put(b, "\"", 1);
 }
 
-void js_number(double x, char out[40]) {
-  if (isnan(x)) {
-    strcpy(out, "NaN");
-    return;
-  }
-  if (x == 0) {
-    strcpy(out, "0");
-    return;
-  }
-  char *o = out;
-  if (x < 0) {
-    *o++ = '-';
-    x = -x;
-  }
-  if (isinf(x)) {
-    strcpy(o, "Infinity");
-    return;
-  }
-  char e[40];
-  int p;
-  for (p = 1; p <= 17; p++) {
-    snprintf(e, sizeof e, "%.*e", p - 1, x);
-    if (strtod(e, NULL) == x) break;
-  }
-  char digits[24];
-  int k = 0;
-  char *q = e;
-  for (; *q && *q != 'e'; q++)
-    if (*q >= '0' && *q <= '9') digits[k++] = *q;
-  while (k > 1 && digits[k - 1] == '0') k--;
-  digits[k] = '\0';
-  int n = atoi(q + 1) + 1;
-  if (k <= n && n <= 21) {
-    memcpy(o, digits, (size_t)k);
-    o += k;
-    for (int i = 0; i < n - k; i++) *o++ = '0';
-    *o = '\0';
-  } else if (0 < n && n <= 21) {
-    memcpy(o, digits, (size_t)n);
-    o += n;
-    *o++ = '.';
-    memcpy(o, digits + n, (size_t)(k - n));
-    o += k - n;
-    *o = '\0';
-  } else if (-6 < n && n <= 0) {
-    *o++ = '0';
-    *o++ = '.';
-    for (int i = 0; i < -n; i++) *o++ = '0';
-    memcpy(o, digits, (size_t)k);
-    o[k] = '\0';
-  } else {
-    *o++ = digits[0];
-    if (k > 1) {
-      *o++ = '.';
-      memcpy(o, digits + 1, (size_t)(k - 1));
-      o += k - 1;
-    }
-    sprintf(o, "e%c%d", n - 1 >= 0 ? '+' : '-', abs(n - 1));
-  }
-}
-
-int json_put_value(struct buf *b, const struct jv *v) {
-  char num[40];
-  if (!v) return buf_puts(b, "undefined");
-  switch (v->t) {
-    case J_NULL:
-      return buf_puts(b, "null");
-    case J_BOOL:
-      return buf_puts(b, v->b ? "true" : "false");
-    case J_NUM:
-      if (!isfinite(v->n)) return buf_puts(b, "null");
-      js_number(v->n, num);
-      return buf_puts(b, num);
-    case J_STR:
-      return json_put_string(b, v->s, v->len);
-    case J_ARR:
-      if (buf_puts(b, "[")) return -1;
-      for (size_t i = 0; i < v->count; i++)
-        if ((i && buf_puts(b, ",")) || json_put_value(b, v->items[i])) return -1;
-      return buf_puts(b, "]");
-    case J_OBJ:
-      if (buf_puts(b, "{")) return -1;
-      for (size_t i = 0; i < v->count; i++)
-        if ((i && buf_puts(b, ",")) || json_put_string(b, v->keys[i], v->klens[i]) || buf_puts(b, ":") ||
-            json_put_value(b, v->items[i]))
-          return -1;
-      return buf_puts(b, "}");
-  }
-  return -1;
-}
-
-int js_string_of(struct buf *b, const struct jv *v) {
-  char num[40];
-  if (!v) return buf_puts(b, "undefined");
-  switch (v->t) {
-    case J_NULL:
-      return buf_puts(b, "null");
-    case J_BOOL:
-      return buf_puts(b, v->b ? "true" : "false");
-    case J_NUM:
-      js_number(v->n, num);
-      return buf_puts(b, num);
-    case J_STR:
-      return buf_put(b, v->s, v->len);
-    case J_ARR:
-      /* Array#join(","): null and undefined give "" */
-      for (size_t i = 0; i < v->count; i++) {
-        if (i && buf_puts(b, ",")) return -1;
-        if (v->items[i]->t != J_NULL && js_string_of(b, v->items[i])) return -1;
-      }
-      return 0;
-    case J_OBJ:
-      /* An own, non-callable toString hides Object.prototype's; valueOf gives no primitive. */
-      if (json_get(v, "toString")) return -1;
-      return buf_puts(b, "[object Object]");
-  }
-  return -1;
-}
-
-int wtf8_to_utf8(struct buf *b, const char *s, size_t len) {
-  const unsigned char *p = (const unsigned char *)s;
-  size_t start = 0;
-  for (size_t i = 0; i < len;) {
-    if (p[i] == 0xED && i + 2 < len && p[i + 1] >= 0xA0 && p[i + 1] <= 0xBF) {
-      if (buf_put(b, s + start, i - start) || buf_put(b, "\xEF\xBF\xBD", 3)) return -1;
-      i += 3;
-      start = i;
-    } else
-      i++;
-  }
-  return buf_put(b, s + start, len - start);
+int json_put_decimal(struct buf *b, unsigned long long units, int decimals) {
+  unsigned long long scale = 1;
+  for (int i = 0; i < decimals; i++) scale *= 10;
+  unsigned long long whole = units / scale, frac = units % scale;
+  if (frac == 0) return buf_printf(b, "%llu", whole);
+  while (frac % 10 == 0) frac /= 10, decimals--;
+  return buf_printf(b, "%llu.%0*llu", whole, decimals, frac);
 }

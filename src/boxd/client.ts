@@ -1,5 +1,5 @@
 // The server's side of the boxd protocol (see protocol.ts; boxd itself is
-// native/boxd/boxd.c). One connection per operation, so any number of execs and
+// native/boxd/). One connection per operation, so any number of execs and
 // forwards run at once over one client.
 
 import net from "node:net";

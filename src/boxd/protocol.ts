@@ -1,4 +1,4 @@
-// The boxd protocol, shared by boxd (inside the box: native/boxd/boxd.c, which follows
+// The boxd protocol, shared by boxd (inside the box: native/boxd/, which follows
 // this file) and BoxdClient (in the server).
 //
 // Transport: a stream socket (a unix socket under STATE_ROOT/run for the local
@@ -255,7 +255,7 @@ export class FrameDecoder {
 }
 
 // ---- validation (boxd trusts nothing it parses) -----------------------------------
-// The rules boxd applies to what clients send; native/boxd/boxd.c implements them with
+// The rules boxd applies to what clients send; native/boxd/spec.c implements them with
 // the same error messages.
 
 function isRecord(x: unknown): x is Record<string, unknown> {
@@ -286,7 +286,7 @@ export const MIN_AGENT_ID = 1000;
 const MAX_ID = 2 ** 31 - 2;
 
 /**
- * The rules boxd applies to an exec (native/boxd/boxd.c refuses the same). The client checks
+ * The rules boxd applies to an exec (native/boxd/spec.c refuses the same). The client checks
  * a request with them before it is sent, so a bad one fails with request.invalid at once.
  */
 export function parseExecSpec(x: unknown): ExecSpec {

@@ -1,0 +1,142 @@
+/*
+ * boxd: the daemon inside every box, speaking the protocol of src/boxd/protocol.ts (see
+ * docs/boxes.md), in one thread with an epoll loop. It runs as box root with a few
+ * capabilities, listens on one unix socket, and runs agents' commands through
+ * boxd-spawn, each in a cgroup of its own so that a timeout or a cancel kills the whole
+ * process tree.
+ *
+ * The parts, each in its own file:
+ *   main.c     arguments, the listening socket, the epoll loop and its timers, ping
+ *   conn.c     one client connection: frames in and out, the open message, its dispatch
+ *   exec.c     one command: the ready helper, its pipes, the lifecycle (exec.h has the
+ *              state table), the exit answer
+ *   forward.c  a connection forwarded to a TCP port in the box
+ *   cgroup.c   the per-command cgroups: make, limit, list, count, read usage, remove
+ *   spec.c     the checks of an exec request, and the options it gives the helper
+ *   json.c     the JSON reader and writer of the control messages
+ *   util.c     logging, time, epoll and fd helpers, name lists, deferred frees
+ *
+ * Everything boxd keeps lives in one struct boxd, made in main() and reached through
+ * the objects (each connection and command points back at it). There are no globals:
+ * signals arrive through a signalfd, so no signal handler needs one.
+ *
+ * Arguments (see bwrapArgv in src/boxes/local/bwrap.ts):
+ *   --socket PATH --spawn PATH --seccomp PATH --cgroup-version 1|2
+ *   --cgroup NAME=DIR (repeat) --ready-fd N
+ */
+#ifndef BOXD_H
+#define BOXD_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "json.h"
+
+#define PROTOCOL_VERSION 1
+#define MAX_FRAME_BYTES (1024 * 1024)
+/* Frame kinds (FrameKind in protocol.ts). */
+#define K_CONTROL 1
+#define K_STDIN 2
+#define K_STDOUT 3
+#define K_STDERR 4
+#define K_DATA 5
+#define MIN_AGENT_ID 1000
+#define MAX_ID 2147483646.0
+#define MAX_CGROUPS 8
+/* Output waits for the client beyond this many bytes queued on its socket. */
+#define HIGH_WATER (64 * 1024)
+/* The socket is not read while this many bytes of stdin wait for the command: a memory
+   guard, high enough that a cancel behind stdin the command does not read is still seen
+   in practice. */
+#define STDIN_HIGH_WATER (8 * 1024 * 1024)
+#define READ_CHUNK (64 * 1024)
+#define MAX_FILE_RULES 128
+#define GRAVEYARD 1024
+
+/* What an epoll event is about: every registered fd carries one of these. */
+enum wkind { W_LISTEN, W_SIGNAL, W_CONN, W_TARGET, W_OUT, W_ERR, W_IN, W_SPEC };
+
+struct watch {
+  enum wkind kind;
+  void *owner; /* struct conn (W_CONN, W_TARGET), struct exec (W_OUT .. W_SPEC) */
+};
+
+/* One cgroup hierarchy given to boxd: its controllers ("memory", "cpu,cpuacct"; any
+   name on v2) and the folder in the box where commands' cgroups are made. */
+struct cgroot {
+  char *name, *dir;
+};
+
+struct config {
+  const char *socket, *spawn_helper, *seccomp;
+  int version; /* cgroup version, 1 or 2 */
+  struct cgroot roots[MAX_CGROUPS];
+  int nroots;
+  int ready_fd;
+};
+
+/* A list of names (cgroup names of commands). */
+struct names {
+  char **v;
+  size_t n, cap;
+};
+
+struct helper;
+struct exec;
+struct conn;
+
+struct boxd {
+  struct config cfg;
+  int ep;                  /* the epoll instance */
+  int listen_fd, signal_fd;
+  struct watch listen_w, signal_w;
+  double started_at;
+  double listen_paused_until; /* accept is paused (out of fds) until then; 0 = not */
+  double next_sweep;
+  unsigned long counter;     /* numbers the helpers' cgroups */
+  struct helper *prepared;   /* the ready helper, in its cgroup, waiting for a command */
+  struct helper *helpers;    /* every helper not yet reaped */
+  int want_prepare;          /* prepare another helper at the end of this iteration */
+  struct exec *execs;        /* commands not yet answered */
+  int active_count;          /* how many */
+  struct conn *conns;
+  struct names generations;  /* cgroups of commands that generations started */
+  struct names removals;     /* cgroups to remove after this iteration's answers */
+  /* freed at the end of the loop's iteration: events of this batch may still name them */
+  void *graveyard[GRAVEYARD];
+  size_t ngrave;
+  char chunk[READ_CHUNK]; /* scratch for one read at a time (one thread) */
+};
+
+/* ---- util.c ------------------------------------------------------------------------ */
+
+double now_ms(void);
+void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void *xcalloc(size_t n, size_t size);
+/* Adds (add=1) or changes the events of fd, whose events will carry w. */
+void ep_set(struct boxd *bd, int fd, struct watch *w, uint32_t events, int add);
+/* Closes *fd (if open; removed from epoll first if watched) and sets it to -1. */
+void close_fd(struct boxd *bd, int *fd, int watched);
+int set_nonblock(int fd);
+/* Reads a small file into buf (NUL-terminated); bytes read or -1. */
+ssize_t read_small(const char *path, char *buf, size_t cap);
+int write_text(const char *path, const char *text);
+void bury(struct boxd *bd, void *p);
+void bury_flush(struct boxd *bd);
+void names_add(struct names *l, const char *name);
+int names_has(const struct names *l, const char *name);
+void names_drop(struct names *l, const char *name);
+void names_clear(struct names *l);
+const char *signal_name(int sig);
+const char *errno_code(int err);
+
+/* ---- main.c ------------------------------------------------------------------------ */
+
+/* Answers a ping on c: boxd's memory, uptime, commands and processes. */
+void ping_answer(struct conn *c);
+
+#endif

@@ -1,0 +1,581 @@
+/* One command and the helpers that run commands: see exec.h (the state table). */
+#include "exec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "conn.h"
+
+/* What the command wrote before it ended is taken up to this much when it is answered. */
+#define DRAIN_LIMIT (4 * 1024 * 1024)
+#define KILL_LIMIT_MS 10000
+#define KILL_ROUND_MS 1
+#define GRACE_MS 100
+
+/* ---- the state table ---------------------------------------------------------------- */
+
+static const struct transition {
+  enum exec_state from;
+  enum exec_event on;
+  enum exec_state to;
+} transitions[] = {
+    {X_RUNNING, EV_CANCEL, X_KILLING},
+    {X_RUNNING, EV_TIMEOUT, X_KILLING},
+    {X_RUNNING, EV_EXIT, X_DRAINING},
+    {X_KILLING, EV_CANCEL, X_KILLING},
+    {X_KILLING, EV_EXIT, X_KILLING_EXITED},
+    {X_KILLING, EV_KILL_DONE, X_KILLED},
+    {X_KILLING_EXITED, EV_CANCEL, X_KILLING_EXITED},
+    {X_KILLING_EXITED, EV_KILL_DONE, X_DRAINING},
+    {X_KILLED, EV_CANCEL, X_KILLED},
+    {X_KILLED, EV_EXIT, X_DRAINING},
+    {X_DRAINING, EV_CANCEL, X_DRAINING},
+    {X_DRAINING, EV_OUTPUT_DONE, X_ANSWERED},
+};
+
+static const char *const state_names[] = {
+    [X_RUNNING] = "RUNNING", [X_KILLING] = "KILLING", [X_KILLING_EXITED] = "KILLING_EXITED",
+    [X_KILLED] = "KILLED",   [X_DRAINING] = "DRAINING", [X_ANSWERED] = "ANSWERED",
+};
+static const char *const event_names[] = {
+    [EV_CANCEL] = "CANCEL",       [EV_TIMEOUT] = "TIMEOUT",         [EV_EXIT] = "EXIT",
+    [EV_KILL_DONE] = "KILL_DONE", [EV_OUTPUT_DONE] = "OUTPUT_DONE",
+};
+
+static void enter_draining(struct exec *e);
+static void answer(struct exec *e);
+static void close_stdin(struct exec *e);
+
+void exec_event(struct exec *e, enum exec_event ev) {
+  const struct transition *t = NULL;
+  for (size_t i = 0; i < sizeof transitions / sizeof transitions[0]; i++)
+    if (transitions[i].from == e->state && transitions[i].on == ev) {
+      t = &transitions[i];
+      break;
+    }
+  if (!t) {
+    logf_("exec %s: event %s in state %s has no transition", e->name, event_names[ev], state_names[e->state]);
+    abort();
+  }
+  if (t->to == e->state) return;
+  e->state = t->to;
+  /* what happens on entering the new state */
+  switch (t->to) {
+    case X_KILLING:
+      e->kill = ev == EV_TIMEOUT ? KILL_TIMEOUT : KILL_CANCEL;
+      e->kill_deadline = now_ms() + KILL_LIMIT_MS;
+      e->timer_at = now_ms(); /* the first round at once, in the loop */
+      break;
+    case X_KILLING_EXITED:
+      break; /* the rounds go on */
+    case X_KILLED:
+      e->timer_at = 0;
+      break;
+    case X_DRAINING:
+      enter_draining(e);
+      break;
+    case X_ANSWERED:
+      e->timer_at = 0;
+      answer(e);
+      break;
+    case X_RUNNING:
+      break; /* never entered: the state a command starts in */
+  }
+}
+
+/* ---- helpers ------------------------------------------------------------------------ */
+
+static void helper_close(struct helper *h) {
+  close_fd(h->bd, &h->in, 1);
+  close_fd(h->bd, &h->out, 1);
+  close_fd(h->bd, &h->err, 1);
+  close_fd(h->bd, &h->spec, 1);
+}
+
+/* A name for a new helper's cgroup: x<n>-<ms since the epoch in base 36>. */
+static void helper_name(struct boxd *bd, char *out, size_t cap) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  unsigned long long ms = (unsigned long long)ts.tv_sec * 1000ULL + (unsigned long long)ts.tv_nsec / 1000000ULL;
+  char b36[24];
+  int k = 0;
+  do {
+    b36[k++] = "0123456789abcdefghijklmnopqrstuvwxyz"[ms % 36];
+    ms /= 36;
+  } while (ms);
+  int at = snprintf(out, cap, "x%lu-", ++bd->counter);
+  while (k > 0 && at < (int)cap - 1) out[at++] = b36[--k];
+  out[at] = '\0';
+}
+
+/* Starts a helper in a new command cgroup; it waits on fd 3 for its command. */
+static struct helper *helper_spawn(struct boxd *bd, struct buf *err) {
+  const struct config *cfg = &bd->cfg;
+  struct helper *h = xcalloc(1, sizeof *h);
+  h->bd = bd;
+  h->in = h->out = h->err = h->spec = -1;
+  helper_name(bd, h->name, sizeof h->name);
+  if (cg_create(cfg, h->name, err)) {
+    free(h);
+    return NULL;
+  }
+  char dirs[MAX_CGROUPS][4096];
+  for (int r = 0; r < cfg->nroots; r++) cg_path(cfg, r, h->name, NULL, dirs[r], sizeof dirs[r]);
+  int p_in[2] = {-1, -1}, p_out[2] = {-1, -1}, p_err[2] = {-1, -1}, p_spec[2] = {-1, -1};
+  if (pipe2(p_in, O_CLOEXEC) || pipe2(p_out, O_CLOEXEC) || pipe2(p_err, O_CLOEXEC) || pipe2(p_spec, O_CLOEXEC)) {
+    buf_printf(err, "pipe: %s", strerror(errno));
+    goto fail;
+  }
+  const char *argv[2 * MAX_CGROUPS + 4];
+  int n = 0;
+  argv[n++] = "boxd-spawn";
+  for (int r = 0; r < cfg->nroots; r++) argv[n++] = "--cgroup", argv[n++] = dirs[r];
+  argv[n++] = "--spec-fd";
+  argv[n++] = "3";
+  argv[n] = NULL;
+  char *envp[] = {NULL};
+  pid_t pid = fork();
+  if (pid < 0) {
+    buf_printf(err, "fork: %s", strerror(errno));
+    goto fail;
+  }
+  if (pid == 0) {
+    /* child: the pipe ends above 9 first, so no dup2 clobbers another */
+    int src[4] = {p_in[0], p_out[1], p_err[1], p_spec[0]};
+    for (int i = 0; i < 4; i++) src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 10);
+    for (int i = 0; i < 4; i++)
+      if (src[i] < 0 || dup2(src[i], i) < 0) _exit(126);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    execve(cfg->spawn_helper, (char *const *)argv, envp);
+    _exit(126);
+  }
+  close(p_in[0]), close(p_out[1]), close(p_err[1]), close(p_spec[0]);
+  h->in = p_in[1], h->out = p_out[0], h->err = p_err[0], h->spec = p_spec[1];
+  set_nonblock(h->in), set_nonblock(h->out), set_nonblock(h->err), set_nonblock(h->spec);
+  h->pid = pid;
+  h->next = bd->helpers;
+  bd->helpers = h;
+  return h;
+fail:
+  for (int i = 0; i < 2; i++) {
+    if (p_in[i] >= 0) close(p_in[i]);
+    if (p_out[i] >= 0) close(p_out[i]);
+    if (p_err[i] >= 0) close(p_err[i]);
+    if (p_spec[i] >= 0) close(p_spec[i]);
+  }
+  cg_remove(cfg, h->name);
+  free(h);
+  return NULL;
+}
+
+void helper_prepare(struct boxd *bd) {
+  if (bd->prepared) return;
+  struct buf err = {0};
+  bd->prepared = helper_spawn(bd, &err);
+  if (!bd->prepared) logf_("cannot prepare a helper: %s", err.p ? err.p : "?");
+  buf_free(&err);
+}
+
+static void helper_unlink(struct helper *h) {
+  for (struct helper **p = &h->bd->helpers; *p; p = &(*p)->next)
+    if (*p == h) {
+      *p = h->next;
+      return;
+    }
+}
+
+void helpers_reap(struct boxd *bd) {
+  for (;;) {
+    int status;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) return;
+    struct helper *h;
+    for (h = bd->helpers; h; h = h->next)
+      if (h->pid == pid) break;
+    if (!h) continue;
+    helper_unlink(h);
+    h->exited = 1;
+    if (WIFSIGNALED(status)) h->code = -1, h->sig = WTERMSIG(status);
+    else h->code = WEXITSTATUS(status), h->sig = 0;
+    if (h == bd->prepared) {
+      /* a ready helper that died unused is dropped, and its cgroup with it */
+      bd->prepared = NULL;
+      helper_close(h);
+      cg_remove(&bd->cfg, h->name);
+      free(h);
+      continue;
+    }
+    struct exec *e = h->exec;
+    if (!e) {
+      /* a helper let go unused (limits failed), or taken by a command that was answered */
+      helper_close(h);
+      free(h);
+      continue;
+    }
+    e->code = h->code, e->sig = h->sig;
+    close_stdin(e);
+    exec_event(e, EV_EXIT);
+  }
+}
+
+/* ---- the command's pipes ------------------------------------------------------------ */
+
+static void pipes_interest(struct exec *e) {
+  struct helper *h = e->h;
+  uint32_t ev = e->paused ? 0 : EPOLLIN;
+  if (h->out >= 0) ep_set(e->bd, h->out, &e->wout, ev, 0);
+  if (h->err >= 0) ep_set(e->bd, h->err, &e->werr, ev, 0);
+}
+
+void exec_resume_output(struct exec *e) {
+  if (!e->paused) return;
+  e->paused = 0;
+  if (e->h) pipes_interest(e);
+}
+
+size_t exec_stdin_queued(const struct exec *e) { return e->stdin_q.len - e->stdin_off; }
+
+static void close_stdin(struct exec *e) {
+  if (e->h) close_fd(e->bd, &e->h->in, 1);
+  e->stdin_q.len = e->stdin_off = 0;
+}
+
+static void stdin_flush(struct exec *e) {
+  struct helper *h = e->h;
+  if (!h || h->in < 0) return;
+  while (e->stdin_q.len > e->stdin_off) {
+    ssize_t n = write(h->in, e->stdin_q.p + e->stdin_off, e->stdin_q.len - e->stdin_off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) break;
+      close_stdin(e); /* the command closed its stdin */
+      return;
+    }
+    e->stdin_off += (size_t)n;
+  }
+  if (e->stdin_q.len == e->stdin_off) {
+    e->stdin_q.len = e->stdin_off = 0;
+    if (e->stdin_eof) {
+      close_stdin(e);
+      return;
+    }
+    ep_set(e->bd, h->in, &e->win, 0, 0);
+  } else
+    ep_set(e->bd, h->in, &e->win, EPOLLOUT, 0);
+  if (e->conn && !e->conn->dead) conn_update(e->conn);
+}
+
+static void spec_flush(struct exec *e) {
+  struct helper *h = e->h;
+  if (!h || h->spec < 0) return;
+  while (e->spec_q.len > e->spec_off) {
+    ssize_t n = write(h->spec, e->spec_q.p + e->spec_off, e->spec_q.len - e->spec_off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) break;
+      e->spec_off = e->spec_q.len; /* the helper is gone: its exit says so */
+      break;
+    }
+    e->spec_off += (size_t)n;
+  }
+  if (e->spec_off >= e->spec_q.len) {
+    close_fd(e->bd, &h->spec, 1);
+    buf_free(&e->spec_q);
+  } else
+    ep_set(e->bd, h->spec, &e->wspec, EPOLLOUT, 0);
+}
+
+/* stdout or stderr reached its end. */
+static void pipe_closed(struct exec *e, int which) {
+  close_fd(e->bd, which == K_STDOUT ? &e->h->out : &e->h->err, 1);
+  e->open_pipes--;
+  if (e->open_pipes == 0 && e->state == X_DRAINING) exec_event(e, EV_OUTPUT_DONE);
+}
+
+static void read_pipe(struct exec *e, int which) {
+  struct helper *h = e->h;
+  int fd = which == K_STDOUT ? h->out : h->err;
+  if (fd < 0) return;
+  char *chunk = e->bd->chunk;
+  for (int rounds = 0; rounds < 4 && !e->paused; rounds++) {
+    ssize_t n = read(fd, chunk, READ_CHUNK);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) return;
+      pipe_closed(e, which);
+      return;
+    }
+    if (n == 0) {
+      pipe_closed(e, which);
+      return;
+    }
+    struct conn *c = e->conn;
+    if (!c || c->dead) continue; /* the client is gone: output is dropped */
+    conn_frame(c, which, chunk, (size_t)n);
+    conn_flush(c);
+    if (!c->dead && conn_pending(c) > HIGH_WATER && !e->paused) {
+      e->paused = 1;
+      pipes_interest(e);
+    }
+  }
+}
+
+/* What the command wrote before it ended is already in the pipe: take it all (bounded,
+   since processes left in the background may still be writing) before the pipe goes,
+   whether or not its readiness was seen yet and whatever the back-pressure. */
+static void drain(struct exec *e, int which) {
+  char *chunk = e->bd->chunk;
+  for (size_t taken = 0; taken < DRAIN_LIMIT;) {
+    int fd = which == K_STDOUT ? e->h->out : e->h->err;
+    if (fd < 0) return;
+    ssize_t n = read(fd, chunk, READ_CHUNK);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    taken += (size_t)n;
+    struct conn *c = e->conn;
+    if (c && !c->dead) conn_frame(c, which, chunk, (size_t)n);
+  }
+}
+
+void exec_on_watch(struct exec *e, enum wkind kind) {
+  if (e->state == X_ANSWERED || !e->h) return;
+  switch (kind) {
+    case W_OUT: read_pipe(e, K_STDOUT); break;
+    case W_ERR: read_pipe(e, K_STDERR); break;
+    case W_IN: stdin_flush(e); break;
+    case W_SPEC: spec_flush(e); break;
+    default: break;
+  }
+}
+
+/* ---- the lifecycle ------------------------------------------------------------------ */
+
+static void enter_draining(struct exec *e) {
+  e->timer_at = 0;
+  if (e->open_pipes == 0) exec_event(e, EV_OUTPUT_DONE);
+  else e->timer_at = now_ms() + GRACE_MS;
+}
+
+/* One round of SIGKILL to every pid in the command's cgroup; KILL_DONE when it is empty. */
+static void kill_round(struct exec *e) {
+  pid_t *pids = NULL;
+  size_t n = cg_procs(&e->bd->cfg, e->name, &pids);
+  for (size_t i = 0; i < n; i++) kill(pids[i], SIGKILL);
+  free(pids);
+  if (n == 0 || now_ms() > e->kill_deadline) exec_event(e, EV_KILL_DONE);
+  else e->timer_at = now_ms() + KILL_ROUND_MS;
+}
+
+static void unlink_exec(struct exec *e) {
+  struct boxd *bd = e->bd;
+  if (e->prev) e->prev->next = e->next;
+  else bd->execs = e->next;
+  if (e->next) e->next->prev = e->prev;
+  bd->active_count--;
+}
+
+static void answer(struct exec *e) {
+  struct boxd *bd = e->bd;
+  drain(e, K_STDOUT);
+  drain(e, K_STDERR);
+  close_fd(bd, &e->h->out, 1);
+  close_fd(bd, &e->h->err, 1);
+  e->open_pipes = 0;
+  struct usage u;
+  cg_usage(&bd->cfg, e->name, &u);
+  unlink_exec(e);
+  /* the connection lets go of the command first: a write error while answering then
+     closes the connection without an event for this command */
+  struct conn *c = e->conn;
+  e->conn = NULL;
+  if (c) c->exec = NULL;
+  if (c && !c->dead) {
+    struct buf j = {0};
+    buf_puts(&j, "{\"type\":\"exit\",\"exitCode\":");
+    const char *sname = e->sig ? signal_name(e->sig) : NULL;
+    if (e->sig) buf_puts(&j, "null");
+    else buf_printf(&j, "%d", e->code);
+    buf_puts(&j, ",\"signal\":");
+    if (sname) json_put_string(&j, sname, strlen(sname));
+    else buf_puts(&j, "null");
+    buf_printf(&j, ",\"timedOut\":%s,\"cancelled\":%s,\"durationMs\":%lld,\"usage\":{\"cpuSeconds\":",
+               e->kill == KILL_TIMEOUT ? "true" : "false", e->kill == KILL_CANCEL ? "true" : "false",
+               (long long)(now_ms() - e->begun + 0.5));
+    if (u.has_cpu) json_put_decimal(&j, u.cpu_ns, 9);
+    else buf_puts(&j, "null");
+    buf_puts(&j, ",\"peakMemoryBytes\":");
+    if (u.has_peak) json_put_decimal(&j, u.peak_bytes, 0);
+    else buf_puts(&j, "null");
+    buf_puts(&j, "}}");
+    conn_send_json(c, &j);
+    conn_end(c);
+  }
+  if (c) conn_maybe_free(c);
+  /* after the answer: removing a cgroup may wait for the kernel's cgroup lock */
+  names_add(&bd->removals, e->name);
+  /* the helper is done with: its remaining fds go */
+  struct helper *h = e->h;
+  helper_close(h);
+  h->exec = NULL;
+  if (h->exited) free(h);
+  e->h = NULL;
+  buf_free(&e->stdin_q);
+  buf_free(&e->spec_q);
+  bury(bd, e);
+}
+
+void exec_conn_gone(struct exec *e) {
+  exec_event(e, EV_CANCEL);
+  exec_resume_output(e); /* output is now dropped */
+}
+
+int exec_is_active(const struct boxd *bd, const char *name) {
+  for (const struct exec *e = bd->execs; e; e = e->next)
+    if (!strcmp(e->name, name)) return 1;
+  return 0;
+}
+
+double exec_next_timer(const struct boxd *bd, double next) {
+  for (const struct exec *e = bd->execs; e; e = e->next)
+    if (e->timer_at > 0 && e->timer_at < next) next = e->timer_at;
+  return next;
+}
+
+void exec_run_timers(struct boxd *bd, double now) {
+  for (struct exec *e = bd->execs, *next; e; e = next) {
+    next = e->next; /* e may be answered (and unlinked) below */
+    if (e->timer_at <= 0 || e->timer_at > now) continue;
+    switch (e->state) {
+      case X_RUNNING:
+        e->timer_at = 0;
+        exec_event(e, EV_TIMEOUT);
+        break;
+      case X_KILLING:
+      case X_KILLING_EXITED:
+        kill_round(e);
+        break;
+      case X_DRAINING:
+        exec_event(e, EV_OUTPUT_DONE);
+        break;
+      case X_KILLED:
+      case X_ANSWERED:
+        e->timer_at = 0; /* no timer in these states */
+        break;
+    }
+  }
+}
+
+/* ---- start, and frames from the client ---------------------------------------------- */
+
+void exec_start(struct conn *c, const struct spec *s) {
+  struct boxd *bd = c->bd;
+  struct buf err = {0}, options = {0};
+  if (spec_options(s, bd->cfg.seccomp, &options)) {
+    buf_free(&options);
+    conn_fail(c, "internal", "out of memory");
+    return;
+  }
+  struct helper *h = bd->prepared;
+  bd->prepared = NULL;
+  if (!h) h = helper_spawn(bd, &err);
+  if (!h) {
+    char m[1200];
+    snprintf(m, sizeof m, "cannot start the command: %s", err.p ? err.p : "?");
+    buf_free(&err);
+    buf_free(&options);
+    conn_fail(c, "spawn_failed", m);
+    return;
+  }
+  if (cg_limit(&bd->cfg, h->name, s->has_mem, s->mem_mib, s->has_pids, s->pids, &err)) {
+    /* the helper exits unused (its fds were never watched); the sweep removes its cgroup */
+    close_fd(bd, &h->spec, 0);
+    close_fd(bd, &h->in, 0);
+    close_fd(bd, &h->out, 0);
+    close_fd(bd, &h->err, 0);
+    char m[1200];
+    snprintf(m, sizeof m, "cannot set the command's limits: %s", err.p ? err.p : "?");
+    buf_free(&err);
+    buf_free(&options);
+    conn_fail(c, "spawn_failed", m);
+    return;
+  }
+  struct exec *e = xcalloc(1, sizeof *e);
+  e->bd = bd;
+  e->state = X_RUNNING;
+  e->conn = c;
+  c->exec = e;
+  e->h = h;
+  h->exec = e;
+  snprintf(e->name, sizeof e->name, "%s", h->name);
+  e->begun = now_ms();
+  e->generation = s->generation;
+  e->wout = (struct watch){W_OUT, e};
+  e->werr = (struct watch){W_ERR, e};
+  e->win = (struct watch){W_IN, e};
+  e->wspec = (struct watch){W_SPEC, e};
+  e->spec_q = options;
+  e->next = bd->execs;
+  if (bd->execs) bd->execs->prev = e;
+  bd->execs = e;
+  bd->active_count++;
+  if (s->generation && !names_has(&bd->generations, e->name)) names_add(&bd->generations, e->name);
+
+  ep_set(bd, h->spec, &e->wspec, 0, 1);
+  ep_set(bd, h->in, &e->win, 0, 1);
+  ep_set(bd, h->out, &e->wout, EPOLLIN, 1);
+  ep_set(bd, h->err, &e->werr, EPOLLIN, 1);
+  e->open_pipes = 2;
+  spec_flush(e);
+  bd->want_prepare = 1;
+
+  if (s->timeout_ms > 0) e->timer_at = now_ms() + (double)s->timeout_ms;
+  struct buf j = {0};
+  buf_printf(&j, "{\"type\":\"started\",\"pid\":%d}", h->pid);
+  conn_send_json(c, &j);
+}
+
+void exec_frame(struct exec *e, int kind, const char *payload, size_t len) {
+  switch (kind) {
+    case K_STDIN:
+      if (e->h && e->h->in >= 0 && !e->stdin_eof) {
+        buf_put(&e->stdin_q, payload, len);
+        stdin_flush(e);
+      }
+      return;
+    case K_CONTROL: {
+      struct jv *x = json_parse(payload, len);
+      const struct jv *type = json_get(x, "type");
+      int ok = 0;
+      if (json_is_str(type, "stdin_eof")) {
+        ok = 1;
+        if (e->h && e->h->in >= 0 && !e->stdin_eof) {
+          e->stdin_eof = 1;
+          stdin_flush(e);
+        }
+      } else if (json_is_str(type, "cancel")) {
+        ok = 1;
+        exec_event(e, EV_CANCEL);
+      } else if (json_is_str(type, "resize")) {
+        ok = spec_is_int(json_get(x, "cols"), 1, 1000) && spec_is_int(json_get(x, "rows"), 1, 1000);
+      }
+      json_free(x);
+      if (!ok) exec_event(e, EV_CANCEL);
+      return;
+    }
+    default:
+      exec_event(e, EV_CANCEL);
+      return;
+  }
+}

@@ -1,0 +1,240 @@
+/* boxd's start and its loop: see boxd.h for the parts. */
+#include "boxd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "conn.h"
+#include "exec.h"
+
+#define SWEEP_MS 10000
+
+/* ---- arguments ---------------------------------------------------------------------- */
+
+static void usage_die(const char *fmt, const char *arg) __attribute__((noreturn));
+static void usage_die(const char *fmt, const char *arg) {
+  dprintf(2, "boxd: ");
+  dprintf(2, fmt, arg);
+  dprintf(2, "\n");
+  exit(1);
+}
+
+static void parse_args(struct config *cfg, int argc, char **argv) {
+  for (int i = 1; i < argc; i += 2) {
+    const char *key = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!value) usage_die("%s needs a value", key);
+    if (!strcmp(key, "--socket")) cfg->socket = value;
+    else if (!strcmp(key, "--spawn")) cfg->spawn_helper = value;
+    else if (!strcmp(key, "--seccomp")) cfg->seccomp = value;
+    else if (!strcmp(key, "--cgroup-version")) cfg->version = !strcmp(value, "2") ? 2 : 1;
+    else if (!strcmp(key, "--cgroup")) {
+      const char *eq = strchr(value, '=');
+      if (!eq || eq == value) usage_die("--cgroup wants NAME=DIR, got %s", value);
+      if (cfg->nroots == MAX_CGROUPS) usage_die("too many --cgroup options (%s)", value);
+      cfg->roots[cfg->nroots].name = strndup(value, (size_t)(eq - value));
+      cfg->roots[cfg->nroots].dir = strdup(eq + 1);
+      cfg->nroots++;
+    } else if (!strcmp(key, "--ready-fd")) cfg->ready_fd = atoi(value);
+    else usage_die("unknown argument %s", key);
+  }
+  if (!cfg->socket || !cfg->spawn_helper || !cfg->seccomp)
+    usage_die("%s", "--socket, --spawn and --seccomp are required");
+}
+
+/* ---- ping --------------------------------------------------------------------------- */
+
+static long status_kb(const char *text, const char *field) {
+  const char *p = strstr(text, field);
+  while (p && p != text && p[-1] != '\n') p = strstr(p + 1, field);
+  if (!p) return 0;
+  return strtol(p + strlen(field), NULL, 10);
+}
+
+void ping_answer(struct conn *c) {
+  struct boxd *bd = c->bd;
+  char text[8192];
+  long rss = 0, anon = 0, pss = 0;
+  if (read_small("/proc/self/status", text, sizeof text) > 0) {
+    rss = status_kb(text, "VmRSS:") * 1024;
+    anon = status_kb(text, "RssAnon:") * 1024;
+  }
+  if (read_small("/proc/self/smaps_rollup", text, sizeof text) > 0) pss = status_kb(text, "Pss:") * 1024;
+  long processes = 0, gen = 0;
+  struct names names = {0};
+  cg_names(&bd->cfg, &names);
+  for (size_t i = 0; i < names.n; i++) {
+    const char *name = names.v[i];
+    if (bd->prepared && !strcmp(name, bd->prepared->name)) continue;
+    long k = (long)cg_procs(&bd->cfg, name, NULL);
+    processes += k;
+    if (names_has(&bd->generations, name)) {
+      gen += k;
+      if (k == 0 && !exec_is_active(bd, name)) names_drop(&bd->generations, name);
+    }
+  }
+  names_clear(&names);
+  struct buf j = {0};
+  buf_printf(&j,
+             "{\"type\":\"pong\",\"pid\":%d,\"rssBytes\":%ld,\"anonBytes\":%ld,\"pssBytes\":%ld,\"uptimeMs\":%lld,"
+             "\"execs\":%d,\"processes\":%ld,\"generationProcesses\":%ld}",
+             getpid(), rss, anon, pss, (long long)(now_ms() - bd->started_at), bd->active_count, processes, gen);
+  conn_send_json(c, &j);
+  conn_end(c);
+}
+
+/* ---- the loop ----------------------------------------------------------------------- */
+
+/* Removes the empty cgroups of commands no longer running (background processes keep
+   theirs until they end). */
+static void sweep(struct boxd *bd) {
+  struct names names = {0};
+  cg_names(&bd->cfg, &names);
+  for (size_t i = 0; i < names.n; i++) {
+    const char *name = names.v[i];
+    if (!exec_is_active(bd, name) && !(bd->prepared && !strcmp(bd->prepared->name, name)))
+      cg_remove(&bd->cfg, name);
+  }
+  names_clear(&names);
+}
+
+static void on_signal(struct boxd *bd) {
+  struct signalfd_siginfo si;
+  while (read(bd->signal_fd, &si, sizeof si) == (ssize_t)sizeof si) {
+    if (si.ssi_signo == SIGTERM) exit(0);
+  }
+  helpers_reap(bd);
+}
+
+static int listen_socket(const char *path) {
+  unlink(path);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  if (strlen(path) >= sizeof a.sun_path) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  strcpy(a.sun_path, path);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 511) != 0) {
+    int err = errno;
+    close(fd);
+    errno = err;
+    return -1;
+  }
+  chmod(path, 0600);
+  return fd;
+}
+
+static void dispatch(struct boxd *bd, struct watch *w, uint32_t ev) {
+  switch (w->kind) {
+    case W_LISTEN:
+      conn_accept_all(bd);
+      break;
+    case W_SIGNAL:
+      on_signal(bd);
+      break;
+    case W_CONN:
+      conn_on_event(w->owner, ev);
+      break;
+    case W_TARGET:
+      fwd_on_event(w->owner, ev);
+      break;
+    case W_OUT:
+    case W_ERR:
+    case W_IN:
+    case W_SPEC:
+      exec_on_watch(w->owner, w->kind);
+      break;
+  }
+}
+
+/* What is due after a batch of events: timers, the sweep, a new ready helper, frees,
+   cgroup removals. */
+static void after_events(struct boxd *bd) {
+  double now = now_ms();
+  exec_run_timers(bd, now);
+  if (bd->listen_paused_until > 0 && bd->listen_paused_until <= now) {
+    bd->listen_paused_until = 0;
+    ep_set(bd, bd->listen_fd, &bd->listen_w, EPOLLIN, 0);
+  }
+  if (now >= bd->next_sweep) {
+    bd->next_sweep = now + SWEEP_MS;
+    sweep(bd);
+  }
+  if (bd->want_prepare) {
+    bd->want_prepare = 0;
+    helper_prepare(bd);
+  }
+  bury_flush(bd);
+  for (size_t i = 0; i < bd->removals.n; i++) cg_remove(&bd->cfg, bd->removals.v[i]);
+  names_clear(&bd->removals);
+}
+
+static int run(struct boxd *bd) {
+  struct epoll_event evs[64];
+  for (;;) {
+    double now = now_ms(), next = bd->next_sweep;
+    if (bd->listen_paused_until > 0 && bd->listen_paused_until < next) next = bd->listen_paused_until;
+    next = exec_next_timer(bd, next);
+    int wait = bd->want_prepare || bd->removals.n ? 0 : next <= now ? 0 : (int)(next - now + 0.999);
+    int n = epoll_wait(bd->ep, evs, 64, wait);
+    if (n < 0 && errno != EINTR) {
+      logf_("epoll_wait: %s", strerror(errno));
+      return 1;
+    }
+    for (int i = 0; i < n; i++) dispatch(bd, evs[i].data.ptr, evs[i].events);
+    after_events(bd);
+  }
+}
+
+int main(int argc, char **argv) {
+  struct boxd bd = {0};
+  bd.cfg.version = 1;
+  bd.cfg.ready_fd = -1;
+  bd.listen_w = (struct watch){W_LISTEN, NULL};
+  bd.signal_w = (struct watch){W_SIGNAL, NULL};
+  umask(022);
+  parse_args(&bd.cfg, argc, argv);
+  bd.started_at = now_ms();
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGCHLD);
+  sigaddset(&mask, SIGTERM);
+  sigprocmask(SIG_BLOCK, &mask, NULL);
+  bd.signal_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+  bd.ep = epoll_create1(EPOLL_CLOEXEC);
+  if (bd.signal_fd < 0 || bd.ep < 0) {
+    logf_("signalfd/epoll: %s", strerror(errno));
+    return 1;
+  }
+  if (bd.cfg.ready_fd >= 0) fcntl(bd.cfg.ready_fd, F_SETFD, FD_CLOEXEC);
+  bd.listen_fd = listen_socket(bd.cfg.socket);
+  if (bd.listen_fd < 0) {
+    logf_("listen on %s: %s", bd.cfg.socket, strerror(errno));
+    return 1;
+  }
+  ep_set(&bd, bd.signal_fd, &bd.signal_w, EPOLLIN, 1);
+  ep_set(&bd, bd.listen_fd, &bd.listen_w, EPOLLIN, 1);
+  /* the first ready helper starts before boxd says it is ready: its cgroup migration
+     then overlaps the server's ping and first command */
+  helper_prepare(&bd);
+  if (bd.cfg.ready_fd >= 0) {
+    if (write(bd.cfg.ready_fd, "ready\n", 6) != 6) logf_("ready fd: %s", strerror(errno));
+    close(bd.cfg.ready_fd);
+  }
+  logf_("listening on %s", bd.cfg.socket);
+  bd.next_sweep = now_ms() + SWEEP_MS;
+  return run(&bd);
+}

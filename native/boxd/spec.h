@@ -1,0 +1,43 @@
+/*
+ * An exec request: its checks (the rules of parseExecSpec in src/boxd/protocol.ts, with
+ * the same messages) and the options it gives the helper (native/boxd-spawn.c).
+ */
+#ifndef BOXD_SPEC_H
+#define BOXD_SPEC_H
+
+#include "boxd.h"
+
+/* A checked request. Its strings point into the parsed message, which must outlive it. */
+struct spec {
+  const struct jv *argv; /* strings, at least one */
+  const struct jv *env;  /* an object of strings */
+  const struct jv *cwd;
+  long uid, gid;
+  long groups[32];
+  size_t ngroups;
+  long timeout_ms; /* 0 = none */
+  const struct jv *agent_dir; /* NULL = none */
+  int generation;
+  int has_mem, has_pids;
+  long mem_mib, pids;
+  /* files: the paths the command may read, and read and write (Landlock); NULL = not
+     restricted */
+  const struct jv *fs_read, *fs_write;
+  long port_first, port_last; /* bindPorts; 0 = not restricted */
+};
+
+/* The error of a request (a message). */
+struct perr {
+  struct buf msg;
+};
+
+/* Whether x is an integer number from min to max. */
+int spec_is_int(const struct jv *x, double min, double max);
+/* Takes an integer from min to max into *out; -1 with the message otherwise. */
+int spec_int(const struct jv *x, const char *what, double min, double max, long *out, struct perr *e);
+/* Checks the request's exec object into s; -1 with the message. */
+int spec_parse(const struct jv *x, struct spec *s, struct perr *e);
+/* The helper's options: NUL-terminated strings, "--" and then argv. */
+int spec_options(const struct spec *s, const char *seccomp, struct buf *o);
+
+#endif
