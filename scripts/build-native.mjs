@@ -4,8 +4,14 @@
 //   dist/native/box-userns  starts a box's bubblewrap in its own user namespace
 //   dist/native/boxd        boxd, the daemon in every box (native/boxd/*.c; gcc, libc
 //                           only); its protocol is src/boxd/protocol.ts
+//   dist/native/boxd-asan   with --sanitize only: boxd built with AddressSanitizer and
+//                           UndefinedBehaviorSanitizer (their runtimes linked in, since
+//                           the box's root is read-only and its environment is boxd's
+//                           own); any report aborts it. scripts/test.sh runs the box
+//                           tests once against it (WARREN_TEST_SANITIZE=1)
 // Runs after `tsc` in `npm run build`; box tests run it on demand. Builds only what is
-// older than its sources unless --force is given.
+// older than its sources unless --force is given. Everything is built with
+// -Wall -Wextra -Werror.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readdirSync, renameSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -13,6 +19,7 @@ import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const force = process.argv.includes("--force");
+const sanitize = process.argv.includes("--sanitize");
 
 function mtime(path) {
   try {
@@ -28,13 +35,25 @@ function stale(output, inputs) {
   return out === 0 || inputs.some((i) => mtime(i) > out);
 }
 
-const flags = ["-O2", "-Wall", "-Wextra", "-Werror", "-D_FORTIFY_SOURCE=2", "-fstack-protector-strong"];
+const warnings = ["-Wall", "-Wextra", "-Werror"];
+const flags = ["-O2", ...warnings, "-D_FORTIFY_SOURCE=2", "-fstack-protector-strong"];
+const sanitizerFlags = [
+  "-O1",
+  "-g",
+  ...warnings,
+  "-fno-omit-frame-pointer",
+  "-fsanitize=address,undefined",
+  "-fno-sanitize-recover=all",
+  "-static-libasan",
+  "-static-libubsan",
+  "-DBOXD_SANITIZE",
+];
 
-function gcc(output, sources, inputs = sources) {
+function gcc(output, sources, inputs = sources, cflags = flags) {
   if (!stale(output, inputs)) return;
   mkdirSync(dirname(output), { recursive: true });
   const tmp = `${output}.${process.pid}.tmp`;
-  execFileSync("gcc", [...flags, "-o", tmp, ...sources], { stdio: "inherit" });
+  execFileSync("gcc", [...cflags, "-o", tmp, ...sources], { stdio: "inherit" });
   renameSync(tmp, output);
   console.log(`built ${output}`);
 }
@@ -44,8 +63,7 @@ gcc(join(root, "dist", "native", "box-userns"), [join(root, "native", "box-usern
 
 const boxdDir = join(root, "native", "boxd");
 const boxdFiles = readdirSync(boxdDir).map((f) => join(boxdDir, f));
-gcc(
-  join(root, "dist", "native", "boxd"),
-  boxdFiles.filter((f) => f.endsWith(".c")),
-  boxdFiles.filter((f) => f.endsWith(".c") || f.endsWith(".h")),
-);
+const boxdSources = boxdFiles.filter((f) => f.endsWith(".c"));
+const boxdInputs = boxdFiles.filter((f) => f.endsWith(".c") || f.endsWith(".h"));
+gcc(join(root, "dist", "native", "boxd"), boxdSources, boxdInputs);
+if (sanitize) gcc(join(root, "dist", "native", "boxd-asan"), boxdSources, boxdInputs, sanitizerFlags);

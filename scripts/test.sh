@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The whole suite: typecheck, lint, format, migrations, then every test on PGlite and on a
-# real PostgreSQL server started here (and stopped afterwards).
+# real PostgreSQL server started here (and stopped afterwards), then the box tests once more
+# against boxd built with AddressSanitizer and UndefinedBehaviorSanitizer (skipped when
+# TEST_FILES picks the tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shopt -s globstar nullglob
@@ -22,3 +24,11 @@ export WARREN_REQUIRE_POSTGRES=1
 files=(${TEST_FILES:-src/**/*.test.ts test/**/*.test.ts})
 echo "== tests (${#files[@]} files)"
 node --import tsx --test --test-concurrency="${TEST_CONCURRENCY:-2}" --test-timeout=600000 "${files[@]}"
+
+if [[ -z ${TEST_FILES:-} ]]; then
+  echo "== box tests against boxd with AddressSanitizer and UndefinedBehaviorSanitizer"
+  node scripts/build-native.mjs --sanitize
+  # boxes run dist/native/boxd-asan; a report aborts it and fails the test (test/box/fixture.ts)
+  WARREN_TEST_SANITIZE=1 node --import tsx --test --test-concurrency=1 --test-timeout=600000 \
+    test/box/box.test.ts test/hostile/hostile.test.ts
+fi

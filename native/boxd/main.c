@@ -238,3 +238,16 @@ int main(int argc, char **argv) {
   bd.next_sweep = now_ms() + SWEEP_MS;
   return run(&bd);
 }
+
+#ifdef BOXD_SANITIZE
+/* The sanitizer build (dist/native/boxd-asan): the box gives boxd no environment of the
+   test's choosing, so the runtimes' options are built in. Any report ends boxd (the
+   box's tests then fail, and find the report in box.log). No leak check: boxd ends by
+   SIGKILL when its box stops, never through exit. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) {
+  return "abort_on_error=1:halt_on_error=1:detect_leaks=0:quarantine_size_mb=32:detect_stack_use_after_return=1";
+}
+const char *__ubsan_default_options(void);
+const char *__ubsan_default_options(void) { return "halt_on_error=1:abort_on_error=1:print_stacktrace=1"; }
+#endif

@@ -6,7 +6,16 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { LocalProvider } from "../../src/boxes/index.js";
 import { encodeControl, FrameDecoder, FrameKind } from "../../src/boxd/protocol.js";
-import { boxSkipReason, hostPidsOfUid, makeBox, PATH, waitFor, type Agent, type TestBox } from "./fixture.js";
+import {
+  boxSkipReason,
+  hostPidsOfUid,
+  makeBox,
+  PATH,
+  testBoxdBinary,
+  waitFor,
+  type Agent,
+  type TestBox,
+} from "./fixture.js";
 
 const skip = boxSkipReason();
 
@@ -292,7 +301,11 @@ describe("a local box", { skip: skip ?? false }, () => {
   it("is adopted by a fresh provider (a restarted server)", async () => {
     const first = await box.provider.inspect(box.id);
     assert.equal(first?.state, "running");
-    const fresh = new LocalProvider({ stateRoot: box.stateRoot, cgroupParent: "warren-test" });
+    const fresh = new LocalProvider({
+      stateRoot: box.stateRoot,
+      cgroupParent: "warren-test",
+      boxdBinary: testBoxdBinary,
+    });
     const listed = await fresh.list({ "warren.machine": box.id });
     assert.equal(listed.length, 1);
     assert.equal(listed[0]?.state, "running");
@@ -338,7 +351,11 @@ describe("a box whose server was SIGKILLed", { skip: skip ?? false }, () => {
       const { spawn } = await import("node:child_process");
       const script = `
         import { LocalProvider } from ${JSON.stringify(path.resolve("src/boxes/index.ts"))};
-        const p = new LocalProvider({ stateRoot: ${JSON.stringify(box.stateRoot)}, cgroupParent: "warren-test" });
+        const p = new LocalProvider({
+          stateRoot: ${JSON.stringify(box.stateRoot)},
+          cgroupParent: "warren-test",
+          boxdBinary: ${JSON.stringify(testBoxdBinary)},
+        });
         await p.start(${JSON.stringify(box.id)});
         process.stdout.write("up\\n");
         setInterval(() => {}, 1000);
@@ -352,7 +369,11 @@ describe("a box whose server was SIGKILLed", { skip: skip ?? false }, () => {
       });
       child.kill("SIGKILL");
       await new Promise((r) => child.once("exit", r));
-      const fresh = new LocalProvider({ stateRoot: box.stateRoot, cgroupParent: "warren-test" });
+      const fresh = new LocalProvider({
+        stateRoot: box.stateRoot,
+        cgroupParent: "warren-test",
+        boxdBinary: testBoxdBinary,
+      });
       const h = await fresh.inspect(box.id);
       assert.equal(h?.state, "running");
       const r = await fresh.client(box.id).exec({

@@ -30,12 +30,29 @@ export function boxSkipReason(): string | null {
   return null;
 }
 
+/**
+ * WARREN_TEST_SANITIZE=1: boxes run dist/native/boxd-asan, boxd built with AddressSanitizer
+ * and UndefinedBehaviorSanitizer (scripts/test.sh does so once). A report aborts that boxd;
+ * cleanup() then fails the test with the report from the box's log.
+ */
+const sanitize = process.env.WARREN_TEST_SANITIZE === "1";
+
+/** The boxd binary the tests' boxes run. */
+export const testBoxdBinary = path.join(root, "dist", "native", sanitize ? "boxd-asan" : "boxd");
+
 let built = false;
-/** Builds dist/native/boxd-spawn and dist/native/boxd when they are stale. */
+/** Builds dist/native/boxd-spawn and dist/native/boxd (and boxd-asan) when they are stale. */
 export function ensureBuilt(): void {
   if (built) return;
-  execFileSync(process.execPath, [path.join(root, "scripts", "build-native.mjs")], { stdio: "inherit" });
+  const args = [path.join(root, "scripts", "build-native.mjs"), ...(sanitize ? ["--sanitize"] : [])];
+  execFileSync(process.execPath, args, { stdio: "inherit" });
   built = true;
+}
+
+/** A sanitizer's report in a box's log (bwrap's and boxd's stderr), or null. */
+export function sanitizerReport(log: string): string | null {
+  const at = log.search(/ERROR: \w+Sanitizer|runtime error:|SUMMARY: \w+Sanitizer/);
+  return at < 0 ? null : log.slice(Math.max(0, log.lastIndexOf("\n", at) + 1), at + 4000);
 }
 
 export interface Agent {
@@ -96,7 +113,11 @@ export async function makeBox(
     const hostHome = await prepareHome(machineDir, agentId, uid, trust);
     agents.push({ id: agentId, uid, ...agentGroups(uid, trust), home: `/home/${agentId}`, hostHome });
   }
-  const provider = new LocalProvider({ stateRoot, cgroupParent: opts.cgroupParent ?? "warren-test" });
+  const provider = new LocalProvider({
+    stateRoot,
+    cgroupParent: opts.cgroupParent ?? "warren-test",
+    boxdBinary: testBoxdBinary,
+  });
   const spec: BoxSpec = {
     id,
     labels: {
@@ -148,11 +169,15 @@ export async function makeBox(
     run,
     sh: (script, o) => run(["/bin/sh", "-c", script], o),
     cleanup: async () => {
+      let report: string | null = null;
       try {
+        const log = path.join(stateRoot, "run", "boxes", id, "box.log");
+        report = fs.existsSync(log) ? sanitizerReport(fs.readFileSync(log, "utf8")) : null;
         await provider.remove(id);
       } finally {
         fs.rmSync(stateRoot, { recursive: true, force: true });
       }
+      if (report) throw new Error(`boxd's sanitizer reported in box ${id}:\n${report}`);
     },
   };
 }
