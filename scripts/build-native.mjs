@@ -7,8 +7,9 @@
 //   dist/native/boxd-asan   with --sanitize only: boxd built with AddressSanitizer and
 //                           UndefinedBehaviorSanitizer (their runtimes linked in, since
 //                           the box's root is read-only and its environment is boxd's
-//                           own); any report aborts it. scripts/test.sh runs the box
-//                           tests once against it (WARREN_TEST_SANITIZE=1)
+//                           own); any report aborts it, leaks are checked at exit.
+//                           scripts/test.sh runs the box tests once against it
+//                           (WARREN_TEST_SANITIZE=1)
 // Runs after `tsc` in `npm run build`; box tests run it on demand. Builds only what is
 // older than its sources unless --force is given. Everything is built with
 // -Wall -Wextra -Werror.

@@ -171,6 +171,8 @@ export async function makeBox(
     cleanup: async () => {
       let report: string | null = null;
       try {
+        // With the sanitizer build, boxd ends through exit() first, so that its leak check runs.
+        if (sanitize) await endBoxd(id);
         const log = path.join(stateRoot, "run", "boxes", id, "box.log");
         report = fs.existsSync(log) ? sanitizerReport(fs.readFileSync(log, "utf8")) : null;
         await provider.remove(id);
@@ -180,6 +182,40 @@ export async function makeBox(
       if (report) throw new Error(`boxd's sanitizer reported in box ${id}:\n${report}`);
     },
   };
+}
+
+/** The host pid of box id's boxd, or null when it is not running. */
+export function boxdHostPid(id: string): number | null {
+  for (const name of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (!fs.readFileSync(`/proc/${name}/cmdline`, "utf8").startsWith("/run/warren/boxd\0")) continue;
+      if (fs.readFileSync(`/proc/${name}/cgroup`, "utf8").includes(`/${id}/boxd\n`)) return Number(name);
+    } catch {
+      // gone
+    }
+  }
+  return null;
+}
+
+/** Sends boxd SIGTERM (it exits) and waits until it is gone. */
+async function endBoxd(id: string): Promise<void> {
+  const pid = boxdHostPid(id);
+  if (pid === null) return;
+  try {
+    process.kill(pid, "SIGTERM");
+  } catch {
+    return;
+  }
+  await waitFor("boxd to exit", () => !fs.existsSync(`/proc/${pid}/cmdline`) || isZombie(pid), 10_000);
+}
+
+function isZombie(pid: number): boolean {
+  try {
+    return /^State:\s+Z/m.test(fs.readFileSync(`/proc/${pid}/status`, "utf8"));
+  } catch {
+    return true;
+  }
 }
 
 /** Host pids whose real uid is `uid` (agents' uids exist only in boxes). */
