@@ -5,10 +5,11 @@
  * A connection opens with one control frame (an Open message); its `op` sets the state:
  *   OPEN          waiting for the open frame
  *   PING          the pong is queued; the connection ends once it is written
- *   EXEC          it carries a command (c->exec until the exit answer)
+ *   EXEC          it carries a command (c->exec until the exit answer; input after
+ *                 that is discarded)
  *   FORWARD_WAIT  connecting to the port in the box
  *   FORWARD       a raw byte pipe both ways, half-close passed through
- *   ENDED         answered (an error or the exit); input is discarded
+ *   ENDED         an error was answered; input is discarded
  * Besides the state it tracks each direction of its socket (and of the target's):
  * `ending` (shut the write side once what is queued is written), `wr_shut`, `rd_eof`.
  * `dead` says the socket is closed; the struct is freed (buried) once no command points
