@@ -1,7 +1,8 @@
 // Roles and what each may do. Viewers and auditors read; nobody outside an organisation
 // learns that anything of it exists (404, never 403).
-export const roles = ["owner", "admin", "editor", "viewer", "auditor"] as const;
-export type Role = (typeof roles)[number];
+import type { Role } from "../contract/common.js";
+
+export type { Role };
 
 /**
  * read: see the record (resources, runs, receipts); inspect: also see workloads (home

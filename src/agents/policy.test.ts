@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { networkEntryProblem, sandboxPolicySchema, fileAccessOf } from "./policy.js";
+import { networkEntryProblem, SandboxPolicy as sandboxPolicySchema } from "../contract/policy.js";
+import { fileAccessOf } from "./policy.js";
 
 test("network entries: the allowed forms", () => {
   for (const ok of [

@@ -8,32 +8,18 @@ import { homeOf, lowestFreeSlot, portsOf, uidOf } from "../machines/placement.js
 import type { Machines } from "../machines/service.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
-import { emptyPolicy, sandboxPolicySchema, type SandboxPolicy } from "./policy.js";
+import { SandboxPolicy } from "../contract/policy.js";
+import { emptyPolicy } from "./policy.js";
+import type { Agent } from "../contract/types.js";
 
 export type AgentRow = typeof schema.agents.$inferSelect;
 
-export interface AgentView {
-  id: string;
-  org_id: string;
-  machine_id: string;
-  name: string;
-  slot: number;
-  uid: number;
-  home: string;
-  ports: { first: number; last: number };
-  max_workspace_mib: number;
-  workspace_mib: number | null;
-  sandbox_policy: SandboxPolicy;
-  created_at: string;
-  warnings?: string[];
-}
-
 export const policyOf = (row: AgentRow): SandboxPolicy => {
-  const r = sandboxPolicySchema.safeParse(row.sandboxPolicy ?? {});
+  const r = SandboxPolicy.safeParse(row.sandboxPolicy ?? {});
   return r.success ? r.data : emptyPolicy();
 };
 
-export function agentView(a: AgentRow): AgentView {
+export function agentView(a: AgentRow): Agent {
   return {
     id: a.id,
     org_id: a.orgId,
@@ -75,7 +61,7 @@ export class Agents {
   async create(
     who: Identity,
     input: { org_id: string; machine_id: string; name: string; max_workspace_mib?: number | undefined },
-  ): Promise<AgentView> {
+  ): Promise<Agent> {
     await this.access.require(input.org_id, who, "write", "organisation");
     const machine = await this.machines.load(who, input.machine_id, "write");
     if (machine.orgId !== input.org_id) throw new WarrenError("not_found", "machine was not found");
@@ -157,14 +143,14 @@ export class Agents {
     return row;
   }
 
-  async get(who: Identity, id: string): Promise<AgentView> {
+  async get(who: Identity, id: string): Promise<Agent> {
     return agentView(await this.load(who, id, "read"));
   }
 
   async list(
     who: Identity,
     filter: { org_id?: string | undefined; machine_id?: string | undefined },
-  ): Promise<AgentView[]> {
+  ): Promise<Agent[]> {
     const orgIds = await this.access.visibleOrgIds(who, filter.org_id);
     if (orgIds.length === 0) return [];
     const where = [inArray(schema.agents.orgId, orgIds)];
@@ -185,7 +171,7 @@ export class Agents {
       max_workspace_mib?: number | undefined;
       sandbox_policy?: SandboxPolicy | undefined;
     },
-  ): Promise<AgentView> {
+  ): Promise<Agent> {
     const row = await this.load(who, id, "write");
     const set: Partial<typeof schema.agents.$inferInsert> = {};
     if (patch.name !== undefined) set.name = patch.name;

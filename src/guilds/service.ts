@@ -5,13 +5,7 @@ import { WarrenError } from "../errors.js";
 import { newId } from "../ids.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
-
-export interface GuildView {
-  id: string;
-  org_id: string;
-  name: string;
-  agent_ids: string[];
-}
+import type { Guild } from "../contract/types.js";
 
 export class Guilds {
   constructor(
@@ -20,7 +14,7 @@ export class Guilds {
     private readonly agents: Agents,
   ) {}
 
-  async create(who: Identity, input: { org_id: string; name: string }): Promise<GuildView> {
+  async create(who: Identity, input: { org_id: string; name: string }): Promise<Guild> {
     await this.access.require(input.org_id, who, "write", "organisation");
     const id = newId("gld");
     await this.db.insert(schema.guilds).values({ id, orgId: input.org_id, name: input.name });
@@ -46,13 +40,13 @@ export class Guilds {
     return out;
   }
 
-  async get(who: Identity, id: string): Promise<GuildView> {
+  async get(who: Identity, id: string): Promise<Guild> {
     const g = await this.#load(who, id, "read");
     const m = await this.#members([id]);
     return { id: g.id, org_id: g.orgId, name: g.name, agent_ids: m.get(id) ?? [] };
   }
 
-  async list(who: Identity, orgId?: string): Promise<GuildView[]> {
+  async list(who: Identity, orgId?: string): Promise<Guild[]> {
     const orgIds = await this.access.visibleOrgIds(who, orgId);
     if (orgIds.length === 0) return [];
     const rows = await this.db

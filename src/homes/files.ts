@@ -10,7 +10,8 @@ import { randomBytes } from "node:crypto";
 import { constants } from "node:fs";
 import fs from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
-import { WarrenError, type ErrorCode } from "../errors.js";
+import type { ErrorCode } from "../contract/errors.js";
+import { WarrenError } from "../errors.js";
 import { checkComponents, showPath } from "./paths.js";
 
 /** At most this many links are followed while resolving one read (Linux's own limit). */

@@ -10,11 +10,14 @@ import Fastify, {
 import websocket from "@fastify/websocket";
 import { OPERATOR_EMAIL, type Access, type Identity } from "../access/index.js";
 import type { Config } from "../config/index.js";
-import { WarrenError, errorStatus, type ErrorCode } from "../errors.js";
+import { errorStatus, type ErrorCode } from "../contract/errors.js";
+import { WarrenError } from "../errors.js";
 import type { Logger } from "../observability/log.js";
 import type { Metrics } from "../observability/metrics.js";
 import { hostAllowed, isStateChange, originAllowed } from "./guards.js";
-import { openApiDocument, parseJsonBody, registerRoutes, type AnyRoute } from "./route.js";
+import { openApiDocument } from "./openapi.js";
+import { parseJsonBody, registerRoutes, route, type AnyRoute } from "./route.js";
+import { Health } from "../contract/homes.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -164,19 +167,50 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       .send({ error: { code: "not_found", message: `no route for ${req.method} ${req.url.split("?")[0]}` } });
   });
 
-  app.get("/health", async (_req, reply) => {
-    if (!opts.ready()) return reply.code(503).send({ ok: false });
-    return { ok: true };
-  });
-
-  app.get("/metrics", async (_req, reply) => {
-    reply.header("content-type", metrics.registry.contentType);
-    return metrics.registry.metrics();
-  });
-
-  const doc = openApiDocument(opts.routes, { title: "warren", version: opts.version });
-  app.get("/api/openapi.json", async () => doc);
-
-  registerRoutes(app, opts.routes);
+  const all: AnyRoute[] = [...systemRoutes(opts, () => doc), ...opts.routes];
+  const doc = openApiDocument(all, { title: "warren", version: opts.version });
+  registerRoutes(app, all);
   return app;
+}
+
+/** The server's own routes: readiness, metrics and this document. */
+function systemRoutes(opts: AppOptions, doc: () => object): AnyRoute[] {
+  return [
+    route({
+      method: "GET",
+      url: "/health",
+      id: "system.health",
+      tag: "system",
+      summary: "200 {ok: true} once the store and the provider are ready; 503 {ok: false} before",
+      public: true,
+      response: Health,
+      handler: async ({ reply }) => {
+        if (!opts.ready()) return reply.code(503).send({ ok: false });
+        return { ok: true };
+      },
+    }),
+    route({
+      method: "GET",
+      url: "/metrics",
+      id: "system.metrics",
+      tag: "system",
+      summary: "Prometheus metrics of this server",
+      public: true,
+      produces: "text/plain",
+      handler: async ({ reply }) => {
+        reply.header("content-type", opts.metrics.registry.contentType);
+        return reply.send(await opts.metrics.registry.metrics());
+      },
+    }),
+    route({
+      method: "GET",
+      url: "/api/openapi.json",
+      id: "system.openapi",
+      tag: "system",
+      summary: "This document: every route, generated from the same schemas that check them",
+      public: true,
+      produces: "application/json",
+      handler: async ({ reply }) => reply.type("application/json").send(JSON.stringify(doc())),
+    }),
+  ];
 }

@@ -1,8 +1,17 @@
-// One way to declare a route: zod schemas that validate the request and, from the same
-// objects, the OpenAPI document served at /api/openapi.json.
-import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from "fastify";
+// One way to declare a route: the contract's zod schemas, which Fastify uses to validate the
+// request and to serialise the answer (a field the schema lacks never leaves the server; a
+// wrong type is an error, not an answer), and from which the OpenAPI document is generated.
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  FastifySchemaCompiler,
+  FastifySerializerCompiler,
+  HTTPMethods,
+} from "fastify";
 import { z } from "zod";
 import type { Identity } from "../access/index.js";
+import type { ErrorCode } from "../contract/errors.js";
 import { WarrenError } from "../errors.js";
 
 export interface RouteContext<P, Q, B> {
@@ -14,33 +23,55 @@ export interface RouteContext<P, Q, B> {
   reply: FastifyReply;
 }
 
-export interface RouteSpec<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType> {
+export interface RouteSpec<
+  P extends z.ZodType,
+  Q extends z.ZodType,
+  B extends z.ZodType,
+  R extends z.ZodType,
+> {
   method: HTTPMethods;
   url: string;
+  /** The operation's id in the document: `<resource>.<verb>`, e.g. `agents.create`. */
+  id: string;
   summary: string;
   tag: string;
   params?: P;
   query?: Q;
+  /** A named schema of the contract (`.meta({id})`). */
   body?: B;
   /** The success status (200 unless given). */
   status?: number;
-  response?: z.ZodType;
+  /** The answer on success: a named schema of the contract. Absent: no JSON body (204, bytes, a stream). */
+  response?: R;
+  /** What a success answer is when it is not JSON, for the document. */
+  produces?: string;
+  /** A second form of the answer, chosen by Accept (exec's NDJSON stream): one schema a line. */
+  stream?: { type: string; schema: z.ZodType };
+  /** Served without an identity, outside /api (health, metrics, the document itself). */
+  public?: boolean;
   /** Error codes this route may answer with, for the document. */
-  errors?: string[];
+  errors?: ErrorCode[];
   /** The body arrives as raw bytes (a Buffer) instead of JSON. */
   rawBody?: boolean;
   /** A body limit of its own, in bytes; past it the route answers 413 with tooLargeCode. */
   bodyLimit?: number;
-  handler: (ctx: RouteContext<z.output<P>, z.output<Q>, z.output<B>>) => Promise<unknown>;
+  handler: (
+    ctx: RouteContext<z.output<P>, z.output<Q>, z.output<B>>,
+  ) => Promise<z.input<R> | FastifyReply | void>;
 }
 
 // A list of routes of any shapes; each keeps its own types where it is declared.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type AnyRoute = RouteSpec<any, any, any>;
+export type AnyRoute = RouteSpec<any, any, any, any>;
 
-export const route = <P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(
-  spec: RouteSpec<P, Q, B>,
-): RouteSpec<P, Q, B> => spec;
+export const route = <
+  P extends z.ZodType,
+  Q extends z.ZodType,
+  B extends z.ZodType,
+  R extends z.ZodType = z.ZodVoid,
+>(
+  spec: RouteSpec<P, Q, B, R>,
+): RouteSpec<P, Q, B, R> => spec;
 
 function describeIssue(where: string, issue: z.core.$ZodIssue): string {
   const field = [where, ...issue.path.map(String)].join(".");
@@ -120,8 +151,45 @@ function jsonBody(body: unknown): unknown {
   return body;
 }
 
+/** Who calls a public route: nobody in particular; such routes read nothing of anyone's. */
+const ANONYMOUS: Identity = Object.freeze({ userId: "", email: "" });
+
+const where = { body: "body", querystring: "query", params: "path", headers: "headers" } as const;
+
+/** Fastify's validator for a route's zod schemas: the parsed value, or request.invalid naming the field. */
+const validatorCompiler: FastifySchemaCompiler<z.ZodType> = ({ schema, httpPart }) => {
+  const part = where[(httpPart ?? "body") as keyof typeof where] ?? "body";
+  return (data: unknown) => {
+    const value = part === "body" ? (jsonBody(data) ?? {}) : data;
+    try {
+      return { value: parseWith(schema, value, part) };
+    } catch (err) {
+      return { error: err as Error };
+    }
+  };
+};
+
+/**
+ * Fastify's serialiser for a route's answer: what the schema says, nothing more. An answer
+ * that does not fit its schema is the server's fault, and an error rather than a leak.
+ */
+const serializerCompiler: FastifySerializerCompiler<z.ZodType> =
+  ({ schema, url, method }) =>
+  (data: unknown) => {
+    const r = schema.safeParse(data);
+    if (r.success) return JSON.stringify(r.data);
+    const first = r.error.issues[0];
+    throw new WarrenError(
+      "internal",
+      `the answer of ${method} ${url} does not fit its schema at ${first ? first.path.join(".") || "(root)" : "?"}: ${first?.message ?? ""}`,
+    );
+  };
+
 export function registerRoutes(app: FastifyInstance, routes: AnyRoute[]): void {
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
   for (const spec of routes) {
+    const ok = spec.status ?? 200;
     app.route({
       method: spec.method,
       url: spec.url,
@@ -129,85 +197,34 @@ export function registerRoutes(app: FastifyInstance, routes: AnyRoute[]): void {
         rawBody: spec.rawBody === true,
         tooLarge: spec.rawBody ? "file.too_large" : "request.too_large",
       },
+      schema: {
+        ...(spec.params ? { params: spec.params } : {}),
+        ...(spec.query ? { querystring: spec.query } : {}),
+        ...(spec.body && !spec.rawBody ? { body: spec.body } : {}),
+        ...(spec.response ? { response: { [ok]: spec.response } } : {}),
+      },
       ...(spec.bodyLimit ? { bodyLimit: spec.bodyLimit } : {}),
       handler: async (req, reply) => {
-        const params = spec.params ? parseWith(spec.params, req.params, "path") : {};
-        const query = spec.query ? parseWith(spec.query, req.query, "query") : {};
-        let body: unknown = undefined;
-        if (spec.rawBody) body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-        else if (spec.body) body = parseWith(spec.body, jsonBody(req.body) ?? {}, "body");
-        const who = req.identity;
+        const who = spec.public ? ANONYMOUS : req.identity;
         if (!who) throw new WarrenError("auth.required", "no identity: sign in through the proxy");
-        const out = await spec.handler({ params, query, body, who, req, reply });
+        const body: unknown = spec.rawBody
+          ? Buffer.isBuffer(req.body)
+            ? req.body
+            : Buffer.alloc(0)
+          : req.body;
+        const out = await spec.handler({
+          params: spec.params ? req.params : {},
+          query: spec.query ? req.query : {},
+          body,
+          who,
+          req,
+          reply,
+        });
         if (out === reply || reply.sent) return reply;
-        reply.code(spec.status ?? 200);
+        reply.code(ok);
         if (out === undefined) return reply.send();
         return reply.send(out);
       },
     });
   }
-}
-
-const toSchema = (s: z.ZodType, io: "input" | "output") => {
-  const { $schema: _drop, ...rest } = z.toJSONSchema(s, { io, unrepresentable: "any" }) as Record<
-    string,
-    unknown
-  >;
-  return rest;
-};
-
-const errorEnvelope = {
-  type: "object",
-  required: ["error"],
-  properties: {
-    error: {
-      type: "object",
-      required: ["code", "message"],
-      properties: { code: { type: "string" }, message: { type: "string" } },
-    },
-  },
-};
-
-export function openApiDocument(routes: AnyRoute[], info: { title: string; version: string }): object {
-  const paths: Record<string, Record<string, unknown>> = {};
-  for (const r of routes) {
-    const p = r.url.replace(/:([A-Za-z_]+)/g, "{$1}").replace(/\*$/, "{path}");
-    const op: Record<string, unknown> = {
-      summary: r.summary,
-      tags: [r.tag],
-      operationId: `${r.method}_${p}`,
-    };
-    const parameters: unknown[] = [];
-    const names = [...r.url.matchAll(/:([A-Za-z_]+)/g)].map((m) => m[1]);
-    if (r.url.endsWith("*")) names.push("path");
-    for (const n of names)
-      parameters.push({ name: n, in: "path", required: true, schema: { type: "string" } });
-    if (r.query) {
-      const qs = toSchema(r.query, "input") as { properties?: Record<string, unknown>; required?: string[] };
-      for (const [name, schema] of Object.entries(qs.properties ?? {})) {
-        parameters.push({ name, in: "query", required: qs.required?.includes(name) ?? false, schema });
-      }
-    }
-    if (parameters.length) op.parameters = parameters;
-    if (r.rawBody) {
-      op.requestBody = {
-        content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
-      };
-    } else if (r.body) {
-      op.requestBody = {
-        required: true,
-        content: { "application/json": { schema: toSchema(r.body, "input") } },
-      };
-    }
-    const ok: Record<string, unknown> = { description: "success" };
-    if (r.response) ok.content = { "application/json": { schema: toSchema(r.response, "output") } };
-    const responses: Record<string, unknown> = { [String(r.status ?? 200)]: ok };
-    responses.default = {
-      description: `an error; codes: ${["request.invalid", "auth.required", "not_found", ...(r.errors ?? [])].join(", ")}`,
-      content: { "application/json": { schema: errorEnvelope } },
-    };
-    op.responses = responses;
-    (paths[p] ??= {})[r.method.toLowerCase()] = op;
-  }
-  return { openapi: "3.1.0", info, paths };
 }

@@ -5,24 +5,9 @@ import { newId } from "../ids.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import type { HomeLayout, MachineControl } from "./ports.js";
+import type { Machine } from "../contract/types.js";
 
 export type MachineRow = typeof schema.machines.$inferSelect;
-
-export interface MachineView {
-  id: string;
-  org_id: string;
-  name: string;
-  state: "stopped" | "starting" | "running";
-  state_reason: string;
-  state_changed_at: string;
-  max_workspace_mib: number;
-  workspace_mib: number | null;
-  memory_mib: number;
-  cpus: number;
-  trust: "isolated" | "shared";
-  agents: number;
-  created_at: string;
-}
 
 export interface MachineInput {
   org_id: string;
@@ -35,7 +20,7 @@ export interface MachineInput {
 
 export const MACHINE_DEFAULTS = { max_workspace_mib: 51200, memory_mib: 2048, cpus: 1 } as const;
 
-export function machineView(m: MachineRow, agents: number): MachineView {
+export function machineView(m: MachineRow, agents: number): Machine {
   return {
     id: m.id,
     org_id: m.orgId,
@@ -61,7 +46,7 @@ export class Machines {
     private readonly control: () => MachineControl,
   ) {}
 
-  async create(who: Identity, input: MachineInput): Promise<MachineView> {
+  async create(who: Identity, input: MachineInput): Promise<Machine> {
     await this.access.require(input.org_id, who, "write", "organisation");
     const id = newId("mch");
     await this.layout.prepareMachine(id);
@@ -99,13 +84,13 @@ export class Machines {
     return new Map(rows.map((r) => [r.machineId, Number(r.n)]));
   }
 
-  async get(who: Identity, id: string): Promise<MachineView> {
+  async get(who: Identity, id: string): Promise<Machine> {
     const row = await this.load(who, id, "read");
     const counts = await this.#agentCounts([id]);
     return machineView(row, counts.get(id) ?? 0);
   }
 
-  async list(who: Identity, orgId?: string): Promise<MachineView[]> {
+  async list(who: Identity, orgId?: string): Promise<Machine[]> {
     const orgIds = await this.access.visibleOrgIds(who, orgId);
     if (orgIds.length === 0) return [];
     const rows = await this.db
@@ -126,7 +111,7 @@ export class Machines {
       memory_mib?: number | undefined;
       cpus?: number | undefined;
     },
-  ): Promise<MachineView> {
+  ): Promise<Machine> {
     await this.load(who, id, "write");
     const set: Partial<typeof schema.machines.$inferInsert> = {};
     if (patch.name !== undefined) set.name = patch.name;
@@ -138,7 +123,7 @@ export class Machines {
     return this.get(who, id);
   }
 
-  async stop(who: Identity, id: string): Promise<MachineView> {
+  async stop(who: Identity, id: string): Promise<Machine> {
     await this.load(who, id, "write");
     await this.control().stop(id, "stopped by an operator");
     return this.get(who, id);

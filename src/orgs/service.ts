@@ -4,18 +4,7 @@ import { WarrenError } from "../errors.js";
 import { newId } from "../ids.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
-
-export interface OrgView {
-  id: string;
-  name: string;
-  role: Role;
-}
-
-export interface MemberView {
-  user_id: string;
-  email: string;
-  role: Role;
-}
+import type { Member, Org } from "../contract/types.js";
 
 export class Orgs {
   constructor(
@@ -23,7 +12,7 @@ export class Orgs {
     private readonly access: Access,
   ) {}
 
-  async create(who: Identity, name: string): Promise<OrgView> {
+  async create(who: Identity, name: string): Promise<Org> {
     const id = newId("org");
     await this.db.transaction(async (tx) => {
       await tx.insert(schema.orgs).values({ id, name });
@@ -32,7 +21,7 @@ export class Orgs {
     return { id, name, role: "owner" };
   }
 
-  async list(who: Identity): Promise<OrgView[]> {
+  async list(who: Identity): Promise<Org[]> {
     const rows = await this.db
       .select({ id: schema.orgs.id, name: schema.orgs.name, role: schema.memberships.role })
       .from(schema.memberships)
@@ -42,14 +31,14 @@ export class Orgs {
     return rows;
   }
 
-  async get(who: Identity, id: string): Promise<OrgView> {
+  async get(who: Identity, id: string): Promise<Org> {
     const role = await this.access.require(id, who, "read", "organisation");
     const [row] = await this.db.select().from(schema.orgs).where(eq(schema.orgs.id, id));
     if (!row) throw new WarrenError("not_found", "organisation was not found");
     return { id: row.id, name: row.name, role };
   }
 
-  async rename(who: Identity, id: string, name: string): Promise<OrgView> {
+  async rename(who: Identity, id: string, name: string): Promise<Org> {
     const role = await this.access.require(id, who, "manage", "organisation");
     await this.db.update(schema.orgs).set({ name }).where(eq(schema.orgs.id, id));
     return { id, name, role };
@@ -73,7 +62,7 @@ export class Orgs {
     await this.db.delete(schema.orgs).where(eq(schema.orgs.id, id));
   }
 
-  async members(who: Identity, orgId: string): Promise<MemberView[]> {
+  async members(who: Identity, orgId: string): Promise<Member[]> {
     await this.access.require(orgId, who, "read", "organisation");
     const rows = await this.db
       .select({ user_id: schema.users.id, email: schema.users.email, role: schema.memberships.role })
@@ -85,7 +74,7 @@ export class Orgs {
   }
 
   /** Adds a member or changes their role. Only an owner makes or unmakes owners. */
-  async setMember(who: Identity, orgId: string, email: string, role: Role): Promise<MemberView> {
+  async setMember(who: Identity, orgId: string, email: string, role: Role): Promise<Member> {
     const mine = await this.access.require(orgId, who, "manage", "organisation");
     const target = await this.access.identify(email);
     const current = await this.access.roleIn(orgId, target);

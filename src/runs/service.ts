@@ -15,6 +15,7 @@ import type { Logger } from "../observability/log.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import type { GenerationRegistry } from "./registry.js";
+import type { Run, RunReceipt } from "../contract/types.js";
 
 export const MAX_INPUT_BYTES = 256 * 1024;
 export const OUTPUT_LIMIT_BYTES = 1024 * 1024;
@@ -36,28 +37,7 @@ export interface RunInput {
   limits?: CommandLimits | undefined;
 }
 
-export interface RunView {
-  id: string;
-  agent_id: string;
-  machine_id: string;
-  kind: string;
-  status: RunStatus;
-  status_reason: string | null;
-  argv: string[];
-  exit_code: number | null;
-  signal: string | null;
-  output: string;
-  output_truncated: boolean;
-  timeout_s: number;
-  created_at: string;
-  started_at: string | null;
-  ended_at: string | null;
-  receipt: unknown;
-  /** Present (true) when the caller's role may not see workloads: output is then empty. */
-  output_withheld?: boolean;
-}
-
-export function runView(r: RunRow): RunView {
+export function runView(r: RunRow): Run {
   return {
     id: r.id,
     agent_id: r.agentId,
@@ -74,12 +54,13 @@ export function runView(r: RunRow): RunView {
     created_at: r.createdAt.toISOString(),
     started_at: r.startedAt?.toISOString() ?? null,
     ended_at: r.endedAt?.toISOString() ?? null,
-    receipt: r.receipt,
+    // written by this service in the contract's shape (see finish)
+    receipt: r.receipt as RunReceipt | null,
   };
 }
 
 /** An auditor reads the record of a run (status, times, receipt) without its workload: no output. */
-function viewFor(role: Role | null, r: RunRow): RunView {
+function viewFor(role: Role | null, r: RunRow): Run {
   const v = runView(r);
   if (role === "auditor") return { ...v, output: "", output_withheld: true };
   return v;
@@ -133,7 +114,7 @@ export class Runs {
     await this.#o.db.insert(schema.runEvents).values({ runId, type, data });
   }
 
-  async start(who: Identity, agentId: string, input: RunInput): Promise<RunView> {
+  async start(who: Identity, agentId: string, input: RunInput): Promise<Run> {
     const o = this.#o;
     const agent = await o.agents.load(who, agentId, "write");
     const inputBytes = Buffer.from(input.input ?? "", "utf8");
@@ -349,7 +330,7 @@ export class Runs {
     return { row: r, role };
   }
 
-  async get(who: Identity, id: string): Promise<RunView> {
+  async get(who: Identity, id: string): Promise<Run> {
     const { row, role } = await this.#loadWithRole(who, id, "read");
     return viewFor(role, row);
   }
@@ -377,7 +358,7 @@ export class Runs {
     who: Identity,
     agentId: string,
     opts: { limit: number; before?: string | undefined },
-  ): Promise<RunView[]> {
+  ): Promise<Run[]> {
     const agent = await this.#o.agents.load(who, agentId, "read");
     const role = await this.#o.access.roleIn(agent.orgId, who);
     const where = [eq(schema.runs.agentId, agent.id)];
@@ -397,7 +378,7 @@ export class Runs {
     return rows.map((r) => viewFor(role, r));
   }
 
-  async cancel(who: Identity, id: string): Promise<RunView> {
+  async cancel(who: Identity, id: string): Promise<Run> {
     const r = await this.#load(who, id, "write");
     if (terminal.includes(r.status)) {
       throw new WarrenError("run.not_cancellable", `the run already ended as ${r.status}`);

@@ -15,6 +15,9 @@ import type {
   Usage,
 } from "./types.js";
 
+/** The server's own limit on a command when the request gives none. */
+const DEFAULT_EXEC_TIMEOUT_MS = 60_000;
+
 /** What to run: argv as a list, shell text as a string, or the whole request. */
 export type ExecCommand = readonly string[] | string | ExecRequest;
 
@@ -28,7 +31,7 @@ export function isExecExit(event: ExecStreamEvent): event is ExecExitEvent {
 
 /** The request body for a command given as argv, shell text or a request. */
 export function execBody(command: ExecCommand, opts: ExecOptions = {}): ExecRequest {
-  const { signal: _signal, ...rest } = opts;
+  const { signal: _signal, timeoutMs: _timeoutMs, ...rest } = opts;
   if (typeof command === "string") return { ...rest, command };
   if (isArgv(command)) return { ...rest, argv: [...command] };
   return { ...rest, ...command };
@@ -115,7 +118,10 @@ export class AgentHandle {
 
   /** Runs a command in the agent's box as the agent and answers once it ended, with its output. */
   exec(command: ExecCommand, opts: ExecOptions = {}): Promise<ExecResult> {
-    return this.http.json("POST", this.execUrl(), { signal: opts.signal, json: execBody(command, opts) });
+    const body = execBody(command, opts);
+    // A buffered answer begins only when the command ended: wait for its own time limit and more.
+    const timeoutMs = opts.timeoutMs ?? (body.timeout_ms ?? DEFAULT_EXEC_TIMEOUT_MS) + 30_000;
+    return this.http.json("POST", this.execUrl(), { signal: opts.signal, timeoutMs, json: body });
   }
 
   /**
@@ -128,6 +134,7 @@ export class AgentHandle {
   ): AsyncGenerator<ExecStreamEvent, void, undefined> {
     const res = await this.http.send("POST", this.execUrl(), {
       signal: opts.signal,
+      timeoutMs: opts.timeoutMs,
       json: execBody(command, opts),
       accept: "application/x-ndjson",
     });

@@ -1,6 +1,6 @@
 // Runs: commands recorded by the server, started now and read, waited for or cancelled later.
 import { WarrenApiError } from "./errors.js";
-import { seg, type RequestOptions, type Transport } from "./transport.js";
+import { pause, seg, type RequestOptions, type Transport } from "./transport.js";
 import type {
   List,
   Run,
@@ -63,8 +63,8 @@ export class RunsApi {
   async wait(id: string, opts: WaitOptions = {}): Promise<Run> {
     const timeoutMs = opts.timeoutMs ?? 600_000;
     const deadline = Date.now() + timeoutMs;
-    let pause = Math.max(1, opts.intervalMs ?? 250);
-    const maxPause = Math.max(pause, opts.maxIntervalMs ?? 2000);
+    let delay = Math.max(1, opts.intervalMs ?? 250);
+    const maxPause = Math.max(delay, opts.maxIntervalMs ?? 2000);
     for (;;) {
       const run = await this.get(id, { signal: opts.signal });
       if (isTerminalRunStatus(run.status)) return run;
@@ -76,23 +76,8 @@ export class RunsApi {
           `run ${id} is still ${run.status} after ${timeoutMs} ms; wait longer or cancel it (warren runs cancel ${id})`,
         );
       }
-      await sleep(Math.min(pause, left), opts.signal);
-      pause = Math.min(maxPause, pause * 2);
+      await pause(Math.min(delay, left), opts.signal);
+      delay = Math.min(maxPause, delay * 2);
     }
   }
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason as Error);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason as Error);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }

@@ -879,13 +879,26 @@ for (const leg of dbLegs) {
           assert.ok(op.requestBody, `${method.toUpperCase()} ${p} has no request body schema`);
         }
       }
-      const agentBody = r.body.paths["/api/agents"].post.requestBody.content["application/json"].schema;
+      // Operations name their shapes; the shapes are components.
+      const deref = (schema: any): any => {
+        const ref: unknown = schema?.$ref;
+        if (typeof ref !== "string") return schema;
+        const name = ref.replace("#/components/schemas/", "");
+        assert.ok(r.body.components.schemas[name], `${ref} is not a component`);
+        return r.body.components.schemas[name];
+      };
+      const agentBody = deref(
+        r.body.paths["/api/agents"].post.requestBody.content["application/json"].schema,
+      );
       assert.deepEqual([...agentBody.required].sort(), ["machine_id", "name", "org_id"]);
-      const machine =
-        r.body.paths["/api/machines/{id}"].get.responses["200"].content["application/json"].schema;
+      const machine = deref(
+        r.body.paths["/api/machines/{id}"].get.responses["200"].content["application/json"].schema,
+      );
       for (const f of ["id", "org_id", "name", "state", "max_workspace_mib", "workspace_mib"])
         assert.ok(machine.properties[f], `machine schema lacks ${f}`);
-      const agent = r.body.paths["/api/agents/{id}"].get.responses["200"].content["application/json"].schema;
+      const agent = deref(
+        r.body.paths["/api/agents/{id}"].get.responses["200"].content["application/json"].schema,
+      );
       for (const f of [
         "id",
         "org_id",

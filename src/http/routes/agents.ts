@@ -1,91 +1,70 @@
 import { z } from "zod";
-import { sandboxPolicySchema } from "../../agents/policy.js";
+import {
+  Agent,
+  AgentCreateRequest,
+  AgentList,
+  AgentListQuery,
+  AgentUpdateRequest,
+  Guild,
+  GuildAgentRequest,
+  GuildCreateRequest,
+  GuildList,
+} from "../../contract/agents.js";
+import { idOf, idParams, orgIdQuery } from "../../contract/common.js";
 import type { Agents } from "../../agents/service.js";
 import type { Guilds } from "../../guilds/service.js";
 import { route, type AnyRoute } from "../route.js";
-import { idOf, idParams, items, mibField, name, orgIdQuery } from "../schemas.js";
-
-const agent = z.object({
-  id: z.string(),
-  org_id: z.string(),
-  machine_id: z.string(),
-  name: z.string(),
-  slot: z.number(),
-  uid: z.number(),
-  home: z.string(),
-  ports: z.object({ first: z.number(), last: z.number() }),
-  max_workspace_mib: z.number(),
-  workspace_mib: z.number().nullable(),
-  sandbox_policy: sandboxPolicySchema,
-  created_at: z.string(),
-  warnings: z.array(z.string()).optional(),
-});
-
-const guild = z.object({
-  id: z.string(),
-  org_id: z.string(),
-  name: z.string(),
-  agent_ids: z.array(z.string()),
-});
 
 export function agentRoutes(agents: Agents): AnyRoute[] {
   return [
     route({
       method: "POST",
       url: "/api/agents",
+      id: "agents.create",
       tag: "agents",
       summary: "Create an agent on a machine: it takes the lowest free slot",
-      body: z
-        .object({
-          org_id: idOf("org"),
-          machine_id: idOf("mch"),
-          name,
-          max_workspace_mib: mibField(16 * 1024 * 1024).optional(),
-        })
-        .strict(),
+      body: AgentCreateRequest,
       status: 201,
-      response: agent,
+      response: Agent,
       errors: ["access.denied"],
       handler: ({ who, body }) => agents.create(who, body),
     }),
     route({
       method: "GET",
       url: "/api/agents",
+      id: "agents.list",
       tag: "agents",
       summary: "Agents of the caller's organisations, optionally of one organisation or machine",
-      query: orgIdQuery.extend({ machine_id: idOf("mch").optional() }).strict(),
-      response: items(agent),
+      query: AgentListQuery,
+      response: AgentList,
       handler: async ({ who, query }) => ({ items: await agents.list(who, query) }),
     }),
     route({
       method: "GET",
       url: "/api/agents/:id",
+      id: "agents.get",
       tag: "agents",
       summary: "One agent",
       params: idParams("agt"),
-      response: agent,
+      response: Agent,
       handler: ({ who, params }) => agents.get(who, params.id),
     }),
     route({
       method: "PATCH",
       url: "/api/agents/:id",
+      id: "agents.update",
       tag: "agents",
       summary: "Rename an agent, change its disk cap or its sandbox policy",
       params: idParams("agt"),
-      body: z
-        .object({
-          name: name.optional(),
-          max_workspace_mib: mibField(16 * 1024 * 1024).optional(),
-          sandbox_policy: sandboxPolicySchema.optional(),
-        })
-        .strict(),
-      response: agent,
+      body: AgentUpdateRequest,
+      response: Agent,
       errors: ["access.denied"],
       handler: ({ who, params, body }) => agents.update(who, params.id, body),
     }),
     route({
       method: "DELETE",
       url: "/api/agents/:id",
+      id: "agents.delete",
       tag: "agents",
       summary: "Delete an agent and its home; its run records stay",
       params: idParams("agt"),
@@ -101,35 +80,39 @@ export function guildRoutes(guilds: Guilds): AnyRoute[] {
     route({
       method: "POST",
       url: "/api/guilds",
+      id: "guilds.create",
       tag: "guilds",
       summary: "Create a guild: a named group of agents",
-      body: z.object({ org_id: idOf("org"), name }).strict(),
+      body: GuildCreateRequest,
       status: 201,
-      response: guild,
+      response: Guild,
       errors: ["access.denied"],
       handler: ({ who, body }) => guilds.create(who, body),
     }),
     route({
       method: "GET",
       url: "/api/guilds",
+      id: "guilds.list",
       tag: "guilds",
       summary: "Guilds of the caller's organisations (or of one)",
       query: orgIdQuery,
-      response: items(guild),
+      response: GuildList,
       handler: async ({ who, query }) => ({ items: await guilds.list(who, query.org_id) }),
     }),
     route({
       method: "GET",
       url: "/api/guilds/:id",
+      id: "guilds.get",
       tag: "guilds",
       summary: "One guild and its agents",
       params: idParams("gld"),
-      response: guild,
+      response: Guild,
       handler: ({ who, params }) => guilds.get(who, params.id),
     }),
     route({
       method: "DELETE",
       url: "/api/guilds/:id",
+      id: "guilds.delete",
       tag: "guilds",
       summary: "Delete a guild (its agents stay)",
       params: idParams("gld"),
@@ -140,10 +123,11 @@ export function guildRoutes(guilds: Guilds): AnyRoute[] {
     route({
       method: "POST",
       url: "/api/guilds/:id/agents",
+      id: "guilds.agents.add",
       tag: "guilds",
       summary: "Add an agent of the same organisation to a guild",
       params: idParams("gld"),
-      body: z.object({ agent_id: idOf("agt") }).strict(),
+      body: GuildAgentRequest,
       status: 204,
       errors: ["access.denied"],
       handler: ({ who, params, body }) => guilds.addAgent(who, params.id, body.agent_id),
@@ -151,6 +135,7 @@ export function guildRoutes(guilds: Guilds): AnyRoute[] {
     route({
       method: "DELETE",
       url: "/api/guilds/:id/agents/:agent_id",
+      id: "guilds.agents.remove",
       tag: "guilds",
       summary: "Take an agent out of a guild",
       params: z.object({ id: idOf("gld"), agent_id: idOf("agt") }),

@@ -10,21 +10,11 @@ import { uidOf } from "../../machines/placement.js";
 import type { Db } from "../../store/index.js";
 import { schema } from "../../store/index.js";
 import { route, type AnyRoute } from "../route.js";
-import { idOf, idParams } from "../schemas.js";
+import { idOf, idParams } from "../../contract/common.js";
+import { Usage } from "../../contract/homes.js";
 
 /** The most the file routes read or write in one request. */
 export const FILE_LIMIT_BYTES = 32 * 1024 * 1024;
-
-const usage = z.object({
-  workspace_mib: z.number().nullable(),
-  max_workspace_mib: z.number(),
-  machine: z.object({
-    id: z.string(),
-    name: z.string(),
-    workspace_mib: z.number().nullable(),
-    max_workspace_mib: z.number(),
-  }),
-});
 
 const fileParams = z.object({ id: idOf("agt"), "*": z.string().max(4096) });
 
@@ -41,10 +31,11 @@ export function homeRoutes(db: Db, agents: Agents, layout: HomeLayout, hostMaxMi
     route({
       method: "GET",
       url: "/api/agents/:id/usage",
+      id: "homes.usage",
       tag: "homes",
       summary: "The disk the agent's home and its machine's folder use, against their caps, as last measured",
       params: idParams("agt"),
-      response: usage,
+      response: Usage,
       handler: async ({ who, params }) => {
         const a = await agents.load(who, params.id, "read");
         const m = await machineOf(a.machineId);
@@ -63,8 +54,10 @@ export function homeRoutes(db: Db, agents: Agents, layout: HomeLayout, hostMaxMi
     route({
       method: "GET",
       url: "/api/agents/:id/files/*",
+      id: "files.read",
       tag: "homes",
       summary: "Read a file of the agent's home, by the host-side read rules",
+      produces: "application/octet-stream",
       params: fileParams,
       errors: ["file.invalid_path", "file.link", "file.not_regular", "file.not_found", "file.too_large"],
       handler: async ({ who, params, reply }) => {
@@ -79,6 +72,7 @@ export function homeRoutes(db: Db, agents: Agents, layout: HomeLayout, hostMaxMi
     route({
       method: "PUT",
       url: "/api/agents/:id/files/*",
+      id: "files.write",
       tag: "homes",
       summary: "Create or replace a file of the agent's home, by the host-side write rules",
       params: fileParams,

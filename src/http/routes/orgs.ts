@@ -1,54 +1,65 @@
 import { z } from "zod";
+import { idOf, idParams } from "../../contract/common.js";
+import {
+  MemberList,
+  MemberSetRequest,
+  Org,
+  OrgCreateRequest,
+  OrgList,
+  OrgUpdateRequest,
+  Member,
+} from "../../contract/orgs.js";
 import type { Orgs } from "../../orgs/service.js";
 import { route, type AnyRoute } from "../route.js";
-import { idOf, idParams, items, name, role } from "../schemas.js";
-
-const org = z.object({ id: z.string(), name: z.string(), role });
-const member = z.object({ user_id: z.string(), email: z.string(), role });
 
 export function orgRoutes(orgs: Orgs): AnyRoute[] {
   return [
     route({
       method: "POST",
       url: "/api/orgs",
+      id: "orgs.create",
       tag: "orgs",
       summary: "Create an organisation; the caller becomes its owner",
-      body: z.object({ name }).strict(),
+      body: OrgCreateRequest,
       status: 201,
-      response: org,
+      response: Org,
       handler: ({ who, body }) => orgs.create(who, body.name),
     }),
     route({
       method: "GET",
       url: "/api/orgs",
+      id: "orgs.list",
       tag: "orgs",
       summary: "The organisations the caller is a member of",
-      response: items(org),
+      response: OrgList,
       handler: async ({ who }) => ({ items: await orgs.list(who) }),
     }),
     route({
       method: "GET",
       url: "/api/orgs/:id",
+      id: "orgs.get",
       tag: "orgs",
       summary: "One organisation",
       params: idParams("org"),
-      response: org,
+      response: Org,
       handler: ({ who, params }) => orgs.get(who, params.id),
     }),
     route({
       method: "PATCH",
       url: "/api/orgs/:id",
+      id: "orgs.update",
       tag: "orgs",
       summary: "Rename an organisation (owner, admin)",
       params: idParams("org"),
-      body: z.object({ name }).strict(),
-      response: org,
+      body: OrgUpdateRequest,
+      response: Org,
       errors: ["access.denied"],
       handler: ({ who, params, body }) => orgs.rename(who, params.id, body.name),
     }),
     route({
       method: "DELETE",
       url: "/api/orgs/:id",
+      id: "orgs.delete",
       tag: "orgs",
       summary: "Delete an empty organisation (owner)",
       params: idParams("org"),
@@ -59,35 +70,29 @@ export function orgRoutes(orgs: Orgs): AnyRoute[] {
     route({
       method: "GET",
       url: "/api/orgs/:id/members",
+      id: "orgs.members.list",
       tag: "orgs",
       summary: "The members of an organisation and their roles",
       params: idParams("org"),
-      response: items(member),
+      response: MemberList,
       handler: async ({ who, params }) => ({ items: await orgs.members(who, params.id) }),
     }),
     route({
       method: "PUT",
       url: "/api/orgs/:id/members",
+      id: "orgs.members.set",
       tag: "orgs",
       summary: "Add a member or change a member's role (owner, admin)",
       params: idParams("org"),
-      body: z
-        .object({
-          email: z
-            .string()
-            .trim()
-            .toLowerCase()
-            .regex(/^[^\s@<>,;"]{1,128}@[^\s@<>,;"]{1,255}$/, "must be an email address"),
-          role,
-        })
-        .strict(),
-      response: member,
+      body: MemberSetRequest,
+      response: Member,
       errors: ["access.denied"],
       handler: ({ who, params, body }) => orgs.setMember(who, params.id, body.email, body.role),
     }),
     route({
       method: "DELETE",
       url: "/api/orgs/:id/members/:user_id",
+      id: "orgs.members.remove",
       tag: "orgs",
       summary: "Remove a member (owner, admin)",
       params: z.object({ id: idOf("org"), user_id: idOf("usr") }),

@@ -8,7 +8,7 @@ import { WarrenError } from "../../errors.js";
 import { portsOf } from "../../machines/placement.js";
 import type { MachineRuntime } from "../../machines/runtime.js";
 import { route, type AnyRoute } from "../route.js";
-import { idOf } from "../schemas.js";
+import { idOf } from "../../contract/common.js";
 
 const hopByHop = new Set([
   "connection",
@@ -44,10 +44,12 @@ export function portRoutes(agents: Agents, runtime: MachineRuntime): AnyRoute[] 
     route({
       method,
       url: "/api/agents/:id/ports/:port/*",
+      id: `ports.${method.toLowerCase()}`,
       tag: "ports",
       summary: "Proxy HTTP to a port in the agent's box (its own port block only)",
       params,
       rawBody: true,
+      produces: "*/*",
       bodyLimit: 64 * 1024 * 1024,
       errors: ["box.unavailable", "port.unreachable"],
       handler: async ({ who, params: p, req, reply, body }) => {

@@ -1,0 +1,58 @@
+import { z } from "zod";
+import { idOf, items, MAX_MIB, mibField, name } from "./common.js";
+import { SandboxPolicy } from "./policy.js";
+
+export const Agent = z
+  .object({
+    id: z.string(),
+    org_id: z.string(),
+    machine_id: z.string(),
+    name: z.string(),
+    slot: z.number().describe("the agent's index on its machine"),
+    uid: z.number(),
+    home: z.string().describe("/home/<agent id>"),
+    ports: z.object({ first: z.number(), last: z.number() }),
+    max_workspace_mib: z.number(),
+    workspace_mib: z.number().nullable().describe("null before the first measurement"),
+    sandbox_policy: SandboxPolicy,
+    created_at: z.string(),
+    warnings: z.array(z.string()).optional(),
+  })
+  .meta({ id: "Agent" });
+export const AgentList = items(Agent, "AgentList");
+
+export const AgentCreateRequest = z
+  .object({
+    org_id: idOf("org"),
+    machine_id: idOf("mch"),
+    name,
+    max_workspace_mib: mibField(MAX_MIB).optional(),
+  })
+  .strict()
+  .meta({ id: "AgentCreateRequest" });
+
+export const AgentUpdateRequest = z
+  .object({
+    name: name.optional(),
+    max_workspace_mib: mibField(MAX_MIB).optional(),
+    sandbox_policy: SandboxPolicy.optional(),
+  })
+  .strict()
+  .meta({ id: "AgentUpdateRequest" });
+
+export const AgentListQuery = z
+  .object({ org_id: idOf("org").optional(), machine_id: idOf("mch").optional() })
+  .strict();
+
+export const Guild = z
+  .object({ id: z.string(), org_id: z.string(), name: z.string(), agent_ids: z.array(z.string()) })
+  .meta({ id: "Guild" });
+export const GuildList = items(Guild, "GuildList");
+export const GuildCreateRequest = z
+  .object({ org_id: idOf("org"), name })
+  .strict()
+  .meta({ id: "GuildCreateRequest" });
+export const GuildAgentRequest = z
+  .object({ agent_id: idOf("agt") })
+  .strict()
+  .meta({ id: "GuildAgentRequest" });

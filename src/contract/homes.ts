@@ -1,0 +1,16 @@
+import { z } from "zod";
+
+export const Usage = z
+  .object({
+    workspace_mib: z.number().nullable(),
+    max_workspace_mib: z.number(),
+    machine: z.object({
+      id: z.string(),
+      name: z.string(),
+      workspace_mib: z.number().nullable(),
+      max_workspace_mib: z.number(),
+    }),
+  })
+  .meta({ id: "Usage" });
+
+export const Health = z.object({ ok: z.boolean() }).meta({ id: "Health" });

@@ -1,0 +1,23 @@
+import { z } from "zod";
+import { items, name, Role } from "./common.js";
+
+export const Org = z
+  .object({ id: z.string(), name: z.string(), role: Role.describe("the caller's role in it") })
+  .meta({ id: "Org" });
+export const OrgList = items(Org, "OrgList");
+export const OrgCreateRequest = z.object({ name }).strict().meta({ id: "OrgCreateRequest" });
+export const OrgUpdateRequest = z.object({ name }).strict().meta({ id: "OrgUpdateRequest" });
+
+export const Member = z.object({ user_id: z.string(), email: z.string(), role: Role }).meta({ id: "Member" });
+export const MemberList = items(Member, "MemberList");
+export const MemberSetRequest = z
+  .object({
+    email: z
+      .string()
+      .trim()
+      .toLowerCase()
+      .regex(/^[^\s@<>,;"]{1,128}@[^\s@<>,;"]{1,255}$/, "must be an email address"),
+    role: Role,
+  })
+  .strict()
+  .meta({ id: "MemberSetRequest" });

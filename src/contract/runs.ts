@@ -1,0 +1,107 @@
+import { z } from "zod";
+import { idOf, items } from "./common.js";
+import { argvField, commandField, CommandLimits, envField, exactlyOneCommand } from "./exec.js";
+
+export const RunStatus = z
+  .enum(["queued", "running", "succeeded", "failed", "timed_out", "cancelled", "lost"])
+  .meta({ id: "RunStatus" });
+
+/** What a run did and used, written when it ends. */
+export const RunReceipt = z
+  .object({
+    run_id: z.string(),
+    kind: z.string(),
+    argv: z.array(z.string()),
+    agent_id: z.string(),
+    agent_name: z.string(),
+    machine_id: z.string(),
+    uid: z.number(),
+    files: z
+      .object({ read: z.array(z.string()), write: z.array(z.string()) })
+      .optional()
+      .describe("the file access it ran under: folders to read and execute, and to write too"),
+    server_version: z.string(),
+    started_at: z.string(),
+    ended_at: z.string(),
+    duration_ms: z.number(),
+    exit_code: z.number().nullable(),
+    signal: z.string().nullable(),
+    cpu_seconds: z.number().nullable(),
+    peak_memory_bytes: z.number().nullable(),
+    bytes_out: z.number().describe("stdout and stderr bytes together"),
+    stdout_bytes: z.number(),
+    stderr_bytes: z.number(),
+    input_bytes: z.number(),
+    limits: CommandLimits.nullable(),
+    disk_before_mib: z.number().nullable(),
+    disk_after_mib: z.number().nullable(),
+    machine_disk_before_mib: z.number().nullable(),
+    machine_disk_after_mib: z.number().nullable(),
+  })
+  .meta({ id: "RunReceipt" });
+
+export const Run = z
+  .object({
+    id: z.string(),
+    agent_id: z.string(),
+    machine_id: z.string(),
+    kind: z.string(),
+    status: RunStatus,
+    status_reason: z.string().nullable().describe("why the run is in its status, when there is more to say"),
+    argv: z.array(z.string()),
+    exit_code: z.number().nullable(),
+    signal: z.string().nullable(),
+    output: z.string().describe("what the run printed on stdout, redacted"),
+    output_truncated: z.boolean(),
+    timeout_s: z.number(),
+    created_at: z.string(),
+    started_at: z.string().nullable(),
+    ended_at: z.string().nullable(),
+    receipt: RunReceipt.nullable().describe("what the run did and used, once it ended"),
+    output_withheld: z
+      .boolean()
+      .optional()
+      .describe("true when the caller's role (auditor) may not see workloads: output is then empty"),
+  })
+  .meta({ id: "Run" });
+export const RunList = items(Run, "RunList");
+
+// The input's own limit (256 KiB) is checked by the service to answer run.input_too_large;
+// the schema only bounds what it will even read.
+export const RunCreateRequest = z
+  .object({
+    kind: z.literal("command"),
+    argv: argvField.optional(),
+    command: commandField.optional(),
+    env: envField.optional(),
+    input: z
+      .string()
+      .max(4 * 1024 * 1024)
+      .optional()
+      .describe("becomes the file /agent/input in the run; at most 256 KiB"),
+    timeout_s: z
+      .number()
+      .int()
+      .min(1)
+      .max(7 * 24 * 3600)
+      .optional(),
+    limits: CommandLimits.optional(),
+  })
+  .strict()
+  .refine(exactlyOneCommand.check, { message: exactlyOneCommand.message, path: exactlyOneCommand.path })
+  .meta({ id: "RunCreateRequest" });
+
+export const RunListQuery = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(500).default(50).describe("1-500, newest first"),
+    before: idOf("run").optional().describe("runs older than this run (the next page)"),
+  })
+  .strict();
+
+export const RunEvent = z
+  .object({ id: z.number(), type: z.string(), at: z.string(), data: z.unknown() })
+  .meta({ id: "RunEvent" });
+export const RunEventList = items(RunEvent, "RunEventList");
+export const RunEventsQuery = z
+  .object({ after: z.coerce.number().int().min(0).optional().describe("only events after this event id") })
+  .strict();

@@ -1,0 +1,67 @@
+// The TypeScript names of the wire shapes, inferred from the schemas: answers as the server
+// sends them (output), requests as a client may send them (input).
+import type { z } from "zod";
+import type * as agents from "./agents.js";
+import type * as common from "./common.js";
+import type * as exec from "./exec.js";
+import type * as homes from "./homes.js";
+import type * as machines from "./machines.js";
+import type * as orgs from "./orgs.js";
+import type * as policy from "./policy.js";
+import type * as runs from "./runs.js";
+
+type Out<T extends z.ZodType> = z.output<T>;
+type In<T extends z.ZodType> = z.input<T>;
+
+/** Every list answer: `{items: [...]}`. */
+export interface List<T> {
+  items: T[];
+}
+
+export type Role = Out<typeof common.Role>;
+
+export type Org = Out<typeof orgs.Org>;
+export type OrgCreateRequest = In<typeof orgs.OrgCreateRequest>;
+export type OrgUpdateRequest = In<typeof orgs.OrgUpdateRequest>;
+export type Member = Out<typeof orgs.Member>;
+export type MemberSetRequest = In<typeof orgs.MemberSetRequest>;
+
+export type MachineState = Out<typeof machines.MachineState>;
+export type MachineTrust = Out<typeof machines.MachineTrust>;
+export type Machine = Out<typeof machines.Machine>;
+export type MachineCreateRequest = In<typeof machines.MachineCreateRequest>;
+export type MachineUpdateRequest = In<typeof machines.MachineUpdateRequest>;
+export type MachineListQuery = In<typeof common.orgIdQuery>;
+
+export type SandboxPolicy = Out<typeof policy.SandboxPolicy>;
+export type SandboxPolicyInput = In<typeof policy.SandboxPolicy>;
+
+export type Agent = Out<typeof agents.Agent>;
+export type AgentCreateRequest = In<typeof agents.AgentCreateRequest>;
+export type AgentUpdateRequest = In<typeof agents.AgentUpdateRequest>;
+export type AgentListQuery = In<typeof agents.AgentListQuery>;
+export type Guild = Out<typeof agents.Guild>;
+export type GuildCreateRequest = In<typeof agents.GuildCreateRequest>;
+export type GuildListQuery = In<typeof common.orgIdQuery>;
+
+export type CommandLimits = Out<typeof exec.CommandLimits>;
+export type ExecRequest = In<typeof exec.ExecRequest>;
+export type ExecResult = Out<typeof exec.ExecResult>;
+export type ExecOutputEvent = Out<typeof exec.ExecOutputEvent>;
+export type ExecExitEvent = Out<typeof exec.ExecExitEvent>;
+export type ExecStreamEvent = ExecOutputEvent | ExecExitEvent;
+
+export type Usage = Out<typeof homes.Usage>;
+export type Health = Out<typeof homes.Health>;
+
+export type RunStatus = Out<typeof runs.RunStatus>;
+export type RunReceipt = Out<typeof runs.RunReceipt>;
+export type Run = Out<typeof runs.Run>;
+/** `kind` may be left out: it is `"command"`, and the SDK sends it. */
+export type RunCreateRequest = Omit<In<typeof runs.RunCreateRequest>, "kind"> & { kind?: "command" };
+// Queries are typed by what they hold once parsed: the wire form is text.
+export type RunListQuery = Partial<Out<typeof runs.RunListQuery>>;
+export type RunEvent = Out<typeof runs.RunEvent>;
+export type RunEventsQuery = Partial<Out<typeof runs.RunEventsQuery>>;
+
+export type { ErrorCode } from "./errors.js";
