@@ -286,6 +286,15 @@ export const SECCOMP_DENY: readonly SeccompEntry[] = [
   { name: "query_module", nr: { x86_64: 178 }, rule: EPERM, why: "obsolete" },
 ];
 
+/**
+ * boxd's own filter, loaded by bwrap before the box's first process and so under every
+ * process of the box: box root gets the agents' socket families and nothing more of
+ * their list (it mounts /agent, joins cgroups and changes ids for each command).
+ */
+export const BOXD_SECCOMP_DENY: readonly SeccompEntry[] = SECCOMP_DENY.filter(
+  (e) => e.rule.kind === "socket-families" || e.rule.kind === "socketpair-families",
+);
+
 // ---- classic BPF -------------------------------------------------------------------
 
 export interface BpfInstruction {
