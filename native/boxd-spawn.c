@@ -18,14 +18,17 @@
  *      remove, execute), each opened as the agent; nothing else of the file system can
  *      be opened, listed, written or executed, whatever its modes say; with
  *      --bind-ports FIRST-LAST (Landlock ABI 4), TCP listening only on those ports and
- *      on ephemeral ones;
+ *      on ephemeral ones; with --connect-ports FIRST-LAST (repeatable; ABI 4), TCP
+ *      connections only to those ports; with --scope abstract-unix (ABI 6), abstract
+ *      unix sockets only of this command's own processes (both walls are refused, not
+ *      skipped, on a kernel without them);
  *   8. sets no_new_privs and loads the seccomp filter;
  *   9. closes every fd above 2 and execs the command with exactly its environment.
  *
  * Usage:
  *   boxd-spawn [--cgroup DIR]... --seccomp FILE --uid N --gid N [--groups a,b]
  *              --cwd DIR [--agent-dir DIR] [--files restrict [--read P]... [--write P]...]
- *              [--bind-ports FIRST-LAST]
+ *              [--bind-ports FIRST-LAST] [--connect-ports FIRST-LAST]... [--scope abstract-unix]
  *              [--env K=V]... -- argv...
  *   boxd-spawn [--cgroup DIR]... --spec-fd N
  *
@@ -162,6 +165,9 @@ static void close_fds_above_2(void) {
 
 #define LL_RULE_NET_PORT 2
 #define LL_NET_BIND_TCP (1ULL << 0)
+#define LL_NET_CONNECT_TCP (1ULL << 1)
+#define LL_SCOPE_ABSTRACT_UNIX (1ULL << 0)
+#define MAX_CONNECT_RANGES 8
 
 #define FS_READ (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
 #define FS_WRITE                                                                                               \
@@ -215,6 +221,11 @@ struct opts {
   const char *fs_read[MAX_FILE_RULES], *fs_write[MAX_FILE_RULES];
   size_t nread, nwrite;
   long port_first, port_last;
+  struct {
+    long first, last;
+  } connect[MAX_CONNECT_RANGES];
+  size_t nconnect;
+  int scope_abstract_unix;
   const char *cgroups[MAX_CGROUPS];
   size_t ncgroups;
   char *env[MAX_ENV + 1];
@@ -246,6 +257,17 @@ static int parse_opts(int argc, char **argv, struct opts *o, int allow_cgroups) 
       o->port_first = parse_id(v, "port"), o->port_last = parse_id(dash + 1, "port");
       if (o->port_last > 65535 || o->port_last < o->port_first || o->port_last - o->port_first > 1000)
         die(126, "arguments", "bad --bind-ports");
+    } else if (strcmp(a, "--connect-ports") == 0) {
+      if (o->nconnect == MAX_CONNECT_RANGES) die(126, "arguments", "too many --connect-ports");
+      char *dash = strchr(v, '-');
+      if (!dash) die(126, "arguments", "--connect-ports wants FIRST-LAST");
+      *dash = 0;
+      long first = parse_id(v, "port"), last = parse_id(dash + 1, "port");
+      if (first < 1 || last > 65535 || last < first || last - first > 1000) die(126, "arguments", "bad --connect-ports");
+      o->connect[o->nconnect].first = first, o->connect[o->nconnect].last = last, o->nconnect++;
+    } else if (strcmp(a, "--scope") == 0) {
+      if (strcmp(v, "abstract-unix") != 0) die(126, "arguments", "--scope takes 'abstract-unix'");
+      o->scope_abstract_unix = 1;
     } else if (strcmp(a, "--read") == 0) {
       if (o->nread == MAX_FILE_RULES) die(126, "arguments", "too many --read");
       o->fs_read[o->nread++] = v;
@@ -310,20 +332,35 @@ static char **read_spec(int fd, int *count) {
   return vec;
 }
 
+static void port_rule(int ruleset, long port, unsigned long long access) {
+  struct {
+    __u64 allowed_access, port;
+  } rule = {access, (__u64)port};
+  if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_NET_PORT, &rule, 0) != 0)
+    die(126, "ports", "rule for port %ld: %s", port, strerror(errno));
+}
+
 /* Needs no_new_privs first. Without Landlock in the kernel (ENOSYS, EOPNOTSUPP) the
-   command runs under the box's other walls only. */
+   command runs under the box's other walls only, unless it asked for network walls:
+   those are refused rather than skipped, since nothing else would stand in for them. */
 static void restrict_files(const struct opts *o) {
   long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+  int connect = o->nconnect > 0, scope = o->scope_abstract_unix;
+  if (connect && abi < 4) die(126, "network", "this kernel cannot limit TCP connections (Landlock ABI %ld < 4)", abi);
+  if (scope && abi < 6) die(126, "network", "this kernel cannot scope abstract unix sockets (Landlock ABI %ld < 6)", abi);
   if (abi < 1) return;
   unsigned long long supported = fs_supported((int)abi);
-  /* the ruleset's attributes as of ABI 4 (the system's header may predate the net part) */
+  /* the ruleset's attributes as of ABI 6 (the system's header may predate the net and scope parts) */
   struct {
-    __u64 handled_access_fs, handled_access_net;
-  } attr = {o->files_restrict ? supported : 0, 0};
+    __u64 handled_access_fs, handled_access_net, scoped;
+  } attr = {o->files_restrict ? supported : 0, 0, 0};
   size_t attr_size = sizeof attr.handled_access_fs;
   int ports = o->port_first > 0 && abi >= 4;
-  if (!o->files_restrict && !ports) return;
-  if (ports) attr.handled_access_net = LL_NET_BIND_TCP, attr_size = sizeof attr;
+  if (!o->files_restrict && !ports && !connect && !scope) return;
+  if (ports) attr.handled_access_net |= LL_NET_BIND_TCP;
+  if (connect) attr.handled_access_net |= LL_NET_CONNECT_TCP;
+  if (attr.handled_access_net) attr_size = 2 * sizeof(__u64);
+  if (scope) attr.scoped = LL_SCOPE_ABSTRACT_UNIX, attr_size = sizeof attr;
   int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, attr_size, 0);
   if (ruleset < 0) die(126, "files", "create ruleset: %s", strerror(errno));
   /* with ports alone, no file right is handled: files stay as their modes say */
@@ -331,17 +368,12 @@ static void restrict_files(const struct opts *o) {
   for (size_t i = 0; o->files_restrict && i < o->nwrite; i++) fs_rule(ruleset, o->fs_write[i], FS_WRITE, supported);
   if (ports) {
     /* TCP listening on the agent's own port block, and on ephemeral ports (bind to 0) */
-    struct {
-      __u64 allowed_access, port;
-    } rule = {LL_NET_BIND_TCP, 0};
-    if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_NET_PORT, &rule, 0) != 0)
-      die(126, "ports", "rule for port 0: %s", strerror(errno));
-    for (long p = o->port_first; p <= o->port_last; p++) {
-      rule.port = (__u64)p;
-      if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_NET_PORT, &rule, 0) != 0)
-        die(126, "ports", "rule for port %ld: %s", p, strerror(errno));
-    }
+    port_rule(ruleset, 0, LL_NET_BIND_TCP);
+    for (long p = o->port_first; p <= o->port_last; p++) port_rule(ruleset, p, LL_NET_BIND_TCP);
   }
+  /* rules for one port merge: a port of the block may be both listened on and connected to */
+  for (size_t r = 0; r < o->nconnect; r++)
+    for (long p = o->connect[r].first; p <= o->connect[r].last; p++) port_rule(ruleset, p, LL_NET_CONNECT_TCP);
   if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) die(126, "files", "restrict: %s", strerror(errno));
   close(ruleset);
 }
@@ -404,7 +436,7 @@ int main(int argc, char **argv) {
 
   /* 7, 8. no way back up, the command's file access, and the filter. */
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die(126, "no_new_privs", "%s", strerror(errno));
-  if (o.files_restrict || o.port_first > 0) restrict_files(&o);
+  if (o.files_restrict || o.port_first > 0 || o.nconnect > 0 || o.scope_abstract_unix) restrict_files(&o);
   if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0) die(126, "seccomp", "load: %s", strerror(errno));
 
   /* 9. run it, with exactly its environment (PATH lookup uses that environment too). */

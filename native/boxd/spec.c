@@ -123,6 +123,26 @@ int spec_parse(const struct jv *x, struct spec *s, struct perr *e) {
                  &s->port_last, e))
       return -1;
   }
+  const struct jv *net = json_get(x, "network");
+  if (net) {
+    if (net->t != J_OBJ) return fail(e, "exec.network must be an object");
+    const struct jv *list = json_get(net, "connect");
+    if (!list || list->t != J_ARR || list->count < 1 || list->count > 8)
+      return fail(e, "exec.network.connect must be an array of 1 to 8 port ranges");
+    for (size_t i = 0; i < list->count; i++) {
+      const struct jv *r = list->items[i];
+      char what[64];
+      if (r->t != J_OBJ) return fail(e, "exec.network.connect[%zu] must be an object", i);
+      snprintf(what, sizeof what, "exec.network.connect[%zu].first", i);
+      if (spec_int(json_get(r, "first"), what, 1, 65535, &s->connect_first[i], e)) return -1;
+      long last_max = s->connect_first[i] + 999 > 65535 ? 65535 : s->connect_first[i] + 999;
+      snprintf(what, sizeof what, "exec.network.connect[%zu].last", i);
+      if (spec_int(json_get(r, "last"), what, (double)s->connect_first[i], (double)last_max, &s->connect_last[i], e))
+        return -1;
+    }
+    s->nconnect = list->count;
+    s->walled = 1;
+  }
   const struct jv *gen = json_get(x, "generation");
   if (gen) {
     if (gen->t != J_BOOL) return fail(e, "exec.generation must be a boolean");
@@ -169,6 +189,11 @@ int spec_options(const struct spec *s, const char *seccomp, struct buf *o) {
     snprintf(num, sizeof num, "%ld-%ld", s->port_first, s->port_last);
     bad |= opts(o, "--bind-ports") || opts(o, num);
   }
+  for (size_t i = 0; i < s->nconnect; i++) {
+    snprintf(num, sizeof num, "%ld-%ld", s->connect_first[i], s->connect_last[i]);
+    bad |= opts(o, "--connect-ports") || opts(o, num);
+  }
+  if (s->walled) bad |= opts(o, "--scope") || opts(o, "abstract-unix");
   if (s->fs_read) {
     bad |= opts(o, "--files") || opts(o, "restrict");
     for (size_t i = 0; i < s->fs_read->count; i++) bad |= opts(o, "--read") || optv(o, s->fs_read->items[i]);

@@ -24,6 +24,11 @@ struct spec {
      restricted */
   const struct jv *fs_read, *fs_write;
   long port_first, port_last; /* bindPorts; 0 = not restricted */
+  /* network: walled from the box's other agents: TCP connections only to these ranges,
+     abstract unix sockets only of its own processes; nconnect 0 = not walled */
+  long connect_first[8], connect_last[8];
+  size_t nconnect;
+  int walled;
 };
 
 /* The error of a request (a message). */

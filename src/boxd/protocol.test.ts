@@ -102,6 +102,14 @@ describe("validation", () => {
       first: 20000,
       last: 20099,
     });
+    const walled = { network: { connect: [{ first: 20000, last: 20099 }] } };
+    assert.deepEqual(parseExecSpec({ ...exec, ...walled }).network, walled.network);
+    assert.throws(() => parseExecSpec({ ...exec, network: { connect: [] } }), /1 to 8 port ranges/);
+    assert.throws(
+      () => parseExecSpec({ ...exec, network: { connect: [{ first: 20000, last: 21500 }] } }),
+      /network\.connect\[0\]\.last/,
+    );
+    assert.throws(() => parseExecSpec({ ...exec, network: "open" }), /exec\.network must be an object/);
     assert.deepEqual(parseExecSpec({ ...exec, files: { read: ["/usr"], write: ["/home/a"] } }).files, {
       read: ["/usr"],
       write: ["/home/a"],

@@ -94,6 +94,12 @@ export interface ExecSpec {
    * where the kernel can (ABI 4); absent = any port.
    */
   bindPorts?: { first: number; last: number };
+  /**
+   * Walls the command off from the box's other agents (isolated machines): TCP
+   * connections only to these port ranges (Landlock ABI 4), abstract unix sockets only
+   * of its own processes (ABI 6). Refused, not skipped, on a kernel without them.
+   */
+  network?: { connect: { first: number; last: number }[] };
   /** Started by a generation: what it leaves running keeps the box from being idle. */
   generation?: boolean;
 }
@@ -331,6 +337,20 @@ export function parseExecSpec(x: unknown): ExecSpec {
     const first = int(x.bindPorts.first, "exec.bindPorts.first", 1, 65535);
     const last = int(x.bindPorts.last, "exec.bindPorts.last", first, Math.min(65535, first + 999));
     spec.bindPorts = { first, last };
+  }
+  if (x.network !== undefined) {
+    if (!isRecord(x.network)) throw new ProtocolError("exec.network must be an object");
+    const list = x.network.connect;
+    if (!Array.isArray(list) || list.length < 1 || list.length > 8)
+      throw new ProtocolError("exec.network.connect must be an array of 1 to 8 port ranges");
+    spec.network = {
+      connect: list.map((r: unknown, i) => {
+        if (!isRecord(r)) throw new ProtocolError(`exec.network.connect[${i}] must be an object`);
+        const first = int(r.first, `exec.network.connect[${i}].first`, 1, 65535);
+        const last = int(r.last, `exec.network.connect[${i}].last`, first, Math.min(65535, first + 999));
+        return { first, last };
+      }),
+    };
   }
   if (x.generation !== undefined) {
     if (typeof x.generation !== "boolean") throw new ProtocolError("exec.generation must be a boolean");

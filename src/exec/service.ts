@@ -47,7 +47,8 @@ export function commandWalls(
   agent: AgentRow,
   trust: "isolated" | "shared",
   opts: { run?: boolean } = {},
-): Pick<BoxExecRequest, "uid" | "gid" | "groups" | "files" | "bindPorts"> {
+): Pick<BoxExecRequest, "uid" | "gid" | "groups" | "files" | "bindPorts" | "network"> {
+  const ports = portsOf(agent.slot);
   return {
     ...identityOf(agent.slot, trust),
     files: fileAccessOf(policyOf(agent), {
@@ -55,7 +56,10 @@ export function commandWalls(
       shared: trust === "shared",
       agentDir: opts.run === true,
     }),
-    bindPorts: portsOf(agent.slot),
+    bindPorts: ports,
+    // Isolated: apart from the box's other agents on the network too (their homes are apart
+    // by uid): TCP only to its own port block, abstract unix sockets only its own.
+    ...(trust === "isolated" ? { network: { connect: [ports] } } : {}),
   };
 }
 

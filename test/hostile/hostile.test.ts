@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { BOX_ROOT_HOST_ID, BOXD_CAPS } from "../../src/boxes/local/bwrap.js";
-import { boxSkipReason, hostPidsOfUid, makeBox, type TestBox } from "../box/fixture.js";
+import { boxdHostPid, boxSkipReason, hostPidsOfUid, makeBox, type TestBox } from "../box/fixture.js";
 
 const skip = boxSkipReason();
 
@@ -294,7 +294,43 @@ describe("hostile agents in an isolated box", { skip: skip ?? false }, () => {
     for (const name of eperm) assert.equal(got[name], "EPERM", `${name}: ${calls.out}`);
     assert.equal(got.clone3, "ENOSYS");
     assert.equal(got.fork, "OK");
+    assert.equal(got.tioclinux, "EPERM", calls.out);
+    // Socket families by allow-list: vsock leads out of every namespace on a VM host.
+    for (const name of [
+      "socket_vsock",
+      "socket_packet",
+      "socket_alg",
+      "socket_bluetooth",
+      "socket_key",
+      "socket_xdp",
+      "socket_can",
+      "socket_tipc",
+      "netlink_audit",
+      "netlink_uevent",
+      "netlink_netfilter",
+      "netlink_generic",
+      "socketpair_vsock",
+      "socketpair_netlink",
+    ])
+      assert.equal(got[name], "EAFNOSUPPORT", `${name}: ${calls.out}`);
+    for (const name of ["netlink_route", "socket_unix", "socket_inet", "socket_inet6", "socketpair_unix"])
+      assert.equal(got[name], "OK", `${name}: ${calls.out}`);
     fs.rmSync(bin);
+    unchanged();
+  });
+
+  it("boxd itself runs under a seccomp filter (socket families by list), which every command inherits", async () => {
+    const pid = boxdHostPid(box.id);
+    assert.ok(pid, "boxd is running");
+    const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+    assert.match(status, /^Seccomp:\s+2$/m, "boxd is in seccomp filter mode");
+    assert.match(status, /^NoNewPrivs:\s+1$/m);
+    // a command carries boxd's filter and its own on top
+    const r = await box.sh("grep -E '^Seccomp_filters' /proc/self/status");
+    const filters = Number(/Seccomp_filters:\s+(\d+)/.exec(r.out)?.[1]);
+    const boxdFilters = Number(/^Seccomp_filters:\s+(\d+)$/m.exec(status)?.[1]);
+    assert.ok(boxdFilters >= 1, status);
+    assert.ok(filters > boxdFilters, `${r.out} / boxd ${boxdFilters}`);
     unchanged();
   });
 

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <linux/netlink.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -33,6 +35,28 @@ int main(void) {
   report("perf_event_open", syscall(SYS_perf_event_open, NULL, 0, -1, -1, 0));
   char c = 'x';
   report("tiocsti", syscall(SYS_ioctl, 0, (1UL << 32) | TIOCSTI, &c));
+  report("tioclinux", syscall(SYS_ioctl, 0, TIOCLINUX, &c));
+  /* Socket families: only unix, inet, inet6 and routing netlink are allowed. */
+  int fds[2];
+  report("socket_vsock", socket(40 /* AF_VSOCK */, SOCK_STREAM, 0));
+  report("socket_packet", socket(AF_PACKET, SOCK_RAW, 0));
+  report("socket_alg", socket(38 /* AF_ALG */, SOCK_SEQPACKET, 0));
+  report("socket_bluetooth", socket(31 /* AF_BLUETOOTH */, SOCK_RAW, 1));
+  report("socket_key", socket(15 /* AF_KEY */, SOCK_RAW, 2));
+  report("socket_xdp", socket(44 /* AF_XDP */, SOCK_RAW, 0));
+  report("socket_can", socket(29 /* AF_CAN */, SOCK_RAW, 1));
+  report("socket_tipc", socket(30 /* AF_TIPC */, SOCK_RDM, 0));
+  report("netlink_audit", socket(AF_NETLINK, SOCK_RAW, NETLINK_AUDIT));
+  report("netlink_uevent", socket(AF_NETLINK, SOCK_DGRAM, NETLINK_KOBJECT_UEVENT));
+  report("netlink_netfilter", socket(AF_NETLINK, SOCK_RAW, NETLINK_NETFILTER));
+  report("netlink_generic", socket(AF_NETLINK, SOCK_RAW, NETLINK_GENERIC));
+  report("netlink_route", socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE));
+  report("socket_unix", socket(AF_UNIX, SOCK_STREAM, 0));
+  report("socket_inet", socket(AF_INET, SOCK_STREAM, 0));
+  report("socket_inet6", socket(AF_INET6, SOCK_DGRAM, 0));
+  report("socketpair_unix", socketpair(AF_UNIX, SOCK_STREAM, 0, fds));
+  report("socketpair_vsock", socketpair(40, SOCK_STREAM, 0, fds));
+  report("socketpair_netlink", socketpair(AF_NETLINK, SOCK_RAW, NETLINK_AUDIT, fds));
   report("process_vm_readv", syscall(SYS_process_vm_readv, getppid(), NULL, 0, NULL, 0, 0));
   report("mount", syscall(SYS_mount, "none", "/tmp", "tmpfs", 0, NULL));
   report("open_tree", syscall(SYS_open_tree, -100, "/", 0));

@@ -75,6 +75,8 @@ export interface BwrapPaths {
   groupFile?: string;
   /** Fd on which boxd says it listens. */
   readyFd?: number;
+  /** An fd bwrap reads boxd's own seccomp program from (socket families by list). */
+  boxdSeccompFd?: number;
 }
 
 const ETC_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.+-]*$/;
@@ -237,6 +239,8 @@ export function bwrapArgv(spec: BoxSpec, paths: BwrapPaths): string[] {
   a.push("--dir", IN_BOX.agentDir);
   // Nothing may be created at the root of the box after this.
   a.push("--remount-ro", "/");
+  // boxd's own filter (and so of everything in the box): socket families by list.
+  if (paths.boxdSeccompFd !== undefined) a.push("--seccomp", String(paths.boxdSeccompFd));
   a.push("--chdir", "/");
   a.push("--");
 

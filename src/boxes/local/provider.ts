@@ -40,7 +40,7 @@ import {
   type CgroupLayout,
 } from "./cgroups.js";
 import { isSameProcess, pidStartTime } from "./proc.js";
-import { encodeProgram, hostSeccompArch, seccompProgram } from "./seccomp.js";
+import { BOXD_SECCOMP_DENY, encodeProgram, hostSeccompArch, seccompProgram } from "./seccomp.js";
 import { groupText, passwdText, usersFromHomes, type HomeEntry } from "./users.js";
 
 export interface LoggerLike {
@@ -427,6 +427,10 @@ export class LocalProvider implements BoxProvider {
     fs.rmSync(seccompFile, { force: true });
     fs.writeFileSync(seccompFile, encodeProgram(seccompProgram(arch)), { mode: 0o600 });
     fs.chownSync(seccompFile, root, root);
+    const boxdSeccompFile = path.join(dir, "boxd-seccomp.bpf");
+    fs.writeFileSync(boxdSeccompFile, encodeProgram(seccompProgram(arch, BOXD_SECCOMP_DENY)), {
+      mode: 0o600,
+    });
     const users = refreshBoxUsers(dir);
     const socketDir = path.join(dir, "boxd");
     fs.mkdirSync(socketDir, { recursive: true, mode: 0o700 });
@@ -455,9 +459,11 @@ export class LocalProvider implements BoxProvider {
       passwdFile: users.passwd,
       groupFile: users.group,
       readyFd: 3,
+      boxdSeccompFd: 4,
     });
 
     const logFd = fs.openSync(path.join(dir, "box.log"), "a", 0o600);
+    const filterFd = fs.openSync(boxdSeccompFile, "r");
     let child;
     try {
       child = spawn(
@@ -465,12 +471,13 @@ export class LocalProvider implements BoxProvider {
         ["-c", JOIN_AND_EXEC, "warren-box", ...plan.joinProcs, "--", this.bwrap, ...args],
         {
           detached: true,
-          stdio: ["ignore", logFd, logFd, "pipe"],
+          stdio: ["ignore", logFd, logFd, "pipe", filterFd],
           env: bwrapEnv(),
         },
       );
     } finally {
       fs.closeSync(logFd);
+      fs.closeSync(filterFd);
     }
     const pid = child.pid;
     if (pid === undefined) {

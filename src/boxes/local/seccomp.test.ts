@@ -1,12 +1,17 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
+  AF_INET,
+  AF_INET6,
+  AF_NETLINK,
+  AF_UNIX,
   AUDIT_ARCH,
   BPF,
   CLONE_NEWNS,
   CLONE_NEWUSER,
   SECCOMP_DENY,
   SECCOMP_RET,
+  SOCKET_FAMILIES,
   TIOCLINUX,
   TIOCSTI,
   encodeProgram,
@@ -108,6 +113,37 @@ for (const arch of ["x86_64", "aarch64"] as const) {
       assert.equal(call(ioctl, [1n, (1n << 32n) | BigInt(TIOCSTI)]), EPERM);
       assert.equal(call(ioctl, [1n, 0x5401n]), SECCOMP_RET.ALLOW); // TCGETS
       assert.equal(call(ioctl, [1n, 0x541bn]), SECCOMP_RET.ALLOW); // FIONREAD
+    });
+
+    it("allows only unix, inet, inet6 and routing netlink sockets; the rest get EAFNOSUPPORT", () => {
+      const socket = nr("socket", arch);
+      const EAFNOSUPPORT = SECCOMP_RET.ERRNO | 97;
+      const SOCK_STREAM = 1n;
+      const SOCK_DGRAM = 2n;
+      for (const family of [AF_UNIX, AF_INET, AF_INET6])
+        assert.equal(call(socket, [BigInt(family), SOCK_STREAM, 0n]), SECCOMP_RET.ALLOW, `family ${family}`);
+      assert.equal(call(socket, [BigInt(AF_NETLINK), SOCK_DGRAM, 0n]), SECCOMP_RET.ALLOW, "NETLINK_ROUTE");
+      // netlink protocols other than routing: audit (9), netfilter (12), kobject uevent (15), generic (16)
+      for (const protocol of [9n, 12n, 15n, 16n, 4n])
+        assert.equal(
+          call(socket, [BigInt(AF_NETLINK), SOCK_DGRAM, protocol]),
+          EAFNOSUPPORT,
+          `netlink ${protocol}`,
+        );
+      // vsock 40, packet 17, alg 38, bluetooth 31, key 15, xdp 44, can 29, tipc 30, rds 21, appletalk 5
+      for (const family of [40n, 17n, 38n, 31n, 15n, 44n, 29n, 30n, 21n, 5n, 0n, 255n])
+        assert.equal(call(socket, [family, SOCK_STREAM, 0n]), EAFNOSUPPORT, `family ${family}`);
+      // the family is an int: high bits do not make vsock look like unix, nor unix like vsock
+      assert.equal(call(socket, [(1n << 32n) | 40n, SOCK_STREAM, 0n]), EAFNOSUPPORT);
+      assert.equal(call(socket, [(1n << 32n) | BigInt(AF_UNIX), SOCK_STREAM, 0n]), SECCOMP_RET.ALLOW);
+      const socketpair = nr("socketpair", arch);
+      assert.equal(call(socketpair, [BigInt(AF_UNIX), SOCK_STREAM, 0n]), SECCOMP_RET.ALLOW);
+      for (const family of [AF_INET, AF_INET6, AF_NETLINK, 40])
+        assert.equal(call(socketpair, [BigInt(family), SOCK_STREAM, 0n]), EAFNOSUPPORT, `pair ${family}`);
+      assert.deepEqual(
+        SOCKET_FAMILIES.map((f) => f.name),
+        ["AF_UNIX", "AF_INET", "AF_INET6", "AF_NETLINK"],
+      );
     });
 
     it("names every call the design asks for", () => {

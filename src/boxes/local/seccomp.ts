@@ -14,7 +14,14 @@ export type SeccompRule =
   /** Refused (EPERM) only when arg0 (clone or unshare flags) asks for a new namespace. */
   | { kind: "namespace-flags" }
   /** Refused (EPERM) only for the listed ioctl requests (low 32 bits of arg1). */
-  | { kind: "ioctl-requests"; requests: number[] };
+  | { kind: "ioctl-requests"; requests: number[] }
+  /**
+   * socket(2): allowed only for the families of SOCKET_FAMILIES (netlink only with the
+   * listed protocols, arg2); any other family gets EAFNOSUPPORT.
+   */
+  | { kind: "socket-families" }
+  /** socketpair(2): AF_UNIX only; any other family gets EAFNOSUPPORT. */
+  | { kind: "socketpair-families" };
 
 export interface SeccompEntry {
   name: string;
@@ -41,6 +48,25 @@ export const NAMESPACE_FLAGS =
   CLONE_NEWPID |
   CLONE_NEWNET |
   CLONE_NEWTIME;
+
+export const AF_UNIX = 1;
+export const AF_INET = 2;
+export const AF_INET6 = 10;
+export const AF_NETLINK = 16;
+export const NETLINK_ROUTE = 0;
+
+/**
+ * The socket families agents may open: local sockets, TCP/UDP over IPv4 and IPv6, and
+ * netlink for routing information only (what `ip addr` and getaddrinfo's AI_ADDRCONFIG
+ * read). Everything else is refused, vsock above all: network namespaces do not
+ * isolate it, and on a host that is a VM it leads to the hypervisor.
+ */
+export const SOCKET_FAMILIES: { family: number; name: string; protocols?: number[] }[] = [
+  { family: AF_UNIX, name: "AF_UNIX" },
+  { family: AF_INET, name: "AF_INET" },
+  { family: AF_INET6, name: "AF_INET6" },
+  { family: AF_NETLINK, name: "AF_NETLINK", protocols: [NETLINK_ROUTE] },
+];
 
 export const TIOCSTI = 0x5412;
 export const TIOCLINUX = 0x541c;
@@ -186,6 +212,18 @@ export const SECCOMP_DENY: readonly SeccompEntry[] = [
     rule: { kind: "ioctl-requests", requests: [TIOCSTI, TIOCLINUX] },
     why: "TIOCSTI/TIOCLINUX push input into a terminal another process reads",
   },
+  {
+    name: "socket",
+    nr: { x86_64: 41, aarch64: 198 },
+    rule: { kind: "socket-families" },
+    why: "only unix, IPv4, IPv6 and routing netlink: no vsock, packet, alg, bluetooth, key, xdp, audit netlink",
+  },
+  {
+    name: "socketpair",
+    nr: { x86_64: 53, aarch64: 199 },
+    rule: { kind: "socketpair-families" },
+    why: "pairs exist only for unix sockets; every other family is refused before the kernel sees it",
+  },
   { name: "reboot", nr: { x86_64: 169, aarch64: 142 }, rule: EPERM, why: "host-wide" },
   { name: "swapon", nr: { x86_64: 167, aarch64: 224 }, rule: EPERM, why: "host-wide" },
   { name: "swapoff", nr: { x86_64: 168, aarch64: 225 }, rule: EPERM, why: "host-wide" },
@@ -248,6 +286,15 @@ export const SECCOMP_DENY: readonly SeccompEntry[] = [
   { name: "query_module", nr: { x86_64: 178 }, rule: EPERM, why: "obsolete" },
 ];
 
+/**
+ * boxd's own filter, loaded by bwrap before the box's first process and so under every
+ * process of the box: box root gets the agents' socket families and nothing more of
+ * their list (it mounts /agent, joins cgroups and changes ids for each command).
+ */
+export const BOXD_SECCOMP_DENY: readonly SeccompEntry[] = SECCOMP_DENY.filter(
+  (e) => e.rule.kind === "socket-families" || e.rule.kind === "socketpair-families",
+);
+
 // ---- classic BPF -------------------------------------------------------------------
 
 export interface BpfInstruction {
@@ -272,7 +319,7 @@ export const SECCOMP_RET = {
   ALLOW: 0x7fff0000,
 } as const;
 
-export const ERRNO = { EPERM: 1, ENOSYS: 38 } as const;
+export const ERRNO = { EPERM: 1, ENOSYS: 38, EAFNOSUPPORT: 97 } as const;
 
 export const AUDIT_ARCH: Record<SeccompArch, number> = {
   x86_64: 0xc000003e,
@@ -289,7 +336,17 @@ export const SECCOMP_DATA = {
 /** x32 system calls on x86_64 carry this bit; they are refused. */
 const X32_SYSCALL_BIT = 0x40000000;
 
-type Target = "allow" | "eperm" | "enosys" | "kill" | "nsflags" | "ioctl";
+type Target =
+  | "allow"
+  | "eperm"
+  | "enosys"
+  | "eafnosupport"
+  | "kill"
+  | "nsflags"
+  | "ioctl"
+  | "socket"
+  | "socketpair"
+  | "netlink";
 type Op =
   | { op: "ld"; offset: number }
   | { op: "jeq" | "jge" | "jset"; k: number; yes: Target | "next"; no: Target | "next" }
@@ -323,6 +380,12 @@ export function seccompProgram(
         for (const r of rule.requests) ioctlRequests.add(r);
         target = "ioctl";
         break;
+      case "socket-families":
+        target = "socket";
+        break;
+      case "socketpair-families":
+        target = "socketpair";
+        break;
     }
     ops.push({ op: "jeq", k: nr, yes: target, no: "next" });
   }
@@ -337,8 +400,25 @@ export function seccompProgram(
   ops.push({ op: "ld", offset: SECCOMP_DATA.argLow(1) });
   for (const r of [...ioctlRequests].sort((a, b) => a - b))
     ops.push({ op: "jeq", k: r, yes: "eperm", no: "next" });
+  ops.push({ op: "ret", value: SECCOMP_RET.ALLOW });
+  // socket(family, type, protocol): the family is an int, so its low word is all of it.
+  ops.push({ op: "label", name: "socket" });
+  ops.push({ op: "ld", offset: SECCOMP_DATA.argLow(0) });
+  for (const f of SOCKET_FAMILIES)
+    ops.push({ op: "jeq", k: f.family, yes: f.protocols ? "netlink" : "allow", no: "next" });
+  ops.push({ op: "ret", value: SECCOMP_RET.ERRNO | ERRNO.EAFNOSUPPORT });
+  ops.push({ op: "label", name: "netlink" });
+  ops.push({ op: "ld", offset: SECCOMP_DATA.argLow(2) });
+  for (const p of SOCKET_FAMILIES.find((f) => f.family === AF_NETLINK)?.protocols ?? [])
+    ops.push({ op: "jeq", k: p, yes: "allow", no: "next" });
+  ops.push({ op: "ret", value: SECCOMP_RET.ERRNO | ERRNO.EAFNOSUPPORT });
+  ops.push({ op: "label", name: "socketpair" });
+  ops.push({ op: "ld", offset: SECCOMP_DATA.argLow(0) });
+  ops.push({ op: "jeq", k: AF_UNIX, yes: "allow", no: "eafnosupport" });
   ops.push({ op: "label", name: "allow" });
   ops.push({ op: "ret", value: SECCOMP_RET.ALLOW });
+  ops.push({ op: "label", name: "eafnosupport" });
+  ops.push({ op: "ret", value: SECCOMP_RET.ERRNO | ERRNO.EAFNOSUPPORT });
   ops.push({ op: "label", name: "eperm" });
   ops.push({ op: "ret", value: SECCOMP_RET.ERRNO | ERRNO.EPERM });
   ops.push({ op: "label", name: "enosys" });
