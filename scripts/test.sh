@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The whole suite: typecheck, lint, format, migrations, then every test on PGlite and on a
-# real PostgreSQL server started here (and stopped afterwards).
+# The whole suite: typecheck, lint, unused code (knip), format, migrations, then every test on
+# PGlite and on a real PostgreSQL server started here (and stopped afterwards).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shopt -s globstar nullglob
@@ -9,6 +9,7 @@ scripts/setup.sh
 npm run --silent build
 echo "== typecheck"; npx tsc -p tsconfig.json --noEmit
 echo "== lint"; npx eslint --max-warnings=0 .
+echo "== unused files, exports and dependencies"; npx knip
 echo "== format"; npx prettier --check . --log-level warn
 echo "== migrations"; scripts/check-migrations.sh
 

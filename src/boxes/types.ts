@@ -4,7 +4,7 @@
 // reached through BoxHandle.endpoint. Uids, groups, modes and folders of one provider
 // stay behind this interface.
 
-import type { BoxdEndpoint } from "../boxd/endpoint.js";
+import type { BoxdEndpoint } from "../boxd/index.js";
 
 export type ProviderName = "local" | "oci" | "kubernetes";
 
