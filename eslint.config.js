@@ -1,6 +1,94 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
-import importX from "eslint-plugin-import-x";
+import importX, { createNodeResolver } from "eslint-plugin-import-x";
+
+// Which folder of src/ may import which: the layers of DESIGN.md, checked. Paths are
+// relative to the repository; `except` is relative to `from`. Shared by every layer:
+// errors.ts, ids.ts, config/ (the environment's schema), observability/.
+const services = ["access", "agents", "exec", "guilds", "homes", "machines", "orgs", "runs", "secrets"];
+const layers = [
+  {
+    target: "./src/store",
+    from: "./src",
+    except: ["./store"],
+    message: "the store (schema, migrations, connection) imports nothing of warren.",
+  },
+  {
+    target: "./src/boxd",
+    from: "./src",
+    except: ["./boxd", "./errors.ts"],
+    message: "boxd's protocol and client sit below everything: they import only each other.",
+  },
+  {
+    target: "./src/boxes",
+    from: "./src",
+    except: ["./boxes", "./boxd", "./errors.ts", "./ids.ts", "./config"],
+    message: "the provider seam knows nothing of machines, the runtime, services or HTTP.",
+  },
+  {
+    target: ["./src/!(boxes)/**", "./src/*.ts"],
+    from: "./src/boxes/local",
+    message: "the local provider is reached through src/boxes (its index: the interface and createProvider).",
+  },
+  {
+    target: "./src/runtime",
+    from: "./src",
+    except: [
+      "./runtime",
+      "./boxes",
+      "./boxd",
+      "./store",
+      "./errors.ts",
+      "./ids.ts",
+      "./config",
+      "./observability",
+    ],
+    message:
+      "the runtime uses the provider seam, boxd and the store; services use the runtime, not the other way.",
+  },
+  {
+    target: services.map((s) => `./src/${s}`),
+    from: ["./src/http", "./src/cli", "./src/sdk", "./src/boxd", "./src/server.ts", "./src/main.ts"],
+    message: "services know nothing of HTTP, the CLI or the SDK, and reach boxes through src/runtime.",
+  },
+  {
+    target: services.map((s) => `./src/${s}`),
+    from: "./src/runtime",
+    except: ["./index.ts"],
+    message: "services use the runtime's public surface, src/runtime/index.ts.",
+  },
+  {
+    target: "./src/http",
+    from: [
+      "./src/store",
+      "./src/boxes",
+      "./src/boxd",
+      "./src/cli",
+      "./src/sdk",
+      "./src/server.ts",
+      "./src/main.ts",
+    ],
+    message: "routes call services; services use the store and the boxes.",
+  },
+  {
+    target: "./src/http",
+    from: "./src/runtime",
+    except: ["./index.ts"],
+    message: "routes use the runtime's public surface, src/runtime/index.ts.",
+  },
+  {
+    target: "./src/sdk",
+    from: "./src",
+    except: ["./sdk", "./contract"],
+    message: "the SDK is published on its own: it imports only src/sdk and (types of) src/contract.",
+  },
+  {
+    target: "./src/cli",
+    from: "./src",
+    except: ["./cli", "./sdk", "./main.ts", "./server.ts", "./config"],
+    message: "the CLI speaks to warren through the SDK; only `serve` starts the server (src/main.ts).",
+  },
+];
 
 export default tseslint.config(
   {
@@ -23,6 +111,15 @@ export default tseslint.config(
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },
     plugins: { "import-x": importX },
+    settings: {
+      // `./x.js` in an import names `./x.ts`: without this, import rules see nothing.
+      "import-x/resolver-next": [
+        createNodeResolver({
+          extensions: [".ts", ".js", ".json", ".node"],
+          extensionAlias: { ".js": [".ts", ".js"] },
+        }),
+      ],
+    },
     rules: {
       "@typescript-eslint/no-floating-promises": [
         "error",
@@ -54,6 +151,30 @@ export default tseslint.config(
       "@typescript-eslint/no-unsafe-return": "off",
       "@typescript-eslint/restrict-template-expressions": "off",
       "import-x/no-cycle": ["error", { ignoreExternal: true }],
+    },
+  },
+  {
+    // The layers bind what ships; tests beside the code may start a whole server.
+    files: ["src/**/*.ts"],
+    ignores: ["src/**/*.test.ts"],
+    rules: { "import-x/no-restricted-paths": ["error", { zones: layers }] },
+  },
+  {
+    // src/contract (the API's shapes, when it exists) reaches the SDK as types only.
+    files: ["src/sdk/**/*.ts"],
+    rules: {
+      "@typescript-eslint/no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: ["../contract", "../contract/*"],
+              allowTypeImports: true,
+              message: "the SDK takes only types from src/contract.",
+            },
+          ],
+        },
+      ],
     },
   },
   {

@@ -15,8 +15,9 @@
  *   6. enters the working directory as the agent;
  *   7. with --files restrict: confines the command's file access with Landlock to the
  *      --read folders (read and execute) and the --write folders (read, write, create,
- *      remove, execute), each opened as the agent; nothing else of the file system can
- *      be opened, listed, written or executed, whatever its modes say; with
+ *      remove, execute), each opened as the agent; every other folder can only be listed
+ *      (as its modes allow: `ls /` works, another agent's 0700 home stays closed), and no
+ *      other file can be opened, written or executed, whatever its modes say; with
  *      --bind-ports FIRST-LAST (Landlock ABI 4), TCP listening only on those ports and
  *      on ephemeral ones; with --connect-ports FIRST-LAST (repeatable; ABI 4), TCP
  *      connections only to those ports; with --scope abstract-unix (ABI 6), abstract
@@ -366,6 +367,8 @@ static void restrict_files(const struct opts *o) {
   /* with ports alone, no file right is handled: files stay as their modes say */
   for (size_t i = 0; o->files_restrict && i < o->nread; i++) fs_rule(ruleset, o->fs_read[i], FS_READ, supported);
   for (size_t i = 0; o->files_restrict && i < o->nwrite; i++) fs_rule(ruleset, o->fs_write[i], FS_WRITE, supported);
+  /* listing only, from / down (a Landlock right holds beneath its folder): names, never contents */
+  if (o->files_restrict) fs_rule(ruleset, "/", LANDLOCK_ACCESS_FS_READ_DIR, supported);
   if (ports) {
     /* TCP listening on the agent's own port block, and on ephemeral ports (bind to 0) */
     port_rule(ruleset, 0, LL_NET_BIND_TCP);

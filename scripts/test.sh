@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The whole suite: typecheck, lint, format, migrations, then every test on PGlite and on a
-# real PostgreSQL server started here (and stopped afterwards), then the box tests once more
-# against boxd built with AddressSanitizer and UndefinedBehaviorSanitizer (skipped when
-# TEST_FILES picks the tests).
+# The whole suite: typecheck, lint, unused code (knip), format, migrations, then every test on
+# PGlite and on a real PostgreSQL server started here (and stopped afterwards), then the box
+# tests once more against boxd built with AddressSanitizer and UndefinedBehaviorSanitizer
+# (skipped when TEST_FILES picks the tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shopt -s globstar nullglob
@@ -11,6 +11,7 @@ scripts/setup.sh
 npm run --silent build
 echo "== typecheck"; npx tsc -p tsconfig.json --noEmit
 echo "== lint"; npx eslint --max-warnings=0 .
+echo "== unused files, exports and dependencies"; npx knip
 echo "== format"; npx prettier --check . --log-level warn
 echo "== migrations"; scripts/check-migrations.sh
 

@@ -5,10 +5,8 @@ import { fileURLToPath } from "node:url";
 import type { FastifyInstance } from "fastify";
 import { Access } from "./access/index.js";
 import { Agents } from "./agents/service.js";
-import { createProvider } from "./boxes/select.js";
-import type { BoxProvider } from "./boxes/types.js";
+import { createProvider, type BoxProvider } from "./boxes/index.js";
 import type { Config } from "./config/index.js";
-import { EventBus } from "./events/bus.js";
 import { Exec } from "./exec/service.js";
 import { Guilds } from "./guilds/service.js";
 import { buildApp } from "./http/app.js";
@@ -18,20 +16,19 @@ import { homeRoutes } from "./http/routes/homes.js";
 import { portRoutes } from "./http/routes/ports.js";
 import { runRoutes } from "./http/routes/runs.js";
 import { DiskCaps } from "./homes/caps.js";
+import { Homes } from "./homes/service.js";
 import { resolveMasterKey } from "./secrets/master-key.js";
 import { Runs } from "./runs/service.js";
 import { DirRunStaging } from "./runs/staging.js";
 import { machineRoutes } from "./http/routes/machines.js";
 import { orgRoutes } from "./http/routes/orgs.js";
 import { Orgs } from "./orgs/service.js";
-import { FsHomeLayout } from "./machines/layout.js";
-import { MachineRuntime } from "./machines/runtime.js";
 import { Machines } from "./machines/service.js";
 import { createLogger, type Logger } from "./observability/log.js";
 import { Metrics } from "./observability/metrics.js";
 import { GenerationRegistry } from "./runs/registry.js";
+import { connectBoxd, MachineRuntime } from "./runtime/index.js";
 import { openStore, type Store } from "./store/index.js";
-import { connectBoxd } from "./boxes/select.js";
 
 export interface Server {
   app: FastifyInstance;
@@ -41,7 +38,6 @@ export interface Server {
   runtime: MachineRuntime;
   registry: GenerationRegistry;
   runs: Runs;
-  bus: EventBus;
   logger: Logger;
   /** Stops serving; boxes keep running so that the next server adopts them. */
   close(): Promise<void>;
@@ -89,16 +85,17 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
   const store = await openStore({ databaseUrl: config.DATABASE_URL, pgliteDir: paths.pglite });
   let ready = false;
   const metrics = new Metrics(opts.defaultMetrics ?? true);
-  const bus = new EventBus((err, topic) => logger.error({ err, topic }, "event listener failed"));
   const registry = new GenerationRegistry();
-  const layout = new FsHomeLayout(paths.workspaces);
-  const provider = createProvider(config, { stateRoot: root, runRoot: paths.run });
+  const provider = createProvider(config, {
+    stateRoot: root,
+    runRoot: paths.run,
+    workspacesRoot: paths.workspaces,
+  });
+  const layout = provider.homes;
 
   const runtime = new MachineRuntime({
     db: store.db,
     provider,
-    layout,
-    bus,
     logger,
     metrics,
     connect: connectBoxd,
@@ -119,14 +116,11 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
     (agentId): Promise<void> => runs.stopAgent(agentId, "the agent is being deleted"),
   );
   const guilds = new Guilds(store.db, access, agents);
-  const exec = new Exec(store.db, agents, runtime, bus, metrics);
+  const exec = new Exec(store.db, agents, runtime, layout, metrics);
 
   const ver = await version();
   const caps = new DiskCaps(store.db, layout, config.WORKSPACE_MAX_MIB);
-  const staging = new DirRunStaging((machineId) => ({
-    hostDir: path.join(paths.run, "boxes", machineId, "boxd"),
-    boxDir: "/run/boxd",
-  }));
+  const staging = new DirRunStaging((machineId) => provider.runFilesDir(machineId));
   const runs: Runs = new Runs({
     db: store.db,
     access,
@@ -135,7 +129,7 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
     registry,
     caps,
     staging,
-    bus,
+    homes: layout,
     logger,
     version: ver,
   });
@@ -161,7 +155,7 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
       ...execRoutes(exec),
       ...runRoutes(runs),
       ...portRoutes(agents, runtime),
-      ...homeRoutes(store.db, agents, layout, config.WORKSPACE_MAX_MIB),
+      ...homeRoutes(new Homes(store.db, agents, layout, config.WORKSPACE_MAX_MIB)),
     ],
   });
   await app.ready();
@@ -175,7 +169,6 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
     runtime,
     registry,
     runs,
-    bus,
     logger,
     async close() {
       ready = false;

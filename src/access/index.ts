@@ -7,7 +7,7 @@ import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import { allows, type Permission, type Role } from "./roles.js";
 
-export { allows, type Permission, type Role } from "./roles.js";
+export type { Permission, Role } from "./roles.js";
 
 export interface Identity {
   userId: string;

@@ -18,6 +18,8 @@ export const SYSTEM_READ: readonly string[] = [
  * A command's file access from its agent's sandbox policy: the system read-only, its
  * home, /tmp and /dev read-write, the policy's paths on top; a run's /agent read-only;
  * on a trust: shared machine the other homes read-only (their modes allow it there).
+ * Beyond these lists boxd-spawn lets every folder be listed (names, never contents), so
+ * `ls /` works; folders closed by their modes (other homes, 0700) stay closed.
  */
 export function fileAccessOf(
   policy: SandboxPolicy,

@@ -5,7 +5,7 @@
 import net from "node:net";
 import type { Duplex } from "node:stream";
 import { WarrenError } from "../errors.js";
-import type { BoxEndpoint } from "../boxes/types.js";
+import type { BoxdEndpoint } from "./endpoint.js";
 import {
   FrameDecoder,
   FrameKind,
@@ -60,10 +60,10 @@ function unavailable(message: string, cause?: unknown): WarrenError {
 }
 
 export class BoxdClient {
-  private readonly endpoint: BoxEndpoint;
+  private readonly endpoint: BoxdEndpoint;
   private readonly connectTimeoutMs: number;
 
-  constructor(endpoint: BoxEndpoint | string, options: BoxdClientOptions = {}) {
+  constructor(endpoint: BoxdEndpoint | string, options: BoxdClientOptions = {}) {
     this.endpoint = typeof endpoint === "string" ? { kind: "unix", path: endpoint } : endpoint;
     this.connectTimeoutMs = options.connectTimeoutMs ?? 5000;
   }

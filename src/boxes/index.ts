@@ -1,8 +1,5 @@
-export { LocalProvider, boxSpecSchema } from "./local/provider.js";
+// The provider seam's public surface: the interface, where things are in a box, and the
+// factory. What one provider does on the host (uids, modes, folders) stays behind it.
+export { createProvider } from "./select.js";
 export { BOX_PATHS } from "./paths.js";
-export { prepareMachineDir, prepareHome, agentGroups } from "./local/homes.js";
-export { SHARED_GID } from "./local/users.js";
-export type { LocalProviderOptions, LoggerLike } from "./local/provider.js";
-export type { Trust } from "./local/homes.js";
-export type { BoxUser } from "./local/users.js";
 export type * from "./types.js";

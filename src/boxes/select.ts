@@ -1,25 +1,33 @@
-// The one place a provider is chosen, and the one place the server gets a boxd client.
+// The one place a provider is chosen: the only module outside src/boxes/local that knows
+// the local provider exists.
 import path from "node:path";
-import { BoxdClient } from "../boxd/client.js";
 import type { Config } from "../config/index.js";
 import { WarrenError } from "../errors.js";
-import type { BoxExec } from "../machines/exec-port.js";
-import { LocalProvider, refreshBoxUsers, type LoggerLike } from "./local/provider.js";
-import type { BoxHandle, BoxProvider } from "./types.js";
+import { FsHomeLayout } from "./local/layout.js";
+import { LocalProvider, type LoggerLike } from "./local/provider.js";
+import type { BoxProvider } from "./types.js";
 
 export interface ProviderPaths {
   stateRoot: string;
   runRoot: string;
+  /** Machines' folders and agents' homes (default STATE_ROOT/workspaces). */
+  workspacesRoot?: string;
   logger?: LoggerLike;
 }
 
 export function createProvider(config: Pick<Config, "WARREN_PROVIDER">, paths: ProviderPaths): BoxProvider {
+  const workspacesRoot = paths.workspacesRoot ?? path.join(paths.stateRoot, "workspaces");
   switch (config.WARREN_PROVIDER) {
     case "local":
-      return new LocalProvider({ stateRoot: paths.stateRoot, runRoot: paths.runRoot, logger: paths.logger });
+      return new LocalProvider({
+        stateRoot: paths.stateRoot,
+        runRoot: paths.runRoot,
+        workspacesRoot,
+        logger: paths.logger,
+      });
     case "oci":
     case "kubernetes": {
-      const unavailable = async (): Promise<never> => {
+      const unavailable = (): never => {
         throw new WarrenError(
           "box.unavailable",
           `the ${config.WARREN_PROVIDER} provider is not available yet; use WARREN_PROVIDER=local`,
@@ -27,32 +35,17 @@ export function createProvider(config: Pick<Config, "WARREN_PROVIDER">, paths: P
       };
       return {
         name: config.WARREN_PROVIDER,
-        create: unavailable,
-        start: unavailable,
+        // homes stay in this host's tree until these providers exist
+        homes: new FsHomeLayout(workspacesRoot),
+        create: async () => unavailable(),
+        start: async () => unavailable(),
         stop: async () => {},
         inspect: async () => null,
         list: async () => [],
         remove: async () => {},
+        refreshUsers: async () => {},
+        runFilesDir: unavailable,
       };
     }
   }
-}
-
-/** boxd of a running box, in the runtime's terms (src/machines/exec-port.ts). */
-export function connectBoxd(box: BoxHandle): BoxExec {
-  const client = new BoxdClient(box.endpoint);
-  const endpoint = box.endpoint;
-  return {
-    ping: () => client.ping(),
-    exec: (req, io) => client.exec(req, io),
-    forward: (port) => client.forward(port),
-    // Local boxes: the socket is STATE_ROOT/run/boxes/<id>/boxd/boxd.sock; users files beside.
-    refreshUsers:
-      endpoint.kind === "unix"
-        ? async () => {
-            refreshBoxUsers(path.dirname(path.dirname(endpoint.path)));
-          }
-        : undefined,
-    close: () => {},
-  };
 }

@@ -1,6 +1,10 @@
 // The provider seam: everything the rest of warren knows about where boxes run.
-// A provider only creates, starts, stops, inspects, lists and removes boxes; what runs
-// inside a box is boxd's job (src/boxd), reached through BoxHandle.endpoint.
+// A provider creates, starts, stops, inspects, lists and removes boxes, and lays out the
+// host folders they mount (HomeLayout); what runs inside a box is boxd's job (src/boxd),
+// reached through BoxHandle.endpoint. Uids, groups, modes and folders of one provider
+// stay behind this interface.
+
+import type { BoxdEndpoint } from "../boxd/index.js";
 
 export type ProviderName = "local" | "oci" | "kubernetes";
 
@@ -34,8 +38,8 @@ export interface BoxSpec {
   limits: BoxLimits;
 }
 
-/** How the server reaches boxd inside a box. */
-export type BoxEndpoint = { kind: "unix"; path: string } | { kind: "tcp"; host: string; port: number };
+/** How the server reaches boxd inside a box (boxd's own type: src/boxd sits below the seam). */
+export type BoxEndpoint = BoxdEndpoint;
 
 export interface BoxHandle {
   id: string;
@@ -47,8 +51,48 @@ export interface BoxHandle {
   startedAt: Date | null;
 }
 
+/** Whether agents of one machine read each other's homes (`shared`) or not. */
+export type Trust = "isolated" | "shared";
+
+/** Who an agent's commands run as. */
+export interface AgentIdentity {
+  uid: number;
+  gid: number;
+  /** Supplementary groups. */
+  groups: number[];
+}
+
+/** Owner and mode of a file the server writes in an agent's home. */
+export interface FileOwner {
+  uid: number;
+  gid: number;
+  mode: number;
+}
+
+/** The host-side folders of machines (a box's /home) and agents' homes, and who owns them. */
+export interface HomeLayout {
+  machineDir(machineId: string): string;
+  homeDir(machineId: string, agentId: string): string;
+  prepareMachine(machineId: string): Promise<void>;
+  prepareHome(machineId: string, agentId: string, uid: number, trust: Trust): Promise<void>;
+  removeHome(machineId: string, agentId: string): Promise<void>;
+  removeMachine(machineId: string): Promise<void>;
+  /** The uid, gid and groups of the agent with this uid on a machine of this trust. */
+  identity(uid: number, trust: Trust): AgentIdentity;
+  /** Owner and mode of a file the server writes in the home of that agent. */
+  fileOwner(uid: number, trust: Trust): FileOwner;
+}
+
+/** A host folder that a running box sees at `boxDir`, readable by box root only. */
+export interface RunFilesDir {
+  hostDir: string;
+  boxDir: string;
+}
+
 export interface BoxProvider {
   readonly name: ProviderName;
+  /** Where machines' folders and agents' homes are, and how they are owned. */
+  readonly homes: HomeLayout;
   /** Records the box; does not start it. Creating an id that exists replaces its spec. */
   create(spec: BoxSpec): Promise<BoxHandle>;
   /** Starts the box and resolves once boxd answers on the endpoint. */
@@ -60,4 +104,8 @@ export interface BoxProvider {
   list(labels?: Partial<BoxLabels>): Promise<BoxHandle[]>;
   /** Stops the box if needed and forgets it. */
   remove(id: string): Promise<void>;
+  /** Tells the box that the homes in its /home changed (its users and groups). */
+  refreshUsers(id: string): Promise<void>;
+  /** Where a run's private files go on the host so that boxd can bind them for that run. */
+  runFilesDir(id: string): RunFilesDir;
 }

@@ -3,10 +3,9 @@ import path from "node:path";
 import type { Identity } from "../access/index.js";
 import { fileAccessOf } from "../agents/policy.js";
 import { policyOf, type AgentRow, type Agents } from "../agents/service.js";
-import type { EventBus } from "../events/bus.js";
-import type { BoxExecRequest, BoxExecResult, ExecIo } from "../machines/exec-port.js";
-import { homeOf, identityOf, portsOf } from "../machines/placement.js";
-import type { MachineRuntime } from "../machines/runtime.js";
+import type { HomeLayout, Trust } from "../boxes/index.js";
+import { homeOf, portsOf, uidOf } from "../machines/placement.js";
+import type { BoxExecRequest, BoxExecResult, ExecIo, MachineRuntime } from "../runtime/index.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
@@ -45,12 +44,13 @@ export function limitsOf(l: CommandLimits | undefined): { memoryMib?: number; pi
  */
 export function commandWalls(
   agent: AgentRow,
-  trust: "isolated" | "shared",
+  trust: Trust,
+  homes: Pick<HomeLayout, "identity">,
   opts: { run?: boolean } = {},
 ): Pick<BoxExecRequest, "uid" | "gid" | "groups" | "files" | "bindPorts" | "network"> {
   const ports = portsOf(agent.slot);
   return {
-    ...identityOf(agent.slot, trust),
+    ...homes.identity(uidOf(agent.slot), trust),
     files: fileAccessOf(policyOf(agent), {
       home: homeOf(agent.id),
       shared: trust === "shared",
@@ -102,7 +102,7 @@ export class Exec {
     private readonly db: Db,
     private readonly agents: Agents,
     private readonly runtime: MachineRuntime,
-    private readonly bus: EventBus,
+    private readonly homes: HomeLayout,
     private readonly metrics: Metrics,
   ) {}
 
@@ -123,9 +123,8 @@ export class Exec {
     if (!machine) throw new WarrenError("not_found", "machine was not found");
     const argv = argvOf(input);
     await this.runtime.ensure(agent.machineId);
-    const walls = commandWalls(agent, machine.trust);
+    const walls = commandWalls(agent, machine.trust, this.homes);
     return async (io) => {
-      this.bus.emit("agent.activity", { agentId, machineId: agent.machineId, kind: "exec" });
       const result = await this.runtime.exec(
         agent.machineId,
         {

@@ -2,7 +2,7 @@
 // size over its cap measured again at the next generation's start, workspace.full otherwise.
 import { eq } from "drizzle-orm";
 import { WarrenError } from "../errors.js";
-import type { HomeLayout } from "../machines/ports.js";
+import type { HomeLayout } from "../boxes/index.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import { measure } from "./measure.js";

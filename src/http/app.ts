@@ -7,7 +7,6 @@ import Fastify, {
   type FastifyInstance,
   type FastifyError,
 } from "fastify";
-import websocket from "@fastify/websocket";
 import { OPERATOR_EMAIL, type Access, type Identity } from "../access/index.js";
 import type { Config } from "../config/index.js";
 import { errorStatus, type ErrorCode } from "../contract/errors.js";
@@ -89,8 +88,6 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       done(err as Error, undefined);
     }
   });
-
-  await app.register(websocket, { options: { maxPayload: 1024 * 1024 } });
 
   app.addHook("onRequest", async (req) => {
     req.startedAt = process.hrtime.bigint();

@@ -1,6 +1,6 @@
 // Placement: an agent takes the lowest free slot on its machine; the slot gives its uid,
 // its port block and (with its id) its home.
-import { agentGroups, BOX_PATHS } from "../boxes/index.js";
+import { BOX_PATHS } from "../boxes/index.js";
 
 /** Slots stop where a port block would pass 65535. */
 export const MAX_SLOTS = 400;
@@ -22,12 +22,3 @@ export function portsOf(slot: number): { first: number; last: number } {
 }
 
 export const homeOf = (agentId: string): string => `${BOX_PATHS.homes}/${agentId}`;
-
-/** Who an agent's commands run as: its uid, its gid, and the shared group on a shared machine. */
-export function identityOf(
-  slot: number,
-  trust: "isolated" | "shared",
-): { uid: number; gid: number; groups: number[] } {
-  const uid = uidOf(slot);
-  return { uid, ...agentGroups(uid, trust) };
-}

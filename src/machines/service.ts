@@ -4,7 +4,8 @@ import { WarrenError } from "../errors.js";
 import { newId } from "../ids.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
-import type { HomeLayout, MachineControl } from "./ports.js";
+import type { HomeLayout } from "../boxes/index.js";
+import type { MachineControl } from "../runtime/index.js";
 import type { Machine } from "../contract/types.js";
 
 export type MachineRow = typeof schema.machines.$inferSelect;

@@ -3,14 +3,14 @@
 import { and, asc, desc, eq, gt, inArray, lt } from "drizzle-orm";
 import type { Access, Identity, Role } from "../access/index.js";
 import type { AgentRow, Agents } from "../agents/service.js";
-import type { EventBus } from "../events/bus.js";
 import { WarrenError } from "../errors.js";
 import { BoundedOutput } from "../exec/output.js";
 import { argvOf, agentEnv, commandWalls, limitsOf, type CommandLimits } from "../exec/service.js";
 import type { DiskCaps } from "../homes/caps.js";
 import { newId } from "../ids.js";
 import { homeOf } from "../machines/placement.js";
-import type { MachineRuntime } from "../machines/runtime.js";
+import type { MachineRuntime } from "../runtime/index.js";
+import type { HomeLayout } from "../boxes/index.js";
 import type { Logger } from "../observability/log.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
@@ -85,7 +85,7 @@ export interface RunsOptions {
   registry: GenerationRegistry;
   caps: DiskCaps;
   staging: RunStaging;
-  bus: EventBus;
+  homes: HomeLayout;
   logger: Logger;
   version: string;
 }
@@ -174,7 +174,7 @@ export class Runs {
     signal: AbortSignal,
   ): Promise<void> {
     const o = this.#o;
-    const walls = commandWalls(agent, machine.trust, { run: true });
+    const walls = commandWalls(agent, machine.trust, o.homes, { run: true });
     const { uid, files } = walls;
     const output = new BoundedOutput(OUTPUT_LIMIT_BYTES);
     let stderrBytes = 0;
@@ -198,7 +198,6 @@ export class Runs {
       input_bytes: input.length,
       timeout_s: run.timeoutS,
     });
-    o.bus.emit("agent.activity", { agentId: agent.id, machineId: machine.id, kind: "generation" });
 
     let status: RunStatus = "failed";
     let reason: string | null = null;
@@ -311,7 +310,6 @@ export class Runs {
         receipt,
       })
       .where(eq(schema.runs.id, run.id));
-    o.bus.emit("run.ended", { runId: run.id, agentId: agent.id, status });
   }
 
   async #load(who: Identity, id: string, perm: "read" | "inspect" | "write"): Promise<RunRow> {

@@ -4,7 +4,7 @@ import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { LocalProvider } from "../../src/boxes/index.js";
+import { LocalProvider } from "../../src/boxes/local/provider.js";
 import { encodeControl, FrameDecoder, FrameKind } from "../../src/boxd/protocol.js";
 import {
   boxSkipReason,
@@ -350,7 +350,7 @@ describe("a box whose server was SIGKILLed", { skip: skip ?? false }, () => {
       // Start the box from a separate Node process, then SIGKILL that process.
       const { spawn } = await import("node:child_process");
       const script = `
-        import { LocalProvider } from ${JSON.stringify(path.resolve("src/boxes/index.ts"))};
+        import { LocalProvider } from ${JSON.stringify(path.resolve("src/boxes/local/provider.ts"))};
         const p = new LocalProvider({
           stateRoot: ${JSON.stringify(box.stateRoot)},
           cgroupParent: "warren-test",

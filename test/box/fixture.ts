@@ -8,11 +8,11 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { LocalProvider, prepareHome, prepareMachineDir, type Trust } from "../../src/boxes/index.js";
-import { agentGroups } from "../../src/boxes/index.js";
 import type { BoxdClient, ExecOutcome, ExecRequest } from "../../src/boxd/index.js";
-import type { BoxLimits, BoxSpec } from "../../src/boxes/types.js";
+import type { BoxLimits, BoxSpec, Trust } from "../../src/boxes/index.js";
 import { detectLayout } from "../../src/boxes/local/cgroups.js";
+import { agentGroups, prepareHome, prepareMachineDir } from "../../src/boxes/local/homes.js";
+import { LocalProvider } from "../../src/boxes/local/provider.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 

@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { test } from "node:test";
-import { LocalProvider } from "../../src/boxes/index.js";
+import { LocalProvider } from "../../src/boxes/local/provider.js";
 import { boxSkipReason } from "../box/fixture.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");

@@ -1,8 +1,8 @@
 // Identity and access, in-process: AUTH_MODE=trusted-header with one user per role, a
 // non-member who learns nothing, and the Host and Origin guards.
 import assert from "node:assert/strict";
+import http from "node:http";
 import { after, before, describe, test } from "node:test";
-import WebSocket from "ws";
 import { dbLegs } from "../support/db.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { assertError, assertStatus, ghostId, idRe, type Answer } from "./expect.js";
@@ -630,21 +630,22 @@ describe("Host and Origin guards", () => {
     const same = await t.call("GET", "/api/orgs", undefined, { ...upgrade, origin: "http://localhost:80" });
     assert.notEqual(same.status, 403, "a same-origin upgrade is not refused by the guard");
 
-    // and over a real socket, with a real WebSocket client
+    // and over a real socket: an upgrade request as a WebSocket client sends it
     assert.ok(t.url);
     const status = await new Promise<number>((resolve, reject) => {
-      const ws = new WebSocket(`${t.url!.replace("http", "ws")}/api/orgs`, {
-        origin: "https://evil.example.com",
+      const req = http.request(`${t.url}/api/orgs`, {
+        headers: { ...upgrade, origin: "https://evil.example.com" },
       });
-      ws.on("unexpected-response", (_req, res) => {
+      req.on("response", (res) => {
+        res.resume();
         resolve(res.statusCode ?? 0);
-        ws.terminate();
       });
-      ws.on("open", () => {
-        ws.terminate();
+      req.on("upgrade", (_res, socket) => {
+        socket.destroy();
         reject(new Error("the upgrade from another origin was accepted"));
       });
-      ws.on("error", (err) => reject(err));
+      req.on("error", reject);
+      req.end();
     });
     assert.equal(status, 403);
   });

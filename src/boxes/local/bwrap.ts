@@ -210,7 +210,7 @@ export function bwrapArgv(spec: BoxSpec, paths: BwrapPaths): string[] {
   a.push("--proc", "/proc");
   a.push("--dev", "/dev");
 
-  // The spec's mounts: /home (the machine's folder), /data, /opt/warren/contracts, /workspace, /tmp.
+  // The spec's mounts: /home (the machine's folder), /data, /opt/warren/contracts, /tmp.
   const targets = new Set<string>();
   for (const m of spec.mounts) {
     const t = path.posix.normalize(m.target);

@@ -2,9 +2,8 @@
 
 import fs from "node:fs";
 import path from "node:path";
+import type { Trust } from "../types.js";
 import { SHARED_GID } from "./users.js";
-
-export type Trust = "isolated" | "shared";
 
 /** The machine's folder: root-owned 0755, so agents can enter /home but not write to it. */
 export async function prepareMachineDir(dir: string): Promise<string> {

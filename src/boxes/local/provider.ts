@@ -1,6 +1,7 @@
 // The local provider: boxes are bubblewrap sandboxes in cgroups on this host. Spec-like
 // work happens in pure functions (bwrapArgv, cgroupPlan, seccompProgram); this file
-// only runs them. State lives in STATE_ROOT/run/boxes/<id>/:
+// only runs them. Homes are in STATE_ROOT/workspaces (./layout.ts). State lives in
+// STATE_ROOT/run/boxes/<id>/:
 //
 //   box.json      the record: spec, labels, state, pid and its start time, cgroups
 //   box.log       bwrap's and boxd's stderr
@@ -21,7 +22,16 @@ import { z } from "zod";
 import { WarrenError, notFound } from "../../errors.js";
 import { BoxdClient } from "../../boxd/client.js";
 import { BOX_PATHS } from "../paths.js";
-import type { BoxEndpoint, BoxHandle, BoxLabels, BoxProvider, BoxSpec, BoxState } from "../types.js";
+import type {
+  BoxEndpoint,
+  BoxHandle,
+  BoxLabels,
+  BoxProvider,
+  BoxSpec,
+  BoxState,
+  HomeLayout,
+  RunFilesDir,
+} from "../types.js";
 import {
   BOX_ROOT_HOST_ID,
   bwrapArgv,
@@ -39,6 +49,7 @@ import {
   detectLayout,
   type CgroupLayout,
 } from "./cgroups.js";
+import { FsHomeLayout } from "./layout.js";
 import { isSameProcess, pidStartTime } from "./proc.js";
 import { BOXD_SECCOMP_DENY, encodeProgram, hostSeccompArch, seccompProgram } from "./seccomp.js";
 import { groupText, passwdText, usersFromHomes, type HomeEntry } from "./users.js";
@@ -54,6 +65,8 @@ const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "
 const optionsSchema = z.object({
   stateRoot: z.string().min(1),
   runRoot: z.string().min(1).optional(),
+  /** Machines' folders and agents' homes (default STATE_ROOT/workspaces). */
+  workspacesRoot: z.string().min(1).optional(),
   /** The boxd binary (default dist/native/boxd). */
   boxdBinary: z.string().min(1).optional(),
   spawnHelper: z.string().min(1).optional(),
@@ -172,6 +185,7 @@ export function etcEntries(etcDir = "/etc"): EtcEntry[] {
 
 export class LocalProvider implements BoxProvider {
   readonly name = "local" as const;
+  readonly homes: HomeLayout;
   private readonly stateRoot: string;
   private readonly runRoot: string;
   private readonly boxdBinary: string;
@@ -189,6 +203,7 @@ export class LocalProvider implements BoxProvider {
     const o = optionsSchema.parse(options);
     this.stateRoot = path.resolve(o.stateRoot);
     this.runRoot = path.resolve(o.runRoot ?? path.join(this.stateRoot, "run"));
+    this.homes = new FsHomeLayout(path.resolve(o.workspacesRoot ?? path.join(this.stateRoot, "workspaces")));
     this.boxdBinary = path.resolve(o.boxdBinary ?? path.join(packageRoot, "dist", "native", "boxd"));
     this.spawnHelper = path.resolve(o.spawnHelper ?? path.join(packageRoot, "dist", "native", "boxd-spawn"));
     this.userns = path.resolve(o.userns ?? path.join(packageRoot, "dist", "native", "box-userns"));
@@ -208,6 +223,11 @@ export class LocalProvider implements BoxProvider {
 
   endpoint(id: string): Extract<BoxEndpoint, { kind: "unix" }> {
     return { kind: "unix", path: path.join(this.boxDir(id), "boxd", "boxd.sock") };
+  }
+
+  /** The box's boxd folder (bound at /run/boxd, box root's): a run's files go in runs/ there. */
+  runFilesDir(id: string): RunFilesDir {
+    return { hostDir: path.join(this.boxDir(id), "boxd"), boxDir: "/run/boxd" };
   }
 
   /** A client for the box's boxd. */
@@ -405,14 +425,18 @@ export class LocalProvider implements BoxProvider {
   private async launch(rec: BoxRecord): Promise<BoxHandle> {
     const id = rec.spec.id;
     const dir = this.boxDir(id);
+    if (!fs.existsSync(this.bwrap))
+      throw new WarrenError(
+        "box.unavailable",
+        `bubblewrap (${this.bwrap}) is not installed; install it with \`apt-get install bubblewrap\` as root (Debian), or run \`make up\`, which installs what is missing`,
+      );
     for (const [what, file] of [
       ["boxd binary", this.boxdBinary],
       ["spawn helper", this.spawnHelper],
       ["user namespace launcher", this.userns],
-      ["bwrap", this.bwrap],
     ] as const) {
       if (!fs.existsSync(file))
-        throw new WarrenError("box.unavailable", `the ${what} ${file} is missing; run npm run build`);
+        throw new WarrenError("box.unavailable", `the ${what} ${file} is missing; run \`npm run build\``);
     }
     const arch = hostSeccompArch();
     if (!arch) throw new WarrenError("box.unavailable", `no seccomp table for ${process.arch}`);
@@ -581,7 +605,7 @@ function homeEntries(spec: BoxSpec): HomeEntry[] {
  * its record's /home mount. Files are rewritten in place (same inode), because a running
  * box has them bound at /etc/passwd and /etc/group.
  */
-export function refreshBoxUsers(boxDir: string): { passwd: string; group: string } {
+function refreshBoxUsers(boxDir: string): { passwd: string; group: string } {
   const rec = JSON.parse(fs.readFileSync(path.join(boxDir, "box.json"), "utf8")) as BoxRecord;
   const { users, shared } = usersFromHomes(homeEntries(rec.spec));
   const files = { passwd: path.join(boxDir, "passwd"), group: path.join(boxDir, "group") };

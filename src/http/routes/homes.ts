@@ -1,32 +1,16 @@
-import { eq } from "drizzle-orm";
 import { z } from "zod";
-import type { Agents } from "../../agents/service.js";
-import { WarrenError } from "../../errors.js";
-import { effectiveCap } from "../../homes/caps.js";
-import { parseHomePath, readHomeFile, writeHomeFile } from "../../homes/index.js";
-import type { HomeLayout } from "../../machines/ports.js";
-import { SHARED_GID } from "../../boxes/index.js";
-import { uidOf } from "../../machines/placement.js";
-import type { Db } from "../../store/index.js";
-import { schema } from "../../store/index.js";
+import { FILE_LIMIT_BYTES, type Homes } from "../../homes/service.js";
 import { route, type AnyRoute } from "../route.js";
 import { idOf, idParams } from "../../contract/common.js";
 import { Usage } from "../../contract/homes.js";
 
-/** The most the file routes read or write in one request. */
-export const FILE_LIMIT_BYTES = 32 * 1024 * 1024;
 
 const fileParams = z.object({ id: idOf("agt"), "*": z.string().max(4096) });
 
 /** The wildcard part of a files URL, as the router decoded it (once). */
 const pathOf = (raw: string): string => raw;
 
-export function homeRoutes(db: Db, agents: Agents, layout: HomeLayout, hostMaxMib: number): AnyRoute[] {
-  const machineOf = async (id: string) => {
-    const [m] = await db.select().from(schema.machines).where(eq(schema.machines.id, id));
-    if (!m) throw new WarrenError("not_found", "machine was not found");
-    return m;
-  };
+export function homeRoutes(homes: Homes): AnyRoute[] {
   return [
     route({
       method: "GET",
@@ -36,20 +20,7 @@ export function homeRoutes(db: Db, agents: Agents, layout: HomeLayout, hostMaxMi
       summary: "The disk the agent's home and its machine's folder use, against their caps, as last measured",
       params: idParams("agt"),
       response: Usage,
-      handler: async ({ who, params }) => {
-        const a = await agents.load(who, params.id, "read");
-        const m = await machineOf(a.machineId);
-        return {
-          workspace_mib: a.workspaceMib,
-          max_workspace_mib: effectiveCap(a.maxWorkspaceMib, hostMaxMib),
-          machine: {
-            id: m.id,
-            name: m.name,
-            workspace_mib: m.workspaceMib,
-            max_workspace_mib: m.maxWorkspaceMib,
-          },
-        };
-      },
+      handler: async ({ who, params }) => homes.usage(who, params.id),
     }),
     route({
       method: "GET",
@@ -61,11 +32,7 @@ export function homeRoutes(db: Db, agents: Agents, layout: HomeLayout, hostMaxMi
       params: fileParams,
       errors: ["file.invalid_path", "file.link", "file.not_regular", "file.not_found", "file.too_large"],
       handler: async ({ who, params, reply }) => {
-        const a = await agents.load(who, params.id, "inspect");
-        const components = parseHomePath(a.id, pathOf(params["*"]));
-        const data = await readHomeFile(layout.homeDir(a.machineId, a.id), components, {
-          maxBytes: FILE_LIMIT_BYTES,
-        });
+        const data = await homes.readFile(who, params.id, pathOf(params["*"]));
         return reply.code(200).type("application/octet-stream").send(data);
       },
     }),
@@ -81,16 +48,7 @@ export function homeRoutes(db: Db, agents: Agents, layout: HomeLayout, hostMaxMi
       status: 204,
       errors: ["file.invalid_path", "file.link", "file.not_regular", "file.too_large", "access.denied"],
       handler: async ({ who, params, body }) => {
-        const a = await agents.load(who, params.id, "write");
-        const m = await machineOf(a.machineId);
-        const components = parseHomePath(a.id, pathOf(params["*"]));
-        const uid = uidOf(a.slot);
-        await writeHomeFile(layout.homeDir(a.machineId, a.id), components, body as Buffer, {
-          maxBytes: FILE_LIMIT_BYTES,
-          uid,
-          gid: m.trust === "shared" ? SHARED_GID : uid,
-          mode: m.trust === "shared" ? 0o640 : 0o600,
-        });
+        await homes.writeFile(who, params.id, pathOf(params["*"]), body as Buffer);
       },
     }),
   ];

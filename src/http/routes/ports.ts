@@ -6,7 +6,7 @@ import { z } from "zod";
 import type { Agents } from "../../agents/service.js";
 import { WarrenError } from "../../errors.js";
 import { portsOf } from "../../machines/placement.js";
-import type { MachineRuntime } from "../../machines/runtime.js";
+import type { MachineRuntime } from "../../runtime/index.js";
 import { route, type AnyRoute } from "../route.js";
 import { idOf } from "../../contract/common.js";
 

@@ -2,22 +2,18 @@
 // The database's state column follows every transition, with its reason and time.
 import { eq, inArray } from "drizzle-orm";
 import type { Duplex } from "node:stream";
-import { BOX_PATHS } from "../boxes/paths.js";
-import type { BoxHandle, BoxProvider, BoxSpec } from "../boxes/types.js";
+import { BOX_PATHS, type BoxHandle, type BoxProvider, type BoxSpec } from "../boxes/index.js";
 import { WarrenError } from "../errors.js";
-import type { EventBus } from "../events/bus.js";
 import type { Logger } from "../observability/log.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import type { BoxExec, BoxExecRequest, BoxExecResult, ExecIo } from "./exec-port.js";
-import type { HomeLayout, MachineControl } from "./ports.js";
+import type { MachineControl } from "./control.js";
 
 export interface RuntimeOptions {
   db: Db;
   provider: BoxProvider;
-  layout: HomeLayout;
-  bus: EventBus;
   logger: Logger;
   metrics: Metrics;
   /** Opens boxd on a running box. */
@@ -66,7 +62,6 @@ export class MachineRuntime implements MachineControl {
       .update(schema.machines)
       .set({ state, stateReason: reason, stateChangedAt: new Date() })
       .where(eq(schema.machines.id, machineId));
-    this.#o.bus.emit("machine.state", { machineId, state, reason });
   }
 
   specFor(m: MachineRow): BoxSpec {
@@ -79,7 +74,12 @@ export class MachineRuntime implements MachineControl {
         "warren.provider": this.#o.provider.name,
       },
       mounts: [
-        { kind: "bind", source: this.#o.layout.machineDir(m.id), target: BOX_PATHS.homes, readOnly: false },
+        {
+          kind: "bind",
+          source: this.#o.provider.homes.machineDir(m.id),
+          target: BOX_PATHS.homes,
+          readOnly: false,
+        },
         { kind: "bind", source: this.#o.paths.data, target: BOX_PATHS.data, readOnly: true },
         { kind: "bind", source: this.#o.paths.contracts, target: BOX_PATHS.contracts, readOnly: true },
         { kind: "tmpfs", target: BOX_PATHS.tmp, sizeMib: this.#o.tmpMib ?? 1024, mode: 0o1777 },
@@ -104,7 +104,7 @@ export class MachineRuntime implements MachineControl {
       const t0 = process.hrtime.bigint();
       let box: BoxHandle;
       try {
-        await this.#o.layout.prepareMachine(machineId);
+        await this.#o.provider.homes.prepareMachine(machineId);
         await this.#o.provider.create(this.specFor(m));
         box = await this.#o.provider.start(machineId);
       } catch (err) {
@@ -211,8 +211,7 @@ export class MachineRuntime implements MachineControl {
   }
 
   async agentsChanged(machineId: string): Promise<void> {
-    const live = this.#live.get(machineId);
-    if (live) await live.boxd.refreshUsers?.();
+    if (this.#live.has(machineId)) await this.#o.provider.refreshUsers(machineId);
   }
 
   /**

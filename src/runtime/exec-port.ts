@@ -1,5 +1,5 @@
 // What the runtime needs of a running box: boxd's client surface (every provider runs the
-// same boxd), plus the provider's way to refresh the box's users.
+// same boxd).
 import type { Duplex } from "node:stream";
 import type { ExecOptions, ExecRequest, ExecResult, PingResult } from "../boxd/index.js";
 
@@ -11,6 +11,5 @@ export interface BoxExec {
   ping(): Promise<PingResult>;
   exec(req: BoxExecRequest, io: ExecIo): Promise<BoxExecResult>;
   forward(port: number): Promise<Duplex>;
-  refreshUsers?(): Promise<void>;
   close(): void;
 }

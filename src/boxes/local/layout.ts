@@ -1,9 +1,11 @@
-// The host-side tree of machines and homes under STATE_ROOT/workspaces.
+// The local provider's host tree of machines and homes, under STATE_ROOT/workspaces:
+// machine folders root-owned 0755, homes owned by the agent's uid (see ./homes.ts).
 import { mkdir, rm } from "node:fs/promises";
 import path from "node:path";
-import { prepareHome, prepareMachineDir } from "../boxes/index.js";
-import { idPattern } from "../ids.js";
-import type { HomeLayout } from "./ports.js";
+import { idPattern } from "../../ids.js";
+import type { AgentIdentity, FileOwner, HomeLayout, Trust } from "../types.js";
+import { agentGroups, prepareHome, prepareMachineDir } from "./homes.js";
+import { SHARED_GID } from "./users.js";
 
 export class FsHomeLayout implements HomeLayout {
   readonly root: string;
@@ -30,12 +32,7 @@ export class FsHomeLayout implements HomeLayout {
     await prepareMachineDir(this.machineDir(machineId));
   }
 
-  async prepareHome(
-    machineId: string,
-    agentId: string,
-    uid: number,
-    trust: "isolated" | "shared",
-  ): Promise<void> {
+  async prepareHome(machineId: string, agentId: string, uid: number, trust: Trust): Promise<void> {
     await this.prepareMachine(machineId);
     await prepareHome(this.machineDir(machineId), this.#checked(agentId), uid, trust);
   }
@@ -46,5 +43,14 @@ export class FsHomeLayout implements HomeLayout {
 
   async removeMachine(machineId: string): Promise<void> {
     await rm(this.machineDir(machineId), { recursive: true, force: true, maxRetries: 3 });
+  }
+
+  identity(uid: number, trust: Trust): AgentIdentity {
+    return { uid, ...agentGroups(uid, trust) };
+  }
+
+  /** Isolated: the agent's alone (0600). Shared: the machine's agents read it (group SHARED_GID, 0640). */
+  fileOwner(uid: number, trust: Trust): FileOwner {
+    return trust === "shared" ? { uid, gid: SHARED_GID, mode: 0o640 } : { uid, gid: uid, mode: 0o600 };
   }
 }

@@ -1,0 +1,71 @@
+// An agent's home as the API sees it: its disk use against the caps, and its files read and
+// written on the host by the rules of ./files.ts, owned as its machine's provider says.
+import { eq } from "drizzle-orm";
+import type { Identity } from "../access/index.js";
+import type { Agents } from "../agents/service.js";
+import type { HomeLayout } from "../boxes/index.js";
+import { WarrenError } from "../errors.js";
+import { uidOf } from "../machines/placement.js";
+import type { Db } from "../store/index.js";
+import { schema } from "../store/index.js";
+import { effectiveCap } from "./caps.js";
+import { readHomeFile, writeHomeFile } from "./files.js";
+import { parseHomePath } from "./paths.js";
+
+/** The most the file routes read or write in one request. */
+export const FILE_LIMIT_BYTES = 32 * 1024 * 1024;
+
+export interface HomeUsage {
+  workspace_mib: number | null;
+  max_workspace_mib: number;
+  machine: { id: string; name: string; workspace_mib: number | null; max_workspace_mib: number };
+}
+
+export class Homes {
+  constructor(
+    private readonly db: Db,
+    private readonly agents: Agents,
+    private readonly layout: HomeLayout,
+    private readonly hostMaxMib: number,
+  ) {}
+
+  async #machine(id: string) {
+    const [m] = await this.db.select().from(schema.machines).where(eq(schema.machines.id, id));
+    if (!m) throw new WarrenError("not_found", "machine was not found");
+    return m;
+  }
+
+  /** The agent's home and its machine's folder, against their caps, as last measured. */
+  async usage(who: Identity, agentId: string): Promise<HomeUsage> {
+    const a = await this.agents.load(who, agentId, "read");
+    const m = await this.#machine(a.machineId);
+    return {
+      workspace_mib: a.workspaceMib,
+      max_workspace_mib: effectiveCap(a.maxWorkspaceMib, this.hostMaxMib),
+      machine: {
+        id: m.id,
+        name: m.name,
+        workspace_mib: m.workspaceMib,
+        max_workspace_mib: m.maxWorkspaceMib,
+      },
+    };
+  }
+
+  /** A file of the agent's home; `rawPath` is the path below the home, as the URL gave it. */
+  async readFile(who: Identity, agentId: string, rawPath: string): Promise<Buffer> {
+    const a = await this.agents.load(who, agentId, "inspect");
+    const components = parseHomePath(a.id, rawPath);
+    return readHomeFile(this.layout.homeDir(a.machineId, a.id), components, { maxBytes: FILE_LIMIT_BYTES });
+  }
+
+  /** Creates or replaces a file of the agent's home, owned by the agent. */
+  async writeFile(who: Identity, agentId: string, rawPath: string, data: Buffer): Promise<void> {
+    const a = await this.agents.load(who, agentId, "write");
+    const m = await this.#machine(a.machineId);
+    const components = parseHomePath(a.id, rawPath);
+    await writeHomeFile(this.layout.homeDir(a.machineId, a.id), components, data, {
+      maxBytes: FILE_LIMIT_BYTES,
+      ...this.layout.fileOwner(uidOf(a.slot), m.trust),
+    });
+  }
+}
