@@ -1,0 +1,13 @@
+// Every command group, in the order the help lists them. A new group is one module and one line here.
+import type { Group } from "../command.js";
+import { agents } from "./agents.js";
+import { exec } from "./exec.js";
+import { files } from "./files.js";
+import { guilds } from "./guilds.js";
+import { machines } from "./machines.js";
+import { orgs } from "./orgs.js";
+import { runs } from "./runs.js";
+import { serve } from "./serve.js";
+import { usage } from "./usage.js";
+
+export const groups: readonly Group[] = [serve, orgs, machines, agents, guilds, exec, runs, files, usage];
