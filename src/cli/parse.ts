@@ -56,7 +56,8 @@ class CliParser {
       if (!(err instanceof Answered)) throw err;
       this.parsed = err.parsed;
     }
-    if (!this.parsed) throw new UsageError("say what to do");
+    // Every path through the program ends in an action or a thrown mistake.
+    if (!this.parsed) throw new Error(`the command line ${JSON.stringify(this.argv)} led to no command`);
     return { ...this.readGlobals(), command: this.parsed };
   }
 

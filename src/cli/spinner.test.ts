@@ -135,3 +135,50 @@ test("runs wait and runs start --wait spin on a terminal's stderr, and only ther
   const pipedStart = await cli(["runs", "start", "agt_1", "--wait", "--", "echo", "hi"], false);
   assert.equal(pipedStart.stderr, "");
 });
+
+/** A server whose box takes a moment to answer an exec, then prints a line and exits 3. */
+const slowExec: typeof fetch = async (_input, init) => {
+  await sleep(300);
+  const exit = { exit_code: 3, signal: null, duration_ms: 5, timed_out: false };
+  const streamed = new Headers(init?.headers).get("accept") === "application/x-ndjson";
+  const body = streamed
+    ? `${JSON.stringify({ stream: "stdout", data: "hi\n" })}\n${JSON.stringify(exit)}\n`
+    : JSON.stringify({
+        ...exit,
+        stdout: "hi\n",
+        stderr: "",
+        stdout_truncated: false,
+        stderr_truncated: false,
+      });
+  return new Response(body, {
+    status: 200,
+    headers: { "content-type": streamed ? "application/x-ndjson" : "application/json" },
+  });
+};
+
+test("exec spins until the command's first output, on a terminal only", async () => {
+  const run = async (argv: string[], tty: boolean) => {
+    const stdout = new Sink(tty);
+    const stderr = new Sink(tty);
+    const code = await runCli(argv, {
+      stdout,
+      stderr,
+      stdin: Readable.from([]),
+      env: { WARREN_URL: "http://127.0.0.1:1" },
+      fetch: slowExec,
+    });
+    return { code, stdout: stdout.text, stderr: stderr.text };
+  };
+  const onTerminal = await run(["exec", "agt_1", "--", "echo", "hi"], true);
+  assert.equal(onTerminal.code, 3);
+  assert.equal(onTerminal.stdout, "hi\n");
+  assert.match(onTerminal.stderr, /^\r⠋ starting the command in agt_1's box/);
+  assert.ok(onTerminal.stderr.endsWith("\r\u001b[K"));
+  const piped = await run(["exec", "agt_1", "--", "echo", "hi"], false);
+  assert.deepEqual(piped, { code: 3, stdout: "hi\n", stderr: "" });
+  const json = await run(["exec", "agt_1", "--json", "--", "echo", "hi"], true);
+  assert.equal(json.code, 3);
+  assert.equal(json.stderr, "");
+  assert.ok(!spun(json.stdout));
+  assert.equal((JSON.parse(json.stdout) as { stdout: string }).stdout, "hi\n");
+});

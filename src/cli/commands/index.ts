@@ -1,4 +1,8 @@
-// Every command group, in the order the help lists them. A new group is one module and one line here.
+// Every command group, in the order the help lists them.
+//
+// A new command in a group is one more entry in that group's module: its summary, arguments,
+// options, `parse` (checks, no I/O) and `run` (the SDK call and the output). A new group is a
+// module of its own (defineGroup, or defineSingle for a one-word command) and its name below.
 import type { Group } from "../command.js";
 import { agents } from "./agents.js";
 import { exec } from "./exec.js";
