@@ -1,20 +1,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Machine, Run, Usage } from "../sdk/index.js";
-import {
-  cell,
-  detailView,
-  exitCodeOf,
-  exitNote,
-  flatten,
-  formatTable,
-  listView,
-  machineColumns,
-  mib,
-  runView,
-  short,
-  usageView,
-} from "./format.js";
+import { exitCodeOf, exitNote } from "./commands/exec.js";
+import { machineColumns } from "./commands/machines.js";
+import { runExitCode, runView } from "./commands/runs.js";
+import { usageView } from "./commands/usage.js";
+import { cell, detailView, flatten, formatTable, listView, mib, short } from "./format.js";
 
 test("formatTable aligns columns two spaces apart without trailing spaces", () => {
   assert.equal(
@@ -118,6 +109,10 @@ test("mib, usage and runs", () => {
   assert.ok(view.endsWith("\noutput:\nhi\n"));
   assert.ok(!runView({ ...run, output: "" }).includes("\noutput:"));
   assert.ok(runView({ ...run, output: "x\n", output_truncated: true }).endsWith("output (truncated):\nx\n"));
+  assert.equal(runExitCode(run), 0);
+  assert.equal(runExitCode({ ...run, status: "timed_out", exit_code: null }), 124);
+  assert.equal(runExitCode({ ...run, status: "failed", exit_code: 300 }), 255);
+  assert.equal(runExitCode({ ...run, status: "cancelled", exit_code: null }), 1);
 });
 
 test("exit codes: the command's, 124 on timeout, 128+n on a signal", () => {

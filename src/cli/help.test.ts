@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { commands, groups, usageLine } from "./args.js";
-import { helpText, shortHelp } from "./help.js";
+import { commands, groupNames as groups } from "./catalog.js";
+import { helpText, shortHelp, usageLine } from "./help.js";
 
 test("the overview names every group and the global options", () => {
   const text = helpText();
@@ -27,4 +27,51 @@ test("short help after a mistake", () => {
   assert.match(shortHelp("orgs get"), /^usage: warren orgs get <org>\n/);
   assert.match(shortHelp("guilds"), /usage: warren guilds add-agent <guild> <agent>/);
   assert.match(shortHelp(undefined), /warren --help/);
+});
+
+test("the texts themselves: the overview and a command's help, word for word", () => {
+  assert.equal(
+    helpText(),
+    "usage: warren <command> [options]\n" +
+      "\n" +
+      "commands:\n" +
+      "  serve     run the control plane\n" +
+      "  orgs      organisations and their members\n" +
+      "  machines  machines: where agents live, one box each\n" +
+      "  agents    agents: a home, a slot and a port block on a machine\n" +
+      "  guilds    named groups of agents\n" +
+      "  exec      run a command in an agent's box\n" +
+      "  runs      recorded runs of commands\n" +
+      "  files     files of an agent's home\n" +
+      "  usage     disk use of an agent's home\n" +
+      "\n" +
+      "global options:\n" +
+      "  --url <url>               the server (default $WARREN_URL, else http://127.0.0.1:8080)\n" +
+      '  --header <"Name: value">  "Name: value" sent with every request; repeatable (also $WARREN_HEADERS, one a line)\n' +
+      "  --json                    print the server's answer as JSON, for scripts\n" +
+      "  --help                    show help\n" +
+      "\n" +
+      'Run "warren <command> --help" for more. --json prints the server\'s answers for scripts.\n',
+  );
+  assert.equal(
+    helpText("exec"),
+    "usage: warren exec <agent> [options] [-- argv...]\n" +
+      "\n" +
+      "run a command in the agent's box, streaming its output; exits with its code\n" +
+      "\n" +
+      "options:\n" +
+      "  --command <text>          shell text to run instead of the argv after --\n" +
+      "  --cwd <dir>               the working folder (default: the agent's home)\n" +
+      "  --env <NAME=value>        NAME=value for the command; repeatable\n" +
+      "  --stdin-file <file>       a file fed to the command's stdin (- for this terminal's stdin)\n" +
+      "  --timeout-ms <ms>         give up after this many milliseconds\n" +
+      "  --limit-memory-mib <mib>  the command's own memory limit, in MiB (at least 16; never above its machine's)\n" +
+      "  --limit-pids <n>          the command's own limit on processes (1-4096)\n" +
+      "\n" +
+      "global options:\n" +
+      "  --url <url>               the server (default $WARREN_URL, else http://127.0.0.1:8080)\n" +
+      '  --header <"Name: value">  "Name: value" sent with every request; repeatable (also $WARREN_HEADERS, one a line)\n' +
+      "  --json                    print the server's answer as JSON, for scripts\n" +
+      "  --help                    show help\n",
+  );
 });

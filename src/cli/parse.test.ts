@@ -1,18 +1,17 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import {
-  commands,
-  DEFAULT_URL,
-  parseCli,
-  parseEnvPairs,
-  parseHeader,
-  parseHeaders,
-  UsageError,
-  usageLine,
-  type Command,
-} from "./args.js";
+import { commands, groups, optionTable } from "./catalog.js";
+import { defineCommand, defineSingle, UsageError } from "./command.js";
+import { usageLine } from "./help.js";
+import { DEFAULT_URL, parseEnvPairs, parseHeader, parseHeaders } from "./options.js";
+import { parseCli } from "./parse.js";
 
-const cmd = (argv: string[], env: Record<string, string> = {}): Command => parseCli(argv, env).command;
+/** The parsed command as `{ kind: "orgs.create", ...what its parse answered }`, or help. */
+const cmd = (argv: string[], env: Record<string, string> = {}): Record<string, unknown> => {
+  const c = parseCli(argv, env).command;
+  if (c.kind === "help") return c;
+  return { kind: c.key.replace(" ", "."), ...(c.params as object) };
+};
 
 function usage(argv: string[], pattern: RegExp, topic?: string): void {
   assert.throws(
@@ -147,7 +146,7 @@ test("exec: argv after --, or --command, with its options", () => {
     },
   );
   const c = cmd(["exec", "agt_1", "--command", "echo hi | wc -c", "--stdin-file", "-"]);
-  assert.ok(c.kind === "exec");
+  assert.equal(c.kind, "exec");
   assert.deepEqual(c.target, { command: "echo hi | wc -c" });
   assert.equal(c.stdinFile, "-");
   assert.equal(c.limits, undefined);
@@ -188,7 +187,7 @@ test("runs: start with input text or file, get, events, cancel, list, wait", () 
     },
   );
   const f = cmd(["runs", "start", "agt_1", "--input-file", "in.txt", "--command", "wc -c < /agent/input"]);
-  assert.ok(f.kind === "runs.start");
+  assert.equal(f.kind, "runs.start");
   assert.deepEqual(f.input, { file: "in.txt" });
   assert.equal(f.wait, false);
   usage(["runs", "start", "agt_1", "--input", "a", "--input-file", "b", "--", "x"], /not both/);
@@ -269,4 +268,73 @@ test("helpers", () => {
   assert.equal(usageLine("files put"), "warren files put <agent> <path> [local-file]");
   assert.equal(usageLine("exec"), "warren exec <agent> [options] [-- argv...]");
   for (const [key, spec] of Object.entries(commands)) assert.ok(spec.summary.length > 0, key);
+});
+
+test("options stand anywhere before --, as the command's or as global ones", () => {
+  assert.deepEqual(cmd(["--org", "org_1", "machines", "list"]), { kind: "machines.list", orgId: "org_1" });
+  assert.deepEqual(cmd(["machines", "--org=org_1", "list"]), { kind: "machines.list", orgId: "org_1" });
+  assert.deepEqual(cmd(["machines", "create", "m", "--org", "a", "--org", "b"]), {
+    kind: "machines.create",
+    body: { org_id: "b", name: "m" },
+  });
+  assert.equal(parseCli(["orgs", "--json", "list"]).json, true);
+  assert.deepEqual(cmd(["exec", "agt_1", "--", "ls", "--", "--help"]), {
+    kind: "exec",
+    agentId: "agt_1",
+    target: { argv: ["ls", "--", "--help"] },
+    cwd: undefined,
+    env: undefined,
+    stdinFile: undefined,
+    timeoutMs: undefined,
+    limits: undefined,
+  });
+  assert.deepEqual(cmd(["files", "put", "agt_1", "a", "-"]), {
+    kind: "files.put",
+    agentId: "agt_1",
+    path: "a",
+    source: "-",
+  });
+});
+
+test("the messages of mistakes the option reader finds", () => {
+  usage(["orgs", "list", "--json=1"], /^Option '--json' does not take an argument$/, "orgs list");
+  usage(["orgs", "get", "--help=1"], /^Option '-h, --help' does not take an argument$/);
+  usage(["orgs", "list", "-x"], /^Unknown option '-x'$/, "orgs list");
+  usage(["-hx"], /^Unknown option '-x'$/);
+  usage(["exec", "agt_1", "ls", "-la"], /^Unknown option '-l'; put the command after --, e.g. warren exec/);
+  usage(["exec", "agt_1", "--cwd", "--", "ls"], /^Option '--cwd' argument is ambiguous\.\n/, "exec");
+  usage(["orgs", "list", "--url"], /^Option '--url <value>' argument missing$/);
+  usage(["--bogus", "orgs", "lst"], /^Unknown option '--bogus'$/, "orgs");
+  usage(["orgs", "list", "--bogus", "--help"], /Unknown option/);
+  usage(["orgs", "get", "a", "b"], /^unexpected argument "b"$/);
+  usage(["exec", "agt_1", "ls"], /^put the command after --, e.g. warren exec <agent> \[options\] -- ls$/);
+  usage(["orgs", "get", "--cpus", "1"], /--cpus does not apply/, "orgs get");
+  usage(["orgs", "list", "--name", "y", "--org=x"], /^--name does not apply/);
+  usage(["-h", "nope"], /^unknown command "nope"$/);
+  usage(["--", "orgs"], /^say what to do$/);
+  usage(["orgs", "--", "x"], /^orgs needs a command$/);
+  assert.deepEqual(cmd(["orgs", "list", "--cpus", "1", "--help"]), { kind: "help", topic: "orgs list" });
+  assert.deepEqual(cmd(["machines", "create", "-h"]), { kind: "help", topic: "machines create" });
+  assert.deepEqual(cmd(["help", "--cpus", "1"]), { kind: "help", topic: undefined });
+});
+
+test("one option name is one kind of option in every command", () => {
+  const table = optionTable();
+  for (const [key, spec] of Object.entries(commands)) {
+    for (const def of spec.options) {
+      assert.ok(def.help.length > 0, `--${def.name} of ${key}`);
+      assert.equal(
+        table.get(def.name)?.value === undefined,
+        def.value === undefined,
+        `--${def.name} of ${key}`,
+      );
+    }
+  }
+  const flag = defineCommand({
+    summary: "x",
+    options: [{ name: "org", help: "a flag" }],
+    parse: () => ({}),
+    run: async () => 0,
+  });
+  assert.throws(() => optionTable([...groups, defineSingle("odd", "x", flag)]), /--org of "warren odd"/);
 });

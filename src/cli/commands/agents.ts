@@ -1,0 +1,104 @@
+// `warren agents ...`: a home, a slot and a port block on a machine.
+import type { Agent, AgentCreateRequest, AgentUpdateRequest, SandboxPolicyInput } from "../../sdk/index.js";
+import { defineCommand, defineGroup, type Input } from "../command.js";
+import { LocalError } from "../context.js";
+import { detailView, listView, mib, type Column } from "../format.js";
+import { machineOption, maxWorkspaceOption, nameOption, orgOption } from "../options.js";
+
+export const agentColumns: Column<Agent>[] = [
+  { header: "ID", value: (a) => a.id },
+  { header: "NAME", value: (a) => a.name },
+  { header: "MACHINE", value: (a) => a.machine_id },
+  { header: "SLOT", value: (a) => a.slot },
+  { header: "PORTS", value: (a) => `${a.ports.first}-${a.ports.last}` },
+  { header: "DISK", value: (a) => mib(a.workspace_mib, a.max_workspace_mib) },
+];
+
+const agentArg = (i: Input) => ({ id: i.arg("agent") });
+
+export const agents = defineGroup("agents", "agents: a home, a slot and a port block on a machine", {
+  create: defineCommand({
+    summary: "create an agent on a machine",
+    args: ["name"],
+    options: [orgOption, machineOption, maxWorkspaceOption],
+    required: ["org", "machine"],
+    parse: (i) => {
+      const body: AgentCreateRequest = {
+        org_id: i.need("org"),
+        machine_id: i.need("machine"),
+        name: i.arg("name"),
+      };
+      const max = i.whole("max-workspace-mib");
+      if (max !== undefined) body.max_workspace_mib = max;
+      return { body };
+    },
+    run: async (ctx, p) => {
+      const agent = await ctx.client.agents.create(p.body);
+      return ctx.show(agent, () => detailView(agent));
+    },
+  }),
+  list: defineCommand({
+    summary: "list agents (of one organisation or machine)",
+    options: [orgOption, machineOption],
+    parse: (i) => ({ orgId: i.str("org"), machineId: i.str("machine") }),
+    run: async (ctx, p) => {
+      const list = await ctx.client.agents.list({ org_id: p.orgId, machine_id: p.machineId });
+      return ctx.show(list, () => listView("agents", agentColumns, list.items));
+    },
+  }),
+  get: defineCommand({
+    summary: "show an agent",
+    args: ["agent"],
+    parse: agentArg,
+    run: async (ctx, p) => {
+      const agent = await ctx.client.agents.get(p.id);
+      return ctx.show(agent, () => detailView(agent));
+    },
+  }),
+  update: defineCommand({
+    summary: "rename an agent, change its disk cap or its sandbox policy",
+    args: ["agent"],
+    options: [
+      nameOption,
+      maxWorkspaceOption,
+      { name: "policy-file", value: "<file>", help: "a JSON file holding the sandbox policy" },
+    ],
+    parse: (i) => {
+      const body: AgentUpdateRequest = {};
+      const name = i.str("name");
+      const max = i.whole("max-workspace-mib");
+      const policyFile = i.str("policy-file");
+      if (name !== undefined) body.name = name;
+      if (max !== undefined) body.max_workspace_mib = max;
+      if (Object.keys(body).length === 0 && policyFile === undefined) {
+        throw i.error("say what to change: --name, --max-workspace-mib or --policy-file");
+      }
+      return { id: i.arg("agent"), body, policyFile };
+    },
+    run: async (ctx, p) => {
+      const body = { ...p.body };
+      if (p.policyFile !== undefined) {
+        const text = (await ctx.readLocal(p.policyFile, "the policy file")).toString("utf8");
+        try {
+          body.sandbox_policy = JSON.parse(text) as SandboxPolicyInput;
+        } catch (err) {
+          throw new LocalError(
+            "local.policy",
+            `${p.policyFile} is not JSON (${(err as Error).message}); the server checks the rest`,
+          );
+        }
+      }
+      const agent = await ctx.client.agents.update(p.id, body);
+      return ctx.show(agent, () => detailView(agent));
+    },
+  }),
+  delete: defineCommand({
+    summary: "delete an agent and its home",
+    args: ["agent"],
+    parse: agentArg,
+    run: async (ctx, p) => {
+      await ctx.client.agents.delete(p.id);
+      return ctx.show(undefined, () => `deleted ${p.id}\n`);
+    },
+  }),
+});

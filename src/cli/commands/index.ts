@@ -1,0 +1,17 @@
+// Every command group, in the order the help lists them.
+//
+// A new command in a group is one more entry in that group's module: its summary, arguments,
+// options, `parse` (checks, no I/O) and `run` (the SDK call and the output). A new group is a
+// module of its own (defineGroup, or defineSingle for a one-word command) and its name below.
+import type { Group } from "../command.js";
+import { agents } from "./agents.js";
+import { exec } from "./exec.js";
+import { files } from "./files.js";
+import { guilds } from "./guilds.js";
+import { machines } from "./machines.js";
+import { orgs } from "./orgs.js";
+import { runs } from "./runs.js";
+import { serve } from "./serve.js";
+import { usage } from "./usage.js";
+
+export const groups: readonly Group[] = [serve, orgs, machines, agents, guilds, exec, runs, files, usage];

@@ -1,0 +1,150 @@
+// `warren runs ...`: commands the server records, started now and read, waited for or cancelled later.
+import type { Run, RunEvent } from "../../sdk/index.js";
+import { defineCommand, defineGroup, type Input } from "../command.js";
+import { EXIT_FAILED, EXIT_OK, type Context } from "../context.js";
+import { detailView, listView, short, type Column } from "../format.js";
+import { commandOption, limitOptions, readLimits, readTarget, timeoutMsOption } from "../options.js";
+import { targetBody } from "./exec.js";
+
+export const runColumns: Column<Run>[] = [
+  { header: "ID", value: (r) => r.id },
+  { header: "STATUS", value: (r) => r.status },
+  { header: "COMMAND", value: (r) => short(r.argv.join(" "), 40) },
+  { header: "EXIT", value: (r) => r.exit_code },
+  { header: "STARTED", value: (r) => r.started_at },
+  { header: "ENDED", value: (r) => r.ended_at },
+];
+
+export const eventColumns: Column<RunEvent>[] = [
+  { header: "AT", value: (e) => e.at },
+  { header: "TYPE", value: (e) => e.type },
+  { header: "DATA", value: (e) => e.data },
+];
+
+/** A run's fields, then what it printed (as is) after a blank line. */
+export function runView(run: Run): string {
+  const head = detailView(run, ["output"]);
+  if (run.output === null || run.output === undefined || run.output === "") return head;
+  const tail = run.output.endsWith("\n") ? "" : "\n";
+  return `${head}\noutput${run.output_truncated ? " (truncated)" : ""}:\n${run.output}${tail}`;
+}
+
+/** The exit code of `runs start --wait` for a run that ended. */
+export function runExitCode(run: Run): number {
+  if (run.status === "succeeded") return EXIT_OK;
+  if (run.status === "timed_out") return 124;
+  return run.exit_code !== null && run.exit_code > 0 ? Math.min(255, run.exit_code) : EXIT_FAILED;
+}
+
+/** After `runs start --wait`: the run's output (or its JSON), and its exit code. */
+async function finished(ctx: Context, run: Run): Promise<number> {
+  if (ctx.json) await ctx.printJson(run);
+  else if (run.output) await ctx.out(run.output);
+  if (!ctx.json && run.status !== "succeeded") {
+    await ctx.err(
+      `warren: run ${run.id} ended ${run.status}${run.status_reason ? ` (${run.status_reason})` : ""}\n`,
+    );
+  }
+  return runExitCode(run);
+}
+
+const runArg = (i: Input) => ({ id: i.arg("run") });
+
+export const runs = defineGroup("runs", "recorded runs of commands", {
+  start: defineCommand({
+    summary: "start a recorded run of a command",
+    args: ["agent"],
+    options: [
+      commandOption,
+      { name: "input", value: "<text>", help: "text that becomes /agent/input in the run" },
+      {
+        name: "input-file",
+        value: "<file>",
+        help: "a file that becomes /agent/input in the run (- for stdin)",
+      },
+      { name: "timeout-s", value: "<s>", help: "the run's time limit, in seconds" },
+      ...limitOptions,
+      { name: "wait", help: "wait for the run to end, print its output and exit with its code" },
+    ],
+    rest: true,
+    parse: (i) => {
+      const text = i.str("input");
+      const file = i.str("input-file");
+      if (text !== undefined && file !== undefined) throw i.error("give --input or --input-file, not both");
+      return {
+        agentId: i.arg("agent"),
+        target: readTarget(i),
+        input: text !== undefined ? { text } : file !== undefined ? { file } : undefined,
+        timeoutS: i.whole("timeout-s"),
+        limits: readLimits(i),
+        wait: i.flag("wait"),
+      };
+    },
+    run: async (ctx, p) => {
+      let input: string | undefined;
+      if (p.input && "text" in p.input) input = p.input.text;
+      else if (p.input) input = (await ctx.readLocal(p.input.file, "the input file")).toString("utf8");
+      const run = await ctx.client.runs.create(p.agentId, {
+        ...targetBody(p.target),
+        ...(input !== undefined ? { input } : {}),
+        ...(p.timeoutS !== undefined ? { timeout_s: p.timeoutS } : {}),
+        ...(p.limits !== undefined ? { limits: p.limits } : {}),
+      });
+      if (!p.wait) return ctx.show(run, () => runView(run));
+      const timeoutMs = p.timeoutS !== undefined ? p.timeoutS * 1000 + 60_000 : 24 * 3600_000;
+      return finished(
+        ctx,
+        await ctx.waitFor(`waiting for ${run.id}`, ctx.client.runs.wait(run.id, { timeoutMs })),
+      );
+    },
+  }),
+  get: defineCommand({
+    summary: "show a run and its output",
+    args: ["run"],
+    parse: runArg,
+    run: async (ctx, p) => {
+      const run = await ctx.client.runs.get(p.id);
+      return ctx.show(run, () => runView(run));
+    },
+  }),
+  events: defineCommand({
+    summary: "list a run's events",
+    args: ["run"],
+    parse: runArg,
+    run: async (ctx, p) => {
+      const list = await ctx.client.runs.events(p.id);
+      return ctx.show(list, () => listView("events", eventColumns, list.items));
+    },
+  }),
+  cancel: defineCommand({
+    summary: "stop a run",
+    args: ["run"],
+    parse: runArg,
+    run: async (ctx, p) => {
+      const run = await ctx.client.runs.cancel(p.id);
+      return ctx.show(run, () => runView(run));
+    },
+  }),
+  list: defineCommand({
+    summary: "list an agent's runs",
+    args: ["agent"],
+    parse: (i) => ({ agentId: i.arg("agent") }),
+    run: async (ctx, p) => {
+      const list = await ctx.client.runs.list(p.agentId);
+      return ctx.show(list, () => listView("runs", runColumns, list.items));
+    },
+  }),
+  wait: defineCommand({
+    summary: "wait until a run ends, then show it",
+    args: ["run"],
+    options: [timeoutMsOption],
+    parse: (i) => ({ id: i.arg("run"), timeoutMs: i.whole("timeout-ms") }),
+    run: async (ctx, p) => {
+      const run = await ctx.waitFor(
+        `waiting for ${p.id}`,
+        ctx.client.runs.wait(p.id, p.timeoutMs !== undefined ? { timeoutMs: p.timeoutMs } : {}),
+      );
+      return ctx.show(run, () => runView(run));
+    },
+  }),
+});
