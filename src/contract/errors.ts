@@ -30,5 +30,3 @@ export const errorStatus = {
 
 /** A code the server answers with, in `{"error": {"code", "message"}}`. */
 export type ErrorCode = keyof typeof errorStatus;
-
-export const errorCodes = Object.keys(errorStatus) as ErrorCode[];

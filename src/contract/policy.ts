@@ -78,5 +78,3 @@ export const SandboxPolicy = z
 
 /** A policy as stored and shown: every part present. */
 export type SandboxPolicy = z.output<typeof SandboxPolicy>;
-/** A policy as sent: absent parts mean "nothing beyond the home". */
-export type SandboxPolicyInput = z.input<typeof SandboxPolicy>;

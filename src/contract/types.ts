@@ -63,5 +63,3 @@ export type RunCreateRequest = Omit<In<typeof runs.RunCreateRequest>, "kind"> & 
 export type RunListQuery = Partial<Out<typeof runs.RunListQuery>>;
 export type RunEvent = Out<typeof runs.RunEvent>;
 export type RunEventsQuery = Partial<Out<typeof runs.RunEventsQuery>>;
-
-export type { ErrorCode } from "./errors.js";

@@ -4,6 +4,7 @@ export { AgentHandle, AgentFiles, AgentRuns, execBody, isExecExit } from "./agen
 export { OrgsApi, MachinesApi, AgentsApi, GuildsApi } from "./resources.js";
 export { RunsApi, TERMINAL_RUN_STATUSES, isTerminalRunStatus } from "./runs.js";
 export { WarrenApiError, isWarrenApiError } from "./errors.js";
+export type { ClientErrorCode, ErrorCode, WarrenErrorCode } from "./errors.js";
 
 export type { ExecCommand, ExecOptions } from "./agent.js";
 export type { WaitOptions } from "./runs.js";

@@ -45,7 +45,9 @@ async function serve(stateRoot: string, port: number): Promise<ChildProcess> {
     },
     stdio: ["ignore", "ignore", "inherit"],
   });
-  for (let i = 0; i < 200; i++) {
+  // A readiness wait, not a timing: PGlite's first start takes seconds on a loaded 2-core host.
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
     try {
       const r = await fetch(`http://127.0.0.1:${port}/health`);
       if (r.ok) return child;

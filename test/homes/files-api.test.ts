@@ -167,6 +167,33 @@ describe("home file routes", () => {
       });
       assert.equal(af.statusCode, 403);
       assert.equal(code(af), "access.denied");
+      // A receipt in the contract's shape: the server answers only what fits it.
+      const receipt = {
+        run_id: "run_0000000000000abc",
+        kind: "command",
+        argv: ["echo", "private"],
+        agent_id: a.id,
+        agent_name: "a",
+        machine_id: m.id,
+        uid: 10000,
+        server_version: "0.1.0",
+        started_at: "2026-01-01T00:00:00.000Z",
+        ended_at: "2026-01-01T00:00:01.000Z",
+        duration_ms: 1000,
+        exit_code: 0,
+        signal: null,
+        cpu_seconds: null,
+        peak_memory_bytes: null,
+        bytes_out: 8,
+        stdout_bytes: 8,
+        stderr_bytes: 0,
+        input_bytes: 0,
+        limits: null,
+        disk_before_mib: null,
+        disk_after_mib: null,
+        machine_disk_before_mib: null,
+        machine_disk_after_mib: null,
+      };
       await other.server.store.db.insert(schema.runs).values({
         id: "run_0000000000000abc",
         orgId: org.id,
@@ -177,13 +204,13 @@ describe("home file routes", () => {
         argv: ["echo", "private"],
         timeoutS: 10,
         output: "private output",
-        receipt: { exit_code: 0 },
+        receipt,
       });
       const ar = await other.call("GET", "/api/runs/run_0000000000000abc", undefined, h("audit@x.io"));
       assert.equal(ar.status, 200);
       assert.equal(ar.body.output, "");
       assert.equal(ar.body.output_withheld, true);
-      assert.deepEqual(ar.body.receipt, { exit_code: 0 });
+      assert.deepEqual(ar.body.receipt, receipt);
       const al = await other.call("GET", `/api/agents/${a.id}/runs`, undefined, h("audit@x.io"));
       assert.equal(al.body.items[0].output, "");
       const ae = await other.call("GET", "/api/runs/run_0000000000000abc/events", undefined, h("audit@x.io"));

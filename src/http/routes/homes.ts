@@ -4,7 +4,6 @@ import { route, type AnyRoute } from "../route.js";
 import { idOf, idParams } from "../../contract/common.js";
 import { Usage } from "../../contract/homes.js";
 
-
 const fileParams = z.object({ id: idOf("agt"), "*": z.string().max(4096) });
 
 /** The wildcard part of a files URL, as the router decoded it (once). */
