@@ -14,3 +14,12 @@ export const Usage = z
   .meta({ id: "Usage" });
 
 export const Health = z.object({ ok: z.boolean() }).meta({ id: "Health" });
+
+/** The OpenAPI document itself (served at /api/openapi.json). */
+export const OpenApiDocument = z
+  .looseObject({
+    openapi: z.string(),
+    info: z.object({ title: z.string(), version: z.string() }),
+    paths: z.record(z.string(), z.unknown()),
+  })
+  .meta({ id: "OpenApiDocument" });

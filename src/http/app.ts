@@ -16,7 +16,8 @@ import type { Metrics } from "../observability/metrics.js";
 import { hostAllowed, isStateChange, originAllowed } from "./guards.js";
 import { openApiDocument } from "./openapi.js";
 import { parseJsonBody, registerRoutes, route, type AnyRoute } from "./route.js";
-import { Health } from "../contract/homes.js";
+import type { z } from "zod";
+import { Health, OpenApiDocument } from "../contract/homes.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -206,8 +207,8 @@ function systemRoutes(opts: AppOptions, doc: () => object): AnyRoute[] {
       tag: "system",
       summary: "This document: every route, generated from the same schemas that check them",
       public: true,
-      produces: "application/json",
-      handler: async ({ reply }) => reply.type("application/json").send(JSON.stringify(doc())),
+      response: OpenApiDocument,
+      handler: async () => doc() as z.input<typeof OpenApiDocument>,
     }),
   ];
 }

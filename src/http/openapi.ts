@@ -140,7 +140,9 @@ export function openApiDocument(routes: AnyRoute[], info: { title: string; versi
   for (const io of ["output", "input"] as const) {
     for (const [id, def] of defs[io]) schemas[nameFor(io)(id)] = relink(def, nameFor(io));
   }
-  schemas.Error = convert(ErrorEnvelope, "output", new Map());
+  const envelope = new Map<string, Json>();
+  convert(ErrorEnvelope, "output", envelope);
+  schemas.Error = envelope.get("Error");
 
   const paths: Record<string, Json> = {};
   const seen = new Set<string>();
