@@ -464,6 +464,29 @@ for i, host in enumerate(${JSON.stringify(targets)}):
     }
   });
 
+  it("fail closed: with its filter program unreadable as a program, no command runs", async () => {
+    const file = path.join(box.stateRoot, "run", "boxes", box.id, "seccomp.bpf");
+    const good = fs.readFileSync(file);
+    try {
+      // The box reads the host's file through a bind of the same inode: rewrite it in place.
+      for (const [bytes, why] of [
+        [Buffer.alloc(0), /is not a filter program/],
+        [Buffer.from("12345"), /is not a filter program/],
+        [Buffer.from([0xff, 0xff, 0, 0, 0, 0, 0, 0]), /load: Invalid argument/],
+      ] as const) {
+        fs.writeFileSync(file, bytes);
+        const r = await box.sh("echo ran");
+        assert.equal(r.exitCode, 126, r.err);
+        assert.equal(r.out, "");
+        assert.match(r.err, /^boxd-spawn: seccomp: /);
+        assert.match(r.err, why);
+      }
+    } finally {
+      fs.writeFileSync(file, good);
+    }
+    assert.equal((await box.sh("echo ran")).out, "ran\n");
+  });
+
   it("boxd's own filter, as the box was given it, refuses vsock and the other families", async () => {
     const bin = path.join(os.tmpdir(), `warren-filter-${process.pid}`);
     execFileSync("gcc", ["-O1", "-o", bin, path.join(import.meta.dirname, "filter.c")]);
