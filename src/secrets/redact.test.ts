@@ -49,12 +49,23 @@ describe("redaction", () => {
   });
 
   test("holds back only what may still be a value", () => {
-    const r = new Redactor(["abcdefgh"]);
+    // the automaton (a value under 8 bytes): exactly the bytes that may begin one
+    const a = new Redactor(["abcdefg"]).stream();
+    assert.equal(a.push(Buffer.from("hello abc")).toString(), "hello ");
+    assert.equal(a.push(Buffer.from("dxyz")).toString(), "abcdxyz");
+    assert.equal(a.push(Buffer.from("ab")).toString(), "");
+    assert.equal(a.end().toString(), "ab");
+    // the skipping scan: at most the last 7 bytes, unless a long value may be under way
+    const long = "ABCDEFGHIJKLMNOPQRSTUVWXYZ-0123456789-end";
+    const r = new Redactor(["abcdefgh", long]);
     const s = r.stream();
-    assert.equal(s.push(Buffer.from("hello abc")).toString(), "hello ");
-    assert.equal(s.push(Buffer.from("dxyz")).toString(), "abcdxyz");
-    assert.equal(s.push(Buffer.from("ab")).toString(), "");
-    assert.equal(s.end().toString(), "ab");
+    assert.equal(s.push(Buffer.from("hello world, abc")).toString(), "hello wor");
+    // a value found near the end waits with the bytes after it (a longer one may overlap it)
+    assert.equal(s.push(Buffer.from("defgh!")).toString(), "ld, ");
+    assert.equal(s.push(Buffer.from(` ${long.slice(0, 34)}`)).toString(), "[redacted]! ");
+    assert.equal(s.push(Buffer.from(`${long.slice(34)}.`)).toString(), "");
+    assert.equal(s.push(Buffer.from(" and more text")).toString(), "[redacted]. and mo");
+    assert.equal(s.end().toString(), "re text");
   });
 
   test("nothing to redact passes the bytes as they are", () => {
@@ -73,6 +84,27 @@ describe("redaction", () => {
       );
       const text = word(Math.floor(Math.random() * 400));
       const r = new Redactor(values);
+      const want = naive(text, values).toString();
+      assert.equal(r.redact(text).toString(), want, `values ${values.join(",")}`);
+      assert.equal(chunked(r, text, () => Math.floor(Math.random() * 20)).toString(), want);
+      assert.equal(chunked(r, text, () => 1).toString(), want);
+    }
+  });
+
+  test("the skipping scan (every value 8 bytes or more) agrees with the reference too", () => {
+    for (let round = 0; round < 300; round++) {
+      const alphabet = round % 3 === 0 ? "ab" : "abcdefgh";
+      const word = (n: number) =>
+        Buffer.from(
+          Array.from({ length: n }, () => alphabet[Math.floor(Math.random() * alphabet.length)]).join(""),
+        );
+      const values = Array.from({ length: 1 + Math.floor(Math.random() * 6) }, () =>
+        word(8 + Math.floor(Math.random() * 40)),
+      );
+      const filler = word(Math.floor(Math.random() * 300));
+      const text = Buffer.concat([filler, values[0]!, word(5), values.at(-1)!, filler.subarray(0, 40)]);
+      const r = new Redactor(values);
+      assert.ok(r.skip, "the skipping scan is the one used");
       const want = naive(text, values).toString();
       assert.equal(r.redact(text).toString(), want, `values ${values.join(",")}`);
       assert.equal(chunked(r, text, () => Math.floor(Math.random() * 20)).toString(), want);

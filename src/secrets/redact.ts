@@ -1,8 +1,11 @@
 // Exact-value redaction of secrets in output, streaming: a value split across chunks is still
-// caught. One pass over the bytes: an Aho-Corasick automaton (as a dense table over the bytes
-// the values use) over the first PREFIX bytes of every value finds where a value may begin;
-// the rest of a long value is compared directly. Bytes that may still turn out to be part of
-// a value are held back until the next chunk (or the end) decides.
+// caught. When every value is at least 8 bytes (what warren allows), a Wu-Manber scan looks at
+// the last two bytes of each 8-byte window and skips up to 7 bytes at a time where no value's
+// first 8 bytes could end; a window that may be one is compared. Shorter values go through an
+// Aho-Corasick automaton (a dense table over the bytes the values use) over the first PREFIX
+// bytes of every value. Either way the rest of a long value is compared directly, and bytes
+// that may still turn out to be part of a value are held back until the next chunk (or the
+// end) decides.
 
 /** What a value is replaced by. */
 export const REDACTED = "[redacted]";
@@ -13,6 +16,33 @@ const PREFIX = 32;
 
 interface Pattern {
   bytes: Buffer;
+}
+
+/** The window of the skipping scan: every value's first 8 bytes, read by 2-byte blocks. */
+const W = 8;
+const MAX_SHIFT = W - 1;
+
+/** Wu-Manber's tables over the first W bytes of every value (all at least W bytes long). */
+class SkipIndex {
+  /** How far the window may move when its last two bytes are this block (0: compare here). */
+  readonly shift = new Uint8Array(65536).fill(MAX_SHIFT);
+  /** The values whose first W bytes end with this block. */
+  readonly byLast = new Map<number, Pattern[]>();
+
+  constructor(patterns: Pattern[]) {
+    for (const p of patterns) {
+      const b = p.bytes;
+      for (let j = 1; j < W; j++) {
+        const block = (b[j - 1]! << 8) | b[j]!;
+        const sh = W - 1 - j;
+        if (sh < this.shift[block]!) this.shift[block] = sh;
+      }
+      const last = (b[W - 2]! << 8) | b[W - 1]!;
+      const list = this.byLast.get(last);
+      if (list) list.push(p);
+      else this.byLast.set(last, [p]);
+    }
+  }
 }
 
 /** A compiled set of values. Immutable; each stream of output gets its own `stream()`. */
@@ -31,6 +61,8 @@ export class Redactor {
   /** Patterns whose prefix ends at a state (its own and by failure links), or null. */
   readonly out: (Pattern[] | null)[];
   readonly size: number;
+  /** The skipping scan, when every value is at least W bytes; else the automaton is used. */
+  readonly skip: SkipIndex | null;
 
   static readonly empty = new Redactor([]);
 
@@ -47,6 +79,8 @@ export class Redactor {
       patterns.push({ bytes });
     }
     this.size = patterns.length;
+    this.skip =
+      patterns.length > 0 && patterns.every((p) => p.bytes.length >= W) ? new SkipIndex(patterns) : null;
     let nclass = 1;
     for (const p of patterns)
       for (const b of p.bytes.subarray(0, PREFIX)) if (this.classOf[b] === 0) this.classOf[b] = nclass++;
@@ -148,6 +182,8 @@ export class RedactStream {
   #ranges: [number, number][] = [];
   /** Where the last replaced stretch ended: a stretch right after it joins it. */
   #markEnd = -1;
+  /** The skipping scan: where the next window ends, in the stream's offsets. */
+  #next = W - 1;
 
   constructor(r: Redactor) {
     this.#r = r;
@@ -160,23 +196,7 @@ export class RedactStream {
     if (chunk.length === 0) return chunk;
     const buf = this.#held.length === 0 ? chunk : Buffer.concat([this.#held, chunk]);
     const base = this.#base;
-    const from = this.#held.length;
-    const { row, classOf, out, hits } = r;
-    const C = r.classes;
-    let s = this.#state * C;
-    for (let i = from; i < buf.length; i++) {
-      s = row[s + classOf[buf[i]!]!]!;
-      if (hits[s] === 1) {
-        for (const p of out[s / C]!) {
-          const k = Math.min(PREFIX, p.bytes.length);
-          const start = base + i - k + 1;
-          if (p.bytes.length === k) this.#ranges.push([start, start + k]);
-          else this.#open.push({ start, p });
-        }
-      }
-    }
-    s /= C;
-    this.#state = s;
+    const cutBack = r.skip ? this.#scanSkipping(r.skip, buf, base) : this.#scanAutomaton(r, buf, base);
     const end = base + buf.length;
     // long values whose every byte is here: compare
     if (this.#open.length > 0) {
@@ -192,9 +212,60 @@ export class RedactStream {
       }
       this.#open = still;
     }
-    let cut = end - r.depth[s]!;
+    let cut = end - cutBack;
     for (const c of this.#open) if (c.start < cut) cut = c.start;
     return this.#emit(buf, base, cut);
+  }
+
+  /** Aho-Corasick over the new bytes; answers how many trailing bytes may begin a value. */
+  #scanAutomaton(r: Redactor, buf: Buffer, base: number): number {
+    const { row, classOf, out, hits } = r;
+    const C = r.classes;
+    let s = this.#state * C;
+    for (let i = this.#held.length; i < buf.length; i++) {
+      s = row[s + classOf[buf[i]!]!]!;
+      if (hits[s] === 1) {
+        for (const p of out[s / C]!) {
+          const k = Math.min(PREFIX, p.bytes.length);
+          const start = base + i - k + 1;
+          if (p.bytes.length === k) this.#ranges.push([start, start + k]);
+          else this.#open.push({ start, p });
+        }
+      }
+    }
+    this.#state = s / C;
+    return r.depth[this.#state]!;
+  }
+
+  /** Wu-Manber from where the last chunk left off; answers how many trailing bytes to hold. */
+  #scanSkipping(x: SkipIndex, buf: Buffer, base: number): number {
+    const { shift, byLast } = x;
+    let pos = this.#next - base; // the last byte of the window
+    const n = buf.length;
+    while (pos < n) {
+      const block = (buf[pos - 1]! << 8) | buf[pos]!;
+      const sh = shift[block]!;
+      if (sh !== 0) {
+        pos += sh;
+        continue;
+      }
+      const at = pos - (W - 1);
+      for (const p of byLast.get(block)!) {
+        const b = p.bytes;
+        let same = true;
+        for (let j = 0; j < W - 2; j++)
+          if (buf[at + j] !== b[j]) {
+            same = false;
+            break;
+          }
+        if (!same) continue;
+        if (b.length === W) this.#ranges.push([base + at, base + at + W]);
+        else this.#open.push({ start: base + at, p });
+      }
+      pos++;
+    }
+    this.#next = base + pos;
+    return W - 1;
   }
 
   /** The rest, at the end of the stream. */
