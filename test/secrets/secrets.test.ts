@@ -295,6 +295,28 @@ for (const leg of dbLegs) {
       assert.equal(del.status, 204);
       assert.equal((await t.call("GET", `/api/secrets/${ids.alias}`)).status, 404);
       assert.equal(await check(b.id), `${sha("unset").slice(0, 16)}\n`);
+      // a deleted guild or agent leaves no grant behind
+      const g2 = (await t.call("POST", "/api/guilds", { org_id: org, name: "short-lived" })).body.id;
+      const m2 = (await t.call("GET", `/api/agents/${c.id}`)).body.machine_id;
+      const a2 = (await t.call("POST", "/api/agents", { org_id: org, machine_id: m2, name: "short-lived" }))
+        .body.id;
+      const temp = await t.call("POST", "/api/secrets", {
+        org_id: org,
+        name: "TEMP_TOKEN",
+        value: "temporary-value",
+        grants: [
+          { scope: "guild", id: g2 },
+          { scope: "agent", id: a2 },
+          { scope: "org", id: org },
+        ],
+      });
+      assert.equal(temp.body.grants.length, 3);
+      assert.equal((await t.call("DELETE", `/api/guilds/${g2}`)).status, 204);
+      assert.equal((await t.call("DELETE", `/api/agents/${a2}`)).status, 204);
+      assert.deepEqual((await t.call("GET", `/api/secrets/${temp.body.id}`)).body.grants, [
+        { scope: "org", id: org },
+      ]);
+      assert.equal((await t.call("DELETE", `/api/secrets/${temp.body.id}`)).status, 204);
       // put it back for the rest
       ids.agent = (
         await t.call("POST", "/api/secrets", {
