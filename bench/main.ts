@@ -23,6 +23,7 @@ import { BoxdClient } from "../src/boxd/client.js";
 import type { PingResult } from "../src/boxd/protocol.js";
 import { startTestServer, type TestServer } from "../test/support/server.js";
 import { benchMeasure } from "./measure.js";
+import { benchRedaction, median } from "./redact.js";
 import { fmt, percentile, summarize, table, timeMany, type Sample } from "./stats.js";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -559,6 +560,21 @@ async function main(): Promise<number> {
       if ("skip" in p) skipRow(what, p.skip);
       else await timeCommand(what, p.argv, N.peer, 3);
     }
+
+    log("redaction: 20 secrets of mixed lengths over 64 MiB of output, streamed in 64 KiB chunks");
+    const red = benchRedaction();
+    if (red.replaced !== red.planted)
+      throw new WarrenFailure(`redaction replaced ${red.replaced} of ${red.planted} planted values`);
+    const mbps = median(red.mbPerS);
+    rows.push({
+      what: `redaction: ${red.secrets} secrets (${Math.min(...red.lengths)}-${Math.max(...red.lengths)} bytes), streamed in ${red.chunkBytes / 1024} KiB chunks`,
+      p50: `${mbps.toFixed(0)} MB/s (median)`,
+      p99: `${Math.min(...red.mbPerS).toFixed(0)} MB/s (slowest)`,
+      vsFloor: "",
+      target: "≥ 100 MB/s",
+      met: yesNo(mbps >= 100),
+      data: { mb_per_s: red.mbPerS, median_mb_per_s: mbps, bytes: red.bytes, lengths: red.lengths },
+    });
 
     await warren();
     await cleanup(); // server, boxes, container: before the disk-bound measurement

@@ -1,6 +1,9 @@
 // `warren serve`: parse the environment, compose the server, listen, stop on a signal.
 import { ConfigError, parseConfig } from "./config/index.js";
-import { MasterKeyError } from "./secrets/master-key.js";
+import path from "node:path";
+import { MasterKeyError, resolveMasterKey } from "./secrets/master-key.js";
+import { readNewKey, rotateMasterKey } from "./secrets/rotate.js";
+import { openStore } from "./store/index.js";
 import { createServer } from "./server.js";
 
 export async function serve(env: Record<string, string | undefined> = process.env): Promise<void> {
@@ -44,4 +47,30 @@ export async function serve(env: Record<string, string | undefined> = process.en
   };
   process.on("SIGINT", () => stop("SIGINT"));
   process.on("SIGTERM", () => stop("SIGTERM"));
+}
+
+/**
+ * `warren secrets rotate-key`: re-seals every secret under a new master key in one
+ * transaction. Run it with the server stopped, in the server's environment.
+ */
+export async function rotateKey(
+  env: Record<string, string | undefined>,
+  opts: { newKeyFile?: string | undefined },
+): Promise<{ secrets: number; file: string | null }> {
+  const config = parseConfig(env);
+  const runDir = path.join(config.STATE_ROOT, "run");
+  const current = await resolveMasterKey(config, runDir);
+  const newKey =
+    opts.newKeyFile !== undefined
+      ? await readNewKey(opts.newKeyFile, config.ALLOW_ZERO_MASTER_KEY === true)
+      : undefined;
+  const store = await openStore({
+    databaseUrl: config.DATABASE_URL,
+    pgliteDir: path.join(config.STATE_ROOT, "pglite"),
+  });
+  try {
+    return await rotateMasterKey(store.db, current, runDir, newKey);
+  } finally {
+    await store.close();
+  }
 }

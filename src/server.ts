@@ -17,7 +17,11 @@ import { portRoutes } from "./http/routes/ports.js";
 import { runRoutes } from "./http/routes/runs.js";
 import { DiskCaps } from "./homes/caps.js";
 import { Homes } from "./homes/service.js";
-import { resolveMasterKey } from "./secrets/master-key.js";
+import { MasterKeyError, resolveMasterKey } from "./secrets/master-key.js";
+import { SealError } from "./secrets/crypto.js";
+import { Secrets } from "./secrets/service.js";
+import { secretRoutes } from "./http/routes/secrets.js";
+import type pino from "pino";
 import { Runs } from "./runs/service.js";
 import { DirRunStaging } from "./runs/staging.js";
 import { machineRoutes } from "./http/routes/machines.js";
@@ -45,6 +49,8 @@ export interface Server {
 
 export interface ServerOptions {
   logger?: Logger;
+  /** Where the server's own logger writes (default stdout); every secret value is redacted from it. */
+  logDestination?: pino.DestinationStream;
   /** Metrics without the process-wide default collectors (many servers in one test process). */
   defaultMetrics?: boolean;
 }
@@ -59,7 +65,14 @@ async function version(): Promise<string> {
 }
 
 export async function createServer(config: Config, opts: ServerOptions = {}): Promise<Server> {
-  const logger = opts.logger ?? createLogger(config.LOG_LEVEL);
+  // the server's log passes through the redaction of every secret value it holds (a logger
+  // given by the caller is the caller's to filter)
+  const held: { secrets?: Secrets } = {};
+  const logger =
+    opts.logger ??
+    createLogger(config.LOG_LEVEL, opts.logDestination, (line) =>
+      held.secrets ? held.secrets.logRedactor.redactText(line) : line,
+    );
   const root = config.STATE_ROOT;
   const paths = {
     workspaces: path.join(root, "workspaces"),
@@ -104,6 +117,18 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
     busyAgents: () => registry.activeAgents(),
   });
   const access = new Access(store.db);
+  const secrets = new Secrets(store.db, access, masterKey.key);
+  try {
+    await secrets.load();
+  } catch (err) {
+    await store.close();
+    if (err instanceof SealError)
+      throw new MasterKeyError(
+        `the secrets in the database do not open under this master key (${err.message}); start with the key they were sealed under, or rotate with \`warren secrets rotate-key\``,
+      );
+    throw err;
+  }
+  held.secrets = secrets;
   const orgs = new Orgs(store.db, access);
   const machines = new Machines(store.db, access, layout, () => runtime);
   const agents: Agents = new Agents(
@@ -116,7 +141,7 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
     (agentId): Promise<void> => runs.stopAgent(agentId, "the agent is being deleted"),
   );
   const guilds = new Guilds(store.db, access, agents);
-  const exec = new Exec(store.db, agents, runtime, layout, metrics);
+  const exec = new Exec(store.db, agents, runtime, layout, metrics, secrets);
 
   const ver = await version();
   const caps = new DiskCaps(store.db, layout, config.WORKSPACE_MAX_MIB);
@@ -132,6 +157,7 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
     homes: layout,
     logger,
     version: ver,
+    secrets,
   });
   const lost = await runs.markLost();
   if (lost > 0) logger.warn({ runs: lost }, "runs that were going on when the server stopped are now lost");
@@ -154,6 +180,7 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
       ...guildRoutes(guilds),
       ...execRoutes(exec),
       ...runRoutes(runs),
+      ...secretRoutes(secrets),
       ...portRoutes(agents, runtime),
       ...homeRoutes(new Homes(store.db, agents, layout, config.WORKSPACE_MAX_MIB)),
     ],

@@ -203,7 +203,13 @@ export class Agents {
   async delete(who: Identity, id: string): Promise<void> {
     const row = await this.load(who, id, "write");
     await this.cancelGeneration(id);
-    await this.db.delete(schema.agents).where(eq(schema.agents.id, id));
+    await this.db.transaction(async (tx) => {
+      // grants have no foreign key (they name an org, a guild or an agent): the agent's go with it
+      await tx
+        .delete(schema.secretGrants)
+        .where(and(eq(schema.secretGrants.scope, "agent"), eq(schema.secretGrants.targetId, id)));
+      await tx.delete(schema.agents).where(eq(schema.agents.id, id));
+    });
     await this.layout.removeHome(row.machineId, id);
     await this.control().agentsChanged(row.machineId);
   }

@@ -44,6 +44,7 @@ test("the texts themselves: the overview and a command's help, word for word", (
       "  runs      recorded runs of commands\n" +
       "  files     files of an agent's home\n" +
       "  usage     disk use of an agent's home\n" +
+      "  secrets   secrets: values commands get as variables\n" +
       "\n" +
       "global options:\n" +
       "  --url <url>               the server (default $WARREN_URL, else http://127.0.0.1:8080)\n" +
@@ -74,4 +75,29 @@ test("the texts themselves: the overview and a command's help, word for word", (
       "  --json                    print the server's answer as JSON, for scripts\n" +
       "  --help                    show help\n",
   );
+});
+
+test("secrets create's help, word for word: the value never comes from an argument", () => {
+  assert.equal(
+    helpText("secrets create"),
+    "usage: warren secrets create <name> --org <org> [options]\n" +
+      "\n" +
+      "create a secret; its value comes from stdin or --value-file, never an argument\n" +
+      "\n" +
+      "options:\n" +
+      "  --org <org>           the organisation id (org_...)\n" +
+      "  --description <text>  what it is for (members read this)\n" +
+      "  --value-file <file>   read the value from this file (default: stdin; one trailing newline is dropped)\n" +
+      "  --alias-of <secret>   make the name an alias of another secret's value\n" +
+      "  --grant <id>          who it reaches: an org_, gld_ or agt_ id; repeatable\n" +
+      "\n" +
+      "global options:\n" +
+      "  --url <url>               the server (default $WARREN_URL, else http://127.0.0.1:8080)\n" +
+      '  --header <"Name: value">  "Name: value" sent with every request; repeatable (also $WARREN_HEADERS, one a line)\n' +
+      "  --json                    print the server's answer as JSON, for scripts\n" +
+      "  --help                    show help\n",
+  );
+  const group = helpText("secrets");
+  for (const c of ["create", "list", "get", "delete", "grant", "revoke", "rotate-key"])
+    assert.ok(group.includes(`warren secrets ${c}`), c);
 });

@@ -5,6 +5,7 @@ import { defineCommand, defineSingle, UsageError } from "./command.js";
 import { usageLine } from "./help.js";
 import { DEFAULT_URL, parseEnvPairs, parseHeader, parseHeaders } from "./options.js";
 import { parseCli } from "./parse.js";
+import { parseGrant, valueOf } from "./commands/secrets.js";
 
 /** The parsed command as `{ kind: "orgs.create", ...what its parse answered }`, or help. */
 const cmd = (argv: string[], env: Record<string, string> = {}): Record<string, unknown> => {
@@ -337,4 +338,44 @@ test("one option name is one kind of option in every command", () => {
     run: async () => 0,
   });
   assert.throws(() => optionTable([...groups, defineSingle("odd", "x", flag)]), /--org of "warren odd"/);
+});
+
+test("secrets: grants by id, the value from stdin or a file, never an argument", () => {
+  const org = "org_0123456789abcdef";
+  assert.deepEqual(cmd(["secrets", "create", "API_KEY", "--org", org, "--grant", "agt_0123456789abcdef"]), {
+    kind: "secrets.create",
+    body: {
+      org_id: org,
+      name: "API_KEY",
+      description: undefined,
+      alias_of: undefined,
+      grants: [{ scope: "agent", id: "agt_0123456789abcdef" }],
+    },
+    valueFile: "-",
+  });
+  assert.equal(
+    (cmd(["secrets", "create", "K", "--org", org, "--value-file", "v.txt"]) as { valueFile: string })
+      .valueFile,
+    "v.txt",
+  );
+  assert.equal(
+    (
+      cmd(["secrets", "create", "K", "--org", org, "--alias-of", "sec_0123456789abcdef"]) as {
+        valueFile?: string;
+      }
+    ).valueFile,
+    undefined,
+  );
+  usage(["secrets", "create", "K", "--org", org, "--alias-of", "sec_x", "--value-file", "f"], /not both/);
+  usage(["secrets", "create", "K", "--org", org, "--grant", "everyone"], /org_, gld_ or agt_ id/);
+  usage(["secrets", "create", "K", "--org", org, "--value", "s3cret"], /value/);
+  assert.deepEqual(parseGrant("gld_0123456789abcdef"), { scope: "guild", id: "gld_0123456789abcdef" });
+  assert.deepEqual(cmd(["secrets", "revoke", "sec_0123456789abcdef", org]), {
+    kind: "secrets.revoke",
+    id: "sec_0123456789abcdef",
+    grant: { scope: "org", id: org },
+  });
+  assert.equal(valueOf(Buffer.from("tok\n")), "tok");
+  assert.equal(valueOf(Buffer.from("tok\r\n")), "tok");
+  assert.equal(valueOf(Buffer.from("a\n\n")), "a\n");
 });

@@ -292,6 +292,46 @@ describe("warren CLI", () => {
     );
   });
 
+  test("secrets: create from stdin or a file, grant, revoke, list, get, delete; the command sees the value", async (t) => {
+    const value = `tok-${Math.random().toString(36).slice(2)}-${Date.now()}`;
+    const made = await warren(["--json", "secrets", "create", "API_KEY", "--org", org, "--grant", agent], {
+      stdin: `${value}\n`,
+    });
+    assert.equal(made.code, 0, made.stderr);
+    assert.ok(!made.stdout.includes(value));
+    const s = JSON.parse(made.stdout) as { id: string; grants: unknown[] };
+    assert.deepEqual(s.grants, [{ scope: "agent", id: agent }]);
+    const file = path.join(dir, "value.txt");
+    await writeFile(file, "from-a-file-value");
+    const second = await json<{ id: string }>([
+      "secrets",
+      "create",
+      "OTHER_KEY",
+      "--org",
+      org,
+      "--value-file",
+      file,
+    ]);
+    assert.match(
+      (await warren(["secrets", "list", "--org", org])).stdout,
+      /^ID +NAME +ORG +GRANTS +DESCRIPTION\n/,
+    );
+    const granted = await warren(["secrets", "grant", second.id, org]);
+    assert.equal(granted.stdout, `${second.id} reaches org:${org}\n`);
+    const revoked = await warren(["secrets", "revoke", second.id, org]);
+    assert.equal(revoked.stdout, `${second.id} reaches -\n`);
+    assert.match((await warren(["secrets", "get", s.id])).stdout, /^name +API_KEY$/m);
+    const short = await warren(["secrets", "create", "SHORT", "--org", org], { stdin: "1234567" });
+    assert.equal(short.code, 1);
+    assert.match(short.stderr, /request.invalid: body.value: must be at least 8 bytes/);
+    const e = await warren(["exec", agent, "--command", 'echo "$API_KEY"; printf %s "$API_KEY" | wc -c']);
+    if (boxesMissing(t, e)) return;
+    assert.equal(e.stdout, `[redacted]\n${value.length}\n`);
+    assert.equal((await warren(["secrets", "delete", second.id])).code, 0);
+    assert.equal((await warren(["secrets", "delete", s.id])).code, 0);
+    assert.equal((await json<{ items: unknown[] }>(["secrets", "list", "--org", org])).items.length, 0);
+  });
+
   test("machines stop", async () => {
     const stopped = await json<{ state: string }>(["machines", "stop", machine]);
     assert.equal(stopped.state, "stopped");

@@ -9,6 +9,7 @@ import type * as machines from "./machines.js";
 import type * as orgs from "./orgs.js";
 import type * as policy from "./policy.js";
 import type * as runs from "./runs.js";
+import type * as secrets from "./secrets.js";
 
 type Out<T extends z.ZodType> = z.output<T>;
 type In<T extends z.ZodType> = z.input<T>;
@@ -63,3 +64,9 @@ export type RunCreateRequest = Omit<In<typeof runs.RunCreateRequest>, "kind"> & 
 export type RunListQuery = Partial<Out<typeof runs.RunListQuery>>;
 export type RunEvent = Out<typeof runs.RunEvent>;
 export type RunEventsQuery = Partial<Out<typeof runs.RunEventsQuery>>;
+
+export type SecretGrant = Out<typeof secrets.SecretGrant>;
+export type Secret = Out<typeof secrets.Secret>;
+export type SecretCreateRequest = In<typeof secrets.SecretCreateRequest>;
+export type SecretUpdateRequest = In<typeof secrets.SecretUpdateRequest>;
+export type SecretListQuery = In<typeof secrets.SecretListQuery>;

@@ -11,6 +11,8 @@ import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import { eq } from "drizzle-orm";
 import { WarrenError } from "../errors.js";
+import type { Redactor } from "../secrets/redact.js";
+import type { Secrets } from "../secrets/service.js";
 
 export interface ExecInput {
   argv?: string[] | undefined;
@@ -97,6 +99,29 @@ export function cwdOf(agentId: string, cwd: string | undefined): string {
   return path.posix.resolve(home, cwd);
 }
 
+/**
+ * The same io with every secret that reached the command redacted from stdout and stderr
+ * (each a stream of its own, so a value split across chunks is caught); `flush` lets out
+ * what was held back once the command ended.
+ */
+export function redactedIo<T extends ExecIo>(io: T, redactor: Redactor): T & { flush(): void } {
+  if (redactor.size === 0) return { ...io, flush: () => {} };
+  const out = redactor.stream();
+  const err = redactor.stream();
+  const give = (to: ((c: Buffer) => void) | undefined, b: Buffer) => {
+    if (b.length > 0) to?.(b);
+  };
+  return {
+    ...io,
+    onStdout: (c: Buffer) => give(io.onStdout, out.push(c)),
+    onStderr: (c: Buffer) => give(io.onStderr, err.push(c)),
+    flush: () => {
+      give(io.onStdout, out.end());
+      give(io.onStderr, err.end());
+    },
+  };
+}
+
 export class Exec {
   constructor(
     private readonly db: Db,
@@ -104,6 +129,7 @@ export class Exec {
     private readonly runtime: MachineRuntime,
     private readonly homes: HomeLayout,
     private readonly metrics: Metrics,
+    private readonly secrets: Secrets,
   ) {}
 
   /**
@@ -124,12 +150,15 @@ export class Exec {
     const argv = argvOf(input);
     await this.runtime.ensure(agent.machineId);
     const walls = commandWalls(agent, machine.trust, this.homes);
-    return async (io) => {
+    // resolved for each exec: a grant or a value changed reaches the next command
+    const secrets = await this.secrets.resolve(agent);
+    return async (plainIo) => {
+      const io = redactedIo(plainIo, secrets.redactor);
       const result = await this.runtime.exec(
         agent.machineId,
         {
           argv,
-          env: agentEnv(agent, input.env),
+          env: agentEnv(agent, { ...input.env, ...secrets.env }),
           cwd: cwdOf(agent.id, input.cwd),
           ...walls,
           stdin: input.stdin !== undefined ? Buffer.from(input.stdin, "utf8") : undefined,
@@ -138,6 +167,7 @@ export class Exec {
         },
         io,
       );
+      io.flush();
       this.metrics.execs.inc({
         outcome: result.timedOut ? "timed_out" : result.cancelled ? "cancelled" : "exited",
       });

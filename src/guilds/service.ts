@@ -76,6 +76,12 @@ export class Guilds {
 
   async delete(who: Identity, id: string): Promise<void> {
     await this.#load(who, id, "write");
-    await this.db.delete(schema.guilds).where(eq(schema.guilds.id, id));
+    await this.db.transaction(async (tx) => {
+      // a guild's secret grants go with it (grants name their target without a foreign key)
+      await tx
+        .delete(schema.secretGrants)
+        .where(and(eq(schema.secretGrants.scope, "guild"), eq(schema.secretGrants.targetId, id)));
+      await tx.delete(schema.guilds).where(eq(schema.guilds.id, id));
+    });
   }
 }

@@ -30,7 +30,16 @@ export const redactPaths = [
   "*.databaseUrl",
 ];
 
-export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+/**
+ * A pino logger. `filter`, when given, sees every line before it is written (the server
+ * passes the redaction of every secret value it holds).
+ */
+export function createLogger(
+  level: string,
+  destination?: pino.DestinationStream,
+  filter?: (line: string) => string,
+): Logger {
+  const out = filter ? (destination ?? pino.destination(1)) : destination;
   return pino(
     {
       level,
@@ -38,7 +47,7 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       redact: { paths: redactPaths, censor: "[redacted]" },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
-    destination,
+    filter && out ? { write: (line: string) => out.write(filter(line)) } : out,
   );
 }
 

@@ -5,7 +5,8 @@ import type { Access, Identity, Role } from "../access/index.js";
 import type { AgentRow, Agents } from "../agents/service.js";
 import { WarrenError } from "../errors.js";
 import { BoundedOutput } from "../exec/output.js";
-import { argvOf, agentEnv, commandWalls, limitsOf, type CommandLimits } from "../exec/service.js";
+import { argvOf, agentEnv, commandWalls, limitsOf, redactedIo, type CommandLimits } from "../exec/service.js";
+import type { ResolvedSecrets, Secrets } from "../secrets/service.js";
 import type { DiskCaps } from "../homes/caps.js";
 import { newId } from "../ids.js";
 import { homeOf } from "../machines/placement.js";
@@ -88,6 +89,7 @@ export interface RunsOptions {
   homes: HomeLayout;
   logger: Logger;
   version: string;
+  secrets: Secrets;
 }
 
 export class Runs {
@@ -134,6 +136,8 @@ export class Runs {
     const gen = o.registry.acquire(agent.id, id);
     try {
       const before = await o.caps.gate(agent, machine);
+      // resolved once, as the generation starts: a change reaches the next generation
+      const secrets = await o.secrets.resolve(agent);
       const timeoutS = input.timeout_s ?? 3600;
       const [row] = await o.db
         .insert(schema.runs)
@@ -150,7 +154,7 @@ export class Runs {
         })
         .returning();
       if (!row) throw new Error("run insert returned nothing");
-      const p = this.#execute(row, agent, machine, inputBytes, input, before, gen.controller.signal)
+      const p = this.#execute(row, agent, machine, inputBytes, input, before, secrets, gen.controller.signal)
         .catch((err: unknown) => o.logger.error({ err, runId: id }, "run bookkeeping failed"))
         .finally(() => {
           o.registry.release(gen);
@@ -171,6 +175,7 @@ export class Runs {
     input: Buffer,
     asked: Pick<RunInput, "env" | "limits">,
     before: { agentMib: number | null; machineMib: number | null },
+    secrets: ResolvedSecrets,
     signal: AbortSignal,
   ): Promise<void> {
     const o = this.#o;
@@ -204,12 +209,32 @@ export class Runs {
     let result: Awaited<ReturnType<MachineRuntime["exec"]>> | null = null;
     try {
       const staged = await o.staging.stage(machine.id, run.id, { input }, uid);
+      // what leaves the box (output and trace) passes through redaction of every secret that reached it
+      const io = redactedIo(
+        {
+          signal,
+          onStdout: (c: Buffer) => {
+            output.push(c);
+            trace("stdout", c);
+          },
+          onStderr: (c: Buffer) => {
+            stderrBytes += c.length;
+            trace("stderr", c);
+          },
+        },
+        secrets.redactor,
+      );
       try {
         result = await o.runtime.exec(
           machine.id,
           {
             argv: run.argv,
-            env: agentEnv(agent, { ...asked.env, WARREN_RUN_ID: run.id, WARREN_INPUT: "/agent/input" }),
+            env: agentEnv(agent, {
+              ...asked.env,
+              ...secrets.env,
+              WARREN_RUN_ID: run.id,
+              WARREN_INPUT: "/agent/input",
+            }),
             cwd: homeOf(agent.id),
             ...walls,
             timeoutMs: run.timeoutS * 1000,
@@ -217,18 +242,9 @@ export class Runs {
             generation: true,
             limits: limitsOf(asked.limits),
           },
-          {
-            signal,
-            onStdout: (c) => {
-              output.push(c);
-              trace("stdout", c);
-            },
-            onStderr: (c) => {
-              stderrBytes += c.length;
-              trace("stderr", c);
-            },
-          },
+          io,
         );
+        io.flush();
       } finally {
         await o.staging
           .unstage(machine.id, run.id)

@@ -2,6 +2,7 @@
 import { AgentHandle } from "./agent.js";
 import { AgentsApi, GuildsApi, MachinesApi, OrgsApi } from "./resources.js";
 import { RunsApi } from "./runs.js";
+import { SecretsApi } from "./secrets.js";
 import { Transport, type RequestOptions, type WarrenClientOptions } from "./transport.js";
 import type { Health } from "./types.js";
 
@@ -12,6 +13,7 @@ export class WarrenClient {
   readonly agents: AgentsApi;
   readonly guilds: GuildsApi;
   readonly runs: RunsApi;
+  readonly secrets: SecretsApi;
   private readonly http: Transport;
 
   constructor(options: WarrenClientOptions) {
@@ -22,6 +24,7 @@ export class WarrenClient {
     this.agents = new AgentsApi(this.http);
     this.guilds = new GuildsApi(this.http);
     this.runs = new RunsApi(this.http);
+    this.secrets = new SecretsApi(this.http);
   }
 
   /** One agent's commands, files, usage and runs. No request is made until one of them is used. */

@@ -2,6 +2,7 @@
 export { WarrenClient } from "./client.js";
 export { AgentHandle, AgentFiles, AgentRuns, execBody, isExecExit } from "./agent.js";
 export { OrgsApi, MachinesApi, AgentsApi, GuildsApi } from "./resources.js";
+export { SecretsApi } from "./secrets.js";
 export { RunsApi, TERMINAL_RUN_STATUSES, isTerminalRunStatus } from "./runs.js";
 export { WarrenApiError, isWarrenApiError } from "./errors.js";
 export type { ClientErrorCode, ErrorCode, WarrenErrorCode } from "./errors.js";
@@ -46,5 +47,10 @@ export type {
   RunStatus,
   SandboxPolicy,
   SandboxPolicyInput,
+  Secret,
+  SecretCreateRequest,
+  SecretGrant,
+  SecretListQuery,
+  SecretUpdateRequest,
   Usage,
 } from "./types.js";

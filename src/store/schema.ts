@@ -1,6 +1,7 @@
 // The durable state. The same schema and migrations serve PGlite and PostgreSQL.
 import { sql } from "drizzle-orm";
 import {
+  type AnyPgColumn,
   bigserial,
   boolean,
   check,
@@ -160,4 +161,47 @@ export const runEvents = pgTable(
     data: jsonb("data").notNull(),
   },
   (t) => [index("run_events_run_idx").on(t.runId, t.id)],
+);
+
+/**
+ * Secrets: the value sealed under the master key (src/secrets/crypto.ts), never plaintext.
+ * An alias holds no value of its own: it names the secret whose value it carries.
+ */
+export const secrets = pgTable(
+  "secrets",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => orgs.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    description: text("description").notNull().default(""),
+    sealed: text("sealed"),
+    aliasOf: text("alias_of").references((): AnyPgColumn => secrets.id, { onDelete: "cascade" }),
+    /** The agent that stored it from its box (secret_store), or null for an operator's. */
+    storedByAgent: text("stored_by_agent"),
+    createdAt: created(),
+    updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex("secrets_org_name_uq").on(t.orgId, t.name),
+    index("secrets_alias_idx").on(t.aliasOf),
+    check("secrets_value_or_alias", sql`(${t.sealed} IS NULL) <> (${t.aliasOf} IS NULL)`),
+  ],
+);
+
+/** Who a secret reaches: its organisation, a guild or an agent. */
+export const secretGrants = pgTable(
+  "secret_grants",
+  {
+    secretId: text("secret_id")
+      .notNull()
+      .references(() => secrets.id, { onDelete: "cascade" }),
+    scope: text("scope", { enum: ["org", "guild", "agent"] }).notNull(),
+    targetId: text("target_id").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.secretId, t.scope, t.targetId] }),
+    index("secret_grants_target_idx").on(t.scope, t.targetId),
+  ],
 );

@@ -26,6 +26,8 @@ interface World {
   machine: string;
   agent: string;
   guild: string;
+  /** A secret granted to the organisation. */
+  secret: string;
   /** The owner's user id, for member routes. */
   ownerUser: string;
   /** A member whose removal is attempted. */
@@ -47,6 +49,9 @@ const reads = (w: World): [string, string][] => [
   ["GET", "/api/guilds"],
   ["GET", `/api/guilds?org_id=${w.org}`],
   ["GET", `/api/guilds/${w.guild}`],
+  ["GET", "/api/secrets"],
+  ["GET", `/api/secrets?org_id=${w.org}`],
+  ["GET", `/api/secrets/${w.secret}`],
 ];
 
 /** Every change of the organisation's things, with a valid body. */
@@ -64,6 +69,10 @@ const writes = (w: World): [string, string, unknown?][] => [
   ["POST", `/api/guilds/${w.guild}/agents`, { agent_id: w.agent }],
   ["DELETE", `/api/guilds/${w.guild}/agents/${w.agent}`],
   ["DELETE", `/api/guilds/${w.guild}`],
+  ["POST", "/api/secrets", { org_id: w.org, name: "INTRUDER", value: "intruder-value" }],
+  ["PATCH", `/api/secrets/${w.secret}`, { description: "intruder" }],
+  ["PATCH", `/api/secrets/${w.secret}`, { grants: [] }],
+  ["DELETE", `/api/secrets/${w.secret}`],
 ];
 
 /** The changes that manage the organisation itself. */
@@ -104,6 +113,15 @@ for (const leg of dbLegs) {
         guilds.map((g: { id: string; agent_ids: string[] }) => [g.id, g.agent_ids]),
         [[w.guild, [w.agent]]],
       );
+      const secrets = (await owner("GET", `/api/secrets?org_id=${w.org}`)).body.items;
+      assert.deepEqual(
+        secrets.map((x: { id: string; description: string; grants: unknown }) => [
+          x.id,
+          x.description,
+          x.grants,
+        ]),
+        [[w.secret, "every agent's", [{ scope: "org", id: w.org }]]],
+      );
       const members = (await owner("GET", `/api/orgs/${w.org}/members`)).body.items;
       assert.deepEqual(members.map((x: { email: string; role: string }) => `${x.email}:${x.role}`).sort(), [
         `${ADMIN}:admin`,
@@ -133,6 +151,14 @@ for (const leg of dbLegs) {
         await owner("POST", `/api/guilds/${guild.body.id}/agents`, { agent_id: agent.body.id }),
         204,
       );
+      const secret = await owner("POST", "/api/secrets", {
+        org_id: org.body.id,
+        name: "API_KEY",
+        description: "every agent's",
+        value: "the-secret-value",
+        grants: [{ scope: "org", id: org.body.id }],
+      });
+      assertStatus(secret, 201);
       const ids: Record<string, string> = {};
       for (const [email, role] of [
         [ADMIN, "admin"],
@@ -159,6 +185,7 @@ for (const leg of dbLegs) {
         machine: machine.body.id,
         agent: agent.body.id,
         guild: guild.body.id,
+        secret: secret.body.id,
         ownerUser,
         viewerUser: ids[VIEWER] as string,
       };
@@ -248,6 +275,18 @@ for (const leg of dbLegs) {
       assertStatus(await me("POST", `/api/guilds/${g.body.id}/agents`, { agent_id: a.body.id }), 204);
       assertStatus(await me("POST", `/api/guilds/${g.body.id}/agents`, { agent_id: w.agent }), 204);
       assertStatus(await me("DELETE", `/api/guilds/${g.body.id}/agents/${a.body.id}`), 204);
+      const sec = await me("POST", "/api/secrets", {
+        org_id: w.org,
+        name: "EDITOR_KEY",
+        value: "editor-value",
+        grants: [{ scope: "guild", id: g.body.id }],
+      });
+      assertStatus(sec, 201);
+      assertStatus(
+        await me("PATCH", `/api/secrets/${sec.body.id}`, { grants: [{ scope: "agent", id: a.body.id }] }),
+        200,
+      );
+      assertStatus(await me("DELETE", `/api/secrets/${sec.body.id}`), 204);
       assertStatus(await me("DELETE", `/api/guilds/${g.body.id}`), 204);
       assertStatus(await me("DELETE", `/api/agents/${a.body.id}`), 204);
       assertStatus(await me("DELETE", `/api/machines/${m.body.id}`), 204);

@@ -25,7 +25,14 @@ export interface TestServer {
 }
 
 export async function startTestServer(
-  opts: { leg?: DbLeg; env?: Record<string, string>; listen?: boolean; stateRoot?: string } = {},
+  opts: {
+    leg?: DbLeg;
+    env?: Record<string, string>;
+    listen?: boolean;
+    stateRoot?: string;
+    /** Where the server's log goes (default: LOG_LEVEL silent, nowhere). */
+    logDestination?: { write(line: string): void };
+  } = {},
 ): Promise<TestServer> {
   const stateRoot = opts.stateRoot ?? (await mkdtemp(path.join(os.tmpdir(), "warren-test-")));
   const db = opts.leg ? await opts.leg.fresh() : { url: undefined, drop: async () => {} };
@@ -39,7 +46,10 @@ export async function startTestServer(
   let server: Server;
   let url: string | undefined;
   try {
-    server = await createServer(config, { defaultMetrics: false });
+    server = await createServer(config, {
+      defaultMetrics: false,
+      ...(opts.logDestination ? { logDestination: opts.logDestination } : {}),
+    });
   } catch (err) {
     await db.drop();
     if (!opts.stateRoot) await rm(stateRoot, { recursive: true, force: true, maxRetries: 3 });

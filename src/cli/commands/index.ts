@@ -11,7 +11,19 @@ import { guilds } from "./guilds.js";
 import { machines } from "./machines.js";
 import { orgs } from "./orgs.js";
 import { runs } from "./runs.js";
+import { secrets } from "./secrets.js";
 import { serve } from "./serve.js";
 import { usage } from "./usage.js";
 
-export const groups: readonly Group[] = [serve, orgs, machines, agents, guilds, exec, runs, files, usage];
+export const groups: readonly Group[] = [
+  serve,
+  orgs,
+  machines,
+  agents,
+  guilds,
+  exec,
+  runs,
+  files,
+  usage,
+  secrets,
+];

@@ -1,0 +1,107 @@
+import { z } from "zod";
+import { idOf, items } from "./common.js";
+
+/** Names a secret may not take: the variables warren sets itself, and ones that change how programs start. */
+export const RESERVED_SECRET_NAMES = [
+  "HOME",
+  "PORT",
+  "PATH",
+  "LANG",
+  "TMPDIR",
+  "USER",
+  "LOGNAME",
+  "SHELL",
+  "PWD",
+  "OLDPWD",
+  "TERM",
+  "IFS",
+  "ENV",
+  "BASH_ENV",
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "ALL_PROXY",
+  "NO_PROXY",
+] as const;
+export const RESERVED_SECRET_PREFIXES = ["WARREN_", "LD_", "LC_", "BASH_FUNC_"] as const;
+
+/** The least and most bytes a value may hold (UTF-8). Shorter values would redact ordinary text. */
+export const SECRET_VALUE_MIN_BYTES = 8;
+export const SECRET_VALUE_MAX_BYTES = 16 * 1024;
+
+const utf8Bytes = (s: string): number => new TextEncoder().encode(s).length;
+
+export const secretName = z
+  .string()
+  .max(128, "must be at most 128 characters")
+  .regex(/^[A-Z_][A-Z0-9_]*$/, "must match [A-Z_][A-Z0-9_]* (it is the environment variable's name)")
+  .refine(
+    (n) =>
+      !(RESERVED_SECRET_NAMES as readonly string[]).includes(n) &&
+      !RESERVED_SECRET_PREFIXES.some((p) => n.startsWith(p)),
+    `is one of warren's own variables (${RESERVED_SECRET_NAMES.join(", ")}, ${RESERVED_SECRET_PREFIXES.map((p) => `${p}*`).join(", ")})`,
+  );
+
+export const secretValue = z
+  .string()
+  .refine((v) => !v.includes("\0"), "must not hold NUL")
+  .refine((v) => utf8Bytes(v) >= SECRET_VALUE_MIN_BYTES, `must be at least ${SECRET_VALUE_MIN_BYTES} bytes`)
+  .refine((v) => utf8Bytes(v) <= SECRET_VALUE_MAX_BYTES, `must be at most ${SECRET_VALUE_MAX_BYTES} bytes`);
+
+const description = z
+  .string()
+  .max(1000, "must be at most 1000 characters")
+  // eslint-disable-next-line no-control-regex -- refusing control characters but newline and tab
+  .refine((s) => !/[\u0000-\u0008\u000b-\u001f\u007f]/.test(s), "must not hold control characters");
+
+export const SecretGrant = z
+  .object({
+    scope: z.enum(["org", "guild", "agent"]),
+    id: z.string().regex(/^(org|gld|agt)_[0-9a-z]{16}$/, "must be an org_, gld_ or agt_ id"),
+  })
+  .strict()
+  .refine((g) => g.id.startsWith({ org: "org_", guild: "gld_", agent: "agt_" }[g.scope]), {
+    message: "the id must be of the scope's kind (org_, gld_ or agt_)",
+    path: ["id"],
+  })
+  .meta({ id: "SecretGrant", description: "who a secret reaches: its organisation, a guild or an agent" });
+
+const grants = z.array(SecretGrant).max(256);
+
+/** A secret as every member reads it: never its value. */
+export const Secret = z
+  .object({
+    id: z.string(),
+    org_id: z.string(),
+    name: z.string().describe("the environment variable it becomes"),
+    description: z.string(),
+    alias_of: z.string().nullable().describe("the secret whose value this alias carries, or null"),
+    grants: z.array(SecretGrant),
+    stored_by_agent: z.string().nullable().describe("the agent that stored it from its box, or null"),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .meta({ id: "Secret" });
+export const SecretList = items(Secret, "SecretList");
+
+export const SecretCreateRequest = z
+  .object({
+    org_id: idOf("org"),
+    name: secretName,
+    description: description.optional().describe("default empty"),
+    value: secretValue.optional().describe("the value; give this or alias_of. Never returned"),
+    alias_of: idOf("sec").optional().describe("make this name an alias of another secret's value"),
+    grants: grants.optional().describe("default none"),
+  })
+  .strict()
+  .refine((b) => (b.value === undefined) !== (b.alias_of === undefined), {
+    message: "give exactly one of value or alias_of",
+    path: ["value"],
+  })
+  .meta({ id: "SecretCreateRequest" });
+
+export const SecretUpdateRequest = z
+  .object({ description: description.optional(), grants: grants.optional() })
+  .strict()
+  .meta({ id: "SecretUpdateRequest" });
+
+export const SecretListQuery = z.object({ org_id: idOf("org").optional() }).strict();

@@ -1,0 +1,307 @@
+// Secrets: sealed at rest under the master key, granted to an organisation, a guild or an
+// agent, resolved for a command's environment, and redacted from whatever leaves a box.
+// Members read names, descriptions and grants; no route ever returns a value.
+import { and, asc, eq, inArray, isNotNull, or } from "drizzle-orm";
+import type { Access, Identity } from "../access/index.js";
+import { WarrenError } from "../errors.js";
+import { newId } from "../ids.js";
+import type { Db } from "../store/index.js";
+import { schema } from "../store/index.js";
+import type { Secret } from "../contract/types.js";
+import { SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
+import { open, seal } from "./crypto.js";
+import { Redactor } from "./redact.js";
+
+type SecretRow = typeof schema.secrets.$inferSelect;
+type GrantRow = typeof schema.secretGrants.$inferSelect;
+export type Grant = { scope: "org" | "guild" | "agent"; id: string };
+
+export interface SecretCreateInput {
+  org_id: string;
+  name: string;
+  description?: string | undefined;
+  value?: string | undefined;
+  alias_of?: string | undefined;
+  grants?: Grant[] | undefined;
+}
+
+export interface SecretUpdateInput {
+  description?: string | undefined;
+  grants?: Grant[] | undefined;
+}
+
+/** What reaches one command: its environment's secret variables and the values to redact. */
+export interface ResolvedSecrets {
+  env: Record<string, string>;
+  redactor: Redactor;
+}
+
+const pgCode = (e: unknown): string | undefined => {
+  for (let cur: unknown = e; cur && typeof cur === "object"; cur = (cur as { cause?: unknown }).cause) {
+    const code = (cur as { code?: unknown }).code;
+    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code;
+  }
+  return undefined;
+};
+
+/** The forms a value takes in a log line: as is, and as a JSON string's body. */
+function logForms(value: string): string[] {
+  const json = JSON.stringify(value).slice(1, -1);
+  return json === value ? [value] : [value, json];
+}
+
+function view(row: SecretRow, grants: GrantRow[]): Secret {
+  return {
+    id: row.id,
+    org_id: row.orgId,
+    name: row.name,
+    description: row.description,
+    alias_of: row.aliasOf,
+    grants: grants.map((g) => ({ scope: g.scope, id: g.targetId })),
+    stored_by_agent: row.storedByAgent,
+    created_at: row.createdAt.toISOString(),
+    updated_at: row.updatedAt.toISOString(),
+  };
+}
+
+export class Secrets {
+  readonly #db: Db;
+  readonly #access: Access;
+  readonly #key: Buffer;
+  /** Every value this server holds (in the forms a log line gives it), for the server's log. */
+  #logForms: string[] = [];
+  #logRedactor: Redactor = Redactor.empty;
+
+  constructor(db: Db, access: Access, key: Buffer) {
+    this.#db = db;
+    this.#access = access;
+    this.#key = key;
+  }
+
+  /** The redactor of the server's log: every value of every organisation. */
+  get logRedactor(): Redactor {
+    return this.#logRedactor;
+  }
+
+  /**
+   * At start: opens every value (a wrong master key is found here, not at a command's start)
+   * and builds the log's redactor.
+   */
+  async load(): Promise<number> {
+    const rows = await this.#db
+      .select({ id: schema.secrets.id, sealed: schema.secrets.sealed })
+      .from(schema.secrets)
+      .where(isNotNull(schema.secrets.sealed));
+    const forms: string[] = [];
+    for (const r of rows) forms.push(...logForms(open(this.#key, r.id, r.sealed!).toString("utf8")));
+    this.#logForms = forms;
+    this.#logRedactor = new Redactor(forms, SECRET_VALUE_MIN_BYTES);
+    return rows.length;
+  }
+
+  async #grantsOf(ids: string[]): Promise<Map<string, GrantRow[]>> {
+    const out = new Map<string, GrantRow[]>();
+    if (ids.length === 0) return out;
+    const rows = await this.#db
+      .select()
+      .from(schema.secretGrants)
+      .where(inArray(schema.secretGrants.secretId, ids))
+      .orderBy(asc(schema.secretGrants.scope), asc(schema.secretGrants.targetId));
+    for (const g of rows) out.set(g.secretId, [...(out.get(g.secretId) ?? []), g]);
+    return out;
+  }
+
+  /** Every grant must name the secret's organisation, or a guild or agent of it. */
+  async #checkGrants(orgId: string, grants: Grant[]): Promise<Grant[]> {
+    const seen = new Map<string, Grant>();
+    for (const [i, g] of grants.entries()) {
+      const where = `body.grants[${i}].id`;
+      if (g.scope === "org" && g.id !== orgId)
+        throw new WarrenError(
+          "request.invalid",
+          `${where}: an org grant names the secret's own organisation`,
+        );
+      if (g.scope === "guild") {
+        const [row] = await this.#db
+          .select({ orgId: schema.guilds.orgId })
+          .from(schema.guilds)
+          .where(eq(schema.guilds.id, g.id));
+        if (row?.orgId !== orgId)
+          throw new WarrenError("request.invalid", `${where}: no guild ${g.id} in this organisation`);
+      }
+      if (g.scope === "agent") {
+        const [row] = await this.#db
+          .select({ orgId: schema.agents.orgId })
+          .from(schema.agents)
+          .where(eq(schema.agents.id, g.id));
+        if (row?.orgId !== orgId)
+          throw new WarrenError("request.invalid", `${where}: no agent ${g.id} in this organisation`);
+      }
+      seen.set(`${g.scope}:${g.id}`, g);
+    }
+    return [...seen.values()];
+  }
+
+  async #load(who: Identity, id: string, perm: "read" | "write"): Promise<SecretRow> {
+    const [row] = await this.#db.select().from(schema.secrets).where(eq(schema.secrets.id, id));
+    if (!row) throw new WarrenError("not_found", "secret was not found");
+    await this.#access.require(row.orgId, who, perm, "secret");
+    return row;
+  }
+
+  async create(who: Identity, input: SecretCreateInput): Promise<Secret> {
+    await this.#access.require(input.org_id, who, "write", "organisation");
+    const grants = await this.#checkGrants(input.org_id, input.grants ?? []);
+    const id = newId("sec");
+    let sealed: string | null = null;
+    if (input.alias_of !== undefined) {
+      const [target] = await this.#db
+        .select({ orgId: schema.secrets.orgId, aliasOf: schema.secrets.aliasOf })
+        .from(schema.secrets)
+        .where(eq(schema.secrets.id, input.alias_of));
+      if (target?.orgId !== input.org_id)
+        throw new WarrenError("request.invalid", "body.alias_of: no such secret in this organisation");
+      if (target.aliasOf !== null)
+        throw new WarrenError("request.invalid", "body.alias_of: names an alias; name the secret itself");
+    } else {
+      sealed = seal(this.#key, id, Buffer.from(input.value ?? "", "utf8"));
+    }
+    try {
+      await this.#db.transaction(async (tx) => {
+        await tx.insert(schema.secrets).values({
+          id,
+          orgId: input.org_id,
+          name: input.name,
+          description: input.description ?? "",
+          sealed,
+          aliasOf: input.alias_of ?? null,
+        });
+        if (grants.length > 0)
+          await tx
+            .insert(schema.secretGrants)
+            .values(grants.map((g) => ({ secretId: id, scope: g.scope, targetId: g.id })));
+      });
+    } catch (err) {
+      if (pgCode(err) === "23505")
+        throw new WarrenError(
+          "request.invalid",
+          `body.name: this organisation already has a secret ${input.name}`,
+        );
+      throw err;
+    }
+    if (input.value !== undefined) this.#addToLog(input.value);
+    return this.get(who, id);
+  }
+
+  #addToLog(value: string): void {
+    // a new value joins the log's redactor at once; a deleted one leaves it at the next start
+    this.#logForms.push(...logForms(value));
+    this.#logRedactor = new Redactor(this.#logForms, SECRET_VALUE_MIN_BYTES);
+  }
+
+  async get(who: Identity, id: string): Promise<Secret> {
+    const row = await this.#load(who, id, "read");
+    const g = await this.#grantsOf([id]);
+    return view(row, g.get(id) ?? []);
+  }
+
+  async list(who: Identity, orgId?: string): Promise<Secret[]> {
+    const orgIds = await this.#access.visibleOrgIds(who, orgId);
+    if (orgIds.length === 0) return [];
+    const rows = await this.#db
+      .select()
+      .from(schema.secrets)
+      .where(inArray(schema.secrets.orgId, orgIds))
+      .orderBy(asc(schema.secrets.name), asc(schema.secrets.id));
+    const g = await this.#grantsOf(rows.map((r) => r.id));
+    return rows.map((r) => view(r, g.get(r.id) ?? []));
+  }
+
+  async update(who: Identity, id: string, input: SecretUpdateInput): Promise<Secret> {
+    const row = await this.#load(who, id, "write");
+    const grants = input.grants ? await this.#checkGrants(row.orgId, input.grants) : undefined;
+    await this.#db.transaction(async (tx) => {
+      await tx
+        .update(schema.secrets)
+        .set({
+          ...(input.description !== undefined ? { description: input.description } : {}),
+          updatedAt: new Date(),
+        })
+        .where(eq(schema.secrets.id, id));
+      if (grants) {
+        await tx.delete(schema.secretGrants).where(eq(schema.secretGrants.secretId, id));
+        if (grants.length > 0)
+          await tx
+            .insert(schema.secretGrants)
+            .values(grants.map((g) => ({ secretId: id, scope: g.scope, targetId: g.id })));
+      }
+    });
+    return this.get(who, id);
+  }
+
+  async delete(who: Identity, id: string): Promise<void> {
+    await this.#load(who, id, "write");
+    await this.#db.delete(schema.secrets).where(eq(schema.secrets.id, id));
+  }
+
+  /**
+   * The secrets that reach an agent now: granted to its organisation, one of its guilds or
+   * itself, aliases included (each with the value of the secret it names). Values are opened
+   * here and go only to the command's environment and its redactor.
+   */
+  async resolve(agent: { id: string; orgId: string }): Promise<ResolvedSecrets> {
+    const guildRows = await this.#db
+      .select({ id: schema.guildAgents.guildId })
+      .from(schema.guildAgents)
+      .where(eq(schema.guildAgents.agentId, agent.id));
+    const reach = [
+      and(eq(schema.secretGrants.scope, "org"), eq(schema.secretGrants.targetId, agent.orgId)),
+      and(eq(schema.secretGrants.scope, "agent"), eq(schema.secretGrants.targetId, agent.id)),
+      ...(guildRows.length > 0
+        ? [
+            and(
+              eq(schema.secretGrants.scope, "guild"),
+              inArray(
+                schema.secretGrants.targetId,
+                guildRows.map((g) => g.id),
+              ),
+            ),
+          ]
+        : []),
+    ];
+    const rows = await this.#db
+      .selectDistinct({
+        id: schema.secrets.id,
+        name: schema.secrets.name,
+        sealed: schema.secrets.sealed,
+        aliasOf: schema.secrets.aliasOf,
+      })
+      .from(schema.secrets)
+      .innerJoin(schema.secretGrants, eq(schema.secretGrants.secretId, schema.secrets.id))
+      .where(and(eq(schema.secrets.orgId, agent.orgId), or(...reach)))
+      .orderBy(asc(schema.secrets.name));
+    if (rows.length === 0) return { env: {}, redactor: Redactor.empty };
+    const targets = rows.filter((r) => r.aliasOf !== null).map((r) => r.aliasOf!);
+    const sealedOf = new Map<string, string>();
+    for (const r of rows) if (r.sealed !== null) sealedOf.set(r.id, r.sealed);
+    const missing = targets.filter((t) => !sealedOf.has(t));
+    if (missing.length > 0) {
+      const more = await this.#db
+        .select({ id: schema.secrets.id, sealed: schema.secrets.sealed })
+        .from(schema.secrets)
+        .where(inArray(schema.secrets.id, missing));
+      for (const m of more) if (m.sealed !== null) sealedOf.set(m.id, m.sealed);
+    }
+    const env: Record<string, string> = {};
+    const values: Buffer[] = [];
+    for (const r of rows) {
+      const from = r.aliasOf ?? r.id;
+      const s = sealedOf.get(from);
+      if (s === undefined) continue;
+      const value = open(this.#key, from, s);
+      env[r.name] = value.toString("utf8");
+      values.push(value);
+    }
+    return { env, redactor: new Redactor(values, SECRET_VALUE_MIN_BYTES) };
+  }
+}
