@@ -1,7 +1,11 @@
 // `warren serve`: parse the environment, compose the server, listen, stop on a signal.
+import path from "node:path";
+import { BootCheckError, report, runChecks } from "./boot/checks.js";
+import { StateLockError } from "./boot/lock.js";
+import { createProvider } from "./boxes/index.js";
 import { ConfigError, parseConfig } from "./config/index.js";
 import { MasterKeyError } from "./secrets/master-key.js";
-import { createServer } from "./server.js";
+import { bootProbes, createServer } from "./server.js";
 
 export async function serve(env: Record<string, string | undefined> = process.env): Promise<void> {
   let config;
@@ -18,8 +22,12 @@ export async function serve(env: Record<string, string | undefined> = process.en
   try {
     server = await createServer(config);
   } catch (err) {
-    if (err instanceof MasterKeyError) {
+    if (err instanceof MasterKeyError || err instanceof StateLockError) {
       process.stderr.write(`cannot start: ${err.message}\n`);
+      process.exit(2);
+    }
+    if (err instanceof BootCheckError) {
+      process.stderr.write(`${err.message}\n`);
       process.exit(2);
     }
     throw err;
@@ -44,4 +52,26 @@ export async function serve(env: Record<string, string | undefined> = process.en
   };
   process.on("SIGINT", () => stop("SIGINT"));
   process.on("SIGTERM", () => stop("SIGTERM"));
+}
+
+/**
+ * `warren doctor`: the server's boot checks, printed (nothing is started; the state tree
+ * of STATE_ROOT is read as the server would). Answers 0 when the server would start.
+ */
+export async function doctor(
+  env: Record<string, string | undefined>,
+  out: (text: string) => Promise<void>,
+): Promise<number> {
+  const config = parseConfig(env);
+  const root = config.STATE_ROOT;
+  const provider = createProvider(config, { stateRoot: root, runRoot: path.join(root, "run") });
+  const results = await runChecks(bootProbes(config, provider, {}, false), config.WARREN_ALLOW_DEGRADED);
+  await out(`${report(results)}\n`);
+  const refused = results.filter((r) => !r.ok && !r.accepted);
+  await out(
+    refused.length === 0
+      ? `warren can start on ${root}\n`
+      : `warren would refuse to start: ${refused.map((r) => r.name).join(", ")}\n`,
+  );
+  return refused.length === 0 ? 0 : 1;
 }

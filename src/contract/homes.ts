@@ -13,4 +13,12 @@ export const Usage = z
   })
   .meta({ id: "Usage" });
 
-export const Health = z.object({ ok: z.boolean() }).meta({ id: "Health" });
+export const Health = z
+  .object({
+    ok: z.boolean(),
+    degraded: z
+      .array(z.string())
+      .optional()
+      .describe("boot checks that failed and that the operator accepted (WARREN_ALLOW_DEGRADED)"),
+  })
+  .meta({ id: "Health" });

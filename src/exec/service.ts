@@ -137,6 +137,7 @@ export class Exec {
           limits: limitsOf(input.limits),
         },
         io,
+        { agentId: agent.id, argv },
       );
       this.metrics.execs.inc({
         outcome: result.timedOut ? "timed_out" : result.cancelled ? "cancelled" : "exited",

@@ -94,9 +94,24 @@ export class Runs {
   readonly #o: RunsOptions;
   /** The bookkeeping of each run this server started, by run id, until it is recorded. */
   readonly #pending = new Map<string, Promise<void>>();
+  /** The command tree (cgroup) of each running run, for its live usage. */
+  readonly #commands = new Map<string, { machineId: string; cgroup: string }>();
 
   constructor(o: RunsOptions) {
     this.#o = o;
+    // a runaway tree of a run is recorded on the run too (it may have left it in the background)
+    o.runtime.onRunaway(async (e) => {
+      if (!e.owner?.runId) return;
+      await this.#event(e.owner.runId, "runaway", {
+        limit: e.limit,
+        reason: e.reason,
+        held_s: e.heldS,
+        pids: e.pids,
+        memory_bytes: e.memoryBytes,
+        ended: e.ended,
+        detail: e.detail,
+      });
+    });
   }
 
   /** At boot: runs that were running or queued when the server stopped become lost. */
@@ -155,6 +170,7 @@ export class Runs {
         .finally(() => {
           o.registry.release(gen);
           this.#pending.delete(id);
+          this.#commands.delete(id);
         });
       this.#pending.set(id, p);
       return runView(row);
@@ -227,7 +243,11 @@ export class Runs {
               stderrBytes += c.length;
               trace("stderr", c);
             },
+            onStart: (_pid, cgroup) => {
+              if (cgroup) this.#commands.set(run.id, { machineId: machine.id, cgroup });
+            },
           },
+          { agentId: agent.id, runId: run.id, argv: run.argv },
         );
       } finally {
         await o.staging
@@ -330,7 +350,10 @@ export class Runs {
 
   async get(who: Identity, id: string): Promise<Run> {
     const { row, role } = await this.#loadWithRole(who, id, "read");
-    return viewFor(role, row);
+    const view = viewFor(role, row);
+    const cmd = row.status === "running" ? this.#commands.get(id) : undefined;
+    const usage = cmd ? this.#o.runtime.commandUsage(cmd.machineId, cmd.cgroup) : null;
+    return usage ? { ...view, box_usage: usage } : view;
   }
 
   async events(
