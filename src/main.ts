@@ -7,7 +7,10 @@ import { ConfigError, parseConfig } from "./config/index.js";
 import { MasterKeyError } from "./secrets/master-key.js";
 import { bootProbes, createServer } from "./server.js";
 
-export async function serve(env: Record<string, string | undefined> = process.env): Promise<void> {
+export async function serve(
+  env: Record<string, string | undefined> = process.env,
+  opts: { stopBoxes?: boolean } = {},
+): Promise<void> {
   let config;
   try {
     config = parseConfig(env);
@@ -41,8 +44,14 @@ export async function serve(env: Record<string, string | undefined> = process.en
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    server.logger.info({ signal }, "stopping; boxes keep running for the next start to adopt");
-    server.close().then(
+    const graceMs = config.WARREN_SHUTDOWN_GRACE_S * 1000;
+    server.logger.info(
+      { signal, graceS: config.WARREN_SHUTDOWN_GRACE_S, stopBoxes: opts.stopBoxes === true },
+      opts.stopBoxes
+        ? "stopping: draining requests, letting runs finish, then stopping the boxes"
+        : "stopping: draining requests, letting runs finish; boxes keep running for the next start to adopt",
+    );
+    server.close({ graceMs, stopBoxes: opts.stopBoxes === true }).then(
       () => process.exit(0),
       (err: unknown) => {
         server.logger.error({ err }, "stopping failed");

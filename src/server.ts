@@ -41,8 +41,12 @@ export interface Server {
   registry: GenerationRegistry;
   runs: Runs;
   logger: Logger;
-  /** Stops serving; boxes keep running so that the next server adopts them. */
-  close(): Promise<void>;
+  /**
+   * Stops serving: no new requests, in-flight ones drained; runs going on may finish for
+   * `graceMs` (default 0), then the rest are cancelled as interrupted. Boxes keep running
+   * for the next server to adopt, unless `stopBoxes`.
+   */
+  close(opts?: { graceMs?: number; stopBoxes?: boolean }): Promise<void>;
 }
 
 export interface ServerOptions {
@@ -228,10 +232,20 @@ async function compose(
     registry,
     runs,
     logger,
-    async close() {
+    async close(o = {}) {
       ready = false;
-      await runs.stopAll("the server is stopping");
-      await app.close();
+      const graceMs = o.graceMs ?? 0;
+      const requests = app.close(); // stops accepting; in-flight requests finish
+      if (graceMs > 0 && !(await runs.drain(graceMs)))
+        logger.warn({ graceMs }, "runs still going on after the grace period are interrupted");
+      await runs.stopAll(
+        graceMs > 0
+          ? `interrupted: the server stopped (the ${Math.round(graceMs / 1000)} s grace period was over)`
+          : "interrupted: the server stopped",
+      );
+      // a request that still streams (a long exec) does not hold the stop for ever
+      await Promise.race([requests, new Promise((r) => setTimeout(r, 5000).unref())]);
+      if (o.stopBoxes) await runtime.stopAll("stopped with the server (--stop-boxes)");
       runtime.close();
       await store.close();
       releaseLock();

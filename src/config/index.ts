@@ -83,6 +83,11 @@ export const configSchema = z
       .int()
       .positive("BOX_IDLE_S must be above 0")
       .default(300),
+    WARREN_SHUTDOWN_GRACE_S: z.coerce
+      .number({ message: "WARREN_SHUTDOWN_GRACE_S must be a number of seconds" })
+      .int("WARREN_SHUTDOWN_GRACE_S must be a whole number of seconds")
+      .min(0, "WARREN_SHUTDOWN_GRACE_S must be 0 or more")
+      .default(30),
     BOX_PIDS: z.coerce
       .number({ message: "BOX_PIDS must be a whole number" })
       .int("BOX_PIDS must be a whole number")

@@ -37,6 +37,12 @@ export interface RunInput {
   limits?: CommandLimits | undefined;
 }
 
+/** Why a run was cancelled: the reason its generation was aborted with. */
+function abortReason(signal: AbortSignal): string {
+  const r: unknown = signal.reason;
+  return r instanceof Error && r.message ? r.message : "cancelled";
+}
+
 export function runView(r: RunRow): Run {
   return {
     id: r.id,
@@ -262,12 +268,12 @@ export class Runs {
             ? "succeeded"
             : "failed";
       if (status === "timed_out") reason = `ran past its ${run.timeoutS} s limit`;
-      else if (status === "cancelled") reason = "cancelled";
+      else if (status === "cancelled") reason = abortReason(signal);
       else if (status === "failed")
         reason = result.signal ? `killed by ${result.signal}` : `exited with ${result.exitCode}`;
     } catch (err) {
       status = signal.aborted ? "cancelled" : "failed";
-      reason = signal.aborted ? "cancelled" : err instanceof Error ? err.message : String(err);
+      reason = signal.aborted ? abortReason(signal) : err instanceof Error ? err.message : String(err);
     }
     await Promise.allSettled(pendingEvents);
     if (dropped > 0) await this.#event(run.id, "output_dropped", { events: dropped });
@@ -414,6 +420,19 @@ export class Runs {
     if (!g) return;
     this.#o.registry.cancel(g.runId, reason);
     await this.#pending.get(g.runId);
+  }
+
+  /** Waits up to `ms` for the runs going on to end by themselves; true when none is left. */
+  async drain(ms: number): Promise<boolean> {
+    if (this.#pending.size === 0) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const all = Promise.allSettled([...this.#pending.values()]).then(() => true);
+    const late = new Promise<boolean>((r) => (timer = setTimeout(() => r(false), ms)));
+    try {
+      return await Promise.race([all, late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Cancels every generation and waits for their records (shutdown). */

@@ -407,6 +407,14 @@ export class MachineRuntime implements MachineControl {
     this.#idleTimer.unref();
   }
 
+  /** Stops every running box (`warren serve --stop-boxes`). */
+  async stopAll(reason: string): Promise<void> {
+    for (const id of [...this.#live.keys()])
+      await this.stop(id, reason).catch((err: unknown) =>
+        this.#o.logger.error({ err, machineId: id }, "stopping a box failed"),
+      );
+  }
+
   /** Samples running boxes' usage every `everyMs` and stops runaway command trees. */
   startHealth(everyMs: number): void {
     this.#health.start(everyMs);
