@@ -94,6 +94,8 @@ export interface UsageSample {
   cpuSeconds: number;
   memoryBytes: number;
   memoryPeakBytes: number;
+  /** Of memoryBytes, what the kernel cannot reclaim without swap: anonymous memory and tmpfs. */
+  unreclaimableBytes: number;
   pids: number;
   /** Processes the OOM killer ended (a count that only grows while the cgroup exists). */
   oomKills: number;

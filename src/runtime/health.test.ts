@@ -7,6 +7,7 @@ const sample = (o: Partial<UsageSample> = {}): UsageSample => ({
   cpuSeconds: 0,
   memoryBytes: 10 << 20,
   memoryPeakBytes: 10 << 20,
+  unreclaimableBytes: 8 << 20,
   pids: 3,
   oomKills: 0,
   memoryLimitHits: 0,
@@ -26,13 +27,14 @@ test("limitHeld: pids at the limit, or forks refused since the last sample", () 
 
 test("limitHeld: memory when the OOM killer struck, or near the limit and pressing on it", () => {
   assert.equal(limitHeld(sample(), sample(), 1), "memory");
-  const near = { memoryBytes: 99 << 20 };
-  assert.equal(
-    limitHeld(sample({ ...near, memoryLimitHits: 2 }), sample({ memoryLimitHits: 1 }), 0),
-    "memory",
-  );
-  // full of page cache but nothing pressing: not at the limit
-  assert.equal(limitHeld(sample({ ...near, memoryLimitHits: 1 }), sample({ memoryLimitHits: 1 }), 0), null);
+  const near = { memoryBytes: 99 << 20, unreclaimableBytes: 95 << 20 };
+  const hit = (n: number) => ({ memoryLimitHits: n });
+  assert.equal(limitHeld(sample({ ...near, ...hit(2) }), sample(hit(1)), 0), "memory");
+  // near the limit but nothing pressing: not at the limit
+  assert.equal(limitHeld(sample({ ...near, ...hit(1) }), sample(hit(1)), 0), null);
+  // full of page cache (reclaimed at each hit): not at the limit
+  const cache = { memoryBytes: 99 << 20, unreclaimableBytes: 20 << 20 };
+  assert.equal(limitHeld(sample({ ...cache, ...hit(9) }), sample(hit(1)), 0), null);
   // pressing but far below (a tighter per-command limit): not the box's limit
   assert.equal(limitHeld(sample({ memoryLimitHits: 9 }), sample({ memoryLimitHits: 1 }), 0), null);
   assert.equal(limitHeld(sample({ memoryLimitBytes: null, pidsLimit: null }), undefined, 3), null);

@@ -94,7 +94,9 @@ export function limitHeld(
   }
   if (now.memoryLimitBytes !== null) {
     if (oomDelta > 0) return "memory";
-    const near = now.memoryBytes >= now.memoryLimitBytes * 0.95;
+    // page cache is reclaimed at the limit (and counts as a hit on cgroup v1): only memory
+    // that cannot be reclaimed (anonymous, tmpfs) near the limit is holding it
+    const near = now.unreclaimableBytes >= now.memoryLimitBytes * 0.9;
     const hits = before !== undefined && now.memoryLimitHits > before.memoryLimitHits;
     if (near && hits) return "memory";
   }

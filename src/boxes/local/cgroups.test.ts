@@ -198,6 +198,10 @@ test("readCgroupUsage reads v1 and v2 files; commandGroups lists the commands' f
     writeFileSync(path.join(mem, "memory.max_usage_in_bytes"), "2097152\n");
     writeFileSync(path.join(mem, "memory.limit_in_bytes"), "9223372036854771712\n");
     writeFileSync(path.join(mem, "memory.failcnt"), "7\n");
+    writeFileSync(
+      path.join(mem, "memory.stat"),
+      "cache 5\nrss 1\ntotal_cache 500\ntotal_rss 1000\ntotal_shmem 24\n",
+    );
     writeFileSync(path.join(mem, "memory.oom_control"), "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n");
     writeFileSync(path.join(pids, "pids.current"), "12\n");
     writeFileSync(path.join(pids, "pids.max"), "64\n");
@@ -208,6 +212,7 @@ test("readCgroupUsage reads v1 and v2 files; commandGroups lists the commands' f
       cpuSeconds: 1.5,
       memoryBytes: 1048576,
       memoryPeakBytes: 2097152,
+      unreclaimableBytes: 1024,
       pids: 12,
       oomKills: 2,
       memoryLimitHits: 7,
@@ -221,12 +226,14 @@ test("readCgroupUsage reads v1 and v2 files; commandGroups lists the commands' f
     writeFileSync(path.join(v2, "cgroup.controllers"), "memory pids cpu\n");
     writeFileSync(path.join(v2, "cpu.stat"), "usage_usec 250000\nuser_usec 1\n");
     writeFileSync(path.join(v2, "memory.current"), "4096\n");
+    writeFileSync(path.join(v2, "memory.stat"), "anon 3000\nfile 1000\nshmem 96\n");
     writeFileSync(path.join(v2, "memory.events"), "low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\n");
     writeFileSync(path.join(v2, "memory.max"), "max\n");
     writeFileSync(path.join(v2, "pids.max"), "max\n");
     const w = readCgroupUsage([v2]);
     assert.equal(w.cpuSeconds, 0.25);
     assert.equal(w.memoryBytes, 4096);
+    assert.equal(w.unreclaimableBytes, 3096);
     assert.equal(w.oomKills, 1);
     assert.equal(w.memoryLimitHits, 4);
     assert.equal(w.memoryLimitBytes, null);

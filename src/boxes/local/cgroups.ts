@@ -358,6 +358,8 @@ export interface CgroupUsage {
   cpuSeconds: number;
   memoryBytes: number;
   memoryPeakBytes: number;
+  /** Anonymous memory and tmpfs (shmem): what cannot be reclaimed without swap. */
+  unreclaimableBytes: number;
   pids: number;
   /** Processes the OOM killer ended in this cgroup (its own count). */
   oomKills: number;
@@ -407,6 +409,8 @@ export function readCgroupUsage(dirs: string[]): CgroupUsage {
       cpuSeconds: keyed(readText(dirs, "cpu.stat"), "usage_usec") / 1e6,
       memoryBytes: numberOf(readText(dirs, "memory.current")) ?? 0,
       memoryPeakBytes: numberOf(readText(dirs, "memory.peak")) ?? 0,
+      unreclaimableBytes:
+        keyed(readText(dirs, "memory.stat"), "anon") + keyed(readText(dirs, "memory.stat"), "shmem"),
       pids: numberOf(readText(dirs, "pids.current")) ?? 0,
       oomKills: keyed(readText(dirs, "memory.events"), "oom_kill"),
       memoryLimitHits: keyed(readText(dirs, "memory.events"), "max"),
@@ -419,6 +423,8 @@ export function readCgroupUsage(dirs: string[]): CgroupUsage {
     cpuSeconds: (numberOf(readText(dirs, "cpuacct.usage")) ?? 0) / 1e9,
     memoryBytes: numberOf(readText(dirs, "memory.usage_in_bytes")) ?? 0,
     memoryPeakBytes: numberOf(readText(dirs, "memory.max_usage_in_bytes")) ?? 0,
+    unreclaimableBytes:
+      keyed(readText(dirs, "memory.stat"), "total_rss") + keyed(readText(dirs, "memory.stat"), "total_shmem"),
     pids: numberOf(readText(dirs, "pids.current")) ?? 0,
     oomKills: keyed(readText(dirs, "memory.oom_control"), "oom_kill"),
     memoryLimitHits: numberOf(readText(dirs, "memory.failcnt")) ?? 0,
