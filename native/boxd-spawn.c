@@ -27,6 +27,7 @@
  *   9. closes every fd above 2 and execs the command with exactly its environment.
  *
  * Usage:
+ *   boxd-spawn --probe   (prints the Landlock ABI and whether seccomp filters work)
  *   boxd-spawn [--cgroup DIR]... --seccomp FILE --uid N --gid N [--groups a,b]
  *              --cwd DIR [--agent-dir DIR] [--files restrict [--read P]... [--write P]...]
  *              [--bind-ports FIRST-LAST] [--connect-ports FIRST-LAST]... [--scope abstract-unix]
@@ -381,7 +382,19 @@ static void restrict_files(const struct opts *o) {
   close(ruleset);
 }
 
+/* `boxd-spawn --probe`: what the kernel offers the walls, for the server's boot checks.
+   Prints "landlock <ABI or 0>" and "seccomp <1 or 0>" (filter mode). Changes nothing. */
+static int probe(void) {
+  long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+  unsigned int action = SECCOMP_RET_KILL_PROCESS;
+  int filters = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0 &&
+                syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0;
+  printf("landlock %ld\nseccomp %d\n", abi < 0 ? 0L : abi, filters ? 1 : 0);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "--probe") == 0) return probe();
   struct opts o;
   memset(&o, 0, sizeof o);
   o.uid = o.gid = -1;

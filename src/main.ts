@@ -1,12 +1,18 @@
 // `warren serve`: parse the environment, compose the server, listen, stop on a signal.
-import { ConfigError, parseConfig } from "./config/index.js";
 import path from "node:path";
+import { BootCheckError, report, runChecks } from "./boot/checks.js";
+import { StateLockError } from "./boot/lock.js";
+import { createProvider } from "./boxes/index.js";
+import { ConfigError, parseConfig } from "./config/index.js";
 import { MasterKeyError, resolveMasterKey } from "./secrets/master-key.js";
 import { readNewKey, rotateMasterKey } from "./secrets/rotate.js";
 import { openStore } from "./store/index.js";
-import { createServer } from "./server.js";
+import { bootProbes, createServer } from "./server.js";
 
-export async function serve(env: Record<string, string | undefined> = process.env): Promise<void> {
+export async function serve(
+  env: Record<string, string | undefined> = process.env,
+  opts: { stopBoxes?: boolean } = {},
+): Promise<void> {
   let config;
   try {
     config = parseConfig(env);
@@ -21,8 +27,12 @@ export async function serve(env: Record<string, string | undefined> = process.en
   try {
     server = await createServer(config);
   } catch (err) {
-    if (err instanceof MasterKeyError) {
+    if (err instanceof MasterKeyError || err instanceof StateLockError) {
       process.stderr.write(`cannot start: ${err.message}\n`);
+      process.exit(2);
+    }
+    if (err instanceof BootCheckError) {
+      process.stderr.write(`${err.message}\n`);
       process.exit(2);
     }
     throw err;
@@ -36,8 +46,14 @@ export async function serve(env: Record<string, string | undefined> = process.en
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    server.logger.info({ signal }, "stopping; boxes keep running for the next start to adopt");
-    server.close().then(
+    const graceMs = config.WARREN_SHUTDOWN_GRACE_S * 1000;
+    server.logger.info(
+      { signal, graceS: config.WARREN_SHUTDOWN_GRACE_S, stopBoxes: opts.stopBoxes === true },
+      opts.stopBoxes
+        ? "stopping: draining requests, letting runs finish, then stopping the boxes"
+        : "stopping: draining requests, letting runs finish; boxes keep running for the next start to adopt",
+    );
+    server.close({ graceMs, stopBoxes: opts.stopBoxes === true }).then(
       () => process.exit(0),
       (err: unknown) => {
         server.logger.error({ err }, "stopping failed");
@@ -73,4 +89,26 @@ export async function rotateKey(
   } finally {
     await store.close();
   }
+}
+
+/**
+ * `warren doctor`: the server's boot checks, printed (nothing is started; the state tree
+ * of STATE_ROOT is read as the server would). Answers 0 when the server would start.
+ */
+export async function doctor(
+  env: Record<string, string | undefined>,
+  out: (text: string) => Promise<void>,
+): Promise<number> {
+  const config = parseConfig(env);
+  const root = config.STATE_ROOT;
+  const provider = createProvider(config, { stateRoot: root, runRoot: path.join(root, "run") });
+  const results = await runChecks(bootProbes(config, provider, {}, false), config.WARREN_ALLOW_DEGRADED);
+  await out(`${report(results)}\n`);
+  const refused = results.filter((r) => !r.ok && !r.accepted);
+  await out(
+    refused.length === 0
+      ? `warren can start on ${root}\n`
+      : `warren would refuse to start: ${refused.map((r) => r.name).join(", ")}\n`,
+  );
+  return refused.length === 0 ? 0 : 1;
 }

@@ -4,6 +4,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { FastifyInstance } from "fastify";
 import { Access } from "./access/index.js";
+import { enforce, runChecks, stateProbes, type Probes } from "./boot/checks.js";
+import { lockStateRoot } from "./boot/lock.js";
 import { Agents } from "./agents/service.js";
 import { createProvider, type BoxProvider } from "./boxes/index.js";
 import type { Config } from "./config/index.js";
@@ -43,8 +45,12 @@ export interface Server {
   registry: GenerationRegistry;
   runs: Runs;
   logger: Logger;
-  /** Stops serving; boxes keep running so that the next server adopts them. */
-  close(): Promise<void>;
+  /**
+   * Stops serving: no new requests, in-flight ones drained; runs going on may finish for
+   * `graceMs` (default 0), then the rest are cancelled as interrupted. Boxes keep running
+   * for the next server to adopt, unless `stopBoxes`.
+   */
+  close(opts?: { graceMs?: number; stopBoxes?: boolean }): Promise<void>;
 }
 
 export interface ServerOptions {
@@ -53,6 +59,24 @@ export interface ServerOptions {
   logDestination?: pino.DestinationStream;
   /** Metrics without the process-wide default collectors (many servers in one test process). */
   defaultMetrics?: boolean;
+  /** Replaces boot checks' probes (tests simulate a missing part). */
+  probes?: Probes;
+}
+
+/** The boot checks of a configuration: the provider's probes of the host, the state tree's. */
+export function bootProbes(config: Config, provider: BoxProvider, extra: Probes = {}, repair = true): Probes {
+  const root = config.STATE_ROOT;
+  return {
+    ...provider.hostProbes({ repair }),
+    ...stateProbes({
+      root,
+      run: path.join(root, "run"),
+      workspaces: path.join(root, "workspaces"),
+      data: path.join(root, "data"),
+      contracts: path.join(root, "contracts"),
+    }),
+    ...extra,
+  };
 }
 
 async function version(): Promise<string> {
@@ -87,6 +111,26 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
   await mkdir(paths.data, { recursive: true, mode: 0o755 });
   await mkdir(paths.contracts, { recursive: true, mode: 0o755 });
 
+  // one server per STATE_ROOT; released by close() or when the start fails
+  const lock = lockStateRoot(root, paths.run);
+  try {
+    return await compose(config, opts, logger, paths, () => lock.release(), held);
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+}
+
+async function compose(
+  config: Config,
+  opts: ServerOptions,
+  logger: Logger,
+  paths: { workspaces: string; run: string; data: string; contracts: string; pglite: string },
+  releaseLock: () => void,
+  held: { secrets?: Secrets },
+): Promise<Server> {
+  const root = config.STATE_ROOT;
+
   // Secrets' key: checked at every start, so a lost or damaged key is found before it is needed.
   const masterKey = await resolveMasterKey(config, paths.run);
   if (masterKey.source === "generated")
@@ -95,15 +139,28 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
       "generated a development master key; set WARREN_MASTER_KEY (64 hex characters) in production",
     );
 
-  const store = await openStore({ databaseUrl: config.DATABASE_URL, pgliteDir: paths.pglite });
-  let ready = false;
-  const metrics = new Metrics(opts.defaultMetrics ?? true);
-  const registry = new GenerationRegistry();
   const provider = createProvider(config, {
     stateRoot: root,
     runRoot: paths.run,
     workspacesRoot: paths.workspaces,
+    orphanAfterS: config.BOX_ORPHAN_S,
   });
+  // what boxes need: refused when missing, unless accepted (WARREN_ALLOW_DEGRADED)
+  const checks = await runChecks(bootProbes(config, provider, opts.probes), config.WARREN_ALLOW_DEGRADED);
+  const { degraded } = enforce(checks);
+  for (const c of checks) {
+    if (c.accepted)
+      logger.warn(
+        { check: c.name, detail: c.detail, fix: c.fix },
+        `running degraded: ${c.name} is missing (accepted by WARREN_ALLOW_DEGRADED)`,
+      );
+    else if (c.ok && /set to/.test(c.detail)) logger.info({ check: c.name }, c.detail);
+  }
+
+  const store = await openStore({ databaseUrl: config.DATABASE_URL, pgliteDir: paths.pglite });
+  let ready = false;
+  const metrics = new Metrics(opts.defaultMetrics ?? true);
+  const registry = new GenerationRegistry();
   const layout = provider.homes;
 
   const runtime = new MachineRuntime({
@@ -115,6 +172,10 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
     paths: { data: paths.data, contracts: paths.contracts },
     idleMs: config.BOX_IDLE_S * 1000,
     busyAgents: () => registry.activeAgents(),
+    pids: config.BOX_PIDS,
+    // boxd hears from its server well within BOX_ORPHAN_S
+    keepaliveMs:
+      config.BOX_ORPHAN_S > 0 ? Math.max(250, Math.min(10_000, (config.BOX_ORPHAN_S * 1000) / 3)) : 10_000,
   });
   const access = new Access(store.db);
   const secrets = new Secrets(store.db, access, masterKey.key);
@@ -165,6 +226,7 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
   const recovered = await runtime.recover();
   if (recovered.adopted.length || recovered.reaped.length) logger.info(recovered, "boxes recovered");
   runtime.startIdleTimer();
+  runtime.startHealth(config.BOX_HEALTH_MS);
 
   const app = await buildApp({
     config,
@@ -173,6 +235,7 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
     metrics,
     version: ver,
     ready: () => ready,
+    degraded,
     routes: [
       ...orgRoutes(orgs),
       ...machineRoutes(machines),
@@ -197,12 +260,23 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
     registry,
     runs,
     logger,
-    async close() {
+    async close(o = {}) {
       ready = false;
-      await runs.stopAll("the server is stopping");
-      await app.close();
+      const graceMs = o.graceMs ?? 0;
+      const requests = app.close(); // stops accepting; in-flight requests finish
+      if (graceMs > 0 && !(await runs.drain(graceMs)))
+        logger.warn({ graceMs }, "runs still going on after the grace period are interrupted");
+      await runs.stopAll(
+        graceMs > 0
+          ? `interrupted: the server stopped (the ${Math.round(graceMs / 1000)} s grace period was over)`
+          : "interrupted: the server stopped",
+      );
+      // a request that still streams (a long exec) does not hold the stop for ever
+      await Promise.race([requests, new Promise((r) => setTimeout(r, 5000).unref())]);
+      if (o.stopBoxes) await runtime.stopAll("stopped with the server (--stop-boxes)");
       runtime.close();
       await store.close();
+      releaseLock();
     },
   };
 }

@@ -22,7 +22,7 @@
  *
  * Arguments (see bwrapArgv in src/boxes/local/bwrap.ts):
  *   --socket PATH --spawn PATH --seccomp PATH --cgroup-version 1|2
- *   --cgroup NAME=DIR (repeat) --ready-fd N
+ *   --cgroup NAME=DIR (repeat) --ready-fd N --orphan-after-s N
  */
 #ifndef BOXD_H
 #define BOXD_H
@@ -77,6 +77,7 @@ struct config {
   struct cgroot roots[MAX_CGROUPS];
   int nroots;
   int ready_fd;
+  int orphan_after_s; /* 0: never; else exit when no server contact for this long */
 };
 
 /* A list of names (cgroup names of commands). */
@@ -97,6 +98,9 @@ struct boxd {
   double started_at;
   double listen_paused_until; /* accept is paused (out of fds) until then; 0 = not */
   double next_sweep;
+  double next_watch;       /* the next check of the server's contact and the socket */
+  double last_contact;     /* the last time a client connected (or one was still open) */
+  unsigned long socket_ino; /* the socket boxd made: gone or replaced = its folder was removed */
   unsigned long counter;     /* numbers the helpers' cgroups */
   struct helper *prepared;   /* the ready helper, in its cgroup, waiting for a command */
   struct helper *helpers;    /* every helper not yet reaped */

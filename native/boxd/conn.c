@@ -364,6 +364,7 @@ void conn_accept_all(struct boxd *bd) {
       return;
     }
     struct conn *c = xcalloc(1, sizeof *c);
+    bd->last_contact = now_ms();
     c->bd = bd;
     c->fd = fd;
     c->t.fd = -1;

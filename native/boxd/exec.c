@@ -542,7 +542,7 @@ void exec_start(struct conn *c, const struct spec *s) {
 
   if (s->timeout_ms > 0) e->timer_at = now_ms() + (double)s->timeout_ms;
   struct buf j = {0};
-  buf_printf(&j, "{\"type\":\"started\",\"pid\":%d}", h->pid);
+  buf_printf(&j, "{\"type\":\"started\",\"pid\":%d,\"cgroup\":\"%s\"}", h->pid, e->name);
   conn_send_json(c, &j);
 }
 

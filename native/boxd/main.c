@@ -19,6 +19,7 @@
 #include "exec.h"
 
 #define SWEEP_MS 10000
+#define WATCH_MS 1000
 
 /* ---- arguments ---------------------------------------------------------------------- */
 
@@ -46,6 +47,12 @@ static void parse_args(struct config *cfg, int argc, char **argv) {
       cfg->roots[cfg->nroots].dir = strdup(eq + 1);
       cfg->nroots++;
     } else if (!strcmp(key, "--ready-fd")) cfg->ready_fd = atoi(value);
+    else if (!strcmp(key, "--orphan-after-s")) {
+      char *end = NULL;
+      long n = strtol(value, &end, 10);
+      if (!end || *end || n < 0 || n > 86400L * 365) usage_die("--orphan-after-s wants 0..31536000, got %s", value);
+      cfg->orphan_after_s = (int)n;
+    }
     else usage_die("unknown argument %s", key);
   }
   if (!cfg->socket || !cfg->spawn_helper || !cfg->seccomp)
@@ -159,6 +166,48 @@ static void dispatch(struct boxd *bd, struct watch *w, uint32_t ev) {
   }
 }
 
+/* A box never outlives its server: boxd ends (and with it the box: the kernel ends the
+   pid namespace) when its socket is gone or replaced (the state folder was removed on
+   the host, which detaches the bind at /run/boxd), or when no client has connected for
+   orphan_after_s and no command is running. */
+/* Ends every agent process (each command's cgroup, SIGKILL rounds for up to 10 s), then
+   boxd: bwrap's pid 1 then has no child left and exits, and the box is gone. */
+static void end_box(struct boxd *bd) __attribute__((noreturn));
+static void end_box(struct boxd *bd) {
+  double deadline = now_ms() + 10000;
+  for (;;) {
+    size_t left = 0;
+    struct names names = {0};
+    cg_names(&bd->cfg, &names);
+    for (size_t i = 0; i < names.n; i++) {
+      pid_t *pids = NULL;
+      size_t n = cg_procs(&bd->cfg, names.v[i], &pids);
+      for (size_t k = 0; k < n; k++)
+        if (pids[k] > 0) kill(pids[k], SIGKILL);
+      left += n;
+      free(pids);
+    }
+    names_clear(&names);
+    if (left == 0 || now_ms() > deadline) break;
+    helpers_reap(bd);
+    usleep(5000);
+  }
+  exit(0);
+}
+
+static void watch_owner(struct boxd *bd, double now) {
+  struct stat st;
+  if (stat(bd->cfg.socket, &st) != 0 || (unsigned long)st.st_ino != bd->socket_ino) {
+    logf_("the socket %s is gone (its state folder was removed): stopping the box", bd->cfg.socket);
+    end_box(bd);
+  }
+  if (bd->conns || bd->active_count > 0) bd->last_contact = now;
+  if (bd->cfg.orphan_after_s > 0 && now - bd->last_contact > bd->cfg.orphan_after_s * 1000.0) {
+    logf_("no server contact for %d s and no command running: stopping the box", bd->cfg.orphan_after_s);
+    end_box(bd);
+  }
+}
+
 /* What is due after a batch of events: timers, the sweep, a new ready helper, frees,
    cgroup removals. */
 static void after_events(struct boxd *bd) {
@@ -171,6 +220,10 @@ static void after_events(struct boxd *bd) {
   if (now >= bd->next_sweep) {
     bd->next_sweep = now + SWEEP_MS;
     sweep(bd);
+  }
+  if (now >= bd->next_watch) {
+    bd->next_watch = now + WATCH_MS;
+    watch_owner(bd, now);
   }
   if (bd->want_prepare) {
     bd->want_prepare = 0;
@@ -185,6 +238,7 @@ static int run(struct boxd *bd) {
   struct epoll_event evs[64];
   for (;;) {
     double now = now_ms(), next = bd->next_sweep;
+    if (bd->next_watch < next) next = bd->next_watch;
     if (bd->listen_paused_until > 0 && bd->listen_paused_until < next) next = bd->listen_paused_until;
     next = exec_next_timer(bd, next);
     int wait = bd->want_prepare || bd->removals.n ? 0 : next <= now ? 0 : (int)(next - now + 0.999);
@@ -225,6 +279,12 @@ int main(int argc, char **argv) {
     logf_("listen on %s: %s", bd.cfg.socket, strerror(errno));
     return 1;
   }
+  struct stat sock_st;
+  if (stat(bd.cfg.socket, &sock_st) != 0) {
+    logf_("stat %s: %s", bd.cfg.socket, strerror(errno));
+    return 1;
+  }
+  bd.socket_ino = (unsigned long)sock_st.st_ino;
   ep_set(&bd, bd.signal_fd, &bd.signal_w, EPOLLIN, 1);
   ep_set(&bd, bd.listen_fd, &bd.listen_w, EPOLLIN, 1);
   /* the first ready helper starts before boxd says it is ready: its cgroup migration
@@ -236,6 +296,8 @@ int main(int argc, char **argv) {
   }
   logf_("listening on %s", bd.cfg.socket);
   bd.next_sweep = now_ms() + SWEEP_MS;
+  bd.last_contact = now_ms();
+  bd.next_watch = bd.last_contact + WATCH_MS;
   return run(&bd);
 }
 

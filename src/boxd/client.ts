@@ -36,8 +36,8 @@ export interface ExecRequest extends Omit<ExecSpec, "groups" | "timeoutMs" | "en
 export interface ExecOptions {
   onStdout?: (chunk: Buffer) => void;
   onStderr?: (chunk: Buffer) => void;
-  /** Called once boxd has spawned the command (pid in the box). */
-  onStart?: (pid: number) => void;
+  /** Called once boxd has spawned the command (pid in the box, its cgroup's name). */
+  onStart?: (pid: number, cgroup: string | undefined) => void;
   /** Aborting cancels the command: boxd kills its whole process tree. */
   signal?: AbortSignal;
   /** Streams stdin after `request.stdin`; stdin closes when it ends. */
@@ -173,7 +173,7 @@ export class BoxdClient {
       const handle = (message: ServerMessage): void => {
         switch (message.type) {
           case "started":
-            options.onStart?.(message.pid);
+            options.onStart?.(message.pid, message.cgroup);
             return;
           case "exit": {
             const { type: _type, ...result } = message;

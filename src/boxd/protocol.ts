@@ -173,7 +173,8 @@ export type ErrorCode = "invalid" | "unsupported" | "spawn_failed" | "forward_re
 
 export type ServerMessage =
   | ({ type: "pong" } & PingResult)
-  | { type: "started"; pid: number }
+  /** `cgroup`: the name of the command's own cgroup under the agents' one. */
+  | { type: "started"; pid: number; cgroup?: string }
   | ({ type: "exit" } & ExecResult)
   | { type: "forwarded" }
   | { type: "error"; code: ErrorCode; message: string };

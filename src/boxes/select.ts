@@ -13,6 +13,8 @@ export interface ProviderPaths {
   /** Machines' folders and agents' homes (default STATE_ROOT/workspaces). */
   workspacesRoot?: string;
   logger?: LoggerLike;
+  /** boxd stops its box after this many seconds without the server (0: never). */
+  orphanAfterS?: number;
 }
 
 export function createProvider(config: Pick<Config, "WARREN_PROVIDER">, paths: ProviderPaths): BoxProvider {
@@ -24,6 +26,7 @@ export function createProvider(config: Pick<Config, "WARREN_PROVIDER">, paths: P
         runRoot: paths.runRoot,
         workspacesRoot,
         logger: paths.logger,
+        ...(paths.orphanAfterS === undefined ? {} : { orphanAfterS: paths.orphanAfterS }),
       });
     case "oci":
     case "kubernetes": {
@@ -45,6 +48,9 @@ export function createProvider(config: Pick<Config, "WARREN_PROVIDER">, paths: P
         remove: async () => {},
         refreshUsers: async () => {},
         runFilesDir: unavailable,
+        usage: async () => null,
+        killCommand: async () => 0,
+        hostProbes: () => ({}),
       };
     }
   }

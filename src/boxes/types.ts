@@ -89,6 +89,37 @@ export interface RunFilesDir {
   boxDir: string;
 }
 
+/** What a cgroup used: the box's, the agents', or one command's. */
+export interface UsageSample {
+  cpuSeconds: number;
+  memoryBytes: number;
+  memoryPeakBytes: number;
+  /** Of memoryBytes, what the kernel cannot reclaim without swap: anonymous memory and tmpfs. */
+  unreclaimableBytes: number;
+  pids: number;
+  /** Processes the OOM killer ended (a count that only grows while the cgroup exists). */
+  oomKills: number;
+  /** Times the memory limit was hit (a count that only grows). */
+  memoryLimitHits: number;
+  /** Forks the pids limit refused (a count that only grows). */
+  pidsLimitHits: number;
+  memoryLimitBytes: number | null;
+  pidsLimit: number | null;
+}
+
+/** A running box's usage, read by the provider (never from inside the box). */
+export interface BoxUsage {
+  /** The whole box: boxd and the agents' commands. */
+  box: UsageSample;
+  /** The agents' commands together, under the machine's limits. */
+  agents: UsageSample;
+  /** One per command tree boxd made (the `cgroup` of its `started` message), by name. */
+  commands: ({ name: string } & UsageSample)[];
+}
+
+/** One boot check of what boxes need on this host: `fix` says what to do when it fails. */
+export type HostProbe = () => Promise<{ ok: boolean; detail: string; fix: string }>;
+
 export interface BoxProvider {
   readonly name: ProviderName;
   /** Where machines' folders and agents' homes are, and how they are owned. */
@@ -108,4 +139,10 @@ export interface BoxProvider {
   refreshUsers(id: string): Promise<void>;
   /** Where a run's private files go on the host so that boxd can bind them for that run. */
   runFilesDir(id: string): RunFilesDir;
+  /** The running box's usage, or null when it is not running or the provider cannot tell. */
+  usage(id: string): Promise<BoxUsage | null>;
+  /** The checks of what this provider's boxes need of the host, by name (src/boot runs them). */
+  hostProbes(opts: { repair: boolean }): Record<string, HostProbe>;
+  /** Ends every process of one command tree (by its cgroup name); returns how many were ended. */
+  killCommand(id: string, name: string): Promise<number>;
 }

@@ -20,7 +20,7 @@ export interface CliIo {
   /** Default: the global fetch. */
   fetch?: typeof fetch;
   /** Default: `serve()` of the control plane, loaded only when asked for. */
-  serve?: (env: Record<string, string | undefined>) => Promise<void>;
+  serve?: (env: Record<string, string | undefined>, opts: { stopBoxes: boolean }) => Promise<void>;
 }
 
 /** The global options, read. */

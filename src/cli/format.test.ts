@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Machine, Run, Usage } from "../sdk/index.js";
 import { exitCodeOf, exitNote } from "./commands/exec.js";
-import { machineColumns } from "./commands/machines.js";
+import { machineColumns, machineDetail } from "./commands/machines.js";
 import { runExitCode, runView } from "./commands/runs.js";
 import { usageView } from "./commands/usage.js";
 import { cell, detailView, flatten, formatTable, listView, mib, short } from "./format.js";
@@ -46,8 +46,25 @@ const machine: Machine = {
   cpus: 1,
   trust: "isolated",
   agents: 2,
+  runaway_after_s: 60,
   created_at: "2026-01-01T00:00:00.000Z",
 };
+
+test("machineDetail: the box's usage on one line, its events one a line", () => {
+  const text = machineDetail({
+    ...machine,
+    box: {
+      state: "running",
+      usage: { cpu_s: 1.25, memory_bytes: 3 * 1048576, memory_peak_bytes: 5 * 1048576, pids: 7 },
+      at_limit: { limit: "pids", since: "2026-01-01T00:00:01.000Z" },
+      events: [{ at: "2026-01-01T00:00:03.000Z", type: "runaway", detail: "stopped x1\u001b", data: {} }],
+    },
+  });
+  assert.match(text, /^box\.usage +cpu 1\.3 s, memory 3\.0 MiB \(peak 5\.0 MiB\), 7 processes$/m);
+  assert.match(text, /^box\.at_limit +pids since 2026-01-01T00:00:01\.000Z$/m);
+  assert.match(text, /^ {2}2026-01-01T00:00:03\.000Z {2}runaway {2}stopped x1\\x1b$/m);
+  assert.doesNotMatch(text, /box\.events\.0/);
+});
 
 test("listView: a table of items, or a sentence when there are none", () => {
   assert.equal(listView("machines", machineColumns, []), "no machines\n");

@@ -36,6 +36,7 @@ test("the texts themselves: the overview and a command's help, word for word", (
       "\n" +
       "commands:\n" +
       "  serve     run the control plane\n" +
+      "  doctor    check this host for what boxes need\n" +
       "  orgs      organisations and their members\n" +
       "  machines  machines: where agents live, one box each\n" +
       "  agents    agents: a home, a slot and a port block on a machine\n" +

@@ -112,7 +112,9 @@ test("resource commands become typed commands", () => {
     agentId: "agt_1",
   });
   assert.deepEqual(cmd(["usage", "agt_1"]), { kind: "usage", agentId: "agt_1" });
-  assert.deepEqual(cmd(["serve"]), { kind: "serve" });
+  assert.deepEqual(cmd(["serve"]), { kind: "serve", stopBoxes: false });
+  assert.deepEqual(cmd(["serve", "--stop-boxes"]), { kind: "serve", stopBoxes: true });
+  assert.deepEqual(cmd(["doctor"]), { kind: "doctor" });
 });
 
 test("exec: argv after --, or --command, with its options", () => {

@@ -3,6 +3,20 @@
 import path from "node:path";
 import { z } from "zod";
 
+/** The boot checks (src/boot): each can be accepted as missing with WARREN_ALLOW_DEGRADED. */
+export const BOOT_CHECK_NAMES = [
+  "bubblewrap",
+  "namespaces",
+  "cgroups",
+  "landlock",
+  "seccomp",
+  "protected_symlinks",
+  "state",
+  "data",
+  "contracts",
+] as const;
+export type BootCheckName = (typeof BOOT_CHECK_NAMES)[number];
+
 const bool = z
   .enum(["0", "1", "true", "false", ""])
   .optional()
@@ -69,6 +83,39 @@ export const configSchema = z
       .int()
       .positive("BOX_IDLE_S must be above 0")
       .default(300),
+    WARREN_SHUTDOWN_GRACE_S: z.coerce
+      .number({ message: "WARREN_SHUTDOWN_GRACE_S must be a number of seconds" })
+      .int("WARREN_SHUTDOWN_GRACE_S must be a whole number of seconds")
+      .min(0, "WARREN_SHUTDOWN_GRACE_S must be 0 or more")
+      .default(30),
+    BOX_PIDS: z.coerce
+      .number({ message: "BOX_PIDS must be a whole number" })
+      .int("BOX_PIDS must be a whole number")
+      .min(16, "BOX_PIDS must be at least 16")
+      .max(1 << 22, "BOX_PIDS must be at most 4194304")
+      .default(4096),
+    BOX_ORPHAN_S: z.coerce
+      .number({ message: "BOX_ORPHAN_S must be a number of seconds" })
+      .int("BOX_ORPHAN_S must be a whole number of seconds")
+      .min(0, "BOX_ORPHAN_S must be 0 (never) or more")
+      .default(300),
+    BOX_HEALTH_MS: z.coerce
+      .number({ message: "BOX_HEALTH_MS must be a number of milliseconds" })
+      .int("BOX_HEALTH_MS must be a whole number of milliseconds")
+      .min(100, "BOX_HEALTH_MS must be at least 100")
+      .default(1000),
+    WARREN_ALLOW_DEGRADED: z
+      .string()
+      .optional()
+      .transform((v) =>
+        (v ?? "")
+          .split(",")
+          .map((x) => x.trim())
+          .filter(Boolean),
+      )
+      .refine((v) => v.every((x) => (BOOT_CHECK_NAMES as readonly string[]).includes(x)), {
+        message: `WARREN_ALLOW_DEGRADED is a comma-separated list of: ${BOOT_CHECK_NAMES.join(", ")}`,
+      }),
     LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   })
   .superRefine((c, ctx) => {

@@ -13,7 +13,15 @@ export const Usage = z
   })
   .meta({ id: "Usage" });
 
-export const Health = z.object({ ok: z.boolean() }).meta({ id: "Health" });
+export const Health = z
+  .object({
+    ok: z.boolean(),
+    degraded: z
+      .array(z.string())
+      .optional()
+      .describe("boot checks that failed and that the operator accepted (WARREN_ALLOW_DEGRADED)"),
+  })
+  .meta({ id: "Health" });
 
 /** The OpenAPI document itself (served at /api/openapi.json). */
 export const OpenApiDocument = z

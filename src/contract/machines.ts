@@ -4,6 +4,46 @@ import { idOf, items, MAX_MIB, mibField, name } from "./common.js";
 export const MachineState = z.enum(["stopped", "starting", "running"]).meta({ id: "MachineState" });
 export const MachineTrust = z.enum(["isolated", "shared"]).meta({ id: "MachineTrust" });
 
+export const BoxUsage = z
+  .object({
+    cpu_s: z.number().describe("CPU seconds used since the box started"),
+    memory_bytes: z.number().describe("memory in use now (cgroup accounting: page cache and tmpfs count)"),
+    memory_peak_bytes: z.number().describe("the highest memory use since the box started"),
+    pids: z.number().describe("processes and threads now"),
+  })
+  .meta({ id: "BoxUsage" });
+
+export const BoxEvent = z
+  .object({
+    at: z.string(),
+    type: z.string().describe("`runaway`: a command tree stopped by the server"),
+    detail: z.string().describe("what happened, for people"),
+    data: z
+      .record(z.string(), z.unknown())
+      .describe(
+        "for `runaway`: limit, reason (held or oom), held_s, command, agent_id, run_id, argv, pids, memory_bytes, oom_kills, ended",
+      ),
+  })
+  .meta({ id: "BoxEvent" });
+
+export const MachineBox = z
+  .object({
+    state: MachineState,
+    usage: BoxUsage.nullable().describe("null when the box is not running"),
+    at_limit: z
+      .object({ limit: z.enum(["pids", "memory"]), since: z.string() })
+      .optional()
+      .describe("present while the agents' commands hold the box at a limit"),
+    events: z.array(BoxEvent).describe("the latest events of the box, oldest first"),
+  })
+  .meta({ id: "MachineBox" });
+
+const runawayAfter = z
+  .number()
+  .int("must be a whole number of seconds")
+  .min(1, "must be at least 1")
+  .max(86400, "must be at most 86400");
+
 export const Machine = z
   .object({
     id: z.string(),
@@ -18,6 +58,10 @@ export const Machine = z
     cpus: z.number(),
     trust: MachineTrust,
     agents: z.number().describe("how many agents live on the machine"),
+    runaway_after_s: z
+      .number()
+      .describe("how long a command tree may hold the box at its pids or memory limit before it is stopped"),
+    box: MachineBox.optional().describe("the box's usage and events (GET /api/machines/:id)"),
     created_at: z.string(),
   })
   .meta({ id: "Machine" });
@@ -38,6 +82,7 @@ export const MachineCreateRequest = z
     memory_mib: memory.optional(),
     cpus: cpus.optional(),
     trust: MachineTrust.optional(),
+    runaway_after_s: runawayAfter.optional(),
   })
   .strict()
   .meta({ id: "MachineCreateRequest" });
@@ -48,6 +93,7 @@ export const MachineUpdateRequest = z
     max_workspace_mib: mibField(MAX_MIB).optional(),
     memory_mib: memory.optional(),
     cpus: cpus.optional(),
+    runaway_after_s: runawayAfter.optional(),
   })
   .strict()
   .meta({ id: "MachineUpdateRequest" });

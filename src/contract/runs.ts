@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { idOf, items } from "./common.js";
+import { BoxUsage } from "./machines.js";
 import { argvField, commandField, CommandLimits, envField, exactlyOneCommand } from "./exec.js";
 
 export const RunStatus = z
@@ -62,6 +63,9 @@ export const Run = z
       .boolean()
       .optional()
       .describe("true when the caller's role (auditor) may not see workloads: output is then empty"),
+    box_usage: BoxUsage.optional().describe(
+      "while the run is running: what its command tree (with what it started in the background) uses now",
+    ),
   })
   .meta({ id: "Run" });
 export const RunList = items(Run, "RunList");

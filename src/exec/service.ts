@@ -166,6 +166,7 @@ export class Exec {
           limits: limitsOf(input.limits),
         },
         io,
+        { agentId: agent.id, argv },
       );
       io.flush();
       this.metrics.execs.inc({

@@ -39,6 +39,8 @@ export interface AppOptions {
   routes: AnyRoute[];
   /** Answers /health: true once the store and the provider are ready. */
   ready: () => boolean;
+  /** Boot checks that failed and were accepted (WARREN_ALLOW_DEGRADED): /health names them. */
+  degraded?: string[];
   version: string;
 }
 
@@ -179,12 +181,13 @@ function systemRoutes(opts: AppOptions, doc: () => object): AnyRoute[] {
       url: "/health",
       id: "system.health",
       tag: "system",
-      summary: "200 {ok: true} once the store and the provider are ready; 503 {ok: false} before",
+      summary:
+        "200 {ok: true} once the store and the provider are ready (with `degraded`: the accepted missing parts); 503 {ok: false} before",
       public: true,
       response: Health,
       handler: async ({ reply }) => {
         if (!opts.ready()) return reply.code(503).send({ ok: false });
-        return { ok: true };
+        return opts.degraded?.length ? { ok: true, degraded: opts.degraded } : { ok: true };
       },
     }),
     route({

@@ -17,9 +17,15 @@ export interface MachineInput {
   memory_mib?: number | undefined;
   cpus?: number | undefined;
   trust?: "isolated" | "shared" | undefined;
+  runaway_after_s?: number | undefined;
 }
 
-export const MACHINE_DEFAULTS = { max_workspace_mib: 51200, memory_mib: 2048, cpus: 1 } as const;
+export const MACHINE_DEFAULTS = {
+  max_workspace_mib: 51200,
+  memory_mib: 2048,
+  cpus: 1,
+  runaway_after_s: 60,
+} as const;
 
 export function machineView(m: MachineRow, agents: number): Machine {
   return {
@@ -35,6 +41,7 @@ export function machineView(m: MachineRow, agents: number): Machine {
     cpus: m.cpus,
     trust: m.trust,
     agents,
+    runaway_after_s: m.runawayAfterS,
     created_at: m.createdAt.toISOString(),
   };
 }
@@ -61,6 +68,7 @@ export class Machines {
         memoryMib: input.memory_mib ?? MACHINE_DEFAULTS.memory_mib,
         cpus: input.cpus ?? MACHINE_DEFAULTS.cpus,
         trust: input.trust ?? "isolated",
+        runawayAfterS: input.runaway_after_s ?? MACHINE_DEFAULTS.runaway_after_s,
       })
       .returning();
     if (!row) throw new Error("machine insert returned nothing");
@@ -88,7 +96,7 @@ export class Machines {
   async get(who: Identity, id: string): Promise<Machine> {
     const row = await this.load(who, id, "read");
     const counts = await this.#agentCounts([id]);
-    return machineView(row, counts.get(id) ?? 0);
+    return { ...machineView(row, counts.get(id) ?? 0), box: await this.control().box(id, row.state) };
   }
 
   async list(who: Identity, orgId?: string): Promise<Machine[]> {
@@ -111,6 +119,7 @@ export class Machines {
       max_workspace_mib?: number | undefined;
       memory_mib?: number | undefined;
       cpus?: number | undefined;
+      runaway_after_s?: number | undefined;
     },
   ): Promise<Machine> {
     await this.load(who, id, "write");
@@ -119,6 +128,7 @@ export class Machines {
     if (patch.max_workspace_mib !== undefined) set.maxWorkspaceMib = patch.max_workspace_mib;
     if (patch.memory_mib !== undefined) set.memoryMib = patch.memory_mib;
     if (patch.cpus !== undefined) set.cpus = patch.cpus;
+    if (patch.runaway_after_s !== undefined) set.runawayAfterS = patch.runaway_after_s;
     if (Object.keys(set).length > 0)
       await this.db.update(schema.machines).set(set).where(eq(schema.machines.id, id));
     return this.get(who, id);

@@ -1,5 +1,5 @@
 // Prometheus metrics, one registry per server (no process-global state).
-import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
 export class Metrics {
   readonly registry = new Registry();
@@ -32,6 +32,45 @@ export class Metrics {
     name: "warren_box_start_seconds",
     help: "Time to start a machine's box until boxd answers",
     buckets: [0.025, 0.05, 0.1, 0.2, 0.5, 1, 2, 5],
+    registers: [this.registry],
+  });
+
+  // Box health, sampled every few seconds from the boxes' cgroups; labelled by machine and
+  // organisation only (one series per running box).
+  readonly boxCpu = new Gauge({
+    name: "warren_box_cpu_seconds",
+    help: "CPU time the machine's running box has used since it started",
+    labelNames: ["machine", "org"] as const,
+    registers: [this.registry],
+  });
+  readonly boxMemory = new Gauge({
+    name: "warren_box_memory_bytes",
+    help: "Memory the machine's running box uses now (cgroup accounting: page cache and tmpfs count)",
+    labelNames: ["machine", "org"] as const,
+    registers: [this.registry],
+  });
+  readonly boxMemoryPeak = new Gauge({
+    name: "warren_box_memory_peak_bytes",
+    help: "The highest memory use of the machine's running box since it started",
+    labelNames: ["machine", "org"] as const,
+    registers: [this.registry],
+  });
+  readonly boxPids = new Gauge({
+    name: "warren_box_pids",
+    help: "Processes and threads in the machine's running box now",
+    labelNames: ["machine", "org"] as const,
+    registers: [this.registry],
+  });
+  readonly boxAtLimit = new Gauge({
+    name: "warren_box_at_limit",
+    help: "1 while the agents of the machine's box are at their pids or memory limit",
+    labelNames: ["machine", "org"] as const,
+    registers: [this.registry],
+  });
+  readonly boxRunaways = new Counter({
+    name: "warren_box_runaways_total",
+    help: "Runaway command trees stopped, by machine, organisation and limit",
+    labelNames: ["machine", "org", "limit"] as const,
     registers: [this.registry],
   });
 

@@ -38,6 +38,12 @@ export interface RunInput {
   limits?: CommandLimits | undefined;
 }
 
+/** Why a run was cancelled: the reason its generation was aborted with. */
+function abortReason(signal: AbortSignal): string {
+  const r: unknown = signal.reason;
+  return r instanceof Error && r.message ? r.message : "cancelled";
+}
+
 export function runView(r: RunRow): Run {
   return {
     id: r.id,
@@ -96,9 +102,24 @@ export class Runs {
   readonly #o: RunsOptions;
   /** The bookkeeping of each run this server started, by run id, until it is recorded. */
   readonly #pending = new Map<string, Promise<void>>();
+  /** The command tree (cgroup) of each running run, for its live usage. */
+  readonly #commands = new Map<string, { machineId: string; cgroup: string }>();
 
   constructor(o: RunsOptions) {
     this.#o = o;
+    // a runaway tree of a run is recorded on the run too (it may have left it in the background)
+    o.runtime.onRunaway(async (e) => {
+      if (!e.owner?.runId) return;
+      await this.#event(e.owner.runId, "runaway", {
+        limit: e.limit,
+        reason: e.reason,
+        held_s: e.heldS,
+        pids: e.pids,
+        memory_bytes: e.memoryBytes,
+        ended: e.ended,
+        detail: e.detail,
+      });
+    });
   }
 
   /** At boot: runs that were running or queued when the server stopped become lost. */
@@ -159,6 +180,7 @@ export class Runs {
         .finally(() => {
           o.registry.release(gen);
           this.#pending.delete(id);
+          this.#commands.delete(id);
         });
       this.#pending.set(id, p);
       return runView(row);
@@ -221,6 +243,9 @@ export class Runs {
             stderrBytes += c.length;
             trace("stderr", c);
           },
+          onStart: (_pid: number, cgroup?: string) => {
+            if (cgroup) this.#commands.set(run.id, { machineId: machine.id, cgroup });
+          },
         },
         secrets.redactor,
       );
@@ -243,6 +268,7 @@ export class Runs {
             limits: limitsOf(asked.limits),
           },
           io,
+          { agentId: agent.id, runId: run.id, argv: run.argv },
         );
         io.flush();
       } finally {
@@ -258,12 +284,12 @@ export class Runs {
             ? "succeeded"
             : "failed";
       if (status === "timed_out") reason = `ran past its ${run.timeoutS} s limit`;
-      else if (status === "cancelled") reason = "cancelled";
+      else if (status === "cancelled") reason = abortReason(signal);
       else if (status === "failed")
         reason = result.signal ? `killed by ${result.signal}` : `exited with ${result.exitCode}`;
     } catch (err) {
       status = signal.aborted ? "cancelled" : "failed";
-      reason = signal.aborted ? "cancelled" : err instanceof Error ? err.message : String(err);
+      reason = signal.aborted ? abortReason(signal) : err instanceof Error ? err.message : String(err);
     }
     await Promise.allSettled(pendingEvents);
     if (dropped > 0) await this.#event(run.id, "output_dropped", { events: dropped });
@@ -346,7 +372,10 @@ export class Runs {
 
   async get(who: Identity, id: string): Promise<Run> {
     const { row, role } = await this.#loadWithRole(who, id, "read");
-    return viewFor(role, row);
+    const view = viewFor(role, row);
+    const cmd = row.status === "running" ? this.#commands.get(id) : undefined;
+    const usage = cmd ? this.#o.runtime.commandUsage(cmd.machineId, cmd.cgroup) : null;
+    return usage ? { ...view, box_usage: usage } : view;
   }
 
   async events(
@@ -407,6 +436,19 @@ export class Runs {
     if (!g) return;
     this.#o.registry.cancel(g.runId, reason);
     await this.#pending.get(g.runId);
+  }
+
+  /** Waits up to `ms` for the runs going on to end by themselves; true when none is left. */
+  async drain(ms: number): Promise<boolean> {
+    if (this.#pending.size === 0) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const all = Promise.allSettled([...this.#pending.values()]).then(() => true);
+    const late = new Promise<boolean>((r) => (timer = setTimeout(() => r(false), ms)));
+    try {
+      return await Promise.race([all, late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Cancels every generation and waits for their records (shutdown). */

@@ -1,7 +1,17 @@
 // What the machine and agent services need of the runtime, as a narrow interface.
 
+import type { HealthNow } from "./health.js";
+
+/** A machine's box as the API shows it. */
+export type BoxView = HealthNow & {
+  state: "stopped" | "starting" | "running";
+  events: { at: string; type: string; detail: string; data: Record<string, unknown> }[];
+};
+
 /** Box lifecycle as the services see it. */
 export interface MachineControl {
+  /** The box's state, usage, limit and latest events. */
+  box(machineId: string, state: BoxView["state"]): Promise<BoxView>;
   stop(machineId: string, reason: string): Promise<void>;
   /** Stops and forgets the machine's box (machine deleted). */
   remove(machineId: string): Promise<void>;

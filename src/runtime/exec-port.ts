@@ -5,7 +5,7 @@ import type { ExecOptions, ExecRequest, ExecResult, PingResult } from "../boxd/i
 
 export type BoxExecRequest = ExecRequest;
 export type BoxExecResult = ExecResult;
-export type ExecIo = Pick<ExecOptions, "onStdout" | "onStderr" | "signal">;
+export type ExecIo = Pick<ExecOptions, "onStdout" | "onStderr" | "signal" | "onStart">;
 
 export interface BoxExec {
   ping(): Promise<PingResult>;

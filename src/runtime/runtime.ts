@@ -1,6 +1,6 @@
 // A machine's box over time: started on demand, adopted or reaped at boot, stopped when idle.
 // The database's state column follows every transition, with its reason and time.
-import { eq, inArray } from "drizzle-orm";
+import { desc, eq, inArray } from "drizzle-orm";
 import type { Duplex } from "node:stream";
 import { BOX_PATHS, type BoxHandle, type BoxProvider, type BoxSpec } from "../boxes/index.js";
 import { WarrenError } from "../errors.js";
@@ -9,7 +9,8 @@ import type { Metrics } from "../observability/metrics.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import type { BoxExec, BoxExecRequest, BoxExecResult, ExecIo } from "./exec-port.js";
-import type { MachineControl } from "./control.js";
+import type { BoxView, MachineControl } from "./control.js";
+import { BoxHealth, type CommandOwner, type RunawayEvent } from "./health.js";
 
 export interface RuntimeOptions {
   db: Db;
@@ -23,7 +24,14 @@ export interface RuntimeOptions {
   tmpMib?: number;
   /** Agents with a generation running now (their machines are never idle). */
   busyAgents: () => string[];
+  /** The agents' pids limit of every box (default 4096). */
+  pids?: number;
+  /** How often boxd is pinged so that it knows its server is there (default 10 s). */
+  keepaliveMs?: number;
 }
+
+/** Events of a machine's box shown with it (the newest). */
+const BOX_EVENTS_SHOWN = 20;
 
 interface Live {
   box: BoxHandle;
@@ -39,9 +47,87 @@ export class MachineRuntime implements MachineControl {
   readonly #live = new Map<string, Live>();
   readonly #locks = new Map<string, Promise<unknown>>();
   #idleTimer: NodeJS.Timeout | undefined;
+  /** Who started each command tree (by its cgroup name), per machine. */
+  readonly #owners = new Map<string, Map<string, CommandOwner>>();
+  readonly #runawayListeners: ((e: RunawayEvent) => Promise<void>)[] = [];
+  readonly #health: BoxHealth;
 
   constructor(o: RuntimeOptions) {
     this.#o = o;
+    this.#health = new BoxHealth({
+      db: o.db,
+      provider: o.provider,
+      logger: o.logger,
+      metrics: o.metrics,
+      keepaliveMs: o.keepaliveMs ?? 10_000,
+      live: () => [...this.#live].map(([machineId, l]) => ({ machineId, ping: () => l.boxd.ping() })),
+      ownerOf: (machineId, command) => this.#owners.get(machineId)?.get(command),
+      gone: (machineId, present) => {
+        const owners = this.#owners.get(machineId);
+        if (!owners) return;
+        for (const name of owners.keys()) if (!present.has(name)) owners.delete(name);
+      },
+      onRunaway: (e) => this.#recordRunaway(e),
+    });
+  }
+
+  async #recordRunaway(e: RunawayEvent): Promise<void> {
+    await this.#o.db.insert(schema.machineEvents).values({
+      machineId: e.machineId,
+      type: "runaway",
+      at: e.at,
+      detail: e.detail,
+      data: {
+        limit: e.limit,
+        reason: e.reason,
+        held_s: e.heldS,
+        command: e.command,
+        agent_id: e.owner?.agentId ?? null,
+        run_id: e.owner?.runId ?? null,
+        argv: e.owner?.argv ?? null,
+        pids: e.pids,
+        memory_bytes: e.memoryBytes,
+        oom_kills: e.oomKills,
+        ended: e.ended,
+      },
+    });
+    for (const fn of this.#runawayListeners) await fn(e);
+  }
+
+  /** Called for every runaway command tree stopped (after it is recorded on the machine). */
+  onRunaway(fn: (e: RunawayEvent) => Promise<void>): void {
+    this.#runawayListeners.push(fn);
+  }
+
+  /** One health round now (tests and the timer). */
+  checkHealth(now?: number): Promise<RunawayEvent[]> {
+    return this.#health.tick(now);
+  }
+
+  /** The machine's box: state, usage now, the limit it is at, its latest events. */
+  async box(machineId: string, state: BoxView["state"]): Promise<BoxView> {
+    const now = this.#live.has(machineId) ? await this.#health.now(machineId) : { usage: null };
+    const rows = await this.#o.db
+      .select()
+      .from(schema.machineEvents)
+      .where(eq(schema.machineEvents.machineId, machineId))
+      .orderBy(desc(schema.machineEvents.id))
+      .limit(BOX_EVENTS_SHOWN);
+    return {
+      state,
+      ...now,
+      events: rows.reverse().map((r) => ({
+        at: r.at.toISOString(),
+        type: r.type,
+        detail: r.detail,
+        data: r.data as Record<string, unknown>,
+      })),
+    };
+  }
+
+  /** The usage of a command tree a run or exec started, while it exists. */
+  commandUsage(machineId: string, command: string): ReturnType<BoxHealth["commandUsage"]> {
+    return this.#health.commandUsage(machineId, command);
   }
 
   /** Runs `fn` after every earlier call for the same machine has settled. */
@@ -84,7 +170,12 @@ export class MachineRuntime implements MachineControl {
         { kind: "bind", source: this.#o.paths.contracts, target: BOX_PATHS.contracts, readOnly: true },
         { kind: "tmpfs", target: BOX_PATHS.tmp, sizeMib: this.#o.tmpMib ?? 1024, mode: 0o1777 },
       ],
-      limits: { memoryMib: m.memoryMib, cpus: m.cpus, pids: 4096, tmpMib: this.#o.tmpMib ?? 1024 },
+      limits: {
+        memoryMib: m.memoryMib,
+        cpus: m.cpus,
+        pids: this.#o.pids ?? 4096,
+        tmpMib: this.#o.tmpMib ?? 1024,
+      },
     };
   }
 
@@ -131,15 +222,34 @@ export class MachineRuntime implements MachineControl {
     if (live) live.lastActivity = Date.now();
   }
 
-  /** Runs a command in the machine's box, counting it as activity while it runs. */
-  async exec(machineId: string, req: BoxExecRequest, io: ExecIo = {}): Promise<BoxExecResult> {
+  /**
+   * Runs a command in the machine's box, counting it as activity while it runs. `owner`
+   * names who started it, so that a runaway tree is recorded against its agent and run.
+   */
+  async exec(
+    machineId: string,
+    req: BoxExecRequest,
+    io: ExecIo = {},
+    owner?: CommandOwner,
+  ): Promise<BoxExecResult> {
+    const tracked: ExecIo = {
+      ...io,
+      onStart: (pid, cgroup) => {
+        if (cgroup && owner) {
+          let owners = this.#owners.get(machineId);
+          if (!owners) this.#owners.set(machineId, (owners = new Map()));
+          owners.set(cgroup, owner);
+        }
+        io.onStart?.(pid, cgroup);
+      },
+    };
     try {
-      return await this.#execOnce(machineId, req, io);
+      return await this.#execOnce(machineId, req, tracked);
     } catch (err) {
       // boxd unreachable before the command started: a box that died on its own (killed,
       // out of memory) is forgotten and started again, once
       if (!unreachable(err) || !(await this.#forgetIfDead(machineId))) throw err;
-      return this.#execOnce(machineId, req, io);
+      return this.#execOnce(machineId, req, tracked);
     }
   }
 
@@ -165,6 +275,8 @@ export class MachineRuntime implements MachineControl {
     await this.#serial(machineId, async () => {
       const live = this.#live.get(machineId);
       this.#live.delete(machineId);
+      this.#owners.delete(machineId);
+      this.#health.forget(machineId);
       live?.boxd.close();
       await this.#o.provider.stop(machineId);
       await this.#setState(machineId, "stopped", "the box stopped on its own");
@@ -195,6 +307,8 @@ export class MachineRuntime implements MachineControl {
     await this.#serial(machineId, async () => {
       const live = this.#live.get(machineId);
       this.#live.delete(machineId);
+      this.#owners.delete(machineId);
+      this.#health.forget(machineId);
       live?.boxd.close();
       await this.#o.provider.stop(machineId);
       await this.#setState(machineId, "stopped", reason);
@@ -205,6 +319,8 @@ export class MachineRuntime implements MachineControl {
     await this.#serial(machineId, async () => {
       const live = this.#live.get(machineId);
       this.#live.delete(machineId);
+      this.#owners.delete(machineId);
+      this.#health.forget(machineId);
       live?.boxd.close();
       await this.#o.provider.remove(machineId);
     });
@@ -291,9 +407,23 @@ export class MachineRuntime implements MachineControl {
     this.#idleTimer.unref();
   }
 
+  /** Stops every running box (`warren serve --stop-boxes`). */
+  async stopAll(reason: string): Promise<void> {
+    for (const id of [...this.#live.keys()])
+      await this.stop(id, reason).catch((err: unknown) =>
+        this.#o.logger.error({ err, machineId: id }, "stopping a box failed"),
+      );
+  }
+
+  /** Samples running boxes' usage every `everyMs` and stops runaway command trees. */
+  startHealth(everyMs: number): void {
+    this.#health.start(everyMs);
+  }
+
   /** Stops watching; boxes keep running so that the next server adopts them. */
   close(): void {
     if (this.#idleTimer) clearInterval(this.#idleTimer);
+    this.#health.stop();
     for (const live of this.#live.values()) live.boxd.close();
     this.#live.clear();
   }

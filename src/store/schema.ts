@@ -59,6 +59,8 @@ export const machines = pgTable(
     cpus: real("cpus").notNull(),
     trust: text("trust", { enum: ["isolated", "shared"] }).notNull(),
     workspaceMib: integer("workspace_mib"),
+    /** How long a command tree may hold the box at its pids or memory limit before it is stopped. */
+    runawayAfterS: integer("runaway_after_s").notNull().default(60),
     state: text("state", { enum: ["stopped", "starting", "running"] })
       .notNull()
       .default("stopped"),
@@ -69,6 +71,22 @@ export const machines = pgTable(
     createdAt: created(),
   },
   (t) => [index("machines_org_idx").on(t.orgId)],
+);
+
+/** What happened to a machine's box (a runaway command stopped, ...), newest last. */
+export const machineEvents = pgTable(
+  "machine_events",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    machineId: text("machine_id")
+      .notNull()
+      .references(() => machines.id, { onDelete: "cascade" }),
+    type: text("type").notNull(),
+    at: timestamp("at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    detail: text("detail").notNull(),
+    data: jsonb("data").notNull(),
+  },
+  (t) => [index("machine_events_machine_idx").on(t.machineId, t.id)],
 );
 
 export const agents = pgTable(

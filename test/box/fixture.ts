@@ -93,6 +93,8 @@ export async function makeBox(
     limits?: Partial<BoxLimits>;
     cgroupParent?: string;
     start?: boolean;
+    /** boxd stops the box after this long without a client (default: the provider's). */
+    orphanAfterS?: number;
   } = {},
 ): Promise<TestBox> {
   ensureBuilt();
@@ -117,6 +119,7 @@ export async function makeBox(
     stateRoot,
     cgroupParent: opts.cgroupParent ?? "warren-test",
     boxdBinary: testBoxdBinary,
+    ...(opts.orphanAfterS === undefined ? {} : { orphanAfterS: opts.orphanAfterS }),
   });
   const spec: BoxSpec = {
     id,

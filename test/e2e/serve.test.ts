@@ -259,7 +259,9 @@ async function driveApi(s: Serve): Promise<Made> {
   assert.equal(machine.max_workspace_mib, 4096);
   assert.equal(machine.workspace_mib, null);
   assert.equal(machine.trust, "isolated");
-  assert.deepEqual(await c.machines.get(machine.id), machine);
+  const { box, ...got } = await c.machines.get(machine.id);
+  assert.deepEqual(got, machine);
+  assert.deepEqual(box, { state: "stopped", usage: null, events: [] });
   assert.deepEqual(
     (await c.machines.list({ org_id: org.id })).items.map((m) => m.id),
     [machine.id],

@@ -185,6 +185,7 @@ for (const leg of dbLegs) {
       assert.equal(m.cpus, 1);
       assert.equal(m.trust, "isolated");
       assert.equal(m.agents, 0);
+      assert.equal(m.runaway_after_s, 60);
       assert.match(m.created_at, isoRe);
 
       const full = await call("POST", "/api/machines", {
@@ -204,7 +205,9 @@ for (const leg of dbLegs) {
 
       const g = await call("GET", `/api/machines/${m.id}`);
       assertStatus(g, 200);
-      assert.deepEqual(g.body, m);
+      const { box, ...machine } = g.body;
+      assert.deepEqual(machine, m);
+      assert.deepEqual(box, { state: "stopped", usage: null, events: [] }, "the box's health comes with GET");
 
       const all = await call("GET", "/api/machines");
       assertStatus(all, 200);

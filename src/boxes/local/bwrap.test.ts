@@ -214,6 +214,10 @@ describe("bwrapArgv", () => {
     assert.notEqual(find(cmd, "--cgroup", `memory=${IN_BOX.cgroupDir}/memory`), -1);
     assert.notEqual(find(cmd, "--cgroup-version", "1"), -1);
     assert.notEqual(find(cmd, "--ready-fd", "3"), -1);
+    assert.equal(cmd.indexOf("--orphan-after-s"), -1, "absent unless asked for");
+    const orphan = bwrapArgv(spec, { ...paths, orphanAfterS: 300 });
+    assert.deepEqual(orphan.slice(-2), ["--orphan-after-s", "300"]);
+    assert.throws(() => bwrapArgv(spec, { ...paths, orphanAfterS: -1 }), /orphanAfterS/);
   });
 
   it("needs the boxd binary as an absolute path", () => {

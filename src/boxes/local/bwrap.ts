@@ -75,6 +75,8 @@ export interface BwrapPaths {
   groupFile?: string;
   /** Fd on which boxd says it listens. */
   readyFd?: number;
+  /** boxd stops the box after this long without a server connection (and no command); 0: never. */
+  orphanAfterS?: number;
   /** An fd bwrap reads boxd's own seccomp program from (socket families by list). */
   boxdSeccompFd?: number;
 }
@@ -252,6 +254,11 @@ export function bwrapArgv(spec: BoxSpec, paths: BwrapPaths): string[] {
   a.push("--cgroup-version", String(paths.cgroupVersion));
   for (const cg of paths.cgroups) a.push("--cgroup", `${cg.name}=${IN_BOX.cgroupDir}/${cg.name}`);
   if (paths.readyFd !== undefined) a.push("--ready-fd", String(paths.readyFd));
+  if (paths.orphanAfterS !== undefined) {
+    if (!Number.isInteger(paths.orphanAfterS) || paths.orphanAfterS < 0)
+      throw new Error(`orphanAfterS must be a whole number of seconds >= 0, not ${paths.orphanAfterS}`);
+    a.push("--orphan-after-s", String(paths.orphanAfterS));
+  }
   return a;
 }
 

@@ -1,6 +1,17 @@
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
-import { BOXD_RESERVE, cgroupPlan, chooseLayout, parseCgroupMounts, type CgroupLayout } from "./cgroups.js";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describe, it, test } from "node:test";
+import {
+  BOXD_RESERVE,
+  cgroupPlan,
+  chooseLayout,
+  commandGroups,
+  parseCgroupMounts,
+  readCgroupUsage,
+  type CgroupLayout,
+} from "./cgroups.js";
 
 const MOUNTINFO_V1 = `31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
 32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
@@ -174,4 +185,60 @@ describe("cgroupPlan v2", () => {
       files: ["/sys/fs/cgroup/warren/m1/cgroup.procs"],
     });
   });
+});
+
+test("readCgroupUsage reads v1 and v2 files; commandGroups lists the commands' folders", () => {
+  const root = mkdtempSync(path.join(os.tmpdir(), "warren-cg-"));
+  try {
+    const mem = path.join(root, "memory");
+    const pids = path.join(root, "pids");
+    const cpu = path.join(root, "cpu");
+    for (const d of [mem, pids, cpu]) mkdirSync(path.join(d, "x1"), { recursive: true });
+    writeFileSync(path.join(mem, "memory.usage_in_bytes"), "1048576\n");
+    writeFileSync(path.join(mem, "memory.max_usage_in_bytes"), "2097152\n");
+    writeFileSync(path.join(mem, "memory.limit_in_bytes"), "9223372036854771712\n");
+    writeFileSync(path.join(mem, "memory.failcnt"), "7\n");
+    writeFileSync(
+      path.join(mem, "memory.stat"),
+      "cache 5\nrss 1\ntotal_cache 500\ntotal_rss 1000\ntotal_shmem 24\n",
+    );
+    writeFileSync(path.join(mem, "memory.oom_control"), "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n");
+    writeFileSync(path.join(pids, "pids.current"), "12\n");
+    writeFileSync(path.join(pids, "pids.max"), "64\n");
+    writeFileSync(path.join(pids, "pids.events"), "max 3\n");
+    writeFileSync(path.join(cpu, "cpuacct.usage"), "1500000000\n");
+    const u = readCgroupUsage([mem, pids, cpu]);
+    assert.deepEqual(u, {
+      cpuSeconds: 1.5,
+      memoryBytes: 1048576,
+      memoryPeakBytes: 2097152,
+      unreclaimableBytes: 1024,
+      pids: 12,
+      oomKills: 2,
+      memoryLimitHits: 7,
+      pidsLimitHits: 3,
+      memoryLimitBytes: null,
+      pidsLimit: 64,
+    });
+    assert.deepEqual(commandGroups([mem, pids]), ["x1"]);
+    const v2 = path.join(root, "v2");
+    mkdirSync(v2);
+    writeFileSync(path.join(v2, "cgroup.controllers"), "memory pids cpu\n");
+    writeFileSync(path.join(v2, "cpu.stat"), "usage_usec 250000\nuser_usec 1\n");
+    writeFileSync(path.join(v2, "memory.current"), "4096\n");
+    writeFileSync(path.join(v2, "memory.stat"), "anon 3000\nfile 1000\nshmem 96\n");
+    writeFileSync(path.join(v2, "memory.events"), "low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\n");
+    writeFileSync(path.join(v2, "memory.max"), "max\n");
+    writeFileSync(path.join(v2, "pids.max"), "max\n");
+    const w = readCgroupUsage([v2]);
+    assert.equal(w.cpuSeconds, 0.25);
+    assert.equal(w.memoryBytes, 4096);
+    assert.equal(w.unreclaimableBytes, 3096);
+    assert.equal(w.oomKills, 1);
+    assert.equal(w.memoryLimitHits, 4);
+    assert.equal(w.memoryLimitBytes, null);
+    assert.equal(w.pidsLimit, null);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
 });

@@ -350,3 +350,131 @@ export async function destroyBoxCgroups(boxDirs: string[], timeoutMs = 10_000): 
     await new Promise((r) => setTimeout(r, 5));
   }
 }
+
+// ---- usage (read on the host) ------------------------------------------------------
+
+/** What one cgroup (the same path in every hierarchy) has used, and its limits. */
+export interface CgroupUsage {
+  cpuSeconds: number;
+  memoryBytes: number;
+  memoryPeakBytes: number;
+  /** Anonymous memory and tmpfs (shmem): what cannot be reclaimed without swap. */
+  unreclaimableBytes: number;
+  pids: number;
+  /** Processes the OOM killer ended in this cgroup (its own count). */
+  oomKills: number;
+  /** Times the memory limit was hit (v1 memory.failcnt, v2 memory.events max). */
+  memoryLimitHits: number;
+  /** Forks refused by the pids limit (pids.events max). */
+  pidsLimitHits: number;
+  memoryLimitBytes: number | null;
+  pidsLimit: number | null;
+}
+
+function readText(dirs: string[], file: string): string | null {
+  for (const d of dirs) {
+    try {
+      return fs.readFileSync(path.join(d, file), "utf8");
+    } catch {
+      // another hierarchy, or not on this kernel
+    }
+  }
+  return null;
+}
+
+/** A number from a one-value file, or null ("max", missing). */
+export function numberOf(text: string | null): number | null {
+  if (text === null) return null;
+  const t = text.trim();
+  if (!/^\d+$/.test(t)) return null;
+  return Number(t);
+}
+
+/** The value of `key` in a flat keyed file (`oom_kill 3`), or 0. */
+export function keyed(text: string | null, key: string): number {
+  if (text === null) return 0;
+  for (const line of text.split("\n")) {
+    const [k, v] = line.trim().split(/\s+/);
+    if (k === key && v !== undefined && /^\d+$/.test(v)) return Number(v);
+  }
+  return 0;
+}
+
+/** Reads a cgroup's usage; `dirs` are its folder in each hierarchy (one on v2). */
+export function readCgroupUsage(dirs: string[]): CgroupUsage {
+  const v2 = readText(dirs, "cgroup.controllers") !== null;
+  const limitOf = (n: number | null): number | null => (n === null || n >= 2 ** 60 ? null : n); // v1's "unlimited" is a huge number
+  if (v2) {
+    return {
+      cpuSeconds: keyed(readText(dirs, "cpu.stat"), "usage_usec") / 1e6,
+      memoryBytes: numberOf(readText(dirs, "memory.current")) ?? 0,
+      memoryPeakBytes: numberOf(readText(dirs, "memory.peak")) ?? 0,
+      unreclaimableBytes:
+        keyed(readText(dirs, "memory.stat"), "anon") + keyed(readText(dirs, "memory.stat"), "shmem"),
+      pids: numberOf(readText(dirs, "pids.current")) ?? 0,
+      oomKills: keyed(readText(dirs, "memory.events"), "oom_kill"),
+      memoryLimitHits: keyed(readText(dirs, "memory.events"), "max"),
+      pidsLimitHits: keyed(readText(dirs, "pids.events"), "max"),
+      memoryLimitBytes: limitOf(numberOf(readText(dirs, "memory.max"))),
+      pidsLimit: numberOf(readText(dirs, "pids.max")),
+    };
+  }
+  return {
+    cpuSeconds: (numberOf(readText(dirs, "cpuacct.usage")) ?? 0) / 1e9,
+    memoryBytes: numberOf(readText(dirs, "memory.usage_in_bytes")) ?? 0,
+    memoryPeakBytes: numberOf(readText(dirs, "memory.max_usage_in_bytes")) ?? 0,
+    unreclaimableBytes:
+      keyed(readText(dirs, "memory.stat"), "total_rss") + keyed(readText(dirs, "memory.stat"), "total_shmem"),
+    pids: numberOf(readText(dirs, "pids.current")) ?? 0,
+    oomKills: keyed(readText(dirs, "memory.oom_control"), "oom_kill"),
+    memoryLimitHits: numberOf(readText(dirs, "memory.failcnt")) ?? 0,
+    pidsLimitHits: keyed(readText(dirs, "pids.events"), "max"),
+    memoryLimitBytes: limitOf(numberOf(readText(dirs, "memory.limit_in_bytes"))),
+    pidsLimit: numberOf(readText(dirs, "pids.max")),
+  };
+}
+
+/** The commands' cgroups under the agents' folder (names boxd gave them). */
+export function commandGroups(agentsDirs: string[]): string[] {
+  const names = new Set<string>();
+  for (const d of agentsDirs) {
+    try {
+      for (const e of fs.readdirSync(d, { withFileTypes: true }))
+        if (e.isDirectory() && /^[A-Za-z0-9_.-]+$/.test(e.name)) names.add(e.name);
+    } catch {
+      // gone
+    }
+  }
+  return [...names].sort();
+}
+
+/**
+ * Ends every process of one command's cgroup (folder in each hierarchy): no new fork is
+ * allowed in it first (pids.max 0), then SIGKILL rounds until it is empty.
+ */
+export async function killCgroup(dirs: string[], timeoutMs = 10_000): Promise<number> {
+  for (const d of dirs) {
+    try {
+      fs.writeFileSync(path.join(d, "pids.max"), "0");
+    } catch {
+      // not the pids hierarchy
+    }
+  }
+  const deadline = Date.now() + timeoutMs;
+  const seen = new Set<number>();
+  for (;;) {
+    const pids = new Set<number>();
+    for (const d of dirs) for (const p of procsOf(d)) pids.add(p);
+    if (pids.size === 0) return seen.size;
+    for (const pid of pids) {
+      seen.add(pid);
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // gone already
+      }
+    }
+    if (Date.now() > deadline) throw new Error(`processes of ${dirs[0] ?? "?"} survive SIGKILL`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}

@@ -29,7 +29,9 @@ import type {
   BoxProvider,
   BoxSpec,
   BoxState,
+  BoxUsage,
   HomeLayout,
+  HostProbe,
   RunFilesDir,
 } from "../types.js";
 import {
@@ -44,11 +46,15 @@ import {
 import {
   applyPlan,
   cgroupPlan,
+  commandGroups,
+  killCgroup,
+  readCgroupUsage,
   delegateCgroups,
   destroyBoxCgroups,
   detectLayout,
   type CgroupLayout,
 } from "./cgroups.js";
+import { localProbes } from "./checks.js";
 import { FsHomeLayout } from "./layout.js";
 import { isSameProcess, pidStartTime } from "./proc.js";
 import { BOXD_SECCOMP_DENY, encodeProgram, hostSeccompArch, seccompProgram } from "./seccomp.js";
@@ -83,6 +89,8 @@ const optionsSchema = z.object({
     )
     .optional(),
   startTimeoutMs: z.number().int().positive().optional(),
+  /** boxd stops its box after this many seconds without the server (0: never). */
+  orphanAfterS: z.number().int().min(0).optional(),
 });
 
 export type LocalProviderOptions = z.input<typeof optionsSchema> & { logger?: LoggerLike };
@@ -195,6 +203,7 @@ export class LocalProvider implements BoxProvider {
   private readonly bwrap: string;
   private readonly cgroupParent: string;
   private readonly startTimeoutMs: number;
+  private readonly orphanAfterS: number;
   private readonly logger: LoggerLike | undefined;
   private layout: CgroupLayout | null | undefined;
   private readonly locks = new Map<string, Promise<unknown>>();
@@ -211,6 +220,7 @@ export class LocalProvider implements BoxProvider {
     this.bwrap = o.bwrap ?? "/usr/bin/bwrap";
     this.cgroupParent = o.cgroupParent ?? "warren";
     this.startTimeoutMs = o.startTimeoutMs ?? 10_000;
+    this.orphanAfterS = o.orphanAfterS ?? 300;
     this.logger = options.logger;
   }
 
@@ -394,6 +404,36 @@ export class LocalProvider implements BoxProvider {
     });
   }
 
+  async usage(id: string): Promise<BoxUsage | null> {
+    const rec = this.readRecord(id);
+    if (!rec || rec.pid === null || rec.cgroupDirs.length === 0) return null;
+    if (rec.pidStart === null || !isSameProcess(rec.pid, rec.pidStart)) return null;
+    const boxDirs = rec.cgroupDirs;
+    const agentsDirs = boxDirs.map((d) => path.join(d, "agents"));
+    const commands = commandGroups(agentsDirs).map((name) => ({
+      name,
+      ...readCgroupUsage(agentsDirs.map((d) => path.join(d, name))),
+    }));
+    return { box: readCgroupUsage(boxDirs), agents: readCgroupUsage(agentsDirs), commands };
+  }
+
+  hostProbes(opts: { repair: boolean }): Record<string, HostProbe> {
+    return localProbes({
+      bwrap: this.bwrap,
+      spawnHelper: this.spawnHelper,
+      cgroupParent: this.cgroupParent,
+      repair: opts.repair,
+    });
+  }
+
+  async killCommand(id: string, name: string): Promise<number> {
+    if (!/^[A-Za-z0-9_.-]+$/.test(name) || name === "." || name === "..")
+      throw new WarrenError("request.invalid", `bad command cgroup ${JSON.stringify(name)}`);
+    const rec = this.readRecord(id);
+    if (!rec) return 0;
+    return killCgroup(rec.cgroupDirs.map((d) => path.join(d, "agents", name)));
+  }
+
   // ---- the thin part that runs things ----------------------------------------------
 
   private async kill(rec: BoxRecord): Promise<void> {
@@ -484,6 +524,7 @@ export class LocalProvider implements BoxProvider {
       groupFile: users.group,
       readyFd: 3,
       boxdSeccompFd: 4,
+      orphanAfterS: this.orphanAfterS,
     });
 
     const logFd = fs.openSync(path.join(dir, "box.log"), "a", 0o600);

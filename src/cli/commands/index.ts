@@ -5,6 +5,7 @@
 // module of its own (defineGroup, or defineSingle for a one-word command) and its name below.
 import type { Group } from "../command.js";
 import { agents } from "./agents.js";
+import { doctor } from "./doctor.js";
 import { exec } from "./exec.js";
 import { files } from "./files.js";
 import { guilds } from "./guilds.js";
@@ -17,6 +18,7 @@ import { usage } from "./usage.js";
 
 export const groups: readonly Group[] = [
   serve,
+  doctor,
   orgs,
   machines,
   agents,

@@ -1,7 +1,7 @@
 // `warren machines ...`: where agents live, one box each.
 import type { Machine, MachineCreateRequest, MachineUpdateRequest } from "../../sdk/index.js";
 import { defineCommand, defineGroup, type Input, type OptionDef } from "../command.js";
-import { detailView, listView, mib, type Column } from "../format.js";
+import { detailView, listView, mib, visible, type Column } from "../format.js";
 import { maxWorkspaceOption, nameOption, orgOption } from "../options.js";
 
 export const machineColumns: Column<Machine>[] = [
@@ -27,13 +27,45 @@ function readTrust(i: Input): "isolated" | "shared" | undefined {
   return value;
 }
 
+const runawayOption: OptionDef = {
+  name: "runaway-after-s",
+  value: "<s>",
+  help: "how long a command tree may hold the box at its pids or memory limit before it is stopped (default 60)",
+};
+
 const machineArg = (i: Input) => ({ id: i.arg("machine") });
+
+const MiB = 1024 * 1024;
+
+/** A machine, with its box's usage on one line and its events one a line. */
+export function machineDetail(m: Machine): string {
+  let text = detailView(m, ["box"]);
+  const box = m.box;
+  if (!box) return text;
+  const u = box.usage;
+  const rows: [string, string][] = [["box.state", box.state]];
+  rows.push([
+    "box.usage",
+    u
+      ? `cpu ${u.cpu_s.toFixed(1)} s, memory ${(u.memory_bytes / MiB).toFixed(1)} MiB (peak ${(u.memory_peak_bytes / MiB).toFixed(1)} MiB), ${u.pids} processes`
+      : "-",
+  ]);
+  if (box.at_limit) rows.push(["box.at_limit", `${box.at_limit.limit} since ${box.at_limit.since}`]);
+  rows.push(["box.events", box.events.length === 0 ? "-" : String(box.events.length)]);
+  const width = Math.max(
+    ...text.split("\n").map((l) => l.split("  ")[0]?.length ?? 0),
+    ...rows.map(([k]) => k.length),
+  );
+  text += rows.map(([k, v]) => `${k.padEnd(width)}  ${visible(v)}`).join("\n") + "\n";
+  for (const e of box.events) text += `  ${e.at}  ${e.type}  ${visible(e.detail)}\n`;
+  return text;
+}
 
 export const machines = defineGroup("machines", "machines: where agents live, one box each", {
   create: defineCommand({
     summary: "create a machine: a place where agents live, with one box",
     args: ["name"],
-    options: [orgOption, maxWorkspaceOption, memoryOption, cpusOption, trustOption],
+    options: [orgOption, maxWorkspaceOption, memoryOption, cpusOption, trustOption, runawayOption],
     required: ["org"],
     parse: (i) => {
       const body: MachineCreateRequest = { org_id: i.need("org"), name: i.arg("name") };
@@ -41,6 +73,8 @@ export const machines = defineGroup("machines", "machines: where agents live, on
       const memory = i.whole("memory-mib");
       const cpus = i.decimal("cpus");
       const trust = readTrust(i);
+      const runaway = i.whole("runaway-after-s");
+      if (runaway !== undefined) body.runaway_after_s = runaway;
       if (max !== undefined) body.max_workspace_mib = max;
       if (memory !== undefined) body.memory_mib = memory;
       if (cpus !== undefined) body.cpus = cpus;
@@ -62,30 +96,34 @@ export const machines = defineGroup("machines", "machines: where agents live, on
     },
   }),
   get: defineCommand({
-    summary: "show a machine and its box's state",
+    summary: "show a machine and its box: state, usage, the limit it is at, its latest events",
     args: ["machine"],
     parse: machineArg,
     run: async (ctx, p) => {
       const machine = await ctx.client.machines.get(p.id);
-      return ctx.show(machine, () => detailView(machine));
+      return ctx.show(machine, () => machineDetail(machine));
     },
   }),
   update: defineCommand({
     summary: "rename or resize a machine (limits reach the next box start)",
     args: ["machine"],
-    options: [nameOption, maxWorkspaceOption, memoryOption, cpusOption],
+    options: [nameOption, maxWorkspaceOption, memoryOption, cpusOption, runawayOption],
     parse: (i) => {
       const body: MachineUpdateRequest = {};
       const name = i.str("name");
       const max = i.whole("max-workspace-mib");
       const memory = i.whole("memory-mib");
       const cpus = i.decimal("cpus");
+      const runaway = i.whole("runaway-after-s");
+      if (runaway !== undefined) body.runaway_after_s = runaway;
       if (name !== undefined) body.name = name;
       if (max !== undefined) body.max_workspace_mib = max;
       if (memory !== undefined) body.memory_mib = memory;
       if (cpus !== undefined) body.cpus = cpus;
       if (Object.keys(body).length === 0)
-        throw i.error("say what to change: --name, --max-workspace-mib, --memory-mib or --cpus");
+        throw i.error(
+          "say what to change: --name, --max-workspace-mib, --memory-mib, --cpus or --runaway-after-s",
+        );
       return { id: i.arg("machine"), body };
     },
     run: async (ctx, p) => {

@@ -7,10 +7,16 @@ export const serve = defineSingle(
   "run the control plane",
   defineCommand({
     summary: "run the control plane in the foreground (configured by the environment)",
-    parse: () => ({}),
-    run: async (ctx) => {
+    options: [
+      {
+        name: "stop-boxes",
+        help: "on SIGTERM or SIGINT, stop every box too (default: boxes keep running for the next start to adopt)",
+      },
+    ],
+    parse: (i) => ({ stopBoxes: i.flag("stop-boxes") }),
+    run: async (ctx, p) => {
       const start = ctx.io.serve ?? (await import("../../main.js")).serve;
-      await start(ctx.io.env);
+      await start(ctx.io.env, { stopBoxes: p.stopBoxes });
       return EXIT_OK;
     },
   }),

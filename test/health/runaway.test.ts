@@ -1,0 +1,149 @@
+// Box health on real boxes: live usage in the API and /metrics, runaway command trees (a
+// fork bomb, a memory bomb, left in the background) stopped within the machine's
+// runaway_after_s and recorded on the machine and the run; the box, its well-behaved
+// background processes and the host's other boxes carry on.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { boxSkipReason } from "../box/fixture.js";
+import { startTestServer, type TestServer } from "../support/server.js";
+
+// perl forks until the pids limit refuses, and keeps trying; every child sleeps
+const FORK_BOMB =
+  "perl -e 'while (1) { my $p = fork; if (defined $p && $p == 0) { sleep 1000; exit 0 } }' >/dev/null 2>&1 &";
+// each perl asks for far more than the machine's memory; the OOM killer ends it, the loop starts another
+const MEMORY_BOMB =
+  "(while :; do perl -e '$x = q(a) x (512 * 1024 * 1024); sleep 1'; done) >/dev/null 2>&1 &";
+
+describe("box health", { skip: boxSkipReason() ?? false }, () => {
+  let t: TestServer;
+  let org: { id: string };
+  let m1: { id: string };
+  let m2: { id: string };
+  let a: { id: string };
+  let b: { id: string };
+
+  const exec = async (agentId: string, command: string) => {
+    const r = await t.call("POST", `/api/agents/${agentId}/exec`, { command, timeout_ms: 30_000 });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    return r.body as { exit_code: number; stdout: string; stderr: string };
+  };
+  const machine = async (id: string) => (await t.call("GET", `/api/machines/${id}`)).body;
+  const waitFor = async <T>(what: string, fn: () => Promise<T | undefined>, ms = 60_000): Promise<T> => {
+    const end = Date.now() + ms;
+    for (;;) {
+      const v = await fn();
+      if (v !== undefined) return v;
+      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  };
+  const runaways = async (id: string) =>
+    ((await machine(id)).box.events as { type: string; at: string; data: Record<string, unknown> }[]).filter(
+      (e) => e.type === "runaway",
+    );
+
+  before(async () => {
+    t = await startTestServer({ env: { BOX_PIDS: "64", BOX_HEALTH_MS: "250" } });
+    org = (await t.call("POST", "/api/orgs", { name: "health" })).body;
+    m1 = (
+      await t.call("POST", "/api/machines", {
+        org_id: org.id,
+        name: "m1",
+        memory_mib: 128,
+        runaway_after_s: 2,
+      })
+    ).body;
+    m2 = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m2" })).body;
+    a = (await t.call("POST", "/api/agents", { org_id: org.id, machine_id: m1.id, name: "a" })).body;
+    b = (await t.call("POST", "/api/agents", { org_id: org.id, machine_id: m2.id, name: "b" })).body;
+  });
+  after(async () => t.close());
+
+  test("runaway_after_s: default 60, set on create and patch, checked", async () => {
+    assert.equal((await machine(m2.id)).runaway_after_s, 60);
+    assert.equal((await machine(m1.id)).runaway_after_s, 2);
+    const bad = await t.call("PATCH", `/api/machines/${m2.id}`, { runaway_after_s: 0 });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.error.code, "request.invalid");
+    const ok = await t.call("PATCH", `/api/machines/${m2.id}`, { runaway_after_s: 30 });
+    assert.equal(ok.body.runaway_after_s, 30);
+  });
+
+  test("live usage in GET /api/machines/:id and /metrics", async () => {
+    const stopped = await machine(m1.id);
+    assert.equal(stopped.box.usage, null);
+    await exec(a.id, "true");
+    const m = await waitFor("usage", async () => {
+      const x = await machine(m1.id);
+      return x.box.usage && x.box.usage.pids > 0 ? x : undefined;
+    });
+    assert.equal(m.box.state, "running");
+    for (const k of ["cpu_s", "memory_bytes", "memory_peak_bytes", "pids"])
+      assert.equal(typeof m.box.usage[k], "number", k);
+    assert.ok(m.box.usage.memory_peak_bytes >= m.box.usage.memory_bytes);
+    const metrics = await waitFor("metrics", async () => {
+      const text = (await t.inject({ method: "GET", url: "/metrics" })).body;
+      return text.includes(`warren_box_pids{machine="${m1.id}",org="${org.id}"}`) ? text : undefined;
+    });
+    assert.match(metrics, new RegExp(`warren_box_memory_bytes\\{machine="${m1.id}",org="${org.id}"\\} \\d+`));
+    assert.match(metrics, /warren_box_cpu_seconds\{/);
+  });
+
+  test("a fork bomb left in the background by a run is stopped and recorded; the rest carries on", async () => {
+    const sleeper = await exec(a.id, "sleep 1000 >/dev/null 2>&1 & echo $!");
+    const pid = sleeper.stdout.trim();
+    assert.match(pid, /^\d+$/);
+    const before = (await runaways(m1.id)).length;
+    const run = (await t.call("POST", `/api/agents/${a.id}/runs`, { kind: "command", command: FORK_BOMB }))
+      .body as { id: string };
+    const limited = await waitFor("at_limit pids", async () => {
+      const x = await machine(m1.id);
+      return x.box.at_limit?.limit === "pids" ? x.box.at_limit : undefined;
+    });
+    // the host's other box answers meanwhile
+    assert.equal((await exec(b.id, "echo other")).stdout, "other\n");
+    const ev = await waitFor("runaway event", async () => {
+      const list = await runaways(m1.id);
+      return list.length > before ? list[list.length - 1] : undefined;
+    });
+    assert.equal(ev.data.limit, "pids");
+    assert.equal(ev.data.run_id, run.id);
+    assert.equal(ev.data.agent_id, a.id);
+    assert.ok(Number(ev.data.held_s) >= 2, `held ${ev.data.held_s}`);
+    // stopped within the set time (2 s) and a generous margin for a loaded host
+    const took = (Date.parse(ev.at) - Date.parse(limited.since)) / 1000;
+    assert.ok(took < 20, `stopped ${took} s after reaching the limit`);
+    const events = (await t.call("GET", `/api/runs/${run.id}/events`)).body as { type: string }[];
+    const list = Array.isArray(events) ? events : (events as unknown as { items: { type: string }[] }).items;
+    assert.ok(
+      list.some((e) => e.type === "runaway"),
+      "the run has a runaway event",
+    );
+    // the box is up, the next command works, the background sleeper survived
+    assert.equal((await exec(a.id, "echo next")).stdout, "next\n");
+    assert.equal((await exec(a.id, `kill -0 ${pid} && echo alive`)).stdout, "alive\n");
+    const after = await waitFor("pids back down", async () => {
+      const x = await machine(m1.id);
+      return x.box.usage && x.box.usage.pids < 20 && !x.box.at_limit ? x : undefined;
+    });
+    assert.equal(after.box.state, "running");
+  });
+
+  test("a memory bomb in the background is stopped and recorded", async () => {
+    const before = (await runaways(m1.id)).length;
+    await exec(a.id, MEMORY_BOMB);
+    const ev = await waitFor("runaway event", async () => {
+      const list = await runaways(m1.id);
+      return list.length > before ? list[list.length - 1] : undefined;
+    });
+    assert.equal(ev.data.limit, "memory");
+    assert.equal(ev.data.agent_id, a.id);
+    assert.equal(ev.data.run_id, null);
+    assert.equal((await exec(a.id, "echo next")).stdout, "next\n");
+    const counted = (await t.inject({ method: "GET", url: "/metrics" })).body;
+    assert.match(
+      counted,
+      new RegExp(`warren_box_runaways_total\\{machine="${m1.id}",org="${org.id}",limit="memory"\\} 1`),
+    );
+  });
+});
