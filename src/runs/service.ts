@@ -222,7 +222,7 @@ export class Runs {
             trace("stderr", c);
           },
         },
-        secrets.redactor,
+        secrets,
       );
       try {
         result = await o.runtime.exec(
@@ -244,8 +244,8 @@ export class Runs {
           },
           io,
         );
-        io.flush();
       } finally {
+        io.flush();
         await o.staging
           .unstage(machine.id, run.id)
           .catch((err: unknown) => o.logger.warn({ err, runId: run.id }, "unstaging failed"));

@@ -8,6 +8,7 @@ import type { Logger } from "../observability/log.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
+import type { CallAnswer, CallMessage, CallsChannel } from "../boxd/index.js";
 import type { BoxExec, BoxExecRequest, BoxExecResult, ExecIo } from "./exec-port.js";
 import type { MachineControl } from "./control.js";
 
@@ -25,11 +26,18 @@ export interface RuntimeOptions {
   busyAgents: () => string[];
 }
 
+/** Answers an agent's call from inside its machine's box (see setCallHandler). */
+export type CallHandler = (machineId: string, call: CallMessage) => Promise<CallAnswer>;
+
+/** How long to wait before opening a machine's calls channel again after it ended. */
+const CALLS_RETRY_MS = 1000;
+
 interface Live {
   box: BoxHandle;
   boxd: BoxExec;
   lastActivity: number;
   liveExecs: number;
+  calls?: CallsChannel;
 }
 
 type MachineRow = typeof schema.machines.$inferSelect;
@@ -39,9 +47,51 @@ export class MachineRuntime implements MachineControl {
   readonly #live = new Map<string, Live>();
   readonly #locks = new Map<string, Promise<unknown>>();
   #idleTimer: NodeJS.Timeout | undefined;
+  #onCall: CallHandler | undefined;
 
   constructor(o: RuntimeOptions) {
     this.#o = o;
+  }
+
+  /** Who answers agents' calls (warren-secret); each running box keeps a channel to it. */
+  setCallHandler(fn: CallHandler): void {
+    this.#onCall = fn;
+    for (const [id, live] of this.#live) if (!live.calls) this.#keepCalls(id, live);
+  }
+
+  /**
+   * Keeps the box's calls channel open while the box is live: opened now, opened again
+   * when it ends (boxd restarted, a dropped connection) until the box stops.
+   */
+  #keepCalls(machineId: string, live: Live): void {
+    const onCall = this.#onCall;
+    if (!onCall) return;
+    const current = () => this.#live.get(machineId) === live;
+    const open = async (): Promise<void> => {
+      while (current()) {
+        try {
+          const ch = await live.boxd.calls((call) => onCall(machineId, call));
+          if (!current()) {
+            ch.close();
+            return;
+          }
+          live.calls = ch;
+          await ch.closed;
+        } catch (err) {
+          if (current()) this.#o.logger.warn({ err, machineId }, "the box's calls channel did not open");
+        }
+        if (current()) await new Promise((r) => setTimeout(r, CALLS_RETRY_MS).unref());
+      }
+    };
+    live.calls = { close: () => {}, closed: Promise.resolve() };
+    void open();
+  }
+
+  #drop(machineId: string): void {
+    const live = this.#live.get(machineId);
+    this.#live.delete(machineId);
+    live?.calls?.close();
+    live?.boxd.close();
   }
 
   /** Runs `fn` after every earlier call for the same machine has settled. */
@@ -119,7 +169,9 @@ export class MachineRuntime implements MachineControl {
       }
       this.#o.metrics.boxStarts.observe(Number(process.hrtime.bigint() - t0) / 1e9);
       const boxd = this.#o.connect(box);
-      this.#live.set(machineId, { box, boxd, lastActivity: Date.now(), liveExecs: 0 });
+      const live: Live = { box, boxd, lastActivity: Date.now(), liveExecs: 0 };
+      this.#live.set(machineId, live);
+      this.#keepCalls(machineId, live);
       await this.#setState(machineId, "running", "started on demand");
       return boxd;
     });
@@ -163,9 +215,7 @@ export class MachineRuntime implements MachineControl {
     const handle = await this.#o.provider.inspect(machineId);
     if (handle?.state === "running") return false;
     await this.#serial(machineId, async () => {
-      const live = this.#live.get(machineId);
-      this.#live.delete(machineId);
-      live?.boxd.close();
+      this.#drop(machineId);
       await this.#o.provider.stop(machineId);
       await this.#setState(machineId, "stopped", "the box stopped on its own");
     });
@@ -193,9 +243,7 @@ export class MachineRuntime implements MachineControl {
 
   async stop(machineId: string, reason: string): Promise<void> {
     await this.#serial(machineId, async () => {
-      const live = this.#live.get(machineId);
-      this.#live.delete(machineId);
-      live?.boxd.close();
+      this.#drop(machineId);
       await this.#o.provider.stop(machineId);
       await this.#setState(machineId, "stopped", reason);
     });
@@ -203,9 +251,7 @@ export class MachineRuntime implements MachineControl {
 
   async remove(machineId: string): Promise<void> {
     await this.#serial(machineId, async () => {
-      const live = this.#live.get(machineId);
-      this.#live.delete(machineId);
-      live?.boxd.close();
+      this.#drop(machineId);
       await this.#o.provider.remove(machineId);
     });
   }
@@ -234,7 +280,9 @@ export class MachineRuntime implements MachineControl {
         try {
           const boxd = this.#o.connect(box);
           await boxd.ping();
-          this.#live.set(m.id, { box, boxd, lastActivity: Date.now(), liveExecs: 0 });
+          const live: Live = { box, boxd, lastActivity: Date.now(), liveExecs: 0 };
+          this.#live.set(m.id, live);
+          this.#keepCalls(m.id, live);
           await this.#setState(m.id, "running", "adopted after a server restart");
           adopted.push(m.id);
           continue;
@@ -294,8 +342,7 @@ export class MachineRuntime implements MachineControl {
   /** Stops watching; boxes keep running so that the next server adopts them. */
   close(): void {
     if (this.#idleTimer) clearInterval(this.#idleTimer);
-    for (const live of this.#live.values()) live.boxd.close();
-    this.#live.clear();
+    for (const id of [...this.#live.keys()]) this.#drop(id);
   }
 }
 
