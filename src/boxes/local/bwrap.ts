@@ -243,6 +243,9 @@ export function bwrapArgv(spec: BoxSpec, paths: BwrapPaths): string[] {
     targets.add(t);
   }
   const hasTmp = targets.has("/tmp");
+  // /opt/warren (contracts, warren's tools): folders agents may pass through; bwrap would
+  // make them 0700 on the way to a mount
+  for (const d of ["/opt", "/opt/warren"]) if (!targets.has(d)) a.push("--perms", "0755", "--dir", d);
   const sorted = [...spec.mounts].sort((x, y) => x.target.split("/").length - y.target.split("/").length);
   for (const m of sorted) a.push(...mountArgs(m));
   if (!hasTmp) a.push(...mountArgs({ kind: "tmpfs", target: "/tmp", sizeMib: spec.limits.tmpMib }));
@@ -262,6 +265,7 @@ export function bwrapArgv(spec: BoxSpec, paths: BwrapPaths): string[] {
   }
   a.push("--bind", clean(paths.socketDir, "socket folder"), IN_BOX.socketDir);
   if (paths.callsDir) a.push("--bind", clean(paths.callsDir, "calls folder"), IN_BOX.callsDir);
+  if (paths.warrenSecret) a.push("--perms", "0755", "--dir", IN_BOX.binDir);
   if (paths.warrenSecret)
     a.push("--ro-bind", clean(paths.warrenSecret, "warren-secret"), `${IN_BOX.binDir}/warren-secret`);
   a.push("--dir", IN_BOX.agentDir);
