@@ -1,9 +1,9 @@
 // The runtime: starts, adopts, idles and reaches machines' boxes. Services and routes use
 // this surface; the provider and boxd stay behind it.
-export { MachineRuntime, type CallHandler } from "./runtime.js";
+export { MachineRuntime } from "./runtime.js";
 export { connectBoxd } from "./connect.js";
 export type { MachineControl } from "./control.js";
 export type { BoxExecRequest, BoxExecResult, ExecIo } from "./exec-port.js";
 // agents' calls from inside a box: the runtime keeps the channel, services answer
 export { parseAgentCall, ProtocolError } from "../boxd/index.js";
-export type { AgentCall, CallAnswer, CallMessage } from "../boxd/index.js";
+export type { CallAnswer, CallMessage } from "../boxd/index.js";
