@@ -56,35 +56,42 @@ export class MachineRuntime implements MachineControl {
   /** Who answers agents' calls (warren-secret); each running box keeps a channel to it. */
   setCallHandler(fn: CallHandler): void {
     this.#onCall = fn;
-    for (const [id, live] of this.#live) if (!live.calls) this.#keepCalls(id, live);
+    for (const [id, live] of this.#live) if (!live.calls) void this.#keepCalls(id, live);
   }
 
   /**
    * Keeps the box's calls channel open while the box is live: opened now, opened again
    * when it ends (boxd restarted, a dropped connection) until the box stops.
    */
-  #keepCalls(machineId: string, live: Live): void {
+  #keepCalls(machineId: string, live: Live): Promise<void> {
     const onCall = this.#onCall;
-    if (!onCall) return;
+    if (!onCall) return Promise.resolve();
     const current = () => this.#live.get(machineId) === live;
+    let opened: () => void = () => {};
+    // settles after the first attempt, so that a command started next finds the channel
+    const first = new Promise<void>((resolve) => (opened = resolve));
     const open = async (): Promise<void> => {
       while (current()) {
         try {
           const ch = await live.boxd.calls((call) => onCall(machineId, call));
           if (!current()) {
             ch.close();
-            return;
+            break;
           }
           live.calls = ch;
+          opened();
           await ch.closed;
         } catch (err) {
           if (current()) this.#o.logger.warn({ err, machineId }, "the box's calls channel did not open");
         }
+        opened();
         if (current()) await new Promise((r) => setTimeout(r, CALLS_RETRY_MS).unref());
       }
+      opened();
     };
     live.calls = { close: () => {}, closed: Promise.resolve() };
     void open();
+    return first;
   }
 
   #drop(machineId: string): void {
@@ -171,7 +178,7 @@ export class MachineRuntime implements MachineControl {
       const boxd = this.#o.connect(box);
       const live: Live = { box, boxd, lastActivity: Date.now(), liveExecs: 0 };
       this.#live.set(machineId, live);
-      this.#keepCalls(machineId, live);
+      await this.#keepCalls(machineId, live);
       await this.#setState(machineId, "running", "started on demand");
       return boxd;
     });
@@ -282,7 +289,7 @@ export class MachineRuntime implements MachineControl {
           await boxd.ping();
           const live: Live = { box, boxd, lastActivity: Date.now(), liveExecs: 0 };
           this.#live.set(m.id, live);
-          this.#keepCalls(m.id, live);
+          await this.#keepCalls(m.id, live);
           await this.#setState(m.id, "running", "adopted after a server restart");
           adopted.push(m.id);
           continue;

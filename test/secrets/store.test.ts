@@ -38,6 +38,7 @@ describe("secret_store from inside the box", { skip: boxSkipReason() ?? false },
   let stateRoot: string;
   const log: string[] = [];
   let org: string;
+  let machine: string;
   let a: { id: string; slot: number };
   let b: { id: string };
   let c: { id: string };
@@ -66,6 +67,7 @@ describe("secret_store from inside the box", { skip: boxSkipReason() ?? false },
     });
     org = (await t.call("POST", "/api/orgs", { name: "store" })).body.id;
     const m = (await t.call("POST", "/api/machines", { org_id: org, name: "m" })).body.id;
+    machine = m;
     const agent = async (name: string) =>
       (await t.call("POST", "/api/agents", { org_id: org, machine_id: m, name })).body;
     a = await agent("a");
@@ -207,6 +209,15 @@ describe("secret_store from inside the box", { skip: boxSkipReason() ?? false },
     assert.match(bad.stdout, /request must be an object|not a JSON object/);
     const mine = (await secretsOf()).filter((s) => s.name === "MY_TOKEN");
     assert.deepEqual(mine[0]!.grants, [{ scope: "agent", id: a.id }]);
+  });
+
+  test("the channel comes back with the box: stopped, then started by the next command", async () => {
+    const stop = await t.call("POST", `/api/machines/${machine}/stop`);
+    assert.ok(stop.status < 300, JSON.stringify(stop.body));
+    // the box starts again with this command, its calls channel open before the command runs
+    const r = await exec(a.id, "warren-secret list");
+    assert.equal(r.exit_code, 0, r.stderr);
+    assert.match(r.stdout, /^MY_TOKEN\n/);
   });
 
   test("at most 20 per agent: the 21st is secret.limit", async () => {
