@@ -353,21 +353,23 @@ export class BoxdClient {
             clearTimeout(timer);
             resolve(channel);
           } else if (m.type === "call" && ready) {
-            void onCall(m).then(
-              (answer) => {
-                if (!sock.destroyed) sock.write(encodeControl({ type: "reply", id: m.id, ...answer }));
-              },
-              () => {
-                if (!sock.destroyed)
-                  sock.write(
-                    encodeControl({
-                      type: "reply",
-                      id: m.id,
-                      exit: 69,
-                      stderr: "warren-secret: internal: the server could not answer; try again\n",
-                    }),
-                  );
-              },
+            const send = (answer: CallAnswer): void => {
+              if (sock.destroyed) return;
+              let frame: Buffer;
+              try {
+                frame = encodeControl({ type: "reply", id: m.id, ...answer });
+              } catch {
+                frame = encodeControl({
+                  type: "reply",
+                  id: m.id,
+                  exit: 69,
+                  stderr: "warren-secret: internal: the answer is larger than a frame\n",
+                });
+              }
+              sock.write(frame);
+            };
+            void onCall(m).then(send, () =>
+              send({ exit: 69, stderr: "warren-secret: internal: the server could not answer; try again\n" }),
             );
           } else {
             sock.destroy();

@@ -75,7 +75,11 @@ export class AgentCalls {
         return {
           exit: EXIT.ok,
           stdout: names
-            .map((n) => (n.description ? `${n.name}\t${n.description}\n` : `${n.name}\n`))
+            // one secret a line: a description's own newlines and tabs become spaces
+            .map((n) => {
+              const d = n.description.replace(/[\n\t]/g, " ");
+              return d ? `${n.name}\t${d}\n` : `${n.name}\n`;
+            })
             .join(""),
         };
       }
