@@ -199,6 +199,15 @@ describe("secret_store from inside the box", { skip: boxSkipReason() ?? false },
     assert.ok(!la.stdout.includes("AS_B"));
   });
 
+  test("the calls socket is boxd's: an agent cannot replace it or put a file beside it", async () => {
+    const r = await exec(
+      a.id,
+      "rm -f /run/calls/calls.sock 2>/dev/null && echo removed; touch /run/calls/x 2>/dev/null && echo made; mv /run/calls/calls.sock /tmp/s 2>/dev/null && echo moved; ls /run/calls",
+    );
+    assert.equal(r.stdout, "calls.sock\n");
+    assert.equal((await exec(a.id, "warren-secret list")).exit_code, 0);
+  });
+
   test("no op reads a value back, deletes or regrants", async () => {
     for (const op of ["get", "read", "delete", "grant", "value"]) {
       const r = await exec(a.id, raw({ op, name: "MY_TOKEN" }));
