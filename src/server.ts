@@ -21,6 +21,7 @@ import { DiskCaps } from "./homes/caps.js";
 import { Homes } from "./homes/service.js";
 import { MasterKeyError, resolveMasterKey } from "./secrets/master-key.js";
 import { SealError } from "./secrets/crypto.js";
+import { AgentCalls } from "./secrets/calls.js";
 import { Secrets } from "./secrets/service.js";
 import { secretRoutes } from "./http/routes/secrets.js";
 import type pino from "pino";
@@ -190,6 +191,9 @@ async function compose(
     throw err;
   }
   held.secrets = secrets;
+  // agents' calls from inside their boxes (warren-secret): each running box keeps a channel
+  const agentCalls = new AgentCalls(store.db, secrets, layout, logger);
+  runtime.setCallHandler((machineId, call) => agentCalls.handle(machineId, call));
   const orgs = new Orgs(store.db, access);
   const machines = new Machines(store.db, access, layout, () => runtime);
   const agents: Agents = new Agents(

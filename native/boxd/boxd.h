@@ -11,6 +11,7 @@
  *   exec.c     one command: the ready helper, its pipes, the lifecycle (exec.h has the
  *              state table), the exit answer
  *   forward.c  a connection forwarded to a TCP port in the box
+ *   calls.c    agents' calls to the server (warren-secret), on a socket of their own
  *   cgroup.c   the per-command cgroups: make, limit, list, count, read usage, remove
  *   spec.c     the checks of an exec request, and the options it gives the helper
  *   json.c     the JSON reader and writer of the control messages
@@ -22,7 +23,7 @@
  *
  * Arguments (see bwrapArgv in src/boxes/local/bwrap.ts):
  *   --socket PATH --spawn PATH --seccomp PATH --cgroup-version 1|2
- *   --cgroup NAME=DIR (repeat) --ready-fd N --orphan-after-s N
+ *   --cgroup NAME=DIR (repeat) --ready-fd N --orphan-after-s N [--calls-socket PATH]
  */
 #ifndef BOXD_H
 #define BOXD_H
@@ -58,11 +59,11 @@
 #define GRAVEYARD 1024
 
 /* What an epoll event is about: every registered fd carries one of these. */
-enum wkind { W_LISTEN, W_SIGNAL, W_CONN, W_TARGET, W_OUT, W_ERR, W_IN, W_SPEC };
+enum wkind { W_LISTEN, W_SIGNAL, W_CONN, W_TARGET, W_OUT, W_ERR, W_IN, W_SPEC, W_CALLS_LISTEN, W_CALL };
 
 struct watch {
   enum wkind kind;
-  void *owner; /* struct conn (W_CONN, W_TARGET), struct exec (W_OUT .. W_SPEC) */
+  void *owner; /* struct conn (W_CONN, W_TARGET), struct exec (W_OUT .. W_SPEC), struct call (W_CALL) */
 };
 
 /* One cgroup hierarchy given to boxd: its controllers ("memory", "cpu,cpuacct"; any
@@ -73,6 +74,7 @@ struct cgroot {
 
 struct config {
   const char *socket, *spawn_helper, *seccomp;
+  const char *calls_socket; /* agents' calls (calls.c); NULL = none */
   int version; /* cgroup version, 1 or 2 */
   struct cgroot roots[MAX_CGROUPS];
   int nroots;
@@ -89,6 +91,7 @@ struct names {
 struct helper;
 struct exec;
 struct conn;
+struct call;
 
 struct boxd {
   struct config cfg;
@@ -114,6 +117,14 @@ struct boxd {
   void *graveyard[GRAVEYARD];
   size_t ngrave;
   char chunk[READ_CHUNK]; /* scratch for one read at a time (one thread) */
+  /* agents' calls (calls.c) */
+  int calls_fd;
+  struct watch calls_w;
+  int calls_paused;        /* accept is paused (out of fds) until a call ends */
+  struct call *calls;      /* callers' connections */
+  int ncalls;
+  unsigned long call_counter;
+  struct conn *calls_conn; /* the server's standing `calls` connection, or NULL */
 };
 
 /* ---- util.c ------------------------------------------------------------------------ */

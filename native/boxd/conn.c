@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "calls.h"
 #include "exec.h"
 #include "spec.h"
 
@@ -22,6 +23,7 @@ void conn_destroy(struct conn *c) {
   buf_free(&c->out);
   buf_free(&c->t.out);
   if (c->exec) exec_conn_gone(c->exec);
+  if (c->bd->calls_conn == c) calls_server_gone(c->bd);
   conn_maybe_free(c);
 }
 
@@ -169,6 +171,26 @@ static void exec_input(struct conn *c) {
   buf_free(&err);
 }
 
+/* The server's replies on its calls connection; a bad frame ends it. */
+static void calls_input(struct conn *c) {
+  struct buf err = {0};
+  while (!c->dead && c->state == C_CALLS) {
+    int kind;
+    const char *p;
+    size_t n;
+    int r = take_frame(c->in.p, c->in.len, &kind, &p, &n, &err);
+    if (r < 0) conn_fail(c, "invalid", err.p);
+    if (r <= 0) break;
+    if (kind != K_CONTROL || calls_reply(c->bd, p, n)) {
+      conn_fail(c, "invalid", "a calls connection carries only reply messages");
+      break;
+    }
+    consume(c, 5 + n);
+  }
+  if (c->state != C_CALLS && !c->dead) c->in.len = 0;
+  buf_free(&err);
+}
+
 /* An exec request: checked, then every complete frame already received after it must
    decode, then the command starts and those frames go to it. */
 static void open_exec(struct conn *c, const struct jv *x, struct perr *e) {
@@ -230,7 +252,9 @@ static void conn_open(struct conn *c, const char *payload, size_t len) {
     long port;
     if (spec_int(json_get(x, "port"), "port", 1, 65535, &port, &e)) goto fail;
     fwd_start(c, (int)port);
-  } else if (json_is_str(op, "pty") || json_is_str(op, "egress") || json_is_str(op, "call")) {
+  } else if (json_is_str(op, "calls")) {
+    calls_attach(c);
+  } else if (json_is_str(op, "pty") || json_is_str(op, "egress")) {
     buf_printf(&e.msg, "op %s is reserved and not implemented yet", op->s);
     code = "unsupported";
     goto fail;
@@ -282,6 +306,9 @@ static void conn_process_input(struct conn *c) {
     case C_FORWARD:
       fwd_from_client(c);
       return;
+    case C_CALLS:
+      calls_input(c);
+      return;
     default:
       c->in.len = 0; /* after the answer: discarded */
       return;
@@ -302,7 +329,7 @@ static void conn_readable(struct conn *c) {
       c->rd_eof = 1;
       break;
     }
-    if (c->state == C_OPEN || c->state == C_EXEC || c->state == C_FORWARD) {
+    if (c->state == C_OPEN || c->state == C_EXEC || c->state == C_FORWARD || c->state == C_CALLS) {
       if (c->state == C_EXEC && (!c->exec || c->input_bad)) continue;
       if (buf_put(&c->in, chunk, (size_t)n)) {
         conn_destroy(c);

@@ -9,6 +9,7 @@
  *                 that is discarded)
  *   FORWARD_WAIT  connecting to the port in the box
  *   FORWARD       a raw byte pipe both ways, half-close passed through
+ *   CALLS         the server's standing channel for agents' calls (calls.h)
  *   ENDED         an error was answered; input is discarded
  * Besides the state it tracks each direction of its socket (and of the target's):
  * `ending` (shut the write side once what is queued is written), `wr_shut`, `rd_eof`.
@@ -20,7 +21,7 @@
 
 #include "boxd.h"
 
-enum cstate { C_OPEN, C_PING, C_EXEC, C_FORWARD_WAIT, C_FORWARD, C_ENDED };
+enum cstate { C_OPEN, C_PING, C_EXEC, C_FORWARD_WAIT, C_FORWARD, C_CALLS, C_ENDED };
 
 /* The target of a forwarded connection: 127.0.0.1:port in the box. */
 struct target {

@@ -14,6 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "calls.h"
 #include "cgroup.h"
 #include "conn.h"
 #include "exec.h"
@@ -38,6 +39,7 @@ static void parse_args(struct config *cfg, int argc, char **argv) {
     if (!strcmp(key, "--socket")) cfg->socket = value;
     else if (!strcmp(key, "--spawn")) cfg->spawn_helper = value;
     else if (!strcmp(key, "--seccomp")) cfg->seccomp = value;
+    else if (!strcmp(key, "--calls-socket")) cfg->calls_socket = value;
     else if (!strcmp(key, "--cgroup-version")) cfg->version = !strcmp(value, "2") ? 2 : 1;
     else if (!strcmp(key, "--cgroup")) {
       const char *eq = strchr(value, '=');
@@ -163,6 +165,10 @@ static void dispatch(struct boxd *bd, struct watch *w, uint32_t ev) {
     case W_SPEC:
       exec_on_watch(w->owner, w->kind);
       break;
+    case W_CALLS_LISTEN:
+    case W_CALL:
+      calls_on_watch(bd, w, ev);
+      break;
   }
 }
 
@@ -285,6 +291,10 @@ int main(int argc, char **argv) {
     return 1;
   }
   bd.socket_ino = (unsigned long)sock_st.st_ino;
+  if (calls_listen(&bd) != 0) {
+    logf_("listen on %s: %s", bd.cfg.calls_socket, strerror(errno));
+    return 1;
+  }
   ep_set(&bd, bd.signal_fd, &bd.signal_w, EPOLLIN, 1);
   ep_set(&bd, bd.listen_fd, &bd.listen_w, EPOLLIN, 1);
   /* the first ready helper starts before boxd says it is ready: its cgroup migration

@@ -12,6 +12,7 @@ export const SYSTEM_READ: readonly string[] = [
   BOX_PATHS.proc,
   BOX_PATHS.data,
   BOX_PATHS.contracts,
+  BOX_PATHS.bin,
 ];
 
 /**

@@ -16,6 +16,8 @@ import {
   parseServerMessage,
   ProtocolError,
   splitPayload,
+  type CallMessage,
+  type CallReply,
   type ExecResult,
   type ExecSpec,
   type OpenMessage,
@@ -189,6 +191,8 @@ export class BoxdClient {
             return;
           case "pong":
           case "forwarded":
+          case "calls":
+          case "call":
             done(unavailable(`boxd answered an exec with ${message.type}`));
             return;
         }
@@ -306,4 +310,83 @@ export class BoxdClient {
       sock.on("close", onClose);
     });
   }
+
+  /**
+   * The standing channel for agents' calls: `onCall` answers each request an agent's
+   * command makes on boxd's calls socket (its uid is who calls). Resolves once boxd has
+   * attached the channel; `closed` settles when it ends (the box stopped, or close()).
+   */
+  async calls(onCall: (call: CallMessage) => Promise<CallAnswer>, timeoutMs = 5000): Promise<CallsChannel> {
+    const sock = await this.connect({ v: PROTOCOL_VERSION, op: "calls" });
+    let ended: () => void = () => {};
+    const closed = new Promise<void>((resolve) => (ended = resolve));
+    sock.on("close", () => ended());
+    sock.on("error", () => sock.destroy());
+    const channel: CallsChannel = { close: () => sock.destroy(), closed };
+    return new Promise((resolve, reject) => {
+      const decoder = new FrameDecoder();
+      let ready = false;
+      const timer = setTimeout(() => {
+        sock.destroy();
+        reject(unavailable(`boxd did not open the calls channel within ${timeoutMs} ms`));
+      }, timeoutMs);
+      sock.on("close", () => {
+        clearTimeout(timer);
+        if (!ready) reject(unavailable("boxd closed the calls channel as it opened"));
+      });
+      sock.on("data", (chunk: Buffer) => {
+        let messages: ServerMessage[];
+        try {
+          messages = decoder.push(chunk).map((f) => {
+            if (f.kind !== FrameKind.control)
+              throw new ProtocolError("a calls channel carries control frames");
+            return parseServerMessage(f.payload);
+          });
+        } catch (err) {
+          sock.destroy();
+          if (!ready) reject(unavailable(`boxd sent a bad frame: ${(err as Error).message}`, err));
+          return;
+        }
+        for (const m of messages) {
+          if (m.type === "calls" && !ready) {
+            ready = true;
+            clearTimeout(timer);
+            resolve(channel);
+          } else if (m.type === "call" && ready) {
+            const send = (answer: CallAnswer): void => {
+              if (sock.destroyed) return;
+              let frame: Buffer;
+              try {
+                frame = encodeControl({ type: "reply", id: m.id, ...answer });
+              } catch {
+                frame = encodeControl({
+                  type: "reply",
+                  id: m.id,
+                  exit: 69,
+                  stderr: "warren-secret: internal: the answer is larger than a frame\n",
+                });
+              }
+              sock.write(frame);
+            };
+            void onCall(m).then(send, () =>
+              send({ exit: 69, stderr: "warren-secret: internal: the server could not answer; try again\n" }),
+            );
+          } else {
+            sock.destroy();
+            if (!ready) reject(unavailable(`boxd answered the calls channel with ${m.type}`));
+            return;
+          }
+        }
+      });
+    });
+  }
+}
+
+/** The server's answer to one call (see CallReply). */
+export type CallAnswer = Omit<CallReply, "type" | "id">;
+
+export interface CallsChannel {
+  close(): void;
+  /** Settles when the channel ends. */
+  closed: Promise<void>;
 }

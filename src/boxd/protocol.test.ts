@@ -8,7 +8,9 @@ import {
   ProtocolError,
   encodeControl,
   encodeFrame,
+  parseAgentCall,
   parseExecSpec,
+  parseServerMessage,
   splitPayload,
 } from "./protocol.js";
 
@@ -117,5 +119,63 @@ describe("validation", () => {
     assert.throws(() => parseExecSpec({ ...exec, argv: [] }), /argv/);
     assert.throws(() => parseExecSpec({ ...exec, argv: ["a\0b"] }), /NUL/);
     assert.throws(() => parseExecSpec({ ...exec, env: { "A=B": "x" } }), /env/);
+  });
+});
+
+describe("agents' calls", () => {
+  it("takes list and store, with nothing else", () => {
+    assert.deepEqual(parseAgentCall({ op: "list" }), { op: "list" });
+    assert.deepEqual(parseAgentCall({ op: "store", name: "MY_TOKEN", path: "/home/a/t.txt" }), {
+      op: "store",
+      name: "MY_TOKEN",
+      path: "/home/a/t.txt",
+    });
+  });
+
+  it("refuses anything that names a caller, other ops and bad shapes", () => {
+    const bad: [unknown, RegExp][] = [
+      ["list", /must be an object/],
+      [null, /must be an object/],
+      [[{ op: "list" }], /must be an object/],
+      [{}, /op must be "list" or "store"/],
+      [{ op: "get", name: "MY_TOKEN" }, /op must be "list" or "store"/],
+      [{ op: "delete", name: "MY_TOKEN" }, /op must be "list" or "store"/],
+      [{ op: "list", agent_id: "agt_0000000000000000" }, /list takes nothing else/],
+      [{ op: "store", name: "A", path: "/home/a/t", uid: 10001 }, /name and a path only, not uid/],
+      [{ op: "store", name: "A", path: "/home/a/t", agent_id: "x" }, /not agent_id/],
+      [{ op: "store", name: 1, path: "/home/a/t" }, /name must be a string/],
+      [{ op: "store", name: "", path: "/home/a/t" }, /1 to 128/],
+      [{ op: "store", name: "A".repeat(129), path: "/home/a/t" }, /1 to 128/],
+      [{ op: "store", name: "A\0", path: "/home/a/t" }, /without NUL/],
+      [{ op: "store", name: "A", path: "t.txt" }, /absolute path/],
+      [{ op: "store", name: "A", path: "/home/a/../b/t" }, /without \.\./],
+      [{ op: "store", name: "A", path: `/home/a/${"x".repeat(4100)}` }, /at most 4096/],
+      [{ op: "store", name: "A" }, /path must be a string/],
+    ];
+    for (const [x, want] of bad) assert.throws(() => parseAgentCall(x), want, JSON.stringify(x));
+    assert.throws(() => parseAgentCall({ op: "value" }), ProtocolError);
+  });
+
+  it("reads boxd's call and calls messages, checking the call's id and uid", () => {
+    const call = { type: "call", id: 7, uid: 10003, request: { op: "list" } };
+    assert.deepEqual(parseServerMessage(Buffer.from(JSON.stringify(call))), call);
+    assert.deepEqual(parseServerMessage(Buffer.from('{"type":"calls"}')), { type: "calls" });
+    for (const bad of [
+      { ...call, id: 0 },
+      { ...call, id: 1.5 },
+      { ...call, uid: -1 },
+      { ...call, uid: "10003" },
+    ])
+      assert.throws(() => parseServerMessage(Buffer.from(JSON.stringify(bad))), ProtocolError);
+  });
+
+  it("encodes the open message and a reply", () => {
+    const open = new FrameDecoder().push(encodeControl({ v: PROTOCOL_VERSION, op: "calls" }))[0]!;
+    assert.deepEqual(JSON.parse(open.payload.toString()), { v: 1, op: "calls" });
+    const reply = new FrameDecoder().push(
+      encodeControl({ type: "reply", id: 3, exit: 1, stderr: "no\n" }),
+    )[0]!;
+    assert.equal(reply.kind, FrameKind.control);
+    assert.deepEqual(JSON.parse(reply.payload.toString()), { type: "reply", id: 3, exit: 1, stderr: "no\n" });
   });
 });

@@ -29,7 +29,14 @@
 //   forward  boxd connects to 127.0.0.1:port inside the box and answers Forwarded (or
 //            Error). After that frame the connection is a raw byte pipe both ways,
 //            with half-close passed through.
-//   pty, egress, call: reserved; boxd answers Error {code: "unsupported"}.
+//   calls    the server's standing channel for agents' calls (warren-secret in the box,
+//            native/boxd/calls.h). boxd answers CallsReady, then sends a Call for each
+//            request an agent's command makes on boxd's calls socket, with the uid the
+//            kernel gave for that connection (the only identity: nothing the agent sends
+//            names it); the server answers each with a Reply. A newer calls connection
+//            takes over from an older one; calls waiting on a connection that ends are
+//            answered "unavailable" to the agent.
+//   pty, egress: reserved; boxd answers Error {code: "unsupported"}.
 //
 // Field names are camelCase like the rest of warren's TypeScript; the HTTP layer maps
 // them to its snake_case.
@@ -160,14 +167,37 @@ export type OpenMessage =
   | { v: number; op: "pty"; pty: PtySpec }
   /** Reserved: the bridge from the box to the server's egress proxy. */
   | { v: number; op: "egress"; uid: number }
-  /** Reserved: a channel by which an agent's command calls the server. */
-  | { v: number; op: "call"; uid: number };
+  /** The server's standing channel for agents' calls. */
+  | { v: number; op: "calls" };
 
 export type ClientMessage =
   | { type: "stdin_eof" }
   | { type: "cancel" }
   /** Reserved for pty streams. */
-  | { type: "resize"; cols: number; rows: number };
+  | { type: "resize"; cols: number; rows: number }
+  /** The server's answer to a Call: the agent's command prints the text and exits with `exit`. */
+  | CallReply;
+
+export interface CallReply {
+  type: "reply";
+  id: number;
+  /** warren-secret's exit code: 0 done, 1 refused, 2 bad usage, 69 unavailable. */
+  exit: number;
+  stdout?: string;
+  stderr?: string;
+}
+
+/** A request of an agent's command, as boxd passes it (untrusted: see parseAgentCall). */
+export interface CallMessage {
+  type: "call";
+  id: number;
+  /** The caller's uid as boxd sees it (SO_PEERCRED): who calls. */
+  uid: number;
+  request: unknown;
+}
+
+/** What an agent's command may ask (warren-secret list | store NAME FILE). */
+export type AgentCall = { op: "list" } | { op: "store"; name: string; path: string };
 
 export type ErrorCode = "invalid" | "unsupported" | "spawn_failed" | "forward_refused" | "internal";
 
@@ -177,6 +207,8 @@ export type ServerMessage =
   | { type: "started"; pid: number; cgroup?: string }
   | ({ type: "exit" } & ExecResult)
   | { type: "forwarded" }
+  | { type: "calls" }
+  | CallMessage
   | { type: "error"; code: ErrorCode; message: string };
 
 // ---- framing ---------------------------------------------------------------------
@@ -376,8 +408,13 @@ export function parseServerMessage(payload: Buffer): ServerMessage {
     case "started":
     case "exit":
     case "forwarded":
+    case "calls":
     case "error":
       return x as unknown as ServerMessage;
+    case "call":
+      int(x.id, "call.id", 1, Number.MAX_SAFE_INTEGER);
+      int(x.uid, "call.uid", 0, 2 ** 32 - 1);
+      return x as unknown as CallMessage;
     default:
       throw new ProtocolError(`unknown message ${JSON.stringify(x.type)}`);
   }
@@ -392,4 +429,27 @@ function parseJson(payload: Buffer): Record<string, unknown> {
   }
   if (!isRecord(x)) throw new ProtocolError("control frame is not an object");
   return x;
+}
+
+/**
+ * An agent's request, from its command in the box (nothing in it is trusted; who calls is
+ * the Call's uid, never a field here). Refused with a ProtocolError that says what is wrong.
+ */
+export function parseAgentCall(x: unknown): AgentCall {
+  if (!isRecord(x)) throw new ProtocolError("the request must be an object");
+  if (x.op === "list") {
+    if (Object.keys(x).length !== 1) throw new ProtocolError("list takes nothing else");
+    return { op: "list" };
+  }
+  if (x.op === "store") {
+    const extra = Object.keys(x).filter((k) => !["op", "name", "path"].includes(k));
+    if (extra.length > 0)
+      throw new ProtocolError(`store takes a name and a path only, not ${extra.join(", ")}`);
+    const name = str(x.name, "name");
+    if (name.length === 0 || name.length > 128) throw new ProtocolError("name must be 1 to 128 characters");
+    const path = absPath(x.path, "path");
+    if (path.length > 4096) throw new ProtocolError("path must be at most 4096 characters");
+    return { op: "store", name, path };
+  }
+  throw new ProtocolError('op must be "list" or "store"');
 }

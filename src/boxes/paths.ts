@@ -13,6 +13,8 @@ export const BOX_PATHS = {
   /** Shared reference data, read-only. */
   data: "/data",
   contracts: "/opt/warren/contracts",
+  /** warren's tools for agents' commands (warren-secret), read-only, on their PATH. */
+  bin: "/opt/warren/bin",
   tmp: "/tmp",
   /** A run's input and instructions, read-only, that run only. */
   agent: "/agent",

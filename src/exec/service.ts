@@ -3,7 +3,7 @@ import path from "node:path";
 import type { Identity } from "../access/index.js";
 import { fileAccessOf } from "../agents/policy.js";
 import { policyOf, type AgentRow, type Agents } from "../agents/service.js";
-import type { HomeLayout, Trust } from "../boxes/index.js";
+import { BOX_PATHS, type HomeLayout, type Trust } from "../boxes/index.js";
 import { homeOf, portsOf, uidOf } from "../machines/placement.js";
 import type { BoxExecRequest, BoxExecResult, ExecIo, MachineRuntime } from "../runtime/index.js";
 import type { Metrics } from "../observability/metrics.js";
@@ -11,8 +11,9 @@ import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import { eq } from "drizzle-orm";
 import { WarrenError } from "../errors.js";
-import type { Redactor } from "../secrets/redact.js";
-import type { Secrets } from "../secrets/service.js";
+import { SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
+import { Redactor, type RedactStream } from "../secrets/redact.js";
+import type { ResolvedSecrets, Secrets } from "../secrets/service.js";
 
 export interface ExecInput {
   argv?: string[] | undefined;
@@ -65,7 +66,7 @@ export function commandWalls(
   };
 }
 
-export const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+export const DEFAULT_PATH = `/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:${BOX_PATHS.bin}`;
 
 /** The environment every command of an agent sees; warren's own variables win over the caller's. */
 export function agentEnv(
@@ -102,22 +103,48 @@ export function cwdOf(agentId: string, cwd: string | undefined): string {
 /**
  * The same io with every secret that reached the command redacted from stdout and stderr
  * (each a stream of its own, so a value split across chunks is caught); `flush` lets out
- * what was held back once the command ended.
+ * what was held back once the command ended. A value the agent stores while the command
+ * runs (warren-secret store) joins the redaction from then on: `follow` adds a stage
+ * after the ones already there, until flush.
  */
-export function redactedIo<T extends ExecIo>(io: T, redactor: Redactor): T & { flush(): void } {
-  if (redactor.size === 0) return { ...io, flush: () => {} };
-  const out = redactor.stream();
-  const err = redactor.stream();
+export function redactedIo<T extends ExecIo>(
+  io: T,
+  secrets: Pick<ResolvedSecrets, "redactor" | "follow">,
+): T & { flush(): void } {
+  const out: RedactStream[] = [];
+  const err: RedactStream[] = [];
+  const add = (r: Redactor) => {
+    if (r.size === 0) return;
+    out.push(r.stream());
+    err.push(r.stream());
+  };
+  add(secrets.redactor);
+  const stop = secrets.follow?.((value) => add(new Redactor([value], SECRET_VALUE_MIN_BYTES)));
+  if (out.length === 0 && !stop) return { ...io, flush: () => {} };
+  const through = (stages: RedactStream[], b: Buffer) => {
+    for (const s of stages) b = s.push(b);
+    return b;
+  };
+  const finish = (stages: RedactStream[]) => {
+    let b: Buffer = Buffer.alloc(0);
+    for (const s of stages) {
+      const a = s.push(b);
+      const z = s.end();
+      b = z.length === 0 ? a : Buffer.concat([a, z]);
+    }
+    return b;
+  };
   const give = (to: ((c: Buffer) => void) | undefined, b: Buffer) => {
     if (b.length > 0) to?.(b);
   };
   return {
     ...io,
-    onStdout: (c: Buffer) => give(io.onStdout, out.push(c)),
-    onStderr: (c: Buffer) => give(io.onStderr, err.push(c)),
+    onStdout: (c: Buffer) => give(io.onStdout, through(out, c)),
+    onStderr: (c: Buffer) => give(io.onStderr, through(err, c)),
     flush: () => {
-      give(io.onStdout, out.end());
-      give(io.onStderr, err.end());
+      stop?.();
+      give(io.onStdout, finish(out));
+      give(io.onStderr, finish(err));
     },
   };
 }
@@ -153,22 +180,26 @@ export class Exec {
     // resolved for each exec: a grant or a value changed reaches the next command
     const secrets = await this.secrets.resolve(agent);
     return async (plainIo) => {
-      const io = redactedIo(plainIo, secrets.redactor);
-      const result = await this.runtime.exec(
-        agent.machineId,
-        {
-          argv,
-          env: agentEnv(agent, { ...input.env, ...secrets.env }),
-          cwd: cwdOf(agent.id, input.cwd),
-          ...walls,
-          stdin: input.stdin !== undefined ? Buffer.from(input.stdin, "utf8") : undefined,
-          timeoutMs: input.timeout_ms ?? 60_000,
-          limits: limitsOf(input.limits),
-        },
-        io,
-        { agentId: agent.id, argv },
-      );
-      io.flush();
+      const io = redactedIo(plainIo, secrets);
+      let result: BoxExecResult;
+      try {
+        result = await this.runtime.exec(
+          agent.machineId,
+          {
+            argv,
+            env: agentEnv(agent, { ...input.env, ...secrets.env }),
+            cwd: cwdOf(agent.id, input.cwd),
+            ...walls,
+            stdin: input.stdin !== undefined ? Buffer.from(input.stdin, "utf8") : undefined,
+            timeoutMs: input.timeout_ms ?? 60_000,
+            limits: limitsOf(input.limits),
+          },
+          io,
+          { agentId: agent.id, argv },
+        );
+      } finally {
+        io.flush();
+      }
       this.metrics.execs.inc({
         outcome: result.timedOut ? "timed_out" : result.cancelled ? "cancelled" : "exited",
       });

@@ -78,6 +78,18 @@ describe("readHomeFile", () => {
     }
   });
 
+  it("with noLinks, refuses every link on the way, even one that stays in the home (file.link)", async () => {
+    await fs.mkdir(path.join(home, "a/b"), { recursive: true });
+    await fs.writeFile(path.join(home, "a/b/f.txt"), "inside");
+    await fs.symlink("a/b/f.txt", path.join(home, "rel"));
+    await fs.symlink("a", path.join(home, "dir"));
+    const strict = { ...LIMIT, noLinks: true };
+    assert.equal((await read("a/b/f.txt", strict)).toString(), "inside");
+    for (const p of ["rel", "dir/b/f.txt"]) {
+      await assert.rejects(read(p, strict), (e: unknown) => isWarrenError(e) && e.code === "file.link", p);
+    }
+  });
+
   it("resolves .. after a link to a folder physically, from the folder the link points at", async () => {
     await fs.mkdir(path.join(home, "x/y"), { recursive: true });
     await fs.writeFile(path.join(home, "x/f"), "x/f");

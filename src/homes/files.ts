@@ -119,6 +119,8 @@ async function closeAll(handles: FileHandle[]): Promise<void> {
 export interface ReadOptions {
   /** The caller's size limit in bytes; a larger file is refused with file.too_large. */
   maxBytes: number;
+  /** Refuse any link on the way, even one that stays in the home (file.link). */
+  noLinks?: boolean;
 }
 
 /**
@@ -160,6 +162,8 @@ export async function readHomeFile(
       });
 
       if (st.isSymbolicLink()) {
+        if (options.noLinks === true)
+          throw fileError("file.link", `${shown} goes through a link; name the file itself`);
         if (++links > MAX_LINKS)
           throw fileError("file.link", `${shown} goes through more than ${MAX_LINKS} links`);
         const target = await fs.readlink(at).catch((err: unknown) => {

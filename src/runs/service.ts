@@ -247,7 +247,7 @@ export class Runs {
             if (cgroup) this.#commands.set(run.id, { machineId: machine.id, cgroup });
           },
         },
-        secrets.redactor,
+        secrets,
       );
       try {
         result = await o.runtime.exec(
@@ -270,8 +270,8 @@ export class Runs {
           io,
           { agentId: agent.id, runId: run.id, argv: run.argv },
         );
-        io.flush();
       } finally {
+        io.flush();
         await o.staging
           .unstage(machine.id, run.id)
           .catch((err: unknown) => o.logger.warn({ err, runId: run.id }, "unstaging failed"));

@@ -1,7 +1,15 @@
 // What the runtime needs of a running box: boxd's client surface (every provider runs the
 // same boxd).
 import type { Duplex } from "node:stream";
-import type { ExecOptions, ExecRequest, ExecResult, PingResult } from "../boxd/index.js";
+import type {
+  CallAnswer,
+  CallMessage,
+  CallsChannel,
+  ExecOptions,
+  ExecRequest,
+  ExecResult,
+  PingResult,
+} from "../boxd/index.js";
 
 export type BoxExecRequest = ExecRequest;
 export type BoxExecResult = ExecResult;
@@ -11,5 +19,7 @@ export interface BoxExec {
   ping(): Promise<PingResult>;
   exec(req: BoxExecRequest, io: ExecIo): Promise<BoxExecResult>;
   forward(port: number): Promise<Duplex>;
+  /** The standing channel for agents' calls from inside the box (warren-secret). */
+  calls(onCall: (call: CallMessage) => Promise<CallAnswer>): Promise<CallsChannel>;
   close(): void;
 }

@@ -8,6 +8,7 @@ import type { Logger } from "../observability/log.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
+import type { CallAnswer, CallMessage, CallsChannel } from "../boxd/index.js";
 import type { BoxExec, BoxExecRequest, BoxExecResult, ExecIo } from "./exec-port.js";
 import type { BoxView, MachineControl } from "./control.js";
 import { BoxHealth, type CommandOwner, type RunawayEvent } from "./health.js";
@@ -33,11 +34,18 @@ export interface RuntimeOptions {
 /** Events of a machine's box shown with it (the newest). */
 const BOX_EVENTS_SHOWN = 20;
 
+/** Answers an agent's call from inside its machine's box (see setCallHandler). */
+export type CallHandler = (machineId: string, call: CallMessage) => Promise<CallAnswer>;
+
+/** How long to wait before opening a machine's calls channel again after it ended. */
+const CALLS_RETRY_MS = 1000;
+
 interface Live {
   box: BoxHandle;
   boxd: BoxExec;
   lastActivity: number;
   liveExecs: number;
+  calls?: CallsChannel;
 }
 
 type MachineRow = typeof schema.machines.$inferSelect;
@@ -51,6 +59,7 @@ export class MachineRuntime implements MachineControl {
   readonly #owners = new Map<string, Map<string, CommandOwner>>();
   readonly #runawayListeners: ((e: RunawayEvent) => Promise<void>)[] = [];
   readonly #health: BoxHealth;
+  #onCall: CallHandler | undefined;
 
   constructor(o: RuntimeOptions) {
     this.#o = o;
@@ -128,6 +137,56 @@ export class MachineRuntime implements MachineControl {
   /** The usage of a command tree a run or exec started, while it exists. */
   commandUsage(machineId: string, command: string): ReturnType<BoxHealth["commandUsage"]> {
     return this.#health.commandUsage(machineId, command);
+  }
+
+  /** Who answers agents' calls (warren-secret); each running box keeps a channel to it. */
+  setCallHandler(fn: CallHandler): void {
+    this.#onCall = fn;
+    for (const [id, live] of this.#live) if (!live.calls) void this.#keepCalls(id, live);
+  }
+
+  /**
+   * Keeps the box's calls channel open while the box is live: opened now, opened again
+   * when it ends (boxd restarted, a dropped connection) until the box stops.
+   */
+  #keepCalls(machineId: string, live: Live): Promise<void> {
+    const onCall = this.#onCall;
+    if (!onCall) return Promise.resolve();
+    const current = () => this.#live.get(machineId) === live;
+    let opened: () => void = () => {};
+    // settles after the first attempt, so that a command started next finds the channel
+    const first = new Promise<void>((resolve) => (opened = resolve));
+    const open = async (): Promise<void> => {
+      while (current()) {
+        try {
+          const ch = await live.boxd.calls((call) => onCall(machineId, call));
+          if (!current()) {
+            ch.close();
+            break;
+          }
+          live.calls = ch;
+          opened();
+          await ch.closed;
+        } catch (err) {
+          if (current()) this.#o.logger.warn({ err, machineId }, "the box's calls channel did not open");
+        }
+        opened();
+        if (current()) await new Promise((r) => setTimeout(r, CALLS_RETRY_MS).unref());
+      }
+      opened();
+    };
+    live.calls = { close: () => {}, closed: Promise.resolve() };
+    void open();
+    return first;
+  }
+
+  #drop(machineId: string): void {
+    const live = this.#live.get(machineId);
+    this.#live.delete(machineId);
+    this.#owners.delete(machineId);
+    this.#health.forget(machineId);
+    live?.calls?.close();
+    live?.boxd.close();
   }
 
   /** Runs `fn` after every earlier call for the same machine has settled. */
@@ -210,7 +269,9 @@ export class MachineRuntime implements MachineControl {
       }
       this.#o.metrics.boxStarts.observe(Number(process.hrtime.bigint() - t0) / 1e9);
       const boxd = this.#o.connect(box);
-      this.#live.set(machineId, { box, boxd, lastActivity: Date.now(), liveExecs: 0 });
+      const live: Live = { box, boxd, lastActivity: Date.now(), liveExecs: 0 };
+      this.#live.set(machineId, live);
+      await this.#keepCalls(machineId, live);
       await this.#setState(machineId, "running", "started on demand");
       return boxd;
     });
@@ -273,11 +334,7 @@ export class MachineRuntime implements MachineControl {
     const handle = await this.#o.provider.inspect(machineId);
     if (handle?.state === "running") return false;
     await this.#serial(machineId, async () => {
-      const live = this.#live.get(machineId);
-      this.#live.delete(machineId);
-      this.#owners.delete(machineId);
-      this.#health.forget(machineId);
-      live?.boxd.close();
+      this.#drop(machineId);
       await this.#o.provider.stop(machineId);
       await this.#setState(machineId, "stopped", "the box stopped on its own");
     });
@@ -305,11 +362,7 @@ export class MachineRuntime implements MachineControl {
 
   async stop(machineId: string, reason: string): Promise<void> {
     await this.#serial(machineId, async () => {
-      const live = this.#live.get(machineId);
-      this.#live.delete(machineId);
-      this.#owners.delete(machineId);
-      this.#health.forget(machineId);
-      live?.boxd.close();
+      this.#drop(machineId);
       await this.#o.provider.stop(machineId);
       await this.#setState(machineId, "stopped", reason);
     });
@@ -317,11 +370,7 @@ export class MachineRuntime implements MachineControl {
 
   async remove(machineId: string): Promise<void> {
     await this.#serial(machineId, async () => {
-      const live = this.#live.get(machineId);
-      this.#live.delete(machineId);
-      this.#owners.delete(machineId);
-      this.#health.forget(machineId);
-      live?.boxd.close();
+      this.#drop(machineId);
       await this.#o.provider.remove(machineId);
     });
   }
@@ -350,7 +399,9 @@ export class MachineRuntime implements MachineControl {
         try {
           const boxd = this.#o.connect(box);
           await boxd.ping();
-          this.#live.set(m.id, { box, boxd, lastActivity: Date.now(), liveExecs: 0 });
+          const live: Live = { box, boxd, lastActivity: Date.now(), liveExecs: 0 };
+          this.#live.set(m.id, live);
+          await this.#keepCalls(m.id, live);
           await this.#setState(m.id, "running", "adopted after a server restart");
           adopted.push(m.id);
           continue;
@@ -424,8 +475,7 @@ export class MachineRuntime implements MachineControl {
   close(): void {
     if (this.#idleTimer) clearInterval(this.#idleTimer);
     this.#health.stop();
-    for (const live of this.#live.values()) live.boxd.close();
-    this.#live.clear();
+    for (const id of [...this.#live.keys()]) this.#drop(id);
   }
 }
 

@@ -1,7 +1,7 @@
 // Secrets: sealed at rest under the master key, granted to an organisation, a guild or an
 // agent, resolved for a command's environment, and redacted from whatever leaves a box.
 // Members read names, descriptions and grants; no route ever returns a value.
-import { and, asc, eq, inArray, isNotNull, or } from "drizzle-orm";
+import { and, asc, count, eq, inArray, isNotNull, or } from "drizzle-orm";
 import type { Access, Identity } from "../access/index.js";
 import { WarrenError } from "../errors.js";
 import { newId } from "../ids.js";
@@ -34,7 +34,15 @@ export interface SecretUpdateInput {
 export interface ResolvedSecrets {
   env: Record<string, string>;
   redactor: Redactor;
+  /**
+   * Calls `fn` with each value the agent stores from its box from now on (warren-secret
+   * store), so that the command's output hides it too; returns the function that stops.
+   */
+  follow?: (fn: (value: Buffer) => void) => () => void;
 }
+
+/** At most this many secrets stored by one agent from its box (secret.limit). */
+export const STORED_PER_AGENT = 20;
 
 const pgCode = (e: unknown): string | undefined => {
   for (let cur: unknown = e; cur && typeof cur === "object"; cur = (cur as { cause?: unknown }).cause) {
@@ -71,6 +79,8 @@ export class Secrets {
   /** Every value this server holds (in the forms a log line gives it), for the server's log. */
   #logForms: string[] = [];
   #logRedactor: Redactor = Redactor.empty;
+  /** Per agent: the running commands to tell of a value it stores (see ResolvedSecrets.follow). */
+  readonly #followers = new Map<string, Set<(value: Buffer) => void>>();
 
   constructor(db: Db, access: Access, key: Buffer) {
     this.#db = db;
@@ -249,7 +259,8 @@ export class Secrets {
    * itself, aliases included (each with the value of the secret it names). Values are opened
    * here and go only to the command's environment and its redactor.
    */
-  async resolve(agent: { id: string; orgId: string }): Promise<ResolvedSecrets> {
+  /** The secrets granted to the agent's organisation, one of its guilds or itself. */
+  async #reaching(agent: { id: string; orgId: string }) {
     const guildRows = await this.#db
       .select({ id: schema.guildAgents.guildId })
       .from(schema.guildAgents)
@@ -275,12 +286,85 @@ export class Secrets {
         name: schema.secrets.name,
         sealed: schema.secrets.sealed,
         aliasOf: schema.secrets.aliasOf,
+        description: schema.secrets.description,
       })
       .from(schema.secrets)
       .innerJoin(schema.secretGrants, eq(schema.secretGrants.secretId, schema.secrets.id))
       .where(and(eq(schema.secrets.orgId, agent.orgId), or(...reach)))
       .orderBy(asc(schema.secrets.name));
-    if (rows.length === 0) return { env: {}, redactor: Redactor.empty };
+    return rows;
+  }
+
+  #follow(agentId: string, fn: (value: Buffer) => void): () => void {
+    let set = this.#followers.get(agentId);
+    if (!set) this.#followers.set(agentId, (set = new Set()));
+    set.add(fn);
+    return () => {
+      set.delete(fn);
+      if (set.size === 0 && this.#followers.get(agentId) === set) this.#followers.delete(agentId);
+    };
+  }
+
+  /**
+   * The names and descriptions of the secrets that reach an agent (warren-secret list):
+   * what its commands' environment holds, never a value.
+   */
+  async namesFor(agent: { id: string; orgId: string }): Promise<{ name: string; description: string }[]> {
+    const rows = await this.#reaching(agent);
+    return rows.map((r) => ({ name: r.name, description: r.description }));
+  }
+
+  /**
+   * A secret an agent stores from its box (warren-secret store): granted to that agent
+   * alone, stored_by_agent set; at most STORED_PER_AGENT per agent (secret.limit). The
+   * value joins the log's redaction and that of the agent's running commands at once.
+   * `name` and `value` are checked by the caller (secretName, secretValue).
+   */
+  async storeFromAgent(agent: { id: string; orgId: string }, name: string, value: string): Promise<string> {
+    const id = newId("sec");
+    const sealed = seal(this.#key, id, Buffer.from(value, "utf8"));
+    try {
+      await this.#db.transaction(async (tx) => {
+        // one store at a time per agent: the count below holds until the commit
+        await tx
+          .select({ id: schema.agents.id })
+          .from(schema.agents)
+          .where(eq(schema.agents.id, agent.id))
+          .for("update");
+        const [counted] = await tx
+          .select({ n: count() })
+          .from(schema.secrets)
+          .where(eq(schema.secrets.storedByAgent, agent.id));
+        if ((counted?.n ?? 0) >= STORED_PER_AGENT)
+          throw new WarrenError(
+            "secret.limit",
+            `this agent already stored ${STORED_PER_AGENT} secrets; an operator can delete some (warren secrets delete)`,
+          );
+        await tx.insert(schema.secrets).values({
+          id,
+          orgId: agent.orgId,
+          name,
+          description: "",
+          sealed,
+          storedByAgent: agent.id,
+        });
+        await tx.insert(schema.secretGrants).values({ secretId: id, scope: "agent", targetId: agent.id });
+      });
+    } catch (err) {
+      if (pgCode(err) === "23505")
+        throw new WarrenError("request.invalid", `name: this organisation already has a secret ${name}`);
+      throw err;
+    }
+    this.#addToLog(value);
+    const bytes = Buffer.from(value, "utf8");
+    for (const fn of this.#followers.get(agent.id) ?? []) fn(bytes);
+    return id;
+  }
+
+  async resolve(agent: { id: string; orgId: string }): Promise<ResolvedSecrets> {
+    const rows = await this.#reaching(agent);
+    const follow = (fn: (value: Buffer) => void) => this.#follow(agent.id, fn);
+    if (rows.length === 0) return { env: {}, redactor: Redactor.empty, follow };
     const targets = rows.filter((r) => r.aliasOf !== null).map((r) => r.aliasOf!);
     const sealedOf = new Map<string, string>();
     for (const r of rows) if (r.sealed !== null) sealedOf.set(r.id, r.sealed);
@@ -302,6 +386,6 @@ export class Secrets {
       env[r.name] = value.toString("utf8");
       values.push(value);
     }
-    return { env, redactor: new Redactor(values, SECRET_VALUE_MIN_BYTES) };
+    return { env, redactor: new Redactor(values, SECRET_VALUE_MIN_BYTES), follow };
   }
 }

@@ -39,6 +39,8 @@ const paths: BwrapPaths = {
   boxRootId: 2_000_000,
   seccompFile: "/state/run/boxes/m1/seccomp.bpf",
   socketDir: "/state/run/boxes/m1/boxd",
+  callsDir: "/state/run/boxes/m1/calls",
+  warrenSecret: "/opt/w/dist/native/warren-secret",
   cgroups: [
     { name: "memory", dir: "/sys/fs/cgroup/memory/warren/m1/agents" },
     { name: "pids", dir: "/sys/fs/cgroup/pids/warren/m1/agents" },
@@ -184,6 +186,20 @@ describe("bwrapArgv", () => {
       assert.notEqual(s, "/state");
       assert.notEqual(s, "/state/run");
     }
+  });
+
+  it("binds the calls folder, warren-secret read-only in /opt/warren/bin, and tells boxd the calls socket", () => {
+    assert.notEqual(find(opts, "--bind", paths.callsDir!, IN_BOX.callsDir), -1);
+    assert.notEqual(find(opts, "--ro-bind", paths.warrenSecret!, `${IN_BOX.binDir}/warren-secret`), -1);
+    assert.notEqual(find(opts, "--perms", "0755", "--dir", "/opt/warren"), -1);
+    assert.equal(cmd[cmd.indexOf("--calls-socket") + 1], IN_BOX.callsSocket);
+    assert.ok(cmd.indexOf("--calls-socket") > cmd.indexOf(IN_BOX.boxd), "an argument of boxd");
+    const none = bwrapArgv(spec, { ...paths, callsDir: undefined, warrenSecret: undefined });
+    assert.equal(none.indexOf("--calls-socket"), -1);
+    assert.throws(
+      () => bwrapArgv({ ...spec, mounts: [{ kind: "tmpfs", target: "/opt/warren/bin", sizeMib: 1 }] }, paths),
+      /reserved/,
+    );
   });
 
   it("binds the boxd binaries into boxd's folder and nothing of node", () => {

@@ -22,6 +22,14 @@ export const IN_BOX = {
   /** Bind of the host's STATE_ROOT/run/boxes/<id>/boxd (0700): boxd's socket. */
   socketDir: "/run/boxd",
   socket: "/run/boxd/boxd.sock",
+  /**
+   * Bind of the host's STATE_ROOT/run/boxes/<id>/calls (0755, box root's): boxd's calls
+   * socket (0666), which agents' commands reach with warren-secret.
+   */
+  callsDir: "/run/calls",
+  callsSocket: "/run/calls/calls.sock",
+  /** warren's own tools for agents' commands, read-only (on their PATH). */
+  binDir: BOX_PATHS.bin,
   /** Mount point for a command's read-only /agent (bound per command by the helper). */
   agentDir: BOX_PATHS.agent,
   hostname: "box",
@@ -34,7 +42,20 @@ export const IN_BOX = {
 export const BOX_ROOT_HOST_ID = 2_000_000;
 
 /** Paths in the box that mounts from the spec may not cover or shadow. */
-const RESERVED = ["/", "/proc", "/dev", "/run", "/agent", "/usr", "/bin", "/lib", "/lib64", "/sbin", "/etc"];
+const RESERVED = [
+  "/",
+  "/proc",
+  "/dev",
+  "/run",
+  "/agent",
+  "/usr",
+  "/bin",
+  "/lib",
+  "/lib64",
+  "/sbin",
+  "/etc",
+  BOX_PATHS.bin,
+];
 
 /** Capabilities boxd keeps (every other one is dropped, and every one in agents' processes). */
 export const BOXD_CAPS = [
@@ -67,6 +88,10 @@ export interface BwrapPaths {
   seccompFile: string;
   /** Host folder bound at /run/boxd (boxd's socket). */
   socketDir: string;
+  /** Host folder bound at /run/calls (boxd's calls socket, for agents); none = no calls. */
+  callsDir?: string;
+  /** The in-box client of the calls socket (dist/native/warren-secret). */
+  warrenSecret?: string;
   /** Agents' cgroup folders on the host, one per hierarchy; bound under /run/warren/cg/<name>. */
   cgroups: { name: string; dir: string }[];
   cgroupVersion: 1 | 2;
@@ -220,6 +245,9 @@ export function bwrapArgv(spec: BoxSpec, paths: BwrapPaths): string[] {
     targets.add(t);
   }
   const hasTmp = targets.has("/tmp");
+  // /opt/warren (contracts, warren's tools): folders agents may pass through; bwrap would
+  // make them 0700 on the way to a mount
+  for (const d of ["/opt", "/opt/warren"]) if (!targets.has(d)) a.push("--perms", "0755", "--dir", d);
   const sorted = [...spec.mounts].sort((x, y) => x.target.split("/").length - y.target.split("/").length);
   for (const m of sorted) a.push(...mountArgs(m));
   if (!hasTmp) a.push(...mountArgs({ kind: "tmpfs", target: "/tmp", sizeMib: spec.limits.tmpMib }));
@@ -238,6 +266,10 @@ export function bwrapArgv(spec: BoxSpec, paths: BwrapPaths): string[] {
     a.push("--bind", clean(cg.dir, "cgroup folder"), `${IN_BOX.cgroupDir}/${cg.name}`);
   }
   a.push("--bind", clean(paths.socketDir, "socket folder"), IN_BOX.socketDir);
+  if (paths.callsDir) a.push("--bind", clean(paths.callsDir, "calls folder"), IN_BOX.callsDir);
+  if (paths.warrenSecret) a.push("--perms", "0755", "--dir", IN_BOX.binDir);
+  if (paths.warrenSecret)
+    a.push("--ro-bind", clean(paths.warrenSecret, "warren-secret"), `${IN_BOX.binDir}/warren-secret`);
   a.push("--dir", IN_BOX.agentDir);
   // Nothing may be created at the root of the box after this.
   a.push("--remount-ro", "/");
@@ -251,6 +283,7 @@ export function bwrapArgv(spec: BoxSpec, paths: BwrapPaths): string[] {
   a.push(IN_BOX.userns, "--root-id", String(paths.boxRootId), "--");
   a.push(IN_BOX.boxd);
   a.push("--socket", IN_BOX.socket, "--spawn", IN_BOX.spawnHelper, "--seccomp", IN_BOX.seccomp);
+  if (paths.callsDir) a.push("--calls-socket", IN_BOX.callsSocket);
   a.push("--cgroup-version", String(paths.cgroupVersion));
   for (const cg of paths.cgroups) a.push("--cgroup", `${cg.name}=${IN_BOX.cgroupDir}/${cg.name}`);
   if (paths.readyFd !== undefined) a.push("--ready-fd", String(paths.readyFd));

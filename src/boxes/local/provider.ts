@@ -198,6 +198,7 @@ export class LocalProvider implements BoxProvider {
   private readonly runRoot: string;
   private readonly boxdBinary: string;
   private readonly spawnHelper: string;
+  private readonly warrenSecret: string;
   private readonly userns: string;
   private readonly boxRootId: number;
   private readonly bwrap: string;
@@ -215,6 +216,7 @@ export class LocalProvider implements BoxProvider {
     this.homes = new FsHomeLayout(path.resolve(o.workspacesRoot ?? path.join(this.stateRoot, "workspaces")));
     this.boxdBinary = path.resolve(o.boxdBinary ?? path.join(packageRoot, "dist", "native", "boxd"));
     this.spawnHelper = path.resolve(o.spawnHelper ?? path.join(packageRoot, "dist", "native", "boxd-spawn"));
+    this.warrenSecret = path.join(path.dirname(this.spawnHelper), "warren-secret");
     this.userns = path.resolve(o.userns ?? path.join(packageRoot, "dist", "native", "box-userns"));
     this.boxRootId = o.boxRootId ?? BOX_ROOT_HOST_ID;
     this.bwrap = o.bwrap ?? "/usr/bin/bwrap";
@@ -473,6 +475,7 @@ export class LocalProvider implements BoxProvider {
     for (const [what, file] of [
       ["boxd binary", this.boxdBinary],
       ["spawn helper", this.spawnHelper],
+      ["in-box client warren-secret", this.warrenSecret],
       ["user namespace launcher", this.userns],
     ] as const) {
       if (!fs.existsSync(file))
@@ -501,6 +504,12 @@ export class LocalProvider implements BoxProvider {
     fs.chmodSync(socketDir, 0o700);
     fs.chownSync(socketDir, root, root);
     fs.rmSync(path.join(socketDir, "boxd.sock"), { force: true });
+    // boxd's calls socket: a folder agents may pass through (0755), box root's to write in
+    const callsDir = path.join(dir, "calls");
+    fs.mkdirSync(callsDir, { recursive: true, mode: 0o755 });
+    fs.chmodSync(callsDir, 0o755);
+    fs.chownSync(callsDir, root, root);
+    fs.rmSync(path.join(callsDir, "calls.sock"), { force: true });
 
     const etcFiles: Record<string, string> = {};
     for (const [name, text] of Object.entries(ETC_GENERATED)) {
@@ -518,6 +527,8 @@ export class LocalProvider implements BoxProvider {
       boxRootId: root,
       seccompFile,
       socketDir,
+      callsDir,
+      warrenSecret: this.warrenSecret,
       cgroups: plan.agents,
       cgroupVersion: plan.version,
       passwdFile: users.passwd,
