@@ -137,6 +137,8 @@ void ep_set(struct boxd *bd, int fd, struct watch *w, uint32_t events, int add);
 /* Closes *fd (if open; removed from epoll first if watched) and sets it to -1. */
 void close_fd(struct boxd *bd, int *fd, int watched);
 int set_nonblock(int fd);
+/* A listening unix stream socket at path (replacing what was there), with the given mode; -1 with errno. */
+int listen_unix(const char *path, mode_t mode, int backlog);
 /* Reads a small file into buf (NUL-terminated); bytes read or -1. */
 ssize_t read_small(const char *path, char *buf, size_t cap);
 int write_text(const char *path, const char *text);

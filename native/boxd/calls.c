@@ -213,21 +213,8 @@ int calls_listen(struct boxd *bd) {
   bd->calls_fd = -1;
   bd->calls_w = (struct watch){W_CALLS_LISTEN, NULL};
   if (!path) return 0;
-  unlink(path);
-  struct sockaddr_un a = {.sun_family = AF_UNIX};
-  if (strlen(path) >= sizeof a.sun_path) {
-    errno = ENAMETOOLONG;
-    return -1;
-  }
-  strcpy(a.sun_path, path);
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int fd = listen_unix(path, 0666, 128);
   if (fd < 0) return -1;
-  if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || chmod(path, 0666) != 0 || listen(fd, 128) != 0) {
-    int err = errno;
-    close(fd);
-    errno = err;
-    return -1;
-  }
   bd->calls_fd = fd;
   ep_set(bd, fd, &bd->calls_w, EPOLLIN, 1);
   return 0;

@@ -125,25 +125,6 @@ static void on_signal(struct boxd *bd) {
   helpers_reap(bd);
 }
 
-static int listen_socket(const char *path) {
-  unlink(path);
-  struct sockaddr_un a = {.sun_family = AF_UNIX};
-  if (strlen(path) >= sizeof a.sun_path) {
-    errno = ENAMETOOLONG;
-    return -1;
-  }
-  strcpy(a.sun_path, path);
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 511) != 0) {
-    int err = errno;
-    close(fd);
-    errno = err;
-    return -1;
-  }
-  chmod(path, 0600);
-  return fd;
-}
 
 static void dispatch(struct boxd *bd, struct watch *w, uint32_t ev) {
   switch (w->kind) {
@@ -280,7 +261,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (bd.cfg.ready_fd >= 0) fcntl(bd.cfg.ready_fd, F_SETFD, FD_CLOEXEC);
-  bd.listen_fd = listen_socket(bd.cfg.socket);
+  bd.listen_fd = listen_unix(bd.cfg.socket, 0600, 511);
   if (bd.listen_fd < 0) {
     logf_("listen on %s: %s", bd.cfg.socket, strerror(errno));
     return 1;

@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -165,4 +168,23 @@ const char *errno_code(int err) {
     case EPERM: return "EPERM";
     default: return NULL;
   }
+}
+
+int listen_unix(const char *path, mode_t mode, int backlog) {
+  unlink(path);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  if (strlen(path) >= sizeof a.sun_path) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  strcpy(a.sun_path, path);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || chmod(path, mode) != 0 || listen(fd, backlog) != 0) {
+    int err = errno;
+    close(fd);
+    errno = err;
+    return -1;
+  }
+  return fd;
 }

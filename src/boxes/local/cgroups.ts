@@ -10,7 +10,7 @@
 
 import fs from "node:fs";
 import path from "node:path";
-import type { BoxLimits } from "../types.js";
+import type { BoxLimits, UsageSample } from "../types.js";
 
 export const BOXD_RESERVE = { memoryMib: 64, pids: 64 } as const;
 export const CPU_PERIOD_US = 100_000;
@@ -354,22 +354,7 @@ export async function destroyBoxCgroups(boxDirs: string[], timeoutMs = 10_000): 
 // ---- usage (read on the host) ------------------------------------------------------
 
 /** What one cgroup (the same path in every hierarchy) has used, and its limits. */
-export interface CgroupUsage {
-  cpuSeconds: number;
-  memoryBytes: number;
-  memoryPeakBytes: number;
-  /** Anonymous memory and tmpfs (shmem): what cannot be reclaimed without swap. */
-  unreclaimableBytes: number;
-  pids: number;
-  /** Processes the OOM killer ended in this cgroup (its own count). */
-  oomKills: number;
-  /** Times the memory limit was hit (v1 memory.failcnt, v2 memory.events max). */
-  memoryLimitHits: number;
-  /** Forks refused by the pids limit (pids.events max). */
-  pidsLimitHits: number;
-  memoryLimitBytes: number | null;
-  pidsLimit: number | null;
-}
+export type CgroupUsage = UsageSample;
 
 function readText(dirs: string[], file: string): string | null {
   for (const d of dirs) {
