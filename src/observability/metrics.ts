@@ -37,36 +37,26 @@ export class Metrics {
 
   // Box health, sampled every few seconds from the boxes' cgroups; labelled by machine and
   // organisation only (one series per running box).
-  readonly boxCpu = new Gauge({
-    name: "warren_box_cpu_seconds",
-    help: "CPU time the machine's running box has used since it started",
-    labelNames: ["machine", "org"] as const,
-    registers: [this.registry],
-  });
-  readonly boxMemory = new Gauge({
-    name: "warren_box_memory_bytes",
-    help: "Memory the machine's running box uses now (cgroup accounting: page cache and tmpfs count)",
-    labelNames: ["machine", "org"] as const,
-    registers: [this.registry],
-  });
-  readonly boxMemoryPeak = new Gauge({
-    name: "warren_box_memory_peak_bytes",
-    help: "The highest memory use of the machine's running box since it started",
-    labelNames: ["machine", "org"] as const,
-    registers: [this.registry],
-  });
-  readonly boxPids = new Gauge({
-    name: "warren_box_pids",
-    help: "Processes and threads in the machine's running box now",
-    labelNames: ["machine", "org"] as const,
-    registers: [this.registry],
-  });
-  readonly boxAtLimit = new Gauge({
-    name: "warren_box_at_limit",
-    help: "1 while the agents of the machine's box are at their pids or memory limit",
-    labelNames: ["machine", "org"] as const,
-    registers: [this.registry],
-  });
+  readonly boxCpu = this.#boxGauge(
+    "warren_box_cpu_seconds",
+    "CPU time the machine's running box has used since it started",
+  );
+  readonly boxMemory = this.#boxGauge(
+    "warren_box_memory_bytes",
+    "Memory the machine's running box uses now (cgroup accounting: page cache and tmpfs count)",
+  );
+  readonly boxMemoryPeak = this.#boxGauge(
+    "warren_box_memory_peak_bytes",
+    "The highest memory use of the machine's running box since it started",
+  );
+  readonly boxPids = this.#boxGauge(
+    "warren_box_pids",
+    "Processes and threads in the machine's running box now",
+  );
+  readonly boxAtLimit = this.#boxGauge(
+    "warren_box_at_limit",
+    "1 while the agents of the machine's box are at their pids or memory limit",
+  );
   readonly boxRunaways = new Counter({
     name: "warren_box_runaways_total",
     help: "Runaway command trees stopped, by machine, organisation and limit",
@@ -76,5 +66,9 @@ export class Metrics {
 
   constructor(defaults = true) {
     if (defaults) collectDefaultMetrics({ register: this.registry, prefix: "warren_" });
+  }
+
+  #boxGauge(name: string, help: string): Gauge<"machine" | "org"> {
+    return new Gauge({ name, help, labelNames: ["machine", "org"] as const, registers: [this.registry] });
   }
 }

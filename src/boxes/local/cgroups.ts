@@ -390,26 +390,27 @@ export function readCgroupUsage(dirs: string[]): CgroupUsage {
   const v2 = readText(dirs, "cgroup.controllers") !== null;
   const limitOf = (n: number | null): number | null => (n === null || n >= 2 ** 60 ? null : n); // v1's "unlimited" is a huge number
   if (v2) {
+    const stat = readText(dirs, "memory.stat");
+    const events = readText(dirs, "memory.events");
     return {
       cpuSeconds: keyed(readText(dirs, "cpu.stat"), "usage_usec") / 1e6,
       memoryBytes: numberOf(readText(dirs, "memory.current")) ?? 0,
       memoryPeakBytes: numberOf(readText(dirs, "memory.peak")) ?? 0,
-      unreclaimableBytes:
-        keyed(readText(dirs, "memory.stat"), "anon") + keyed(readText(dirs, "memory.stat"), "shmem"),
+      unreclaimableBytes: keyed(stat, "anon") + keyed(stat, "shmem"),
       pids: numberOf(readText(dirs, "pids.current")) ?? 0,
-      oomKills: keyed(readText(dirs, "memory.events"), "oom_kill"),
-      memoryLimitHits: keyed(readText(dirs, "memory.events"), "max"),
+      oomKills: keyed(events, "oom_kill"),
+      memoryLimitHits: keyed(events, "max"),
       pidsLimitHits: keyed(readText(dirs, "pids.events"), "max"),
       memoryLimitBytes: limitOf(numberOf(readText(dirs, "memory.max"))),
       pidsLimit: numberOf(readText(dirs, "pids.max")),
     };
   }
+  const stat = readText(dirs, "memory.stat");
   return {
     cpuSeconds: (numberOf(readText(dirs, "cpuacct.usage")) ?? 0) / 1e9,
     memoryBytes: numberOf(readText(dirs, "memory.usage_in_bytes")) ?? 0,
     memoryPeakBytes: numberOf(readText(dirs, "memory.max_usage_in_bytes")) ?? 0,
-    unreclaimableBytes:
-      keyed(readText(dirs, "memory.stat"), "total_rss") + keyed(readText(dirs, "memory.stat"), "total_shmem"),
+    unreclaimableBytes: keyed(stat, "total_rss") + keyed(stat, "total_shmem"),
     pids: numberOf(readText(dirs, "pids.current")) ?? 0,
     oomKills: keyed(readText(dirs, "memory.oom_control"), "oom_kill"),
     memoryLimitHits: numberOf(readText(dirs, "memory.failcnt")) ?? 0,
