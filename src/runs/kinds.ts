@@ -1,0 +1,36 @@
+// Run kinds beyond command: a runner per agent kind (assistant: the loop in the server;
+// claude-code, codex, opencode: a harness CLI in the box). The runs service gives each the
+// run's context and writes what it answers.
+import type { AgentSpec } from "../contract/spec.js";
+import type { GatewaySession, ModelUsage, RunEventSink } from "../models/types.js";
+
+export interface RunUsage extends ModelUsage {
+  steps: number;
+  tool_calls: number;
+  tool_refusals: number;
+}
+
+export interface AgentRunContext {
+  runId: string;
+  agent: { id: string; orgId: string; machineId: string; slot: number; name: string };
+  spec: AgentSpec;
+  input: string;
+  /** Aborted on cancel, on the run's time limit and at shutdown. */
+  signal: AbortSignal;
+  events: RunEventSink;
+  gateway: GatewaySession;
+}
+
+export interface AgentRunResult {
+  status: "succeeded" | "failed" | "timed_out" | "cancelled";
+  status_reason?: string;
+  output: string;
+  exit_code: number | null;
+  usage: RunUsage;
+  /** The models the run called, in order of first use. */
+  models: string[];
+}
+
+export interface AgentRunner {
+  run(ctx: AgentRunContext): Promise<AgentRunResult>;
+}

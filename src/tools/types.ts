@@ -1,0 +1,54 @@
+// The tools' seam: a run's toolset, opened from its agent's spec at the run's start. Every
+// call is decided first by the agent's Cedar tool policy; a refused or failed call is an
+// answer for the model, never a thrown error.
+import type { AgentSpec } from "../contract/spec.js";
+
+/** A JSON Schema of an object: a tool's parameters as the model sees them. */
+export type ToolParameters = {
+  type: "object";
+  properties?: Record<string, unknown>;
+  required?: string[];
+} & Record<string, unknown>;
+
+export interface RunTool {
+  /** The name the model calls it by (an MCP server's tools: `<server>__<tool>`). */
+  name: string;
+  description: string;
+  parameters: ToolParameters;
+}
+
+/** One tool call, as written to the trace as a `tool_call` event (arguments redacted by the sink). */
+export interface ToolCallRecord {
+  tool: string;
+  arguments: unknown;
+  decision: "allow" | "deny";
+  /** The ids of the policies that decided (Cedar's reasons); empty when none matched. */
+  policies: string[];
+  result_bytes: number;
+  duration_ms: number;
+  error?: string;
+}
+
+export interface ToolOutcome {
+  /** What the model is told: the result, or why the call was refused or failed. */
+  output: string;
+  record: ToolCallRecord;
+}
+
+export interface ToolRunContext {
+  runId: string;
+  agent: { id: string; orgId: string; machineId: string; slot: number };
+  spec: AgentSpec;
+  signal: AbortSignal;
+}
+
+export interface Toolset {
+  readonly tools: readonly RunTool[];
+  /** Decides the call by the policy, then runs it; never throws for a refusal or a tool's failure. */
+  call(name: string, args: unknown): Promise<ToolOutcome>;
+  close(): Promise<void>;
+}
+
+export interface ToolsetFactory {
+  open(ctx: ToolRunContext): Promise<Toolset>;
+}
