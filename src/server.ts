@@ -161,7 +161,7 @@ async function compose(
   const store = await openStore({ databaseUrl: config.DATABASE_URL, pgliteDir: paths.pglite });
   let ready = false;
   const metrics = new Metrics(opts.defaultMetrics ?? true);
-  const registry = new GenerationRegistry();
+  const registry = new GenerationRegistry(config.WARREN_ORG_MAX_RUNS);
   const layout = provider.homes;
 
   const runtime = new MachineRuntime({

@@ -41,6 +41,25 @@ export const RunReceipt = z
   })
   .meta({ id: "RunReceipt" });
 
+/** Why a queued run waits. */
+export const RunWaiting = z
+  .object({
+    reason: z
+      .enum(["agent_busy", "org_limit"])
+      .describe(
+        "agent_busy: its agent has a run going on or an earlier one waiting; org_limit: its organisation runs as many as WARREN_ORG_MAX_RUNS",
+      ),
+    since: z.string(),
+    position: z
+      .number()
+      .int()
+      .min(1)
+      .describe(
+        "1 for the next to start in the line it waits in: its agent's (agent_busy) or its organisation's (org_limit)",
+      ),
+  })
+  .meta({ id: "RunWaiting" });
+
 export const Run = z
   .object({
     id: z.string(),
@@ -63,6 +82,7 @@ export const Run = z
       .boolean()
       .optional()
       .describe("true when the caller's role (auditor) may not see workloads: output is then empty"),
+    waiting: RunWaiting.optional().describe("while the run is queued: why it waits, since when, its place"),
     box_usage: BoxUsage.optional().describe(
       "while the run is running: what its command tree (with what it started in the background) uses now",
     ),
@@ -90,6 +110,12 @@ export const RunCreateRequest = z
       .max(7 * 24 * 3600)
       .optional(),
     limits: CommandLimits.optional(),
+    wait: z
+      .boolean()
+      .default(true)
+      .describe(
+        "true (default): a busy agent or an organisation at its cap queues the run; false: refuse it (409 generation.busy, 429 run.org_limit)",
+      ),
   })
   .strict()
   .refine(exactlyOneCommand.check, { message: exactlyOneCommand.message, path: exactlyOneCommand.path })

@@ -65,6 +65,10 @@ export const runs = defineGroup("runs", "recorded runs of commands", {
       { name: "timeout-s", value: "<s>", help: "the run's time limit, in seconds" },
       ...limitOptions,
       { name: "wait", help: "wait for the run to end, print its output and exit with its code" },
+      {
+        name: "fail-if-busy",
+        help: "refuse the run when its agent is busy or its organisation at its cap, instead of queueing it",
+      },
     ],
     rest: true,
     parse: (i) => {
@@ -78,6 +82,7 @@ export const runs = defineGroup("runs", "recorded runs of commands", {
         timeoutS: i.whole("timeout-s"),
         limits: readLimits(i),
         wait: i.flag("wait"),
+        failIfBusy: i.flag("fail-if-busy"),
       };
     },
     run: async (ctx, p) => {
@@ -89,6 +94,7 @@ export const runs = defineGroup("runs", "recorded runs of commands", {
         ...(input !== undefined ? { input } : {}),
         ...(p.timeoutS !== undefined ? { timeout_s: p.timeoutS } : {}),
         ...(p.limits !== undefined ? { limits: p.limits } : {}),
+        ...(p.failIfBusy ? { wait: false } : {}),
       });
       if (!p.wait) return ctx.show(run, () => runView(run));
       const timeoutMs = p.timeoutS !== undefined ? p.timeoutS * 1000 + 60_000 : 24 * 3600_000;
