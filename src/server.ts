@@ -36,6 +36,7 @@ import { Metrics } from "./observability/metrics.js";
 import { GenerationRegistry } from "./runs/registry.js";
 import { connectBoxd, MachineRuntime } from "./runtime/index.js";
 import { openStore, type Store } from "./store/index.js";
+import { Tools } from "./tools/service.js";
 
 export interface Server {
   app: FastifyInstance;
@@ -45,6 +46,8 @@ export interface Server {
   runtime: MachineRuntime;
   registry: GenerationRegistry;
   runs: Runs;
+  /** Opens runs' toolsets (the Assistant loop's, and the tool gateway's for harness runs). */
+  tools: Tools;
   logger: Logger;
   /**
    * Stops serving: no new requests, in-flight ones drained; runs going on may finish for
@@ -207,6 +210,7 @@ async function compose(
   );
   const guilds = new Guilds(store.db, access, agents);
   const exec = new Exec(store.db, agents, runtime, layout, metrics, secrets);
+  const tools = new Tools({ db: store.db, runtime, layout, secrets, logger });
 
   const ver = await version();
   const caps = new DiskCaps(store.db, layout, config.WORKSPACE_MAX_MIB);
@@ -263,6 +267,7 @@ async function compose(
     runtime,
     registry,
     runs,
+    tools,
     logger,
     async close(o = {}) {
       ready = false;
