@@ -35,11 +35,14 @@ export function nextSpec(current: AgentSpec, patch: SpecPatch): AgentSpec | null
   for (const k of given) merged[k] = patch[k];
   const r = AgentSpec.safeParse(merged);
   if (!r.success) {
-    const msgs = r.error.issues.slice(0, 3).map((i) => `${i.path.map(String).join(".") || "spec"}: ${i.message}`);
+    const msgs = r.error.issues
+      .slice(0, 3)
+      .map((i) => `${i.path.map(String).join(".") || "spec"}: ${i.message}`);
     throw new WarrenError("request.invalid", msgs.join("; "), { field: msgs[0] });
   }
   const problem = toolPolicyProblem(r.data.tool_policy);
-  if (problem !== null) throw new WarrenError("request.invalid", `tool_policy: ${problem}`, { field: "tool_policy" });
+  if (problem !== null)
+    throw new WarrenError("request.invalid", `tool_policy: ${problem}`, { field: "tool_policy" });
   return r.data;
 }
 
@@ -269,7 +272,11 @@ export class Agents {
       const r = await this.db.transaction(async (tx) => {
         if (changed) {
           // one new version at a time per agent: the agent's row is held until the commit
-          await tx.select({ id: schema.agents.id }).from(schema.agents).where(eq(schema.agents.id, id)).for("update");
+          await tx
+            .select({ id: schema.agents.id })
+            .from(schema.agents)
+            .where(eq(schema.agents.id, id))
+            .for("update");
           const [last] = await tx
             .select({ version: schema.agentSpecs.version })
             .from(schema.agentSpecs)

@@ -39,7 +39,10 @@ export const RunReceipt = z
     machine_disk_before_mib: z.number().nullable(),
     machine_disk_after_mib: z.number().nullable(),
     spec_version: z.number().nullable().optional().describe("an agent run: the agent's spec version it ran"),
-    models: z.array(z.string()).optional().describe("an agent run: the models it called (provider:name), in order"),
+    models: z
+      .array(z.string())
+      .optional()
+      .describe("an agent run: the models it called (provider:name), in order"),
     model_calls: z.number().optional(),
     tokens_in: z.number().optional(),
     tokens_out: z.number().optional(),
@@ -49,7 +52,12 @@ export const RunReceipt = z
     tool_calls_allowed: z.number().optional(),
     tool_calls_refused: z.number().optional(),
     budget_reached: z
-      .object({ limit: z.enum(["tokens", "usd"]), max: z.number(), used: z.number(), on_limit: z.enum(["stop", "finish"]) })
+      .object({
+        limit: z.enum(["tokens", "usd"]),
+        max: z.number(),
+        used: z.number(),
+        on_limit: z.enum(["stop", "finish"]),
+      })
       .optional(),
   })
   .meta({ id: "RunReceipt" });

@@ -128,7 +128,7 @@ export class AgentRuns {
     const events: RunEventSink = async (type, data) => {
       const p = o.db
         .insert(schema.runEvents)
-        .values({ runId: run.id, type, data: redactDeep(data, redactor) as Record<string, unknown> })
+        .values({ runId: run.id, type, data: redactDeep(data, redactor) })
         .then(() => undefined);
       pending.push(p);
       await p;
@@ -145,7 +145,10 @@ export class AgentRuns {
     });
 
     const timer = new AbortController();
-    const t = setTimeout(() => timer.abort(new Error(`ran past its ${plan.timeoutS} s limit`)), plan.timeoutS * 1000);
+    const t = setTimeout(
+      () => timer.abort(new Error(`ran past its ${plan.timeoutS} s limit`)),
+      plan.timeoutS * 1000,
+    );
     const runSignal = AbortSignal.any([signal, timer.signal]);
     let result: AgentRunResult;
     let usage = emptyUsage();
@@ -163,7 +166,13 @@ export class AgentRuns {
       });
       result = await runner.run({
         runId: run.id,
-        agent: { id: agent.id, orgId: agent.orgId, machineId: agent.machineId, slot: agent.slot, name: agent.name },
+        agent: {
+          id: agent.id,
+          orgId: agent.orgId,
+          machineId: agent.machineId,
+          slot: agent.slot,
+          name: agent.name,
+        },
         spec,
         input: input.toString("utf8"),
         signal: runSignal,
@@ -196,11 +205,19 @@ export class AgentRuns {
       result = { ...result, status: "timed_out", status_reason: `ran past its ${plan.timeoutS} s limit` };
     } else if (signal.aborted) {
       const r: unknown = signal.reason;
-      result = { ...result, status: "cancelled", status_reason: r instanceof Error && r.message ? r.message : "cancelled" };
+      result = {
+        ...result,
+        status: "cancelled",
+        status_reason: r instanceof Error && r.message ? r.message : "cancelled",
+      };
     }
     const output = redactor.redactText(result.output);
     if (output) await events("output", { stream: "stdout", data: output });
-    await events("exit", { status: result.status, exit_code: result.exit_code, reason: result.status_reason ?? null });
+    await events("exit", {
+      status: result.status,
+      exit_code: result.exit_code,
+      reason: result.status_reason ?? null,
+    });
     await Promise.allSettled(pending);
 
     let after: { agentMib: number | null; machineMib: number | null } = { agentMib: null, machineMib: null };
@@ -248,7 +265,14 @@ export class AgentRuns {
       tool_calls_allowed: usage.tool_calls - usage.tool_refusals,
       tool_calls_refused: usage.tool_refusals,
       ...(budget && !budget.ok
-        ? { budget_reached: { limit: budget.limit, max: budget.max, used: budget.used, on_limit: budget.on_limit } }
+        ? {
+            budget_reached: {
+              limit: budget.limit,
+              max: budget.max,
+              used: budget.used,
+              on_limit: budget.on_limit,
+            },
+          }
         : {}),
     };
     await o.db

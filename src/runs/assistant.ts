@@ -67,7 +67,12 @@ export class AssistantRunner implements AgentRunner {
     const stream = this.o.stream ?? true;
     const toolset = await this.o.toolsets.open({
       runId: ctx.runId,
-      agent: { id: ctx.agent.id, orgId: ctx.agent.orgId, machineId: ctx.agent.machineId, slot: ctx.agent.slot },
+      agent: {
+        id: ctx.agent.id,
+        orgId: ctx.agent.orgId,
+        machineId: ctx.agent.machineId,
+        slot: ctx.agent.slot,
+      },
       spec,
       signal,
     });
@@ -102,13 +107,19 @@ export class AssistantRunner implements AgentRunner {
         if (!budget.ok) {
           await events("budget", { ...budget, step: counts.steps });
           const reached = `the run's ${budget.limit === "tokens" ? "token" : "dollar"} budget was reached (${budget.used} of ${budget.max})`;
-          if (budget.on_limit === "stop") return done({ status: "failed", status_reason: `${reached}; stopped`, output: last });
+          if (budget.on_limit === "stop")
+            return done({ status: "failed", status_reason: `${reached}; stopped`, output: last });
           messages.push({
             role: "user",
-            content: "The budget of this run is spent: answer now, with what you have, without calling a tool.",
+            content:
+              "The budget of this run is spent: answer now, with what you have, without calling a tool.",
           });
           const final = await turn("none");
-          return done({ status: "succeeded", status_reason: `${reached}; finished with a last call without tools`, output: final.text });
+          return done({
+            status: "succeeded",
+            status_reason: `${reached}; finished with a last call without tools`,
+            output: final.text,
+          });
         }
         if (counts.steps >= MAX_STEPS)
           return done({
