@@ -356,3 +356,54 @@ async function replaceFile(
     if (!renamed) await fs.unlink(temp).catch(() => undefined);
   }
 }
+
+/** One entry of a folder in the home, as listHomeFolder gives it. */
+export interface HomeEntry {
+  name: string;
+  type: "file" | "folder" | "link" | "other";
+  /** Bytes, for a regular file; 0 otherwise. */
+  size: number;
+}
+
+/**
+ * Lists a folder of the home (components from parseHomePath; none: the home itself), accepting
+ * no link on the way: each folder is opened inside the one before it with O_NOFOLLOW (a link:
+ * file.link; a file: file.not_found). Entries are not followed: a link is listed as a link.
+ * At most `maxEntries` are given, sorted by name; `truncated` says when there were more.
+ */
+export async function listHomeFolder(
+  homeDir: string,
+  components: readonly string[],
+  maxEntries: number,
+): Promise<{ entries: HomeEntry[]; truncated: boolean }> {
+  if (components.length > 0) checkComponents(components);
+  const home = await openHome(homeDir);
+  const held: FileHandle[] = [home.handle];
+  try {
+    let dir = home.handle;
+    for (const [i, name] of components.entries()) {
+      const step = showPath(components.slice(0, i + 1));
+      const next = await openFolder(dir, name, step, "file.not_found");
+      if (next === undefined) throw fileError("file.not_found", `${step} does not exist in the home`);
+      held.push(next);
+      dir = next;
+    }
+    const names = (await fs.readdir(fdPath(dir.fd))).sort();
+    const entries: HomeEntry[] = [];
+    for (const name of names.slice(0, maxEntries)) {
+      const st = await fs.lstat(within(dir.fd, name)).catch(() => undefined);
+      if (st === undefined) continue; // removed meanwhile
+      const type = st.isSymbolicLink()
+        ? "link"
+        : st.isDirectory()
+          ? "folder"
+          : st.isFile()
+            ? "file"
+            : "other";
+      entries.push({ name, type, size: type === "file" ? st.size : 0 });
+    }
+    return { entries, truncated: names.length > maxEntries };
+  } finally {
+    await closeAll(held);
+  }
+}
