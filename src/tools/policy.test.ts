@@ -107,3 +107,15 @@ test("decisions: a policy that does not validate denies every call and says why"
   assert.equal(d.decision, "deny");
   assert.equal(d.errors.length, 1);
 });
+
+test("decisions stay right when more policies are open than Cedar holds preparsed", () => {
+  const policies = Array.from({ length: 300 }, (_, i) =>
+    ToolPolicy.compile(`permit(principal, action, resource == Tool::"t${i}");`),
+  );
+  for (const [i, p] of policies.entries()) assert.equal(p.decide(req(`t${i}`)).decision, "allow");
+  // the first ones' ids were taken over meanwhile: each decides by its own text still
+  for (const [i, p] of policies.entries()) {
+    assert.equal(p.decide(req(`t${i}`)).decision, "allow", `t${i}`);
+    assert.equal(p.decide(req(`t${i + 1}`)).decision, "deny", `t${i + 1}`);
+  }
+});
