@@ -85,7 +85,7 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
     assert.equal(r.status, 201, JSON.stringify(r.body));
     a = r.body;
     const p = await t.call("PATCH", `/api/agents/${a.id}`, {
-      sandbox_policy: { network: { allow: [`127.0.0.1:${api.port}`] } },
+      sandbox_policy: { network: { allow: [`127.0.0.1:${api.port}`, `localhost:${api.port}`] } },
     });
     assert.equal(p.status, 200, JSON.stringify(p.body));
     const s = await t.call("POST", "/api/secrets", {
@@ -167,6 +167,12 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
     assert.equal(records.length, 4);
     assert.ok(records.every((r) => r.decision === "allow" && r.error === undefined && r.duration_ms >= 0));
     assert.equal(records[1]?.result_bytes, Buffer.byteLength("hello from the tool"));
+    // a long argument is written whole, and kept cut in the record
+    const big = "y".repeat(10_000);
+    await set.call("write_file", { path: "big.txt", content: big });
+    assert.equal(await fs.readFile(path.join(homeDir(), "big.txt"), "utf8"), big);
+    const kept = (records.at(-1)?.arguments as { content: string }).content;
+    assert.equal(kept, `${"y".repeat(4096)}[... ${10_000 - 4096} more bytes]`);
   });
 
   test("paths outside the home and links are refused, as answers", async () => {
@@ -264,6 +270,11 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
     });
     assert.match(hop.output, /not in this agent's network allow-list/);
     assert.equal(other.seen.length, 0);
+    // a host name never leads to a loopback or private address, even one the list names by address
+    const before = api.seen.length;
+    const named = await set.call("web_fetch", { url: `http://localhost:${api.port}/page` });
+    assert.match(named.output, /localhost resolves only to addresses that are not public/);
+    assert.equal(api.seen.length, before);
     const bad = await set.call("web_fetch", { url: "file:///etc/passwd" });
     assert.match(bad.output, /not in this agent's network allow-list/);
   });
