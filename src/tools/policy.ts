@@ -130,6 +130,10 @@ const SLOTS = 256;
 const slotOwner: (ToolPolicy | undefined)[] = new Array<ToolPolicy | undefined>(SLOTS);
 let nextSlot = 0;
 
+/** Compiled policies by their text, the most recently used last (runs of one agent share one). */
+const COMPILED = 128;
+const compiled = new Map<string, ToolPolicy>();
+
 /** An agent's tool policy, parsed once and asked for each call. */
 export class ToolPolicy {
   #slot = -1;
@@ -142,12 +146,24 @@ export class ToolPolicy {
 
   /** Compiles policy text. Text that does not validate denies every call (its problem is kept). */
   static compile(text: string): ToolPolicy {
+    const known = compiled.get(text);
+    if (known) {
+      // the most recently used last: the first is the one to drop
+      compiled.delete(text);
+      compiled.set(text, known);
+      return known;
+    }
     const empty: PolicyParts = { policies: {}, forbids: new Set() };
-    if (text.trim() === "") return new ToolPolicy(empty, null);
-    const problem = toolPolicyProblem(text);
-    if (problem !== null) return new ToolPolicy(empty, problem);
-    const p = parts(text);
-    return typeof p === "string" ? new ToolPolicy(empty, p) : new ToolPolicy(p, null);
+    let made: ToolPolicy;
+    if (text.trim() === "") made = new ToolPolicy(empty, null);
+    else {
+      const problem = toolPolicyProblem(text);
+      const p = problem === null ? parts(text) : problem;
+      made = typeof p === "string" ? new ToolPolicy(empty, p) : new ToolPolicy(p, null);
+    }
+    compiled.set(text, made);
+    if (compiled.size > COMPILED) compiled.delete(compiled.keys().next().value!);
+    return made;
   }
 
   decide(req: ToolRequest): ToolDecision {
