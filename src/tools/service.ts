@@ -43,6 +43,24 @@ function messageOf(err: unknown): string {
   return String(err);
 }
 
+/** A string argument longer than this is cut in the record (a file's content, say). */
+const RECORD_STRING_BYTES = 4096;
+
+function clip(v: unknown): unknown {
+  if (typeof v === "string") {
+    const bytes = Buffer.byteLength(v);
+    if (bytes <= RECORD_STRING_BYTES) return v;
+    const kept = Buffer.from(v)
+      .subarray(0, RECORD_STRING_BYTES)
+      .toString("utf8")
+      .replace(/\uFFFD$/, "");
+    return `${kept}[... ${bytes - Buffer.byteLength(kept)} more bytes]`;
+  }
+  if (Array.isArray(v)) return v.map(clip);
+  if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, clip(x)]));
+  return v;
+}
+
 class RunToolset implements Toolset {
   readonly tools: readonly RunTool[];
   readonly #byName: Map<string, ToolImpl>;
@@ -119,10 +137,11 @@ class RunToolset implements Toolset {
     }
   }
 
+  /** The arguments as the record keeps them: secrets redacted, long strings cut. */
   #redactedArgs(args: unknown): unknown {
     try {
       const text = JSON.stringify(args ?? {});
-      return JSON.parse(this.hide(text)) as unknown;
+      return clip(JSON.parse(this.hide(text)) as unknown);
     } catch {
       return "[arguments that are not JSON]";
     }
