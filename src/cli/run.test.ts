@@ -358,7 +358,7 @@ describe("warren CLI", () => {
     assert.equal((await warren(["files", "put", id, "notes.txt"], { stdin: "tea at five" })).code, 0);
     const r = await warren(["runs", "start", id, "--input", "What do the notes say?", "--wait"]);
     assert.equal(r.code, 0, r.stderr);
-    assert.equal(r.stdout, "The notes say: tea at five.");
+    assert.equal(r.stdout, "The notes say: tea at five.\n");
     const runs = await json<{ items: { id: string; kind: string }[] }>(["runs", "list", id]);
     assert.equal(runs.items[0]?.kind, "assistant");
     const trace = await warren(["runs", "trace", runs.items[0]?.id ?? ""]);
