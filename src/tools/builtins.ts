@@ -13,7 +13,7 @@ import { uidOf } from "../machines/placement.js";
 import type { MachineRuntime } from "../runtime/index.js";
 import type { ResolvedSecrets } from "../secrets/service.js";
 import { getOnce } from "./fetch.js";
-import { bounded, MAX_OUTPUT_BYTES, num, str, ToolFailure, type ToolImpl } from "./impl.js";
+import { bodyText, bounded, MAX_OUTPUT_BYTES, num, str, ToolFailure, type ToolImpl } from "./impl.js";
 import { urlAllowed } from "./network.js";
 
 /** The largest file read_file reads and write_file writes. */
@@ -218,7 +218,7 @@ function webFetch(env: BuiltinEnv): ToolImpl {
           url = new URL(res.location, url);
           continue;
         }
-        const text = env.secrets.redactor.redactText(res.body.toString("utf8"));
+        const text = env.secrets.redactor.redactText(bodyText(res.contentType, res.body));
         return bounded(
           `status ${res.status}${res.contentType ? `\ncontent-type: ${res.contentType}` : ""}${res.truncated ? `\n(first ${FETCH_MAX_BYTES} bytes)` : ""}\n\n${text}`,
         );

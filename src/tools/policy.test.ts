@@ -43,6 +43,8 @@ test("validation: bad text answers Cedar's message", () => {
     `@id("a") permit(principal, action, resource); @id("a") forbid(principal, action, resource);`,
   );
   assert.match(dup ?? "", /two policies have the id "a"/);
+  const template = toolPolicyProblem(`permit(principal == ?principal, action, resource);`);
+  assert.match(template ?? "", /templates are not supported/);
 });
 
 test("decisions: an empty policy denies every call", () => {

@@ -252,10 +252,35 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
     const ok = await set.call("run_command", { command: "cat keep.txt" });
     assert.match(ok.output, /^exit code 0\n--- stdout\nkeep$/);
     assert.deepEqual(ok.record.policies, ["commands"]);
+    // arguments given as JSON text are taken as the object they spell
+    const text = await set.call("run_command", JSON.stringify({ command: "rm keep.txt" }));
+    assert.deepEqual(text.record.policies, ["no-rm"]);
+    assert.deepEqual(text.record.arguments, { command: "rm keep.txt" });
     assert.deepEqual(
       records.map((r) => r.decision),
-      ["deny", "allow"],
+      ["deny", "allow", "deny"],
     );
+  });
+
+  test("a record that cannot be written does not fail the call", async () => {
+    const set = await t.server.tools.open({
+      runId: `run_test${++runs}`,
+      agent: { id: a.id, orgId: a.org_id, machineId: a.machine_id, slot: a.slot },
+      spec: AgentSpec.parse({
+        kind: "assistant",
+        model: { provider: "script", name: "s.json" },
+        tools: builtins("list_files"),
+        tool_policy: ALLOW_ALL,
+      }),
+      signal: new AbortController().signal,
+      record: async () => {
+        throw new Error("the trace is gone");
+      },
+    });
+    open.push(set);
+    const out = await set.call("list_files", {});
+    assert.equal(out.record.decision, "allow");
+    assert.equal(out.record.error, undefined);
   });
 
   test("web_fetch gets allowed hosts only, redirects included", async () => {
