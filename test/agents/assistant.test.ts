@@ -429,6 +429,28 @@ describe("assistant runs", { skip: boxSkipReason() ?? false }, () => {
     assert.equal(timed.run.receipt.spec_version, 2);
   });
 
+  test("at most 40 steps: a model that keeps asking for tools fails the run", async () => {
+    const a = await agentWith({
+      kind: "assistant",
+      model: { provider: "script", name: "loop.json" },
+      tools: [{ type: "builtin", name: "list_files" }],
+      tool_policy: ALLOW_ALL,
+    });
+    const ask = {
+      text: "again",
+      tool_calls: [{ name: "list_files", input: {} }],
+      usage: { input_tokens: 1, output_tokens: 1 },
+    };
+    await put(a.id, "loop.json", script(Array.from({ length: 45 }, () => ask)));
+    const { run, events } = await runAgent(a.id, "go");
+    assert.equal(run.status, "failed");
+    assert.match(run.status_reason, /after 40 steps/);
+    assert.equal(run.usage.steps, 40);
+    assert.equal(of(events, "model_call").length, 40);
+    assert.equal(run.usage.tool_calls, 40);
+    assert.equal(run.output, "again");
+  });
+
   test("a model that fails with no fallback fails the run with the provider's reason", async () => {
     const a = await agentWith({ kind: "assistant", model: { provider: "script", name: "missing.json" } });
     const { run } = await runAgent(a.id, "hello");
