@@ -2,6 +2,9 @@
 // its organisation's editors and viewers, never by an auditor (who reads the record: status,
 // usage, receipt), nor by anyone outside the organisation. The loop runs in the server: no box.
 import assert from "node:assert/strict";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { startTestServer, type TestServer } from "../support/server.js";
 
@@ -9,10 +12,21 @@ const h = (email: string) => ({ "x-forwarded-email": email });
 
 describe("an assistant run's trace and its readers", () => {
   let t: TestServer;
+  let stateRoot = "";
   before(async () => {
-    t = await startTestServer({ env: { AUTH_MODE: "trusted-header" } });
+    // the operator's own system.md template, in STATE_ROOT/templates
+    stateRoot = await mkdtemp(path.join(os.tmpdir(), "warren-audit-"));
+    await mkdir(path.join(stateRoot, "templates"));
+    await writeFile(
+      path.join(stateRoot, "templates", "system.md"),
+      "House rules for {{agent_name}}.\n\n{{task}}\n",
+    );
+    t = await startTestServer({ stateRoot, env: { AUTH_MODE: "trusted-header" } });
   });
-  after(async () => t?.close());
+  after(async () => {
+    await t?.close();
+    await rm(stateRoot, { recursive: true, force: true });
+  });
 
   test("editors read prompts and completions; auditors read the record only", async () => {
     const own = h("own@x.io");
@@ -77,7 +91,7 @@ describe("an assistant run's trace and its readers", () => {
       ["prompt", "model_call", "completion", "output", "exit"],
     );
     const prompt = events.body.items.find((e: { type: string }) => e.type === "prompt").data;
-    assert.match(prompt.system, /The secret plan is in the instructions\./);
+    assert.equal(prompt.system, "House rules for a.\n\nThe secret plan is in the instructions.\n");
     assert.equal(prompt.user, "a private question");
 
     const audited = await t.call("GET", `/api/runs/${r.body.id}`, undefined, h("audit@x.io"));
