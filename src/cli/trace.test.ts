@@ -20,6 +20,7 @@ test("traceView: a readable timeline of an assistant run, with a summary", () =>
       input_bytes: 12,
       timeout_s: 600,
     }),
+    ev(9, 1, "models", { candidates: ["anthropic:claude-sonnet-4-5", "openai:gpt-4o-mini"] }),
     ev(2, 3, "prompt", { system: "You are a.", user: "What is in\nfacts.txt?" }),
     ev(3, 250, "model_call", {
       provider: "anthropic",
@@ -64,6 +65,8 @@ test("traceView: a readable timeline of an assistant run, with a summary", () =>
     lines[0],
     "   +0.000s  started     assistant, model anthropic:claude-sonnet-4-5, spec v2, 12 B in, limit 600 s",
   );
+  assert.equal(lines[1], "   +0.001s  models      anthropic:claude-sonnet-4-5, then openai:gpt-4o-mini");
+  lines.splice(1, 1);
   assert.equal(lines[1], "   +0.003s  prompt      system prompt 10 chars; user: What is in facts.txt?");
   assert.equal(lines[2], "   +0.250s  model       anthropic:claude-sonnet-4-5 error  20 ms  429: slow down");
   assert.equal(

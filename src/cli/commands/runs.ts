@@ -69,6 +69,8 @@ function traceLine(type: string, d: Record<string, unknown>): string {
       return d.kind
         ? `${str(d.kind)}, model ${str(d.model)}, spec v${str(d.spec_version ?? "-")}, ${num(d.input_bytes)} B in, limit ${num(d.timeout_s)} s`
         : `${oneLine(d.argv)}, uid ${str(d.uid)}, ${num(d.input_bytes)} B in, limit ${num(d.timeout_s)} s`;
+    case "models":
+      return Array.isArray(d.candidates) ? (d.candidates as unknown[]).map(str).join(", then ") : oneLine(d);
     case "prompt":
       return `system prompt ${typeof d.system === "string" ? d.system.length : 0} chars; user: ${oneLine(d.user, 80)}`;
     case "model_call": {
