@@ -274,9 +274,15 @@ async function compose(
       }),
     );
   }
+  // the operator's system.md template, when there is one (else the built-in one)
+  const template = await readFile(path.join(root, "templates", "system.md"), "utf8").catch((err: unknown) => {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+    return undefined;
+  });
   runners.register(
     "assistant",
     new AssistantRunner({
+      ...(template !== undefined ? { template } : {}),
       toolsets: tools,
       readHome: (agent, p, maxBytes) =>
         readHome(agent, p, maxBytes).catch((err: unknown) => {
