@@ -30,7 +30,7 @@ for kind in "${kinds[@]}"; do
   name=${spec%@*}
   version=${spec##*@}
   pkg="$dir/$kind/node_modules/$name/package.json"
-  if [[ -f $pkg ]] && [[ $(node -p "require(process.argv[1]).version" "$pkg") == "$version" ]]; then
+  if [[ -f $pkg ]] && [[ $(node -p "JSON.parse(require(\"fs\").readFileSync(process.argv[1], \"utf8\")).version" "$pkg") == "$version" ]]; then
     continue
   fi
   echo "harness: installing $spec into $dir/$kind"

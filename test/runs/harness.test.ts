@@ -16,6 +16,7 @@ import {
   type FakeResponsesServer,
   type ResponsesTurn,
 } from "../support/fake-responses.js";
+import { startFakeAnthropic } from "../support/fake-models.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const KEY = "sk-proj-real-4b8e1f0c9d2a7e63";
@@ -54,7 +55,12 @@ const skip =
     ? false
     : `the codex CLI is not installed in ${HARNESS_DIR}: run scripts/harness.sh ${HARNESS_DIR} codex (make test does)`);
 
-describe("harness kinds: codex end to end", { skip }, () => {
+const claudeSkip =
+  installedVersion(HARNESS_DIR, "claude-code") || process.env.WARREN_TEST_HARNESS_DIR
+    ? false
+    : `the claude-code CLI is not installed in ${HARNESS_DIR}: run scripts/harness.sh ${HARNESS_DIR} claude-code`;
+
+describe("harness kinds: codex and claude-code end to end", { skip }, () => {
   let t: TestServer;
   let fake: FakeResponsesServer;
   let org: { id: string };
@@ -116,7 +122,7 @@ describe("harness kinds: codex end to end", { skip }, () => {
       new Proxy([] as ResponsesTurn[], { get: (_t, k) => Reflect.get(turns, k) }),
     );
     t = await startTestServer({
-      env: { WARREN_HARNESS_KINDS: "codex", WARREN_HARNESS_DIR: HARNESS_DIR },
+      env: { WARREN_HARNESS_KINDS: "codex,claude-code", WARREN_HARNESS_DIR: HARNESS_DIR },
     });
     org = (await t.call("POST", "/api/orgs", { name: "harness" })).body;
     machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", max_workspace_mib: 500 }))
@@ -240,17 +246,75 @@ describe("harness kinds: codex end to end", { skip }, () => {
     assert.equal(run.receipt.tool_calls_allowed, 1);
   });
 
+  test(
+    "claude -p in the box: its Bash tool searches the box, the gateway answers in Anthropic's format",
+    { skip: claudeSkip },
+    async () => {
+      const anth = await startFakeAnthropic([
+        {
+          tool_calls: [
+            { name: "Bash", input: { command: `(${probe({ key: KEY, other: OTHER })}) > probe.txt 2>&1` } },
+          ],
+        },
+        { text: "CLAUDE-DONE", usage: { input_tokens: 300, output_tokens: 9 } },
+      ]);
+      try {
+        const a = await agentWith({
+          kind: "claude-code",
+          model: {
+            provider: "anthropic",
+            name: "claude-sonnet-4-5",
+            base_url: anth.baseUrl,
+            key_secret: "MODEL_KEY",
+          },
+          instructions: "CLAUDE-INSTRUCTIONS-MARK",
+        });
+        const { run, events } = await runAgent(a.id, "INPUT-MARK: look around");
+        assert.equal(
+          run.status,
+          "succeeded",
+          JSON.stringify({ run, stderr: of(events, "output") }).slice(0, 4000),
+        );
+        assert.equal(run.output.trim(), "CLAUDE-DONE");
+        const probed = await t.inject({ url: `/api/agents/${a.id}/files/probe.txt` });
+        assert.equal(probed.statusCode, 200, "Claude Code ran the probe with its Bash tool");
+        assert.match(probed.body, /key: none/, "the real key is nowhere in the box");
+        assert.match(probed.body, /other: env .*\/proc\/\d+\/environ/);
+        assert.match(probed.body, /token:wrk_/);
+        assert.ok(anth.requests.length >= 2);
+        for (const r of anth.requests) {
+          assert.equal(r.headers["x-api-key"], KEY, "the provider gets the real key");
+          assert.equal(r.body.model, "claude-sonnet-4-5");
+        }
+        assert.ok(
+          anth.requests.some((r) => /CLAUDE-INSTRUCTIONS-MARK/.test(JSON.stringify(r.body.system))),
+          "the instructions are in the system prompt",
+        );
+        const calls = of(events, "model_call");
+        assert.ok(calls.length >= 2 && calls.every((c) => c.via === "http" && c.provider === "anthropic"));
+        assert.ok(calls.some((c) => c.tokens_in === 300 && c.finish_reason === "end_turn"));
+        assert.equal(of(events, "harness")[0].kind, "claude-code");
+        assert.doesNotMatch(JSON.stringify(events), new RegExp(KEY));
+      } finally {
+        await anth.close();
+      }
+    },
+  );
+
   test("a kind the operator did not enable is refused when the run is asked for", async () => {
     const r = await t.call("POST", "/api/agents", {
       org_id: org.id,
       machine_id: machine.id,
-      name: "claude",
-      kind: "claude-code",
+      name: "open",
+      kind: "opencode",
       model: { provider: "anthropic", name: "claude-sonnet-4-5", key_secret: "MODEL_KEY" },
     });
     assert.equal(r.status, 201, JSON.stringify(r.body));
     const run = await t.call("POST", `/api/agents/${r.body.id}/runs`, { kind: "agent", input: "hi" });
     assert.equal(run.status, 400);
-    assert.match(run.body.error.message, /runs no agents of kind claude-code \(it runs: codex, assistant\)/);
+    assert.match(
+      run.body.error.message,
+      /runs no agents of kind opencode \(it runs: codex, claude-code, assistant\)/,
+    );
   });
 });
