@@ -16,7 +16,7 @@ import {
   type FakeResponsesServer,
   type ResponsesTurn,
 } from "../support/fake-responses.js";
-import { startFakeAnthropic } from "../support/fake-models.js";
+import { startFakeAnthropic, startFakeOpenAI } from "../support/fake-models.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const KEY = "sk-proj-real-4b8e1f0c9d2a7e63";
@@ -55,6 +55,10 @@ const skip =
     ? false
     : `the codex CLI is not installed in ${HARNESS_DIR}: run scripts/harness.sh ${HARNESS_DIR} codex (make test does)`);
 
+const openSkip =
+  installedVersion(HARNESS_DIR, "opencode") || process.env.WARREN_TEST_HARNESS_DIR
+    ? false
+    : `the opencode CLI is not installed in ${HARNESS_DIR}: run scripts/harness.sh ${HARNESS_DIR} opencode`;
 const claudeSkip =
   installedVersion(HARNESS_DIR, "claude-code") || process.env.WARREN_TEST_HARNESS_DIR
     ? false
@@ -122,7 +126,7 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
       new Proxy([] as ResponsesTurn[], { get: (_t, k) => Reflect.get(turns, k) }),
     );
     t = await startTestServer({
-      env: { WARREN_HARNESS_KINDS: "codex,claude-code", WARREN_HARNESS_DIR: HARNESS_DIR },
+      env: { WARREN_HARNESS_KINDS: "codex,claude-code,opencode", WARREN_HARNESS_DIR: HARNESS_DIR },
     });
     org = (await t.call("POST", "/api/orgs", { name: "harness" })).body;
     machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", max_workspace_mib: 500 }))
@@ -301,20 +305,78 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
     },
   );
 
+  test(
+    "opencode run in the box: its bash tool searches the box, the gateway answers in the chat format",
+    { skip: openSkip },
+    async () => {
+      const oai = await startFakeOpenAI([
+        {
+          tool_calls: [
+            {
+              name: "bash",
+              input: {
+                command: `(${probe({ key: KEY, other: OTHER })}) > probe.txt 2>&1`,
+                description: "probe",
+              },
+            },
+          ],
+        },
+        { text: "OPENCODE-DONE", usage: { input_tokens: 200, output_tokens: 7 } },
+      ]);
+      try {
+        const a = await agentWith({
+          kind: "opencode",
+          model: {
+            provider: "openai-compatible",
+            name: "gpt-4o",
+            base_url: oai.baseUrl,
+            key_secret: "MODEL_KEY",
+          },
+          instructions: "OPENCODE-INSTRUCTIONS-MARK",
+        });
+        const { run, events } = await runAgent(a.id, "INPUT-MARK: look around");
+        assert.equal(
+          run.status,
+          "succeeded",
+          JSON.stringify({ run, stderr: of(events, "output") }).slice(0, 4000),
+        );
+        assert.match(run.output, /OPENCODE-DONE/);
+        const probed = await t.inject({ url: `/api/agents/${a.id}/files/probe.txt` });
+        assert.equal(probed.statusCode, 200, "OpenCode ran the probe with its bash tool");
+        assert.match(probed.body, /key: none/, "the real key is nowhere in the box");
+        assert.match(probed.body, /other: env .*\/proc\/\d+\/environ/);
+        for (const r of oai.requests) assert.equal(r.headers.authorization, `Bearer ${KEY}`);
+        assert.ok(
+          oai.requests.some((r) => /OPENCODE-INSTRUCTIONS-MARK/.test(JSON.stringify(r.body.messages))),
+        );
+        const calls = of(events, "model_call");
+        assert.ok(calls.length >= 2 && calls.every((c) => c.via === "http"));
+        assert.doesNotMatch(JSON.stringify(events), new RegExp(KEY));
+      } finally {
+        await oai.close();
+      }
+    },
+  );
+
   test("a kind the operator did not enable is refused when the run is asked for", async () => {
-    const r = await t.call("POST", "/api/agents", {
-      org_id: org.id,
-      machine_id: machine.id,
-      name: "open",
-      kind: "opencode",
-      model: { provider: "anthropic", name: "claude-sonnet-4-5", key_secret: "MODEL_KEY" },
-    });
-    assert.equal(r.status, 201, JSON.stringify(r.body));
-    const run = await t.call("POST", `/api/agents/${r.body.id}/runs`, { kind: "agent", input: "hi" });
-    assert.equal(run.status, 400);
-    assert.match(
-      run.body.error.message,
-      /runs no agents of kind opencode \(it runs: codex, claude-code, assistant\)/,
-    );
+    const plain = await startTestServer();
+    try {
+      const o = (await plain.call("POST", "/api/orgs", { name: "plain" })).body;
+      const m = (await plain.call("POST", "/api/machines", { org_id: o.id, name: "m" })).body;
+      const r = await plain.call("POST", "/api/agents", {
+        org_id: o.id,
+        machine_id: m.id,
+        name: "codex",
+        kind: "codex",
+        model: { provider: "openai", name: "gpt-5-mini", key_secret: "MODEL_KEY" },
+      });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      const run = await plain.call("POST", `/api/agents/${r.body.id}/runs`, { kind: "agent", input: "hi" });
+      assert.equal(run.status, 400);
+      assert.equal(run.body.error.code, "request.invalid");
+      assert.match(run.body.error.message, /runs no agents of kind codex \(it runs: assistant\)/);
+    } finally {
+      await plain.close();
+    }
   });
 });
