@@ -168,4 +168,45 @@ describe("the run queue", { skip: boxSkipReason() ?? false }, () => {
     assert.equal((await done(ra2.id)).output, "a2\n");
     await t.call("DELETE", `/api/agents/${d.id}`);
   });
+
+  test("an agent run waits like a command run, and runs by its kind when its turn comes", async () => {
+    const r = await t.call("POST", "/api/agents", {
+      org_id: org.id,
+      machine_id: machine.id,
+      name: "thinker",
+      kind: "assistant",
+      model: { provider: "script", name: "s.json" },
+    });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    const a = r.body;
+    const put = await t.inject({
+      method: "PUT",
+      url: `/api/agents/${a.id}/files/s.json`,
+      payload: JSON.stringify([{ text: "answered in turn" }]),
+      headers: { "content-type": "application/octet-stream" },
+    });
+    assert.equal(put.statusCode, 204);
+    const first = (await start(a.id, { command: holder })).body;
+    await running(first.id);
+    const refused = await t.call("POST", `/api/agents/${a.id}/runs`, {
+      kind: "agent",
+      input: "hi",
+      wait: false,
+    });
+    assert.equal(refused.status, 409);
+    assert.equal(refused.body.error.code, "generation.busy");
+    const q = await t.call("POST", `/api/agents/${a.id}/runs`, { kind: "agent", input: "hi" });
+    assert.equal(q.status, 202, JSON.stringify(q.body));
+    assert.equal(q.body.status, "queued");
+    assert.equal(q.body.kind, "assistant");
+    assert.deepEqual(
+      { reason: q.body.waiting.reason, position: q.body.waiting.position },
+      { reason: "agent_busy", position: 1 },
+    );
+    await exec(a.id, "touch go");
+    const d = await done(q.body.id);
+    assert.equal(d.status, "succeeded", JSON.stringify(d));
+    assert.equal(d.output, "answered in turn");
+    assert.ok(d.started_at >= (await get(first.id)).ended_at);
+  });
 });
