@@ -7,6 +7,7 @@ import { Access } from "./access/index.js";
 import { enforce, runChecks, stateProbes, type Probes } from "./boot/checks.js";
 import { lockStateRoot } from "./boot/lock.js";
 import { Agents } from "./agents/service.js";
+import { Bridges } from "./bridges/index.js";
 import { createProvider, type BoxProvider } from "./boxes/index.js";
 import type { Config } from "./config/index.js";
 import { Exec } from "./exec/service.js";
@@ -51,6 +52,8 @@ export interface Server {
   store: Store;
   provider: BoxProvider;
   runtime: MachineRuntime;
+  /** Handlers of the boxes' bridges (BOX_BRIDGES), by name. */
+  bridges: Bridges;
   registry: GenerationRegistry;
   runs: Runs;
   /** Opens runs' toolsets (the Assistant loop's, and the tool gateway's for harness runs). */
@@ -175,7 +178,7 @@ async function compose(
   const store = await openStore({ databaseUrl: config.DATABASE_URL, pgliteDir: paths.pglite });
   let ready = false;
   const metrics = new Metrics(opts.defaultMetrics ?? true);
-  const registry = new GenerationRegistry();
+  const registry = new GenerationRegistry(config.WARREN_ORG_MAX_RUNS);
   const layout = provider.homes;
 
   const runtime = new MachineRuntime({
@@ -208,6 +211,9 @@ async function compose(
   // agents' calls from inside their boxes (warren-secret): each running box keeps a channel
   const agentCalls = new AgentCalls(store.db, secrets, layout, logger);
   runtime.setCallHandler((machineId, call) => agentCalls.handle(machineId, call));
+  // connections from agents' commands to the boxes' bridge ports (BOX_BRIDGES): a handler per name
+  const bridges = new Bridges(store.db, logger);
+  runtime.setBridgeHandler(bridges.accept);
   const orgs = new Orgs(store.db, access);
   const machines = new Machines(store.db, access, layout, () => runtime);
   const agents: Agents = new Agents(
@@ -304,6 +310,7 @@ async function compose(
     store,
     provider,
     runtime,
+    bridges,
     registry,
     runs,
     tools,

@@ -284,11 +284,27 @@ describe("warren CLI", () => {
     const impatient = await warren(["runs", "wait", started.id, "--timeout-ms", "500"]);
     assert.equal(impatient.code, 1);
     assert.match(impatient.stderr, /^error: timeout: run \S+ is still (queued|running) after 500 ms/);
+    const refused = await warren(["runs", "start", agent, "--fail-if-busy", "--", "true"]);
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /generation\.busy/);
+    const queued = await json<{ id: string; status: string; waiting: { reason: string } }>([
+      "runs",
+      "start",
+      agent,
+      "--",
+      "true",
+    ]);
+    assert.equal(queued.status, "queued");
+    assert.equal(queued.waiting.reason, "agent_busy");
     const cancelled = await warren(["runs", "cancel", started.id]);
     assert.equal(cancelled.code, 0, cancelled.stderr);
     assert.equal(
       (await json<{ status: string }>(["runs", "wait", started.id, "--timeout-ms", "30000"])).status,
       "cancelled",
+    );
+    assert.equal(
+      (await json<{ status: string }>(["runs", "wait", queued.id, "--timeout-ms", "30000"])).status,
+      "succeeded",
     );
   });
 

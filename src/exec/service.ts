@@ -3,7 +3,7 @@ import path from "node:path";
 import type { Identity } from "../access/index.js";
 import { fileAccessOf } from "../agents/policy.js";
 import { policyOf, type AgentRow, type Agents } from "../agents/service.js";
-import { BOX_PATHS, type HomeLayout, type Trust } from "../boxes/index.js";
+import { BOX_BRIDGES, BOX_PATHS, type HomeLayout, type Trust } from "../boxes/index.js";
 import { homeOf, portsOf, uidOf } from "../machines/placement.js";
 import type { BoxExecRequest, BoxExecResult, ExecIo, MachineRuntime } from "../runtime/index.js";
 import type { Metrics } from "../observability/metrics.js";
@@ -61,10 +61,17 @@ export function commandWalls(
     }),
     bindPorts: ports,
     // Isolated: apart from the box's other agents on the network too (their homes are apart
-    // by uid): TCP only to its own port block, abstract unix sockets only its own.
-    ...(trust === "isolated" ? { network: { connect: [ports] } } : {}),
+    // by uid): TCP only to its own port block and the box's bridges, abstract unix sockets
+    // only its own.
+    ...(trust === "isolated" ? { network: { connect: [ports, BRIDGE_PORTS] } } : {}),
   };
 }
+
+/** The box's bridge ports as one range (they are next to each other). */
+const BRIDGE_PORTS = {
+  first: Math.min(...Object.values(BOX_BRIDGES)),
+  last: Math.max(...Object.values(BOX_BRIDGES)),
+};
 
 export const DEFAULT_PATH = `/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:${BOX_PATHS.bin}`;
 

@@ -134,6 +134,10 @@ export const runs = defineGroup("runs", "recorded runs of commands", {
       { name: "timeout-s", value: "<s>", help: "the run's time limit, in seconds" },
       ...limitOptions,
       { name: "wait", help: "wait for the run to end, print its output and exit with its code" },
+      {
+        name: "fail-if-busy",
+        help: "refuse the run when its agent is busy or its organisation at its cap, instead of queueing it",
+      },
     ],
     rest: true,
     parse: (i) => {
@@ -151,6 +155,7 @@ export const runs = defineGroup("runs", "recorded runs of commands", {
         timeoutS: i.whole("timeout-s"),
         limits: readLimits(i),
         wait: i.flag("wait"),
+        failIfBusy: i.flag("fail-if-busy"),
       };
     },
     run: async (ctx, p) => {
@@ -161,12 +166,13 @@ export const runs = defineGroup("runs", "recorded runs of commands", {
       const run = await ctx.client.runs.create(
         p.agentId,
         p.target === null
-          ? { kind: "agent", input: input ?? "", ...timeout }
+          ? { kind: "agent", input: input ?? "", ...timeout, ...(p.failIfBusy ? { wait: false } : {}) }
           : {
               ...targetBody(p.target),
               ...(input !== undefined ? { input } : {}),
               ...timeout,
               ...(p.limits !== undefined ? { limits: p.limits } : {}),
+              ...(p.failIfBusy ? { wait: false } : {}),
             },
       );
       if (!p.wait) return ctx.show(run, () => runView(run));
