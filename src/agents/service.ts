@@ -15,7 +15,7 @@ import type { Agent } from "../contract/types.js";
 
 export type AgentRow = typeof schema.agents.$inferSelect;
 
-export const policyOf = (row: AgentRow): SandboxPolicy => {
+export const policyOf = (row: Pick<AgentRow, "sandboxPolicy">): SandboxPolicy => {
   const r = SandboxPolicy.safeParse(row.sandboxPolicy ?? {});
   return r.success ? r.data : emptyPolicy();
 };

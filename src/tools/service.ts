@@ -5,6 +5,8 @@
 import { eq } from "drizzle-orm";
 import type { HomeLayout } from "../boxes/index.js";
 import { WarrenError } from "../errors.js";
+import type { Egress } from "../egress/service.js";
+import { uidOf } from "../machines/placement.js";
 import type { Logger } from "../observability/log.js";
 import type { MachineRuntime } from "../runtime/index.js";
 import type { Secrets } from "../secrets/service.js";
@@ -30,6 +32,8 @@ export interface ToolsOptions {
   layout: HomeLayout;
   secrets: Secrets;
   logger: Logger;
+  /** The egress proxy: web_fetch goes out through it, decided and recorded like the box's connections. */
+  egress: Pick<Egress, "handler">;
 }
 
 function messageOf(err: unknown): string {
@@ -38,7 +42,10 @@ function messageOf(err: unknown): string {
     if (err.name === "TimeoutError") return "the call took too long and was stopped";
     if (err.name === "AbortError") return "the call was cancelled";
     const cause = (err as { cause?: unknown }).cause;
-    return cause instanceof Error && cause.message ? `${err.message}: ${cause.message}` : err.message;
+    const code = (err as { code?: unknown }).code;
+    const own =
+      err.message || (typeof code === "string" ? code : `${err.name || "an error"} without a message`);
+    return cause instanceof Error && cause.message ? `${own}: ${cause.message}` : own;
   }
   return String(err);
 }
@@ -199,6 +206,10 @@ export class Tools implements ToolsetFactory {
       runtime: o.runtime,
       secrets,
       runId: ctx.runId,
+      egress: {
+        handler: o.egress.handler,
+        who: { machineId: agent.machineId, agentId: agent.id, uid: uidOf(agent.slot) },
+      },
     };
 
     const impls: ToolImpl[] = [];
