@@ -53,18 +53,21 @@ function messageOf(err: unknown): string {
 /** A string argument longer than this is cut in the record (a file's content, say). */
 const RECORD_STRING_BYTES = 4096;
 
-function clip(v: unknown): unknown {
+/** A value as the record keeps it: every string (keys too) redacted, long ones cut. */
+function shownValue(v: unknown, hide: (t: string) => string): unknown {
   if (typeof v === "string") {
-    const bytes = Buffer.byteLength(v);
-    if (bytes <= RECORD_STRING_BYTES) return v;
-    const kept = Buffer.from(v)
+    const h = hide(v);
+    const bytes = Buffer.byteLength(h);
+    if (bytes <= RECORD_STRING_BYTES) return h;
+    const kept = Buffer.from(h)
       .subarray(0, RECORD_STRING_BYTES)
       .toString("utf8")
       .replace(/\uFFFD$/, "");
     return `${kept}[... ${bytes - Buffer.byteLength(kept)} more bytes]`;
   }
-  if (Array.isArray(v)) return v.map(clip);
-  if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, clip(x)]));
+  if (Array.isArray(v)) return v.map((x) => shownValue(x, hide));
+  if (v && typeof v === "object")
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [hide(k), shownValue(x, hide)]));
   return v;
 }
 
@@ -140,7 +143,9 @@ class RunToolset implements Toolset {
       const why =
         d.policies.length > 0
           ? `forbidden by the policy ${d.policies.join(", ")}`
-          : "no policy permits it (the tool policy permits only what it names)";
+          : d.errors.length > 0
+            ? `the policy could not decide it (${d.errors.join("; ")})`
+            : "no policy permits it (the tool policy permits only what it names)";
       return finish(
         `the call was refused by the agent's tool policy: ${why}`,
         "deny",
@@ -162,8 +167,8 @@ class RunToolset implements Toolset {
   /** The arguments as the record keeps them: secrets redacted, long strings cut. */
   #redactedArgs(args: unknown): unknown {
     try {
-      const text = JSON.stringify(args ?? {});
-      return clip(JSON.parse(this.hide(text)) as unknown);
+      // through JSON first: only what JSON can say (no functions, cycles refused)
+      return shownValue(JSON.parse(JSON.stringify(args ?? {})) as unknown, this.hide);
     } catch {
       return "[arguments that are not JSON]";
     }
