@@ -15,7 +15,11 @@ setup:
 build: setup
 	@npm run --silent build
 
-up: build
+# the CLIs of the harness kinds the operator enables (WARREN_HARNESS_KINDS=codex,claude-code,opencode)
+harness: setup
+	@scripts/harness.sh "$${WARREN_HARNESS_DIR:-$(STATE_ROOT)/harness}" $${WARREN_HARNESS_KINDS:-}
+
+up: build harness
 	@node dist/cli/main.js serve
 
 test:
@@ -27,4 +31,4 @@ bench: build
 clean:
 	rm -rf dist
 
-.PHONY: help setup build up test bench clean
+.PHONY: help setup build harness up test bench clean

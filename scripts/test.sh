@@ -15,6 +15,10 @@ echo "== unused files, exports and dependencies"; npx knip
 echo "== format"; npx prettier --check . --log-level warn
 echo "== migrations"; scripts/check-migrations.sh
 
+# the codex, Claude Code and OpenCode CLIs for the harness end-to-end tests (test/runs/harness.test.ts), once per host
+export WARREN_TEST_HARNESS_DIR=${WARREN_TEST_HARNESS_DIR:-$PWD/.state/harness}
+scripts/harness.sh "$WARREN_TEST_HARNESS_DIR" codex claude-code opencode
+
 read -r url pgdir _pid < <(scripts/pg-start.sh)
 cleanup() { scripts/pg-stop.sh "$pgdir"; }
 trap cleanup EXIT

@@ -41,9 +41,12 @@ import { connectBoxd, MachineRuntime } from "./runtime/index.js";
 import { openStore, type Store } from "./store/index.js";
 import { Tools } from "./tools/service.js";
 import { Gateway } from "./models/gateway.js";
+import { ModelHttpFace } from "./models/http.js";
+import { createToolGateway } from "./tools/gateway.js";
 import { Prices } from "./models/prices.js";
 import { AssistantRunner } from "./runs/assistant.js";
 import { AgentRunners } from "./runs/kinds.js";
+import { HarnessRunner, installedVersion } from "./runs/harness.js";
 import { readHomeFile } from "./homes/files.js";
 import { parseHomePath } from "./homes/paths.js";
 import { isWarrenError } from "./errors.js";
@@ -191,7 +194,7 @@ async function compose(
     logger,
     metrics,
     connect: connectBoxd,
-    paths: { data: paths.data, contracts: paths.contracts },
+    paths: { data: paths.data, contracts: paths.contracts, harness: config.WARREN_HARNESS_DIR },
     idleMs: config.BOX_IDLE_S * 1000,
     busyAgents: () => registry.activeAgents(),
     pids: config.BOX_PIDS,
@@ -254,7 +257,37 @@ async function compose(
     readHome: (agent, p) => readHome(agent, p, 4 * 1024 * 1024),
     prices: new Prices(config.WARREN_MODEL_PRICES),
   });
+  // the gateway bridge (127.0.0.1:3129 in every box): the models' HTTP face for harness CLIs,
+  // and the run's tools over MCP at /mcp; both know the run by its workload token, and serve
+  // a connection only the runs of the agent that opened it
+  const face = new ModelHttpFace({
+    gateway,
+    ownerOf: (runId) => registry.forRun(runId)?.agentId,
+    mounts: { "/mcp": createToolGateway({ sessions: gateway, toolsets: tools }) },
+    warn: (msg, data) => logger.warn(data, msg),
+  });
+  bridges.register("gateway", (stream, who) => face.serve(stream, who));
   const runners = new AgentRunners();
+  // the harness kinds the operator enabled, each run by its CLI installed on this host
+  for (const kind of config.WARREN_HARNESS_KINDS) {
+    if (!installedVersion(config.WARREN_HARNESS_DIR, kind))
+      logger.warn(
+        { kind, dir: config.WARREN_HARNESS_DIR },
+        `the ${kind} CLI is not installed: its runs fail until scripts/harness.sh (make up) installs it`,
+      );
+    runners.register(
+      kind,
+      new HarnessRunner(kind, {
+        db: store.db,
+        runtime,
+        staging,
+        homes: layout,
+        secrets,
+        toolsets: tools,
+        hostDir: config.WARREN_HARNESS_DIR,
+      }),
+    );
+  }
   // the operator's system.md template, when there is one (else the built-in one)
   const template = await readFile(path.join(root, "templates", "system.md"), "utf8").catch((err: unknown) => {
     if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
@@ -346,6 +379,7 @@ async function compose(
       // a request that still streams (a long exec) does not hold the stop for ever
       await Promise.race([requests, new Promise((r) => setTimeout(r, 5000).unref())]);
       if (o.stopBoxes) await runtime.stopAll("stopped with the server (--stop-boxes)");
+      face.close();
       runtime.close();
       await egress.close();
       await store.close();

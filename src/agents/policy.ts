@@ -13,6 +13,7 @@ export const SYSTEM_READ: readonly string[] = [
   BOX_PATHS.data,
   BOX_PATHS.contracts,
   BOX_PATHS.bin,
+  BOX_PATHS.harness,
 ];
 
 /**

@@ -28,6 +28,8 @@ export const BOX_PATHS = {
   contracts: "/opt/warren/contracts",
   /** warren's tools for agents' commands (warren-secret), read-only, on their PATH. */
   bin: "/opt/warren/bin",
+  /** The harness CLIs installed on the host (claude-code, codex, opencode), read-only. */
+  harness: "/opt/warren/harness",
   tmp: "/tmp",
   /** A run's input and instructions, read-only, that run only. */
   agent: "/agent",

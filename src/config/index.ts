@@ -17,6 +17,9 @@ export const BOOT_CHECK_NAMES = [
 ] as const;
 export type BootCheckName = (typeof BOOT_CHECK_NAMES)[number];
 
+/** The harness kinds an operator may enable (their CLIs are installed by scripts/harness.sh). */
+const HARNESS_KIND_NAMES = ["claude-code", "codex", "opencode"] as const;
+
 const bool = z
   .enum(["0", "1", "true", "false", ""])
   .optional()
@@ -145,6 +148,23 @@ export const configSchema = z
       .int("WARREN_ORG_MAX_RUNS must be a whole number of runs")
       .min(1, "WARREN_ORG_MAX_RUNS must be at least 1")
       .default(16),
+    WARREN_HARNESS_KINDS: z
+      .string()
+      .optional()
+      .transform((v) =>
+        (v ?? "")
+          .split(",")
+          .map((x) => x.trim())
+          .filter(Boolean),
+      )
+      .refine((v) => v.every((x) => (HARNESS_KIND_NAMES as readonly string[]).includes(x)), {
+        message: `WARREN_HARNESS_KINDS is a comma-separated list of: ${HARNESS_KIND_NAMES.join(", ")}`,
+      })
+      .transform((v) => v as (typeof HARNESS_KIND_NAMES)[number][]),
+    WARREN_HARNESS_DIR: z
+      .string()
+      .optional()
+      .transform((v) => (v === "" ? undefined : v)),
     WARREN_ALLOW_DEGRADED: z
       .string()
       .optional()
@@ -174,7 +194,11 @@ export const configSchema = z
       });
     }
   })
-  .transform((c) => ({ ...c, STATE_ROOT: path.resolve(c.STATE_ROOT) }));
+  .transform((c) => ({
+    ...c,
+    STATE_ROOT: path.resolve(c.STATE_ROOT),
+    WARREN_HARNESS_DIR: path.resolve(c.WARREN_HARNESS_DIR ?? path.join(c.STATE_ROOT, "harness")),
+  }));
 
 export type Config = z.output<typeof configSchema>;
 

@@ -28,8 +28,17 @@ const PROTOCOL_OF_WIRE: Record<Wire, WireProtocol> = {
 /** Headers of the client's request passed on to the provider (never its key). */
 const PASSED_HEADERS = ["anthropic-version", "anthropic-beta", "openai-beta", "accept"];
 
+/** Who opened a connection the face serves (a bridge from a box): the agent of its uid. */
+export interface FaceCaller {
+  agentId: string;
+}
+
 export interface ModelHttpOptions {
   gateway: Pick<ModelGateway, "byToken" | "price">;
+  /** The agent whose run a run id is, to refuse a token used from another agent's connection. */
+  ownerOf?: (runId: string) => string | undefined;
+  /** Other handlers served beside the models, by path (the tool gateway's MCP at /mcp). */
+  mounts?: Record<string, (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>>;
   /** Where a failure the client cannot be told about goes (no key, no body). */
   warn?: (msg: string, data: Record<string, unknown>) => void;
   /** The largest request body read, in bytes (default 32 MiB: a harness sends its whole history). */
@@ -228,6 +237,8 @@ export class ModelHttpFace {
   readonly #server: http.Server;
   /** Sessions that made their one last call without tools (on_limit: finish). */
   readonly #finished = new WeakSet<GatewaySession>();
+  /** The caller of each bridged connection. */
+  readonly #callers = new WeakMap<object, FaceCaller>();
 
   constructor(o: ModelHttpOptions) {
     this.#o = o;
@@ -236,9 +247,12 @@ export class ModelHttpFace {
     this.#server.keepAliveTimeout = 120_000;
   }
 
-  /** Serves the HTTP of one connection that reached the face (a bridge from a box). */
-  serve(socket: Duplex): void {
+  /** Serves the HTTP of one connection that reached the face (a bridge from a box, from `who`). */
+  serve(socket: Duplex, who?: FaceCaller): void {
+    if (who) this.#callers.set(socket, who);
     this.#server.emit("connection", socket);
+    // a bridged stream arrives paused: the HTTP parser reads it from now on
+    socket.resume();
   }
 
   /** Closes the connections it serves. */
@@ -274,12 +288,17 @@ export class ModelHttpFace {
   ): Promise<void> {
     const token = tokenOf(req);
     const session = token ? this.#o.gateway.byToken(token) : null;
-    if (!session)
+    // a connection from a box serves only the runs of the agent that opened it
+    const caller = this.#callers.get(req.socket);
+    const owner = session && caller && this.#o.ownerOf ? this.#o.ownerOf(session.runId) : undefined;
+    if (!session || (caller && owner !== caller.agentId))
       throw new FaceError(
         401,
         "invalid_api_key",
         "unknown or expired workload token: the gateway serves runs going on, with their own token",
       );
+    const mount = this.#o.mounts?.[path];
+    if (mount) return mount(req, res);
     if (path === "/models" && req.method === "GET") {
       const data = session
         .candidates()

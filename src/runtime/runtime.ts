@@ -1,5 +1,6 @@
 // A machine's box over time: started on demand, adopted or reaped at boot, stopped when idle.
 // The database's state column follows every transition, with its reason and time.
+import { existsSync } from "node:fs";
 import { desc, eq, inArray } from "drizzle-orm";
 import type { Duplex } from "node:stream";
 import { BOX_BRIDGES, BOX_PATHS, type BoxHandle, type BoxProvider, type BoxSpec } from "../boxes/index.js";
@@ -20,7 +21,8 @@ export interface RuntimeOptions {
   metrics: Metrics;
   /** Opens boxd on a running box. */
   connect: (box: BoxHandle) => BoxExec;
-  paths: { data: string; contracts: string };
+  /** `harness`: the host folder of the harness CLIs, bound read-only when it exists. */
+  paths: { data: string; contracts: string; harness?: string };
   idleMs: number;
   tmpMib?: number;
   /** Agents with a generation running now (their machines are never idle). */
@@ -267,6 +269,16 @@ export class MachineRuntime implements MachineControl {
         },
         { kind: "bind", source: this.#o.paths.data, target: BOX_PATHS.data, readOnly: true },
         { kind: "bind", source: this.#o.paths.contracts, target: BOX_PATHS.contracts, readOnly: true },
+        ...(this.#o.paths.harness && existsSync(this.#o.paths.harness)
+          ? [
+              {
+                kind: "bind" as const,
+                source: this.#o.paths.harness,
+                target: BOX_PATHS.harness,
+                readOnly: true,
+              },
+            ]
+          : []),
         { kind: "tmpfs", target: BOX_PATHS.tmp, sizeMib: this.#o.tmpMib ?? 1024, mode: 0o1777 },
       ],
       limits: {

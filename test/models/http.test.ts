@@ -4,7 +4,7 @@
 // through, usage read and recorded, fallback on a 429, budgets, errors in the client's format.
 import assert from "node:assert/strict";
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import net, { type AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { AgentSpec } from "../../src/contract/spec.js";
 import { Gateway } from "../../src/models/gateway.js";
@@ -237,6 +237,36 @@ describe("the model gateway's HTTP face", () => {
     s.close();
     const closed = await post("/v1/chat/completions", s.token, { messages: [] });
     assert.equal(closed.status, 401, "a run's token dies with its session");
+  });
+
+  test("a bridged connection serves only the runs of the agent that opened it", async () => {
+    const s = await open({ provider: "openai", name: "gpt-4o", base_url: oai.baseUrl });
+    const owned = new ModelHttpFace({
+      gateway,
+      ownerOf: (runId) => (runId === s.runId ? agent.id : undefined),
+    });
+    // connections handed to the face as a bridge hands them: a stream and who opened it
+    let who = agent.id;
+    const bridge = net.createServer((socket) => owned.serve(socket, { agentId: who }));
+    await new Promise<void>((r) => bridge.listen(0, "127.0.0.1", r));
+    const base = `http://127.0.0.1:${(bridge.address() as AddressInfo).port}`;
+    const ask = () =>
+      fetch(`${base}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${s.token}`, connection: "close" },
+        body: JSON.stringify({ messages: [{ role: "user", content: "hi" }] }),
+      });
+    try {
+      assert.equal((await ask()).status, 200, "the run's own agent");
+      who = "agt_0000000000000000000002";
+      const other = await ask();
+      assert.equal(other.status, 401, "another agent of the machine with a token it read somewhere");
+      assert.equal(((await other.json()) as any).error.code, "invalid_api_key");
+    } finally {
+      s.close();
+      owned.close();
+      bridge.close();
+    }
   });
 
   test("a provider's error that echoes the key reaches the client without it", async () => {

@@ -4,16 +4,18 @@
 // turns, the turn being the number of the model's answers already in the request's input (its
 // messages and its function calls), and keeps every request for the test to look at.
 //
-// A scripted tool call names a tool by a prefix (`shell`: the first function tool of the request
-// whose name starts with it) and gives a command; its arguments are built from that tool's own
-// parameters (an array `command` takes ["bash", "-lc", text], a string one the text itself).
+// A scripted tool call names a tool by a part of its name (`exec`: the first function tool of
+// the request whose name holds it) and gives a command, built into that tool's own parameters
+// (an array `command` takes ["bash", "-lc", text], a string one the text itself), or its
+// arguments as they are. A turn's text may say `{{outputs}}`: the outputs of the tool calls in
+// the request's input, one a line, so that what the tools answered shows in the final answer.
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 
 export interface ResponsesTurn {
   text?: string;
-  /** One call of a tool of the request: the first whose name starts with `tool`. */
-  call?: { tool: string; command: string };
+  /** One call of a tool of the request: the first whose name holds `tool`. */
+  call?: { tool: string; command?: string; arguments?: Record<string, unknown> };
   usage?: { input_tokens: number; output_tokens: number };
   error?: { status: number; message: string };
 }
@@ -33,6 +35,20 @@ function turnOf(input: unknown): number {
     else if (it.type === "function_call" || it.type === "custom_tool_call" || it.type === "local_shell_call")
       n++;
   return n;
+}
+
+/** The outputs of the tool calls in a request's input. */
+function outputsOf(input: unknown): string[] {
+  if (!Array.isArray(input)) return [];
+  return input
+    .filter((it: any) => it.type === "function_call_output")
+    .map((it: any) =>
+      typeof it.output === "string"
+        ? it.output
+        : Array.isArray(it.output)
+          ? it.output.map((c: any) => c.text ?? "").join("")
+          : JSON.stringify(it.output),
+    );
 }
 
 function argsFor(tool: any, command: string): string {
@@ -77,26 +93,44 @@ export async function startFakeResponses(turns: ResponsesTurn[]): Promise<FakeRe
       if (turn.error) return fail(turn.error.status, turn.error.message);
       const id = `resp_fake_${++seq}`;
       const output: any[] = [];
-      if (turn.text !== undefined)
+      const text = turn.text?.replace("{{outputs}}", outputsOf(body.input).join("\n"));
+      if (text !== undefined)
         output.push({
           type: "message",
           id: `msg_${seq}`,
           status: "completed",
           role: "assistant",
-          content: [{ type: "output_text", text: turn.text, annotations: [] }],
+          content: [{ type: "output_text", text, annotations: [] }],
         });
       if (turn.call) {
-        const tool = (body.tools ?? []).find(
-          (t: any) =>
-            t.type === "function" && typeof t.name === "string" && t.name.startsWith(turn.call!.tool),
-        );
-        if (!tool) return fail(400, `the request has no function tool named ${turn.call.tool}*`);
+        // a function tool of the request, or of one of its namespaces (an MCP server's tools)
+        let namespace: string | undefined;
+        let tool: any;
+        for (const t of body.tools ?? []) {
+          const inner = t.type === "namespace" && Array.isArray(t.tools) ? t.tools : [t];
+          tool = inner.find(
+            (x: any) =>
+              x.type === "function" && typeof x.name === "string" && x.name.includes(turn.call!.tool),
+          );
+          if (tool) {
+            namespace = t.type === "namespace" ? t.name : undefined;
+            break;
+          }
+        }
+        if (!tool)
+          return fail(
+            400,
+            `the request has no function tool named *${turn.call.tool}* (it has ${(body.tools ?? []).map((t: any) => t.name ?? t.type).join(", ")})`,
+          );
         output.push({
           type: "function_call",
           id: `fc_${seq}`,
           call_id: `call_${seq}`,
           name: tool.name,
-          arguments: argsFor(tool, turn.call.command),
+          ...(namespace ? { namespace } : {}),
+          arguments: turn.call.arguments
+            ? JSON.stringify(turn.call.arguments)
+            : argsFor(tool, turn.call.command ?? "true"),
           status: "completed",
         });
       }

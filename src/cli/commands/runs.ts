@@ -164,16 +164,17 @@ export const runs = defineGroup("runs", "recorded runs of commands", {
       if (p.input && "text" in p.input) input = p.input.text;
       else if (p.input) input = (await ctx.readLocal(p.input.file, "the input file")).toString("utf8");
       const timeout = p.timeoutS !== undefined ? { timeout_s: p.timeoutS } : {};
+      const wait = p.failIfBusy ? { wait: false } : {};
       const run = await ctx.client.runs.create(
         p.agentId,
         p.target === null
-          ? { kind: "agent", input: input ?? "", ...timeout, ...(p.failIfBusy ? { wait: false } : {}) }
+          ? { kind: "agent", input: input ?? "", ...timeout, ...wait }
           : {
               ...targetBody(p.target),
               ...(input !== undefined ? { input } : {}),
               ...timeout,
               ...(p.limits !== undefined ? { limits: p.limits } : {}),
-              ...(p.failIfBusy ? { wait: false } : {}),
+              ...wait,
             },
       );
       if (!p.wait) return ctx.show(run, () => runView(run));

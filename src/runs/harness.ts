@@ -1,0 +1,340 @@
+// Harness kinds (claude-code, codex, opencode): the run stages under /agent its input, its
+// instructions and its CLI's configuration (the model provider is the gateway's HTTP face in
+// the box, the tools an MCP server at the tool gateway for the run), then runs the pinned CLI
+// headless in the box as the agent, with the run's workload token as its only key. What it
+// prints on stdout is the run's output; its stderr goes to the trace.
+//
+// The CLIs are installed once per host (scripts/harness.sh, by `make up` for the kinds in
+// WARREN_HARNESS_KINDS) into a folder every box sees read-only at /opt/warren/harness; a run
+// never downloads anything.
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { and, asc, eq } from "drizzle-orm";
+import type { AgentSpec } from "../contract/spec.js";
+import { BOX_BRIDGES, BOX_PATHS, type HomeLayout } from "../boxes/index.js";
+import { BoundedOutput } from "../exec/output.js";
+import { agentEnv, commandWalls, redactedIo } from "../exec/service.js";
+import { homeOf } from "../machines/placement.js";
+import type { MachineRuntime } from "../runtime/index.js";
+import type { Secrets } from "../secrets/service.js";
+import type { Db } from "../store/index.js";
+import { schema } from "../store/index.js";
+import type { ToolsetFactory, Toolset } from "../tools/types.js";
+import type { AgentRunContext, AgentRunner, AgentRunResult } from "./kinds.js";
+import type { RunStaging } from "./service.js";
+
+export type HarnessKind = "claude-code" | "codex" | "opencode";
+
+/** Each kind's npm package and the command it installs (scripts/harness.sh pins the versions). */
+export const HARNESS_PACKAGES: Record<HarnessKind, { package: string; bin: string }> = {
+  "claude-code": { package: "@anthropic-ai/claude-code", bin: "claude" },
+  codex: { package: "@openai/codex", bin: "codex" },
+  opencode: { package: "opencode-ai", bin: "opencode" },
+};
+
+/** Where the gateway answers inside the box (the `gateway` bridge). */
+export const GATEWAY_IN_BOX = `http://127.0.0.1:${BOX_BRIDGES.gateway}`;
+/** The environment variable that holds the run's workload token in the box. */
+export const TOKEN_VAR = "WARREN_RUN_TOKEN";
+
+const STDERR_EVENTS = 500;
+const OUTPUT_LIMIT = 1024 * 1024;
+
+/** The installed CLI of a kind on this host: its version, or null when it is not installed. */
+export function installedVersion(hostDir: string, kind: HarnessKind): string | null {
+  const pkg = path.join(hostDir, kind, "node_modules", HARNESS_PACKAGES[kind].package, "package.json");
+  if (!existsSync(pkg)) return null;
+  try {
+    const v = (JSON.parse(readFileSync(pkg, "utf8")) as { version?: unknown }).version;
+    return typeof v === "string" ? v : null;
+  } catch {
+    return null;
+  }
+}
+
+const tomlString = (s: string) => JSON.stringify(s);
+
+/** What a kind stages and runs: its files under /agent and its command line. */
+export interface HarnessPlan {
+  files: Record<string, Buffer>;
+  /** The shell text run by /bin/bash -c in the box (the CLI's argv and its set-up). */
+  script: string;
+  env: Record<string, string>;
+}
+
+/** The plan of a run of a kind: pure, so that it is checked without a box. */
+export function planHarness(
+  kind: HarnessKind,
+  spec: AgentSpec,
+  o: { input: string; tools: boolean; agentDir: string },
+): HarnessPlan {
+  const model = spec.model;
+  if (!model) throw new Error(`kind ${kind} needs a model`);
+  const cli = `${BOX_PATHS.harness}/${kind}/node_modules/.bin/${HARNESS_PACKAGES[kind].bin}`;
+  const mcpUrl = `${GATEWAY_IN_BOX}/mcp`;
+  const files: Record<string, Buffer> = {
+    input: Buffer.from(o.input, "utf8"),
+    "instructions.md": Buffer.from(spec.instructions, "utf8"),
+  };
+  const dir = o.agentDir;
+  // the model name the CLI asks for; the gateway calls the run's own models whatever it says
+  const name = model.name;
+  if (kind === "codex") {
+    const toml = [
+      `model = ${tomlString(name)}`,
+      `model_provider = "warren"`,
+      "",
+      "[model_providers.warren]",
+      `name = "warren gateway"`,
+      `base_url = ${tomlString(`${GATEWAY_IN_BOX}/v1`)}`,
+      `env_key = ${tomlString(TOKEN_VAR)}`,
+      `wire_api = "responses"`,
+      ...(o.tools
+        ? [
+            "",
+            "[mcp_servers.warren]",
+            `url = ${tomlString(mcpUrl)}`,
+            `bearer_token_env_var = ${tomlString(TOKEN_VAR)}`,
+          ]
+        : []),
+      "",
+    ].join("\n");
+    files["codex.toml"] = Buffer.from(toml, "utf8");
+    // codex keeps its state in CODEX_HOME: a fresh folder in the box's /tmp, removed after;
+    // the instructions are its global AGENTS.md
+    const script = [
+      `export CODEX_HOME="$(mktemp -d /tmp/warren-codex.XXXXXX)"`,
+      `cp ${dir}/codex.toml "$CODEX_HOME/config.toml"`,
+      `if [ -s ${dir}/instructions.md ]; then cp ${dir}/instructions.md "$CODEX_HOME/AGENTS.md"; fi`,
+      `${cli} exec --skip-git-repo-check --sandbox danger-full-access --color never - < ${dir}/input`,
+      `rc=$?; rm -rf "$CODEX_HOME"; exit $rc`,
+    ].join("\n");
+    return { files, script, env: {} };
+  }
+  if (kind === "claude-code") {
+    const mcp = {
+      mcpServers: o.tools
+        ? { warren: { type: "http", url: mcpUrl, headers: { Authorization: `Bearer \${${TOKEN_VAR}}` } } }
+        : {},
+    };
+    files["mcp.json"] = Buffer.from(JSON.stringify(mcp, null, 2), "utf8");
+    const script = [
+      `export CLAUDE_CONFIG_DIR="$(mktemp -d /tmp/warren-claude.XXXXXX)"`,
+      `export ANTHROPIC_API_KEY="$${TOKEN_VAR}"`,
+      `${cli} -p --output-format text --model ${shellQuote(name)} --mcp-config ${dir}/mcp.json --strict-mcp-config --dangerously-skip-permissions --append-system-prompt "$(cat ${dir}/instructions.md)" < ${dir}/input`,
+      `rc=$?; rm -rf "$CLAUDE_CONFIG_DIR"; exit $rc`,
+    ].join("\n");
+    return {
+      files,
+      script,
+      env: {
+        ANTHROPIC_BASE_URL: GATEWAY_IN_BOX,
+        DISABLE_AUTOUPDATER: "1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+        DISABLE_TELEMETRY: "1",
+      },
+    };
+  }
+  // opencode: one provider (the gateway, OpenAI-compatible or Anthropic by the model's
+  // provider) and the tool gateway as a remote MCP server
+  const anthropic = model.provider === "anthropic";
+  const config = {
+    $schema: "https://opencode.ai/config.json",
+    autoupdate: false,
+    share: "disabled",
+    model: `warren/${name}`,
+    provider: {
+      warren: {
+        npm: anthropic ? "@ai-sdk/anthropic" : "@ai-sdk/openai-compatible",
+        name: "warren gateway",
+        options: { baseURL: `${GATEWAY_IN_BOX}/v1`, apiKey: `{env:${TOKEN_VAR}}` },
+        models: { [name]: { name } },
+      },
+    },
+    mcp: o.tools
+      ? {
+          warren: {
+            type: "remote",
+            url: mcpUrl,
+            enabled: true,
+            headers: { Authorization: `Bearer {env:${TOKEN_VAR}}` },
+          },
+        }
+      : {},
+    instructions: [`${dir}/instructions.md`],
+  };
+  files["opencode.json"] = Buffer.from(JSON.stringify(config, null, 2), "utf8");
+  const script = [
+    `export XDG_DATA_HOME="$(mktemp -d /tmp/warren-opencode.XXXXXX)"`,
+    `export XDG_CACHE_HOME="$XDG_DATA_HOME/cache" XDG_STATE_HOME="$XDG_DATA_HOME/state" XDG_CONFIG_HOME="$XDG_DATA_HOME/config"`,
+    `${cli} run "$(cat ${dir}/input)"`,
+    `rc=$?; rm -rf "$XDG_DATA_HOME"; exit $rc`,
+  ].join("\n");
+  return {
+    files,
+    script,
+    env: { OPENCODE_CONFIG: `${dir}/opencode.json`, OPENCODE_DISABLE_AUTOUPDATE: "1" },
+  };
+}
+
+function shellQuote(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+export interface HarnessDeps {
+  db: Db;
+  runtime: MachineRuntime;
+  staging: RunStaging;
+  homes: HomeLayout;
+  secrets: Pick<Secrets, "resolve">;
+  toolsets: ToolsetFactory;
+  /** The host folder of the installed CLIs (bound at /opt/warren/harness). */
+  hostDir: string;
+}
+
+export class HarnessRunner implements AgentRunner {
+  constructor(
+    private readonly kind: HarnessKind,
+    private readonly d: HarnessDeps,
+  ) {}
+
+  async run(ctx: AgentRunContext): Promise<AgentRunResult> {
+    const d = this.d;
+    const version = installedVersion(d.hostDir, this.kind);
+    if (!version)
+      throw new Error(
+        `the ${this.kind} CLI is not installed on this host; the operator enables it with WARREN_HARNESS_KINDS=${this.kind} and make up`,
+      );
+    const [agent] = await d.db.select().from(schema.agents).where(eq(schema.agents.id, ctx.agent.id));
+    const [machine] = await d.db
+      .select()
+      .from(schema.machines)
+      .where(eq(schema.machines.id, ctx.agent.machineId));
+    if (!agent || !machine) throw new Error("the agent or its machine is gone");
+    const counts = { tool_calls: 0, tool_refusals: 0 };
+    const usage = () => ({ ...ctx.gateway.usage(), steps: ctx.gateway.usage().calls, ...counts });
+
+    let toolset: Toolset | null = null;
+    if (ctx.spec.tools.length > 0) {
+      toolset = await d.toolsets.open({
+        runId: ctx.runId,
+        agent: ctx.agent,
+        spec: ctx.spec,
+        signal: ctx.signal,
+        via: "gateway",
+        record: async (call) => {
+          counts.tool_calls++;
+          if (call.decision === "deny") counts.tool_refusals++;
+          await ctx.events("tool_call", { ...call });
+          ctx.progress?.(usage());
+        },
+      });
+      for (const w of toolset.warnings) await ctx.events("tools_warning", { warning: w });
+    }
+    const walls = commandWalls(agent, machine.trust, d.homes, { run: true });
+    try {
+      const boxDir = BOX_PATHS.agent;
+      const plan = planHarness(this.kind, ctx.spec, {
+        input: ctx.input,
+        tools: toolset !== null,
+        agentDir: boxDir,
+      });
+      const staged = await d.staging.stage(machine.id, ctx.runId, plan.files, walls.uid);
+      // the agent's secrets reach its CLI as environment variables, but never a key of its models
+      const secrets = await d.secrets.resolve(agent);
+      const keys = new Set(
+        [ctx.spec.model, ctx.spec.model?.fallback, ...(ctx.spec.model?.routes ?? []).map((r) => r.model)]
+          .map((m) => m?.key_secret)
+          .filter((k): k is string => k !== undefined),
+      );
+      const env = Object.fromEntries(Object.entries(secrets.env).filter(([k]) => !keys.has(k)));
+      await ctx.events("harness", {
+        kind: this.kind,
+        package: HARNESS_PACKAGES[this.kind].package,
+        version,
+        base_url: GATEWAY_IN_BOX,
+        tools: toolset?.tools.map((t) => t.name) ?? [],
+      });
+      const output = new BoundedOutput(OUTPUT_LIMIT);
+      let stderrEvents = 0;
+      const pending: Promise<void>[] = [];
+      const io = redactedIo(
+        {
+          signal: ctx.signal,
+          onStdout: (c: Buffer) => output.push(c),
+          onStderr: (c: Buffer) => {
+            if (stderrEvents++ < STDERR_EVENTS)
+              pending.push(ctx.events("output", { stream: "stderr", data: c.toString("utf8") }));
+          },
+        },
+        secrets,
+      );
+      let result: Awaited<ReturnType<MachineRuntime["exec"]>>;
+      try {
+        result = await d.runtime.exec(
+          machine.id,
+          {
+            argv: ["/bin/bash", "-c", plan.script],
+            env: agentEnv(agent, {
+              ...env,
+              ...plan.env,
+              [TOKEN_VAR]: ctx.gateway.token,
+              WARREN_RUN_ID: ctx.runId,
+              WARREN_INPUT: `${boxDir}/input`,
+              NO_PROXY: "localhost,127.0.0.1",
+              no_proxy: "localhost,127.0.0.1",
+            }),
+            cwd: homeOf(agent.id),
+            ...walls,
+            timeoutMs: ctx.spec.limits.max_run_s * 1000,
+            agentDir: staged.boxPath,
+            generation: true,
+          },
+          io,
+          { agentId: agent.id, runId: ctx.runId, argv: [HARNESS_PACKAGES[this.kind].bin] },
+        );
+      } finally {
+        io.flush();
+        await Promise.allSettled(pending);
+        await d.staging.unstage(machine.id, ctx.runId).catch(() => {});
+      }
+      // the models it called, in order of first use: its model_call events that answered
+      const calls = await d.db
+        .select({ data: schema.runEvents.data })
+        .from(schema.runEvents)
+        .where(and(eq(schema.runEvents.runId, ctx.runId), eq(schema.runEvents.type, "model_call")))
+        .orderBy(asc(schema.runEvents.id));
+      const models = [
+        ...new Set(
+          calls
+            .map((c) => c.data as { provider?: string; model?: string; status?: string })
+            .filter((c) => c.status === "ok")
+            .map((c) => `${c.provider}:${c.model}`),
+        ),
+      ];
+      const status = ctx.signal.aborted
+        ? "cancelled"
+        : result.timedOut
+          ? "timed_out"
+          : result.exitCode === 0
+            ? "succeeded"
+            : "failed";
+      return {
+        status,
+        ...(status === "failed"
+          ? {
+              status_reason: result.signal
+                ? `the ${this.kind} CLI was killed by ${result.signal}`
+                : `the ${this.kind} CLI exited with ${result.exitCode}`,
+            }
+          : {}),
+        output: output.text(),
+        exit_code: result.exitCode,
+        usage: usage(),
+        models,
+      };
+    } finally {
+      await toolset?.close().catch(() => {});
+    }
+  }
+}
