@@ -10,10 +10,12 @@ import { Agents } from "./agents/service.js";
 import { Bridges } from "./bridges/index.js";
 import { createProvider, type BoxProvider } from "./boxes/index.js";
 import type { Config } from "./config/index.js";
+import { Egress } from "./egress/service.js";
 import { Exec } from "./exec/service.js";
 import { Guilds } from "./guilds/service.js";
 import { buildApp } from "./http/app.js";
 import { agentRoutes, guildRoutes } from "./http/routes/agents.js";
+import { egressRoutes } from "./http/routes/egress.js";
 import { execRoutes } from "./http/routes/exec.js";
 import { homeRoutes } from "./http/routes/homes.js";
 import { portRoutes } from "./http/routes/ports.js";
@@ -82,6 +84,8 @@ export interface ServerOptions {
   defaultMetrics?: boolean;
   /** Replaces boot checks' probes (tests simulate a missing part). */
   probes?: Probes;
+  /** Names the egress proxy resolves from this table instead of the system's resolver (tests). */
+  egressHosts?: Record<string, string[]>;
 }
 
 /** The boot checks of a configuration: the provider's probes of the host, the state tree's. */
@@ -230,7 +234,17 @@ async function compose(
   );
   const guilds = new Guilds(store.db, access, agents);
   const exec = new Exec(store.db, agents, runtime, layout, metrics, secrets);
-  const tools = new Tools({ db: store.db, runtime, layout, secrets, logger });
+  // the agents' way out of their boxes: the `egress` bridge into the filtering proxy
+  const egress = new Egress({
+    db: store.db,
+    agents,
+    logger,
+    runOf: (agentId) => registry.forAgent(agentId)?.runId,
+    maxConnections: config.EGRESS_MAX_CONNECTIONS,
+    ...(opts.egressHosts ? { hosts: opts.egressHosts } : {}),
+  });
+  bridges.register("egress", egress.handler);
+  const tools = new Tools({ db: store.db, runtime, layout, secrets, logger, egress });
 
   const ver = await version();
   const caps = new DiskCaps(store.db, layout, config.WORKSPACE_MAX_MIB);
@@ -328,6 +342,7 @@ async function compose(
       ...agentRoutes(agents),
       ...guildRoutes(guilds),
       ...execRoutes(exec),
+      ...egressRoutes(egress),
       ...runRoutes(runs),
       ...secretRoutes(secrets),
       ...portRoutes(agents, runtime),
@@ -366,6 +381,7 @@ async function compose(
       if (o.stopBoxes) await runtime.stopAll("stopped with the server (--stop-boxes)");
       face.close();
       runtime.close();
+      await egress.close();
       await store.close();
       releaseLock();
     },

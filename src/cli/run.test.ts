@@ -377,6 +377,7 @@ describe("warren CLI", () => {
     assert.equal(r.stdout, "The notes say: tea at five.\n");
     const runs = await json<{ items: { id: string; kind: string }[] }>(["runs", "list", id]);
     assert.equal(runs.items[0]?.kind, "assistant");
+    assert.match((await warren(["runs", "list", id])).stdout, /\n\S+ +succeeded +\(assistant\) +0 /);
     const trace = await warren(["runs", "trace", runs.items[0]?.id ?? ""]);
     assert.equal(trace.code, 0, trace.stderr);
     assert.match(trace.stdout, /started +assistant, model script:turns\.json, spec v2/);

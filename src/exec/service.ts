@@ -75,7 +75,19 @@ const BRIDGE_PORTS = {
 
 export const DEFAULT_PATH = `/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:${BOX_PATHS.bin}`;
 
-/** The environment every command of an agent sees; warren's own variables win over the caller's. */
+/** The egress proxy as commands reach it: the box's `egress` bridge. */
+const PROXY_URL = `http://127.0.0.1:${BOX_BRIDGES.egress}`;
+const PROXY_ENV: Record<string, string> = {};
+for (const name of ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"]) {
+  PROXY_ENV[name] = PROXY_URL;
+  PROXY_ENV[name.toLowerCase()] = PROXY_URL;
+}
+PROXY_ENV.NO_PROXY = PROXY_ENV.no_proxy = "localhost,127.0.0.1";
+
+/**
+ * The environment every command of an agent sees; warren's own variables win over the
+ * caller's. The proxy variables lead to the egress proxy, the only way out of the box.
+ */
 export function agentEnv(
   agent: Pick<AgentRow, "id" | "slot">,
   extra: Record<string, string> = {},
@@ -92,6 +104,7 @@ export function agentEnv(
     WARREN_AGENT_ID: agent.id,
     PORT: String(ports.first),
     WARREN_PORTS: `${ports.first}-${ports.last}`,
+    ...PROXY_ENV,
   };
 }
 

@@ -139,7 +139,13 @@ class Session implements GatewaySession {
     if (l.max_tokens !== undefined && tokens >= l.max_tokens)
       return { ok: false, limit: "tokens", max: l.max_tokens, used: tokens, on_limit: l.on_limit };
     if (l.max_usd !== undefined && this.#usage.usd >= l.max_usd)
-      return { ok: false, limit: "usd", max: l.max_usd, used: this.#usage.usd, on_limit: l.on_limit };
+      return {
+        ok: false,
+        limit: "usd",
+        max: l.max_usd,
+        used: Math.round(this.#usage.usd * 1e9) / 1e9,
+        on_limit: l.on_limit,
+      };
     return { ok: true };
   }
 

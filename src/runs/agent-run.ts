@@ -187,6 +187,7 @@ export class AgentRuns {
       });
       usage = result.usage;
     } catch (err) {
+      o.logger.info({ runId: run.id, err }, "the agent run failed before its runner answered");
       const m = session?.usage();
       if (m) usage = { ...usage, ...m };
       result = {

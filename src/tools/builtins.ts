@@ -2,7 +2,6 @@
 // regular files only, never a path outside the home), a command in the box as the agent (the
 // walls of exec), and a GET of a URL under the agent's network allow-list.
 import type { AgentRow } from "../agents/service.js";
-import { policyOf } from "../agents/service.js";
 import type { HomeLayout, Trust } from "../boxes/index.js";
 import type { BUILTIN_TOOLS } from "../contract/spec.js";
 import { agentEnv, commandWalls, cwdOf, redactedIo } from "../exec/service.js";
@@ -12,9 +11,8 @@ import { parseHomePath } from "../homes/paths.js";
 import { uidOf } from "../machines/placement.js";
 import type { MachineRuntime } from "../runtime/index.js";
 import type { ResolvedSecrets } from "../secrets/service.js";
-import { getOnce } from "./fetch.js";
+import { getOnce, type EgressRoute } from "./fetch.js";
 import { bodyText, bounded, MAX_OUTPUT_BYTES, num, str, ToolFailure, type ToolImpl } from "./impl.js";
-import { urlAllowed } from "./network.js";
 
 /** The largest file read_file reads and write_file writes. */
 export const FILE_TOOL_BYTES = 1024 * 1024;
@@ -35,6 +33,8 @@ export interface BuiltinEnv {
   runtime: MachineRuntime;
   secrets: ResolvedSecrets;
   runId: string;
+  /** web_fetch's way out: the egress proxy, as the agent. */
+  egress: EgressRoute;
 }
 
 const pathParam = (what: string) => ({
@@ -186,12 +186,11 @@ function runCommand(env: BuiltinEnv): ToolImpl {
 }
 
 function webFetch(env: BuiltinEnv): ToolImpl {
-  const allow = policyOf(env.agent).network.allow;
   return {
     kind: "builtin",
     tool: {
       name: "web_fetch",
-      description: `GETs an http or https URL and answers its status and body (text, at most ${FETCH_MAX_BYTES} bytes read). Only the hosts of your network allow-list can be reached, and a host name only at public addresses.`,
+      description: `GETs an http or https URL and answers its status and body (text, at most ${FETCH_MAX_BYTES} bytes read). It goes through your network policy, like your commands' connections.`,
       parameters: {
         type: "object",
         properties: { url: { type: "string", description: "the URL" } },
@@ -208,11 +207,9 @@ function webFetch(env: BuiltinEnv): ToolImpl {
       }
       const timeout = AbortSignal.any([signal, AbortSignal.timeout(FETCH_TIMEOUT_MS)]);
       for (let hop = 0; ; hop++) {
-        if (!urlAllowed(allow, url))
-          throw new ToolFailure(
-            `${url.host} is not in this agent's network allow-list (sandbox_policy.network.allow)`,
-          );
-        const res = await getOnce(url, FETCH_MAX_BYTES, timeout);
+        if (url.protocol !== "http:" && url.protocol !== "https:")
+          throw new ToolFailure(`only http and https URLs can be fetched, not ${url.protocol}`);
+        const res = await getOnce(url, FETCH_MAX_BYTES, timeout, env.egress);
         if (res.status >= 300 && res.status < 400 && res.location) {
           if (hop >= FETCH_REDIRECTS) throw new ToolFailure(`more than ${FETCH_REDIRECTS} redirects`);
           url = new URL(res.location, url);

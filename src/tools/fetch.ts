@@ -1,69 +1,52 @@
-// web_fetch's one GET, made from the server: a host name may resolve only to public addresses
-// (never loopback, private, link-local or the like: the server's own API and its neighbours
-// are not a name's to reach), checked on the very address the connection uses, so a name that
-// answers differently a moment later gains nothing. A private address is reached only when
-// the allow-list names it as an IP address itself.
-import dns from "node:dns";
+// web_fetch's one GET, made through the egress proxy as the agent: the connection is handed to
+// the proxy like one of the box's `egress` bridge, so the agent's network policy decides it
+// (the allow-list, the rules, never a private address a name resolves to), the proxy connects
+// to the address it checked, and the decision is recorded with the agent's other egress.
 import http from "node:http";
 import https from "node:https";
-import net from "node:net";
+import { Duplex } from "node:stream";
+import tls from "node:tls";
+import type { BridgeStreamHandler, BridgeWho } from "../bridges/index.js";
+import { ToolFailure } from "./impl.js";
 
-const blocked = new net.BlockList();
-for (const [prefix, bits] of [
-  ["0.0.0.0", 8],
-  ["10.0.0.0", 8],
-  ["100.64.0.0", 10],
-  ["127.0.0.0", 8],
-  ["169.254.0.0", 16],
-  ["172.16.0.0", 12],
-  ["192.0.0.0", 24],
-  ["192.168.0.0", 16],
-  ["198.18.0.0", 15],
-  ["224.0.0.0", 4],
-  ["240.0.0.0", 4],
-] as const)
-  blocked.addSubnet(prefix, bits, "ipv4");
-for (const [prefix, bits] of [
-  ["::", 128],
-  ["::1", 128],
-  ["fc00::", 7],
-  ["fe80::", 10],
-  ["ff00::", 8],
-  ["64:ff9b::", 96],
-  ["2001:db8::", 32],
-] as const)
-  blocked.addSubnet(prefix, bits, "ipv6");
-
-/** Whether an address is one a host name may lead to: public unicast. */
-export function isPublicAddress(address: string): boolean {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
-  if (mapped) return !blocked.check(mapped, "ipv4");
-  if (net.isIPv4(address)) return !blocked.check(address, "ipv4");
-  if (net.isIPv6(address)) return !blocked.check(address, "ipv6");
-  return false;
+/** How a tool reaches the network: the egress bridge's handler, as this agent. */
+export interface EgressRoute {
+  handler: BridgeStreamHandler;
+  who: BridgeWho;
 }
 
-type LookupCallback = (
-  err: NodeJS.ErrnoException | null,
-  address: string | dns.LookupAddress[],
-  family?: number,
-) => void;
+/** Two connected streams: what one writes, the other reads. */
+function duplexPair(): [Duplex, Duplex] {
+  const ends: Duplex[] = [];
+  const end = (other: () => Duplex | undefined) =>
+    new Duplex({
+      read() {},
+      write(chunk: Buffer, _enc, cb) {
+        other()?.push(chunk);
+        cb();
+      },
+      final(cb) {
+        other()?.push(null);
+        cb();
+      },
+      destroy(err, cb) {
+        const o = other();
+        if (o && !o.destroyed) o.destroy();
+        cb(err);
+      },
+    });
+  ends.push(
+    end(() => ends[1]),
+    end(() => ends[0]),
+  );
+  return [ends[0]!, ends[1]!];
+}
 
-function publicLookup(hostname: string, options: dns.LookupOptions, callback: LookupCallback): void {
-  dns.lookup(hostname, { all: true, ...(options.family ? { family: options.family } : {}) }, (err, found) => {
-    if (err) return callback(err, []);
-    const ok = found.filter((a) => isPublicAddress(a.address));
-    if (ok.length === 0) {
-      const e: NodeJS.ErrnoException = new Error(
-        `${hostname} resolves only to addresses that are not public (${found.map((a) => a.address).join(", ")}); to reach one, name the address itself in the network allow-list`,
-      );
-      e.code = "EADDRNOTPUBLIC";
-      return callback(e, []);
-    }
-    if (options.all) return callback(null, ok);
-    const first = ok[0]!;
-    callback(null, first.address, first.family);
-  });
+/** A new connection to the proxy, as the agent. */
+function connect(route: EgressRoute): Duplex {
+  const [mine, theirs] = duplexPair();
+  route.handler(theirs, route.who);
+  return mine;
 }
 
 export interface FetchAnswer {
@@ -74,48 +57,118 @@ export interface FetchAnswer {
   truncated: boolean;
 }
 
-/** GETs the URL (no redirect followed), reading at most `maxBytes` of its body. */
-export function getOnce(url: URL, maxBytes: number, signal: AbortSignal): Promise<FetchAnswer> {
-  const lib = url.protocol === "https:" ? https : http;
+function refusedBy(res: http.IncomingMessage, body: string): ToolFailure | null {
+  if (res.headers["x-warren-egress"] !== "refused") return null;
+  return new ToolFailure(body.trim().replace(/^warren egress: refused: /, "the network policy refused it: "));
+}
+
+function readAll(res: http.IncomingMessage, max: number): Promise<{ body: Buffer; truncated: boolean }> {
   return new Promise((resolve, reject) => {
-    const req = lib.request(
-      url,
-      {
-        method: "GET",
-        lookup: publicLookup,
-        signal,
-        headers: { accept: "*/*", "user-agent": "warren-web-fetch" },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        let length = 0;
-        let truncated = false;
-        const done = () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            contentType: String(res.headers["content-type"] ?? ""),
-            location: typeof res.headers.location === "string" ? res.headers.location : null,
-            body: Buffer.concat(chunks, length),
-            truncated,
-          });
-        res.on("data", (c: Buffer) => {
-          if (truncated) return;
-          const room = maxBytes - length;
-          if (c.length > room) {
-            chunks.push(c.subarray(0, room));
-            length = maxBytes;
-            truncated = true;
-            done();
-            res.destroy();
-            return;
-          }
-          chunks.push(c);
-          length += c.length;
+    const chunks: Buffer[] = [];
+    let length = 0;
+    let settled = false;
+    const done = (truncated: boolean) => {
+      if (settled) return;
+      settled = true;
+      resolve({ body: Buffer.concat(chunks, length), truncated });
+    };
+    res.on("data", (c: Buffer) => {
+      if (settled) return;
+      const room = max - length;
+      if (c.length > room) {
+        chunks.push(c.subarray(0, room));
+        length = max;
+        done(true);
+        res.destroy();
+        return;
+      }
+      chunks.push(c);
+      length += c.length;
+    });
+    res.on("end", () => done(false));
+    res.on("error", (err) => {
+      if (!settled) reject(err);
+    });
+  });
+}
+
+/** A TLS connection to the URL's host through a CONNECT tunnel of the proxy. */
+function tunnel(url: URL, route: EgressRoute, signal: AbortSignal): Promise<tls.TLSSocket> {
+  const port = url.port === "" ? 443 : Number(url.port);
+  const host = url.hostname;
+  return new Promise((resolve, reject) => {
+    const req = http.request({
+      method: "CONNECT",
+      path: `${host}:${port}`,
+      headers: { host: `${host}:${port}` },
+      createConnection: () => connect(route),
+      signal,
+    });
+    req.on("connect", (res, socket, head) => {
+      if (res.statusCode !== 200) {
+        let text = head.toString("utf8");
+        const fail = () =>
+          reject(
+            refusedBy(res, text) ?? new ToolFailure(`the proxy answered ${res.statusCode}: ${text.trim()}`),
+          );
+        socket.on("data", (c: Buffer) => (text += c.toString("utf8")));
+        socket.once("end", fail);
+        socket.once("close", fail);
+        socket.once("error", fail);
+        return;
+      }
+      const bare = host.startsWith("[") ? host.slice(1, -1) : host;
+      const secure = tls.connect({ socket, servername: /^[\d.]+$|:/.test(bare) ? undefined : bare });
+      secure.once("secureConnect", () => resolve(secure));
+      secure.once("error", reject);
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+/** GETs the URL through the egress proxy (no redirect followed), reading at most `maxBytes` of its body. */
+export async function getOnce(
+  url: URL,
+  maxBytes: number,
+  signal: AbortSignal,
+  route: EgressRoute,
+): Promise<FetchAnswer> {
+  const headers = { accept: "*/*", "user-agent": "warren-web-fetch", host: url.host };
+  let req: http.ClientRequest;
+  if (url.protocol === "https:") {
+    const secure = await tunnel(url, route, signal);
+    req = https.request({
+      method: "GET",
+      path: `${url.pathname}${url.search}`,
+      headers,
+      createConnection: () => secure,
+      signal,
+    });
+  } else {
+    // a forward proxy's plain request: the absolute URL
+    req = http.request({
+      method: "GET",
+      path: url.href,
+      headers,
+      createConnection: () => connect(route),
+      signal,
+    });
+  }
+  return new Promise((resolve, reject) => {
+    req.on("response", (res) => {
+      readAll(res, maxBytes).then(({ body, truncated }) => {
+        const refused = refusedBy(res, body.toString("utf8"));
+        if (refused) return reject(refused);
+        resolve({
+          status: res.statusCode ?? 0,
+          contentType: String(res.headers["content-type"] ?? ""),
+          location: typeof res.headers.location === "string" ? res.headers.location : null,
+          body,
+          truncated,
         });
-        res.on("end", done);
-        res.on("error", (err) => (truncated ? undefined : reject(err)));
-      },
-    );
+      }, reject);
+    });
     req.on("error", reject);
     req.end();
   });

@@ -5,6 +5,8 @@
 import { eq } from "drizzle-orm";
 import type { HomeLayout } from "../boxes/index.js";
 import { WarrenError } from "../errors.js";
+import type { Egress } from "../egress/service.js";
+import { uidOf } from "../machines/placement.js";
 import type { Logger } from "../observability/log.js";
 import type { MachineRuntime } from "../runtime/index.js";
 import type { Secrets } from "../secrets/service.js";
@@ -30,6 +32,8 @@ export interface ToolsOptions {
   layout: HomeLayout;
   secrets: Secrets;
   logger: Logger;
+  /** The egress proxy: web_fetch goes out through it, decided and recorded like the box's connections. */
+  egress: Pick<Egress, "handler">;
 }
 
 function messageOf(err: unknown): string {
@@ -38,7 +42,10 @@ function messageOf(err: unknown): string {
     if (err.name === "TimeoutError") return "the call took too long and was stopped";
     if (err.name === "AbortError") return "the call was cancelled";
     const cause = (err as { cause?: unknown }).cause;
-    return cause instanceof Error && cause.message ? `${err.message}: ${cause.message}` : err.message;
+    const code = (err as { code?: unknown }).code;
+    const own =
+      err.message || (typeof code === "string" ? code : `${err.name || "an error"} without a message`);
+    return cause instanceof Error && cause.message ? `${own}: ${cause.message}` : own;
   }
   return String(err);
 }
@@ -46,18 +53,21 @@ function messageOf(err: unknown): string {
 /** A string argument longer than this is cut in the record (a file's content, say). */
 const RECORD_STRING_BYTES = 4096;
 
-function clip(v: unknown): unknown {
+/** A value as the record keeps it: every string (keys too) redacted, long ones cut. */
+function shownValue(v: unknown, hide: (t: string) => string): unknown {
   if (typeof v === "string") {
-    const bytes = Buffer.byteLength(v);
-    if (bytes <= RECORD_STRING_BYTES) return v;
-    const kept = Buffer.from(v)
+    const h = hide(v);
+    const bytes = Buffer.byteLength(h);
+    if (bytes <= RECORD_STRING_BYTES) return h;
+    const kept = Buffer.from(h)
       .subarray(0, RECORD_STRING_BYTES)
       .toString("utf8")
       .replace(/\uFFFD$/, "");
     return `${kept}[... ${bytes - Buffer.byteLength(kept)} more bytes]`;
   }
-  if (Array.isArray(v)) return v.map(clip);
-  if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, clip(x)]));
+  if (Array.isArray(v)) return v.map((x) => shownValue(x, hide));
+  if (v && typeof v === "object")
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [hide(k), shownValue(x, hide)]));
   return v;
 }
 
@@ -133,7 +143,9 @@ class RunToolset implements Toolset {
       const why =
         d.policies.length > 0
           ? `forbidden by the policy ${d.policies.join(", ")}`
-          : "no policy permits it (the tool policy permits only what it names)";
+          : d.errors.length > 0
+            ? `the policy could not decide it (${d.errors.join("; ")})`
+            : "no policy permits it (the tool policy permits only what it names)";
       return finish(
         `the call was refused by the agent's tool policy: ${why}`,
         "deny",
@@ -155,8 +167,8 @@ class RunToolset implements Toolset {
   /** The arguments as the record keeps them: secrets redacted, long strings cut. */
   #redactedArgs(args: unknown): unknown {
     try {
-      const text = JSON.stringify(args ?? {});
-      return clip(JSON.parse(this.hide(text)) as unknown);
+      // through JSON first: only what JSON can say (no functions, cycles refused)
+      return shownValue(JSON.parse(JSON.stringify(args ?? {})) as unknown, this.hide);
     } catch {
       return "[arguments that are not JSON]";
     }
@@ -199,6 +211,10 @@ export class Tools implements ToolsetFactory {
       runtime: o.runtime,
       secrets,
       runId: ctx.runId,
+      egress: {
+        handler: o.egress.handler,
+        who: { machineId: agent.machineId, agentId: agent.id, uid: uidOf(agent.slot) },
+      },
     };
 
     const impls: ToolImpl[] = [];

@@ -73,7 +73,7 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
     api = await echoServer();
     other = await echoServer();
     mcp = await startMcpServer();
-    t = await startTestServer({ env: { BOX_IDLE_S: "30" } });
+    t = await startTestServer({ env: { BOX_IDLE_S: "30" }, egressHosts: { "named.test": ["127.0.0.1"] } });
     const org = (await t.call("POST", "/api/orgs", { name: "tools" })).body;
     const machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", memory_mib: 512 }))
       .body;
@@ -85,7 +85,7 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
     assert.equal(r.status, 201, JSON.stringify(r.body));
     a = r.body;
     const p = await t.call("PATCH", `/api/agents/${a.id}`, {
-      sandbox_policy: { network: { allow: [`127.0.0.1:${api.port}`, `localhost:${api.port}`] } },
+      sandbox_policy: { network: { allow: [`127.0.0.1:${api.port}`, `named.test:${other.port}`] } },
     });
     assert.equal(p.status, 200, JSON.stringify(p.body));
     const s = await t.call("POST", "/api/secrets", {
@@ -283,25 +283,43 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
     assert.equal(out.record.error, undefined);
   });
 
-  test("web_fetch gets allowed hosts only, redirects included", async () => {
+  test("web_fetch goes out through the egress proxy: its policy decides, its events record", async () => {
     const { set } = await tools({ tools: builtins("web_fetch"), tool_policy: ALLOW_ALL });
     const ok = await set.call("web_fetch", { url: `${api.url}/page?q=1` });
     assert.match(ok.output, /^status 200\ncontent-type: application\/json/);
     assert.match(ok.output, /"url":"\/page\?q=1"/);
     const refused = await set.call("web_fetch", { url: `${other.url}/page` });
-    assert.match(refused.output, /not in this agent's network allow-list/);
+    assert.match(refused.output, /^the call failed: the network policy refused it: /);
     const hop = await set.call("web_fetch", {
       url: `${api.url}/redirect?to=${encodeURIComponent(`${other.url}/x`)}`,
     });
-    assert.match(hop.output, /not in this agent's network allow-list/);
-    assert.equal(other.seen.length, 0);
-    // a host name never leads to a loopback or private address, even one the list names by address
-    const before = api.seen.length;
-    const named = await set.call("web_fetch", { url: `http://localhost:${api.port}/page` });
-    assert.match(named.output, /localhost resolves only to addresses that are not public/);
-    assert.equal(api.seen.length, before);
+    assert.match(hop.output, /the network policy refused it/);
+    // a listed name that resolves to loopback is refused: only an address listed as such is reached
+    const named = await set.call("web_fetch", { url: `http://named.test:${other.port}/page` });
+    assert.match(named.output, /the network policy refused it: named.test resolves to .*not listed as an IP/);
+    const tunnel = await set.call("web_fetch", { url: `https://127.0.0.1:${other.port}/` });
+    assert.match(tunnel.output, /the network policy refused it/);
+    assert.equal(other.seen.length, 0, "no refused request reached the server");
     const bad = await set.call("web_fetch", { url: "file:///etc/passwd" });
-    assert.match(bad.output, /not in this agent's network allow-list/);
+    assert.match(bad.output, /only http and https URLs/);
+    const events = (await t.call("GET", `/api/agents/${a.id}/egress`)).body.items as {
+      decision: string;
+      host: string;
+      port: number;
+      path?: string;
+    }[];
+    const mine = events.filter((e) => e.port === api.port || e.port === other.port).reverse();
+    assert.deepEqual(
+      mine.map((e) => [e.decision, e.host, e.port]),
+      [
+        ["allowed", "127.0.0.1", api.port],
+        ["refused", "127.0.0.1", other.port],
+        ["allowed", "127.0.0.1", api.port],
+        ["refused", "127.0.0.1", other.port],
+        ["refused", "named.test", other.port],
+        ["refused", "127.0.0.1", other.port],
+      ],
+    );
   });
 
   test("an http tool calls under its base URL with a secret header that never shows", async () => {

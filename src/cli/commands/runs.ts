@@ -9,7 +9,8 @@ import { targetBody } from "./exec.js";
 export const runColumns: Column<Run>[] = [
   { header: "ID", value: (r) => r.id },
   { header: "STATUS", value: (r) => r.status },
-  { header: "COMMAND", value: (r) => short(r.argv.join(" "), 40) },
+  // an agent run has no argv: its kind says what ran
+  { header: "COMMAND", value: (r) => (r.argv.length > 0 ? short(r.argv.join(" "), 40) : `(${r.kind})`) },
   { header: "EXIT", value: (r) => r.exit_code },
   { header: "STARTED", value: (r) => r.started_at },
   { header: "ENDED", value: (r) => r.ended_at },
