@@ -171,7 +171,7 @@ export class EgressProxy {
     }
     const addr = addrs[0] as number[];
     const text = formatIp(addr);
-    const cls = this.#o.ownAddresses().has(text) ? "the server's own" : addressClass(addr);
+    const cls = addressClass(addr) ?? (this.#o.ownAddresses().has(text) ? "the server's own" : null);
     if (cls && !addressListed(p, addr, t.port)) {
       const what = `${cls} address (${text}) not listed as an IP`;
       return { ok: false, reason: t.ip ? `${text} is ${what}` : `${t.host} resolves to ${what}` };
@@ -198,12 +198,14 @@ export class EgressProxy {
           bytesIn: 0,
           durationMs: Date.now() - t0,
         });
+      const body = `warren egress: refused: ${oneLine(reason)}\n`;
       res.writeHead(status, {
         "content-type": "text/plain; charset=utf-8",
+        "content-length": Buffer.byteLength(body),
         "x-warren-egress": "refused",
         connection: "close",
       });
-      res.end(`warren egress: refused: ${oneLine(reason)}\n`);
+      res.end(body);
     };
     if (!c) return void res.destroy();
     let parsed: URL | null = null;
