@@ -6,8 +6,9 @@
 // Rows: the floor (spawning /bin/true from Node), bubblewrap alone, the peers of
 // ../shared/peers (podman run, podman exec, sandbox-runtime), warren's warm exec through the
 // HTTP API, its cold start, density (20 machines x 10 agents live at once, boxd's memory), and
-// the home measurement against du. Targets missed print "no"; they never fail the run. An
-// error of warren itself (a failed request, an exec that does not succeed, a box that does
+// the home measurement against du, the egress proxy against a direct connection (added
+// latency of a request, throughput of one CONNECT tunnel). Targets missed print "no"; they
+// never fail the run. An error of warren itself (a failed request, an exec that does not succeed, a box that does
 // not come up, measure() disagreeing with du) exits non-zero. A peer that cannot run is a
 // "skipped: <reason>" row.
 //
@@ -22,6 +23,7 @@ import { fileURLToPath } from "node:url";
 import { BoxdClient } from "../src/boxd/client.js";
 import type { PingResult } from "../src/boxd/protocol.js";
 import { startTestServer, type TestServer } from "../test/support/server.js";
+import { benchEgress } from "./egress.js";
 import { benchMeasure } from "./measure.js";
 import { benchRedaction, median } from "./redact.js";
 import { fmt, percentile, summarize, table, timeMany, type Sample } from "./stats.js";
@@ -333,6 +335,51 @@ function httpApi(baseUrl: string, maxSockets: number): Api {
   };
 }
 
+async function egressRows(): Promise<void> {
+  const e = await benchEgress({
+    requests: quick ? 200 : 2000,
+    megabytes: quick ? 256 : 1024,
+    runs: quick ? 3 : 5,
+    log,
+  });
+  const added = e.proxied.p50 - e.direct.p50;
+  timeRow(`egress: plain HTTP request, direct to a loopback server (host, keep-alive)`, e.direct, {
+    vsFloor: "",
+  });
+  timeRow(
+    `egress: the same request from a box through the proxy (+${fmt(added)} ms, ${ratio(e.proxied.p50 / e.direct.p50)} direct)`,
+    e.proxied,
+    { vsFloor: "", target: "≤ 2 ms added", met: yesNo(added <= 2) },
+    { added_p50_ms: added, direct_p50_ms: e.direct.p50, target_added_ms: 2 },
+  );
+  const direct = median(e.directMBps);
+  const tunnel = median(e.tunnelMBps);
+  const mb = (e.tunnelBytes / 1e6).toFixed(0);
+  rows.push({
+    what: `egress: one TCP stream of ${mb} MB, direct (host)`,
+    p50: `${direct.toFixed(0)} MB/s (median)`,
+    p99: `${Math.min(...e.directMBps).toFixed(0)} MB/s (slowest)`,
+    vsFloor: "",
+    target: "",
+    met: "",
+    data: { mb_per_s: e.directMBps, median_mb_per_s: direct, bytes: e.tunnelBytes },
+  });
+  rows.push({
+    what: `egress: the same through one CONNECT tunnel into a box (${(tunnel / direct).toFixed(2)}× direct)`,
+    p50: `${tunnel.toFixed(0)} MB/s (median)`,
+    p99: `${Math.min(...e.tunnelMBps).toFixed(0)} MB/s (slowest)`,
+    vsFloor: "",
+    target: "≥ 500 MB/s",
+    met: yesNo(tunnel >= 500),
+    data: {
+      mb_per_s: e.tunnelMBps,
+      median_mb_per_s: tunnel,
+      ratio_to_direct: tunnel / direct,
+      bytes: e.tunnelBytes,
+    },
+  });
+}
+
 async function warren(): Promise<void> {
   log("warren: starting a server on loopback");
   const t: TestServer = await startTestServer({ listen: true, env: { BOX_IDLE_S: "3600" } });
@@ -578,6 +625,8 @@ async function main(): Promise<number> {
 
     await warren();
     await cleanup(); // server, boxes, container: before the disk-bound measurement
+
+    await egressRows();
 
     log(`measurement: a home of ${N.files} files, ${N.measureRuns} runs each`);
     const r = await benchMeasure(N.files, N.measureRuns, log);

@@ -125,6 +125,27 @@ describe("hostile: egress", { skip: boxSkipReason() ?? false }, () => {
     assert.ok(items.some((i) => i.host === "evil.test" && i.port === 443 && /allow list/.test(i.reason)));
   });
 
+  test("SOCKS5: a host not in the list is refused (not allowed by ruleset), an allowed one connects", async () => {
+    const r = await sh(
+      a.id,
+      `python3 -c '
+import socket, sys
+def ask(host, port):
+    s = socket.create_connection(("127.0.0.1", ${BOX_BRIDGES.egress}), timeout=10)
+    s.sendall(b"\\x05\\x01\\x00"); assert s.recv(2) == b"\\x05\\x00"
+    name = host.encode()
+    s.sendall(b"\\x05\\x01\\x00\\x03" + bytes([len(name)]) + name + port.to_bytes(2, "big"))
+    print(s.recv(10)[1])
+ask("evil.test", 443)
+ask("pkg.test", ${up.httpsPort})
+ask("loop.test", ${up.httpsPort})
+'`,
+    );
+    assert.equal(r.stdout, "2\n0\n2\n", r.stderr);
+    const items = await refusals(a.id);
+    assert.ok(items.some((i) => i.host === "evil.test" && /allow list/.test(i.reason)));
+  });
+
   test("another port of an allowed host, and a bare IP, are refused", async () => {
     const [s1, b1] = await connect(a.id, "pkg.test:22");
     assert.equal(s1, "HTTP/1.1 403 Forbidden");
