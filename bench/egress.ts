@@ -11,7 +11,7 @@ import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import { BOX_BRIDGES } from "../src/boxes/index.js";
 import { startTestServer } from "../test/support/server.js";
-import { summarize, type Sample } from "./stats.js";
+import { fmt, summarize, table, type Sample } from "./stats.js";
 
 export interface EgressBench {
   direct: Sample;
@@ -169,11 +169,71 @@ export async function benchEgress(
   }
 }
 
+const median = (v: number[]): number => [...v].sort((x, y) => x - y)[Math.floor(v.length / 2)] ?? NaN;
+const yesNo = (ok: boolean): string => (ok ? "yes" : "no");
+
+/** The rows of `make bench`'s table (without its "vs floor" column). */
+export function egressTable(e: EgressBench): {
+  what: string;
+  p50: string;
+  p99: string;
+  target: string;
+  met: string;
+  data: Record<string, unknown>;
+}[] {
+  const added = e.proxied.p50 - e.direct.p50;
+  const direct = median(e.directMBps);
+  const tunnel = median(e.tunnelMBps);
+  const mb = (e.tunnelBytes / 1e6).toFixed(0);
+  return [
+    {
+      what: `egress: ${e.requests} plain HTTP requests, direct to a loopback server (host, keep-alive)`,
+      p50: fmt(e.direct.p50),
+      p99: fmt(e.direct.p99),
+      target: "",
+      met: "",
+      data: { n: e.direct.n, p50_ms: e.direct.p50, p99_ms: e.direct.p99 },
+    },
+    {
+      what: `egress: the same from a box through the proxy (+${fmt(added)} ms added at p50)`,
+      p50: fmt(e.proxied.p50),
+      p99: fmt(e.proxied.p99),
+      target: "≤ 2 ms added",
+      met: yesNo(added <= 2),
+      data: {
+        n: e.proxied.n,
+        p50_ms: e.proxied.p50,
+        p99_ms: e.proxied.p99,
+        added_p50_ms: added,
+        target_added_ms: 2,
+      },
+    },
+    {
+      what: `egress: one TCP stream of ${mb} MB, direct (host)`,
+      p50: `${direct.toFixed(0)} MB/s (median)`,
+      p99: `${Math.min(...e.directMBps).toFixed(0)} MB/s (slowest)`,
+      target: "",
+      met: "",
+      data: { mb_per_s: e.directMBps, median_mb_per_s: direct, bytes: e.tunnelBytes },
+    },
+    {
+      what: `egress: the same through one CONNECT tunnel into a box (${(tunnel / direct).toFixed(2)}× direct)`,
+      p50: `${tunnel.toFixed(0)} MB/s (median)`,
+      p99: `${Math.min(...e.tunnelMBps).toFixed(0)} MB/s (slowest)`,
+      target: "≥ 500 MB/s",
+      met: yesNo(tunnel >= 500),
+      data: { mb_per_s: e.tunnelMBps, median_mb_per_s: tunnel, ratio_to_direct: tunnel / direct },
+    },
+  ];
+}
+
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
-  const r = await benchEgress({ log: (s) => process.stderr.write(`${s}\n`) });
-  const med = (v: number[]) => [...v].sort((x, y) => x - y)[Math.floor(v.length / 2)] ?? NaN;
+  const rows = egressTable(await benchEgress({ log: (s) => process.stderr.write(`${s}\n`) }));
+  const headers = ["what", "p50 ms", "p99 ms", "target", "met?"];
   process.stdout.write(
-    `request p50: direct ${r.direct.p50.toFixed(3)} ms, proxied ${r.proxied.p50.toFixed(3)} ms (+${(r.proxied.p50 - r.direct.p50).toFixed(3)} ms)\n` +
-      `stream: direct ${med(r.directMBps).toFixed(0)} MB/s, tunnel ${med(r.tunnelMBps).toFixed(0)} MB/s\n`,
+    `${table(
+      headers,
+      rows.map((r) => [r.what, r.p50, r.p99, r.target, r.met]),
+    )}\n`,
   );
 }

@@ -23,7 +23,7 @@ import { fileURLToPath } from "node:url";
 import { BoxdClient } from "../src/boxd/client.js";
 import type { PingResult } from "../src/boxd/protocol.js";
 import { startTestServer, type TestServer } from "../test/support/server.js";
-import { benchEgress } from "./egress.js";
+import { benchEgress, egressTable } from "./egress.js";
 import { benchMeasure } from "./measure.js";
 import { benchRedaction, median } from "./redact.js";
 import { fmt, percentile, summarize, table, timeMany, type Sample } from "./stats.js";
@@ -342,42 +342,7 @@ async function egressRows(): Promise<void> {
     runs: quick ? 3 : 5,
     log,
   });
-  const added = e.proxied.p50 - e.direct.p50;
-  timeRow(`egress: plain HTTP request, direct to a loopback server (host, keep-alive)`, e.direct, {
-    vsFloor: "",
-  });
-  timeRow(
-    `egress: the same request from a box through the proxy (+${fmt(added)} ms, ${ratio(e.proxied.p50 / e.direct.p50)} direct)`,
-    e.proxied,
-    { vsFloor: "", target: "≤ 2 ms added", met: yesNo(added <= 2) },
-    { added_p50_ms: added, direct_p50_ms: e.direct.p50, target_added_ms: 2 },
-  );
-  const direct = median(e.directMBps);
-  const tunnel = median(e.tunnelMBps);
-  const mb = (e.tunnelBytes / 1e6).toFixed(0);
-  rows.push({
-    what: `egress: one TCP stream of ${mb} MB, direct (host)`,
-    p50: `${direct.toFixed(0)} MB/s (median)`,
-    p99: `${Math.min(...e.directMBps).toFixed(0)} MB/s (slowest)`,
-    vsFloor: "",
-    target: "",
-    met: "",
-    data: { mb_per_s: e.directMBps, median_mb_per_s: direct, bytes: e.tunnelBytes },
-  });
-  rows.push({
-    what: `egress: the same through one CONNECT tunnel into a box (${(tunnel / direct).toFixed(2)}× direct)`,
-    p50: `${tunnel.toFixed(0)} MB/s (median)`,
-    p99: `${Math.min(...e.tunnelMBps).toFixed(0)} MB/s (slowest)`,
-    vsFloor: "",
-    target: "≥ 500 MB/s",
-    met: yesNo(tunnel >= 500),
-    data: {
-      mb_per_s: e.tunnelMBps,
-      median_mb_per_s: tunnel,
-      ratio_to_direct: tunnel / direct,
-      bytes: e.tunnelBytes,
-    },
-  });
+  for (const r of egressTable(e)) rows.push({ ...r, vsFloor: "" });
 }
 
 async function warren(): Promise<void> {
