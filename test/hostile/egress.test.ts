@@ -250,6 +250,12 @@ for host in ["93.184.216.34", "10.0.0.1", "127.0.0.1"]:
         print(host, type(e).__name__, round(time.time() - t, 1) < 2)
 '; curl -sS --noproxy '*' --max-time 20 http://pkg.test:${up.httpPort}/hello 2>&1 | head -c 60; echo`,
     );
+    // Node's own fetch ignores the proxy variables (Node 20): it fails at once too, no hang
+    const node = await sh(
+      a.id,
+      `node -e 'const t = Date.now(); fetch("http://pkg.test:${up.httpPort}/hello").then(() => console.log("reached"), (e) => console.log(e.cause?.code ?? e.message, Date.now() - t < 3000))'`,
+    );
+    assert.match(node.stdout, /^(EAI_AGAIN|ENOTFOUND) true$/m, node.stdout + node.stderr);
     const lines = r.stdout.trim().split("\n");
     // no route out of the box (and on an isolated machine Landlock refuses the connect
     // first); the box's loopback is its own, not the host's: nothing connects, nothing waits
