@@ -6,8 +6,10 @@
 // Rows: the floor (spawning /bin/true from Node), bubblewrap alone, the peers of
 // ../shared/peers (podman run, podman exec, sandbox-runtime), warren's warm exec through the
 // HTTP API, its cold start, density (20 machines x 10 agents live at once, boxd's memory), a
-// Cedar tool-policy decision, and the home measurement against du. Targets missed print "no"; they never fail the run. An
-// error of warren itself (a failed request, an exec that does not succeed, a box that does
+// Cedar tool-policy decision, the home measurement against du, and the egress proxy against a
+// direct connection (added latency of a request, throughput of one CONNECT tunnel). Targets
+// missed print "no"; they never fail the run. An error of warren itself (a failed request, an
+// exec that does not succeed, a box that does
 // not come up, measure() disagreeing with du) exits non-zero. A peer that cannot run is a
 // "skipped: <reason>" row.
 //
@@ -23,6 +25,7 @@ import { BoxdClient } from "../src/boxd/client.js";
 import type { PingResult } from "../src/boxd/protocol.js";
 import { startTestServer, type TestServer } from "../test/support/server.js";
 import { benchCedar } from "./cedar.js";
+import { benchEgress, egressTable } from "./egress.js";
 import { benchMeasure } from "./measure.js";
 import { benchRedaction, median } from "./redact.js";
 import { fmt, percentile, summarize, table, timeMany, type Sample } from "./stats.js";
@@ -335,6 +338,16 @@ function httpApi(baseUrl: string, maxSockets: number): Api {
   };
 }
 
+async function egressRows(): Promise<void> {
+  const e = await benchEgress({
+    requests: quick ? 200 : 2000,
+    megabytes: quick ? 256 : 1024,
+    runs: quick ? 3 : 5,
+    log,
+  });
+  for (const r of egressTable(e)) rows.push({ ...r, vsFloor: "" });
+}
+
 async function warren(): Promise<void> {
   log("warren: starting a server on loopback");
   const t: TestServer = await startTestServer({ listen: true, env: { BOX_IDLE_S: "3600" } });
@@ -598,6 +611,8 @@ async function main(): Promise<number> {
 
     await warren();
     await cleanup(); // server, boxes, container: before the disk-bound measurement
+
+    await egressRows();
 
     log(`measurement: a home of ${N.files} files, ${N.measureRuns} runs each`);
     const r = await benchMeasure(N.files, N.measureRuns, log);

@@ -56,7 +56,7 @@
    guard, high enough that a cancel behind stdin the command does not read is still seen
    in practice. */
 #define STDIN_HIGH_WATER (8 * 1024 * 1024)
-#define READ_CHUNK (64 * 1024)
+#define READ_CHUNK (256 * 1024)
 #define MAX_FILE_RULES 128
 #define GRAVEYARD 1024
 

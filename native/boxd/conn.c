@@ -114,11 +114,13 @@ void conn_update(struct conn *c) {
   uint32_t ev = 0;
   int want_in = !c->rd_eof;
   if (c->state == C_FORWARD_WAIT) want_in = 0;
-  if (c->state == C_FORWARD && c->t.out.len - c->t.out_off > HIGH_WATER) want_in = 0;
+  if (c->state == C_FORWARD && c->t.out.len - c->t.out_off > FWD_HIGH_WATER) want_in = 0;
   if (c->state == C_EXEC && c->exec && exec_stdin_queued(c->exec) > STDIN_HIGH_WATER) want_in = 0;
   if (want_in) ev |= EPOLLIN | EPOLLRDHUP;
   if (conn_pending(c) > 0) ev |= EPOLLOUT;
-  ep_set(c->bd, c->fd, &c->w, ev, 0);
+  /* set after every read and write of a stream: an unchanged set costs no syscall */
+  if (ev != c->events) ep_set(c->bd, c->fd, &c->w, ev, 0);
+  c->events = ev;
   c->reading = want_in;
 }
 
@@ -409,6 +411,7 @@ void conn_accept_all(struct boxd *bd) {
     if (bd->conns) bd->conns->prev = c;
     bd->conns = c;
     c->reading = 1;
-    ep_set(bd, fd, &c->w, EPOLLIN | EPOLLRDHUP, 1);
+    c->events = EPOLLIN | EPOLLRDHUP;
+    ep_set(bd, fd, &c->w, c->events, 1);
   }
 }

@@ -25,6 +25,9 @@
 enum cstate { C_OPEN, C_PING, C_EXEC, C_FORWARD_WAIT, C_FORWARD, C_CALLS, C_BRIDGES, C_ENDED };
 
 /* The target of a forwarded connection: 127.0.0.1:port in the box. */
+/* A forwarded (or bridged) stream reads one side while this much waits for the other. */
+#define FWD_HIGH_WATER (1024 * 1024)
+
 struct target {
   int fd; /* -1 when closed */
   struct watch w;
@@ -32,6 +35,7 @@ struct target {
   size_t out_off;
   int ending, wr_shut, rd_eof;
   int port;
+  uint32_t events; /* the epoll events last set: unchanged ones are not set again */
 };
 
 struct conn {
@@ -47,6 +51,7 @@ struct conn {
   int reading;   /* EPOLLIN wanted */
   int freed;
   int input_bad; /* a command's client sent a bad frame: the rest of its input is dropped */
+  uint32_t events; /* the epoll events last set on fd (conn_update) */
   struct exec *exec;
   struct target t;
   struct conn *next, *prev;

@@ -13,10 +13,11 @@ static void fwd_update(struct conn *c) {
   uint32_t ev = 0;
   if (c->state == C_FORWARD_WAIT) ev = EPOLLOUT;
   else {
-    if (!c->t.rd_eof && conn_pending(c) <= HIGH_WATER) ev |= EPOLLIN | EPOLLRDHUP;
+    if (!c->t.rd_eof && conn_pending(c) <= FWD_HIGH_WATER) ev |= EPOLLIN | EPOLLRDHUP;
     if (c->t.out.len > c->t.out_off) ev |= EPOLLOUT;
   }
-  ep_set(c->bd, c->t.fd, &c->t.w, ev, 0);
+  if (ev != c->t.events) ep_set(c->bd, c->t.fd, &c->t.w, ev, 0);
+  c->t.events = ev;
 }
 
 /* Both directions shut both ways: the connection is done. */
@@ -79,6 +80,7 @@ void fwd_start(struct conn *c, int port) {
   c->t.fd = fd;
   c->t.w = (struct watch){W_TARGET, c};
   c->state = C_FORWARD_WAIT;
+  c->t.events = EPOLLOUT;
   ep_set(c->bd, fd, &c->t.w, EPOLLOUT, 1);
   if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 && errno != EINPROGRESS) {
     refused(c, errno);
@@ -104,6 +106,7 @@ void fwd_adopt(struct conn *c, int fd) {
   c->t.port = 0;
   c->t.fd = fd;
   c->t.w = (struct watch){W_TARGET, c};
+  c->t.events = 0;
   ep_set(c->bd, fd, &c->t.w, 0, 1);
   fwd_begin(c);
 }
@@ -125,7 +128,7 @@ static void fwd_begin(struct conn *c) {
 
 static void fwd_read_target(struct conn *c) {
   char *chunk = c->bd->chunk;
-  for (int rounds = 0; rounds < 4 && !c->dead && conn_pending(c) <= HIGH_WATER; rounds++) {
+  for (int rounds = 0; rounds < 4 && !c->dead && conn_pending(c) <= FWD_HIGH_WATER; rounds++) {
     ssize_t n = recv(c->t.fd, chunk, READ_CHUNK, 0);
     if (n < 0) {
       if (errno == EINTR) continue;

@@ -51,6 +51,15 @@ describe("tools through the egress proxy", { skip: boxSkipReason() ?? false }, (
     assert.equal(r.stdout, `hello from pkg.test:${up.httpPort}\nhello from pkg.test:${up.httpsPort}\n`);
   });
 
+  test("curl through SOCKS5 (the proxy resolves the name)", async () => {
+    const r = await sh(
+      `curl -sS --fail --proxy socks5h://127.0.0.1:3128 http://pkg.test:${up.httpPort}/hello && ` +
+        `curl -sS --fail --proxy socks5h://127.0.0.1:3128 --cacert ${CA} https://pkg.test:${up.httpsPort}/hello`,
+    );
+    assert.equal(r.exit_code, 0, r.stderr);
+    assert.equal(r.stdout, `hello from pkg.test:${up.httpPort}\nhello from pkg.test:${up.httpsPort}\n`);
+  });
+
   test("git clone https://", async () => {
     const r = await sh(
       `GIT_SSL_CAINFO=${CA} git clone -q https://pkg.test:${up.httpsPort}/repo.git r && cat r/README && rm -rf r`,
@@ -80,13 +89,13 @@ describe("tools through the egress proxy", { skip: boxSkipReason() ?? false }, (
     type Item = { decision: string; host: string; port: number; method?: string };
     let items: Item[] = [];
     // a tunnel is recorded as it closes, which follows the command's end by a moment
-    for (let i = 0; i < 50 && items.length < 5; i++) {
+    for (let i = 0; i < 50 && items.length < 7; i++) {
       const r = await t.call("GET", `/api/agents/${agent.id}/egress?limit=500`);
       assert.equal(r.status, 200, JSON.stringify(r.body));
       items = r.body.items as Item[];
-      if (items.length < 5) await new Promise((res) => setTimeout(res, 100));
+      if (items.length < 7) await new Promise((res) => setTimeout(res, 100));
     }
-    assert.ok(items.length >= 5, JSON.stringify(items));
+    assert.ok(items.length >= 7, JSON.stringify(items));
     assert.ok(
       items.every((i) => i.decision === "allowed" && i.host === "pkg.test"),
       JSON.stringify(items),

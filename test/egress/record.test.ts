@@ -1,0 +1,88 @@
+// The egress record on both databases, without a box: a bridged connection handed to the
+// server's bridges as boxd would (its uid names the agent), decisions stored and listed.
+import assert from "node:assert/strict";
+import net from "node:net";
+import type { AddressInfo } from "node:net";
+import { after, before, describe, test } from "node:test";
+import { dbLegs } from "../support/db.js";
+import { startTestServer, type TestServer } from "../support/server.js";
+
+for (const leg of dbLegs) {
+  describe(`the egress record on ${leg.name}`, { skip: leg.skip ?? false }, () => {
+    let t: TestServer;
+    let front: net.Server;
+    let machine: { id: string };
+    let a: { id: string; uid: number };
+    /** Server-side sockets of the connections the test opens, in order. */
+    const accepted: net.Socket[] = [];
+
+    before(async () => {
+      t = await startTestServer({ leg, egressHosts: {} });
+      const org = (await t.call("POST", "/api/orgs", { name: "rec" })).body;
+      machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
+      a = (await t.call("POST", "/api/agents", { org_id: org.id, machine_id: machine.id, name: "a" })).body;
+      front = net.createServer({ allowHalfOpen: true }, (s) => accepted.push(s));
+      await new Promise<void>((r) => front.listen(0, "127.0.0.1", r));
+    });
+    after(async () => {
+      for (const s of accepted) s.destroy();
+      await new Promise((r) => front.close(r));
+      await t?.close();
+    });
+
+    /** Opens a connection the bridges take as agent `uid`'s, sends `text`, reads the answer. */
+    const bridged = async (uid: number, text: string): Promise<string> => {
+      const client = net.connect((front.address() as AddressInfo).port, "127.0.0.1");
+      await new Promise((r) => client.once("connect", r));
+      while (accepted.length === 0 || accepted.at(-1)?.remotePort !== client.localPort)
+        await new Promise((r) => setTimeout(r, 5));
+      const server = accepted.at(-1) as net.Socket;
+      t.server.bridges.accept(machine.id, { id: 1, name: "egress", uid }, () => Promise.resolve(server));
+      client.write(text);
+      let got = "";
+      client.on("data", (d: Buffer) => (got += d.toString()));
+      client.on("error", () => {}); // closed unanswered may be a reset: the answer is what came
+      await new Promise((r) => client.once("close", r));
+      return got;
+    };
+
+    test("a refusal is answered, stored and listed; the filter and the pages work", async () => {
+      for (const host of ["one.test", "two.test", "three.test"]) {
+        const answer = await bridged(a.uid, `CONNECT ${host}:443 HTTP/1.1\r\nHost: ${host}:443\r\n\r\n`);
+        assert.match(answer, new RegExp(`^HTTP/1.1 403 Forbidden\\r\\n[^]*${host}:443 is not in`));
+      }
+      const all = await t.call("GET", `/api/agents/${a.id}/egress?decision=refused&limit=2`);
+      assert.equal(all.status, 200, JSON.stringify(all.body));
+      assert.deepEqual(
+        all.body.items.map((i: { host: string }) => i.host),
+        ["three.test", "two.test"],
+      );
+      assert.equal(all.body.items[0].bytes_out, 0);
+      assert.equal(all.body.items[0].port, 443);
+      assert.equal(all.body.items[0].method, undefined);
+      const next = await t.call(
+        "GET",
+        `/api/agents/${a.id}/egress?decision=refused&limit=2&before=${all.body.next}`,
+      );
+      assert.deepEqual(
+        next.body.items.map((i: { host: string }) => i.host),
+        ["one.test"],
+      );
+      assert.equal(next.body.next, undefined);
+      const allowed = await t.call("GET", `/api/agents/${a.id}/egress?decision=allowed`);
+      assert.deepEqual(allowed.body, { items: [] });
+    });
+
+    test("a uid of no agent of the machine is closed unanswered, and records nothing", async () => {
+      const answer = await bridged(a.uid + 7, "CONNECT one.test:443 HTTP/1.1\r\n\r\n");
+      assert.equal(answer, "");
+      const list = await t.call("GET", `/api/agents/${a.id}/egress?limit=500`);
+      assert.equal(list.body.items.length, 3);
+    });
+
+    test("an unknown agent is 404", async () => {
+      const r = await t.call("GET", "/api/agents/agt_aaaaaaaaaaaaaaaa/egress");
+      assert.equal(r.status, 404);
+    });
+  });
+}
