@@ -53,6 +53,7 @@ export type ExecExitEvent = Out<typeof exec.ExecExitEvent>;
 export type ExecStreamEvent = ExecOutputEvent | ExecExitEvent;
 
 export type Usage = Out<typeof homes.Usage>;
+export type FolderListing = Out<typeof homes.FolderListing>;
 export type Health = Out<typeof homes.Health>;
 
 export type RunStatus = Out<typeof runs.RunStatus>;

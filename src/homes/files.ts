@@ -356,3 +356,57 @@ async function replaceFile(
     if (!renamed) await fs.unlink(temp).catch(() => undefined);
   }
 }
+
+/** One entry of a folder listing: its name, what it is, its size and when it last changed. */
+export interface FolderEntry {
+  name: string;
+  type: "file" | "folder" | "link" | "other";
+  size_bytes: number;
+  modified_at: string;
+}
+
+/**
+ * Lists a folder of the home (components from parseHomePath, or none for the home itself),
+ * reached the way a write is: each step a real folder opened without following a link (a link
+ * on the way: file.link; a file: file.not_regular). Entries are lstat'ed, never followed: a link
+ * is listed as a link. Sorted folders first, then by name; at most `limit`.
+ */
+export async function listHomeFolder(
+  homeDir: string,
+  components: readonly string[],
+  limit: number,
+): Promise<{ entries: FolderEntry[]; truncated: boolean }> {
+  if (components.length > 0) checkComponents(components);
+  const home = await openHome(homeDir);
+  const held: FileHandle[] = [home.handle];
+  try {
+    let dir = home.handle;
+    for (const [i, name] of components.entries()) {
+      const step = showPath(components.slice(0, i + 1));
+      const next = await openFolder(dir, name, step, "file.not_regular");
+      if (next === undefined) throw fileError("file.not_found", `${step} does not exist in the home`);
+      held.push(next);
+      dir = next;
+    }
+    const names = (await fs.readdir(fdPath(dir.fd))).sort();
+    const entries: FolderEntry[] = [];
+    for (const name of names) {
+      const st = await fs.lstat(within(dir.fd, name)).catch(() => undefined);
+      if (st === undefined) continue; // removed meanwhile
+      const type = st.isDirectory()
+        ? "folder"
+        : st.isFile()
+          ? "file"
+          : st.isSymbolicLink()
+            ? "link"
+            : "other";
+      entries.push({ name, type, size_bytes: st.size, modified_at: st.mtime.toISOString() });
+    }
+    entries.sort(
+      (a, b) => Number(b.type === "folder") - Number(a.type === "folder") || (a.name < b.name ? -1 : 1),
+    );
+    return { entries: entries.slice(0, limit), truncated: entries.length > limit };
+  } finally {
+    await closeAll(held);
+  }
+}

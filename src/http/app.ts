@@ -15,6 +15,7 @@ import type { Logger } from "../observability/log.js";
 import type { Metrics } from "../observability/metrics.js";
 import { hostAllowed, isStateChange, originAllowed } from "./guards.js";
 import { openApiDocument } from "./openapi.js";
+import { DEFAULT_WEB_ROOT, isAppPath, webAsset } from "./web.js";
 import { parseJsonBody, registerRoutes, route, type AnyRoute } from "./route.js";
 import type { z } from "zod";
 import { Health, OpenApiDocument } from "../contract/homes.js";
@@ -42,6 +43,8 @@ export interface AppOptions {
   /** Boot checks that failed and were accepted (WARREN_ALLOW_DEGRADED): /health names them. */
   degraded?: string[];
   version: string;
+  /** The built operator app (default dist/web), served at / for every path outside /api. */
+  webRoot?: string;
 }
 
 /** Maps an error Fastify raised itself (bad JSON, too large, ...) to a stable code. */
@@ -160,7 +163,19 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     return reply.code(status).send({ error: { code, message } });
   });
 
+  const webRoot = opts.webRoot ?? DEFAULT_WEB_ROOT;
   app.setNotFoundHandler(async (req, reply) => {
+    if ((req.method === "GET" || req.method === "HEAD") && isAppPath(req.url)) {
+      const asset = await webAsset(webRoot, req.url);
+      if (asset) {
+        return reply
+          .code(200)
+          .type(asset.type)
+          .header("cache-control", asset.cache)
+          .header("x-content-type-options", "nosniff")
+          .send(asset.body);
+      }
+    }
     metrics.errors.inc({ code: "not_found" });
     return reply
       .code(404)

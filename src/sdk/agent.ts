@@ -8,6 +8,7 @@ import type {
   ExecRequest,
   ExecResult,
   ExecStreamEvent,
+  FolderListing,
   List,
   Run,
   RunCreateRequest,
@@ -69,6 +70,10 @@ export class AgentFiles {
     private readonly agentId: string,
   ) {}
 
+  /** A folder of the home (`""`: the home itself): names, kinds, sizes; links listed, not followed. */
+  list(path = "", opts: RequestOptions = {}): Promise<FolderListing> {
+    return this.http.json("GET", `/api/agents/${seg(this.agentId)}/folder`, { ...opts, query: { path } });
+  }
   /** The bytes of a file in the agent's home (a path relative to the home, or under it). */
   read(path: string, opts: RequestOptions = {}): Promise<Uint8Array> {
     return this.http.bytes("GET", this.url(path), opts);

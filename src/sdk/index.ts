@@ -21,6 +21,7 @@ export type {
   ExecRequest,
   ExecResult,
   ExecStreamEvent,
+  FolderListing,
   Guild,
   GuildCreateRequest,
   GuildListQuery,

@@ -131,7 +131,12 @@ export class Transport {
       const signal = call.signal ? AbortSignal.any([call.signal, timer.signal]) : timer.signal;
       let res: Response;
       try {
-        res = await this.fetchImpl(this.url(path, call.query), { method, headers, body, signal });
+        res = await this.fetchImpl(this.url(path, call.query), {
+          method,
+          headers,
+          body: body as RequestInit["body"],
+          signal,
+        });
       } catch (err) {
         if (call.signal?.aborted) throw err;
         if (timer.signal.aborted) {

@@ -1,0 +1,22 @@
+// Checks the built operator app's size: its files, gzipped, must stay under 500 KiB, not
+// counting the terminal's own chunk (xterm.js, loaded only when the Terminal tab opens).
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { gzipSync } from "node:zlib";
+import { fileURLToPath } from "node:url";
+
+const LIMIT = 500 * 1024;
+const dir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../dist/web/assets");
+let total = 0;
+let terminal = 0;
+for (const name of readdirSync(dir)) {
+  const size = gzipSync(readFileSync(path.join(dir, name))).length;
+  if (/^TerminalTab[-.]/.test(name)) terminal += size;
+  else total += size;
+}
+const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
+console.log(`web: ${kib(total)} gzipped (limit ${kib(LIMIT)}), and the terminal's own ${kib(terminal)}`);
+if (total > LIMIT) {
+  console.error(`web: the app is ${kib(total)} gzipped, over ${kib(LIMIT)}: split or trim it`);
+  process.exit(1);
+}
