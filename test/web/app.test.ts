@@ -488,10 +488,7 @@ describe("the operator app", { concurrency: false }, () => {
     assert.equal(await auditor.getByTestId("run-output").count(), 0);
     // the command is the record; what it printed is not
     const page = await auditor.content();
-    assert.ok(
-      !page.includes("tok=[redacted]"),
-      "the auditor sees the run's output",
-    );
+    assert.ok(!page.includes("tok=[redacted]"), "the auditor sees the run's output");
     await shot(auditor, "16-auditor-run");
     for (const tab of ["files", "terminal"]) {
       await auditor.goto(`${base}/agents/${agentId}/${tab}`);

@@ -3,7 +3,7 @@
 import { useQuery } from "@tanstack/react-query";
 import { lazy, Suspense } from "react";
 import { isTerminalRunStatus } from "warren/sdk";
-import { keys, useCan, warren } from "../api";
+import { keys, useCan, useOrgs, warren } from "../api";
 import { Link, useTitle } from "../router";
 import { Empty, ErrorBox, Loading, mib, UseBar } from "../ui";
 import { RunsTab } from "./Runs";
@@ -32,6 +32,7 @@ export function AgentPage({ id, tab }: { id: string; tab: string }) {
   });
   const a = agent.data;
   const can = useCan(a?.org_id);
+  const orgName = useOrgs().data?.find((o) => o.id === a?.org_id)?.name ?? "organisation";
   useTitle(a?.name ?? "Agent");
   const allowed = (needs: (typeof TABS)[number]["needs"]) =>
     needs === "read" || (needs === "inspect" ? can.inspect : can.inspect && can.write);
@@ -51,9 +52,8 @@ export function AgentPage({ id, tab }: { id: string; tab: string }) {
   return (
     <section>
       <p className="crumbs">
-        <Link href="/">Organisations</Link> / {a ? <Link href={`/orgs/${a.org_id}`}>organisation</Link> : "…"}{" "}
-        / {a ? <Link href={`/machines/${a.machine_id}`}>{usage.data?.machine.name ?? "machine"}</Link> : "…"}{" "}
-        /
+        <Link href="/">Organisations</Link> / {a ? <Link href={`/orgs/${a.org_id}`}>{orgName}</Link> : "…"} /{" "}
+        {a ? <Link href={`/machines/${a.machine_id}`}>{usage.data?.machine.name ?? "machine"}</Link> : "…"} /
       </p>
       <h1>{a?.name ?? "…"}</h1>
       <nav className="tabs" aria-label="agent">

@@ -1,6 +1,6 @@
 // `/machines/:id`: state, limits, the box's live usage and events, its agents, stop.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { keys, useCan, warren } from "../api";
+import { keys, useCan, useOrgs, warren } from "../api";
 import { Link, useTitle } from "../router";
 import { Action, bytes, Empty, ErrorBox, Loading, mib, StatusBadge, UseBar, when } from "../ui";
 
@@ -15,6 +15,7 @@ export function MachinePage({ id }: { id: string }) {
   const m = machine.data;
   useTitle(m?.name ?? "Machine");
   const can = useCan(m?.org_id);
+  const orgName = useOrgs().data?.find((o) => o.id === m?.org_id)?.name ?? "organisation";
   const agents = useQuery({
     queryKey: ["machine-agents", id],
     queryFn: () => warren.agents.list({ machine_id: id }).then((l) => l.items),
@@ -37,8 +38,7 @@ export function MachinePage({ id }: { id: string }) {
   return (
     <section>
       <p className="crumbs">
-        <Link href="/">Organisations</Link> / {m ? <Link href={`/orgs/${m.org_id}`}>organisation</Link> : "…"}{" "}
-        /
+        <Link href="/">Organisations</Link> / {m ? <Link href={`/orgs/${m.org_id}`}>{orgName}</Link> : "…"} /
       </p>
       <h1>
         {m?.name ?? "…"} {m && <StatusBadge status={m.box?.state ?? m.state} />}
