@@ -279,21 +279,34 @@ describe("the operator app", { concurrency: false }, () => {
       "the value stays in the form",
     );
     assert.ok(!(await owner.content()).includes(SECRET_VALUE), "the value is on the page");
+    // grants: one more, then taken back
+    const row = owner.getByTestId("secrets").getByRole("row", { name: /APP_TOKEN/ });
+    await row.getByRole("combobox", { name: "grant APP_TOKEN to" }).selectOption({ label: "agent helper" });
+    await row.getByText("agent helper").waitFor();
     await shot(owner, "05-secrets");
+    await row.getByRole("button", { name: "revoke APP_TOKEN from agent helper" }).click();
+    await row.getByText("agent helper", { exact: true }).waitFor({ state: "detached" });
+    const listed = await api(OWNER, "GET", `/api/secrets?org_id=${orgId}`);
+    assert.deepEqual(listed.body.items[0].grants, [{ scope: "org", id: orgId }]);
+    assert.ok(!JSON.stringify(listed.body).includes(SECRET_VALUE));
   });
 
   test("the agent page asks for everything at once, without layout shift", async () => {
+    // Only what this page load asks for: counting starts with the navigation itself.
     const started: string[] = [];
     const finishedBefore: string[] = [];
+    const mine = new Set<unknown>();
+    let counting = false;
     let firstDone = false;
     owner.on("request", (r) => {
-      if (r.url().includes("/api/")) {
-        started.push(new URL(r.url()).pathname);
-        if (firstDone) finishedBefore.push(new URL(r.url()).pathname);
-      }
+      if (r.isNavigationRequest()) counting = true;
+      if (!counting || !r.url().includes("/api/")) return;
+      mine.add(r);
+      started.push(new URL(r.url()).pathname);
+      if (firstDone) finishedBefore.push(new URL(r.url()).pathname);
     });
     owner.on("requestfinished", (r) => {
-      if (r.url().includes("/api/")) firstDone = true;
+      if (mine.has(r)) firstDone = true;
     });
     await owner.goto(`${base}/agents/${agentId}`);
     await owner.getByTestId("ports").waitFor();

@@ -33,6 +33,19 @@ export function SecretsPage() {
     mutationFn: (id: string) => warren.secrets.delete(id),
     onSuccess: () => qc.invalidateQueries({ queryKey: keys.secrets(orgId) }),
   });
+  const grant = useMutation({
+    mutationFn: (v: { id: string; grant: SecretGrant }) => warren.secrets.grant(v.id, v.grant),
+    onSuccess: () => qc.invalidateQueries({ queryKey: keys.secrets(orgId) }),
+  });
+  const revoke = useMutation({
+    mutationFn: (v: { id: string; grant: SecretGrant }) => warren.secrets.revoke(v.id, v.grant),
+    onSuccess: () => qc.invalidateQueries({ queryKey: keys.secrets(orgId) }),
+  });
+  const targets = [
+    { value: `org:${orgId}`, label: "the whole organisation" },
+    ...(agents.data ?? []).map((a) => ({ value: `agent:${a.id}`, label: `agent ${a.name}` })),
+    ...(guilds.data ?? []).map((g) => ({ value: `guild:${g.id}`, label: `guild ${g.name}` })),
+  ];
   const grantName = (g: SecretGrant) =>
     g.scope === "org"
       ? "the whole organisation"
@@ -97,7 +110,43 @@ export function SecretsPage() {
                       {s.alias_of && <small> (alias)</small>}
                     </td>
                     <td>{s.description}</td>
-                    <td>{s.grants.length ? s.grants.map(grantName).join(", ") : "nobody yet"}</td>
+                    <td>
+                      {s.grants.length === 0 && "nobody yet"}
+                      {s.grants.map((g) => (
+                        <span key={`${g.scope}:${g.id}`} className="grant">
+                          {grantName(g)}
+                          {can.write && (
+                            <button
+                              type="button"
+                              className="link"
+                              aria-label={`revoke ${s.name} from ${grantName(g)}`}
+                              onClick={() => revoke.mutate({ id: s.id, grant: g })}
+                            >
+                              ×
+                            </button>
+                          )}
+                        </span>
+                      ))}
+                      {can.write && (
+                        <select
+                          aria-label={`grant ${s.name} to`}
+                          value=""
+                          onChange={(e) => {
+                            const [scope, id] = e.target.value.split(":") as [SecretGrant["scope"], string];
+                            if (id) grant.mutate({ id: s.id, grant: { scope, id } });
+                          }}
+                        >
+                          <option value="">grant to…</option>
+                          {targets
+                            .filter((t) => !s.grants.some((g) => `${g.scope}:${g.id}` === t.value))
+                            .map((t) => (
+                              <option key={t.value} value={t.value}>
+                                {t.label}
+                              </option>
+                            ))}
+                        </select>
+                      )}
+                    </td>
                     <td>{when(s.updated_at)}</td>
                     {can.write && (
                       <td>
@@ -116,7 +165,7 @@ export function SecretsPage() {
               </tbody>
             </table>
           )}
-          <ErrorBox error={remove.error} />
+          <ErrorBox error={remove.error ?? grant.error ?? revoke.error} />
           {can.write && orgId && (
             <NewSecret orgId={orgId} agents={agents.data ?? []} guilds={guilds.data ?? []} />
           )}
