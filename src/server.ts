@@ -36,6 +36,14 @@ import { Metrics } from "./observability/metrics.js";
 import { GenerationRegistry } from "./runs/registry.js";
 import { connectBoxd, MachineRuntime } from "./runtime/index.js";
 import { openStore, type Store } from "./store/index.js";
+import { Tools } from "./tools/service.js";
+import { Gateway } from "./models/gateway.js";
+import { Prices } from "./models/prices.js";
+import { AssistantRunner } from "./runs/assistant.js";
+import { AgentRunners } from "./runs/kinds.js";
+import { readHomeFile } from "./homes/files.js";
+import { parseHomePath } from "./homes/paths.js";
+import { isWarrenError } from "./errors.js";
 
 export interface Server {
   app: FastifyInstance;
@@ -45,6 +53,12 @@ export interface Server {
   runtime: MachineRuntime;
   registry: GenerationRegistry;
   runs: Runs;
+  /** Opens runs' toolsets (the Assistant loop's, and the tool gateway's for harness runs). */
+  tools: Tools;
+  /** Every model call of every run goes through it; its sessions know runs by workload token. */
+  gateway: Gateway;
+  /** The runners of agent kinds: a kind's module registers its runner here. */
+  runners: AgentRunners;
   logger: Logger;
   /**
    * Stops serving: no new requests, in-flight ones drained; runs going on may finish for
@@ -207,10 +221,31 @@ async function compose(
   );
   const guilds = new Guilds(store.db, access, agents);
   const exec = new Exec(store.db, agents, runtime, layout, metrics, secrets);
+  const tools = new Tools({ db: store.db, runtime, layout, secrets, logger });
 
   const ver = await version();
   const caps = new DiskCaps(store.db, layout, config.WORKSPACE_MAX_MIB);
   const staging = new DirRunStaging((machineId) => provider.runFilesDir(machineId));
+  // a file of an agent's home by the home rules (scripts of the scripted provider, MEMORY.md)
+  const readHome = (agent: { id: string; machineId: string }, p: string, maxBytes: number) =>
+    readHomeFile(layout.homeDir(agent.machineId, agent.id), parseHomePath(agent.id, p), { maxBytes });
+  const gateway = new Gateway({
+    secretsOf: async (agent) => (await secrets.resolve(agent)).env,
+    readHome: (agent, p) => readHome(agent, p, 4 * 1024 * 1024),
+    prices: new Prices(config.WARREN_MODEL_PRICES),
+  });
+  const runners = new AgentRunners();
+  runners.register(
+    "assistant",
+    new AssistantRunner({
+      toolsets: tools,
+      readHome: (agent, p, maxBytes) =>
+        readHome(agent, p, maxBytes).catch((err: unknown) => {
+          if (isWarrenError(err) && err.code === "file.not_found") return null;
+          throw err;
+        }),
+    }),
+  );
   const runs: Runs = new Runs({
     db: store.db,
     access,
@@ -223,6 +258,8 @@ async function compose(
     logger,
     version: ver,
     secrets,
+    gateway,
+    runners,
   });
   const lost = await runs.markLost();
   if (lost > 0) logger.warn({ runs: lost }, "runs that were going on when the server stopped are now lost");
@@ -263,6 +300,9 @@ async function compose(
     runtime,
     registry,
     runs,
+    tools,
+    gateway,
+    runners,
     logger,
     async close(o = {}) {
       ready = false;

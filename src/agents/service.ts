@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, ne, sum } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, ne, or, sum } from "drizzle-orm";
 import type { Access, Identity } from "../access/index.js";
 import type { Config } from "../config/index.js";
 import { WarrenError } from "../errors.js";
@@ -10,17 +10,53 @@ import type { Machines } from "../machines/service.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import { SandboxPolicy } from "../contract/policy.js";
+import { AgentSpec } from "../contract/spec.js";
+import { toolPolicyProblem } from "../tools/policy.js";
 import { emptyPolicy } from "./policy.js";
 import type { Agent } from "../contract/types.js";
 
 export type AgentRow = typeof schema.agents.$inferSelect;
+
+/** The spec of an agent that was never given one: kind command, no model, no tools. */
+export const DEFAULT_SPEC: AgentSpec = AgentSpec.parse({});
+
+/** The spec fields a create or an update may carry. */
+export type SpecPatch = Partial<{ [K in keyof AgentSpec]: unknown }>;
+const SPEC_KEYS = ["kind", "model", "instructions", "tools", "tool_policy", "limits"] as const;
+
+/**
+ * The spec a patch makes of the current one, checked whole by the one schema, the tool policy
+ * by Cedar; null when the patch holds no spec field. Throws request.invalid naming the field.
+ */
+export function nextSpec(current: AgentSpec, patch: SpecPatch): AgentSpec | null {
+  const given = SPEC_KEYS.filter((k) => patch[k] !== undefined);
+  if (given.length === 0) return null;
+  const merged: Record<string, unknown> = { ...current };
+  for (const k of given) merged[k] = patch[k];
+  const r = AgentSpec.safeParse(merged);
+  if (!r.success) {
+    const msgs = r.error.issues
+      .slice(0, 3)
+      .map((i) => `${i.path.map(String).join(".") || "spec"}: ${i.message}`);
+    throw new WarrenError("request.invalid", msgs.join("; "), { field: msgs[0] });
+  }
+  const problem = toolPolicyProblem(r.data.tool_policy);
+  if (problem !== null)
+    throw new WarrenError("request.invalid", `tool_policy: ${problem}`, { field: "tool_policy" });
+  return r.data;
+}
+
+const parseStored = (spec: unknown): AgentSpec => {
+  const r = AgentSpec.safeParse(spec);
+  return r.success ? r.data : DEFAULT_SPEC;
+};
 
 export const policyOf = (row: AgentRow): SandboxPolicy => {
   const r = SandboxPolicy.safeParse(row.sandboxPolicy ?? {});
   return r.success ? r.data : emptyPolicy();
 };
 
-export function agentView(a: AgentRow): Agent {
+export function agentView(a: AgentRow, spec: AgentSpec = DEFAULT_SPEC): Agent {
   return {
     id: a.id,
     org_id: a.orgId,
@@ -33,6 +69,13 @@ export function agentView(a: AgentRow): Agent {
     max_workspace_mib: a.maxWorkspaceMib,
     workspace_mib: a.workspaceMib,
     sandbox_policy: policyOf(a),
+    kind: spec.kind,
+    model: spec.model,
+    instructions: spec.instructions,
+    tools: spec.tools,
+    tool_policy: spec.tool_policy,
+    limits: spec.limits,
+    spec_version: a.specVersion,
     created_at: a.createdAt.toISOString(),
   };
 }
@@ -61,9 +104,15 @@ export class Agents {
 
   async create(
     who: Identity,
-    input: { org_id: string; machine_id: string; name: string; max_workspace_mib?: number | undefined },
+    input: {
+      org_id: string;
+      machine_id: string;
+      name: string;
+      max_workspace_mib?: number | undefined;
+    } & SpecPatch,
   ): Promise<Agent> {
     await this.access.require(input.org_id, who, "write", "organisation");
+    const spec = nextSpec(DEFAULT_SPEC, input);
     const machine = await this.machines.load(who, input.machine_id, "write");
     if (machine.orgId !== input.org_id) throw new WarrenError("not_found", "machine was not found");
     const host = this.config.WORKSPACE_MAX_MIB;
@@ -88,6 +137,7 @@ export class Agents {
             name: input.name,
             slot,
             maxWorkspaceMib: cap,
+            specVersion: spec ? 1 : null,
           })
           .returning();
       } catch (e) {
@@ -97,6 +147,7 @@ export class Agents {
       }
     }
     if (!row) throw new Error("could not place the agent after several attempts");
+    if (spec) await this.db.insert(schema.agentSpecs).values({ agentId: id, version: 1, spec });
     try {
       await this.layout.prepareHome(machine.id, id, uidOf(row.slot), machine.trust);
     } catch (e) {
@@ -104,7 +155,7 @@ export class Agents {
       throw e;
     }
     await this.control().agentsChanged(machine.id);
-    const view = agentView(row);
+    const view = agentView(row, spec ?? DEFAULT_SPEC);
     const warnings = [
       this.#hostCapWarning(input.max_workspace_mib),
       await this.reservationWarning(machine.id, id, cap),
@@ -144,8 +195,37 @@ export class Agents {
     return row;
   }
 
+  /** The agent's current spec and its version (null: never given one). */
+  async specOf(agent: AgentRow): Promise<{ spec: AgentSpec; version: number | null }> {
+    if (agent.specVersion === null) return { spec: DEFAULT_SPEC, version: null };
+    const [r] = await this.db
+      .select()
+      .from(schema.agentSpecs)
+      .where(and(eq(schema.agentSpecs.agentId, agent.id), eq(schema.agentSpecs.version, agent.specVersion)));
+    return { spec: r ? parseStored(r.spec) : DEFAULT_SPEC, version: agent.specVersion };
+  }
+
+  async #specsOf(rows: AgentRow[]): Promise<Map<string, AgentSpec>> {
+    const out = new Map<string, AgentSpec>();
+    const wanted = rows.filter((r) => r.specVersion !== null);
+    if (wanted.length === 0) return out;
+    const found = await this.db
+      .select()
+      .from(schema.agentSpecs)
+      .where(
+        or(
+          ...wanted.map((r) =>
+            and(eq(schema.agentSpecs.agentId, r.id), eq(schema.agentSpecs.version, r.specVersion!)),
+          ),
+        ),
+      );
+    for (const f of found) out.set(f.agentId, parseStored(f.spec));
+    return out;
+  }
+
   async get(who: Identity, id: string): Promise<Agent> {
-    return agentView(await this.load(who, id, "read"));
+    const row = await this.load(who, id, "read");
+    return agentView(row, (await this.specOf(row)).spec);
   }
 
   async list(
@@ -161,7 +241,8 @@ export class Agents {
       .from(schema.agents)
       .where(and(...where))
       .orderBy(asc(schema.agents.createdAt), asc(schema.agents.id));
-    return rows.map(agentView);
+    const specs = await this.#specsOf(rows);
+    return rows.map((r) => agentView(r, specs.get(r.id)));
   }
 
   async update(
@@ -171,9 +252,11 @@ export class Agents {
       name?: string | undefined;
       max_workspace_mib?: number | undefined;
       sandbox_policy?: SandboxPolicy | undefined;
-    },
+    } & SpecPatch,
   ): Promise<Agent> {
     const row = await this.load(who, id, "write");
+    const current = await this.specOf(row);
+    const spec = nextSpec(current.spec, patch);
     const set: Partial<typeof schema.agents.$inferInsert> = {};
     if (patch.name !== undefined) set.name = patch.name;
     const cap =
@@ -183,12 +266,34 @@ export class Agents {
     if (cap !== undefined) set.maxWorkspaceMib = cap;
     if (patch.sandbox_policy !== undefined) set.sandboxPolicy = patch.sandbox_policy;
     let updated = row;
-    if (Object.keys(set).length > 0) {
-      const [r] = await this.db.update(schema.agents).set(set).where(eq(schema.agents.id, id)).returning();
+    // a changed spec is a new version; the agent points at it (older versions stay as they were)
+    const changed = spec !== null && JSON.stringify(spec) !== JSON.stringify(current.spec);
+    if (Object.keys(set).length > 0 || changed) {
+      const r = await this.db.transaction(async (tx) => {
+        if (changed) {
+          // one new version at a time per agent: the agent's row is held until the commit
+          await tx
+            .select({ id: schema.agents.id })
+            .from(schema.agents)
+            .where(eq(schema.agents.id, id))
+            .for("update");
+          const [last] = await tx
+            .select({ version: schema.agentSpecs.version })
+            .from(schema.agentSpecs)
+            .where(eq(schema.agentSpecs.agentId, id))
+            .orderBy(desc(schema.agentSpecs.version))
+            .limit(1);
+          const version = (last?.version ?? 0) + 1;
+          await tx.insert(schema.agentSpecs).values({ agentId: id, version, spec });
+          set.specVersion = version;
+        }
+        const [u] = await tx.update(schema.agents).set(set).where(eq(schema.agents.id, id)).returning();
+        return u;
+      });
       if (!r) throw new WarrenError("not_found", "agent was not found");
       updated = r;
     }
-    const view = agentView(updated);
+    const view = agentView(updated, changed ? spec : current.spec);
     const warnings = [
       this.#hostCapWarning(patch.max_workspace_mib),
       cap !== undefined && cap > row.maxWorkspaceMib

@@ -131,7 +131,7 @@ describe("warren CLI", () => {
     assert.match(detail.stdout, new RegExp(`^id +${machine}$`, "m"));
     assert.match(detail.stdout, /^memory_mib +512$/m);
     const agents = await warren(["agents", "list", "--machine", machine]);
-    assert.match(agents.stdout, /^ID +NAME +MACHINE +SLOT +PORTS +DISK\n/);
+    assert.match(agents.stdout, /^ID +NAME +MACHINE +KIND +SLOT +PORTS +DISK\n/);
     assert.match(agents.stdout, /a1 .* 0 +20000-20099 +-\/10240 MiB\n$/);
     assert.equal((await warren(["guilds", "list", "--org", org])).stdout, "no guilds\n");
   });
@@ -290,6 +290,85 @@ describe("warren CLI", () => {
       (await json<{ status: string }>(["runs", "wait", started.id, "--timeout-ms", "30000"])).status,
       "cancelled",
     );
+  });
+
+  test("an assistant from the command line: spec options, show, update, runs start --input, trace", async (t) => {
+    const files = path.join(dir, "spec");
+    await rm(files, { recursive: true, force: true });
+    await import("node:fs/promises").then((fs) => fs.mkdir(files));
+    await writeFile(path.join(files, "instructions.md"), "Answer from the notes.\n");
+    await writeFile(path.join(files, "tools.json"), JSON.stringify([{ type: "builtin", name: "read_file" }]));
+    await writeFile(
+      path.join(files, "policy.cedar"),
+      '@id("reads") permit(principal, action, resource == Tool::"read_file");\n',
+    );
+    const created = await warren([
+      "agents",
+      "create",
+      "helper",
+      "--org",
+      org,
+      "--machine",
+      machine,
+      "--kind",
+      "assistant",
+      "--model",
+      "script:turns.json",
+      "--instructions-file",
+      path.join(files, "instructions.md"),
+      "--tools-file",
+      path.join(files, "tools.json"),
+      "--tool-policy-file",
+      path.join(files, "policy.cedar"),
+      "--max-tokens",
+      "20000",
+      "--on-limit",
+      "finish",
+    ]);
+    assert.equal(created.code, 0, created.stderr);
+    const id = /^id +(agt_\S+)$/m.exec(created.stdout)?.[1] ?? "";
+    assert.match(created.stdout, /^kind +assistant$/m);
+    assert.match(created.stdout, /^model\.provider +script$/m);
+    assert.match(created.stdout, /^limits\.max_tokens +20000$/m);
+    assert.match(created.stdout, /\ninstructions:\nAnswer from the notes\.\n/);
+    assert.match(created.stdout, /\ntool_policy:\n@id\("reads"\)/);
+    const updated = await warren(["agents", "update", id, "--max-usd", "0.5"]);
+    assert.equal(updated.code, 0, updated.stderr);
+    assert.match(updated.stdout, /^spec_version +2$/m);
+    assert.match(updated.stdout, /^limits\.max_tokens +20000$/m);
+    assert.match(updated.stdout, /^limits\.max_usd +0\.5$/m);
+    const badPolicy = await warren([
+      "agents",
+      "update",
+      id,
+      "--tool-policy-file",
+      path.join(files, "tools.json"),
+    ]);
+    assert.equal(badPolicy.code, 1);
+    assert.match(badPolicy.stderr, /^error: request\.invalid: tool_policy: /);
+
+    const script = JSON.stringify({
+      turns: [
+        { tool_calls: [{ name: "read_file", input: { path: "notes.txt" } }] },
+        { text: "The notes say: tea at five." },
+      ],
+    });
+    const put = await warren(["files", "put", id, "turns.json"], { stdin: script });
+    if (boxesMissing(t, put)) return;
+    assert.equal((await warren(["files", "put", id, "notes.txt"], { stdin: "tea at five" })).code, 0);
+    const r = await warren(["runs", "start", id, "--input", "What do the notes say?", "--wait"]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, "The notes say: tea at five.");
+    const runs = await json<{ items: { id: string; kind: string }[] }>(["runs", "list", id]);
+    assert.equal(runs.items[0]?.kind, "assistant");
+    const trace = await warren(["runs", "trace", runs.items[0]?.id ?? ""]);
+    assert.equal(trace.code, 0, trace.stderr);
+    assert.match(trace.stdout, /started +assistant, model script:turns\.json, spec v2/);
+    assert.match(trace.stdout, /model +script:turns\.json ok +\d+→\d+ tok/);
+    assert.match(trace.stdout, /tool +read_file ALLOW \(reads\) +\{"path":"notes\.txt"\}/);
+    assert.match(trace.stdout, /exit +succeeded/);
+    assert.match(trace.stdout, /\nsucceeded: 2 steps, 1 tool calls \(0 refused\)/);
+    assert.equal((await warren(["agents", "delete", id])).code, 0);
   });
 
   test("secrets: create from stdin or a file, grant, revoke, list, get, delete; the command sees the value", async (t) => {

@@ -22,6 +22,36 @@ const bool = z
   .optional()
   .transform((v) => v === "1" || v === "true");
 
+/** Dollars per million tokens in and out, keyed `provider:model`, `model` or `provider:*`. */
+export const ModelPriceTable = z.record(
+  z.string().min(1).max(300),
+  z.object({ input_per_mtok: z.number().min(0), output_per_mtok: z.number().min(0) }).strict(),
+);
+export type ModelPriceTable = z.output<typeof ModelPriceTable>;
+
+const modelPrices = z
+  .string()
+  .optional()
+  .transform((v, ctx) => {
+    if (v === undefined || v.trim() === "") return {};
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(v);
+    } catch {
+      ctx.addIssue({ code: "custom", message: "WARREN_MODEL_PRICES must be a JSON object" });
+      return z.NEVER;
+    }
+    const r = ModelPriceTable.safeParse(parsed);
+    if (!r.success) {
+      ctx.addIssue({
+        code: "custom",
+        message: `WARREN_MODEL_PRICES must map model names to {input_per_mtok, output_per_mtok}: ${r.error.issues[0]?.message ?? ""}`,
+      });
+      return z.NEVER;
+    }
+    return r.data;
+  });
+
 const mib = (name: string, def: number) =>
   z.coerce
     .number({ message: `${name} must be a whole number of MiB` })
@@ -116,6 +146,7 @@ export const configSchema = z
       .refine((v) => v.every((x) => (BOOT_CHECK_NAMES as readonly string[]).includes(x)), {
         message: `WARREN_ALLOW_DEGRADED is a comma-separated list of: ${BOOT_CHECK_NAMES.join(", ")}`,
       }),
+    WARREN_MODEL_PRICES: modelPrices,
     LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   })
   .superRefine((c, ctx) => {

@@ -1,6 +1,25 @@
 import { z } from "zod";
 import { idOf, items, MAX_MIB, mibField, name } from "./common.js";
 import { SandboxPolicy } from "./policy.js";
+import { AgentKind, ModelSpec, RunLimits, ToolSpec, MAX_TOOLS } from "./spec.js";
+
+/** The spec's fields as a request may give them (POST: all optional; PATCH: what changes). */
+const specFields = {
+  kind: AgentKind.optional(),
+  model: ModelSpec.nullable().optional(),
+  instructions: z
+    .string()
+    .max(256 * 1024)
+    .optional()
+    .describe("Markdown; the assistant's system prompt (a template: see docs/agents.md)"),
+  tools: z.array(ToolSpec).max(MAX_TOOLS, `at most ${MAX_TOOLS} tools`).optional(),
+  tool_policy: z
+    .string()
+    .max(256 * 1024)
+    .optional()
+    .describe("Cedar policies, validated when saved; empty: every tool call is denied"),
+  limits: RunLimits.optional(),
+};
 
 export const Agent = z
   .object({
@@ -15,6 +34,16 @@ export const Agent = z
     max_workspace_mib: z.number(),
     workspace_mib: z.number().nullable().describe("null before the first measurement"),
     sandbox_policy: SandboxPolicy,
+    kind: AgentKind,
+    model: ModelSpec.nullable(),
+    instructions: z.string(),
+    tools: z.array(ToolSpec),
+    tool_policy: z.string(),
+    limits: RunLimits,
+    spec_version: z
+      .number()
+      .nullable()
+      .describe("the agent's current spec version (versions never change); null: never given a spec"),
     created_at: z.string(),
     warnings: z.array(z.string()).optional(),
   })
@@ -27,6 +56,7 @@ export const AgentCreateRequest = z
     machine_id: idOf("mch"),
     name,
     max_workspace_mib: mibField(MAX_MIB).optional(),
+    ...specFields,
   })
   .strict()
   .meta({ id: "AgentCreateRequest" });
@@ -36,6 +66,7 @@ export const AgentUpdateRequest = z
     name: name.optional(),
     max_workspace_mib: mibField(MAX_MIB).optional(),
     sandbox_policy: SandboxPolicy.optional(),
+    ...specFields,
   })
   .strict()
   .meta({ id: "AgentUpdateRequest" });

@@ -38,8 +38,41 @@ export const RunReceipt = z
     disk_after_mib: z.number().nullable(),
     machine_disk_before_mib: z.number().nullable(),
     machine_disk_after_mib: z.number().nullable(),
+    spec_version: z.number().nullable().optional().describe("an agent run: the agent's spec version it ran"),
+    models: z
+      .array(z.string())
+      .optional()
+      .describe("an agent run: the models it called (provider:name), in order"),
+    model_calls: z.number().optional(),
+    tokens_in: z.number().optional(),
+    tokens_out: z.number().optional(),
+    usd: z.number().optional(),
+    steps: z.number().optional(),
+    tool_calls: z.number().optional(),
+    tool_calls_allowed: z.number().optional(),
+    tool_calls_refused: z.number().optional(),
+    budget_reached: z
+      .object({
+        limit: z.enum(["tokens", "usd"]),
+        max: z.number(),
+        used: z.number(),
+        on_limit: z.enum(["stop", "finish"]),
+      })
+      .optional(),
   })
   .meta({ id: "RunReceipt" });
+
+/** What an agent run used: tokens and dollars of its model calls, steps, tool calls. */
+export const RunUsage = z
+  .object({
+    tokens_in: z.number(),
+    tokens_out: z.number(),
+    usd: z.number(),
+    steps: z.number(),
+    tool_calls: z.number(),
+    tool_refusals: z.number(),
+  })
+  .meta({ id: "RunUsage" });
 
 export const Run = z
   .object({
@@ -66,13 +99,34 @@ export const Run = z
     box_usage: BoxUsage.optional().describe(
       "while the run is running: what its command tree (with what it started in the background) uses now",
     ),
+    usage: RunUsage.optional().describe("an agent run: what it used so far, then in all"),
   })
   .meta({ id: "Run" });
 export const RunList = items(Run, "RunList");
 
 // The input's own limit (256 KiB) is checked by the service to answer run.input_too_large;
 // the schema only bounds what it will even read.
-export const RunCreateRequest = z
+const runInput = z
+  .string()
+  .max(4 * 1024 * 1024)
+  .describe("becomes the file /agent/input in the run; at most 256 KiB");
+const runTimeout = z
+  .number()
+  .int()
+  .min(1)
+  .max(7 * 24 * 3600);
+
+/** Runs the agent by its kind (assistant, claude-code, codex, opencode) on the input. */
+export const AgentRunCreateRequest = z
+  .object({
+    kind: z.literal("agent"),
+    input: runInput.describe("the user's message to the agent; at most 256 KiB"),
+    timeout_s: runTimeout.optional().describe("at most the spec's limits.max_run_s (its default)"),
+  })
+  .strict()
+  .meta({ id: "AgentRunCreateRequest" });
+
+export const CommandRunCreateRequest = z
   .object({
     kind: z.literal("command"),
     argv: argvField.optional(),
@@ -93,6 +147,10 @@ export const RunCreateRequest = z
   })
   .strict()
   .refine(exactlyOneCommand.check, { message: exactlyOneCommand.message, path: exactlyOneCommand.path })
+  .meta({ id: "CommandRunCreateRequest" });
+
+export const RunCreateRequest = z
+  .discriminatedUnion("kind", [CommandRunCreateRequest, AgentRunCreateRequest])
   .meta({ id: "RunCreateRequest" });
 
 export const RunListQuery = z

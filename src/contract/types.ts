@@ -10,6 +10,7 @@ import type * as orgs from "./orgs.js";
 import type * as policy from "./policy.js";
 import type * as runs from "./runs.js";
 import type * as secrets from "./secrets.js";
+import type * as spec from "./spec.js";
 
 type Out<T extends z.ZodType> = z.output<T>;
 type In<T extends z.ZodType> = z.input<T>;
@@ -37,6 +38,12 @@ export type MachineListQuery = In<typeof common.orgIdQuery>;
 export type SandboxPolicy = Out<typeof policy.SandboxPolicy>;
 export type SandboxPolicyInput = In<typeof policy.SandboxPolicy>;
 
+export type AgentKind = Out<typeof spec.AgentKind>;
+export type ModelSpec = Out<typeof spec.ModelSpec>;
+export type ModelSpecInput = In<typeof spec.ModelSpec>;
+export type ToolSpec = Out<typeof spec.ToolSpec>;
+export type RunLimits = Out<typeof spec.RunLimits>;
+export type RunLimitsInput = In<typeof spec.RunLimits>;
 export type Agent = Out<typeof agents.Agent>;
 export type AgentCreateRequest = In<typeof agents.AgentCreateRequest>;
 export type AgentUpdateRequest = In<typeof agents.AgentUpdateRequest>;
@@ -60,7 +67,13 @@ export type RunStatus = Out<typeof runs.RunStatus>;
 export type RunReceipt = Out<typeof runs.RunReceipt>;
 export type Run = Out<typeof runs.Run>;
 /** `kind` may be left out: it is `"command"`, and the SDK sends it. */
-export type RunCreateRequest = Omit<In<typeof runs.RunCreateRequest>, "kind"> & { kind?: "command" };
+export type CommandRunCreateRequest = Omit<In<typeof runs.CommandRunCreateRequest>, "kind"> & {
+  kind?: "command";
+};
+/** Runs the agent by its kind (assistant, claude-code, codex, opencode). */
+export type AgentRunCreateRequest = In<typeof runs.AgentRunCreateRequest>;
+export type RunCreateRequest = CommandRunCreateRequest | AgentRunCreateRequest;
+export type RunUsage = Out<typeof runs.RunUsage>;
 // Queries are typed by what they hold once parsed: the wire form is text.
 export type RunListQuery = Partial<Out<typeof runs.RunListQuery>>;
 export type RunEvent = Out<typeof runs.RunEvent>;

@@ -357,25 +357,27 @@ async function replaceFile(
   }
 }
 
-/** One entry of a folder listing: its name, what it is, its size and when it last changed. */
-export interface FolderEntry {
+/** One entry of a folder in the home, as listHomeFolder gives it. */
+export interface HomeEntry {
   name: string;
   type: "file" | "folder" | "link" | "other";
-  size_bytes: number;
-  modified_at: string;
+  /** Bytes, for a regular file; 0 otherwise. */
+  size: number;
+  /** When it last changed (its own mtime: a link's, not its target's). */
+  modifiedAt: Date;
 }
 
 /**
- * Lists a folder of the home (components from parseHomePath, or none for the home itself),
- * reached the way a write is: each step a real folder opened without following a link (a link
- * on the way: file.link; a file: file.not_regular). Entries are lstat'ed, never followed: a link
- * is listed as a link. Sorted folders first, then by name; at most `limit`.
+ * Lists a folder of the home (components from parseHomePath; none: the home itself), accepting
+ * no link on the way: each folder is opened inside the one before it with O_NOFOLLOW (a link:
+ * file.link; a file: file.not_found). Entries are not followed: a link is listed as a link.
+ * At most `maxEntries` are given, sorted by name; `truncated` says when there were more.
  */
 export async function listHomeFolder(
   homeDir: string,
   components: readonly string[],
-  limit: number,
-): Promise<{ entries: FolderEntry[]; truncated: boolean }> {
+  maxEntries: number,
+): Promise<{ entries: HomeEntry[]; truncated: boolean }> {
   if (components.length > 0) checkComponents(components);
   const home = await openHome(homeDir);
   const held: FileHandle[] = [home.handle];
@@ -383,29 +385,26 @@ export async function listHomeFolder(
     let dir = home.handle;
     for (const [i, name] of components.entries()) {
       const step = showPath(components.slice(0, i + 1));
-      const next = await openFolder(dir, name, step, "file.not_regular");
+      const next = await openFolder(dir, name, step, "file.not_found");
       if (next === undefined) throw fileError("file.not_found", `${step} does not exist in the home`);
       held.push(next);
       dir = next;
     }
     const names = (await fs.readdir(fdPath(dir.fd))).sort();
-    const entries: FolderEntry[] = [];
-    for (const name of names) {
+    const entries: HomeEntry[] = [];
+    for (const name of names.slice(0, maxEntries)) {
       const st = await fs.lstat(within(dir.fd, name)).catch(() => undefined);
       if (st === undefined) continue; // removed meanwhile
-      const type = st.isDirectory()
-        ? "folder"
-        : st.isFile()
-          ? "file"
-          : st.isSymbolicLink()
-            ? "link"
+      const type = st.isSymbolicLink()
+        ? "link"
+        : st.isDirectory()
+          ? "folder"
+          : st.isFile()
+            ? "file"
             : "other";
-      entries.push({ name, type, size_bytes: st.size, modified_at: st.mtime.toISOString() });
+      entries.push({ name, type, size: type === "file" ? st.size : 0, modifiedAt: st.mtime });
     }
-    entries.sort(
-      (a, b) => Number(b.type === "folder") - Number(a.type === "folder") || (a.name < b.name ? -1 : 1),
-    );
-    return { entries: entries.slice(0, limit), truncated: entries.length > limit };
+    return { entries, truncated: names.length > maxEntries };
   } finally {
     await closeAll(held);
   }

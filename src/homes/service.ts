@@ -9,11 +9,23 @@ import { uidOf } from "../machines/placement.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import { effectiveCap } from "./caps.js";
-import { listHomeFolder, readHomeFile, writeHomeFile, type FolderEntry } from "./files.js";
+import { listHomeFolder, readHomeFile, writeHomeFile } from "./files.js";
 import { parseHomePath } from "./paths.js";
 
 /** The most the file routes read or write in one request. */
 export const FILE_LIMIT_BYTES = 32 * 1024 * 1024;
+
+/** A folder of a home as the folder route answers it. */
+export interface FolderListing {
+  path: string;
+  entries: {
+    name: string;
+    type: "file" | "folder" | "link" | "other";
+    size_bytes: number;
+    modified_at: string;
+  }[];
+  truncated: boolean;
+}
 
 /** The most entries one folder listing answers. */
 const FOLDER_LIMIT = 1000;
@@ -81,17 +93,21 @@ export class Homes {
   }
 
   /** A folder of the agent's home ("" or "/" for the home itself), links listed, never followed. */
-  async listFolder(
-    who: Identity,
-    agentId: string,
-    rawPath: string,
-  ): Promise<{ path: string; entries: FolderEntry[]; truncated: boolean }> {
+  async listFolder(who: Identity, agentId: string, rawPath: string): Promise<FolderListing> {
     const a = await this.agents.load(who, agentId, "inspect");
     const trimmed = rawPath.replace(/^\/+|\/+$/g, "");
     const home = `/home/${a.id}`;
     const components = trimmed === "" || `/${trimmed}` === home ? [] : parseHomePath(a.id, rawPath);
     const listed = await listHomeFolder(this.layout.homeDir(a.machineId, a.id), components, FOLDER_LIMIT);
-    return { path: components.join("/"), ...listed };
+    const entries = listed.entries.map((e) => ({
+      name: e.name,
+      type: e.type,
+      size_bytes: e.size,
+      modified_at: e.modifiedAt.toISOString(),
+    }));
+    // folders first, each part by name
+    entries.sort((x, y) => Number(y.type === "folder") - Number(x.type === "folder"));
+    return { path: components.join("/"), entries, truncated: listed.truncated };
   }
 
   /** Creates or replaces a file of the agent's home, owned by the agent. */

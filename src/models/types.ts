@@ -1,6 +1,7 @@
 // The model gateway's seam: every model call of every run kind goes through a session of the
 // gateway. The assistant loop calls it in-process; harness CLIs in the box reach its HTTP face
 // (src/models/http) with the run's workload token. The real key never leaves the server.
+import type { LanguageModelV3 } from "@ai-sdk/provider";
 import type { AgentSpec, ModelRef } from "../contract/spec.js";
 
 /** How a provider is spoken to on the wire. */
@@ -14,6 +15,8 @@ export interface ResolvedModel {
   baseUrl: string;
   /** The provider's key, from the model's key_secret; null when it needs none. */
   apiKey: string | null;
+  /** `provider:name`, as the trace and the receipt name it. */
+  label: string;
 }
 
 /** One model call, as counted and written to the trace as a `model_call` event. */
@@ -54,6 +57,8 @@ export interface GatewaySession {
   readonly token: string;
   /** The models to try, in order: the routed model, then its fallback. */
   candidates(): ResolvedModel[];
+  /** The AI SDK model that calls one of the candidates with its real key (or replays its script). */
+  languageModel(m: ResolvedModel): LanguageModelV3;
   /** Counts a finished call against the budget and writes its `model_call` event. */
   record(call: ModelCallRecord): Promise<void>;
   usage(): ModelUsage;
@@ -63,7 +68,7 @@ export interface GatewaySession {
 
 export interface GatewayOpen {
   runId: string;
-  agent: { id: string; orgId: string };
+  agent: { id: string; orgId: string; machineId: string };
   spec: AgentSpec;
   /** The run's input, for routing rules. */
   input: string;

@@ -19,6 +19,8 @@ export interface AgentRunContext {
   signal: AbortSignal;
   events: RunEventSink;
   gateway: GatewaySession;
+  /** Tells the run's record what the run used so far (GET /api/runs/:id while it runs). */
+  progress?: (usage: RunUsage) => void;
 }
 
 export interface AgentRunResult {
@@ -33,4 +35,22 @@ export interface AgentRunResult {
 
 export interface AgentRunner {
   run(ctx: AgentRunContext): Promise<AgentRunResult>;
+}
+
+/** The runners of agent kinds, by kind: each kind's module registers its own at composition. */
+export class AgentRunners {
+  readonly #byKind = new Map<AgentSpec["kind"], AgentRunner>();
+
+  register(kind: Exclude<AgentSpec["kind"], "command">, runner: AgentRunner): void {
+    if (this.#byKind.has(kind)) throw new Error(`a runner of kind ${kind} is already registered`);
+    this.#byKind.set(kind, runner);
+  }
+
+  get(kind: AgentSpec["kind"]): AgentRunner | undefined {
+    return this.#byKind.get(kind);
+  }
+
+  kinds(): AgentSpec["kind"][] {
+    return [...this.#byKind.keys()];
+  }
 }

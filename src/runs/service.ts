@@ -16,7 +16,10 @@ import type { Logger } from "../observability/log.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import type { GenerationRegistry } from "./registry.js";
-import type { Run, RunReceipt } from "../contract/types.js";
+import type { Run, RunReceipt, RunUsage } from "../contract/types.js";
+import type { ModelGateway } from "../models/types.js";
+import { AgentRuns, planAgentRun, type AgentRunPlan } from "./agent-run.js";
+import type { AgentRunners } from "./kinds.js";
 
 export const MAX_INPUT_BYTES = 256 * 1024;
 export const OUTPUT_LIMIT_BYTES = 1024 * 1024;
@@ -27,7 +30,16 @@ export type RunRow = typeof schema.runs.$inferSelect;
 export type RunStatus = RunRow["status"];
 export const terminal: RunStatus[] = ["succeeded", "failed", "timed_out", "cancelled", "lost"];
 
-export interface RunInput {
+export type RunInput = CommandRunInput | AgentRunInput;
+
+/** Runs the agent by its kind (src/runs/agent-run.ts). */
+export interface AgentRunInput {
+  kind: "agent";
+  input: string;
+  timeout_s?: number | undefined;
+}
+
+export interface CommandRunInput {
   kind: "command";
   argv?: string[] | undefined;
   command?: string | undefined;
@@ -63,6 +75,8 @@ export function runView(r: RunRow): Run {
     ended_at: r.endedAt?.toISOString() ?? null,
     // written by this service in the contract's shape (see finish)
     receipt: r.receipt as RunReceipt | null,
+    // written by agent runs in the contract's shape (src/runs/agent-run.ts)
+    ...(r.usage ? { usage: r.usage as RunUsage } : {}),
   };
 }
 
@@ -96,6 +110,9 @@ export interface RunsOptions {
   logger: Logger;
   version: string;
   secrets: Secrets;
+  /** Agent runs: the model gateway and the runners of agent kinds. */
+  gateway: ModelGateway;
+  runners: AgentRunners;
 }
 
 export class Runs {
@@ -104,9 +121,18 @@ export class Runs {
   readonly #pending = new Map<string, Promise<void>>();
   /** The command tree (cgroup) of each running run, for its live usage. */
   readonly #commands = new Map<string, { machineId: string; cgroup: string }>();
+  readonly #agentRuns: AgentRuns;
 
   constructor(o: RunsOptions) {
     this.#o = o;
+    this.#agentRuns = new AgentRuns({
+      db: o.db,
+      gateway: o.gateway,
+      runners: o.runners,
+      caps: o.caps,
+      logger: o.logger,
+      version: o.version,
+    });
     // a runaway tree of a run is recorded on the run too (it may have left it in the background)
     o.runtime.onRunaway(async (e) => {
       if (!e.owner?.runId) return;
@@ -147,7 +173,12 @@ export class Runs {
         `the input is ${inputBytes.length} bytes, above the ${MAX_INPUT_BYTES}-byte limit; pass large data as a file in the home`,
       );
     }
-    const argv = argvOf(input);
+    let plan: AgentRunPlan | null = null;
+    if (input.kind === "agent") {
+      const current = await o.agents.specOf(agent);
+      plan = planAgentRun(current.spec, current.version, o.runners, input.timeout_s);
+    }
+    const argv = input.kind === "command" ? argvOf(input) : [];
     const [machine] = await o.db
       .select()
       .from(schema.machines)
@@ -159,7 +190,7 @@ export class Runs {
       const before = await o.caps.gate(agent, machine);
       // resolved once, as the generation starts: a change reaches the next generation
       const secrets = await o.secrets.resolve(agent);
-      const timeoutS = input.timeout_s ?? 3600;
+      const timeoutS = plan ? plan.timeoutS : (input.timeout_s ?? 3600);
       const [row] = await o.db
         .insert(schema.runs)
         .values({
@@ -167,15 +198,21 @@ export class Runs {
           orgId: agent.orgId,
           agentId: agent.id,
           machineId: machine.id,
-          kind: input.kind,
+          kind: plan ? plan.spec.kind : input.kind,
           status: "queued",
           argv,
+          specVersion: plan?.version ?? null,
           inputBytes: inputBytes.length,
           timeoutS,
         })
         .returning();
       if (!row) throw new Error("run insert returned nothing");
-      const p = this.#execute(row, agent, machine, inputBytes, input, before, secrets, gen.controller.signal)
+      const signal = gen.controller.signal;
+      const p = (
+        plan
+          ? this.#agentRuns.execute(row, agent, machine, inputBytes, plan, before, secrets, signal)
+          : this.#execute(row, agent, machine, inputBytes, input as CommandRunInput, before, secrets, signal)
+      )
         .catch((err: unknown) => o.logger.error({ err, runId: id }, "run bookkeeping failed"))
         .finally(() => {
           o.registry.release(gen);
@@ -195,7 +232,7 @@ export class Runs {
     agent: AgentRow,
     machine: typeof schema.machines.$inferSelect,
     input: Buffer,
-    asked: Pick<RunInput, "env" | "limits">,
+    asked: Pick<CommandRunInput, "env" | "limits">,
     before: { agentMib: number | null; machineMib: number | null },
     secrets: ResolvedSecrets,
     signal: AbortSignal,
@@ -375,7 +412,8 @@ export class Runs {
     const view = viewFor(role, row);
     const cmd = row.status === "running" ? this.#commands.get(id) : undefined;
     const usage = cmd ? this.#o.runtime.commandUsage(cmd.machineId, cmd.cgroup) : null;
-    return usage ? { ...view, box_usage: usage } : view;
+    const live = row.status === "running" ? this.#agentRuns.live(id) : undefined;
+    return { ...view, ...(usage ? { box_usage: usage } : {}), ...(live ? { usage: live } : {}) };
   }
 
   async events(

@@ -12,6 +12,15 @@ export type { WaitOptions } from "./runs.js";
 export type { WarrenClientOptions, RequestOptions } from "./transport.js";
 export type {
   Agent,
+  AgentKind,
+  AgentRunCreateRequest,
+  CommandRunCreateRequest,
+  ModelSpec,
+  ModelSpecInput,
+  RunLimits,
+  RunLimitsInput,
+  RunUsage,
+  ToolSpec,
   CommandLimits,
   AgentCreateRequest,
   AgentListQuery,

@@ -104,6 +104,8 @@ export const agents = pgTable(
     maxWorkspaceMib: integer("max_workspace_mib").notNull(),
     workspaceMib: integer("workspace_mib"),
     sandboxPolicy: jsonb("sandbox_policy"),
+    /** The agent's current spec version (agent_specs), or null: kind command, nothing more. */
+    specVersion: integer("spec_version"),
     createdAt: created(),
   },
   (t) => [
@@ -111,6 +113,20 @@ export const agents = pgTable(
     index("agents_org_idx").on(t.orgId),
     check("agents_slot_range", sql`${t.slot} >= 0 AND ${t.slot} < 400`),
   ],
+);
+
+/** An agent's specs (kind, model, instructions, tools, tool policy, limits): a version never changes. */
+export const agentSpecs = pgTable(
+  "agent_specs",
+  {
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    version: integer("version").notNull(),
+    spec: jsonb("spec").notNull(),
+    createdAt: created(),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.version] })],
 );
 
 export const guilds = pgTable(
@@ -160,6 +176,9 @@ export const runs = pgTable(
     output: text("output").notNull().default(""),
     outputTruncated: boolean("output_truncated").notNull().default(false),
     receipt: json("receipt"), // json, not jsonb: it keeps the receipt's fields in the order written
+    /** An agent run's spec version, and what it used (tokens, dollars, steps, tool calls). */
+    specVersion: integer("spec_version"),
+    usage: jsonb("usage"),
     createdAt: created(),
     startedAt: timestamp("started_at", { withTimezone: true, mode: "date" }),
     endedAt: timestamp("ended_at", { withTimezone: true, mode: "date" }),

@@ -40,10 +40,20 @@ export interface ToolRunContext {
   agent: { id: string; orgId: string; machineId: string; slot: number };
   spec: AgentSpec;
   signal: AbortSignal;
+  /** Who calls the tools: the Assistant loop in the server, or a harness CLI through the tool gateway (default loop). */
+  via?: "loop" | "gateway";
+  /**
+   * Where every call is written (the run's `tool_call` events), the loop's and the tool
+   * gateway's alike; the runner redacts it as all run output. Without it, calls are only
+   * answered in ToolOutcome.record.
+   */
+  record?: (call: ToolCallRecord) => Promise<void>;
 }
 
 export interface Toolset {
   readonly tools: readonly RunTool[];
+  /** What went wrong while opening (an MCP server that could not be listed, a policy that does not validate). */
+  readonly warnings: readonly string[];
   /** Decides the call by the policy, then runs it; never throws for a refusal or a tool's failure. */
   call(name: string, args: unknown): Promise<ToolOutcome>;
   close(): Promise<void>;

@@ -2,13 +2,15 @@
 import type { Agent, AgentCreateRequest, AgentUpdateRequest, SandboxPolicyInput } from "../../sdk/index.js";
 import { defineCommand, defineGroup, type Input } from "../command.js";
 import { LocalError } from "../context.js";
-import { detailView, listView, mib, type Column } from "../format.js";
+import { listView, mib, type Column } from "../format.js";
 import { machineOption, maxWorkspaceOption, nameOption, orgOption } from "../options.js";
+import { agentView, readSpecOptions, saysSpec, specBody, specOptions } from "./agent-spec.js";
 
 export const agentColumns: Column<Agent>[] = [
   { header: "ID", value: (a) => a.id },
   { header: "NAME", value: (a) => a.name },
   { header: "MACHINE", value: (a) => a.machine_id },
+  { header: "KIND", value: (a) => a.kind },
   { header: "SLOT", value: (a) => a.slot },
   { header: "PORTS", value: (a) => `${a.ports.first}-${a.ports.last}` },
   { header: "DISK", value: (a) => mib(a.workspace_mib, a.max_workspace_mib) },
@@ -20,7 +22,7 @@ export const agents = defineGroup("agents", "agents: a home, a slot and a port b
   create: defineCommand({
     summary: "create an agent on a machine",
     args: ["name"],
-    options: [orgOption, machineOption, maxWorkspaceOption],
+    options: [orgOption, machineOption, maxWorkspaceOption, ...specOptions],
     required: ["org", "machine"],
     parse: (i) => {
       const body: AgentCreateRequest = {
@@ -30,11 +32,15 @@ export const agents = defineGroup("agents", "agents: a home, a slot and a port b
       };
       const max = i.whole("max-workspace-mib");
       if (max !== undefined) body.max_workspace_mib = max;
-      return { body };
+      const spec = readSpecOptions(i);
+      return { body, ...(saysSpec(spec) ? { spec } : {}) };
     },
     run: async (ctx, p) => {
-      const agent = await ctx.client.agents.create(p.body);
-      return ctx.show(agent, () => detailView(agent));
+      const agent = await ctx.client.agents.create({
+        ...p.body,
+        ...(p.spec ? await specBody(ctx, p.spec) : {}),
+      });
+      return ctx.show(agent, () => agentView(agent));
     },
   }),
   list: defineCommand({
@@ -52,16 +58,26 @@ export const agents = defineGroup("agents", "agents: a home, a slot and a port b
     parse: agentArg,
     run: async (ctx, p) => {
       const agent = await ctx.client.agents.get(p.id);
-      return ctx.show(agent, () => detailView(agent));
+      return ctx.show(agent, () => agentView(agent));
+    },
+  }),
+  show: defineCommand({
+    summary: "show an agent with its spec: kind, model, instructions, tools, tool policy, limits",
+    args: ["agent"],
+    parse: agentArg,
+    run: async (ctx, p) => {
+      const agent = await ctx.client.agents.get(p.id);
+      return ctx.show(agent, () => agentView(agent));
     },
   }),
   update: defineCommand({
-    summary: "rename an agent, change its disk cap or its sandbox policy",
+    summary: "rename an agent, change its disk cap, its sandbox policy or its spec (a new version)",
     args: ["agent"],
     options: [
       nameOption,
       maxWorkspaceOption,
       { name: "policy-file", value: "<file>", help: "a JSON file holding the sandbox policy" },
+      ...specOptions,
     ],
     parse: (i) => {
       const body: AgentUpdateRequest = {};
@@ -70,13 +86,16 @@ export const agents = defineGroup("agents", "agents: a home, a slot and a port b
       const policyFile = i.str("policy-file");
       if (name !== undefined) body.name = name;
       if (max !== undefined) body.max_workspace_mib = max;
-      if (Object.keys(body).length === 0 && policyFile === undefined) {
-        throw i.error("say what to change: --name, --max-workspace-mib or --policy-file");
+      const spec = readSpecOptions(i);
+      if (Object.keys(body).length === 0 && policyFile === undefined && !saysSpec(spec)) {
+        throw i.error("say what to change: --name, --max-workspace-mib, --policy-file or a spec option");
       }
-      return { id: i.arg("agent"), body, policyFile };
+      return { id: i.arg("agent"), body, policyFile, ...(saysSpec(spec) ? { spec } : {}) };
     },
     run: async (ctx, p) => {
-      const body = { ...p.body };
+      // limits and the model's parts change what the agent has now
+      const current = p.spec ? await ctx.client.agents.get(p.id) : undefined;
+      const body = { ...p.body, ...(p.spec ? await specBody(ctx, p.spec, current) : {}) };
       if (p.policyFile !== undefined) {
         const text = (await ctx.readLocal(p.policyFile, "the policy file")).toString("utf8");
         try {
@@ -89,7 +108,7 @@ export const agents = defineGroup("agents", "agents: a home, a slot and a port b
         }
       }
       const agent = await ctx.client.agents.update(p.id, body);
-      return ctx.show(agent, () => detailView(agent));
+      return ctx.show(agent, () => agentView(agent));
     },
   }),
   delete: defineCommand({

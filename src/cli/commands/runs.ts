@@ -50,9 +50,73 @@ async function finished(ctx: Context, run: Run): Promise<number> {
 
 const runArg = (i: Input) => ({ id: i.arg("run") });
 
+const oneLine = (v: unknown, max = 100): string =>
+  short((typeof v === "string" ? v : JSON.stringify(v ?? null)).replace(/\s+/g, " ").trim(), max);
+const str = (v: unknown): string =>
+  typeof v === "string" || typeof v === "number" || typeof v === "boolean"
+    ? String(v)
+    : JSON.stringify(v ?? null);
+const num = (v: unknown): number => (typeof v === "number" ? v : 0);
+const dollars = (v: unknown): string => `$${num(v).toFixed(6)}`;
+
+/** One event of a run's trace as a line of its timeline (without the time). */
+function traceLine(type: string, d: Record<string, unknown>): string {
+  switch (type) {
+    case "started":
+      return d.kind
+        ? `${str(d.kind)}, model ${str(d.model)}, spec v${str(d.spec_version ?? "-")}, ${num(d.input_bytes)} B in, limit ${num(d.timeout_s)} s`
+        : `${oneLine(d.argv)}, uid ${str(d.uid)}, ${num(d.input_bytes)} B in, limit ${num(d.timeout_s)} s`;
+    case "prompt":
+      return `system prompt ${typeof d.system === "string" ? d.system.length : 0} chars; user: ${oneLine(d.user, 80)}`;
+    case "model_call": {
+      const from = d.fallback_from as { provider: string; model: string; reason: string } | undefined;
+      const head = `${str(d.provider)}:${str(d.model)} ${str(d.status)}`;
+      const fb = from ? `  (fallback from ${from.provider}:${from.model}: ${from.reason})` : "";
+      if (d.status !== "ok") return `${head}  ${num(d.latency_ms)} ms  ${oneLine(d.error, 80)}${fb}`;
+      return `${head}  ${num(d.tokens_in)}→${num(d.tokens_out)} tok  ${dollars(d.usd)}  ${num(d.latency_ms)} ms  ${str(d.finish_reason)}${fb}`;
+    }
+    case "completion": {
+      const calls = Array.isArray(d.tool_calls) ? (d.tool_calls as { name: string; input: unknown }[]) : [];
+      const asks = calls.map((c) => `${c.name} ${oneLine(c.input, 60)}`).join("; ");
+      return `step ${num(d.step)}: ${d.text ? oneLine(d.text, 80) : "(no text)"}${asks ? ` → ${asks}` : ""}`;
+    }
+    case "tool_call": {
+      const policies =
+        Array.isArray(d.policies) && d.policies.length ? (d.policies as string[]).join(",") : "no policy";
+      const err = d.error ? `  error: ${oneLine(d.error, 60)}` : "";
+      return `${str(d.tool)} ${str(d.decision).toUpperCase()} (${policies})  ${oneLine(d.arguments, 60)}  ${num(d.result_bytes)} B  ${num(d.duration_ms)} ms${err}`;
+    }
+    case "budget":
+      return `${str(d.limit)} ${str(d.used)} of ${str(d.max)} reached: ${str(d.on_limit)}`;
+    case "output":
+      return `${str(d.stream)}: ${oneLine(d.data)}`;
+    case "exit":
+      return d.status ? `${str(d.status)}${d.reason ? ` (${str(d.reason)})` : ""}` : oneLine(d);
+    default:
+      return oneLine(d);
+  }
+}
+
+/** A run's trace as a readable timeline: the time since its start, the event, what it says. */
+export function traceView(run: Run, events: readonly RunEvent[]): string {
+  const t0 = events[0] ? Date.parse(events[0].at) : 0;
+  const names: Record<string, string> = { model_call: "model", tool_call: "tool" };
+  const lines = events.map((e) => {
+    const at = `+${((Date.parse(e.at) - t0) / 1000).toFixed(3)}s`.padStart(10);
+    const type = (names[e.type] ?? e.type).padEnd(11);
+    return `${at}  ${type}${traceLine(e.type, (e.data ?? {}) as Record<string, unknown>)}`;
+  });
+  const u = run.usage;
+  const tail = u
+    ? `\n${run.status}: ${u.steps} steps, ${u.tool_calls} tool calls (${u.tool_refusals} refused), ${u.tokens_in}→${u.tokens_out} tokens, ${dollars(u.usd)}\n`
+    : `\n${run.status}\n`;
+  return `${lines.join("\n")}\n${tail}`;
+}
+
 export const runs = defineGroup("runs", "recorded runs of commands", {
   start: defineCommand({
-    summary: "start a recorded run of a command",
+    summary:
+      "start a recorded run: a command (after -- or --command), or the agent by its kind (--input only)",
     args: ["agent"],
     options: [
       commandOption,
@@ -71,9 +135,13 @@ export const runs = defineGroup("runs", "recorded runs of commands", {
       const text = i.str("input");
       const file = i.str("input-file");
       if (text !== undefined && file !== undefined) throw i.error("give --input or --input-file, not both");
+      // no command: the agent runs by its kind (assistant, claude-code, ...) on the input
+      const agentRun = i.str("command") === undefined && i.rest.length === 0;
+      if (agentRun && text === undefined && file === undefined)
+        throw i.error('give the command after -- or as --command, or an agent\'s input with --input "..."');
       return {
         agentId: i.arg("agent"),
-        target: readTarget(i),
+        target: agentRun ? null : readTarget(i),
         input: text !== undefined ? { text } : file !== undefined ? { file } : undefined,
         timeoutS: i.whole("timeout-s"),
         limits: readLimits(i),
@@ -84,12 +152,18 @@ export const runs = defineGroup("runs", "recorded runs of commands", {
       let input: string | undefined;
       if (p.input && "text" in p.input) input = p.input.text;
       else if (p.input) input = (await ctx.readLocal(p.input.file, "the input file")).toString("utf8");
-      const run = await ctx.client.runs.create(p.agentId, {
-        ...targetBody(p.target),
-        ...(input !== undefined ? { input } : {}),
-        ...(p.timeoutS !== undefined ? { timeout_s: p.timeoutS } : {}),
-        ...(p.limits !== undefined ? { limits: p.limits } : {}),
-      });
+      const timeout = p.timeoutS !== undefined ? { timeout_s: p.timeoutS } : {};
+      const run = await ctx.client.runs.create(
+        p.agentId,
+        p.target === null
+          ? { kind: "agent", input: input ?? "", ...timeout }
+          : {
+              ...targetBody(p.target),
+              ...(input !== undefined ? { input } : {}),
+              ...timeout,
+              ...(p.limits !== undefined ? { limits: p.limits } : {}),
+            },
+      );
       if (!p.wait) return ctx.show(run, () => runView(run));
       const timeoutMs = p.timeoutS !== undefined ? p.timeoutS * 1000 + 60_000 : 24 * 3600_000;
       return finished(
@@ -105,6 +179,15 @@ export const runs = defineGroup("runs", "recorded runs of commands", {
     run: async (ctx, p) => {
       const run = await ctx.client.runs.get(p.id);
       return ctx.show(run, () => runView(run));
+    },
+  }),
+  trace: defineCommand({
+    summary: "print a run's trace as a timeline: model calls, tool calls and decisions, budget, output",
+    args: ["run"],
+    parse: runArg,
+    run: async (ctx, p) => {
+      const [run, list] = await Promise.all([ctx.client.runs.get(p.id), ctx.client.runs.events(p.id)]);
+      return ctx.show(list, () => traceView(run, list.items));
     },
   }),
   events: defineCommand({

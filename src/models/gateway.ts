@@ -1,0 +1,303 @@
+// The model gateway: every model call of every run goes through a session of it. It holds the
+// real keys (resolved from the secrets granted to the agent), knows a run by its short-lived
+// workload token, counts tokens and dollars against the run's budget, routes the run to a
+// model, falls back on a provider error or a 429, and writes every call to the run's trace.
+import { randomBytes } from "node:crypto";
+import { createAnthropic } from "@ai-sdk/anthropic";
+import { createOpenAI } from "@ai-sdk/openai";
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import type { LanguageModelV3 } from "@ai-sdk/provider";
+import type { ModelRef, ModelSpec } from "../contract/spec.js";
+import { WarrenError } from "../errors.js";
+import type { Prices } from "./prices.js";
+import { parseScript, ScriptModel, type ScriptTurn } from "./script.js";
+import type {
+  BudgetState,
+  GatewayOpen,
+  GatewaySession,
+  ModelCallRecord,
+  ModelGateway,
+  ModelUsage,
+  ResolvedModel,
+  RunEventSink,
+  WireProtocol,
+} from "./types.js";
+
+export const DEFAULT_BASE_URL = {
+  anthropic: "https://api.anthropic.com/v1",
+  openai: "https://api.openai.com/v1",
+} as const;
+
+export interface GatewayDeps {
+  /** The values of the secrets that reach the agent now, by name. */
+  secretsOf(agent: { id: string; orgId: string }): Promise<Record<string, string>>;
+  /** A file of the agent's home, read by the home file rules (a script's turns). */
+  readHome(agent: { id: string; machineId: string }, path: string): Promise<Buffer>;
+  prices: Prices;
+  /** A workload token outlives its run's time limit by this much at most (default 60 s). */
+  tokenMarginS?: number;
+}
+
+const protocolOf = (provider: ModelRef["provider"]): WireProtocol =>
+  provider === "anthropic" ? "anthropic" : provider === "script" ? "script" : "openai";
+
+/** The model a run's input routes to: the first rule that matches, else the spec's own model. */
+export function routeModel(spec: ModelSpec, input: string): ModelRef {
+  for (const r of spec.routes ?? []) {
+    const w = r.when;
+    const contains = w.input_contains === undefined || input.includes(w.input_contains);
+    const longer = w.input_longer_than === undefined || input.length > w.input_longer_than;
+    if (contains && longer && (w.input_contains !== undefined || w.input_longer_than !== undefined))
+      return r.model;
+  }
+  const { provider, name, base_url, key_secret } = spec;
+  return {
+    provider,
+    name,
+    ...(base_url !== undefined ? { base_url } : {}),
+    ...(key_secret !== undefined ? { key_secret } : {}),
+  };
+}
+
+/** Whether a failed call may move to the fallback: anything but the run's own abort. */
+function movable(err: unknown, signal: AbortSignal | undefined): boolean {
+  if (signal?.aborted) return false;
+  return !(err instanceof Error && err.name === "AbortError");
+}
+
+/** A short, key-free account of a provider's failure. */
+export function failureOf(err: unknown): { status: number | null; message: string } {
+  const e = err as { statusCode?: unknown; message?: unknown; name?: unknown };
+  const status = typeof e?.statusCode === "number" ? e.statusCode : null;
+  const message = typeof e?.message === "string" ? e.message : String(err);
+  return { status, message: message.slice(0, 500) };
+}
+
+class Session implements GatewaySession {
+  readonly #usage: ModelUsage = { tokens_in: 0, tokens_out: 0, usd: 0, calls: 0 };
+  #closed = false;
+
+  constructor(
+    readonly runId: string,
+    readonly token: string,
+    readonly expiresAt: number,
+    private readonly models: ResolvedModel[],
+    private readonly scripts: Map<string, ScriptTurn[]>,
+    private readonly limits: GatewayOpen["spec"]["limits"],
+    private readonly events: RunEventSink,
+    private readonly prices: Prices,
+    private readonly onClose: (s: Session) => void,
+  ) {}
+
+  get open(): boolean {
+    return !this.#closed && Date.now() < this.expiresAt;
+  }
+
+  candidates(): ResolvedModel[] {
+    return [...this.models];
+  }
+
+  languageModel(m: ResolvedModel): LanguageModelV3 {
+    const name = m.ref.name;
+    switch (m.ref.provider) {
+      case "anthropic":
+        return createAnthropic({ baseURL: m.baseUrl, apiKey: m.apiKey ?? "" })(name);
+      case "openai":
+        return createOpenAI({ baseURL: m.baseUrl, apiKey: m.apiKey ?? "" }).chat(name);
+      case "openai-compatible":
+        return createOpenAICompatible({
+          name: "openai-compatible",
+          baseURL: m.baseUrl,
+          ...(m.apiKey !== null ? { apiKey: m.apiKey } : {}),
+          includeUsage: true,
+        }).chatModel(name);
+      case "script": {
+        const turns = this.scripts.get(name);
+        if (!turns) throw new Error(`the script ${name} was not read at the run's start`);
+        return new ScriptModel(name, turns);
+      }
+    }
+  }
+
+  async record(call: ModelCallRecord): Promise<void> {
+    const usd = call.usd || this.prices.usd(call.provider, call.model, call.tokens_in, call.tokens_out);
+    this.#usage.tokens_in += call.tokens_in;
+    this.#usage.tokens_out += call.tokens_out;
+    this.#usage.usd += usd;
+    this.#usage.calls++;
+    const priced = this.prices.lookup(call.provider, call.model) !== null;
+    await this.events("model_call", { ...call, usd, ...(priced ? {} : { unpriced: true }) });
+  }
+
+  usage(): ModelUsage {
+    return { ...this.#usage };
+  }
+
+  budget(): BudgetState {
+    const l = this.limits;
+    const tokens = this.#usage.tokens_in + this.#usage.tokens_out;
+    if (l.max_tokens !== undefined && tokens >= l.max_tokens)
+      return { ok: false, limit: "tokens", max: l.max_tokens, used: tokens, on_limit: l.on_limit };
+    if (l.max_usd !== undefined && this.#usage.usd >= l.max_usd)
+      return { ok: false, limit: "usd", max: l.max_usd, used: this.#usage.usd, on_limit: l.on_limit };
+    return { ok: true };
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.onClose(this);
+  }
+}
+
+export class Gateway implements ModelGateway {
+  readonly #byToken = new Map<string, Session>();
+
+  constructor(private readonly deps: GatewayDeps) {}
+
+  async open(run: GatewayOpen): Promise<GatewaySession> {
+    const spec = run.spec.model;
+    if (!spec) throw new WarrenError("request.invalid", `model: is required for kind ${run.spec.kind}`);
+    const refs = [routeModel(spec, run.input), ...(spec.fallback ? [spec.fallback] : [])];
+    const needsSecrets = refs.some((r) => r.key_secret !== undefined);
+    const values = needsSecrets ? await this.deps.secretsOf(run.agent) : {};
+    const scripts = new Map<string, ScriptTurn[]>();
+    const models: ResolvedModel[] = [];
+    for (const ref of refs) {
+      let apiKey: string | null = null;
+      if (ref.key_secret !== undefined) {
+        const v = values[ref.key_secret];
+        if (v === undefined)
+          throw new Error(
+            `the secret ${ref.key_secret} (the key of ${ref.provider}:${ref.name}) does not reach this agent; grant it to the agent, one of its guilds or its organisation`,
+          );
+        apiKey = v;
+      } else if (ref.provider === "anthropic" || ref.provider === "openai") {
+        throw new Error(`${ref.provider}:${ref.name} needs key_secret: the secret that holds its key`);
+      }
+      if (ref.provider === "script" && !scripts.has(ref.name)) {
+        const text = await this.deps.readHome(run.agent, ref.name).catch((err: unknown) => {
+          throw new Error(
+            `the script ${ref.name} could not be read from the home: ${(err as Error).message}`,
+          );
+        });
+        scripts.set(ref.name, parseScript(text.toString("utf8"), ref.name));
+      }
+      const protocol = protocolOf(ref.provider);
+      const baseUrl =
+        ref.base_url ??
+        (ref.provider === "anthropic"
+          ? DEFAULT_BASE_URL.anthropic
+          : ref.provider === "openai"
+            ? DEFAULT_BASE_URL.openai
+            : "");
+      models.push({
+        ref,
+        protocol,
+        baseUrl: baseUrl.replace(/\/+$/, ""),
+        apiKey,
+        label: `${ref.provider}:${ref.name}`,
+      });
+    }
+    const token = `wrk_${randomBytes(32).toString("base64url")}`;
+    const ttlS = run.spec.limits.max_run_s + (this.deps.tokenMarginS ?? 60);
+    const s = new Session(
+      run.runId,
+      token,
+      Date.now() + ttlS * 1000,
+      models,
+      scripts,
+      run.spec.limits,
+      run.events,
+      this.deps.prices,
+      (x) => this.#byToken.delete(x.token),
+    );
+    this.#byToken.set(token, s);
+    return s;
+  }
+
+  byToken(token: string): GatewaySession | null {
+    const s = this.#byToken.get(token);
+    if (!s) return null;
+    if (!s.open) {
+      s.close();
+      return null;
+    }
+    return s;
+  }
+
+  price(provider: string, model: string, tokensIn: number, tokensOut: number): number {
+    return this.deps.prices.usd(provider, model, tokensIn, tokensOut);
+  }
+}
+
+/** What one attempt at a call gives back, to be counted. */
+export interface Attempt<T> {
+  value: T;
+  tokensIn: number;
+  tokensOut: number;
+  finishReason: string | null;
+}
+
+/**
+ * Calls the session's candidates in order until one answers: a provider error or a 429 moves
+ * to the next (each failure and each move is a `model_call` event); the run's abort does not.
+ * Throws the last failure when none answered.
+ */
+export async function callWithFallback<T>(
+  session: GatewaySession,
+  via: ModelCallRecord["via"],
+  signal: AbortSignal | undefined,
+  attempt: (model: LanguageModelV3, m: ResolvedModel) => Promise<Attempt<T>>,
+): Promise<{ value: T; model: ResolvedModel }> {
+  const list = session.candidates();
+  let from: ModelCallRecord["fallback_from"];
+  let last: unknown = new Error("no model to call");
+  for (const m of list) {
+    const t0 = performance.now();
+    const base = {
+      provider: m.ref.provider,
+      model: m.ref.name,
+      via,
+      ...(from ? { fallback_from: from } : {}),
+    };
+    try {
+      const r = await attempt(session.languageModel(m), m);
+      await session.record({
+        ...base,
+        tokens_in: r.tokensIn,
+        tokens_out: r.tokensOut,
+        usd: 0,
+        latency_ms: Math.round(performance.now() - t0),
+        finish_reason: r.finishReason,
+        status: "ok",
+      });
+      return { value: r.value, model: m };
+    } catch (err) {
+      last = err;
+      const f = failureOf(err);
+      await session.record({
+        ...base,
+        tokens_in: 0,
+        tokens_out: 0,
+        usd: 0,
+        latency_ms: Math.round(performance.now() - t0),
+        finish_reason: null,
+        status: "error",
+        error: f.status !== null ? `${f.status}: ${f.message}` : f.message,
+      });
+      if (!movable(err, signal)) throw err;
+      from = {
+        provider: m.ref.provider,
+        model: m.ref.name,
+        reason:
+          f.status === 429
+            ? "429 rate limited"
+            : f.status !== null
+              ? `provider error ${f.status}`
+              : "provider error",
+      };
+    }
+  }
+  throw last;
+}

@@ -1,0 +1,167 @@
+// The assistant (kind assistant): warren's own model loop, in the server. The system prompt
+// is the system.md template with the agent's task and memory; the run's input is the user's
+// message. Each step sends the whole history to the model through the gateway; the tools it
+// asks for run one after another, each decided first by the agent's tool policy, and a
+// refused or failed call is that tool's answer to the model. An answer without a tool call
+// is the run's output. At most 40 steps; when the budget is reached, on_limit says whether
+// the run stops or makes one last call without tools.
+import type { ModelMessage, ToolModelMessage } from "ai";
+import { homeOf } from "../machines/placement.js";
+import { failureOf } from "../models/gateway.js";
+import { modelTurn, type TurnAnswer } from "../models/turn.js";
+import type { ToolsetFactory } from "../tools/types.js";
+import type { AgentRunContext, AgentRunner, AgentRunResult, RunUsage } from "./kinds.js";
+import { renderSystemPrompt, SYSTEM_TEMPLATE } from "./system-prompt.js";
+
+export const MAX_STEPS = 40;
+/** What of a tool's answer the trace keeps (the model is given it whole). */
+const TRACE_TOOL_OUTPUT_BYTES = 16 * 1024;
+export const MEMORY_FILE = "MEMORY.md";
+const MEMORY_MAX_BYTES = 64 * 1024;
+
+export interface AssistantOptions {
+  toolsets: ToolsetFactory;
+  /** A file of the agent's home by the home rules; null when it is not there. */
+  readHome(agent: { id: string; machineId: string }, path: string, maxBytes: number): Promise<Buffer | null>;
+  /** Streams each answer (server-sent events on the wire); default true. */
+  stream?: boolean;
+  /** The system.md template (default SYSTEM_TEMPLATE). */
+  template?: string;
+  now?: () => Date;
+}
+
+const cap = (s: string, bytes: number): string => {
+  const b = Buffer.from(s, "utf8");
+  return b.length <= bytes ? s : `${b.subarray(0, bytes).toString("utf8")}… (${b.length} bytes in all)`;
+};
+
+export class AssistantRunner implements AgentRunner {
+  constructor(private readonly o: AssistantOptions) {}
+
+  async run(ctx: AgentRunContext): Promise<AgentRunResult> {
+    const { gateway, events, signal, spec } = ctx;
+    const memory = await this.o
+      .readHome(ctx.agent, MEMORY_FILE, MEMORY_MAX_BYTES)
+      .then((b) => (b ? b.toString("utf8") : null))
+      .catch(() => null);
+    const system = renderSystemPrompt(this.o.template ?? SYSTEM_TEMPLATE, {
+      agent_name: ctx.agent.name,
+      agent_id: ctx.agent.id,
+      home: homeOf(ctx.agent.id),
+      date: (this.o.now?.() ?? new Date()).toISOString().slice(0, 10),
+      task: spec.instructions.trim() || "(no standing instructions: follow the user's message)",
+      memory: memory?.trim() || "(empty)",
+    });
+    const messages: ModelMessage[] = [{ role: "user", content: ctx.input }];
+    await events("prompt", { system, user: ctx.input });
+
+    const counts = { steps: 0, tool_calls: 0, tool_refusals: 0 };
+    const models: string[] = [];
+    const usage = (): RunUsage => ({ ...gateway.usage(), ...counts });
+    const done = (r: Omit<AgentRunResult, "usage" | "models" | "exit_code">): AgentRunResult => ({
+      ...r,
+      exit_code: r.status === "succeeded" ? 0 : null,
+      usage: usage(),
+      models,
+    });
+    const stream = this.o.stream ?? true;
+    const toolset = await this.o.toolsets.open({
+      runId: ctx.runId,
+      agent: {
+        id: ctx.agent.id,
+        orgId: ctx.agent.orgId,
+        machineId: ctx.agent.machineId,
+        slot: ctx.agent.slot,
+      },
+      spec,
+      signal,
+    });
+    let last = "";
+    const turn = async (toolChoice: "auto" | "none"): Promise<TurnAnswer> => {
+      const answer = await modelTurn(gateway, {
+        system,
+        messages,
+        tools: toolset.tools,
+        toolChoice,
+        signal,
+        stream,
+      });
+      counts.steps++;
+      if (!models.includes(answer.model.label)) models.push(answer.model.label);
+      last = answer.text;
+      await events("completion", {
+        step: counts.steps,
+        model: answer.model.label,
+        text: answer.text,
+        tool_calls: answer.toolCalls.map((c) => ({ id: c.id, name: c.name, input: c.input })),
+        finish_reason: answer.finishReason,
+      });
+      messages.push(...answer.messages);
+      ctx.progress?.(usage());
+      return answer;
+    };
+    try {
+      for (;;) {
+        signal.throwIfAborted();
+        const budget = gateway.budget();
+        if (!budget.ok) {
+          await events("budget", { ...budget, step: counts.steps });
+          const reached = `the run's ${budget.limit === "tokens" ? "token" : "dollar"} budget was reached (${budget.used} of ${budget.max})`;
+          if (budget.on_limit === "stop")
+            return done({ status: "failed", status_reason: `${reached}; stopped`, output: last });
+          messages.push({
+            role: "user",
+            content:
+              "The budget of this run is spent: answer now, with what you have, without calling a tool.",
+          });
+          const final = await turn("none");
+          return done({
+            status: "succeeded",
+            status_reason: `${reached}; finished with a last call without tools`,
+            output: final.text,
+          });
+        }
+        if (counts.steps >= MAX_STEPS)
+          return done({
+            status: "failed",
+            status_reason: `the model still asked for tools after ${MAX_STEPS} steps`,
+            output: last,
+          });
+        const answer = await turn("auto");
+        if (answer.toolCalls.length === 0) return done({ status: "succeeded", output: answer.text });
+        const results: ToolModelMessage["content"] = [];
+        // one after another, in the order the model asked
+        for (const call of answer.toolCalls) {
+          signal.throwIfAborted();
+          const outcome = await toolset.call(call.name, call.input);
+          counts.tool_calls++;
+          if (outcome.record.decision === "deny") counts.tool_refusals++;
+          await events("tool_call", {
+            step: counts.steps,
+            call_id: call.id,
+            ...outcome.record,
+            output: cap(outcome.output, TRACE_TOOL_OUTPUT_BYTES),
+          });
+          results.push({
+            type: "tool-result",
+            toolCallId: call.id,
+            toolName: call.name,
+            output: { type: "text", value: outcome.output },
+          });
+        }
+        messages.push({ role: "tool", content: results });
+        ctx.progress?.(usage());
+      }
+    } catch (err) {
+      if (signal.aborted) return done({ status: "cancelled", status_reason: "aborted", output: last });
+      const f = failureOf(err);
+      return done({
+        status: "failed",
+        status_reason: `the model call failed: ${f.status !== null ? `${f.status} ` : ""}${f.message}`,
+        output: last,
+      });
+    } finally {
+      await toolset.close();
+    }
+  }
+}

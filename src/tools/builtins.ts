@@ -1,0 +1,243 @@
+// The builtin tools: the agent's home files (read on the host by the home file rules: no link,
+// regular files only, never a path outside the home), a command in the box as the agent (the
+// walls of exec), and a GET of a URL under the agent's network allow-list.
+import type { AgentRow } from "../agents/service.js";
+import { policyOf } from "../agents/service.js";
+import type { HomeLayout, Trust } from "../boxes/index.js";
+import type { BUILTIN_TOOLS } from "../contract/spec.js";
+import { agentEnv, commandWalls, cwdOf, redactedIo } from "../exec/service.js";
+import { BoundedOutput } from "../exec/output.js";
+import { listHomeFolder, readHomeFile, writeHomeFile } from "../homes/files.js";
+import { parseHomePath } from "../homes/paths.js";
+import { uidOf } from "../machines/placement.js";
+import type { MachineRuntime } from "../runtime/index.js";
+import type { ResolvedSecrets } from "../secrets/service.js";
+import { bounded, MAX_OUTPUT_BYTES, num, readBody, str, ToolFailure, type ToolImpl } from "./impl.js";
+import { urlAllowed } from "./network.js";
+
+/** The largest file read_file reads and write_file writes. */
+export const FILE_TOOL_BYTES = 1024 * 1024;
+/** The most entries list_files gives. */
+const LIST_ENTRIES = 1000;
+/** run_command's default and longest time. */
+const COMMAND_DEFAULT_S = 60;
+const COMMAND_MAX_S = 600;
+/** web_fetch: the most bytes read, redirects followed, and its time. */
+const FETCH_MAX_BYTES = 1024 * 1024;
+const FETCH_REDIRECTS = 5;
+const FETCH_TIMEOUT_MS = 30_000;
+
+export interface BuiltinEnv {
+  agent: AgentRow;
+  trust: Trust;
+  layout: HomeLayout;
+  runtime: MachineRuntime;
+  secrets: ResolvedSecrets;
+  runId: string;
+}
+
+const pathParam = (what: string) => ({
+  type: "string",
+  description: `${what}: relative to the home (or /home/<agent id>/...)`,
+});
+
+function homePath(env: BuiltinEnv, raw: string): string[] {
+  return parseHomePath(env.agent.id, raw);
+}
+
+function readFile(env: BuiltinEnv): ToolImpl {
+  return {
+    kind: "builtin",
+    tool: {
+      name: "read_file",
+      description: `Reads a text file of your home (at most ${FILE_TOOL_BYTES} bytes). Links are not followed.`,
+      parameters: { type: "object", properties: { path: pathParam("the file") }, required: ["path"] },
+    },
+    async run(args) {
+      const dir = env.layout.homeDir(env.agent.machineId, env.agent.id);
+      const data = await readHomeFile(dir, homePath(env, str(args, "path")), {
+        maxBytes: FILE_TOOL_BYTES,
+        noLinks: true,
+      });
+      return data.toString("utf8");
+    },
+  };
+}
+
+function writeFile(env: BuiltinEnv): ToolImpl {
+  return {
+    kind: "builtin",
+    tool: {
+      name: "write_file",
+      description:
+        "Creates or replaces a file of your home with the given text; missing folders are made. Links are refused.",
+      parameters: {
+        type: "object",
+        properties: {
+          path: pathParam("the file"),
+          content: { type: "string", description: "the file's text" },
+        },
+        required: ["path", "content"],
+      },
+    },
+    async run(args) {
+      const components = homePath(env, str(args, "path"));
+      const data = Buffer.from(str(args, "content"), "utf8");
+      const dir = env.layout.homeDir(env.agent.machineId, env.agent.id);
+      await writeHomeFile(dir, components, data, {
+        maxBytes: FILE_TOOL_BYTES,
+        ...env.layout.fileOwner(uidOf(env.agent.slot), env.trust),
+      });
+      return `wrote ${data.length} bytes to ${components.join("/")}`;
+    },
+  };
+}
+
+function listFiles(env: BuiltinEnv): ToolImpl {
+  return {
+    kind: "builtin",
+    tool: {
+      name: "list_files",
+      description:
+        "Lists a folder of your home (the home itself when no path is given): name, type and size.",
+      parameters: { type: "object", properties: { path: pathParam("the folder") } },
+    },
+    async run(args) {
+      const raw = str(args, "path", { optional: true }) ?? "";
+      const components =
+        raw === "" || raw === "." || raw === "/home/" + env.agent.id ? [] : homePath(env, raw);
+      const dir = env.layout.homeDir(env.agent.machineId, env.agent.id);
+      const { entries, truncated } = await listHomeFolder(dir, components, LIST_ENTRIES);
+      if (entries.length === 0) return "(empty folder)";
+      const lines = entries.map((e) =>
+        e.type === "file"
+          ? `${e.name}\tfile\t${e.size}`
+          : `${e.name}${e.type === "folder" ? "/" : ""}\t${e.type}`,
+      );
+      if (truncated) lines.push(`[... more than ${LIST_ENTRIES} entries; only the first are shown]`);
+      return lines.join("\n");
+    },
+  };
+}
+
+function runCommand(env: BuiltinEnv): ToolImpl {
+  return {
+    kind: "builtin",
+    tool: {
+      name: "run_command",
+      description: `Runs a shell command (bash -c) in your box as you, in your home unless cwd is given. Answers its exit code, stdout and stderr. At most ${COMMAND_MAX_S} s (default ${COMMAND_DEFAULT_S} s).`,
+      parameters: {
+        type: "object",
+        properties: {
+          command: { type: "string", description: "the shell command" },
+          cwd: { type: "string", description: "the folder to run in, relative to the home" },
+          timeout_s: {
+            type: "number",
+            description: `seconds before it is killed (at most ${COMMAND_MAX_S})`,
+          },
+        },
+        required: ["command"],
+      },
+    },
+    async run(args, signal) {
+      const command = str(args, "command");
+      const cwd = str(args, "cwd", { optional: true });
+      const timeoutS = Math.min(COMMAND_MAX_S, Math.max(1, num(args, "timeout_s") ?? COMMAND_DEFAULT_S));
+      const agent = env.agent;
+      const argv = ["/bin/bash", "-c", command];
+      const stdout = new BoundedOutput(MAX_OUTPUT_BYTES);
+      const stderr = new BoundedOutput(MAX_OUTPUT_BYTES);
+      const io = redactedIo(
+        { signal, onStdout: (c: Buffer) => stdout.push(c), onStderr: (c: Buffer) => stderr.push(c) },
+        env.secrets,
+      );
+      let result;
+      try {
+        result = await env.runtime.exec(
+          agent.machineId,
+          {
+            argv,
+            env: agentEnv(agent, { ...env.secrets.env, WARREN_RUN_ID: env.runId }),
+            cwd: cwdOf(agent.id, cwd),
+            ...commandWalls(agent, env.trust, env.layout),
+            timeoutMs: timeoutS * 1000,
+          },
+          io,
+          { agentId: agent.id, runId: env.runId, argv },
+        );
+      } finally {
+        io.flush();
+      }
+      const head = result.timedOut
+        ? `timed out after ${timeoutS} s`
+        : result.cancelled
+          ? "cancelled"
+          : result.signal
+            ? `killed by ${result.signal}`
+            : `exit code ${result.exitCode}`;
+      const part = (name: string, o: BoundedOutput) =>
+        o.total === 0
+          ? ""
+          : `\n--- ${name}${o.truncated ? ` (first ${MAX_OUTPUT_BYTES} of ${o.total} bytes)` : ""}\n${o.text()}`;
+      return `${head}${part("stdout", stdout)}${part("stderr", stderr)}`;
+    },
+  };
+}
+
+function webFetch(env: BuiltinEnv): ToolImpl {
+  const allow = policyOf(env.agent).network.allow;
+  return {
+    kind: "builtin",
+    tool: {
+      name: "web_fetch",
+      description: `GETs an http or https URL and answers its status and body (text, at most ${FETCH_MAX_BYTES} bytes read). Only the hosts of your network allow-list can be reached.`,
+      parameters: {
+        type: "object",
+        properties: { url: { type: "string", description: "the URL" } },
+        required: ["url"],
+      },
+    },
+    async run(args, signal) {
+      let url: URL;
+      try {
+        url = new URL(str(args, "url"));
+      } catch (err) {
+        if (err instanceof ToolFailure) throw err;
+        throw new ToolFailure("the url is not a valid URL");
+      }
+      const timeout = AbortSignal.any([signal, AbortSignal.timeout(FETCH_TIMEOUT_MS)]);
+      for (let hop = 0; ; hop++) {
+        if (!urlAllowed(allow, url))
+          throw new ToolFailure(
+            `${url.host} is not in this agent's network allow-list (sandbox_policy.network.allow)`,
+          );
+        const res = await fetch(url, { method: "GET", redirect: "manual", signal: timeout });
+        const location = res.headers.get("location");
+        if (res.status >= 300 && res.status < 400 && location) {
+          await res.body?.cancel();
+          if (hop >= FETCH_REDIRECTS) throw new ToolFailure(`more than ${FETCH_REDIRECTS} redirects`);
+          url = new URL(location, url);
+          continue;
+        }
+        const { body, truncated } = await readBody(res, FETCH_MAX_BYTES);
+        const type = res.headers.get("content-type") ?? "";
+        const text = env.secrets.redactor.redactText(body.toString("utf8"));
+        return bounded(
+          `status ${res.status}${type ? `\ncontent-type: ${type}` : ""}${truncated ? `\n(first ${FETCH_MAX_BYTES} bytes)` : ""}\n\n${text}`,
+        );
+      }
+    },
+  };
+}
+
+const BUILDERS: Record<(typeof BUILTIN_TOOLS)[number], (env: BuiltinEnv) => ToolImpl> = {
+  read_file: readFile,
+  write_file: writeFile,
+  list_files: listFiles,
+  run_command: runCommand,
+  web_fetch: webFetch,
+};
+
+export function builtinTool(name: (typeof BUILTIN_TOOLS)[number], env: BuiltinEnv): ToolImpl {
+  return BUILDERS[name](env);
+}

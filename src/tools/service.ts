@@ -1,0 +1,197 @@
+// Opens a run's toolset from its agent's spec: the builtins it lists, its http tools and the
+// tools of its MCP servers. Every call is decided first by the agent's Cedar tool policy, then
+// run; a refusal or a failure is the answer the model gets, never a thrown error. Every call is
+// recorded (tool, arguments, decision and deciding policies, result size, duration, error).
+import { eq } from "drizzle-orm";
+import type { HomeLayout } from "../boxes/index.js";
+import { WarrenError } from "../errors.js";
+import type { Logger } from "../observability/log.js";
+import type { MachineRuntime } from "../runtime/index.js";
+import type { Secrets } from "../secrets/service.js";
+import type { Db } from "../store/index.js";
+import { schema } from "../store/index.js";
+import { builtinTool } from "./builtins.js";
+import { httpTool } from "./http.js";
+import { bounded, ToolFailure, type ToolImpl } from "./impl.js";
+import { connectMcp, type McpConnection } from "./mcp.js";
+import { ToolPolicy } from "./policy.js";
+import type {
+  RunTool,
+  ToolCallRecord,
+  ToolOutcome,
+  ToolRunContext,
+  Toolset,
+  ToolsetFactory,
+} from "./types.js";
+
+export interface ToolsOptions {
+  db: Db;
+  runtime: MachineRuntime;
+  layout: HomeLayout;
+  secrets: Secrets;
+  logger: Logger;
+}
+
+function messageOf(err: unknown): string {
+  if (err instanceof ToolFailure || err instanceof WarrenError) return err.message;
+  if (err instanceof Error) {
+    if (err.name === "TimeoutError") return "the call took too long and was stopped";
+    if (err.name === "AbortError") return "the call was cancelled";
+    const cause = (err as { cause?: unknown }).cause;
+    return cause instanceof Error && cause.message ? `${err.message}: ${cause.message}` : err.message;
+  }
+  return String(err);
+}
+
+class RunToolset implements Toolset {
+  readonly tools: readonly RunTool[];
+  readonly #byName: Map<string, ToolImpl>;
+  #closed = false;
+
+  constructor(
+    private readonly ctx: ToolRunContext,
+    impls: ToolImpl[],
+    private readonly policy: ToolPolicy,
+    private readonly hide: (text: string) => string,
+    private readonly connections: McpConnection[],
+    readonly warnings: readonly string[],
+    private readonly onClose: () => void,
+  ) {
+    this.#byName = new Map(impls.map((i) => [i.tool.name, i]));
+    this.tools = impls.map((i) => i.tool);
+  }
+
+  async call(name: string, args: unknown): Promise<ToolOutcome> {
+    const started = performance.now();
+    const impl = this.#byName.get(name);
+    const shownArgs = this.#redactedArgs(args);
+    const finish = async (
+      output: string,
+      decision: "allow" | "deny",
+      policies: string[],
+      error?: string,
+    ): Promise<ToolOutcome> => {
+      const shown = this.hide(output);
+      const record: ToolCallRecord = {
+        tool: name,
+        arguments: shownArgs,
+        decision,
+        policies,
+        result_bytes: Buffer.byteLength(shown),
+        duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
+        ...(error !== undefined ? { error: this.hide(error) } : {}),
+      };
+      await this.ctx.record?.(record);
+      return { output: shown, record };
+    };
+
+    if (this.#closed) return finish("the run's tools are closed", "deny", [], "closed");
+    if (!impl) {
+      const known = [...this.#byName.keys()].join(", ") || "none";
+      return finish(`there is no tool named ${name} (tools: ${known})`, "deny", [], "unknown tool");
+    }
+    const d = this.policy.decide({
+      agent: { id: this.ctx.agent.id, orgId: this.ctx.agent.orgId },
+      tool: { name, kind: impl.kind, ...(impl.server ? { server: impl.server } : {}) },
+      run: { id: this.ctx.runId, via: this.ctx.via ?? "loop" },
+      arguments: args ?? {},
+    });
+    if (d.decision === "deny") {
+      const why =
+        d.policies.length > 0
+          ? `forbidden by the policy ${d.policies.join(", ")}`
+          : "no policy permits it (the tool policy permits only what it names)";
+      return finish(
+        `the call was refused by the agent's tool policy: ${why}`,
+        "deny",
+        d.policies,
+        "denied by policy",
+      );
+    }
+    if (args !== undefined && args !== null && (typeof args !== "object" || Array.isArray(args)))
+      return finish("the arguments must be a JSON object", "allow", d.policies, "bad arguments");
+    try {
+      const out = await impl.run((args ?? {}) as Record<string, unknown>, this.ctx.signal);
+      return await finish(bounded(out), "allow", d.policies);
+    } catch (err) {
+      const msg = messageOf(err);
+      return finish(`the call failed: ${msg}`, "allow", d.policies, msg);
+    }
+  }
+
+  #redactedArgs(args: unknown): unknown {
+    try {
+      const text = JSON.stringify(args ?? {});
+      return JSON.parse(this.hide(text)) as unknown;
+    } catch {
+      return "[arguments that are not JSON]";
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.onClose();
+    await Promise.allSettled(this.connections.map((c) => c.close()));
+  }
+}
+
+/** Opens runs' toolsets, and finds the open one of a run (for the tool gateway). */
+export class Tools implements ToolsetFactory {
+  readonly #open = new Map<string, RunToolset>();
+
+  constructor(private readonly o: ToolsOptions) {}
+
+  /** The open toolset of a run, if any. */
+  forRun(runId: string): Toolset | undefined {
+    return this.#open.get(runId);
+  }
+
+  async open(ctx: ToolRunContext): Promise<Toolset> {
+    const o = this.o;
+    const [agent] = await o.db.select().from(schema.agents).where(eq(schema.agents.id, ctx.agent.id));
+    if (!agent) throw new WarrenError("not_found", "agent was not found");
+    const [machine] = await o.db
+      .select({ trust: schema.machines.trust })
+      .from(schema.machines)
+      .where(eq(schema.machines.id, agent.machineId));
+    if (!machine) throw new WarrenError("not_found", "machine was not found");
+    const secrets = await o.secrets.resolve(agent);
+    const hide = (t: string) => secrets.redactor.redactText(t);
+    const env = {
+      agent,
+      trust: machine.trust,
+      layout: o.layout,
+      runtime: o.runtime,
+      secrets,
+      runId: ctx.runId,
+    };
+
+    const impls: ToolImpl[] = [];
+    const connections: McpConnection[] = [];
+    const warnings: string[] = [];
+    for (const spec of ctx.spec.tools) {
+      if (spec.type === "builtin") impls.push(builtinTool(spec.name, env));
+      else if (spec.type === "http") impls.push(httpTool(spec, secrets));
+      else {
+        try {
+          const c = await connectMcp(spec, secrets, ctx.signal);
+          connections.push(c);
+          impls.push(...c.tools);
+        } catch (err) {
+          const msg = hide(`MCP server ${spec.name} (${spec.url}) could not be listed: ${messageOf(err)}`);
+          warnings.push(msg);
+          o.logger.warn({ runId: ctx.runId, server: spec.name }, msg);
+        }
+      }
+    }
+    const policy = ToolPolicy.compile(ctx.spec.tool_policy);
+    if (policy.problem)
+      warnings.push(`the tool policy does not validate, so every call is denied: ${policy.problem}`);
+    const set = new RunToolset(ctx, impls, policy, hide, connections, warnings, () => {
+      if (this.#open.get(ctx.runId) === set) this.#open.delete(ctx.runId);
+    });
+    this.#open.set(ctx.runId, set);
+    return set;
+  }
+}

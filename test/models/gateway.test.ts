@@ -1,0 +1,308 @@
+// The model gateway against local fake providers speaking the Anthropic Messages and OpenAI
+// Chat Completions wire formats (one JSON answer and server-sent events): keys from secrets,
+// counting, prices, budgets, routing, fallback on a 429, workload tokens.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { AgentSpec } from "../../src/contract/spec.js";
+import { Gateway, routeModel } from "../../src/models/gateway.js";
+import { Prices } from "../../src/models/prices.js";
+import { modelTurn } from "../../src/models/turn.js";
+import { startFakeAnthropic, startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
+
+const KEY = "sk-test-4f9a1c2e7d";
+const events: { type: string; data: any }[] = [];
+const sink = async (type: string, data: Record<string, unknown>) => void events.push({ type, data });
+const readTool = {
+  name: "read_file",
+  description: "read a file of the home",
+  parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+};
+const turns = [
+  {
+    text: "Let me look.",
+    tool_calls: [{ name: "read_file", input: { path: "notes/a.txt" } }],
+    usage: { input_tokens: 120, output_tokens: 30 },
+  },
+  {
+    text: "The file says hello, and that is the whole answer.",
+    usage: { input_tokens: 200, output_tokens: 12 },
+  },
+];
+
+function gateway(prices: Prices = new Prices(), scripts: Record<string, string> = {}) {
+  return new Gateway({
+    secretsOf: async () => ({ MODEL_KEY: KEY, OTHER_KEY: "sk-other-8c1d2e3f" }),
+    readHome: async (_a, p) => {
+      const s = scripts[p];
+      if (s === undefined) throw new Error(`no file ${p}`);
+      return Buffer.from(s);
+    },
+    prices,
+  });
+}
+const agent = {
+  id: "agt_0000000000000000000001",
+  orgId: "org_0000000000000000000001",
+  machineId: "mch_0000000000000000000001",
+};
+const specOf = (model: unknown, limits: unknown = {}) =>
+  AgentSpec.parse({ kind: "assistant", model, limits });
+
+describe("model gateway", () => {
+  let anth: FakeModelServer;
+  let oai: FakeModelServer;
+  before(async () => {
+    anth = await startFakeAnthropic(turns);
+    oai = await startFakeOpenAI(turns);
+  });
+  after(async () => {
+    await anth.close();
+    await oai.close();
+  });
+
+  for (const wire of ["anthropic", "openai"] as const)
+    for (const stream of [false, true])
+      test(`${wire} wire format, ${stream ? "streamed" : "one answer"}: tool call, then text; key sent, counted`, async () => {
+        const fake = wire === "anthropic" ? anth : oai;
+        fake.requests.length = 0;
+        events.length = 0;
+        const g = gateway();
+        const s = await g.open({
+          runId: "run_1",
+          agent,
+          spec: specOf({
+            provider: wire,
+            name: wire === "anthropic" ? "claude-sonnet-4-5" : "gpt-4o",
+            base_url: fake.baseUrl,
+            key_secret: "MODEL_KEY",
+          }),
+          input: "hi",
+          events: sink,
+        });
+        const messages: any[] = [{ role: "user", content: "What does notes/a.txt say?" }];
+        const first = await modelTurn(s, { system: "You are terse.", messages, tools: [readTool], stream });
+        assert.equal(first.text, "Let me look.");
+        assert.deepEqual(
+          first.toolCalls.map((c) => [c.name, c.input]),
+          [["read_file", { path: "notes/a.txt" }]],
+        );
+        assert.equal(first.finishReason, "tool-calls");
+        const req = fake.requests[0]!;
+        if (wire === "anthropic") {
+          assert.equal(req.headers["x-api-key"], KEY);
+          assert.equal(req.body.system[0].text, "You are terse.");
+          assert.equal(req.body.tools[0].name, "read_file");
+        } else {
+          assert.equal(req.headers.authorization, `Bearer ${KEY}`);
+          assert.equal(req.body.messages[0].role, "system");
+          assert.equal(req.body.tools[0].function.name, "read_file");
+        }
+        assert.equal(Boolean(req.body.stream), stream);
+        messages.push(...first.messages, {
+          role: "tool",
+          content: [
+            {
+              type: "tool-result",
+              toolCallId: first.toolCalls[0]!.id,
+              toolName: "read_file",
+              output: { type: "text", value: "hello" },
+            },
+          ],
+        });
+        const second = await modelTurn(s, { system: "You are terse.", messages, tools: [readTool], stream });
+        assert.equal(second.text, "The file says hello, and that is the whole answer.");
+        assert.equal(second.toolCalls.length, 0);
+        assert.equal(second.finishReason, "stop");
+        // the tool's answer went back on the wire
+        assert.match(JSON.stringify(fake.requests[1]!.body.messages), /hello/);
+        const calls = events.filter((e) => e.type === "model_call").map((e) => e.data);
+        assert.equal(calls.length, 2);
+        assert.deepEqual(
+          [calls[0].tokens_in, calls[0].tokens_out, calls[1].tokens_in, calls[1].tokens_out],
+          [120, 30, 200, 12],
+        );
+        const price = wire === "anthropic" ? [3, 15] : [2.5, 10];
+        assert.ok(Math.abs(calls[0].usd - (120 * price[0]! + 30 * price[1]!) / 1e6) < 1e-12);
+        assert.equal(calls[0].provider, wire);
+        assert.equal(calls[0].status, "ok");
+        assert.equal(calls[0].finish_reason, "tool-calls");
+        assert.ok(calls[0].latency_ms >= 0);
+        assert.deepEqual(s.usage(), {
+          tokens_in: 320,
+          tokens_out: 42,
+          usd: calls[0].usd + calls[1].usd,
+          calls: 2,
+        });
+        assert.doesNotMatch(JSON.stringify(events), new RegExp(KEY));
+        s.close();
+      });
+
+  test("a 429 moves to the fallback; both calls and the move are in the trace", async () => {
+    events.length = 0;
+    anth.script([{ error: { status: 429, message: "slow down" } }]);
+    oai.script([{ text: "answered by the fallback" }]);
+    try {
+      const s = await gateway().open({
+        runId: "run_2",
+        agent,
+        spec: specOf({
+          provider: "anthropic",
+          name: "claude-sonnet-4-5",
+          base_url: anth.baseUrl,
+          key_secret: "MODEL_KEY",
+          fallback: {
+            provider: "openai",
+            name: "gpt-4o-mini",
+            base_url: oai.baseUrl,
+            key_secret: "OTHER_KEY",
+          },
+        }),
+        input: "x",
+        events: sink,
+      });
+      const a = await modelTurn(s, {
+        system: "",
+        messages: [{ role: "user", content: "hi" }],
+        tools: [],
+        stream: true,
+      });
+      assert.equal(a.text, "answered by the fallback");
+      assert.equal(a.model.label, "openai:gpt-4o-mini");
+      const calls = events.filter((e) => e.type === "model_call").map((e) => e.data);
+      assert.equal(calls.length, 2);
+      assert.equal(calls[0].status, "error");
+      assert.match(calls[0].error, /^429/);
+      assert.equal(calls[1].status, "ok");
+      assert.deepEqual(calls[1].fallback_from, {
+        provider: "anthropic",
+        model: "claude-sonnet-4-5",
+        reason: "429 rate limited",
+      });
+      assert.equal(oai.requests.at(-1)!.headers.authorization, "Bearer sk-other-8c1d2e3f");
+      s.close();
+    } finally {
+      anth.script(turns);
+      oai.script(turns);
+    }
+  });
+
+  test("no fallback: the provider's error is thrown, and recorded", async () => {
+    events.length = 0;
+    oai.script([{ error: { status: 500, message: "boom" } }]);
+    try {
+      const s = await gateway().open({
+        runId: "run_3",
+        agent,
+        spec: specOf({ provider: "openai-compatible", name: "local", base_url: oai.baseUrl }),
+        input: "x",
+        events: sink,
+      });
+      await assert.rejects(
+        modelTurn(s, { system: "", messages: [{ role: "user", content: "hi" }], tools: [] }),
+      );
+      assert.equal(events.filter((e) => e.type === "model_call")[0]!.data.status, "error");
+      // no key_secret for a local server: no Authorization at all
+      assert.equal(oai.requests.at(-1)!.headers.authorization, undefined);
+      s.close();
+    } finally {
+      oai.script(turns);
+    }
+  });
+
+  test("budget: tokens and dollars, by the price table and its override", async () => {
+    const prices = new Prices({ "script:*": { input_per_mtok: 1000, output_per_mtok: 2000 } });
+    const script = JSON.stringify([
+      { text: "one", usage: { input_tokens: 100, output_tokens: 50 } },
+      { text: "two", usage: { input_tokens: 100, output_tokens: 50 } },
+    ]);
+    const g = gateway(prices, { "s.json": script });
+    const tokens = await g.open({
+      runId: "run_4",
+      agent,
+      spec: specOf({ provider: "script", name: "s.json" }, { max_tokens: 200, on_limit: "finish" }),
+      input: "",
+      events: sink,
+    });
+    await modelTurn(tokens, { system: "", messages: [{ role: "user", content: "a" }], tools: [] });
+    assert.deepEqual(tokens.budget(), { ok: true });
+    await modelTurn(tokens, {
+      system: "",
+      messages: [
+        { role: "user", content: "a" },
+        { role: "assistant", content: "one" },
+        { role: "user", content: "b" },
+      ],
+      tools: [],
+    });
+    assert.deepEqual(tokens.budget(), {
+      ok: false,
+      limit: "tokens",
+      max: 200,
+      used: 300,
+      on_limit: "finish",
+    });
+    const usd = await g.open({
+      runId: "run_5",
+      agent,
+      spec: specOf({ provider: "script", name: "s.json" }, { max_usd: 0.15 }),
+      input: "",
+      events: sink,
+    });
+    await modelTurn(usd, { system: "", messages: [{ role: "user", content: "a" }], tools: [] });
+    // 100 * 1000/1e6 + 50 * 2000/1e6 = 0.2 dollars
+    assert.ok(Math.abs(usd.usage().usd - 0.2) < 1e-9);
+    const b = usd.budget();
+    assert.equal(b.ok, false);
+    assert.equal(!b.ok && b.limit, "usd");
+    assert.equal(!b.ok && b.on_limit, "stop");
+    assert.equal(new Prices().usd("anthropic", "claude-sonnet-4-5-20250929", 1_000_000, 0), 3);
+    assert.equal(new Prices().lookup("openai-compatible", "who-knows"), null);
+  });
+
+  test("routing rules pick the model; workload tokens open and close", async () => {
+    const spec = specOf({
+      provider: "script",
+      name: "main.json",
+      routes: [
+        { when: { input_contains: "urgent" }, model: { provider: "script", name: "fast.json" } },
+        { when: { input_longer_than: 10 }, model: { provider: "script", name: "long.json" } },
+      ],
+    }).model!;
+    assert.equal(routeModel(spec, "urgent: x").name, "fast.json");
+    assert.equal(routeModel(spec, "a long input here").name, "long.json");
+    assert.equal(routeModel(spec, "short").name, "main.json");
+    const g = gateway(new Prices(), { "main.json": '[{"text":"ok"}]' });
+    const s = await g.open({
+      runId: "run_6",
+      agent,
+      spec: specOf({ provider: "script", name: "main.json" }),
+      input: "",
+      events: sink,
+    });
+    assert.match(s.token, /^wrk_[A-Za-z0-9_-]{43}$/);
+    assert.equal(g.byToken(s.token), s);
+    assert.equal(g.byToken("wrk_nope"), null);
+    s.close();
+    assert.equal(g.byToken(s.token), null);
+    await assert.rejects(
+      g.open({
+        runId: "run_7",
+        agent,
+        spec: specOf({ provider: "anthropic", name: "claude-sonnet-4-5", key_secret: "MISSING" }),
+        input: "",
+        events: sink,
+      }),
+      /MISSING.*does not reach this agent/,
+    );
+    await assert.rejects(
+      g.open({
+        runId: "run_8",
+        agent,
+        spec: specOf({ provider: "script", name: "none.json" }),
+        input: "",
+        events: sink,
+      }),
+      /could not be read/,
+    );
+  });
+});
