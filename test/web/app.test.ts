@@ -440,6 +440,58 @@ describe("the operator app", { concurrency: false }, () => {
     await api(OWNER, "POST", `/api/machines/${agent.machine_id}/stop`);
   });
 
+  test("an assistant agent: its spec edited in Settings, an agent run's trace with model and tool calls", async () => {
+    const helper = (await api(OWNER, "GET", `/api/agents?org_id=${orgId}`)).body.items.find(
+      (a: any) => a.name === "helper",
+    );
+    // the scripted model's turns, a file of the agent's home: list the home, then answer
+    const turns = {
+      turns: [{ tool_calls: [{ name: "list_files", input: {} }] }, { text: "I looked around: all is well." }],
+    };
+    const put = await fetch(`${base}/api/agents/${helper.id}/files/turns.json`, {
+      method: "PUT",
+      headers: { "x-forwarded-email": OWNER, "content-type": "application/octet-stream" },
+      body: JSON.stringify(turns),
+    });
+    assert.equal(put.status, 204);
+    await owner.goto(`${base}/agents/${helper.id}/settings`);
+    await owner.locator('select[name="spec_kind"]').selectOption("assistant");
+    await owner.locator('textarea[name="spec_model"]').fill('{"provider": "script", "name": "turns.json"}');
+    await owner.locator('textarea[name="spec_instructions"]').fill("Look around, then say so.");
+    await owner.locator('textarea[name="spec_tools"]').fill('[{"type": "builtin", "name": "list_files"}]');
+    await owner
+      .locator('textarea[name="spec_tool_policy"]')
+      .fill('@id("all") permit(principal, action, resource);');
+    await owner.getByRole("button", { name: "Save settings" }).click();
+    await owner.getByText("Saved.").waitFor();
+    const saved = (await api(OWNER, "GET", `/api/agents/${helper.id}`)).body;
+    assert.equal(saved.kind, "assistant");
+    assert.equal(saved.instructions, "Look around, then say so.");
+    assert.equal(saved.max_workspace_mib, 8000, "saving the spec changed Max disk");
+    assert.ok(saved.spec_version >= 1);
+    await owner.goto(`${base}/agents/${helper.id}`);
+    assert.match(
+      await owner.getByTestId("spec").innerText(),
+      /assistant[\s\S]*script turns\.json[\s\S]*list_files \(builtin\)/,
+    );
+    await owner.goto(`${base}/agents/${helper.id}/runs`);
+    await owner.locator('textarea[name="run_input"]').fill("How is the home?");
+    await owner.getByRole("button", { name: "Start agent run" }).click();
+    await owner.waitForURL(/\/runs\/run_/);
+    await owner
+      .getByTestId("run-status")
+      .getByText(/^succeeded/)
+      .waitFor({ timeout: 120_000 });
+    const trace = owner.getByTestId("trace");
+    await trace.getByText("exit", { exact: true }).waitFor();
+    const types = await trace.locator("li b").allInnerTexts();
+    assert.ok(types.includes("model_call") && types.includes("tool_call"), types.join(","));
+    assert.match(await trace.innerText(), /list_files ALLOW/);
+    assert.match(await owner.getByTestId("run-output").innerText(), /all is well/);
+    assert.match(await owner.getByTestId("run-usage").innerText(), /2 steps · 1 tool calls \(0 refused\)/);
+    await shot(owner, "13-agent-run-trace");
+  });
+
   test("members are added with roles", async () => {
     await owner.goto(`${base}/orgs/${orgId}`);
     for (const [email, role] of [
@@ -451,7 +503,7 @@ describe("the operator app", { concurrency: false }, () => {
       await owner.getByRole("button", { name: "Add or change member" }).click();
       await owner.getByRole("cell", { name: email }).waitFor();
     }
-    await shot(owner, "13-org");
+    await shot(owner, "14-org");
   });
 
   test("a viewer sees no button it cannot use", async () => {
@@ -479,11 +531,11 @@ describe("the operator app", { concurrency: false }, () => {
     await viewer.getByText(/Your role \(viewer\) reads these settings/).waitFor();
     assert.equal(await viewer.getByRole("button", { name: "Save settings" }).count(), 0);
     assert.ok(await viewer.locator('input[name="max_workspace_mib"]').isDisabled());
-    await shot(viewer, "14-viewer-settings");
+    await shot(viewer, "15-viewer-settings");
     await viewer.goto(`${base}/secrets?org=${orgId}`);
     await viewer.getByTestId("secrets").getByText("APP_TOKEN").waitFor();
     assert.equal(await viewer.getByRole("button", { name: /Create secret|Delete/ }).count(), 0);
-    await shot(viewer, "15-viewer-secrets");
+    await shot(viewer, "16-viewer-secrets");
   });
 
   test("an auditor sees the record without outputs, files, traces or terminal", async () => {
@@ -502,20 +554,20 @@ describe("the operator app", { concurrency: false }, () => {
     // the command is the record; what it printed is not
     const page = await auditor.content();
     assert.ok(!page.includes("tok=[redacted]"), "the auditor sees the run's output");
-    await shot(auditor, "16-auditor-run");
+    await shot(auditor, "17-auditor-run");
     for (const tab of ["files", "terminal"]) {
       await auditor.goto(`${base}/agents/${agentId}/${tab}`);
       await auditor.getByText(/Your role \(auditor\) does not show this agent's/).waitFor();
     }
-    await shot(auditor, "17-auditor-files");
+    await shot(auditor, "18-auditor-files");
   });
 
   test("a narrow window: nothing wider than the screen", async () => {
     const narrow = await personAt(OWNER, { width: 390, height: 800 });
     for (const [p, name] of [
-      [`/agents/${agentId}`, "18-narrow-agent"],
-      [`/agents/${agentId}/settings`, "19-narrow-settings"],
-      [`/orgs/${orgId}`, "20-narrow-org"],
+      [`/agents/${agentId}`, "19-narrow-agent"],
+      [`/agents/${agentId}/settings`, "20-narrow-settings"],
+      [`/orgs/${orgId}`, "21-narrow-org"],
     ] as const) {
       await narrow.goto(`${base}${p}`);
       await narrow.waitForLoadState("networkidle");

@@ -9,6 +9,7 @@ import { Empty, ErrorBox, Loading, mib, UseBar } from "../ui";
 import { RunsTab } from "./Runs";
 import { SettingsTab } from "./Settings";
 import { FilesTab } from "./Files";
+import { SpecView } from "./Spec";
 
 const TerminalTab = lazy(() => import("../terminal/TerminalTab").then((m) => ({ default: m.TerminalTab })));
 
@@ -101,6 +102,7 @@ export function AgentPage({ id, tab }: { id: string; tab: string }) {
               <dt>Created</dt>
               <dd>{new Date(a.created_at).toLocaleString()}</dd>
             </dl>
+            <SpecView agent={a} />
             <h2>Environment of every command</h2>
             <pre className="env">
               {[
@@ -116,7 +118,7 @@ export function AgentPage({ id, tab }: { id: string; tab: string }) {
             <pre className="env">{JSON.stringify(a.sandbox_policy, null, 2)}</pre>
           </section>
         ) : current.id === "runs" ? (
-          <RunsTab agentId={id} runs={runs} can={can} />
+          <RunsTab agentId={id} kind={a.kind} runs={runs} can={can} />
         ) : current.id === "files" ? (
           <FilesTab agentId={id} can={can} />
         ) : current.id === "terminal" ? (

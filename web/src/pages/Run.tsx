@@ -42,11 +42,41 @@ function useTrace(runId: string, enabled: boolean, ended: boolean) {
   return { events, error };
 }
 
+/** A value of an event as short text. */
+const text = (v: unknown): string =>
+  v === undefined || v === null
+    ? ""
+    : typeof v === "string"
+      ? v
+      : typeof v === "number" || typeof v === "boolean"
+        ? String(v)
+        : JSON.stringify(v);
+
 function summary(e: RunEvent): string {
   const d = (e.data ?? {}) as Record<string, unknown>;
   switch (e.type) {
     case "output":
       return `${String(d.stream)}: ${String(d.data).slice(0, 200)}`;
+    case "model_call":
+      return [
+        `${text(d.provider)}:${text(d.model)} ${text(d.status)}`,
+        d.tokens_in !== undefined ? `${text(d.tokens_in)}→${text(d.tokens_out)} tokens` : "",
+        d.usd !== undefined ? `$${Number(d.usd).toFixed(6)}` : "",
+        d.latency_ms !== undefined ? `${text(d.latency_ms)} ms` : "",
+        d.error ? `error ${text(d.error)}` : "",
+      ]
+        .filter(Boolean)
+        .join(" · ");
+    case "tool_call":
+      return [
+        `${text(d.tool)} ${text(d.decision).toUpperCase()}`,
+        text(d.arguments).slice(0, 120),
+        d.error ? `error ${text(d.error)}` : "",
+      ]
+        .filter(Boolean)
+        .join(" · ");
+    case "completion":
+      return `step ${text(d.step)}: ${text(d.text).slice(0, 160) || "(no text)"}`;
     case "exit":
       return Object.entries(d)
         .map(([k, v]) => `${k} ${JSON.stringify(v)}`)
@@ -101,7 +131,8 @@ export function RunPage({ agentId, runId }: { agentId: string; runId: string }) 
           <p className="sub" data-testid="run-status" aria-live="polite">
             {r.status}
             {r.status_reason ? `: ${r.status_reason}` : ""}
-            {r.exit_code !== null ? ` · exit ${r.exit_code}` : ""} · <code>{r.argv.join(" ")}</code>
+            {r.exit_code !== null ? ` · exit ${r.exit_code}` : ""} ·{" "}
+            <code>{r.argv.length ? r.argv.join(" ") : `${r.kind} run`}</code>
           </p>
           {can.write && !ended && (
             <Action
@@ -114,6 +145,12 @@ export function RunPage({ agentId, runId }: { agentId: string; runId: string }) 
             </Action>
           )}
           <ErrorBox error={cancel.error} />
+          {r.usage && (
+            <p className="sub" data-testid="run-usage">
+              {r.usage.steps} steps · {r.usage.tool_calls} tool calls ({r.usage.tool_refusals} refused) ·{" "}
+              {r.usage.tokens_in} tokens in, {r.usage.tokens_out} out · ${r.usage.usd.toFixed(4)}
+            </p>
+          )}
           <h2>Output</h2>
           {r.output_withheld ? (
             <Empty>Your role (auditor) sees the record of a run without its output or trace.</Empty>
@@ -147,7 +184,8 @@ export function RunPage({ agentId, runId }: { agentId: string; runId: string }) 
             <dl className="spec" data-testid="receipt">
               <dt>Ran</dt>
               <dd>
-                <code>{r.receipt.argv.join(" ")}</code> as uid {r.receipt.uid}
+                <code>{r.receipt.argv.length ? r.receipt.argv.join(" ") : `${r.receipt.kind} run`}</code> as
+                uid {r.receipt.uid}
               </dd>
               <dt>Server version</dt>
               <dd>{r.receipt.server_version}</dd>

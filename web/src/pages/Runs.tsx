@@ -1,16 +1,30 @@
 // The Runs tab: the agent's runs (live while one goes on) and a new command run.
 import { useMutation, useQueryClient, type UseQueryResult } from "@tanstack/react-query";
 import { useState } from "react";
-import type { Run } from "warren/sdk";
+import type { AgentKind, Run } from "warren/sdk";
 import { keys, warren, type Can } from "../api";
 import { Link, navigate } from "../router";
 import { Action, Empty, ErrorBox, Loading, StatusBadge, when } from "../ui";
 
-export function RunsTab({ agentId, runs, can }: { agentId: string; runs: UseQueryResult<Run[]>; can: Can }) {
+export function RunsTab({
+  agentId,
+  kind,
+  runs,
+  can,
+}: {
+  agentId: string;
+  kind: AgentKind;
+  runs: UseQueryResult<Run[]>;
+  can: Can;
+}) {
   const qc = useQueryClient();
   const [command, setCommand] = useState("");
+  const [input, setInput] = useState("");
   const start = useMutation({
-    mutationFn: () => warren.runs.create(agentId, { command }),
+    mutationFn: (agentRun: boolean) =>
+      agentRun
+        ? warren.runs.create(agentId, { kind: "agent", input })
+        : warren.runs.create(agentId, { command }),
     onSuccess: async (run) => {
       qc.setQueryData(keys.run(run.id), run);
       await qc.invalidateQueries({ queryKey: keys.runs(agentId) });
@@ -19,12 +33,35 @@ export function RunsTab({ agentId, runs, can }: { agentId: string; runs: UseQuer
   });
   return (
     <section>
+      {can.write && kind !== "command" && (
+        <form
+          className="inline"
+          onSubmit={(e) => {
+            e.preventDefault();
+            start.mutate(true);
+          }}
+        >
+          <label className="grow">
+            Input for the {kind} agent
+            <textarea
+              name="run_input"
+              rows={2}
+              value={input}
+              onChange={(e) => setInput(e.target.value)}
+              required
+            />
+          </label>
+          <Action type="submit" busy={start.isPending && start.variables} busyLabel="Starting…">
+            Start agent run
+          </Action>
+        </form>
+      )}
       {can.write && (
         <form
           className="inline"
           onSubmit={(e) => {
             e.preventDefault();
-            start.mutate();
+            start.mutate(false);
           }}
         >
           <label className="grow">
@@ -37,7 +74,7 @@ export function RunsTab({ agentId, runs, can }: { agentId: string; runs: UseQuer
               required
             />
           </label>
-          <Action type="submit" busy={start.isPending} busyLabel="Starting…">
+          <Action type="submit" busy={start.isPending && !start.variables} busyLabel="Starting…">
             Start run
           </Action>
           <ErrorBox error={start.error} />

@@ -5,6 +5,7 @@ import { useState } from "react";
 import type { Agent, Usage } from "warren/sdk";
 import { keys, warren, type Can } from "../api";
 import { MaxDisk } from "../disk";
+import { useSpecForm } from "./Spec";
 import { Action, ErrorBox, Loading } from "../ui";
 
 const lines = (s: string) =>
@@ -22,9 +23,11 @@ export function SettingsTab({ agent, usage, can }: { agent: Agent; usage: Usage 
   const [write, setWrite] = useState((p.files?.write ?? []).join("\n"));
   const [allow, setAllow] = useState((p.network?.allow ?? []).join("\n"));
   const [warnings, setWarnings] = useState<string[]>([]);
+  const spec = useSpecForm(agent);
   const save = useMutation({
     mutationFn: () =>
       warren.agents.update(agent.id, {
+        ...spec.patch(),
         name,
         max_workspace_mib: cap,
         sandbox_policy: {
@@ -114,6 +117,7 @@ export function SettingsTab({ agent, usage, can }: { agent: Agent; usage: Usage 
           />
         </label>
       </div>
+      {spec.fields(ro)}
       <ErrorBox error={save.error} />
       {warnings.map((w) => (
         <p key={w} className="warn" role="status">
