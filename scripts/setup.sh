@@ -5,8 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # bubblewrap: boxes; postgresql: the test suite's real server; gcc, libc6-dev, linux-libc-dev: the
-# exec helper; procps, util-linux: ps and setsid in boxes; strace: a hostile test traces boxd
-pkgs=(bubblewrap postgresql gcc libc6-dev linux-libc-dev make util-linux procps iproute2 strace)
+# exec helper; procps, util-linux: ps and setsid in boxes; strace: a hostile test traces boxd;
+# python3: box tests drive sockets with it; openssl, curl, git: the egress tests (a certificate, tools in the box)
+pkgs=(bubblewrap postgresql gcc libc6-dev linux-libc-dev make util-linux procps iproute2 strace python3 openssl curl git)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

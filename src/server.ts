@@ -7,12 +7,15 @@ import { Access } from "./access/index.js";
 import { enforce, runChecks, stateProbes, type Probes } from "./boot/checks.js";
 import { lockStateRoot } from "./boot/lock.js";
 import { Agents } from "./agents/service.js";
+import { Bridges } from "./bridges/index.js";
 import { createProvider, type BoxProvider } from "./boxes/index.js";
 import type { Config } from "./config/index.js";
+import { Egress } from "./egress/service.js";
 import { Exec } from "./exec/service.js";
 import { Guilds } from "./guilds/service.js";
 import { buildApp } from "./http/app.js";
 import { agentRoutes, guildRoutes } from "./http/routes/agents.js";
+import { egressRoutes } from "./http/routes/egress.js";
 import { execRoutes } from "./http/routes/exec.js";
 import { homeRoutes } from "./http/routes/homes.js";
 import { portRoutes } from "./http/routes/ports.js";
@@ -51,6 +54,8 @@ export interface Server {
   store: Store;
   provider: BoxProvider;
   runtime: MachineRuntime;
+  /** Handlers of the boxes' bridges (BOX_BRIDGES), by name. */
+  bridges: Bridges;
   registry: GenerationRegistry;
   runs: Runs;
   /** Opens runs' toolsets (the Assistant loop's, and the tool gateway's for harness runs). */
@@ -76,6 +81,8 @@ export interface ServerOptions {
   defaultMetrics?: boolean;
   /** Replaces boot checks' probes (tests simulate a missing part). */
   probes?: Probes;
+  /** Names the egress proxy resolves from this table instead of the system's resolver (tests). */
+  egressHosts?: Record<string, string[]>;
 }
 
 /** The boot checks of a configuration: the provider's probes of the host, the state tree's. */
@@ -208,6 +215,9 @@ async function compose(
   // agents' calls from inside their boxes (warren-secret): each running box keeps a channel
   const agentCalls = new AgentCalls(store.db, secrets, layout, logger);
   runtime.setCallHandler((machineId, call) => agentCalls.handle(machineId, call));
+  // connections from agents' commands to the boxes' bridge ports (BOX_BRIDGES): a handler per name
+  const bridges = new Bridges(store.db, logger);
+  runtime.setBridgeHandler(bridges.accept);
   const orgs = new Orgs(store.db, access);
   const machines = new Machines(store.db, access, layout, () => runtime);
   const agents: Agents = new Agents(
@@ -222,6 +232,16 @@ async function compose(
   const guilds = new Guilds(store.db, access, agents);
   const exec = new Exec(store.db, agents, runtime, layout, metrics, secrets);
   const tools = new Tools({ db: store.db, runtime, layout, secrets, logger });
+  // the agents' way out of their boxes: the `egress` bridge into the filtering proxy
+  const egress = new Egress({
+    db: store.db,
+    agents,
+    logger,
+    runOf: (agentId) => registry.forAgent(agentId)?.runId,
+    maxConnections: config.EGRESS_MAX_CONNECTIONS,
+    ...(opts.egressHosts ? { hosts: opts.egressHosts } : {}),
+  });
+  bridges.register("egress", egress.handler);
 
   const ver = await version();
   const caps = new DiskCaps(store.db, layout, config.WORKSPACE_MAX_MIB);
@@ -283,6 +303,7 @@ async function compose(
       ...agentRoutes(agents),
       ...guildRoutes(guilds),
       ...execRoutes(exec),
+      ...egressRoutes(egress),
       ...runRoutes(runs),
       ...secretRoutes(secrets),
       ...portRoutes(agents, runtime),
@@ -298,6 +319,7 @@ async function compose(
     store,
     provider,
     runtime,
+    bridges,
     registry,
     runs,
     tools,
@@ -319,6 +341,7 @@ async function compose(
       await Promise.race([requests, new Promise((r) => setTimeout(r, 5000).unref())]);
       if (o.stopBoxes) await runtime.stopAll("stopped with the server (--stop-boxes)");
       runtime.close();
+      await egress.close();
       await store.close();
       releaseLock();
     },

@@ -12,6 +12,7 @@
  *              state table), the exit answer
  *   forward.c  a connection forwarded to a TCP port in the box
  *   calls.c    agents' calls to the server (warren-secret), on a socket of their own
+ *   bridge.c   TCP ports in the box whose connections are carried to the server (bridge.h)
  *   cgroup.c   the per-command cgroups: make, limit, list, count, read usage, remove
  *   spec.c     the checks of an exec request, and the options it gives the helper
  *   json.c     the JSON reader and writer of the control messages
@@ -24,6 +25,7 @@
  * Arguments (see bwrapArgv in src/boxes/local/bwrap.ts):
  *   --socket PATH --spawn PATH --seccomp PATH --cgroup-version 1|2
  *   --cgroup NAME=DIR (repeat) --ready-fd N --orphan-after-s N [--calls-socket PATH]
+ *   [--bridge NAME=PORT (repeat)]
  */
 #ifndef BOXD_H
 #define BOXD_H
@@ -59,7 +61,7 @@
 #define GRAVEYARD 1024
 
 /* What an epoll event is about: every registered fd carries one of these. */
-enum wkind { W_LISTEN, W_SIGNAL, W_CONN, W_TARGET, W_OUT, W_ERR, W_IN, W_SPEC, W_CALLS_LISTEN, W_CALL };
+enum wkind { W_LISTEN, W_SIGNAL, W_CONN, W_TARGET, W_OUT, W_ERR, W_IN, W_SPEC, W_CALLS_LISTEN, W_CALL, W_BRIDGE_LISTEN };
 
 struct watch {
   enum wkind kind;
@@ -72,6 +74,15 @@ struct cgroot {
   char *name, *dir;
 };
 
+#define MAX_BRIDGES 8
+/* A bridge (bridge.h): its name, its port on the box's loopback, the listening socket. */
+struct bridge {
+  char *name;
+  int port;
+  int fd;
+  struct watch w;
+};
+
 struct config {
   const char *socket, *spawn_helper, *seccomp;
   const char *calls_socket; /* agents' calls (calls.c); NULL = none */
@@ -80,6 +91,8 @@ struct config {
   int nroots;
   int ready_fd;
   int orphan_after_s; /* 0: never; else exit when no server contact for this long */
+  struct bridge bridges[MAX_BRIDGES];
+  int nbridges;
 };
 
 /* A list of names (cgroup names of commands). */
@@ -92,6 +105,7 @@ struct helper;
 struct exec;
 struct conn;
 struct call;
+struct pending;
 
 struct boxd {
   struct config cfg;
@@ -125,6 +139,11 @@ struct boxd {
   int ncalls;
   unsigned long call_counter;
   struct conn *calls_conn; /* the server's standing `calls` connection, or NULL */
+  /* bridges (bridge.c) */
+  struct pending *pending;   /* accepted connections waiting for the server's claim */
+  int npending;
+  unsigned long bridge_counter;
+  struct conn *bridges_conn; /* the server's standing `bridges` connection, or NULL */
 };
 
 /* ---- util.c ------------------------------------------------------------------------ */

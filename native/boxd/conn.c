@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "bridge.h"
 #include "calls.h"
 #include "exec.h"
 #include "spec.h"
@@ -24,6 +25,7 @@ void conn_destroy(struct conn *c) {
   buf_free(&c->t.out);
   if (c->exec) exec_conn_gone(c->exec);
   if (c->bd->calls_conn == c) calls_server_gone(c->bd);
+  if (c->bd->bridges_conn == c) bridges_server_gone(c->bd);
   conn_maybe_free(c);
 }
 
@@ -254,7 +256,13 @@ static void conn_open(struct conn *c, const char *payload, size_t len) {
     fwd_start(c, (int)port);
   } else if (json_is_str(op, "calls")) {
     calls_attach(c);
-  } else if (json_is_str(op, "pty") || json_is_str(op, "egress")) {
+  } else if (json_is_str(op, "bridges")) {
+    bridges_attach(c);
+  } else if (json_is_str(op, "bridge")) {
+    long id;
+    if (spec_int(json_get(x, "id"), "id", 1, MAX_ID, &id, &e)) goto fail;
+    bridge_claim(c, (unsigned long)id);
+  } else if (json_is_str(op, "pty")) {
     buf_printf(&e.msg, "op %s is reserved and not implemented yet", op->s);
     code = "unsupported";
     goto fail;

@@ -10,6 +10,7 @@
  *   FORWARD_WAIT  connecting to the port in the box
  *   FORWARD       a raw byte pipe both ways, half-close passed through
  *   CALLS         the server's standing channel for agents' calls (calls.h)
+ *   BRIDGES       the server's standing channel for bridged connections (bridge.h)
  *   ENDED         an error was answered; input is discarded
  * Besides the state it tracks each direction of its socket (and of the target's):
  * `ending` (shut the write side once what is queued is written), `wr_shut`, `rd_eof`.
@@ -21,7 +22,7 @@
 
 #include "boxd.h"
 
-enum cstate { C_OPEN, C_PING, C_EXEC, C_FORWARD_WAIT, C_FORWARD, C_CALLS, C_ENDED };
+enum cstate { C_OPEN, C_PING, C_EXEC, C_FORWARD_WAIT, C_FORWARD, C_CALLS, C_BRIDGES, C_ENDED };
 
 /* The target of a forwarded connection: 127.0.0.1:port in the box. */
 struct target {
@@ -76,6 +77,8 @@ void conn_update(struct conn *c);
 /* ---- forward.c --------------------------------------------------------------------- */
 
 void fwd_start(struct conn *c, int port);
+/* The connection becomes a pipe to fd, a socket already connected (a bridged one). */
+void fwd_adopt(struct conn *c, int fd);
 void fwd_on_event(struct conn *c, uint32_t events);
 /* Client bytes for the target (after the forwarded answer). */
 void fwd_from_client(struct conn *c);

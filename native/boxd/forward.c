@@ -87,6 +87,8 @@ void fwd_start(struct conn *c, int port) {
   conn_update(c);
 }
 
+static void fwd_begin(struct conn *c);
+
 static void fwd_connected(struct conn *c) {
   int err = 0;
   socklen_t len = sizeof err;
@@ -95,6 +97,19 @@ static void fwd_connected(struct conn *c) {
     refused(c, err);
     return;
   }
+  fwd_begin(c);
+}
+
+void fwd_adopt(struct conn *c, int fd) {
+  c->t.port = 0;
+  c->t.fd = fd;
+  c->t.w = (struct watch){W_TARGET, c};
+  ep_set(c->bd, fd, &c->t.w, 0, 1);
+  fwd_begin(c);
+}
+
+/* The target is connected: the answer, then the pipe. */
+static void fwd_begin(struct conn *c) {
   c->state = C_FORWARD;
   struct buf j = {0};
   buf_puts(&j, "{\"type\":\"forwarded\"}");

@@ -14,6 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "bridge.h"
 #include "calls.h"
 #include "cgroup.h"
 #include "conn.h"
@@ -40,6 +41,10 @@ static void parse_args(struct config *cfg, int argc, char **argv) {
     else if (!strcmp(key, "--spawn")) cfg->spawn_helper = value;
     else if (!strcmp(key, "--seccomp")) cfg->seccomp = value;
     else if (!strcmp(key, "--calls-socket")) cfg->calls_socket = value;
+    else if (!strcmp(key, "--bridge")) {
+      const char *err = bridge_arg(cfg, value);
+      if (err) usage_die("%s", err);
+    }
     else if (!strcmp(key, "--cgroup-version")) cfg->version = !strcmp(value, "2") ? 2 : 1;
     else if (!strcmp(key, "--cgroup")) {
       const char *eq = strchr(value, '=');
@@ -150,6 +155,9 @@ static void dispatch(struct boxd *bd, struct watch *w, uint32_t ev) {
     case W_CALL:
       calls_on_watch(bd, w, ev);
       break;
+    case W_BRIDGE_LISTEN:
+      bridges_on_watch(bd, w);
+      break;
   }
 }
 
@@ -200,6 +208,7 @@ static void watch_owner(struct boxd *bd, double now) {
 static void after_events(struct boxd *bd) {
   double now = now_ms();
   exec_run_timers(bd, now);
+  bridges_expire(bd, now);
   if (bd->listen_paused_until > 0 && bd->listen_paused_until <= now) {
     bd->listen_paused_until = 0;
     ep_set(bd, bd->listen_fd, &bd->listen_w, EPOLLIN, 0);
@@ -274,6 +283,11 @@ int main(int argc, char **argv) {
   bd.socket_ino = (unsigned long)sock_st.st_ino;
   if (calls_listen(&bd) != 0) {
     logf_("listen on %s: %s", bd.cfg.calls_socket, strerror(errno));
+    return 1;
+  }
+  int bridge_port = 0;
+  if (bridges_listen(&bd, &bridge_port) != 0) {
+    logf_("listen on 127.0.0.1:%d: %s", bridge_port, strerror(errno));
     return 1;
   }
   ep_set(&bd, bd.signal_fd, &bd.signal_w, EPOLLIN, 1);

@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { networkEntryProblem, SandboxPolicy as sandboxPolicySchema } from "../contract/policy.js";
+import {
+  networkEntryProblem,
+  parseIp,
+  parseNetworkEntry,
+  SandboxPolicy as sandboxPolicySchema,
+} from "../contract/policy.js";
 import { fileAccessOf } from "./policy.js";
 
 test("network entries: the allowed forms", () => {
@@ -11,6 +16,12 @@ test("network entries: the allowed forms", () => {
     "*.example.com:8443",
     "1.2.3.4:80",
     "localhost",
+    "10.0.0.0/8",
+    "192.168.1.7/32",
+    "::1",
+    "[2001:db8::1]:443",
+    "2001:db8::/32",
+    "[::ffff:10.1.2.3]",
   ]) {
     assert.equal(networkEntryProblem(ok), null, ok);
   }
@@ -30,9 +41,51 @@ test("network entries: the refused forms", () => {
     "300.1.1.1:80",
     "-bad.com",
     "example.com:http",
+    "01.2.3.4",
+    "10.0.0.0/33",
+    "10.0.0.0/0",
+    "::/0",
+    "1.2.3.4/x",
+    "[::1",
+    "[::1]x",
+    "1::2::3",
+    "[1.2.3.4]",
+    "example.com.",
   ]) {
     assert.notEqual(networkEntryProblem(bad), null, bad);
   }
+});
+
+test("network entries parse to what the proxy matches", () => {
+  assert.deepEqual(parseNetworkEntry("*.Example.com:443"), {
+    kind: "below",
+    domain: "example.com",
+    port: 443,
+  });
+  assert.deepEqual(parseNetworkEntry("10.1.0.0/16"), { kind: "ip", bytes: [10, 1, 0, 0], bits: 16 });
+  assert.deepEqual(parseIp("::ffff:1.2.3.4")?.slice(10), [255, 255, 1, 2, 3, 4]);
+  assert.deepEqual(parseIp("2001:db8::1"), [32, 1, 13, 184, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+  assert.equal(parseIp("1:2:3:4:5:6:7:8:9"), null);
+});
+
+test("network mode and rules", () => {
+  const ok = sandboxPolicySchema.parse({
+    network: {
+      mode: "open",
+      allow: [],
+      rules: [{ host: "api.example.com", methods: ["GET"], paths: ["/v1/"] }],
+    },
+  });
+  assert.equal(ok.network.mode, "open");
+  for (const bad of [
+    { mode: "everything" },
+    { rules: [{ host: "*" }] },
+    { rules: [{ host: "api.example.com:443" }] },
+    { rules: [{ host: "x.com", methods: ["get"] }] },
+    { rules: [{ host: "x.com", paths: ["v1"] }] },
+    { rules: [{ host: "x.com", extra: 1 }] },
+  ])
+    assert.equal(sandboxPolicySchema.safeParse({ network: bad }).success, false, JSON.stringify(bad));
 });
 
 test("policy schema defaults and strictness", () => {

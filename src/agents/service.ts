@@ -51,7 +51,7 @@ const parseStored = (spec: unknown): AgentSpec => {
   return r.success ? r.data : DEFAULT_SPEC;
 };
 
-export const policyOf = (row: AgentRow): SandboxPolicy => {
+export const policyOf = (row: Pick<AgentRow, "sandboxPolicy">): SandboxPolicy => {
   const r = SandboxPolicy.safeParse(row.sandboxPolicy ?? {});
   return r.success ? r.data : emptyPolicy();
 };

@@ -16,6 +16,7 @@ import {
   parseServerMessage,
   ProtocolError,
   splitPayload,
+  type BridgeMessage,
   type CallMessage,
   type CallReply,
   type ExecResult,
@@ -193,6 +194,8 @@ export class BoxdClient {
           case "forwarded":
           case "calls":
           case "call":
+          case "bridges":
+          case "bridge":
             done(unavailable(`boxd answered an exec with ${message.type}`));
             return;
         }
@@ -256,13 +259,35 @@ export class BoxdClient {
   }
 
   /** A connection to 127.0.0.1:port inside the box, as a duplex byte stream. */
-  async forward(port: number, timeoutMs = 5000): Promise<Duplex> {
-    const sock = await this.connect({ v: PROTOCOL_VERSION, op: "forward", port });
+  forward(port: number, timeoutMs = 5000): Promise<Duplex> {
+    return this.pipe({ v: PROTOCOL_VERSION, op: "forward", port }, `port ${port}`, timeoutMs, (why) => {
+      return new WarrenError("port.unreachable", `nothing answers on port ${port} in the box: ${why}`);
+    });
+  }
+
+  /** Claims the bridged connection a BridgeMessage offered: the agent's socket as a duplex stream. */
+  bridge(id: number, timeoutMs = 5000): Promise<Duplex> {
+    return this.pipe(
+      { v: PROTOCOL_VERSION, op: "bridge", id },
+      `bridged connection ${id}`,
+      timeoutMs,
+      (why) => unavailable(`boxd did not hand over bridged connection ${id}: ${why}`),
+    );
+  }
+
+  /** Opens a connection that becomes a raw pipe once boxd answers Forwarded. */
+  private async pipe(
+    open: OpenMessage,
+    what: string,
+    timeoutMs: number,
+    refused: (why: string) => Error,
+  ): Promise<Duplex> {
+    const sock = await this.connect(open);
     return new Promise((resolve, reject) => {
       const decoder = new FrameDecoder();
       const timer = setTimeout(() => {
         sock.destroy();
-        reject(unavailable(`boxd did not open port ${port} within ${timeoutMs} ms`));
+        reject(unavailable(`boxd did not open ${what} within ${timeoutMs} ms`));
       }, timeoutMs);
       const onData = (chunk: Buffer): void => {
         let frames;
@@ -287,8 +312,7 @@ export class BoxdClient {
         }
         if (message.type !== "forwarded") {
           sock.destroy();
-          const why = message.type === "error" ? message.message : message.type;
-          reject(new WarrenError("port.unreachable", `nothing answers on port ${port} in the box: ${why}`));
+          reject(refused(message.type === "error" ? message.message : message.type));
           return;
         }
         // Anything after the answer is already the forwarded stream.
@@ -298,7 +322,7 @@ export class BoxdClient {
       };
       const onClose = (): void => {
         cleanup();
-        reject(unavailable(`boxd closed the connection while opening port ${port}`));
+        reject(unavailable(`boxd closed the connection while opening ${what}`));
       };
       const cleanup = (): void => {
         clearTimeout(timer);
@@ -380,9 +404,64 @@ export class BoxdClient {
       });
     });
   }
+
+  /**
+   * The standing channel for bridges: `onBridge` hears of each connection accepted on a
+   * bridge's port in the box (claim it with bridge(id)). Resolves once boxd has attached
+   * the channel; `closed` settles when it ends.
+   */
+  async bridges(onBridge: (offer: BridgeOffer) => void, timeoutMs = 5000): Promise<CallsChannel> {
+    const sock = await this.connect({ v: PROTOCOL_VERSION, op: "bridges" });
+    let ended: () => void = () => {};
+    const closed = new Promise<void>((resolve) => (ended = resolve));
+    sock.on("close", () => ended());
+    sock.on("error", () => sock.destroy());
+    const channel: CallsChannel = { close: () => sock.destroy(), closed };
+    return new Promise((resolve, reject) => {
+      const decoder = new FrameDecoder();
+      let ready = false;
+      const timer = setTimeout(() => {
+        sock.destroy();
+        reject(unavailable(`boxd did not open the bridges channel within ${timeoutMs} ms`));
+      }, timeoutMs);
+      sock.on("close", () => {
+        clearTimeout(timer);
+        if (!ready) reject(unavailable("boxd closed the bridges channel as it opened"));
+      });
+      sock.on("data", (chunk: Buffer) => {
+        let messages: ServerMessage[];
+        try {
+          messages = decoder.push(chunk).map((f) => {
+            if (f.kind !== FrameKind.control)
+              throw new ProtocolError("a bridges channel carries control frames");
+            return parseServerMessage(f.payload);
+          });
+        } catch (err) {
+          sock.destroy();
+          if (!ready) reject(unavailable(`boxd sent a bad frame: ${(err as Error).message}`, err));
+          return;
+        }
+        for (const m of messages) {
+          if (m.type === "bridges" && !ready) {
+            ready = true;
+            clearTimeout(timer);
+            resolve(channel);
+          } else if (m.type === "bridge" && ready) {
+            onBridge({ id: m.id, name: m.name, uid: m.uid });
+          } else {
+            sock.destroy();
+            if (!ready) reject(unavailable(`boxd answered the bridges channel with ${m.type}`));
+            return;
+          }
+        }
+      });
+    });
+  }
 }
 
 /** The server's answer to one call (see CallReply). */
+export type BridgeOffer = Omit<BridgeMessage, "type">;
+
 export type CallAnswer = Omit<CallReply, "type" | "id">;
 
 export interface CallsChannel {

@@ -1,5 +1,12 @@
 export { BoxdClient } from "./client.js";
-export type { CallAnswer, CallsChannel, ExecRequest, ExecOptions, ExecOutcome } from "./client.js";
+export type {
+  BridgeOffer,
+  CallAnswer,
+  CallsChannel,
+  ExecRequest,
+  ExecOptions,
+  ExecOutcome,
+} from "./client.js";
 export type { CallMessage, ExecResult, PingResult } from "./protocol.js";
 export { parseAgentCall, ProtocolError } from "./protocol.js";
 export type { BoxdEndpoint } from "./endpoint.js";

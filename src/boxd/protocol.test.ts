@@ -169,6 +169,18 @@ describe("agents' calls", () => {
       assert.throws(() => parseServerMessage(Buffer.from(JSON.stringify(bad))), ProtocolError);
   });
 
+  it("reads boxd's bridge and bridges messages, checking the id, name and uid", () => {
+    const offer = { type: "bridge", id: 3, name: "egress", uid: 10001 };
+    assert.deepEqual(parseServerMessage(Buffer.from(JSON.stringify(offer))), offer);
+    assert.deepEqual(parseServerMessage(Buffer.from('{"type":"bridges"}')), { type: "bridges" });
+    for (const bad of [
+      { ...offer, id: 0 },
+      { ...offer, uid: -1 },
+      { ...offer, name: 7 },
+    ])
+      assert.throws(() => parseServerMessage(Buffer.from(JSON.stringify(bad))), ProtocolError);
+  });
+
   it("encodes the open message and a reply", () => {
     const open = new FrameDecoder().push(encodeControl({ v: PROTOCOL_VERSION, op: "calls" }))[0]!;
     assert.deepEqual(JSON.parse(open.payload.toString()), { v: 1, op: "calls" });

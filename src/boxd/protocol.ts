@@ -3,8 +3,8 @@
 //
 // Transport: a stream socket (a unix socket under STATE_ROOT/run for the local
 // provider; TCP for remote providers). One connection carries one stream: a ping, an
-// exec, a forwarded TCP connection, later a terminal, the egress bridge or an agent's
-// call channel. Concurrency is many connections at once; each gets the kernel's own
+// exec, a forwarded TCP connection, a bridged one, later a terminal, or a standing
+// channel (agents' calls, bridges). Concurrency is many connections at once; each gets the kernel's own
 // flow control, and closing a connection ends (cancels) what it carries.
 //
 // Framing, both directions:
@@ -36,7 +36,17 @@
 //            names it); the server answers each with a Reply. A newer calls connection
 //            takes over from an older one; calls waiting on a connection that ends are
 //            answered "unavailable" to the agent.
-//   pty, egress: reserved; boxd answers Error {code: "unsupported"}.
+//   bridges  the server's standing channel for bridges (native/boxd/bridge.h): boxd
+//            listens on 127.0.0.1:port in the box for each bridge it was started with
+//            (--bridge NAME=PORT); boxd answers BridgesReady, then sends a Bridge
+//            {id, name, uid} for each connection accepted there, uid being the owner of
+//            the connecting socket (the box's /proc/net/tcp; nothing the client sends).
+//            A newer bridges connection takes over; connections waiting on one that ends
+//            are closed.
+//   bridge   the server claims the accepted connection `id` (within 10 s): boxd answers
+//            Forwarded (or Error), and the connection is then a raw byte pipe to the
+//            agent's socket, as with forward.
+//   pty      reserved; boxd answers Error {code: "unsupported"}.
 //
 // Field names are camelCase like the rest of warren's TypeScript; the HTTP layer maps
 // them to its snake_case.
@@ -165,8 +175,10 @@ export type OpenMessage =
   | { v: number; op: "forward"; port: number }
   /** Reserved: a terminal (PTY) stream, DATA frames both ways. */
   | { v: number; op: "pty"; pty: PtySpec }
-  /** Reserved: the bridge from the box to the server's egress proxy. */
-  | { v: number; op: "egress"; uid: number }
+  /** The server's standing channel for bridged connections (BridgeMessage). */
+  | { v: number; op: "bridges" }
+  /** Claims a bridged connection that a BridgeMessage offered. */
+  | { v: number; op: "bridge"; id: number }
   /** The server's standing channel for agents' calls. */
   | { v: number; op: "calls" };
 
@@ -199,6 +211,16 @@ export interface CallMessage {
 /** What an agent's command may ask (warren-secret list | store NAME FILE). */
 export type AgentCall = { op: "list" } | { op: "store"; name: string; path: string };
 
+/** A connection accepted on a bridge's port in the box, offered on the bridges channel. */
+export interface BridgeMessage {
+  type: "bridge";
+  id: number;
+  /** The bridge's name (as boxd was started with it). */
+  name: string;
+  /** The uid owning the connecting socket, as boxd sees it: who connects. */
+  uid: number;
+}
+
 export type ErrorCode = "invalid" | "unsupported" | "spawn_failed" | "forward_refused" | "internal";
 
 export type ServerMessage =
@@ -209,6 +231,8 @@ export type ServerMessage =
   | { type: "forwarded" }
   | { type: "calls" }
   | CallMessage
+  | { type: "bridges" }
+  | BridgeMessage
   | { type: "error"; code: ErrorCode; message: string };
 
 // ---- framing ---------------------------------------------------------------------
@@ -409,8 +433,14 @@ export function parseServerMessage(payload: Buffer): ServerMessage {
     case "exit":
     case "forwarded":
     case "calls":
+    case "bridges":
     case "error":
       return x as unknown as ServerMessage;
+    case "bridge":
+      int(x.id, "bridge.id", 1, Number.MAX_SAFE_INTEGER);
+      int(x.uid, "bridge.uid", 0, 2 ** 32 - 1);
+      str(x.name, "bridge.name");
+      return x as unknown as BridgeMessage;
     case "call":
       int(x.id, "call.id", 1, Number.MAX_SAFE_INTEGER);
       int(x.uid, "call.uid", 0, 2 ** 32 - 1);

@@ -1,6 +1,19 @@
 // Where things are in every box, whatever the provider: what the runtime mounts, what the
 // local provider binds from the host, and what a command's file access is built from.
 
+/**
+ * The bridges of every box: boxd listens on 127.0.0.1:port in the box and carries each
+ * connection to the server, tagged with the connecting uid (docs/boxes.md, "Bridges").
+ * The ports sit below the agents' port blocks (20000 and up), which agents alone may bind.
+ */
+export const BOX_BRIDGES = {
+  /** The egress proxy (HTTP_PROXY and the like point here). */
+  egress: 3128,
+  /** The server's model and tool gateways, for harnesses in the box. */
+  gateway: 3129,
+} as const;
+export type BridgeName = keyof typeof BOX_BRIDGES;
+
 export const BOX_PATHS = {
   /** The host's system folders, read-only (those that exist). */
   system: ["/usr", "/bin", "/lib", "/lib64", "/sbin"],

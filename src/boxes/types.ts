@@ -36,6 +36,14 @@ export interface BoxSpec {
   labels: BoxLabels;
   mounts: BoxMount[];
   limits: BoxLimits;
+  /** TCP ports in the box whose connections boxd carries to the server (BOX_BRIDGES). */
+  bridges?: BoxBridge[];
+}
+
+/** A bridge: its name and its port on the box's loopback. */
+export interface BoxBridge {
+  name: string;
+  port: number;
 }
 
 /** How the server reaches boxd inside a box (boxd's own type: src/boxd sits below the seam). */

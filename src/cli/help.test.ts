@@ -45,6 +45,7 @@ test("the texts themselves: the overview and a command's help, word for word", (
       "  runs      recorded runs of commands\n" +
       "  files     files of an agent's home\n" +
       "  usage     disk use of an agent's home\n" +
+      "  egress    an agent's connections out of its box\n" +
       "  secrets   secrets: values commands get as variables\n" +
       "\n" +
       "global options:\n" +

@@ -124,6 +124,12 @@ export const configSchema = z
       .min(16, "BOX_PIDS must be at least 16")
       .max(1 << 22, "BOX_PIDS must be at most 4194304")
       .default(4096),
+    EGRESS_MAX_CONNECTIONS: z.coerce
+      .number({ message: "EGRESS_MAX_CONNECTIONS must be a whole number" })
+      .int("EGRESS_MAX_CONNECTIONS must be a whole number")
+      .min(1, "EGRESS_MAX_CONNECTIONS must be at least 1")
+      .max(10_000, "EGRESS_MAX_CONNECTIONS must be at most 10000")
+      .default(64),
     BOX_ORPHAN_S: z.coerce
       .number({ message: "BOX_ORPHAN_S must be a number of seconds" })
       .int("BOX_ORPHAN_S must be a whole number of seconds")

@@ -3,6 +3,7 @@
 import type { z } from "zod";
 import type * as agents from "./agents.js";
 import type * as common from "./common.js";
+import type * as egress from "./egress.js";
 import type * as exec from "./exec.js";
 import type * as homes from "./homes.js";
 import type * as machines from "./machines.js";
@@ -36,6 +37,9 @@ export type MachineUpdateRequest = In<typeof machines.MachineUpdateRequest>;
 export type MachineListQuery = In<typeof common.orgIdQuery>;
 
 export type SandboxPolicy = Out<typeof policy.SandboxPolicy>;
+export type EgressEvent = Out<typeof egress.EgressEvent>;
+export type EgressList = Out<typeof egress.EgressList>;
+export type EgressListQuery = Partial<Out<typeof egress.EgressListQuery>>;
 export type SandboxPolicyInput = In<typeof policy.SandboxPolicy>;
 
 export type AgentKind = Out<typeof spec.AgentKind>;

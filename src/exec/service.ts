@@ -3,7 +3,7 @@ import path from "node:path";
 import type { Identity } from "../access/index.js";
 import { fileAccessOf } from "../agents/policy.js";
 import { policyOf, type AgentRow, type Agents } from "../agents/service.js";
-import { BOX_PATHS, type HomeLayout, type Trust } from "../boxes/index.js";
+import { BOX_BRIDGES, BOX_PATHS, type HomeLayout, type Trust } from "../boxes/index.js";
 import { homeOf, portsOf, uidOf } from "../machines/placement.js";
 import type { BoxExecRequest, BoxExecResult, ExecIo, MachineRuntime } from "../runtime/index.js";
 import type { Metrics } from "../observability/metrics.js";
@@ -61,14 +61,33 @@ export function commandWalls(
     }),
     bindPorts: ports,
     // Isolated: apart from the box's other agents on the network too (their homes are apart
-    // by uid): TCP only to its own port block, abstract unix sockets only its own.
-    ...(trust === "isolated" ? { network: { connect: [ports] } } : {}),
+    // by uid): TCP only to its own port block and the box's bridges, abstract unix sockets
+    // only its own.
+    ...(trust === "isolated" ? { network: { connect: [ports, BRIDGE_PORTS] } } : {}),
   };
 }
 
+/** The box's bridge ports as one range (they are next to each other). */
+const BRIDGE_PORTS = {
+  first: Math.min(...Object.values(BOX_BRIDGES)),
+  last: Math.max(...Object.values(BOX_BRIDGES)),
+};
+
 export const DEFAULT_PATH = `/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:${BOX_PATHS.bin}`;
 
-/** The environment every command of an agent sees; warren's own variables win over the caller's. */
+/** The egress proxy as commands reach it: the box's `egress` bridge. */
+const PROXY_URL = `http://127.0.0.1:${BOX_BRIDGES.egress}`;
+const PROXY_ENV: Record<string, string> = {};
+for (const name of ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"]) {
+  PROXY_ENV[name] = PROXY_URL;
+  PROXY_ENV[name.toLowerCase()] = PROXY_URL;
+}
+PROXY_ENV.NO_PROXY = PROXY_ENV.no_proxy = "localhost,127.0.0.1";
+
+/**
+ * The environment every command of an agent sees; warren's own variables win over the
+ * caller's. The proxy variables lead to the egress proxy, the only way out of the box.
+ */
 export function agentEnv(
   agent: Pick<AgentRow, "id" | "slot">,
   extra: Record<string, string> = {},
@@ -85,6 +104,7 @@ export function agentEnv(
     WARREN_AGENT_ID: agent.id,
     PORT: String(ports.first),
     WARREN_PORTS: `${ports.first}-${ports.last}`,
+    ...PROXY_ENV,
   };
 }
 

@@ -10,6 +10,8 @@ export function connectBoxd(box: BoxHandle): BoxExec {
     exec: (req, io) => client.exec(req, io),
     forward: (port) => client.forward(port),
     calls: (onCall) => client.calls(onCall),
+    bridges: (onBridge) => client.bridges(onBridge),
+    bridge: (id) => client.bridge(id),
     close: () => {},
   };
 }

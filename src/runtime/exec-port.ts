@@ -2,6 +2,7 @@
 // same boxd).
 import type { Duplex } from "node:stream";
 import type {
+  BridgeOffer,
   CallAnswer,
   CallMessage,
   CallsChannel,
@@ -21,5 +22,8 @@ export interface BoxExec {
   forward(port: number): Promise<Duplex>;
   /** The standing channel for agents' calls from inside the box (warren-secret). */
   calls(onCall: (call: CallMessage) => Promise<CallAnswer>): Promise<CallsChannel>;
+  /** The standing channel for bridged connections (BOX_BRIDGES); claim each with bridge(id). */
+  bridges(onBridge: (offer: BridgeOffer) => void): Promise<CallsChannel>;
+  bridge(id: number): Promise<Duplex>;
   close(): void;
 }

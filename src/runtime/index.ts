@@ -3,6 +3,7 @@
 export { MachineRuntime } from "./runtime.js";
 export { connectBoxd } from "./connect.js";
 export type { MachineControl } from "./control.js";
+export type { BridgeHandler } from "./runtime.js";
 export type { BoxExecRequest, BoxExecResult, ExecIo } from "./exec-port.js";
 // agents' calls from inside a box: the runtime keeps the channel, services answer
 export { parseAgentCall, ProtocolError } from "../boxd/index.js";

@@ -2,13 +2,13 @@
 // The database's state column follows every transition, with its reason and time.
 import { desc, eq, inArray } from "drizzle-orm";
 import type { Duplex } from "node:stream";
-import { BOX_PATHS, type BoxHandle, type BoxProvider, type BoxSpec } from "../boxes/index.js";
+import { BOX_BRIDGES, BOX_PATHS, type BoxHandle, type BoxProvider, type BoxSpec } from "../boxes/index.js";
 import { WarrenError } from "../errors.js";
 import type { Logger } from "../observability/log.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
-import type { CallAnswer, CallMessage, CallsChannel } from "../boxd/index.js";
+import type { BridgeOffer, CallAnswer, CallMessage, CallsChannel } from "../boxd/index.js";
 import type { BoxExec, BoxExecRequest, BoxExecResult, ExecIo } from "./exec-port.js";
 import type { BoxView, MachineControl } from "./control.js";
 import { BoxHealth, type CommandOwner, type RunawayEvent } from "./health.js";
@@ -37,7 +37,17 @@ const BOX_EVENTS_SHOWN = 20;
 /** Answers an agent's call from inside its machine's box (see setCallHandler). */
 export type CallHandler = (machineId: string, call: CallMessage) => Promise<CallAnswer>;
 
-/** How long to wait before opening a machine's calls channel again after it ended. */
+/**
+ * Takes a connection accepted on a bridge's port in a machine's box (see
+ * setBridgeHandler): `claim` opens it as a byte stream. A connection not claimed within
+ * 10 s is closed by boxd.
+ */
+export type BridgeHandler = (machineId: string, offer: BridgeOffer, claim: () => Promise<Duplex>) => void;
+
+/** The standing channels a running box keeps to the server. */
+type Standing = "calls" | "bridges";
+
+/** How long to wait before opening a machine's standing channel again after it ended. */
 const CALLS_RETRY_MS = 1000;
 
 interface Live {
@@ -46,6 +56,7 @@ interface Live {
   lastActivity: number;
   liveExecs: number;
   calls?: CallsChannel;
+  bridges?: CallsChannel;
 }
 
 type MachineRow = typeof schema.machines.$inferSelect;
@@ -60,6 +71,7 @@ export class MachineRuntime implements MachineControl {
   readonly #runawayListeners: ((e: RunawayEvent) => Promise<void>)[] = [];
   readonly #health: BoxHealth;
   #onCall: CallHandler | undefined;
+  #onBridge: BridgeHandler | undefined;
 
   constructor(o: RuntimeOptions) {
     this.#o = o;
@@ -142,16 +154,43 @@ export class MachineRuntime implements MachineControl {
   /** Who answers agents' calls (warren-secret); each running box keeps a channel to it. */
   setCallHandler(fn: CallHandler): void {
     this.#onCall = fn;
-    for (const [id, live] of this.#live) if (!live.calls) void this.#keepCalls(id, live);
+    for (const [id, live] of this.#live) if (!live.calls) void this.#keep(id, live, "calls");
+  }
+
+  /** Who takes connections on the boxes' bridges (BOX_BRIDGES); each running box keeps a channel to it. */
+  setBridgeHandler(fn: BridgeHandler): void {
+    this.#onBridge = fn;
+    for (const [id, live] of this.#live) if (!live.bridges) void this.#keep(id, live, "bridges");
+  }
+
+  /** Opens the box's standing channels (calls, bridges) and keeps them open. */
+  async #keepChannels(machineId: string, live: Live): Promise<void> {
+    await Promise.all([this.#keep(machineId, live, "calls"), this.#keep(machineId, live, "bridges")]);
+  }
+
+  #opener(machineId: string, live: Live, kind: Standing): (() => Promise<CallsChannel>) | undefined {
+    if (kind === "calls") {
+      const onCall = this.#onCall;
+      return onCall && (() => live.boxd.calls((call) => onCall(machineId, call)));
+    }
+    const onBridge = this.#onBridge;
+    return (
+      onBridge &&
+      (() =>
+        live.boxd.bridges((offer) => {
+          live.lastActivity = Date.now();
+          onBridge(machineId, offer, () => live.boxd.bridge(offer.id));
+        }))
+    );
   }
 
   /**
-   * Keeps the box's calls channel open while the box is live: opened now, opened again
-   * when it ends (boxd restarted, a dropped connection) until the box stops.
+   * Keeps one of the box's standing channels open while the box is live: opened now,
+   * opened again when it ends (boxd restarted, a dropped connection) until the box stops.
    */
-  #keepCalls(machineId: string, live: Live): Promise<void> {
-    const onCall = this.#onCall;
-    if (!onCall) return Promise.resolve();
+  #keep(machineId: string, live: Live, kind: Standing): Promise<void> {
+    const openChannel = this.#opener(machineId, live, kind);
+    if (!openChannel) return Promise.resolve();
     const current = () => this.#live.get(machineId) === live;
     let opened: () => void = () => {};
     // settles after the first attempt, so that a command started next finds the channel
@@ -159,23 +198,23 @@ export class MachineRuntime implements MachineControl {
     const open = async (): Promise<void> => {
       while (current()) {
         try {
-          const ch = await live.boxd.calls((call) => onCall(machineId, call));
+          const ch = await openChannel();
           if (!current()) {
             ch.close();
             break;
           }
-          live.calls = ch;
+          live[kind] = ch;
           opened();
           await ch.closed;
         } catch (err) {
-          if (current()) this.#o.logger.warn({ err, machineId }, "the box's calls channel did not open");
+          if (current()) this.#o.logger.warn({ err, machineId }, `the box's ${kind} channel did not open`);
         }
         opened();
         if (current()) await new Promise((r) => setTimeout(r, CALLS_RETRY_MS).unref());
       }
       opened();
     };
-    live.calls = { close: () => {}, closed: Promise.resolve() };
+    live[kind] = { close: () => {}, closed: Promise.resolve() };
     void open();
     return first;
   }
@@ -186,6 +225,7 @@ export class MachineRuntime implements MachineControl {
     this.#owners.delete(machineId);
     this.#health.forget(machineId);
     live?.calls?.close();
+    live?.bridges?.close();
     live?.boxd.close();
   }
 
@@ -235,6 +275,7 @@ export class MachineRuntime implements MachineControl {
         pids: this.#o.pids ?? 4096,
         tmpMib: this.#o.tmpMib ?? 1024,
       },
+      bridges: Object.entries(BOX_BRIDGES).map(([name, port]) => ({ name, port })),
     };
   }
 
@@ -271,7 +312,7 @@ export class MachineRuntime implements MachineControl {
       const boxd = this.#o.connect(box);
       const live: Live = { box, boxd, lastActivity: Date.now(), liveExecs: 0 };
       this.#live.set(machineId, live);
-      await this.#keepCalls(machineId, live);
+      await this.#keepChannels(machineId, live);
       await this.#setState(machineId, "running", "started on demand");
       return boxd;
     });
@@ -401,7 +442,7 @@ export class MachineRuntime implements MachineControl {
           await boxd.ping();
           const live: Live = { box, boxd, lastActivity: Date.now(), liveExecs: 0 };
           this.#live.set(m.id, live);
-          await this.#keepCalls(m.id, live);
+          await this.#keepChannels(m.id, live);
           await this.#setState(m.id, "running", "adopted after a server restart");
           adopted.push(m.id);
           continue;

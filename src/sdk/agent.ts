@@ -4,6 +4,8 @@ import { ndjson } from "./ndjson.js";
 import type { RunsApi } from "./runs.js";
 import { homePath, seg, type RequestOptions, type Transport } from "./transport.js";
 import type {
+  EgressList,
+  EgressListQuery,
   ExecExitEvent,
   ExecRequest,
   ExecResult,
@@ -161,6 +163,11 @@ export class AgentHandle {
   /** How much disk the home and its machine use. */
   usage(opts: RequestOptions = {}): Promise<Usage> {
     return this.http.json("GET", `/api/agents/${seg(this.id)}/usage`, opts);
+  }
+
+  /** The agent's egress decisions, newest first; pass `next` as `before` for the next page. */
+  egress(query: EgressListQuery = {}, opts: RequestOptions = {}): Promise<EgressList> {
+    return this.http.json("GET", `/api/agents/${seg(this.id)}/egress`, { ...opts, query: { ...query } });
   }
 
   private execUrl(): string {

@@ -2,6 +2,7 @@
 import { sql } from "drizzle-orm";
 import {
   type AnyPgColumn,
+  bigint,
   bigserial,
   boolean,
   check,
@@ -127,6 +128,32 @@ export const agentSpecs = pgTable(
     createdAt: created(),
   },
   (t) => [primaryKey({ columns: [t.agentId, t.version] })],
+);
+
+/** Every egress decision of an agent's commands: a request or tunnel allowed or refused (src/egress). */
+export const egressEvents = pgTable(
+  "egress_events",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    runId: text("run_id"),
+    at: timestamp("at", { withTimezone: true, mode: "date" }).notNull(),
+    decision: text("decision", { enum: ["allowed", "refused"] }).notNull(),
+    reason: text("reason").notNull(),
+    host: text("host").notNull(),
+    port: integer("port").notNull(),
+    method: text("method"),
+    path: text("path"),
+    bytesOut: bigint("bytes_out", { mode: "number" }).notNull(),
+    bytesIn: bigint("bytes_in", { mode: "number" }).notNull(),
+    durationMs: integer("duration_ms").notNull(),
+  },
+  (t) => [
+    index("egress_events_agent_idx").on(t.agentId, t.id),
+    index("egress_events_agent_decision_idx").on(t.agentId, t.decision, t.id),
+  ],
 );
 
 export const guilds = pgTable(

@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { BoxdClient, ExecOutcome, ExecRequest } from "../../src/boxd/index.js";
-import type { BoxLimits, BoxSpec, Trust } from "../../src/boxes/index.js";
+import type { BoxBridge, BoxLimits, BoxSpec, Trust } from "../../src/boxes/index.js";
 import { detectLayout } from "../../src/boxes/local/cgroups.js";
 import { agentGroups, prepareHome, prepareMachineDir } from "../../src/boxes/local/homes.js";
 import { LocalProvider } from "../../src/boxes/local/provider.js";
@@ -95,6 +95,8 @@ export async function makeBox(
     start?: boolean;
     /** boxd stops the box after this long without a client (default: the provider's). */
     orphanAfterS?: number;
+    /** Bridges boxd listens on (none by default). */
+    bridges?: BoxBridge[];
   } = {},
 ): Promise<TestBox> {
   ensureBuilt();
@@ -141,6 +143,7 @@ export async function makeBox(
       { kind: "tmpfs", target: "/tmp", sizeMib: 64, mode: 0o1777 },
     ],
     limits: { memoryMib: 512, cpus: 1, pids: 4096, tmpMib: 64, ...opts.limits },
+    ...(opts.bridges ? { bridges: opts.bridges } : {}),
   };
   await provider.create(spec);
   if (opts.start ?? true) await provider.start(id);

@@ -565,14 +565,22 @@ describe("escape cases through the API", { skip: skip ?? false }, () => {
         .map((l) => l.slice(0, l.indexOf("=")))
         .sort();
       assert.deepEqual(names, [
+        "ALL_PROXY",
         "HOME",
+        "HTTPS_PROXY",
+        "HTTP_PROXY",
         "LANG",
+        "NO_PROXY",
         "PATH",
         "PORT",
         "TMPDIR",
         "WARREN_AGENT_HOME",
         "WARREN_AGENT_ID",
         "WARREN_PORTS",
+        "all_proxy",
+        "http_proxy",
+        "https_proxy",
+        "no_proxy",
       ]);
       assert.equal(r.stdout.includes(canary), false);
       const procs = await exec(agents[0]!, {

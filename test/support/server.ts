@@ -32,6 +32,8 @@ export async function startTestServer(
     stateRoot?: string;
     /** Where the server's log goes (default: LOG_LEVEL silent, nowhere). */
     logDestination?: { write(line: string): void };
+    /** The egress proxy's hosts table (names of upstreams on this host's loopback). */
+    egressHosts?: Record<string, string[]>;
   } = {},
 ): Promise<TestServer> {
   const stateRoot = opts.stateRoot ?? (await mkdtemp(path.join(os.tmpdir(), "warren-test-")));
@@ -49,6 +51,7 @@ export async function startTestServer(
     server = await createServer(config, {
       defaultMetrics: false,
       ...(opts.logDestination ? { logDestination: opts.logDestination } : {}),
+      ...(opts.egressHosts ? { egressHosts: opts.egressHosts } : {}),
     });
   } catch (err) {
     await db.drop();

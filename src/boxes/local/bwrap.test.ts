@@ -236,6 +236,30 @@ describe("bwrapArgv", () => {
     assert.throws(() => bwrapArgv(spec, { ...paths, orphanAfterS: -1 }), /orphanAfterS/);
   });
 
+  it("tells boxd its bridges, each below the agents' port blocks", () => {
+    assert.equal(cmd.indexOf("--bridge"), -1, "none unless the spec has them");
+    const bridged = bwrapArgv(
+      {
+        ...spec,
+        bridges: [
+          { name: "egress", port: 3128 },
+          { name: "gateway", port: 3129 },
+        ],
+      },
+      paths,
+    );
+    assert.notEqual(find(bridged, "--bridge", "egress=3128"), -1);
+    assert.notEqual(find(bridged, "--bridge", "gateway=3129"), -1);
+    assert.ok(bridged.indexOf("--bridge") > bridged.indexOf(IN_BOX.boxd), "an argument of boxd");
+    for (const bad of [
+      { name: "egress", port: 20000 },
+      { name: "Egress", port: 3128 },
+      { name: "a=b", port: 3128 },
+      { name: "egress", port: 0 },
+    ])
+      assert.throws(() => bwrapArgv({ ...spec, bridges: [bad] }, paths), /bad bridge/);
+  });
+
   it("needs the boxd binary as an absolute path", () => {
     assert.throws(() => bwrapArgv(spec, { ...paths, boxdBinary: "relative/boxd" }), /absolute path/);
   });

@@ -286,6 +286,11 @@ export function bwrapArgv(spec: BoxSpec, paths: BwrapPaths): string[] {
   if (paths.callsDir) a.push("--calls-socket", IN_BOX.callsSocket);
   a.push("--cgroup-version", String(paths.cgroupVersion));
   for (const cg of paths.cgroups) a.push("--cgroup", `${cg.name}=${IN_BOX.cgroupDir}/${cg.name}`);
+  for (const b of spec.bridges ?? []) {
+    if (!/^[a-z0-9_-]{1,32}$/.test(b.name) || !Number.isInteger(b.port) || b.port < 1 || b.port >= 20000)
+      throw new Error(`bad bridge ${JSON.stringify(b)}: a name of a-z0-9_- and a port below 20000`);
+    a.push("--bridge", `${b.name}=${b.port}`);
+  }
   if (paths.readyFd !== undefined) a.push("--ready-fd", String(paths.readyFd));
   if (paths.orphanAfterS !== undefined) {
     if (!Number.isInteger(paths.orphanAfterS) || paths.orphanAfterS < 0)

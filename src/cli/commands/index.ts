@@ -6,6 +6,7 @@
 import type { Group } from "../command.js";
 import { agents } from "./agents.js";
 import { doctor } from "./doctor.js";
+import { egress } from "./egress.js";
 import { exec } from "./exec.js";
 import { files } from "./files.js";
 import { guilds } from "./guilds.js";
@@ -27,5 +28,6 @@ export const groups: readonly Group[] = [
   runs,
   files,
   usage,
+  egress,
   secrets,
 ];
