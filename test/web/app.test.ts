@@ -284,8 +284,9 @@ describe("the operator app", { concurrency: false }, () => {
     await row.getByRole("combobox", { name: "grant APP_TOKEN to" }).selectOption({ label: "agent helper" });
     await row.getByText("agent helper").waitFor();
     await shot(owner, "05-secrets");
-    await row.getByRole("button", { name: "revoke APP_TOKEN from agent helper" }).click();
-    await row.getByText("agent helper", { exact: true }).waitFor({ state: "detached" });
+    const revoke = row.getByRole("button", { name: "revoke APP_TOKEN from agent helper" });
+    await revoke.click();
+    await revoke.waitFor({ state: "detached" });
     const listed = await api(OWNER, "GET", `/api/secrets?org_id=${orgId}`);
     assert.deepEqual(listed.body.items[0].grants, [{ scope: "org", id: orgId }]);
     assert.ok(!JSON.stringify(listed.body).includes(SECRET_VALUE));
@@ -425,12 +426,28 @@ describe("the operator app", { concurrency: false }, () => {
     await shot(owner, "11-settings");
   });
 
+  test("egress: a refused request is listed on the agent's Egress tab", async () => {
+    const r = await api(OWNER, "POST", `/api/agents/${agentId}/exec`, {
+      command: "curl -sS -m 10 http://refused.test/secret-path; echo",
+    });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    await owner.goto(`${base}/agents/${agentId}/egress`);
+    const row = owner.getByTestId("egress").getByRole("row", { name: /refused\.test/ });
+    await row.waitFor();
+    assert.match(await row.innerText(), /refused/);
+    await owner.locator('select[name="egress_decision"]').selectOption("allowed");
+    await owner.getByText("Nothing went out yet").waitFor();
+    await owner.locator('select[name="egress_decision"]').selectOption("refused");
+    await row.waitFor();
+    await shot(owner, "12-egress");
+  });
+
   test("the machine page: live box usage, and stop", async () => {
     const agent = (await api(OWNER, "GET", `/api/agents/${agentId}`)).body;
     await api(OWNER, "POST", `/api/agents/${agentId}/exec`, { command: "true" });
     await owner.goto(`${base}/machines/${agent.machine_id}`);
     await owner.getByTestId("box-usage").getByText("Processes").waitFor();
-    await shot(owner, "12-machine-running");
+    await shot(owner, "12-machine-running-box");
     await owner.getByRole("button", { name: "Stop the box" }).click();
     await owner.getByTestId("box-usage").getByText("The box is not running").waitFor();
     assert.equal((await api(OWNER, "GET", `/api/machines/${agent.machine_id}`)).body.state, "stopped");
@@ -517,7 +534,7 @@ describe("the operator app", { concurrency: false }, () => {
     await viewer.getByTestId("runs").waitFor();
     assert.equal(await viewer.getByRole("button", { name: "Start run" }).count(), 0);
     const tabs = await viewer.getByRole("navigation", { name: "agent" }).getByRole("link").allInnerTexts();
-    assert.deepEqual(tabs, ["Overview", "Runs", "Files", "Usage", "Settings"]);
+    assert.deepEqual(tabs, ["Overview", "Runs", "Files", "Usage", "Egress", "Settings"]);
     await viewer.goto(`${base}/agents/${agentId}/runs/${runId}`);
     await viewer
       .getByTestId("run-output")
@@ -555,7 +572,7 @@ describe("the operator app", { concurrency: false }, () => {
     const page = await auditor.content();
     assert.ok(!page.includes("tok=[redacted]"), "the auditor sees the run's output");
     await shot(auditor, "17-auditor-run");
-    for (const tab of ["files", "terminal"]) {
+    for (const tab of ["files", "terminal", "egress"]) {
       await auditor.goto(`${base}/agents/${agentId}/${tab}`);
       await auditor.getByText(/Your role \(auditor\) does not show this agent's/).waitFor();
     }

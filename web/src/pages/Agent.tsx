@@ -10,6 +10,7 @@ import { RunsTab } from "./Runs";
 import { SettingsTab } from "./Settings";
 import { FilesTab } from "./Files";
 import { SpecView } from "./Spec";
+import { EgressTab } from "./Egress";
 
 const TerminalTab = lazy(() => import("../terminal/TerminalTab").then((m) => ({ default: m.TerminalTab })));
 
@@ -19,6 +20,7 @@ const TABS = [
   { id: "files", label: "Files", needs: "inspect" },
   { id: "terminal", label: "Terminal", needs: "terminal" },
   { id: "usage", label: "Usage", needs: "read" },
+  { id: "egress", label: "Egress", needs: "inspect" },
   { id: "settings", label: "Settings", needs: "read" },
 ] as const;
 
@@ -125,6 +127,8 @@ export function AgentPage({ id, tab }: { id: string; tab: string }) {
           <Suspense fallback={<Loading />}>
             <TerminalTab agentId={id} />
           </Suspense>
+        ) : current.id === "egress" ? (
+          <EgressTab agentId={id} />
         ) : current.id === "usage" ? (
           <section>
             <ErrorBox error={usage.error} />
