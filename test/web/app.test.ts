@@ -518,8 +518,19 @@ describe("the operator app", { concurrency: false }, () => {
       await owner.locator('input[name="member_email"]').fill(email);
       await owner.locator('select[name="member_role"]').selectOption(role);
       await owner.getByRole("button", { name: "Add or change member" }).click();
-      await owner.getByRole("cell", { name: email }).waitFor();
+      await owner.getByRole("cell", { name: email, exact: true }).waitFor();
     }
+    // a role changed in place, a member removed
+    await owner.locator('input[name="member_email"]').fill("gone@example.com");
+    await owner.getByRole("button", { name: "Add or change member" }).click();
+    await owner.getByRole("combobox", { name: "role of gone@example.com" }).selectOption("editor");
+    await owner.waitForFunction(async (u) => {
+      const r = await fetch(u, { headers: { "x-forwarded-email": "owner@example.com" } });
+      const body = (await r.json()) as { items: { email: string; role: string }[] };
+      return body.items.find((m) => m.email === "gone@example.com")?.role === "editor";
+    }, `${base}/api/orgs/${orgId}/members`);
+    await owner.getByRole("button", { name: "remove gone@example.com" }).click();
+    await owner.getByRole("cell", { name: "gone@example.com", exact: true }).waitFor({ state: "detached" });
     await shot(owner, "14-org");
   });
 
@@ -529,7 +540,8 @@ describe("the operator app", { concurrency: false }, () => {
     await viewer.getByRole("link", { name: "builder" }).waitFor();
     assert.equal(await viewer.getByRole("button", { name: "Create machine" }).count(), 0);
     assert.equal(await viewer.getByRole("button", { name: "New agent" }).count(), 0);
-    assert.equal(await viewer.getByRole("button", { name: /member/ }).count(), 0);
+    assert.equal(await viewer.getByRole("button", { name: /member|remove/ }).count(), 0);
+    assert.equal(await viewer.getByRole("combobox", { name: /role of/ }).count(), 0);
     await viewer.goto(`${base}/agents/${agentId}/runs`);
     await viewer.getByTestId("runs").waitFor();
     assert.equal(await viewer.getByRole("button", { name: "Start run" }).count(), 0);

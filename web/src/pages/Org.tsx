@@ -28,6 +28,15 @@ export function OrgPage({ id }: { id: string }) {
     queryFn: () => warren.agents.list({ org_id: id }).then((l) => l.items),
   });
   const [creating, setCreating] = useState(false);
+  const qc = useQueryClient();
+  const setRole = useMutation({
+    mutationFn: (v: { email: string; role: Role }) => warren.orgs.setMember(id, v),
+    onSettled: () => qc.invalidateQueries({ queryKey: keys.members(id) }),
+  });
+  const removeMember = useMutation({
+    mutationFn: (userId: string) => warren.orgs.removeMember(id, userId),
+    onSettled: () => qc.invalidateQueries({ queryKey: keys.members(id) }),
+  });
 
   if (orgs.isSuccess && !org)
     return (
@@ -165,13 +174,36 @@ export function OrgPage({ id }: { id: string }) {
               <tr key={m.user_id}>
                 <td>{m.email}</td>
                 <td>
-                  <span className="role">{m.role}</span>
+                  {can.manage ? (
+                    <select
+                      aria-label={`role of ${m.email}`}
+                      value={m.role}
+                      onChange={(e) => setRole.mutate({ email: m.email, role: e.target.value as Role })}
+                    >
+                      {ROLES.map((r) => (
+                        <option key={r}>{r}</option>
+                      ))}
+                    </select>
+                  ) : (
+                    <span className="role">{m.role}</span>
+                  )}
+                  {can.manage && (
+                    <button
+                      type="button"
+                      className="link"
+                      aria-label={`remove ${m.email}`}
+                      onClick={() => removeMember.mutate(m.user_id)}
+                    >
+                      remove
+                    </button>
+                  )}
                 </td>
               </tr>
             ))}
           </tbody>
         </table>
       )}
+      <ErrorBox error={setRole.error ?? removeMember.error} />
       {can.manage && <AddMember orgId={id} />}
     </section>
   );
