@@ -400,6 +400,22 @@ describe("the operator app", { concurrency: false }, () => {
     assert.equal(listed.body.error.code, "file.link");
   });
 
+  test("the terminal: started from its tab, typed in, answering", async (t) => {
+    // The terminal's routes come with the terminal's own work; without them there is nothing to type in.
+    const probe = await api(OWNER, "POST", `/api/agents/${agentId}/cli`);
+    if (probe.status === 404 && /^no route/.test(probe.body?.error?.message ?? "")) {
+      t.skip("this server has no terminal routes (POST /api/agents/:id/cli) yet");
+      return;
+    }
+    await owner.goto(`${base}/agents/${agentId}/terminal`);
+    await owner.getByRole("button", { name: "Start the terminal" }).click();
+    await owner.getByTestId("terminal-state").getByText("open", { exact: true }).waitFor({ timeout: 60_000 });
+    await owner.locator(".xterm").click();
+    await owner.keyboard.type("echo hi-$((6*7)) in $PWD\n");
+    await owner.locator(".xterm-rows").getByText(`hi-42 in /home/${agentId}`).waitFor({ timeout: 20_000 });
+    await shot(owner, "10-terminal");
+  });
+
   test("usage and settings: Max disk keeps the saved cap, the others' caps apart", async () => {
     await owner.goto(`${base}/agents/${agentId}/usage`);
     await owner.getByRole("meter", { name: "This agent's home" }).waitFor();
