@@ -7,7 +7,7 @@ export STATE_ROOT ?= .state
 help:
 	@echo "make up     install what is missing, build, serve on 127.0.0.1:8080 (PGlite, local boxes)"
 	@echo "make test   typecheck, lint, unused code, format, migrations, every test on PGlite and PostgreSQL"
-	@echo "make bench  exec, cold start, density and measurement against the floor and the peers"
+	@echo "make bench  exec, cold start, density, a Cedar decision and measurement against the floor and the peers"
 	@echo "make dev    the operator app's Vite server on 127.0.0.1:5173, proxying /api to a running server (WARREN_URL, default :8080)"
 
 setup:

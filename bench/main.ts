@@ -5,8 +5,8 @@
 //
 // Rows: the floor (spawning /bin/true from Node), bubblewrap alone, the peers of
 // ../shared/peers (podman run, podman exec, sandbox-runtime), warren's warm exec through the
-// HTTP API, its cold start, density (20 machines x 10 agents live at once, boxd's memory), and
-// the home measurement against du. Targets missed print "no"; they never fail the run. An
+// HTTP API, its cold start, density (20 machines x 10 agents live at once, boxd's memory), a
+// Cedar tool-policy decision, and the home measurement against du. Targets missed print "no"; they never fail the run. An
 // error of warren itself (a failed request, an exec that does not succeed, a box that does
 // not come up, measure() disagreeing with du) exits non-zero. A peer that cannot run is a
 // "skipped: <reason>" row.
@@ -22,6 +22,7 @@ import { fileURLToPath } from "node:url";
 import { BoxdClient } from "../src/boxd/client.js";
 import type { PingResult } from "../src/boxd/protocol.js";
 import { startTestServer, type TestServer } from "../test/support/server.js";
+import { benchCedar } from "./cedar.js";
 import { benchMeasure } from "./measure.js";
 import { benchRedaction, median } from "./redact.js";
 import { fmt, percentile, summarize, table, timeMany, type Sample } from "./stats.js";
@@ -41,6 +42,7 @@ const N = {
   agentsPerMachine: 10,
   files: quick ? 10_000 : 100_000,
   measureRuns: quick ? 3 : 7,
+  cedar: quick ? 2_000 : 20_000,
 };
 
 const MiB = 1024 * 1024;
@@ -575,6 +577,24 @@ async function main(): Promise<number> {
       met: yesNo(mbps >= 100),
       data: { mb_per_s: red.mbPerS, median_mb_per_s: mbps, bytes: red.bytes, lengths: red.lengths },
     });
+
+    log(`cedar: ${N.cedar} tool-policy decisions, one at a time`);
+    const ced = benchCedar(N.cedar);
+    timeRow(
+      `cedar tool-policy decision (${ced.policies} policies, calls that allow and deny)`,
+      ced.sample,
+      {
+        p50: ced.sample.p50.toFixed(3),
+        p99: ced.sample.p99.toFixed(3),
+        vsFloor:
+          ced.sample.p50 / floorP50 < 1
+            ? `${(ced.sample.p50 / floorP50).toFixed(3)}×`
+            : ratio(ced.sample.p50 / floorP50),
+        target: "p50 ≤ 0.200",
+        met: yesNo(ced.sample.p50 <= 0.2),
+      },
+      { allowed: ced.allowed, denied: ced.denied },
+    );
 
     await warren();
     await cleanup(); // server, boxes, container: before the disk-bound measurement

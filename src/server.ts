@@ -182,7 +182,7 @@ async function compose(
   const store = await openStore({ databaseUrl: config.DATABASE_URL, pgliteDir: paths.pglite });
   let ready = false;
   const metrics = new Metrics(opts.defaultMetrics ?? true);
-  const registry = new GenerationRegistry();
+  const registry = new GenerationRegistry(config.WARREN_ORG_MAX_RUNS);
   const layout = provider.homes;
 
   const runtime = new MachineRuntime({
@@ -255,9 +255,15 @@ async function compose(
     prices: new Prices(config.WARREN_MODEL_PRICES),
   });
   const runners = new AgentRunners();
+  // the operator's system.md template, when there is one (else the built-in one)
+  const template = await readFile(path.join(root, "templates", "system.md"), "utf8").catch((err: unknown) => {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+    return undefined;
+  });
   runners.register(
     "assistant",
     new AssistantRunner({
+      ...(template !== undefined ? { template } : {}),
       toolsets: tools,
       readHome: (agent, p, maxBytes) =>
         readHome(agent, p, maxBytes).catch((err: unknown) => {

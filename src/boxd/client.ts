@@ -172,6 +172,8 @@ export class BoxdClient {
         if (!sock.destroyed) sock.write(encodeControl({ type: "cancel" }));
       };
       options.signal?.addEventListener("abort", onAbort, { once: true });
+      // aborted while the connection was being made: the event has fired already
+      if (options.signal?.aborted) onAbort();
 
       const handle = (message: ServerMessage): void => {
         switch (message.type) {

@@ -175,6 +175,7 @@ test("runs: start with input text or file, get, events, cancel, list, wait", () 
       "--limit-pids",
       "8",
       "--wait",
+      "--fail-if-busy",
       "--",
       "cat",
       "/agent/input",
@@ -187,12 +188,14 @@ test("runs: start with input text or file, get, events, cancel, list, wait", () 
       timeoutS: 30,
       limits: { pids: 8 },
       wait: true,
+      failIfBusy: true,
     },
   );
   const f = cmd(["runs", "start", "agt_1", "--input-file", "in.txt", "--command", "wc -c < /agent/input"]);
   assert.equal(f.kind, "runs.start");
   assert.deepEqual(f.input, { file: "in.txt" });
   assert.equal(f.wait, false);
+  assert.equal(f.failIfBusy, false);
   usage(["runs", "start", "agt_1", "--input", "a", "--input-file", "b", "--", "x"], /not both/);
   assert.deepEqual(cmd(["runs", "get", "run_1"]), { kind: "runs.get", id: "run_1" });
   assert.deepEqual(cmd(["runs", "events", "run_1"]), { kind: "runs.events", id: "run_1" });

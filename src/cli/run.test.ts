@@ -284,11 +284,27 @@ describe("warren CLI", () => {
     const impatient = await warren(["runs", "wait", started.id, "--timeout-ms", "500"]);
     assert.equal(impatient.code, 1);
     assert.match(impatient.stderr, /^error: timeout: run \S+ is still (queued|running) after 500 ms/);
+    const refused = await warren(["runs", "start", agent, "--fail-if-busy", "--", "true"]);
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /generation\.busy/);
+    const queued = await json<{ id: string; status: string; waiting: { reason: string } }>([
+      "runs",
+      "start",
+      agent,
+      "--",
+      "true",
+    ]);
+    assert.equal(queued.status, "queued");
+    assert.equal(queued.waiting.reason, "agent_busy");
     const cancelled = await warren(["runs", "cancel", started.id]);
     assert.equal(cancelled.code, 0, cancelled.stderr);
     assert.equal(
       (await json<{ status: string }>(["runs", "wait", started.id, "--timeout-ms", "30000"])).status,
       "cancelled",
+    );
+    assert.equal(
+      (await json<{ status: string }>(["runs", "wait", queued.id, "--timeout-ms", "30000"])).status,
+      "succeeded",
     );
   });
 
@@ -358,7 +374,7 @@ describe("warren CLI", () => {
     assert.equal((await warren(["files", "put", id, "notes.txt"], { stdin: "tea at five" })).code, 0);
     const r = await warren(["runs", "start", id, "--input", "What do the notes say?", "--wait"]);
     assert.equal(r.code, 0, r.stderr);
-    assert.equal(r.stdout, "The notes say: tea at five.");
+    assert.equal(r.stdout, "The notes say: tea at five.\n");
     const runs = await json<{ items: { id: string; kind: string }[] }>(["runs", "list", id]);
     assert.equal(runs.items[0]?.kind, "assistant");
     const trace = await warren(["runs", "trace", runs.items[0]?.id ?? ""]);

@@ -140,6 +140,11 @@ export const configSchema = z
       .int("BOX_HEALTH_MS must be a whole number of milliseconds")
       .min(100, "BOX_HEALTH_MS must be at least 100")
       .default(1000),
+    WARREN_ORG_MAX_RUNS: z.coerce
+      .number({ message: "WARREN_ORG_MAX_RUNS must be a whole number of runs" })
+      .int("WARREN_ORG_MAX_RUNS must be a whole number of runs")
+      .min(1, "WARREN_ORG_MAX_RUNS must be at least 1")
+      .default(16),
     WARREN_ALLOW_DEGRADED: z
       .string()
       .optional()

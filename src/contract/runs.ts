@@ -62,6 +62,25 @@ export const RunReceipt = z
   })
   .meta({ id: "RunReceipt" });
 
+/** Why a queued run waits. */
+export const RunWaiting = z
+  .object({
+    reason: z
+      .enum(["agent_busy", "org_limit"])
+      .describe(
+        "agent_busy: its agent has a run going on or an earlier one waiting; org_limit: its organisation runs as many as WARREN_ORG_MAX_RUNS",
+      ),
+    since: z.string(),
+    position: z
+      .number()
+      .int()
+      .min(1)
+      .describe(
+        "1 for the next to start in the line it waits in: its agent's (agent_busy) or its organisation's (org_limit)",
+      ),
+  })
+  .meta({ id: "RunWaiting" });
+
 /** What an agent run used: tokens and dollars of its model calls, steps, tool calls. */
 export const RunUsage = z
   .object({
@@ -96,6 +115,7 @@ export const Run = z
       .boolean()
       .optional()
       .describe("true when the caller's role (auditor) may not see workloads: output is then empty"),
+    waiting: RunWaiting.optional().describe("while the run is queued: why it waits, since when, its place"),
     box_usage: BoxUsage.optional().describe(
       "while the run is running: what its command tree (with what it started in the background) uses now",
     ),
@@ -116,12 +136,20 @@ const runTimeout = z
   .min(1)
   .max(7 * 24 * 3600);
 
+const runWait = z
+  .boolean()
+  .default(true)
+  .describe(
+    "true (default): a busy agent or an organisation at its cap queues the run; false: refuse it (409 generation.busy, 429 run.org_limit)",
+  );
+
 /** Runs the agent by its kind (assistant, claude-code, codex, opencode) on the input. */
 export const AgentRunCreateRequest = z
   .object({
     kind: z.literal("agent"),
     input: runInput.describe("the user's message to the agent; at most 256 KiB"),
     timeout_s: runTimeout.optional().describe("at most the spec's limits.max_run_s (its default)"),
+    wait: runWait,
   })
   .strict()
   .meta({ id: "AgentRunCreateRequest" });
@@ -144,6 +172,7 @@ export const CommandRunCreateRequest = z
       .max(7 * 24 * 3600)
       .optional(),
     limits: CommandLimits.optional(),
+    wait: runWait,
   })
   .strict()
   .refine(exactlyOneCommand.check, { message: exactlyOneCommand.message, path: exactlyOneCommand.path })

@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, it } from "node:test";
 import { isWarrenError } from "../errors.js";
-import { readHomeFile, writeHomeFile, type WriteOptions } from "./files.js";
+import { listHomeFolder, readHomeFile, writeHomeFile, type WriteOptions } from "./files.js";
 
 const LIMIT = { maxBytes: 1024 };
 const OWNER = { uid: 12345, gid: 23456 };
@@ -388,5 +388,43 @@ describe("races", () => {
         .reduce((n, [, count]) => n + count, 0);
     assert.ok(writes(": ok") > 0, "no write went through");
     assert.ok(writes(": file.link") > 0, "no write met a link");
+  });
+});
+
+describe("listing a folder of the home", () => {
+  it("lists entries sorted, without following links, and cuts at the limit", async () => {
+    await fs.mkdir(path.join(home, "docs"));
+    await fs.writeFile(path.join(home, "docs", "b.txt"), "bb");
+    await fs.writeFile(path.join(home, "docs", "a.txt"), "a");
+    await fs.mkdir(path.join(home, "docs", "sub"));
+    await fs.symlink(outside, path.join(home, "docs", "out"));
+    const all = await listHomeFolder(home, ["docs"], 10);
+    assert.deepEqual(all, {
+      entries: [
+        { name: "a.txt", type: "file", size: 1 },
+        { name: "b.txt", type: "file", size: 2 },
+        { name: "out", type: "link", size: 0 },
+        { name: "sub", type: "folder", size: 0 },
+      ],
+      truncated: false,
+    });
+    assert.deepEqual((await listHomeFolder(home, [], 10)).entries, [
+      { name: "docs", type: "folder", size: 0 },
+    ]);
+    const cut = await listHomeFolder(home, ["docs"], 2);
+    assert.equal(cut.entries.length, 2);
+    assert.equal(cut.truncated, true);
+  });
+
+  it("refuses a link on the way, a file on the way and what is missing", async () => {
+    await fs.symlink(outside, path.join(home, "out"));
+    await fs.mkdir(path.join(home, "real"));
+    await fs.symlink("real", path.join(home, "inside"));
+    await fs.writeFile(path.join(home, "file"), "x");
+    await refused(listHomeFolder(home, ["out"], 10), "file.link");
+    await refused(listHomeFolder(home, ["inside"], 10), "file.link");
+    await refused(listHomeFolder(home, ["file"], 10), "file.not_found");
+    await refused(listHomeFolder(home, ["nothing"], 10), "file.not_found");
+    await refused(listHomeFolder(home, [".."], 10), "file.invalid_path");
   });
 });

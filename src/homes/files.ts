@@ -391,6 +391,11 @@ export async function listHomeFolder(
       dir = next;
     }
     const names = (await fs.readdir(fdPath(dir.fd))).sort();
+    // the folders on the way may have been moved since they were opened: ask where it is now
+    if (components.length > 0) {
+      const where = await fs.readlink(fdPath(dir.fd));
+      if (!where.startsWith(`${home.path}/`)) throw changed(showPath(components));
+    }
     const entries: HomeEntry[] = [];
     for (const name of names.slice(0, maxEntries)) {
       const st = await fs.lstat(within(dir.fd, name)).catch(() => undefined);

@@ -164,6 +164,8 @@ export class AgentRuns {
         input: input.toString("utf8"),
         events,
       });
+      // the models this run may call, in order: the one its input routes to, then the fallback
+      await events("models", { candidates: session.candidates().map((m) => m.label) });
       result = await runner.run({
         runId: run.id,
         agent: {

@@ -15,7 +15,7 @@ import type { HomeLayout } from "../boxes/index.js";
 import type { Logger } from "../observability/log.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
-import type { GenerationRegistry } from "./registry.js";
+import type { Generation, GenerationRegistry } from "./registry.js";
 import type { Run, RunReceipt, RunUsage } from "../contract/types.js";
 import type { ModelGateway } from "../models/types.js";
 import { AgentRuns, planAgentRun, type AgentRunPlan } from "./agent-run.js";
@@ -37,6 +37,8 @@ export interface AgentRunInput {
   kind: "agent";
   input: string;
   timeout_s?: number | undefined;
+  /** false: refuse the run when it cannot start now, instead of queueing it. */
+  wait?: boolean | undefined;
 }
 
 export interface CommandRunInput {
@@ -48,6 +50,8 @@ export interface CommandRunInput {
   env?: Record<string, string> | undefined;
   /** The run's own limits, tighter than its machine's. */
   limits?: CommandLimits | undefined;
+  /** false: refuse the run when it cannot start now, instead of queueing it. */
+  wait?: boolean | undefined;
 }
 
 /** Why a run was cancelled: the reason its generation was aborted with. */
@@ -148,15 +152,27 @@ export class Runs {
     });
   }
 
-  /** At boot: runs that were running or queued when the server stopped become lost. */
+  /**
+   * At boot: runs that were going on when the server stopped become lost; runs that were
+   * still queued (nothing of them ran, and their input was never kept) become lost too, with
+   * a reason that says so: start them again.
+   */
   async markLost(reason = "the server stopped while the run was going on"): Promise<number> {
-    const rows = await this.#o.db
-      .update(schema.runs)
-      .set({ status: "lost", statusReason: reason, endedAt: new Date() })
-      .where(inArray(schema.runs.status, ["running", "queued"]))
-      .returning({ id: schema.runs.id });
-    for (const r of rows) await this.#event(r.id, "lost", { reason });
-    return rows.length;
+    const queued = "the server stopped before the run started (nothing of it ran); start it again";
+    let n = 0;
+    for (const [status, why] of [
+      ["running", reason],
+      ["queued", queued],
+    ] as const) {
+      const rows = await this.#o.db
+        .update(schema.runs)
+        .set({ status: "lost", statusReason: why, endedAt: new Date() })
+        .where(eq(schema.runs.status, status))
+        .returning({ id: schema.runs.id });
+      for (const r of rows) await this.#event(r.id, "lost", { reason: why, queued: status === "queued" });
+      n += rows.length;
+    }
+    return n;
   }
 
   async #event(runId: string, type: string, data: Record<string, unknown>): Promise<void> {
@@ -185,11 +201,53 @@ export class Runs {
       .where(eq(schema.machines.id, agent.machineId));
     if (!machine) throw new WarrenError("not_found", "machine was not found");
     const id = newId("run");
-    const gen = o.registry.acquire(agent.id, id);
+    // a home over its cap refuses the run now, queued or not (and again when it starts)
+    const gated = await o.caps.gate(agent, machine);
+    // the run takes its place in line before its record exists; it starts once both are there
+    let recorded!: (row: RunRow | null) => void;
+    const record = new Promise<RunRow | null>((r) => (recorded = r));
+    let startedNow = false;
+    const launch = (gen: Generation) => {
+      const p = record
+        .then(async (row) => {
+          if (!row) return;
+          // a run that waited is gated again: its home may have grown meanwhile
+          const before = startedNow ? gated : await o.caps.gate(agent, machine);
+          // resolved once, as the generation starts: a change reaches the next generation
+          const secrets = await o.secrets.resolve(agent);
+          const signal = gen.controller.signal;
+          await (plan
+            ? this.#agentRuns.execute(row, agent, machine, inputBytes, plan, before, secrets, signal)
+            : this.#execute(
+                row,
+                agent,
+                machine,
+                inputBytes,
+                input as CommandRunInput,
+                before,
+                secrets,
+                signal,
+              ));
+        })
+        .catch(async (err: unknown) => {
+          // refused as it left the line (home over its cap, secrets): the run ends as failed
+          await this.#refuse(id, err).catch((e: unknown) =>
+            o.logger.error({ err: e, runId: id }, "run bookkeeping failed"),
+          );
+        })
+        .finally(() => {
+          o.registry.release(gen);
+          this.#pending.delete(id);
+          this.#commands.delete(id);
+        });
+      this.#pending.set(id, p);
+    };
+    const placed = o.registry.enqueue(
+      { agentId: agent.id, orgId: agent.orgId, runId: id, start: launch },
+      { wait: input.wait ?? true },
+    );
+    startedNow = placed === "started";
     try {
-      const before = await o.caps.gate(agent, machine);
-      // resolved once, as the generation starts: a change reaches the next generation
-      const secrets = await o.secrets.resolve(agent);
       const timeoutS = plan ? plan.timeoutS : (input.timeout_s ?? 3600);
       const [row] = await o.db
         .insert(schema.runs)
@@ -207,24 +265,54 @@ export class Runs {
         })
         .returning();
       if (!row) throw new Error("run insert returned nothing");
-      const signal = gen.controller.signal;
-      const p = (
-        plan
-          ? this.#agentRuns.execute(row, agent, machine, inputBytes, plan, before, secrets, signal)
-          : this.#execute(row, agent, machine, inputBytes, input as CommandRunInput, before, secrets, signal)
-      )
-        .catch((err: unknown) => o.logger.error({ err, runId: id }, "run bookkeeping failed"))
-        .finally(() => {
-          o.registry.release(gen);
-          this.#pending.delete(id);
-          this.#commands.delete(id);
-        });
-      this.#pending.set(id, p);
-      return runView(row);
+      if (!startedNow) await this.#event(id, "queued", { ...this.#waitingView(id) });
+      recorded(row);
+      return this.#withWaiting(runView(row));
     } catch (err) {
-      o.registry.release(gen);
+      o.registry.dequeue(id);
+      recorded(null);
       throw err;
     }
+  }
+
+  /** A run that could not start once its turn came: failed, with why. */
+  async #refuse(runId: string, err: unknown): Promise<void> {
+    const reason = err instanceof Error ? err.message : String(err);
+    const rows = await this.#o.db
+      .update(schema.runs)
+      .set({ status: "failed", statusReason: reason, endedAt: new Date() })
+      .where(and(eq(schema.runs.id, runId), eq(schema.runs.status, "queued")))
+      .returning({ id: schema.runs.id });
+    if (rows.length > 0) await this.#event(runId, "refused", { reason });
+    else this.#o.logger.error({ err, runId }, "run bookkeeping failed");
+  }
+
+  /** Ends runs taken out of line before they started: cancelled, with why. */
+  async #endWaiting(runIds: string[], reason: string): Promise<void> {
+    if (runIds.length === 0) return;
+    const rows = await this.#o.db
+      .update(schema.runs)
+      .set({ status: "cancelled", statusReason: reason, endedAt: new Date() })
+      .where(and(inArray(schema.runs.id, runIds), eq(schema.runs.status, "queued")))
+      .returning({ id: schema.runs.id });
+    for (const r of rows) await this.#event(r.id, "cancelled", { reason, queued: true });
+  }
+
+  #waitingView(runId: string): Run["waiting"] {
+    const w = this.#o.registry.waiting(runId);
+    return w ? { reason: w.reason, since: w.since.toISOString(), position: w.position } : undefined;
+  }
+
+  /** A queued run's view says why it waits. */
+  #withWaiting(v: Run): Run {
+    if (v.status !== "queued") return v;
+    const w = this.#o.registry.waiting(v.id);
+    if (!w) return v;
+    return {
+      ...v,
+      status_reason: w.detail,
+      waiting: { reason: w.reason, since: w.since.toISOString(), position: w.position },
+    };
   }
 
   async #execute(
@@ -409,7 +497,7 @@ export class Runs {
 
   async get(who: Identity, id: string): Promise<Run> {
     const { row, role } = await this.#loadWithRole(who, id, "read");
-    const view = viewFor(role, row);
+    const view = this.#withWaiting(viewFor(role, row));
     const cmd = row.status === "running" ? this.#commands.get(id) : undefined;
     const usage = cmd ? this.#o.runtime.commandUsage(cmd.machineId, cmd.cgroup) : null;
     const live = row.status === "running" ? this.#agentRuns.live(id) : undefined;
@@ -456,7 +544,7 @@ export class Runs {
       .where(and(...where))
       .orderBy(desc(schema.runs.createdAt), desc(schema.runs.id))
       .limit(opts.limit);
-    return rows.map((r) => viewFor(role, r));
+    return rows.map((r) => this.#withWaiting(viewFor(role, r)));
   }
 
   async cancel(who: Identity, id: string): Promise<Run> {
@@ -464,12 +552,18 @@ export class Runs {
     if (terminal.includes(r.status)) {
       throw new WarrenError("run.not_cancellable", `the run already ended as ${r.status}`);
     }
+    if (this.#o.registry.dequeue(id)) {
+      await this.#endWaiting([id], "cancelled by an operator while it waited");
+      return this.#load(who, id, "write").then(runView);
+    }
     this.#o.registry.cancel(id, "cancelled by an operator");
     return runView(r);
   }
 
   /** Cancels the agent's generation, if any, and waits until its record is written. */
   async stopAgent(agentId: string, reason: string): Promise<void> {
+    const waiting = this.#o.registry.waiters(agentId).filter((id) => this.#o.registry.dequeue(id));
+    await this.#endWaiting(waiting, reason);
     const g = this.#o.registry.forAgent(agentId);
     if (!g) return;
     this.#o.registry.cancel(g.runId, reason);
@@ -478,6 +572,8 @@ export class Runs {
 
   /** Waits up to `ms` for the runs going on to end by themselves; true when none is left. */
   async drain(ms: number): Promise<boolean> {
+    // what still waits does not start while the server stops
+    await this.#endWaiting(this.#o.registry.close(), "the server stopped before the run started");
     if (this.#pending.size === 0) return true;
     let timer: NodeJS.Timeout | undefined;
     const all = Promise.allSettled([...this.#pending.values()]).then(() => true);
@@ -491,6 +587,7 @@ export class Runs {
 
   /** Cancels every generation and waits for their records (shutdown). */
   async stopAll(reason: string): Promise<void> {
+    await this.#endWaiting(this.#o.registry.close(), `${reason} before the run started`);
     for (const agentId of this.#o.registry.activeAgents()) {
       const g = this.#o.registry.forAgent(agentId);
       if (g) this.#o.registry.cancel(g.runId, reason);

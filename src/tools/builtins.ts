@@ -12,7 +12,8 @@ import { parseHomePath } from "../homes/paths.js";
 import { uidOf } from "../machines/placement.js";
 import type { MachineRuntime } from "../runtime/index.js";
 import type { ResolvedSecrets } from "../secrets/service.js";
-import { bounded, MAX_OUTPUT_BYTES, num, readBody, str, ToolFailure, type ToolImpl } from "./impl.js";
+import { getOnce } from "./fetch.js";
+import { bodyText, bounded, MAX_OUTPUT_BYTES, num, str, ToolFailure, type ToolImpl } from "./impl.js";
 import { urlAllowed } from "./network.js";
 
 /** The largest file read_file reads and write_file writes. */
@@ -190,7 +191,7 @@ function webFetch(env: BuiltinEnv): ToolImpl {
     kind: "builtin",
     tool: {
       name: "web_fetch",
-      description: `GETs an http or https URL and answers its status and body (text, at most ${FETCH_MAX_BYTES} bytes read). Only the hosts of your network allow-list can be reached.`,
+      description: `GETs an http or https URL and answers its status and body (text, at most ${FETCH_MAX_BYTES} bytes read). Only the hosts of your network allow-list can be reached, and a host name only at public addresses.`,
       parameters: {
         type: "object",
         properties: { url: { type: "string", description: "the URL" } },
@@ -211,19 +212,15 @@ function webFetch(env: BuiltinEnv): ToolImpl {
           throw new ToolFailure(
             `${url.host} is not in this agent's network allow-list (sandbox_policy.network.allow)`,
           );
-        const res = await fetch(url, { method: "GET", redirect: "manual", signal: timeout });
-        const location = res.headers.get("location");
-        if (res.status >= 300 && res.status < 400 && location) {
-          await res.body?.cancel();
+        const res = await getOnce(url, FETCH_MAX_BYTES, timeout);
+        if (res.status >= 300 && res.status < 400 && res.location) {
           if (hop >= FETCH_REDIRECTS) throw new ToolFailure(`more than ${FETCH_REDIRECTS} redirects`);
-          url = new URL(location, url);
+          url = new URL(res.location, url);
           continue;
         }
-        const { body, truncated } = await readBody(res, FETCH_MAX_BYTES);
-        const type = res.headers.get("content-type") ?? "";
-        const text = env.secrets.redactor.redactText(body.toString("utf8"));
+        const text = env.secrets.redactor.redactText(bodyText(res.contentType, res.body));
         return bounded(
-          `status ${res.status}${type ? `\ncontent-type: ${type}` : ""}${truncated ? `\n(first ${FETCH_MAX_BYTES} bytes)` : ""}\n\n${text}`,
+          `status ${res.status}${res.contentType ? `\ncontent-type: ${res.contentType}` : ""}${res.truncated ? `\n(first ${FETCH_MAX_BYTES} bytes)` : ""}\n\n${text}`,
         );
       }
     },

@@ -4,7 +4,7 @@
 import type { ToolSpec } from "../contract/spec.js";
 import { Redactor } from "../secrets/redact.js";
 import type { ResolvedSecrets } from "../secrets/service.js";
-import { bounded, readBody, str, ToolFailure, type ToolImpl } from "./impl.js";
+import { bodyText, bounded, readBody, str, ToolFailure, type ToolImpl } from "./impl.js";
 
 type HttpSpec = Extract<ToolSpec, { type: "http" }>;
 
@@ -91,7 +91,7 @@ export function httpTool(spec: HttpSpec, secrets: ResolvedSecrets): ToolImpl {
       const { body: got, truncated } = await readBody(res, HTTP_MAX_BYTES);
       const type = res.headers.get("content-type") ?? "";
       const location = res.headers.get("location");
-      const text = `status ${res.status}${type ? `\ncontent-type: ${type}` : ""}${location ? `\nlocation: ${location}` : ""}${truncated ? `\n(first ${HTTP_MAX_BYTES} bytes)` : ""}\n\n${got.toString("utf8")}`;
+      const text = `status ${res.status}${type ? `\ncontent-type: ${type}` : ""}${location ? `\nlocation: ${location}` : ""}${truncated ? `\n(first ${HTTP_MAX_BYTES} bytes)` : ""}\n\n${bodyText(type, got)}`;
       return bounded(secrets.redactor.redactText(redactor.redactText(text)));
     },
   };

@@ -80,3 +80,16 @@ export async function readBody(res: Response, max: number): Promise<{ body: Buff
   }
   return { body: Buffer.concat(chunks, length), truncated };
 }
+
+/** A body as the model sees it: text as is, anything else by its type and size. */
+export function bodyText(contentType: string, body: Buffer): string {
+  const type = contentType.split(";")[0]?.trim().toLowerCase() ?? "";
+  const textual =
+    type === "" ||
+    type.startsWith("text/") ||
+    /^application\/(.+\+)?(json|xml|javascript|x-www-form-urlencoded|yaml|x-yaml|toml|graphql|ld\+json)$/.test(
+      type,
+    );
+  if (textual && !body.subarray(0, 8192).includes(0)) return body.toString("utf8");
+  return `[${body.length} bytes of ${type || "binary data"}, not shown]`;
+}

@@ -40,6 +40,19 @@ function partText(part: Record<string, unknown>): string {
   }
 }
 
+/**
+ * The name the model calls a server's tool by: `<server>__<tool>`, with what providers refuse
+ * in a tool name (anything but letters, digits, `_` and `-`) made `_`, at most 64 characters,
+ * and a number added when two tools would share a name.
+ */
+export function modelName(server: string, tool: string, taken: Set<string>): string {
+  const base = `${server}__${tool.replace(/[^A-Za-z0-9_-]/g, "_")}`.slice(0, 64);
+  let name = base;
+  for (let i = 2; taken.has(name); i++) name = `${base.slice(0, 64 - String(i).length - 1)}_${i}`;
+  taken.add(name);
+  return name;
+}
+
 /** Connects to the server and lists its tools; a server that cannot be reached fails the open. */
 export async function connectMcp(
   spec: McpSpec,
@@ -60,14 +73,16 @@ export async function connectMcp(
   try {
     await client.connect(transport, { signal, timeout: MCP_CONNECT_MS });
     const listed = await client.listTools(undefined, { signal, timeout: MCP_CONNECT_MS });
+    const taken = new Set<string>();
     const tools = listed.tools.slice(0, MCP_MAX_TOOLS).map((t): ToolImpl => {
+      const name = modelName(spec.name, t.name, taken);
       const { type: _type, ...rest } = t.inputSchema;
       const parameters: ToolParameters = { type: "object", ...rest };
       return {
         kind: "mcp",
         server: spec.name,
         tool: {
-          name: `${spec.name}__${t.name}`,
+          name,
           description: hide(t.description ?? `${t.name} of the MCP server ${spec.name}`),
           parameters,
         },

@@ -1,7 +1,9 @@
 // Whether a URL's host is in an agent's sandbox_policy.network.allow, by the entry forms
 // src/contract/policy.ts accepts: `host`, `host:port`, `*.domain`, `*.domain:port`, an IPv4
 // address. An entry without a port allows the URL's standard ports (80 for http, 443 for
-// https); `*.domain` allows the names under the domain, not the domain itself.
+// https); `*.domain` allows the names under the domain, not the domain itself (and never an
+// IP address).
+import { isIP } from "node:net";
 
 function defaultPort(url: URL): number {
   return url.protocol === "https:" ? 443 : 80;
@@ -17,7 +19,8 @@ function entryAllows(entry: string, host: string, port: number, standard: boolea
     pattern = pattern.slice(0, colon);
   }
   if (entryPort === null ? !standard : entryPort !== port) return false;
-  if (pattern.startsWith("*.")) return host.endsWith(pattern.slice(1)) && host.length > pattern.length - 1;
+  if (pattern.startsWith("*."))
+    return !isIP(host) && host.endsWith(pattern.slice(1)) && host.length > pattern.length - 1;
   return host === pattern;
 }
 

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ToolPolicy, type ToolRequest, toolPolicyProblem } from "./policy.js";
+import { readFile } from "node:fs/promises";
+import { TOOL_POLICY_SCHEMA, ToolPolicy, type ToolRequest, toolPolicyProblem } from "./policy.js";
 
 function req(tool: string, args: unknown = {}, kind: ToolRequest["tool"]["kind"] = "builtin"): ToolRequest {
   const server = kind === "mcp" ? tool.split("__")[0] : undefined;
@@ -42,6 +43,8 @@ test("validation: bad text answers Cedar's message", () => {
     `@id("a") permit(principal, action, resource); @id("a") forbid(principal, action, resource);`,
   );
   assert.match(dup ?? "", /two policies have the id "a"/);
+  const template = toolPolicyProblem(`permit(principal == ?principal, action, resource);`);
+  assert.match(template ?? "", /templates are not supported/);
 });
 
 test("decisions: an empty policy denies every call", () => {
@@ -106,4 +109,40 @@ test("decisions: a policy that does not validate denies every call and says why"
   const d = p.decide(req("read_file"));
   assert.equal(d.decision, "deny");
   assert.equal(d.errors.length, 1);
+});
+
+test("decisions stay right when more policies are open than Cedar holds preparsed", () => {
+  const policies = Array.from({ length: 300 }, (_, i) =>
+    ToolPolicy.compile(`permit(principal, action, resource == Tool::"t${i}");`),
+  );
+  for (const [i, p] of policies.entries()) assert.equal(p.decide(req(`t${i}`)).decision, "allow");
+  // the first ones' ids were taken over meanwhile: each decides by its own text still
+  for (const [i, p] of policies.entries()) {
+    assert.equal(p.decide(req(`t${i}`)).decision, "allow", `t${i}`);
+    assert.equal(p.decide(req(`t${i + 1}`)).decision, "deny", `t${i + 1}`);
+  }
+});
+
+test("docs/agents.md: the schema shown is the schema used, and the worked example decides as it says", async () => {
+  const md = await readFile(new URL("../../docs/agents.md", import.meta.url), "utf8");
+  const blocks = [...md.matchAll(/```cedar\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
+  const norm = (s: string) =>
+    s
+      .replace(/\/\/.*$/gm, "")
+      .replace(/\s+/g, "")
+      .replace(/,([}\]])/g, "$1");
+  assert.equal(norm(blocks[0] ?? ""), norm(TOOL_POLICY_SCHEMA));
+  const example = blocks[1] ?? "";
+  assert.equal(toolPolicyProblem(example), null);
+  const p = ToolPolicy.compile(example);
+  const decide = (tool: string, args: unknown) =>
+    p.decide(req(tool, args, tool.includes("__") ? "mcp" : "builtin"));
+  assert.deepEqual(decide("write_file", { path: "src/main.ts" }).decision, "deny");
+  assert.deepEqual(decide("write_file", { path: "notes/a.md" }).policies, ["write-notes"]);
+  assert.deepEqual(decide("run_command", { command: "rm -rf build" }).policies, ["no-rm"]);
+  assert.deepEqual(decide("run_command", { command: "make" }).policies, ["commands"]);
+  assert.deepEqual(decide("read_file", { path: "secrets/key" }).policies, ["no-secrets"]);
+  assert.deepEqual(decide("list_files", {}).policies, ["read"]);
+  assert.deepEqual(decide("docs__search", {}).policies, ["docs"]);
+  assert.deepEqual(decide("docs__delete", {}).policies, ["no-delete"]);
 });

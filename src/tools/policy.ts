@@ -121,8 +121,23 @@ function contextOf(req: ToolRequest): Record<string, cedar.CedarValueJson> {
   return { run: { id: req.run.id, via: req.run.via }, arguments: args, arguments_json: json };
 }
 
+/**
+ * Cedar keeps preparsed policy sets by id for the life of the process, with no way to drop
+ * one: the policies of open toolsets share this many ids, each held by one ToolPolicy at a
+ * time; a policy whose id was taken over by another is preparsed again under a new one.
+ */
+const SLOTS = 256;
+const slotOwner: (ToolPolicy | undefined)[] = new Array<ToolPolicy | undefined>(SLOTS);
+let nextSlot = 0;
+
+/** Compiled policies by their text, the most recently used last (runs of one agent share one). */
+const COMPILED = 128;
+const compiled = new Map<string, ToolPolicy>();
+
 /** An agent's tool policy, parsed once and asked for each call. */
 export class ToolPolicy {
+  #slot = -1;
+
   private constructor(
     private readonly parsed: PolicyParts,
     /** Any problem the text had: such a policy denies every call, saying why. */
@@ -131,12 +146,24 @@ export class ToolPolicy {
 
   /** Compiles policy text. Text that does not validate denies every call (its problem is kept). */
   static compile(text: string): ToolPolicy {
+    const known = compiled.get(text);
+    if (known) {
+      // the most recently used last: the first is the one to drop
+      compiled.delete(text);
+      compiled.set(text, known);
+      return known;
+    }
     const empty: PolicyParts = { policies: {}, forbids: new Set() };
-    if (text.trim() === "") return new ToolPolicy(empty, null);
-    const problem = toolPolicyProblem(text);
-    if (problem !== null) return new ToolPolicy(empty, problem);
-    const p = parts(text);
-    return typeof p === "string" ? new ToolPolicy(empty, p) : new ToolPolicy(p, null);
+    let made: ToolPolicy;
+    if (text.trim() === "") made = new ToolPolicy(empty, null);
+    else {
+      const problem = toolPolicyProblem(text);
+      const p = problem === null ? parts(text) : problem;
+      made = typeof p === "string" ? new ToolPolicy(empty, p) : new ToolPolicy(p, null);
+    }
+    compiled.set(text, made);
+    if (compiled.size > COMPILED) compiled.delete(compiled.keys().next().value!);
+    return made;
   }
 
   decide(req: ToolRequest): ToolDecision {
@@ -153,12 +180,14 @@ export class ToolPolicy {
     ];
     if (req.tool.server)
       entities.push({ uid: { type: "Server", id: req.tool.server }, attrs: {}, parents: [] });
-    const answer = cedar.isAuthorized({
+    const slot = this.#preparsed();
+    if ("error" in slot) return { decision: "deny", policies: [], errors: [slot.error] };
+    const answer = cedar.statefulIsAuthorized({
       principal: { type: "Agent", id: req.agent.id },
       action: { type: "Action", id: "call" },
       resource: { type: "Tool", id: req.tool.name },
       context: contextOf(req),
-      policies: { staticPolicies: this.parsed.policies },
+      preparsedPolicySetId: slot.id,
       entities,
     });
     if (answer.type === "failure")
@@ -171,5 +200,18 @@ export class ToolPolicy {
       .filter((id) => this.parsed.forbids.has(id));
     if (erredForbids.length > 0) return { decision: "deny", policies: erredForbids, errors };
     return { decision, policies: diagnostics.reason, errors };
+  }
+
+  /** The id under which Cedar holds this policy set, preparsing it when it is not held. */
+  #preparsed(): { id: string } | { error: string } {
+    if (this.#slot < 0 || slotOwner[this.#slot] !== this) {
+      const slot = nextSlot;
+      nextSlot = (nextSlot + 1) % SLOTS;
+      const done = cedar.preparsePolicySet(`tool-policy-${slot}`, { staticPolicies: this.parsed.policies });
+      if (done.type === "failure") return { error: done.errors.map(describe).join("; ") };
+      slotOwner[slot] = this;
+      this.#slot = slot;
+    }
+    return { id: `tool-policy-${this.#slot}` };
   }
 }

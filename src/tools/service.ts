@@ -43,6 +43,24 @@ function messageOf(err: unknown): string {
   return String(err);
 }
 
+/** A string argument longer than this is cut in the record (a file's content, say). */
+const RECORD_STRING_BYTES = 4096;
+
+function clip(v: unknown): unknown {
+  if (typeof v === "string") {
+    const bytes = Buffer.byteLength(v);
+    if (bytes <= RECORD_STRING_BYTES) return v;
+    const kept = Buffer.from(v)
+      .subarray(0, RECORD_STRING_BYTES)
+      .toString("utf8")
+      .replace(/\uFFFD$/, "");
+    return `${kept}[... ${bytes - Buffer.byteLength(kept)} more bytes]`;
+  }
+  if (Array.isArray(v)) return v.map(clip);
+  if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, clip(x)]));
+  return v;
+}
+
 class RunToolset implements Toolset {
   readonly tools: readonly RunTool[];
   readonly #byName: Map<string, ToolImpl>;
@@ -56,13 +74,23 @@ class RunToolset implements Toolset {
     private readonly connections: McpConnection[],
     readonly warnings: readonly string[],
     private readonly onClose: () => void,
+    private readonly logger: Logger,
   ) {
     this.#byName = new Map(impls.map((i) => [i.tool.name, i]));
     this.tools = impls.map((i) => i.tool);
   }
 
-  async call(name: string, args: unknown): Promise<ToolOutcome> {
+  async call(name: string, given: unknown): Promise<ToolOutcome> {
     const started = performance.now();
+    // some providers hand the arguments over as JSON text
+    let args = given;
+    if (typeof given === "string") {
+      try {
+        args = given.trim() === "" ? {} : (JSON.parse(given) as unknown);
+      } catch {
+        args = given;
+      }
+    }
     const impl = this.#byName.get(name);
     const shownArgs = this.#redactedArgs(args);
     const finish = async (
@@ -81,7 +109,12 @@ class RunToolset implements Toolset {
         duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
         ...(error !== undefined ? { error: this.hide(error) } : {}),
       };
-      await this.ctx.record?.(record);
+      // a record that cannot be written is the server's trouble, not the model's: logged, and the call answered
+      await this.ctx
+        .record?.(record)
+        .catch((err: unknown) =>
+          this.logger.error({ err, runId: this.ctx.runId, tool: name }, "a tool call could not be recorded"),
+        );
       return { output: shown, record };
     };
 
@@ -119,10 +152,11 @@ class RunToolset implements Toolset {
     }
   }
 
+  /** The arguments as the record keeps them: secrets redacted, long strings cut. */
   #redactedArgs(args: unknown): unknown {
     try {
       const text = JSON.stringify(args ?? {});
-      return JSON.parse(this.hide(text)) as unknown;
+      return clip(JSON.parse(this.hide(text)) as unknown);
     } catch {
       return "[arguments that are not JSON]";
     }
@@ -188,9 +222,18 @@ export class Tools implements ToolsetFactory {
     const policy = ToolPolicy.compile(ctx.spec.tool_policy);
     if (policy.problem)
       warnings.push(`the tool policy does not validate, so every call is denied: ${policy.problem}`);
-    const set = new RunToolset(ctx, impls, policy, hide, connections, warnings, () => {
-      if (this.#open.get(ctx.runId) === set) this.#open.delete(ctx.runId);
-    });
+    const set = new RunToolset(
+      ctx,
+      impls,
+      policy,
+      hide,
+      connections,
+      warnings,
+      () => {
+        if (this.#open.get(ctx.runId) === set) this.#open.delete(ctx.runId);
+      },
+      o.logger,
+    );
     this.#open.set(ctx.runId, set);
     return set;
   }

@@ -383,6 +383,74 @@ describe("assistant runs", { skip: boxSkipReason() ?? false }, () => {
     assert.equal(run.receipt.model_calls, 2);
   });
 
+  test("while it runs, the run shows its usage so far; a cancel ends it; its time limit times it out", async () => {
+    const a = await agentWith({
+      kind: "assistant",
+      model: { provider: "script", name: "slow.json" },
+      tools: [{ type: "builtin", name: "run_command" }],
+      tool_policy: ALLOW_ALL,
+    });
+    await put(
+      a.id,
+      "slow.json",
+      script([
+        { tool_calls: [{ name: "run_command", input: { command: "sleep 30", timeout_s: 60 } }] },
+        { text: "slept" },
+      ]),
+    );
+    const started = await t.call("POST", `/api/agents/${a.id}/runs`, { kind: "agent", input: "sleep" });
+    assert.equal(started.status, 202);
+    let live: any;
+    for (let i = 0; i < 200; i++) {
+      live = (await t.call("GET", `/api/runs/${started.body.id}`)).body;
+      if (live.usage?.steps === 1) break;
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    assert.equal(live.status, "running");
+    assert.equal(live.usage.steps, 1);
+    assert.ok(live.usage.tokens_in > 0);
+    const t0 = Date.now();
+    assert.equal((await t.call("POST", `/api/runs/${started.body.id}/cancel`)).status, 200);
+    let end: any;
+    for (;;) {
+      end = (await t.call("GET", `/api/runs/${started.body.id}`)).body;
+      if (terminal.includes(end.status)) break;
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    assert.equal(end.status, "cancelled");
+    assert.ok(Date.now() - t0 < 15_000, "the command in the box was stopped with the run");
+    assert.equal(end.usage.steps, 1);
+
+    await t.call("PATCH", `/api/agents/${a.id}`, { limits: { max_run_s: 2 } });
+    const timed = await runAgent(a.id, "sleep");
+    assert.equal(timed.run.status, "timed_out");
+    assert.equal(timed.run.timeout_s, 2);
+    assert.match(timed.run.status_reason, /2 s limit/);
+    assert.equal(timed.run.receipt.spec_version, 2);
+  });
+
+  test("at most 40 steps: a model that keeps asking for tools fails the run", async () => {
+    const a = await agentWith({
+      kind: "assistant",
+      model: { provider: "script", name: "loop.json" },
+      tools: [{ type: "builtin", name: "list_files" }],
+      tool_policy: ALLOW_ALL,
+    });
+    const ask = {
+      text: "again",
+      tool_calls: [{ name: "list_files", input: {} }],
+      usage: { input_tokens: 1, output_tokens: 1 },
+    };
+    await put(a.id, "loop.json", script(Array.from({ length: 45 }, () => ask)));
+    const { run, events } = await runAgent(a.id, "go");
+    assert.equal(run.status, "failed");
+    assert.match(run.status_reason, /after 40 steps/);
+    assert.equal(run.usage.steps, 40);
+    assert.equal(of(events, "model_call").length, 40);
+    assert.equal(run.usage.tool_calls, 40);
+    assert.equal(run.output, "again");
+  });
+
   test("a model that fails with no fallback fails the run with the provider's reason", async () => {
     const a = await agentWith({ kind: "assistant", model: { provider: "script", name: "missing.json" } });
     const { run } = await runAgent(a.id, "hello");

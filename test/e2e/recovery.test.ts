@@ -89,6 +89,11 @@ test(
       ).body;
       for (let i = 0; i < 100 && (await call("GET", `/api/runs/${run.id}`)).body.status !== "running"; i++)
         await new Promise((r) => setTimeout(r, 30));
+      // a run queued behind it: nothing of it ran when the server died
+      const queued = (
+        await call("POST", `/api/agents/${agents[0].id}/runs`, { kind: "command", command: "touch ran.txt" })
+      ).body;
+      assert.equal(queued.status, "queued");
 
       // a box no machine of this server knows: labelled for a machine that does not exist
       const strayId = "mch_zzzzzzzzzzzzzzzz";
@@ -133,6 +138,13 @@ test(
       assert.equal(lost.status, "lost");
       assert.match(lost.status_reason, /server stopped/);
       assert.ok(lost.ended_at);
+      const lostQueued = (await call("GET", `/api/runs/${queued.id}`)).body;
+      assert.equal(lostQueued.status, "lost", "a queued run is not started by the next server");
+      assert.match(lostQueued.status_reason, /before the run started \(nothing of it ran\); start it again/);
+      assert.equal(lostQueued.started_at, null);
+      assert.equal(lostQueued.waiting, undefined);
+      const ran = await call("POST", `/api/agents/${agents[0].id}/exec`, { command: "test -e ran.txt" });
+      assert.equal(ran.body.exit_code, 1, "the queued run never ran");
       for (const a of agents) {
         const e = await call("POST", `/api/agents/${a.id}/exec`, { argv: ["cat", "me.txt"] });
         assert.equal(e.body.stdout, `${a.id}\n`);

@@ -284,6 +284,23 @@ describe("model gateway", () => {
     assert.equal(g.byToken("wrk_nope"), null);
     s.close();
     assert.equal(g.byToken(s.token), null);
+    // a token lives as long as its run's time limit (and a margin), not longer
+    const brief = new Gateway({
+      secretsOf: async () => ({}),
+      readHome: async () => Buffer.from('[{"text":"ok"}]'),
+      prices: new Prices(),
+      tokenMarginS: 0,
+    });
+    const short = await brief.open({
+      runId: "run_9",
+      agent,
+      spec: specOf({ provider: "script", name: "main.json" }, { max_run_s: 1 }),
+      input: "",
+      events: sink,
+    });
+    assert.equal(brief.byToken(short.token), short);
+    await new Promise((r) => setTimeout(r, 1100));
+    assert.equal(brief.byToken(short.token), null);
     await assert.rejects(
       g.open({
         runId: "run_7",

@@ -118,9 +118,9 @@ describe("command runs", { skip: boxSkipReason() ?? false }, () => {
     assert.notEqual(run.output.trim(), "0", "writing /agent/input must fail");
   });
 
-  test("one generation per agent; cancel; timeout", async () => {
+  test("one generation per agent (wait: false refuses); cancel; timeout", async () => {
     const r = await start(a.id, { command: "sleep 30" });
-    const busy = await start(a.id, { command: "true" });
+    const busy = await start(a.id, { command: "true", wait: false });
     assert.equal(busy.status, 409);
     assert.equal(busy.body.error.code, "generation.busy");
     const other = await start(b.id, { command: "echo b" });
@@ -253,7 +253,13 @@ describe("command runs", { skip: boxSkipReason() ?? false }, () => {
       .body;
     const run = await wait((await start(d.id, { command: "echo last" })).body.id);
     const going = (await start(d.id, { command: "sleep 60" })).body;
+    const waiting = (await start(d.id, { command: "echo never" })).body;
+    assert.equal(waiting.status, "queued");
     assert.equal((await t.call("DELETE", `/api/agents/${d.id}`)).status, 204);
+    const dropped = (await t.call("GET", `/api/runs/${waiting.id}`)).body;
+    assert.equal(dropped.status, "cancelled", "its queued runs end too, never started");
+    assert.equal(dropped.started_at, null);
+    assert.match(dropped.status_reason, /being deleted/);
     // the delete answered only once the generation's record was written
     const cancelled = (await t.call("GET", `/api/runs/${going.id}`)).body;
     assert.equal(cancelled.status, "cancelled");

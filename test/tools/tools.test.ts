@@ -11,7 +11,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import Fastify from "fastify";
 import { AgentSpec } from "../../src/contract/spec.js";
-import type { GatewaySession } from "../../src/models/types.js";
+import { Gateway } from "../../src/models/gateway.js";
+import { Prices } from "../../src/models/prices.js";
 import { createToolGateway } from "../../src/tools/gateway.js";
 import type { ToolCallRecord, Toolset } from "../../src/tools/types.js";
 import { boxSkipReason } from "../box/fixture.js";
@@ -84,7 +85,7 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
     assert.equal(r.status, 201, JSON.stringify(r.body));
     a = r.body;
     const p = await t.call("PATCH", `/api/agents/${a.id}`, {
-      sandbox_policy: { network: { allow: [`127.0.0.1:${api.port}`] } },
+      sandbox_policy: { network: { allow: [`127.0.0.1:${api.port}`, `localhost:${api.port}`] } },
     });
     assert.equal(p.status, 200, JSON.stringify(p.body));
     const s = await t.call("POST", "/api/secrets", {
@@ -166,6 +167,12 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
     assert.equal(records.length, 4);
     assert.ok(records.every((r) => r.decision === "allow" && r.error === undefined && r.duration_ms >= 0));
     assert.equal(records[1]?.result_bytes, Buffer.byteLength("hello from the tool"));
+    // a long argument is written whole, and kept cut in the record
+    const big = "y".repeat(10_000);
+    await set.call("write_file", { path: "big.txt", content: big });
+    assert.equal(await fs.readFile(path.join(homeDir(), "big.txt"), "utf8"), big);
+    const kept = (records.at(-1)?.arguments as { content: string }).content;
+    assert.equal(kept, `${"y".repeat(4096)}[... ${10_000 - 4096} more bytes]`);
   });
 
   test("paths outside the home and links are refused, as answers", async () => {
@@ -245,10 +252,35 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
     const ok = await set.call("run_command", { command: "cat keep.txt" });
     assert.match(ok.output, /^exit code 0\n--- stdout\nkeep$/);
     assert.deepEqual(ok.record.policies, ["commands"]);
+    // arguments given as JSON text are taken as the object they spell
+    const text = await set.call("run_command", JSON.stringify({ command: "rm keep.txt" }));
+    assert.deepEqual(text.record.policies, ["no-rm"]);
+    assert.deepEqual(text.record.arguments, { command: "rm keep.txt" });
     assert.deepEqual(
       records.map((r) => r.decision),
-      ["deny", "allow"],
+      ["deny", "allow", "deny"],
     );
+  });
+
+  test("a record that cannot be written does not fail the call", async () => {
+    const set = await t.server.tools.open({
+      runId: `run_test${++runs}`,
+      agent: { id: a.id, orgId: a.org_id, machineId: a.machine_id, slot: a.slot },
+      spec: AgentSpec.parse({
+        kind: "assistant",
+        model: { provider: "script", name: "s.json" },
+        tools: builtins("list_files"),
+        tool_policy: ALLOW_ALL,
+      }),
+      signal: new AbortController().signal,
+      record: async () => {
+        throw new Error("the trace is gone");
+      },
+    });
+    open.push(set);
+    const out = await set.call("list_files", {});
+    assert.equal(out.record.decision, "allow");
+    assert.equal(out.record.error, undefined);
   });
 
   test("web_fetch gets allowed hosts only, redirects included", async () => {
@@ -263,6 +295,11 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
     });
     assert.match(hop.output, /not in this agent's network allow-list/);
     assert.equal(other.seen.length, 0);
+    // a host name never leads to a loopback or private address, even one the list names by address
+    const before = api.seen.length;
+    const named = await set.call("web_fetch", { url: `http://localhost:${api.port}/page` });
+    assert.match(named.output, /localhost resolves only to addresses that are not public/);
+    assert.equal(api.seen.length, before);
     const bad = await set.call("web_fetch", { url: "file:///etc/passwd" });
     assert.match(bad.output, /not in this agent's network allow-list/);
   });
@@ -358,21 +395,24 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
       "gateway",
     );
     await fs.writeFile(path.join(homeDir(), "gw.txt"), "through the gateway");
-    // a session as the model gateway holds it: the run and its workload token
-    const session: GatewaySession = {
+    // the run's session of the model gateway: its workload token is the run's only key
+    const models = new Gateway({
+      secretsOf: async () => ({}),
+      readHome: async () => Buffer.alloc(0),
+      prices: new Prices(),
+    });
+    const session = await models.open({
       runId,
-      token: "wl_good-token-0123456789",
-      candidates: () => [],
-      languageModel: () => {
-        throw new Error("this test calls no model");
-      },
-      record: async () => {},
-      usage: () => ({ tokens_in: 0, tokens_out: 0, usd: 0, calls: 0 }),
-      budget: () => ({ ok: true }),
-      close: () => {},
-    };
+      agent: { id: a.id, orgId: a.org_id, machineId: a.machine_id },
+      spec: AgentSpec.parse({
+        kind: "codex",
+        model: { provider: "openai-compatible", name: "m", base_url: "http://127.0.0.1:9/v1" },
+      }),
+      input: "",
+      events: async () => {},
+    });
     const handle = createToolGateway({
-      sessions: { byToken: (tok) => (tok === session.token ? session : null) },
+      sessions: models,
       toolsets: t.server.tools,
     });
     // mounted as a harness engineer would in Fastify: hijack, then hand over the parsed body
@@ -417,24 +457,32 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
       );
       await client.close();
 
-      for (const bad of ["wl_wrong", null]) {
+      for (const bad of ["wrk_wrong", null]) {
         await assert.rejects(connect(bad), /401|auth|Unauthorized/i, String(bad));
       }
       const raw = await fetch(new URL("/api/tool-gateway/mcp", base), {
         method: "POST",
-        headers: { authorization: "Bearer wl_wrong", "content-type": "application/json" },
+        headers: { authorization: "Bearer wrk_wrong", "content-type": "application/json" },
         body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
       });
       assert.equal(raw.status, 401);
       assert.equal(((await raw.json()) as { error: { code: string } }).error.code, "auth.required");
-      // once the run's toolset is closed, its token opens nothing
+      const listAs = (token: string) =>
+        fetch(new URL("/api/tool-gateway/mcp", base), {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${token}`,
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+          },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+        });
+      assert.equal((await listAs(session.token)).status, 200);
+      // once the run's toolset is closed, its token opens no tools; once its session is closed, nothing
       await set.close();
-      const closed = await fetch(new URL("/api/tool-gateway/mcp", base), {
-        method: "POST",
-        headers: { authorization: `Bearer ${session.token}`, "content-type": "application/json" },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
-      });
-      assert.equal(closed.status, 404);
+      assert.equal((await listAs(session.token)).status, 404);
+      session.close();
+      assert.equal((await listAs(session.token)).status, 401);
     } finally {
       await app.close();
     }

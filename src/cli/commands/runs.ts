@@ -39,7 +39,9 @@ export function runExitCode(run: Run): number {
 /** After `runs start --wait`: the run's output (or its JSON), and its exit code. */
 async function finished(ctx: Context, run: Run): Promise<number> {
   if (ctx.json) await ctx.printJson(run);
-  else if (run.output) await ctx.out(run.output);
+  else if (run.output)
+    // an agent's answer is text without a final newline; a command's output is printed as is
+    await ctx.out(run.kind !== "command" && !run.output.endsWith("\n") ? `${run.output}\n` : run.output);
   if (!ctx.json && run.status !== "succeeded") {
     await ctx.err(
       `warren: run ${run.id} ended ${run.status}${run.status_reason ? ` (${run.status_reason})` : ""}\n`,
@@ -56,7 +58,8 @@ const str = (v: unknown): string =>
   typeof v === "string" || typeof v === "number" || typeof v === "boolean"
     ? String(v)
     : JSON.stringify(v ?? null);
-const num = (v: unknown): number => (typeof v === "number" ? v : 0);
+const num = (v: unknown): number => (typeof v === "number" ? Math.round(v * 1e6) / 1e6 : 0);
+const ms = (v: unknown): number => Math.round(num(v));
 const dollars = (v: unknown): string => `$${num(v).toFixed(6)}`;
 
 /** One event of a run's trace as a line of its timeline (without the time). */
@@ -66,14 +69,16 @@ function traceLine(type: string, d: Record<string, unknown>): string {
       return d.kind
         ? `${str(d.kind)}, model ${str(d.model)}, spec v${str(d.spec_version ?? "-")}, ${num(d.input_bytes)} B in, limit ${num(d.timeout_s)} s`
         : `${oneLine(d.argv)}, uid ${str(d.uid)}, ${num(d.input_bytes)} B in, limit ${num(d.timeout_s)} s`;
+    case "models":
+      return Array.isArray(d.candidates) ? (d.candidates as unknown[]).map(str).join(", then ") : oneLine(d);
     case "prompt":
       return `system prompt ${typeof d.system === "string" ? d.system.length : 0} chars; user: ${oneLine(d.user, 80)}`;
     case "model_call": {
       const from = d.fallback_from as { provider: string; model: string; reason: string } | undefined;
       const head = `${str(d.provider)}:${str(d.model)} ${str(d.status)}`;
       const fb = from ? `  (fallback from ${from.provider}:${from.model}: ${from.reason})` : "";
-      if (d.status !== "ok") return `${head}  ${num(d.latency_ms)} ms  ${oneLine(d.error, 80)}${fb}`;
-      return `${head}  ${num(d.tokens_in)}→${num(d.tokens_out)} tok  ${dollars(d.usd)}  ${num(d.latency_ms)} ms  ${str(d.finish_reason)}${fb}`;
+      if (d.status !== "ok") return `${head}  ${ms(d.latency_ms)} ms  ${oneLine(d.error, 80)}${fb}`;
+      return `${head}  ${num(d.tokens_in)}→${num(d.tokens_out)} tok  ${dollars(d.usd)}  ${ms(d.latency_ms)} ms  ${str(d.finish_reason)}${fb}`;
     }
     case "completion": {
       const calls = Array.isArray(d.tool_calls) ? (d.tool_calls as { name: string; input: unknown }[]) : [];
@@ -84,7 +89,7 @@ function traceLine(type: string, d: Record<string, unknown>): string {
       const policies =
         Array.isArray(d.policies) && d.policies.length ? (d.policies as string[]).join(",") : "no policy";
       const err = d.error ? `  error: ${oneLine(d.error, 60)}` : "";
-      return `${str(d.tool)} ${str(d.decision).toUpperCase()} (${policies})  ${oneLine(d.arguments, 60)}  ${num(d.result_bytes)} B  ${num(d.duration_ms)} ms${err}`;
+      return `${str(d.tool)} ${str(d.decision).toUpperCase()} (${policies})  ${oneLine(d.arguments, 60)}  ${num(d.result_bytes)} B  ${ms(d.duration_ms)} ms${err}`;
     }
     case "budget":
       return `${str(d.limit)} ${str(d.used)} of ${str(d.max)} reached: ${str(d.on_limit)}`;
@@ -104,7 +109,7 @@ export function traceView(run: Run, events: readonly RunEvent[]): string {
   const lines = events.map((e) => {
     const at = `+${((Date.parse(e.at) - t0) / 1000).toFixed(3)}s`.padStart(10);
     const type = (names[e.type] ?? e.type).padEnd(11);
-    return `${at}  ${type}${traceLine(e.type, (e.data ?? {}) as Record<string, unknown>)}`;
+    return `${at}  ${type} ${traceLine(e.type, (e.data ?? {}) as Record<string, unknown>)}`;
   });
   const u = run.usage;
   const tail = u
@@ -129,6 +134,10 @@ export const runs = defineGroup("runs", "recorded runs of commands", {
       { name: "timeout-s", value: "<s>", help: "the run's time limit, in seconds" },
       ...limitOptions,
       { name: "wait", help: "wait for the run to end, print its output and exit with its code" },
+      {
+        name: "fail-if-busy",
+        help: "refuse the run when its agent is busy or its organisation at its cap, instead of queueing it",
+      },
     ],
     rest: true,
     parse: (i) => {
@@ -146,6 +155,7 @@ export const runs = defineGroup("runs", "recorded runs of commands", {
         timeoutS: i.whole("timeout-s"),
         limits: readLimits(i),
         wait: i.flag("wait"),
+        failIfBusy: i.flag("fail-if-busy"),
       };
     },
     run: async (ctx, p) => {
@@ -156,12 +166,13 @@ export const runs = defineGroup("runs", "recorded runs of commands", {
       const run = await ctx.client.runs.create(
         p.agentId,
         p.target === null
-          ? { kind: "agent", input: input ?? "", ...timeout }
+          ? { kind: "agent", input: input ?? "", ...timeout, ...(p.failIfBusy ? { wait: false } : {}) }
           : {
               ...targetBody(p.target),
               ...(input !== undefined ? { input } : {}),
               ...timeout,
               ...(p.limits !== undefined ? { limits: p.limits } : {}),
+              ...(p.failIfBusy ? { wait: false } : {}),
             },
       );
       if (!p.wait) return ctx.show(run, () => runView(run));

@@ -17,13 +17,15 @@ export function runRoutes(runs: Runs): AnyRoute[] {
       url: "/api/agents/:id/runs",
       id: "runs.create",
       tag: "runs",
-      summary: "Start a command run (a generation): input at /agent/input, output on stdout, a record",
+      summary:
+        "Start a command run (a generation), or queue it behind a busy agent or its organisation's cap",
       params: idParams("agt"),
       body: RunCreateRequest,
       status: 202,
       response: Run,
       errors: [
         "generation.busy",
+        "run.org_limit",
         "run.input_too_large",
         "workspace.full",
         "workspace.measure",

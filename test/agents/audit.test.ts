@@ -1,0 +1,110 @@
+// Who reads what of an assistant run: prompts and completions are events of the run, read by
+// its organisation's editors and viewers, never by an auditor (who reads the record: status,
+// usage, receipt), nor by anyone outside the organisation. The loop runs in the server: no box.
+import assert from "node:assert/strict";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { startTestServer, type TestServer } from "../support/server.js";
+
+const h = (email: string) => ({ "x-forwarded-email": email });
+
+describe("an assistant run's trace and its readers", () => {
+  let t: TestServer;
+  let stateRoot = "";
+  before(async () => {
+    // the operator's own system.md template, in STATE_ROOT/templates
+    stateRoot = await mkdtemp(path.join(os.tmpdir(), "warren-audit-"));
+    await mkdir(path.join(stateRoot, "templates"));
+    await writeFile(
+      path.join(stateRoot, "templates", "system.md"),
+      "House rules for {{agent_name}}.\n\n{{task}}\n",
+    );
+    t = await startTestServer({ stateRoot, env: { AUTH_MODE: "trusted-header" } });
+  });
+  after(async () => {
+    await t?.close();
+    await rm(stateRoot, { recursive: true, force: true });
+  });
+
+  test("editors read prompts and completions; auditors read the record only", async () => {
+    const own = h("own@x.io");
+    const org = (await t.call("POST", "/api/orgs", { name: "o" }, own)).body;
+    for (const [email, role] of [
+      ["edit@x.io", "editor"],
+      ["audit@x.io", "auditor"],
+    ])
+      assert.equal((await t.call("PUT", `/api/orgs/${org.id}/members`, { email, role }, own)).status, 200);
+    const m = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m" }, own)).body;
+    const a = (
+      await t.call(
+        "POST",
+        "/api/agents",
+        {
+          org_id: org.id,
+          machine_id: m.id,
+          name: "a",
+          kind: "assistant",
+          model: { provider: "script", name: "s.json" },
+          instructions: "The secret plan is in the instructions.",
+        },
+        h("edit@x.io"),
+      )
+    ).body;
+    assert.equal(a.spec_version, 1);
+    const put = await t.inject({
+      method: "PUT",
+      url: `/api/agents/${a.id}/files/s.json`,
+      payload: JSON.stringify([{ text: "a private answer" }]),
+      headers: { ...own, "content-type": "application/octet-stream" },
+    });
+    assert.equal(put.statusCode, 204);
+    const auditorRuns = await t.call(
+      "POST",
+      `/api/agents/${a.id}/runs`,
+      { kind: "agent", input: "x" },
+      h("audit@x.io"),
+    );
+    assert.equal(auditorRuns.status, 403);
+    const r = await t.call(
+      "POST",
+      `/api/agents/${a.id}/runs`,
+      { kind: "agent", input: "a private question" },
+      h("edit@x.io"),
+    );
+    assert.equal(r.status, 202, JSON.stringify(r.body));
+    let run: any;
+    for (let i = 0; i < 400; i++) {
+      run = (await t.call("GET", `/api/runs/${r.body.id}`, undefined, h("edit@x.io"))).body;
+      if (run.ended_at) break;
+      await new Promise((res) => setTimeout(res, 25));
+    }
+    assert.equal(run.status, "succeeded", JSON.stringify(run));
+    assert.equal(run.output, "a private answer");
+
+    const events = await t.call("GET", `/api/runs/${r.body.id}/events`, undefined, h("edit@x.io"));
+    assert.equal(events.status, 200);
+    const types = events.body.items.map((e: { type: string }) => e.type);
+    assert.deepEqual(
+      types.filter((x: string) => ["prompt", "model_call", "completion", "output", "exit"].includes(x)),
+      ["prompt", "model_call", "completion", "output", "exit"],
+    );
+    const prompt = events.body.items.find((e: { type: string }) => e.type === "prompt").data;
+    assert.equal(prompt.system, "House rules for a.\n\nThe secret plan is in the instructions.\n");
+    assert.equal(prompt.user, "a private question");
+
+    const audited = await t.call("GET", `/api/runs/${r.body.id}`, undefined, h("audit@x.io"));
+    assert.equal(audited.status, 200);
+    assert.equal(audited.body.output, "");
+    assert.equal(audited.body.output_withheld, true);
+    assert.equal(audited.body.usage.steps, 1);
+    assert.equal(audited.body.receipt.steps, 1);
+    assert.deepEqual(audited.body.receipt.models, ["script:s.json"]);
+    const auditedEvents = await t.call("GET", `/api/runs/${r.body.id}/events`, undefined, h("audit@x.io"));
+    assert.equal(auditedEvents.status, 403);
+    assert.doesNotMatch(JSON.stringify(auditedEvents.body), /private/);
+    const stranger = await t.call("GET", `/api/runs/${r.body.id}/events`, undefined, h("stranger@y.io"));
+    assert.equal(stranger.status, 404);
+  });
+});

@@ -1,0 +1,293 @@
+// The model gateway's HTTP face (what a harness CLI in the box calls) against local fake
+// providers speaking the Anthropic Messages, OpenAI Chat Completions and Responses wire
+// formats: the workload token in, the real key out to the provider only, answers streamed
+// through, usage read and recorded, fallback on a 429, budgets, errors in the client's format.
+import assert from "node:assert/strict";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, before, describe, test } from "node:test";
+import { AgentSpec } from "../../src/contract/spec.js";
+import { Gateway } from "../../src/models/gateway.js";
+import { endpoint, ModelHttpFace } from "../../src/models/http.js";
+import { Prices } from "../../src/models/prices.js";
+import type { GatewaySession } from "../../src/models/types.js";
+import { startFakeAnthropic, startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
+import { startFakeResponses, type FakeResponsesServer } from "../support/fake-responses.js";
+
+const KEY = "sk-real-7c1e99aa0b3d";
+const agent = {
+  id: "agt_0000000000000000000001",
+  orgId: "org_0000000000000000000001",
+  machineId: "mch_0000000000000000000001",
+};
+
+describe("the model gateway's HTTP face", () => {
+  const events: { type: string; data: any }[] = [];
+  const gateway = new Gateway({
+    secretsOf: async () => ({ MODEL_KEY: KEY }),
+    readHome: async () => Buffer.from(""),
+    prices: new Prices(),
+  });
+  const face = new ModelHttpFace({ gateway });
+  const server = http.createServer(face.handle);
+  let url = "";
+  let anth: FakeModelServer;
+  let oai: FakeModelServer;
+  let resp: FakeResponsesServer;
+  let down: FakeModelServer;
+
+  const open = async (model: Record<string, unknown>, limits: Record<string, unknown> = {}) =>
+    gateway.open({
+      runId: "run_0000000000000001",
+      agent,
+      spec: AgentSpec.parse({ kind: "codex", model: { key_secret: "MODEL_KEY", ...model }, limits }),
+      input: "hi",
+      events: async (type, data) => void events.push({ type, data }),
+    });
+  const post = async (path: string, token: string, body: unknown, headers: Record<string, string> = {}) => {
+    const r = await fetch(url + path, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${token}`, ...headers },
+      body: JSON.stringify(body),
+    });
+    return { status: r.status, type: r.headers.get("content-type") ?? "", text: await r.text() };
+  };
+  const calls = () => events.filter((e) => e.type === "model_call").map((e) => e.data);
+
+  before(async () => {
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    anth = await startFakeAnthropic([
+      { text: "Hello from the fake.", usage: { input_tokens: 31, output_tokens: 7 } },
+    ]);
+    oai = await startFakeOpenAI([{ text: "Chat answer.", usage: { input_tokens: 21, output_tokens: 4 } }]);
+    resp = await startFakeResponses([
+      { text: "Responses answer.", usage: { input_tokens: 55, output_tokens: 6 } },
+    ]);
+    down = await startFakeOpenAI([{ error: { status: 429, message: "slow down" } }]);
+  });
+  after(async () => {
+    face.close();
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+    for (const f of [anth, oai, resp, down]) await f.close();
+  });
+
+  test("endpoint: a base URL with a path takes the suffix, a bare host gets /v1", () => {
+    assert.equal(endpoint("https://api.example.com/v1", "/messages"), "https://api.example.com/v1/messages");
+    assert.equal(endpoint("https://api.example.com", "/responses"), "https://api.example.com/v1/responses");
+    assert.equal(
+      endpoint("http://127.0.0.1:9/openai/v1/", "/chat/completions"),
+      "http://127.0.0.1:9/openai/v1/chat/completions",
+    );
+  });
+
+  test("Responses API, streamed: passed through, the real key only upstream, usage recorded", async () => {
+    events.length = 0;
+    resp.requests.length = 0;
+    const s = await open({ provider: "openai", name: "gpt-5-mini", base_url: resp.baseUrl });
+    try {
+      const r = await post("/v1/responses", s.token, {
+        model: "whatever-the-cli-says",
+        stream: true,
+        input: [{ type: "message", role: "user", content: [{ type: "input_text", text: "hi" }] }],
+      });
+      assert.equal(r.status, 200);
+      assert.match(r.type, /text\/event-stream/);
+      assert.match(r.text, /event: response\.output_text\.delta/);
+      assert.match(r.text, /"type":"response\.completed"/);
+      assert.doesNotMatch(r.text, new RegExp(KEY));
+      const up = resp.requests[0]!;
+      assert.equal(up.headers.authorization, `Bearer ${KEY}`, "the provider gets the real key");
+      assert.equal(up.body.model, "gpt-5-mini", "the run's model, not the CLI's");
+      assert.doesNotMatch(JSON.stringify(up), new RegExp(s.token), "the workload token stays here");
+      const [c] = calls();
+      assert.deepEqual(
+        {
+          provider: c.provider,
+          model: c.model,
+          in: c.tokens_in,
+          out: c.tokens_out,
+          via: c.via,
+          status: c.status,
+        },
+        { provider: "openai", model: "gpt-5-mini", in: 55, out: 6, via: "http", status: "ok" },
+      );
+      assert.equal(c.finish_reason, "completed");
+      assert.ok(c.usd > 0, "priced by the table");
+      assert.deepEqual(s.usage(), { tokens_in: 55, tokens_out: 6, usd: c.usd, calls: 1 });
+    } finally {
+      s.close();
+    }
+  });
+
+  test("Anthropic Messages, streamed and whole: x-api-key in, usage from message_start and message_delta", async () => {
+    events.length = 0;
+    anth.requests.length = 0;
+    const s = await open({ provider: "anthropic", name: "claude-sonnet-4-5", base_url: anth.baseUrl });
+    try {
+      for (const stream of [true, false]) {
+        const r = await fetch(`${url}/v1/messages`, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            "x-api-key": s.token,
+            "anthropic-version": "2023-06-01",
+          },
+          body: JSON.stringify({
+            model: "x",
+            max_tokens: 100,
+            stream,
+            messages: [{ role: "user", content: "hi" }],
+          }),
+        });
+        const text = await r.text();
+        assert.equal(r.status, 200, text);
+        if (stream) assert.match(text, /event: message_delta/);
+        else assert.equal(JSON.parse(text).content[0].text, "Hello from the fake.");
+      }
+      assert.equal(anth.requests[0]!.headers["x-api-key"], KEY);
+      assert.equal(anth.requests[0]!.headers["anthropic-version"], "2023-06-01");
+      const cs = calls();
+      assert.equal(cs.length, 2);
+      for (const c of cs) {
+        assert.equal(c.tokens_in, 31);
+        assert.equal(c.tokens_out, 7);
+        assert.equal(c.finish_reason, "end_turn");
+      }
+    } finally {
+      s.close();
+    }
+  });
+
+  test("Chat Completions, streamed: usage asked for and read from the last chunk", async () => {
+    events.length = 0;
+    oai.requests.length = 0;
+    const s = await open({ provider: "openai", name: "gpt-4o", base_url: oai.baseUrl });
+    try {
+      const r = await post("/v1/chat/completions", s.token, {
+        model: "x",
+        stream: true,
+        messages: [{ role: "user", content: "hi" }],
+      });
+      assert.equal(r.status, 200);
+      assert.match(r.text, /data: \[DONE\]/);
+      assert.equal(oai.requests[0]!.body.stream_options.include_usage, true);
+      const [c] = calls();
+      assert.equal(c.tokens_in, 21);
+      assert.equal(c.tokens_out, 4);
+      assert.equal(c.finish_reason, "stop");
+    } finally {
+      s.close();
+    }
+  });
+
+  test("a 429 moves to the fallback; both calls are in the trace", async () => {
+    events.length = 0;
+    const s = await open({
+      provider: "openai",
+      name: "gpt-busy",
+      base_url: down.baseUrl,
+      fallback: { provider: "openai", name: "gpt-4o", base_url: oai.baseUrl, key_secret: "MODEL_KEY" },
+    });
+    try {
+      const r = await post("/v1/chat/completions", s.token, {
+        model: "x",
+        messages: [{ role: "user", content: "hi" }],
+      });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(JSON.parse(r.text).choices[0].message.content, "Chat answer.");
+      const [first, second] = calls();
+      assert.equal(first.status, "error");
+      assert.match(first.error, /^429: .*slow down/);
+      assert.equal(second.status, "ok");
+      assert.deepEqual(second.fallback_from, {
+        provider: "openai",
+        model: "gpt-busy",
+        reason: "429 rate limited",
+      });
+    } finally {
+      s.close();
+    }
+  });
+
+  test("refusals in the client's own format: no token, a closed session, a wire the models do not speak, a bad body", async () => {
+    const none = await post("/v1/responses", "wrk_nope", { input: [] });
+    assert.equal(none.status, 401);
+    assert.equal(JSON.parse(none.text).error.code, "invalid_api_key");
+    const s = await open({ provider: "openai", name: "gpt-4o", base_url: oai.baseUrl });
+    const wrong = await fetch(`${url}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": s.token },
+      body: "{}",
+    });
+    assert.equal(wrong.status, 400);
+    const w = (await wrong.json()) as any;
+    assert.equal(w.type, "error");
+    assert.match(w.error.message, /do not speak the anthropic wire format/);
+    const bad = await post("/v1/chat/completions", s.token, "[1,2]");
+    assert.equal(bad.status, 400);
+    const models = await fetch(`${url}/v1/models`, { headers: { authorization: `Bearer ${s.token}` } });
+    assert.deepEqual(
+      ((await models.json()) as any).data.map((m: any) => m.id),
+      ["gpt-4o"],
+    );
+    const missing = await post("/v1/embeddings", s.token, {});
+    assert.equal(missing.status, 404);
+    s.close();
+    const closed = await post("/v1/chat/completions", s.token, { messages: [] });
+    assert.equal(closed.status, 401, "a run's token dies with its session");
+  });
+
+  test("a provider's error that echoes the key reaches the client without it", async () => {
+    const leak = await startFakeOpenAI([
+      { error: { status: 401, message: `Incorrect API key provided: ${KEY}` } },
+    ]);
+    const s = await open({ provider: "openai", name: "gpt-4o", base_url: leak.baseUrl });
+    try {
+      const r = await post("/v1/chat/completions", s.token, { messages: [{ role: "user", content: "hi" }] });
+      assert.equal(r.status, 401);
+      assert.doesNotMatch(r.text, new RegExp(KEY));
+      assert.match(r.text, /Incorrect API key provided: \[redacted\]/);
+      assert.doesNotMatch(JSON.stringify(calls()), new RegExp(KEY));
+    } finally {
+      s.close();
+      await leak.close();
+    }
+  });
+
+  test("a spent budget: stop refuses; finish allows one last call without tools, then refuses", async () => {
+    const tools = [{ type: "function", function: { name: "f", parameters: { type: "object" } } }];
+    const ask = (s: GatewaySession) =>
+      post("/v1/chat/completions", s.token, { messages: [{ role: "user", content: "hi" }], tools });
+    const stop = await open(
+      { provider: "openai", name: "gpt-4o", base_url: oai.baseUrl },
+      { max_tokens: 10 },
+    );
+    try {
+      assert.equal((await ask(stop)).status, 200);
+      const refused = await ask(stop);
+      assert.equal(refused.status, 429);
+      const e = JSON.parse(refused.text).error;
+      assert.equal(e.code, "insufficient_quota");
+      assert.match(e.message, /budget is spent: 25 of 10 tokens/);
+    } finally {
+      stop.close();
+    }
+    oai.requests.length = 0;
+    const fin = await open(
+      { provider: "openai", name: "gpt-4o", base_url: oai.baseUrl },
+      { max_tokens: 10, on_limit: "finish" },
+    );
+    try {
+      assert.equal((await ask(fin)).status, 200);
+      assert.equal((await ask(fin)).status, 200, "one last call");
+      assert.equal((await ask(fin)).status, 429);
+      assert.equal(oai.requests.length, 2);
+      assert.ok(oai.requests[0]!.body.tools, "the first call had its tools");
+      assert.equal(oai.requests[1]!.body.tools, undefined, "the last call has none");
+    } finally {
+      fin.close();
+    }
+  });
+});
