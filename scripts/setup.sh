@@ -5,8 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # bubblewrap: boxes; postgresql: the test suite's real server; gcc, libc6-dev, linux-libc-dev: the
-# exec helper; procps, util-linux: ps and setsid in boxes; strace: a hostile test traces boxd
-pkgs=(bubblewrap postgresql gcc libc6-dev linux-libc-dev make util-linux procps iproute2 strace)
+# exec helper; procps, util-linux: ps and setsid in boxes; strace: a hostile test traces boxd;
+# tmux: the `warren shell` test drives it under a real terminal; chromium: the terminal
+# page's test drives it headless (playwright-core, no browser download); vim: the
+# full-screen program of that test
+pkgs=(bubblewrap postgresql gcc libc6-dev linux-libc-dev make util-linux procps iproute2 strace tmux chromium vim)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
