@@ -5,7 +5,18 @@ import importX, { createNodeResolver } from "eslint-plugin-import-x";
 // Which folder of src/ may import which: the layers of DESIGN.md, checked. Paths are
 // relative to the repository; `except` is relative to `from`. Shared by every layer:
 // errors.ts, ids.ts, config/ (the environment's schema), observability/.
-const services = ["access", "agents", "exec", "guilds", "homes", "machines", "orgs", "runs", "secrets"];
+const services = [
+  "access",
+  "agents",
+  "exec",
+  "guilds",
+  "homes",
+  "machines",
+  "orgs",
+  "runs",
+  "secrets",
+  "terminal",
+];
 const layers = [
   {
     target: "./src/store",

@@ -1,5 +1,13 @@
 export { BoxdClient } from "./client.js";
-export type { CallAnswer, CallsChannel, ExecRequest, ExecOptions, ExecOutcome, PtyStream } from "./client.js";
-export type { CallMessage, ExecResult, PingResult, PtySpec } from "./protocol.js";
+export type {
+  CallAnswer,
+  CallsChannel,
+  ExecRequest,
+  ExecOptions,
+  ExecOutcome,
+  PtyOptions,
+  PtyStream,
+} from "./client.js";
+export type { CallMessage, ExecResult, PingResult, PtySignal, PtySpec } from "./protocol.js";
 export { parseAgentCall, ProtocolError } from "./protocol.js";
 export type { BoxdEndpoint } from "./endpoint.js";
