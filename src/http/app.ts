@@ -1,5 +1,6 @@
 // The Fastify app: hooks (host, origin, identity), the error envelope in one place, metrics,
 // the OpenAPI document, and the routes by resource.
+import fastifyWebsocket from "@fastify/websocket";
 import Fastify, {
   LogController,
   type FastifyReply,
@@ -19,6 +20,7 @@ import { DEFAULT_WEB_ROOT, isAppPath, webAsset } from "./web.js";
 import { parseJsonBody, registerRoutes, route, type AnyRoute } from "./route.js";
 import type { z } from "zod";
 import { Health, OpenApiDocument } from "../contract/homes.js";
+import { TERMINAL_MAX_MESSAGE_BYTES } from "../contract/terminal.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -78,6 +80,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     },
     routerOptions: { maxParamLength: 8192 },
   });
+
+  // WebSocket routes (the terminal): a message above the limit closes the socket (1009).
+  // Registered before the hooks below, so that an upgrade they refuse is still known as
+  // one and its socket is closed after the answer.
+  await app.register(fastifyWebsocket, { options: { maxPayload: TERMINAL_MAX_MESSAGE_BYTES } });
 
   app.decorateRequest("identity", null);
   app.decorateRequest("startedAt", 0n);
