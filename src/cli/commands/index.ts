@@ -14,6 +14,7 @@ import { orgs } from "./orgs.js";
 import { runs } from "./runs.js";
 import { secrets } from "./secrets.js";
 import { serve } from "./serve.js";
+import { shell } from "./shell.js";
 import { usage } from "./usage.js";
 
 export const groups: readonly Group[] = [
@@ -24,6 +25,7 @@ export const groups: readonly Group[] = [
   agents,
   guilds,
   exec,
+  shell,
   runs,
   files,
   usage,
