@@ -43,10 +43,13 @@ const signals = [
   "SIGWINCH",
 ] as const;
 
+/** The signals a writer may send to the terminal's job in front. */
+export const TerminalSignal = z.enum(signals);
+
 /** What a client may send in a text frame. */
 export const TerminalInput = z.discriminatedUnion("type", [
   z.object({ type: z.literal("resize"), cols: size, rows: size }).strict(),
-  z.object({ type: z.literal("signal"), signal: z.enum(signals) }).strict(),
+  z.object({ type: z.literal("signal"), signal: TerminalSignal }).strict(),
 ]);
 
 /** What the server sends in a text frame. */

@@ -12,6 +12,7 @@ import type * as policy from "./policy.js";
 import type * as runs from "./runs.js";
 import type * as secrets from "./secrets.js";
 import type * as spec from "./spec.js";
+import type * as terminal from "./terminal.js";
 
 type Out<T extends z.ZodType> = z.output<T>;
 type In<T extends z.ZodType> = z.input<T>;
@@ -88,3 +89,7 @@ export type Secret = Out<typeof secrets.Secret>;
 export type SecretCreateRequest = In<typeof secrets.SecretCreateRequest>;
 export type SecretUpdateRequest = In<typeof secrets.SecretUpdateRequest>;
 export type SecretListQuery = In<typeof secrets.SecretListQuery>;
+
+export type TerminalReady = Out<typeof terminal.TerminalReady>;
+export type TerminalMessage = Out<typeof terminal.TerminalMessage>;
+export type TerminalSignal = Out<typeof terminal.TerminalSignal>;

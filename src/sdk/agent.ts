@@ -2,6 +2,7 @@
 import { envelopeOf, WarrenApiError } from "./errors.js";
 import { ndjson } from "./ndjson.js";
 import type { RunsApi } from "./runs.js";
+import { AgentTerminal } from "./terminal.js";
 import { homePath, seg, type RequestOptions, type Transport } from "./transport.js";
 import type {
   EgressList,
@@ -113,6 +114,8 @@ export class AgentRuns {
 export class AgentHandle {
   readonly files: AgentFiles;
   readonly runs: AgentRuns;
+  /** The agent's terminal: start it, connect to its WebSocket. */
+  readonly terminal: AgentTerminal;
 
   constructor(
     private readonly http: Transport,
@@ -121,6 +124,7 @@ export class AgentHandle {
   ) {
     this.files = new AgentFiles(http, id);
     this.runs = new AgentRuns(runs, id);
+    this.terminal = new AgentTerminal(http, id);
   }
 
   /** Runs a command in the agent's box as the agent and answers once it ended, with its output. */

@@ -101,6 +101,11 @@ export class Transport {
     this.retries = nonNegative(options.retries, "retries") ?? DEFAULT_RETRIES;
   }
 
+  /** The headers every request carries (--header, a trusted proxy's identity). */
+  get commonHeaders(): Record<string, string> {
+    return { ...this.headers };
+  }
+
   url(path: string, query?: Query): string {
     const params = new URLSearchParams();
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) params.set(k, String(v));

@@ -562,7 +562,7 @@ describe("the operator app", { concurrency: false }, () => {
     await viewer.getByTestId("runs").waitFor();
     assert.equal(await viewer.getByRole("button", { name: "Start run" }).count(), 0);
     const tabs = await viewer.getByRole("navigation", { name: "agent" }).getByRole("link").allInnerTexts();
-    assert.deepEqual(tabs, ["Overview", "Runs", "Files", "Usage", "Egress", "Settings"]);
+    assert.deepEqual(tabs, ["Overview", "Runs", "Files", "Terminal", "Usage", "Egress", "Settings"]);
     await viewer.goto(`${base}/agents/${agentId}/runs/${runId}`);
     await viewer
       .getByTestId("run-output")
@@ -572,6 +572,20 @@ describe("the operator app", { concurrency: false }, () => {
     await viewer.goto(`${base}/agents/${agentId}/files?path=work`);
     await viewer.getByTestId("files").getByRole("button", { name: "notes.txt" }).waitFor();
     assert.equal(await viewer.locator('input[name="upload"]').count(), 0);
+    // the terminal: a viewer watches the shared shell, its keys dropped
+    assert.equal((await api(OWNER, "POST", `/api/agents/${agentId}/cli`)).status, 200);
+    await viewer.goto(`${base}/agents/${agentId}/terminal`);
+    assert.equal(await viewer.getByRole("button", { name: "Start the terminal" }).count(), 0);
+    await viewer.getByRole("button", { name: "Watch the terminal" }).click();
+    await viewer.getByText("Terminal open (watching)").waitFor({ timeout: 60_000 });
+    await viewer.locator(".xterm").click();
+    await viewer.keyboard.type("touch /home/${agentId}/viewer-was-here\n".replace("${agentId}", agentId));
+    await viewer.waitForTimeout(1000);
+    const probe = await api(OWNER, "POST", `/api/agents/${agentId}/exec`, {
+      command: "test -e viewer-was-here && echo yes || echo no",
+    });
+    assert.equal(probe.body.stdout.trim(), "no", "a viewer's keys reached the shell");
+    await shot(viewer, "15-viewer-terminal");
     await viewer.goto(`${base}/agents/${agentId}/settings`);
     await viewer.getByText(/Your role \(viewer\) reads these settings/).waitFor();
     assert.equal(await viewer.getByRole("button", { name: "Save settings" }).count(), 0);

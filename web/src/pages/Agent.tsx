@@ -18,7 +18,7 @@ const TABS = [
   { id: "overview", label: "Overview", needs: "read" },
   { id: "runs", label: "Runs", needs: "read" },
   { id: "files", label: "Files", needs: "inspect" },
-  { id: "terminal", label: "Terminal", needs: "terminal" },
+  { id: "terminal", label: "Terminal", needs: "inspect" },
   { id: "usage", label: "Usage", needs: "read" },
   { id: "egress", label: "Egress", needs: "inspect" },
   { id: "settings", label: "Settings", needs: "read" },
@@ -37,8 +37,7 @@ export function AgentPage({ id, tab }: { id: string; tab: string }) {
   const can = useCan(a?.org_id);
   const orgName = useOrgs().data?.find((o) => o.id === a?.org_id)?.name ?? "organisation";
   useTitle(a?.name ?? "Agent");
-  const allowed = (needs: (typeof TABS)[number]["needs"]) =>
-    needs === "read" || (needs === "inspect" ? can.inspect : can.inspect && can.write);
+  const allowed = (needs: (typeof TABS)[number]["needs"]) => needs === "read" || can.inspect;
   const tabs = TABS.filter((t) => a === undefined || allowed(t.needs));
   const current = TABS.find((t) => t.id === tab);
 
@@ -125,7 +124,7 @@ export function AgentPage({ id, tab }: { id: string; tab: string }) {
           <FilesTab agentId={id} can={can} />
         ) : current.id === "terminal" ? (
           <Suspense fallback={<Loading />}>
-            <TerminalTab agentId={id} />
+            <TerminalTab agentId={id} canType={can.write} />
           </Suspense>
         ) : current.id === "egress" ? (
           <EgressTab agentId={id} />
