@@ -21,7 +21,7 @@ export function TerminalTab({ agentId, canType }: { agentId: string; canType: bo
 
   useEffect(() => {
     if (attempt === 0 || !box.current) return;
-    const term = new Terminal({ cursorBlink: true, fontSize: 14, scrollback: 5000 });
+    const term = new Terminal({ cursorBlink: true, fontSize: 14, lineHeight: 1.2, scrollback: 5000 });
     const fit = new FitAddon();
     term.loadAddon(fit);
     term.open(box.current);
