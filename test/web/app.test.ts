@@ -558,6 +558,10 @@ describe("the operator app", { concurrency: false }, () => {
     assert.equal(await viewer.getByRole("button", { name: "New agent" }).count(), 0);
     assert.equal(await viewer.getByRole("button", { name: /member|remove/ }).count(), 0);
     assert.equal(await viewer.getByRole("combobox", { name: /role of/ }).count(), 0);
+    const machineId = (await api(OWNER, "GET", `/api/agents/${agentId}`)).body.machine_id;
+    await viewer.goto(`${base}/machines/${machineId}`);
+    await viewer.getByTestId("box-usage").waitFor();
+    assert.equal(await viewer.getByRole("button", { name: "Stop the box" }).count(), 0);
     await viewer.goto(`${base}/agents/${agentId}/runs`);
     await viewer.getByTestId("runs").waitFor();
     assert.equal(await viewer.getByRole("button", { name: "Start run" }).count(), 0);
