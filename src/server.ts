@@ -18,6 +18,7 @@ import { homeRoutes } from "./http/routes/homes.js";
 import { portRoutes } from "./http/routes/ports.js";
 import { runRoutes } from "./http/routes/runs.js";
 import { terminalRoutes } from "./http/routes/terminal.js";
+import { pageRoutes } from "./http/routes/pages.js";
 import { Terminals } from "./terminal/index.js";
 import { DiskCaps } from "./homes/caps.js";
 import { Homes } from "./homes/service.js";
@@ -250,6 +251,8 @@ async function compose(
       ...guildRoutes(guilds),
       ...execRoutes(exec),
       ...terminalRoutes(terminals),
+      // the pages the server serves itself (the operator app takes them over): one place
+      ...pageRoutes(),
       ...runRoutes(runs),
       ...secretRoutes(secrets),
       ...portRoutes(agents, runtime),
