@@ -86,6 +86,18 @@ describe("the terminal page in Chromium", { skip }, () => {
       viewport: { width: 1000, height: 640 },
     });
     page = context.pages()[0] ?? (await context.newPage());
+    // the page's WebSockets, kept where a test can drop one (as a network would)
+    await page.addInitScript(() => {
+      const g = globalThis as any;
+      const Native = g.WebSocket;
+      g.__sockets = [];
+      g.WebSocket = class extends Native {
+        constructor(...args: unknown[]) {
+          super(...args);
+          g.__sockets.push(this);
+        }
+      };
+    });
   });
   after(async () => {
     await context?.close().catch(() => {});
@@ -133,6 +145,12 @@ describe("the terminal page in Chromium", { skip }, () => {
     await typeLine('echo "[$MARK] PID2=$$"');
     await waitScreen(new RegExp(`^\\[kept-across\\] PID2=${pid}$`, "m"));
     await shot("reconnected");
+    // the connection drops (not the terminal): the page reconnects by itself to the same shell
+    await page.evaluate(() => (globalThis as any).__sockets.at(-1).close(4000, "dropped by the test"));
+    await waitStatus(/reconnecting/);
+    await waitStatus(/^connected$/);
+    await typeLine('echo "[$MARK] PID3=$$"');
+    await waitScreen(new RegExp(`^\\[kept-across\\] PID3=${pid}$`, "m"));
   });
 
   test("full-screen programs draw: vi and top", async () => {
