@@ -409,7 +409,10 @@ describe("the operator app", { concurrency: false }, () => {
     }
     await owner.goto(`${base}/agents/${agentId}/terminal`);
     await owner.getByRole("button", { name: "Start the terminal" }).click();
-    await owner.getByTestId("terminal-state").getByText("open", { exact: true }).waitFor({ timeout: 60_000 });
+    await owner
+      .getByTestId("terminal-state")
+      .getByText("connected", { exact: true })
+      .waitFor({ timeout: 60_000 });
     await owner.locator(".xterm").click();
     await owner.keyboard.type("echo hi-$((6*7)) in $PWD\n");
     await owner.locator(".xterm-rows").getByText(`hi-42 in /home/${agentId}`).waitFor({ timeout: 20_000 });
@@ -581,7 +584,7 @@ describe("the operator app", { concurrency: false }, () => {
     await viewer.goto(`${base}/agents/${agentId}/terminal`);
     assert.equal(await viewer.getByRole("button", { name: "Start the terminal" }).count(), 0);
     await viewer.getByRole("button", { name: "Watch the terminal" }).click();
-    await viewer.getByText("Terminal open (watching)").waitFor({ timeout: 60_000 });
+    await viewer.getByTestId("terminal-state").getByText("watching (read-only)").waitFor({ timeout: 60_000 });
     await viewer.locator(".xterm").click();
     await viewer.keyboard.type("touch /home/${agentId}/viewer-was-here\n".replace("${agentId}", agentId));
     await viewer.waitForTimeout(1000);

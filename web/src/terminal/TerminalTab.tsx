@@ -1,22 +1,21 @@
-// The Terminal tab: nothing starts until "Start the terminal" is pressed; then the SDK starts
-// the agent's shared shell (POST /api/agents/:id/cli) and xterm.js speaks to its WebSocket
-// (/api/agents/:id/cli/tty: the terminal's bytes both ways, JSON messages for size and end).
+// The Terminal tab (and the page /agents/:id/terminal): nothing starts until "Start the
+// terminal" is pressed; then the SDK starts the agent's shared shell (POST /api/agents/:id/cli;
+// a viewer watches instead) and xterm.js speaks to its WebSocket (/api/agents/:id/cli/tty).
+// It follows the window's size, reconnects by itself when the connection drops (the screen
+// comes back from the replay), and says why the terminal ended.
 import "@xterm/xterm/css/xterm.css";
 import { FitAddon } from "@xterm/addon-fit";
 import { Terminal } from "@xterm/xterm";
 import { useEffect, useRef, useState } from "react";
 import type { TerminalConnection } from "warren/sdk";
-import { warren } from "../api";
-import { Action, ErrorBox } from "../ui";
+import { describeError, warren } from "../api";
 
-type State = "idle" | "starting" | "open" | "closed";
+type State = "idle" | "starting" | "connecting" | "open" | "reconnecting" | "ended" | "error";
 
 export function TerminalTab({ agentId, canType }: { agentId: string; canType: boolean }) {
   const box = useRef<HTMLDivElement>(null);
   const [state, setState] = useState<State>("idle");
-  const [error, setError] = useState<unknown>(null);
-  const [ended, setEnded] = useState<string | null>(null);
-  const [mode, setMode] = useState<string | null>(null);
+  const [text, setText] = useState("not started");
   const [attempt, setAttempt] = useState(0);
 
   useEffect(() => {
@@ -26,51 +25,71 @@ export function TerminalTab({ agentId, canType }: { agentId: string; canType: bo
     term.loadAddon(fit);
     term.open(box.current);
     fit.fit();
+    // for people debugging the page (and its tests): the terminal itself
+    (window as unknown as { warrenTerminal?: unknown }).warrenTerminal = { term };
+    const say = (s: State, t: string) => {
+      setState(s);
+      setText(t);
+    };
     let conn: TerminalConnection | undefined;
     let gone = false;
-    setState("starting");
-    setError(null);
-    setEnded(null);
+    let retry: ReturnType<typeof setTimeout> | undefined;
     const handle = warren.agent(agentId).terminal;
-    void (async () => {
+    term.onData((d) => conn?.write(d));
+    term.onResize(({ cols, rows }) => conn?.resize(cols, rows));
+
+    const connect = async (again: boolean) => {
       try {
-        if (canType) await handle.start();
+        if (!again && canType) {
+          say("starting", "starting the terminal");
+          await handle.start();
+        }
         if (gone) return;
-        conn = await handle.connect({ cols: term.cols, rows: term.rows });
-        if (gone) return conn.close();
-        const c = conn;
+        if (!again) say("connecting", "connecting");
+        const c = await handle.connect({ cols: term.cols, rows: term.rows });
+        if (gone) return c.close();
+        conn = c;
+        let ended: string | null = null;
         c.onData((bytes) => term.write(bytes));
         c.onMessage((m) => {
-          if (m.type === "attached") setMode(m.mode);
+          if (m.type === "attached") say("open", m.mode === "watch" ? "watching (read-only)" : "connected");
           if (m.type === "resize") term.resize(m.cols, m.rows);
-          if (m.type === "exit") setEnded(m.reason);
+          if (m.type === "exit") ended = m.reason;
         });
         void c.closed.then((end) => {
-          if (gone) return;
-          setState("closed");
-          setEnded((prev) => prev ?? (end.reason || `the connection closed (${end.code})`));
+          if (gone || conn !== c) return;
+          conn = undefined;
+          if (end.code === 1000 || ended) {
+            const why = ended ?? (end.reason || "the terminal ended");
+            term.write(`\r\n[${why}]\r\n`);
+            say("ended", `ended: ${why}`);
+            return;
+          }
+          // the connection dropped, not the terminal: back to the same shell
+          say("reconnecting", `${end.reason || `the connection closed (${end.code})`}; reconnecting`);
+          retry = setTimeout(() => void connect(true), 500);
         });
-        term.onData((d) => c.write(d));
-        term.onResize(({ cols, rows }) => c.resize(cols, rows));
-        setState("open");
         c.resize(term.cols, term.rows);
         term.focus();
       } catch (err) {
         if (gone) return;
-        setError(err);
-        setState("closed");
+        const { code, message } = describeError(err);
+        say("error", `${message} (${code})`);
       }
-    })();
+    };
+    void connect(false);
     const onWindow = () => fit.fit();
     window.addEventListener("resize", onWindow);
     return () => {
       gone = true;
+      clearTimeout(retry);
       window.removeEventListener("resize", onWindow);
       conn?.close();
       term.dispose();
     };
   }, [agentId, attempt, canType]);
 
+  const busy = state === "starting" || state === "connecting" || state === "reconnecting";
   return (
     <section>
       <p className="sub">
@@ -80,21 +99,32 @@ export function TerminalTab({ agentId, canType }: { agentId: string; canType: bo
         {!canType && " Your role watches: your keys are not sent."}
       </p>
       <div className="buttons">
-        {state === "idle" || state === "closed" ? (
+        {state === "idle" || state === "ended" || state === "error" ? (
           <button type="button" onClick={() => setAttempt((n) => n + 1)}>
-            {state === "idle" ? (canType ? "Start the terminal" : "Watch the terminal") : "Start it again"}
+            {state === "idle"
+              ? canType
+                ? "Start the terminal"
+                : "Watch the terminal"
+              : canType
+                ? "Start it again"
+                : "Watch again"}
           </button>
-        ) : (
-          <Action busy={state === "starting"} busyLabel="Starting the terminal…" disabled>
-            Terminal open{mode === "watch" ? " (watching)" : ""}
-          </Action>
-        )}
-        <span data-testid="terminal-state" className="sub">
-          {state}
+        ) : null}
+        <span
+          data-testid="terminal-state"
+          data-state={state}
+          className={state === "error" ? "error" : "sub"}
+          role="status"
+          aria-live="polite"
+        >
+          {busy && (
+            <span className="spinner">
+              <span className="dot" aria-hidden="true" />{" "}
+            </span>
+          )}
+          {text}
         </span>
       </div>
-      <ErrorBox error={error} />
-      {ended && <p className="sub">Ended: {ended}</p>}
       <div ref={box} className="terminal" data-testid="terminal" hidden={attempt === 0} />
     </section>
   );
