@@ -8,6 +8,7 @@ help:
 	@echo "make up     install what is missing, build, serve on 127.0.0.1:8080 (PGlite, local boxes)"
 	@echo "make test   typecheck, lint, unused code, format, migrations, every test on PGlite and PostgreSQL"
 	@echo "make bench  exec, cold start, density, a Cedar decision and measurement against the floor and the peers"
+	@echo "make dev    the operator app's Vite server on 127.0.0.1:5173, proxying /api to a running server (WARREN_URL, default :8080)"
 
 setup:
 	@scripts/setup.sh
@@ -25,10 +26,13 @@ up: build harness
 test:
 	@scripts/test.sh
 
+dev: setup
+	@npm run --silent dev:web
+
 bench: build
 	@node --import tsx bench/main.ts
 
 clean:
 	rm -rf dist
 
-.PHONY: help setup build harness up test bench clean
+.PHONY: help setup build harness up test bench dev clean

@@ -17,6 +17,7 @@ const services = [
   "orgs",
   "runs",
   "secrets",
+  "terminal",
 ];
 const layers = [
   {

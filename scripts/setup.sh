@@ -6,8 +6,11 @@ cd "$(dirname "$0")/.."
 
 # bubblewrap: boxes; postgresql: the test suite's real server; gcc, libc6-dev, linux-libc-dev: the
 # exec helper; procps, util-linux: ps and setsid in boxes; strace: a hostile test traces boxd;
-# python3: box tests drive sockets with it; openssl, curl, git: the egress tests (a certificate, tools in the box)
-pkgs=(bubblewrap postgresql gcc libc6-dev linux-libc-dev make util-linux procps iproute2 strace python3 openssl curl git)
+# python3: box tests drive sockets with it; openssl, curl, git: the egress tests (a certificate,
+# tools in the box); tmux: the `warren shell` test drives it under a real terminal; chromium: the
+# browser tests of the app and the terminal page (playwright-core, no browser download); vim:
+# the full-screen program of the terminal test
+pkgs=(bubblewrap postgresql gcc libc6-dev linux-libc-dev make util-linux procps iproute2 strace python3 openssl curl git tmux chromium vim)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -35,5 +35,5 @@ if [[ -z ${TEST_FILES:-} ]]; then
   node scripts/build-native.mjs --sanitize
   # boxes run dist/native/boxd-asan; a report aborts it and fails the test (test/box/fixture.ts)
   WARREN_TEST_SANITIZE=1 node --import tsx --test --test-concurrency=1 --test-timeout=600000 \
-    test/box/box.test.ts test/hostile/hostile.test.ts
+    test/box/box.test.ts test/box/pty.test.ts test/hostile/hostile.test.ts
 fi

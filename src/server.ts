@@ -20,6 +20,8 @@ import { execRoutes } from "./http/routes/exec.js";
 import { homeRoutes } from "./http/routes/homes.js";
 import { portRoutes } from "./http/routes/ports.js";
 import { runRoutes } from "./http/routes/runs.js";
+import { terminalRoutes } from "./http/routes/terminal.js";
+import { Terminals } from "./terminal/index.js";
 import { DiskCaps } from "./homes/caps.js";
 import { Homes } from "./homes/service.js";
 import { MasterKeyError, resolveMasterKey } from "./secrets/master-key.js";
@@ -245,6 +247,7 @@ async function compose(
   });
   bridges.register("egress", egress.handler);
   const tools = new Tools({ db: store.db, runtime, layout, secrets, logger, egress });
+  const terminals = new Terminals({ db: store.db, access, agents, runtime, homes: layout, logger });
 
   const ver = await version();
   const caps = new DiskCaps(store.db, layout, config.WORKSPACE_MAX_MIB);
@@ -343,6 +346,7 @@ async function compose(
       ...guildRoutes(guilds),
       ...execRoutes(exec),
       ...egressRoutes(egress),
+      ...terminalRoutes(terminals),
       ...runRoutes(runs),
       ...secretRoutes(secrets),
       ...portRoutes(agents, runtime),
@@ -368,6 +372,7 @@ async function compose(
     async close(o = {}) {
       ready = false;
       const graceMs = o.graceMs ?? 0;
+      terminals.close(); // a terminal does not outlive its server: its viewers are told why
       const requests = app.close(); // stops accepting; in-flight requests finish
       if (graceMs > 0 && !(await runs.drain(graceMs)))
         logger.warn({ graceMs }, "runs still going on after the grace period are interrupted");

@@ -11,6 +11,7 @@
  *   exec.c     one command: the ready helper, its pipes, the lifecycle (exec.h has the
  *              state table), the exit answer
  *   forward.c  a connection forwarded to a TCP port in the box
+ *   pty.c      a terminal: a pseudo-terminal whose shell runs as the agent (pty.h)
  *   calls.c    agents' calls to the server (warren-secret), on a socket of their own
  *   bridge.c   TCP ports in the box whose connections are carried to the server (bridge.h)
  *   cgroup.c   the per-command cgroups: make, limit, list, count, read usage, remove
@@ -61,11 +62,12 @@
 #define GRAVEYARD 1024
 
 /* What an epoll event is about: every registered fd carries one of these. */
-enum wkind { W_LISTEN, W_SIGNAL, W_CONN, W_TARGET, W_OUT, W_ERR, W_IN, W_SPEC, W_CALLS_LISTEN, W_CALL, W_BRIDGE_LISTEN };
+enum wkind { W_LISTEN, W_SIGNAL, W_CONN, W_TARGET, W_OUT, W_ERR, W_IN, W_SPEC, W_CALLS_LISTEN, W_CALL, W_BRIDGE_LISTEN, W_PTY, W_PTY_SPEC };
 
 struct watch {
   enum wkind kind;
-  void *owner; /* struct conn (W_CONN, W_TARGET), struct exec (W_OUT .. W_SPEC), struct call (W_CALL) */
+  void *owner; /* struct conn (W_CONN, W_TARGET), struct exec (W_OUT .. W_SPEC), struct call (W_CALL),
+                 struct pty (W_PTY, W_PTY_SPEC) */
 };
 
 /* One cgroup hierarchy given to boxd: its controllers ("memory", "cpu,cpuacct"; any
@@ -106,6 +108,7 @@ struct exec;
 struct conn;
 struct call;
 struct pending;
+struct pty;
 
 struct boxd {
   struct config cfg;
@@ -125,6 +128,7 @@ struct boxd {
   struct exec *execs;        /* commands not yet answered */
   int active_count;          /* how many */
   struct conn *conns;
+  struct pty *ptys;         /* terminals not yet answered */
   struct names generations;  /* cgroups of commands that generations started */
   struct names removals;     /* cgroups to remove after this iteration's answers */
   /* freed at the end of the loop's iteration: events of this batch may still name them */

@@ -11,6 +11,7 @@
 #include "bridge.h"
 #include "calls.h"
 #include "exec.h"
+#include "pty.h"
 #include "spec.h"
 
 /* ---- output --------------------------------------------------------------------------- */
@@ -24,13 +25,14 @@ void conn_destroy(struct conn *c) {
   buf_free(&c->out);
   buf_free(&c->t.out);
   if (c->exec) exec_conn_gone(c->exec);
+  if (c->pty) pty_conn_gone(c->pty);
   if (c->bd->calls_conn == c) calls_server_gone(c->bd);
   if (c->bd->bridges_conn == c) bridges_server_gone(c->bd);
   conn_maybe_free(c);
 }
 
 void conn_maybe_free(struct conn *c) {
-  if (!c->dead || c->exec || c->freed) return;
+  if (!c->dead || c->exec || c->pty || c->freed) return;
   c->freed = 1;
   if (c->prev) c->prev->next = c->next;
   else c->bd->conns = c->next;
@@ -63,6 +65,7 @@ int conn_flush(struct conn *c) {
       }
     }
     if (c->exec) exec_resume_output(c->exec);
+    if (c->pty) pty_resume_output(c->pty);
   }
   conn_update(c);
   if (c->state == C_FORWARD) {
@@ -116,6 +119,7 @@ void conn_update(struct conn *c) {
   if (c->state == C_FORWARD_WAIT) want_in = 0;
   if (c->state == C_FORWARD && c->t.out.len - c->t.out_off > FWD_HIGH_WATER) want_in = 0;
   if (c->state == C_EXEC && c->exec && exec_stdin_queued(c->exec) > STDIN_HIGH_WATER) want_in = 0;
+  if (c->state == C_PTY && c->pty && pty_input_queued(c->pty) > PTY_INPUT_HIGH_WATER) want_in = 0;
   if (want_in) ev |= EPOLLIN | EPOLLRDHUP;
   if (conn_pending(c) > 0) ev |= EPOLLOUT;
   /* set after every read and write of a stream: an unchanged set costs no syscall */
@@ -172,6 +176,28 @@ static void exec_input(struct conn *c) {
     if (!c->dead && c->exec == e) consume(c, 5 + n);
   }
   if (!c->dead && c->input_bad) c->in.len = 0;
+  buf_free(&err);
+}
+
+/* The frames of a terminal's client; a bad one cancels the terminal. */
+static void pty_input(struct conn *c) {
+  struct pty *p = c->pty;
+  struct buf err = {0};
+  while (!c->dead && c->pty == p && !c->input_bad) {
+    int kind;
+    const char *f;
+    size_t n;
+    int r = take_frame(c->in.p, c->in.len, &kind, &f, &n, &err);
+    if (r < 0) {
+      c->input_bad = 1;
+      pty_cancel(p);
+      break;
+    }
+    if (r == 0) break;
+    pty_frame(p, kind, f, n);
+    if (!c->dead && c->pty == p) consume(c, 5 + n);
+  }
+  if (!c->dead && (c->input_bad || c->pty != p)) c->in.len = 0;
   buf_free(&err);
 }
 
@@ -265,9 +291,9 @@ static void conn_open(struct conn *c, const char *payload, size_t len) {
     if (spec_int(json_get(x, "id"), "id", 1, MAX_ID, &id, &e)) goto fail;
     bridge_claim(c, (unsigned long)id);
   } else if (json_is_str(op, "pty")) {
-    buf_printf(&e.msg, "op %s is reserved and not implemented yet", op->s);
-    code = "unsupported";
-    goto fail;
+    pty_open(c, x);
+    if (c->pty) pty_input(c);
+    if (!c->dead) conn_update(c);
   } else if (op && op->t == J_STR) {
     buf_puts(&e.msg, "unknown op ");
     json_put_string(&e.msg, op->s, op->len);
@@ -319,6 +345,10 @@ static void conn_process_input(struct conn *c) {
     case C_CALLS:
       calls_input(c);
       return;
+    case C_PTY:
+      if (c->pty) pty_input(c);
+      else c->in.len = 0; /* after the answer: discarded */
+      return;
     default:
       c->in.len = 0; /* after the answer: discarded */
       return;
@@ -339,8 +369,10 @@ static void conn_readable(struct conn *c) {
       c->rd_eof = 1;
       break;
     }
-    if (c->state == C_OPEN || c->state == C_EXEC || c->state == C_FORWARD || c->state == C_CALLS) {
+    if (c->state == C_OPEN || c->state == C_EXEC || c->state == C_FORWARD || c->state == C_CALLS ||
+        c->state == C_PTY) {
       if (c->state == C_EXEC && (!c->exec || c->input_bad)) continue;
+      if (c->state == C_PTY && (!c->pty || c->input_bad)) continue;
       if (buf_put(&c->in, chunk, (size_t)n)) {
         conn_destroy(c);
         return;
@@ -357,6 +389,11 @@ static void conn_readable(struct conn *c) {
       /* a client that goes away cancels its command; a queued answer is still sent */
       if (c->exec) exec_event(c->exec, EV_CANCEL);
       if (!c->exec && c->wr_shut) conn_destroy(c);
+      else conn_update(c);
+      return;
+    case C_PTY:
+      if (c->pty) pty_cancel(c->pty);
+      if (!c->pty && c->wr_shut) conn_destroy(c);
       else conn_update(c);
       return;
     case C_FORWARD:

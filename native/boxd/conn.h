@@ -9,6 +9,7 @@
  *                 that is discarded)
  *   FORWARD_WAIT  connecting to the port in the box
  *   FORWARD       a raw byte pipe both ways, half-close passed through
+ *   PTY           it carries a terminal (c->pty until the exit answer; pty.h)
  *   CALLS         the server's standing channel for agents' calls (calls.h)
  *   BRIDGES       the server's standing channel for bridged connections (bridge.h)
  *   ENDED         an error was answered; input is discarded
@@ -22,7 +23,7 @@
 
 #include "boxd.h"
 
-enum cstate { C_OPEN, C_PING, C_EXEC, C_FORWARD_WAIT, C_FORWARD, C_CALLS, C_BRIDGES, C_ENDED };
+enum cstate { C_OPEN, C_PING, C_EXEC, C_FORWARD_WAIT, C_FORWARD, C_CALLS, C_BRIDGES, C_PTY, C_ENDED };
 
 /* The target of a forwarded connection: 127.0.0.1:port in the box. */
 /* A forwarded (or bridged) stream reads one side while this much waits for the other. */
@@ -53,6 +54,7 @@ struct conn {
   int input_bad; /* a command's client sent a bad frame: the rest of its input is dropped */
   uint32_t events; /* the epoll events last set on fd (conn_update) */
   struct exec *exec;
+  struct pty *pty;
   struct target t;
   struct conn *next, *prev;
 };

@@ -14,6 +14,7 @@
 
 #include "cgroup.h"
 #include "conn.h"
+#include "pty.h"
 
 /* What the command wrote before it ended is taken up to this much when it is answered. */
 #define DRAIN_LIMIT (4 * 1024 * 1024)
@@ -204,7 +205,10 @@ void helpers_reap(struct boxd *bd) {
     struct helper *h;
     for (h = bd->helpers; h; h = h->next)
       if (h->pid == pid) break;
-    if (!h) continue;
+    if (!h) {
+      pty_reaped(bd, pid, status); /* a terminal's shell, if it is one */
+      continue;
+    }
     helper_unlink(h);
     h->exited = 1;
     if (WIFSIGNALED(status)) h->code = -1, h->sig = WTERMSIG(status);

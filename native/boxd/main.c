@@ -19,6 +19,7 @@
 #include "cgroup.h"
 #include "conn.h"
 #include "exec.h"
+#include "pty.h"
 
 #define SWEEP_MS 10000
 #define WATCH_MS 1000
@@ -116,7 +117,8 @@ static void sweep(struct boxd *bd) {
   cg_names(&bd->cfg, &names);
   for (size_t i = 0; i < names.n; i++) {
     const char *name = names.v[i];
-    if (!exec_is_active(bd, name) && !(bd->prepared && !strcmp(bd->prepared->name, name)))
+    if (!exec_is_active(bd, name) && !pty_is_active(bd, name) &&
+        !(bd->prepared && !strcmp(bd->prepared->name, name)))
       cg_remove(&bd->cfg, name);
   }
   names_clear(&names);
@@ -157,6 +159,10 @@ static void dispatch(struct boxd *bd, struct watch *w, uint32_t ev) {
       break;
     case W_BRIDGE_LISTEN:
       bridges_on_watch(bd, w);
+      break;
+    case W_PTY:
+    case W_PTY_SPEC:
+      pty_on_watch(w->owner, w->kind, ev);
       break;
   }
 }
@@ -209,6 +215,7 @@ static void after_events(struct boxd *bd) {
   double now = now_ms();
   exec_run_timers(bd, now);
   bridges_expire(bd, now);
+  pty_run_timers(bd, now);
   if (bd->listen_paused_until > 0 && bd->listen_paused_until <= now) {
     bd->listen_paused_until = 0;
     ep_set(bd, bd->listen_fd, &bd->listen_w, EPOLLIN, 0);
@@ -237,6 +244,7 @@ static int run(struct boxd *bd) {
     if (bd->next_watch < next) next = bd->next_watch;
     if (bd->listen_paused_until > 0 && bd->listen_paused_until < next) next = bd->listen_paused_until;
     next = exec_next_timer(bd, next);
+    next = pty_next_timer(bd, next);
     int wait = bd->want_prepare || bd->removals.n ? 0 : next <= now ? 0 : (int)(next - now + 0.999);
     int n = epoll_wait(bd->ep, evs, 64, wait);
     if (n < 0 && errno != EINTR) {

@@ -8,6 +8,7 @@ import { schema } from "../store/index.js";
 import { allows, type Permission, type Role } from "./roles.js";
 
 export type { Permission, Role } from "./roles.js";
+export { allows } from "./roles.js";
 
 export interface Identity {
   userId: string;

@@ -6,7 +6,9 @@ export type {
   ExecRequest,
   ExecOptions,
   ExecOutcome,
+  PtyOptions,
+  PtyStream,
 } from "./client.js";
-export type { CallMessage, ExecResult, PingResult } from "./protocol.js";
+export type { CallMessage, ExecResult, PingResult, PtySignal, PtySpec } from "./protocol.js";
 export { parseAgentCall, ProtocolError } from "./protocol.js";
 export type { BoxdEndpoint } from "./endpoint.js";

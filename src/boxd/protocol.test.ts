@@ -10,6 +10,7 @@ import {
   encodeFrame,
   parseAgentCall,
   parseExecSpec,
+  parsePtySpec,
   parseServerMessage,
   splitPayload,
 } from "./protocol.js";
@@ -119,6 +120,29 @@ describe("validation", () => {
     assert.throws(() => parseExecSpec({ ...exec, argv: [] }), /argv/);
     assert.throws(() => parseExecSpec({ ...exec, argv: ["a\0b"] }), /NUL/);
     assert.throws(() => parseExecSpec({ ...exec, env: { "A=B": "x" } }), /env/);
+  });
+});
+
+describe("terminals", () => {
+  const { timeoutMs: _t, ...walls } = exec as typeof exec & { timeoutMs?: number };
+  it("takes an exec's walls and a size", () => {
+    const pty = parsePtySpec({ ...walls, cols: 80, rows: 24 });
+    assert.equal(pty.cols, 80);
+    assert.equal(pty.rows, 24);
+    assert.equal(pty.uid, exec.uid);
+    assert.equal("timeoutMs" in pty, false);
+  });
+  it("refuses a bad size, root, and what only commands take", () => {
+    const bad: [unknown, RegExp][] = [
+      [null, /pty must be an object/],
+      [{ ...walls, cols: 0, rows: 24 }, /pty\.cols/],
+      [{ ...walls, cols: 80, rows: 1001 }, /pty\.rows/],
+      [{ ...walls, cols: 80 }, /pty\.rows/],
+      [{ ...walls, uid: 0, cols: 80, rows: 24 }, /exec\.uid/],
+      [{ ...walls, timeoutMs: 5, cols: 80, rows: 24 }, /no timeoutMs/],
+      [{ ...walls, generation: true, cols: 80, rows: 24 }, /no timeoutMs, agentDir or generation/],
+    ];
+    for (const [x, why] of bad) assert.throws(() => parsePtySpec(x), why, JSON.stringify(x));
   });
 });
 

@@ -3,8 +3,8 @@
 //
 // Transport: a stream socket (a unix socket under STATE_ROOT/run for the local
 // provider; TCP for remote providers). One connection carries one stream: a ping, an
-// exec, a forwarded TCP connection, a bridged one, later a terminal, or a standing
-// channel (agents' calls, bridges). Concurrency is many connections at once; each gets the kernel's own
+// exec, a forwarded TCP connection, a bridged one, a terminal, or a standing channel
+// (agents' calls, bridges). Concurrency is many connections at once; each gets the kernel's own
 // flow control, and closing a connection ends (cancels) what it carries.
 //
 // Framing, both directions:
@@ -16,7 +16,7 @@
 //
 // kind 1 CONTROL: UTF-8 JSON, one of the typed messages below.
 // kind 2 STDIN, 3 STDOUT, 4 STDERR: raw bytes of that stream.
-// kind 5 DATA: raw bytes of a terminal or bridge stream (reserved).
+// kind 5 DATA: raw bytes of a terminal (both ways), later of a bridge stream.
 //
 // A connection starts with one CONTROL frame from the client, an Open message (its
 // `op` says what the stream is, `v` the protocol version). Then:
@@ -46,7 +46,14 @@
 //   bridge   the server claims the accepted connection `id` (within 10 s): boxd answers
 //            Forwarded (or Error), and the connection is then a raw byte pipe to the
 //            agent's socket, as with forward.
-//   pty      reserved; boxd answers Error {code: "unsupported"}.
+//   pty      boxd opens a pseudo-terminal of the given size and runs argv in it as the
+//            agent, within the same walls as an exec (uid, no capabilities, seccomp,
+//            Landlock, a cgroup of its own; native/boxd/pty.h), and answers Started (or
+//            Error). Then DATA frames both ways: the terminal's output, the client's
+//            input. The client sends Resize {cols, rows}, Signal {signal} (to the
+//            terminal's foreground process group, as a key would) and Cancel (the whole
+//            tree is killed, as closing the connection does). When the shell has exited
+//            and its output is read, boxd answers one Exit (exec's shape) and closes.
 //
 // Field names are camelCase like the rest of warren's TypeScript; the HTTP layer maps
 // them to its snake_case.
@@ -156,16 +163,32 @@ export interface PingResult {
   generationProcesses: number;
 }
 
-export interface PtySpec {
-  uid: number;
-  gid: number;
-  groups: number[];
-  cwd: string;
-  env: Record<string, string>;
-  argv: string[];
+/**
+ * A terminal: the walls and environment of an exec (no time limit, no /agent, never a
+ * generation) and the terminal's size.
+ */
+export interface PtySpec extends Omit<ExecSpec, "timeoutMs" | "agentDir" | "generation"> {
   cols: number;
   rows: number;
 }
+
+/** The most columns and rows a terminal may have. */
+export const MAX_PTY_SIZE = 1000;
+
+/** The signals a terminal's client may send to its foreground job. */
+export const PTY_SIGNALS = [
+  "SIGINT",
+  "SIGQUIT",
+  "SIGTERM",
+  "SIGHUP",
+  "SIGKILL",
+  "SIGTSTP",
+  "SIGCONT",
+  "SIGUSR1",
+  "SIGUSR2",
+  "SIGWINCH",
+] as const;
+export type PtySignal = (typeof PTY_SIGNALS)[number];
 
 // ---- control messages -------------------------------------------------------------
 
@@ -173,7 +196,7 @@ export type OpenMessage =
   | { v: number; op: "ping" }
   | { v: number; op: "exec"; exec: ExecSpec }
   | { v: number; op: "forward"; port: number }
-  /** Reserved: a terminal (PTY) stream, DATA frames both ways. */
+  /** A terminal (PTY) stream, DATA frames both ways. */
   | { v: number; op: "pty"; pty: PtySpec }
   /** The server's standing channel for bridged connections (BridgeMessage). */
   | { v: number; op: "bridges" }
@@ -185,8 +208,10 @@ export type OpenMessage =
 export type ClientMessage =
   | { type: "stdin_eof" }
   | { type: "cancel" }
-  /** Reserved for pty streams. */
+  /** pty streams: the terminal's new size. */
   | { type: "resize"; cols: number; rows: number }
+  /** pty streams: a signal to the terminal's foreground process group. */
+  | { type: "signal"; signal: PtySignal }
   /** The server's answer to a Call: the agent's command prints the text and exits with `exit`. */
   | CallReply;
 
@@ -422,6 +447,19 @@ export function parseExecSpec(x: unknown): ExecSpec {
     spec.limits = limits;
   }
   return spec;
+}
+
+/** The rules boxd applies to a terminal (native/boxd/pty.c refuses the same). */
+export function parsePtySpec(x: unknown): PtySpec {
+  if (!isRecord(x)) throw new ProtocolError("pty must be an object");
+  for (const k of ["timeoutMs", "agentDir", "generation"])
+    if (x[k] !== undefined) throw new ProtocolError("a terminal takes no timeoutMs, agentDir or generation");
+  const { timeoutMs: _t, ...exec } = parseExecSpec(x);
+  return {
+    ...exec,
+    cols: int(x.cols, "pty.cols", 1, MAX_PTY_SIZE),
+    rows: int(x.rows, "pty.rows", 1, MAX_PTY_SIZE),
+  };
 }
 
 /** Client side: boxd is trusted, so its messages are only shape-checked. */

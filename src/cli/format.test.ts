@@ -46,6 +46,9 @@ const machine: Machine = {
   cpus: 1,
   trust: "isolated",
   agents: 2,
+  reserved_mib: 512,
+  unreserved_mib: 512,
+  free_mib: null,
   runaway_after_s: 60,
   created_at: "2026-01-01T00:00:00.000Z",
 };
@@ -99,7 +102,16 @@ test("mib, usage and runs", () => {
   const u: Usage = {
     workspace_mib: 1,
     max_workspace_mib: 10,
-    machine: { id: "mch_1", name: "m", workspace_mib: 2, max_workspace_mib: 20 },
+    machine: {
+      id: "mch_1",
+      name: "m",
+      workspace_mib: 2,
+      max_workspace_mib: 20,
+      reserved_mib: 11,
+      others_reserved_mib: 1,
+      unreserved_mib: 19,
+      free_mib: 18,
+    },
   };
   assert.equal(usageView(u), "         USED      NAME\nagent    1/10 MiB\nmachine  2/20 MiB  m (mch_1)\n");
   const run: Run = {

@@ -42,6 +42,7 @@ test("the texts themselves: the overview and a command's help, word for word", (
       "  agents    agents: a home, a slot and a port block on a machine\n" +
       "  guilds    named groups of agents\n" +
       "  exec      run a command in an agent's box\n" +
+      "  shell     a terminal in an agent's box\n" +
       "  runs      recorded runs of commands\n" +
       "  files     files of an agent's home\n" +
       "  usage     disk use of an agent's home\n" +

@@ -58,6 +58,18 @@ export const Machine = z
     cpus: z.number(),
     trust: MachineTrust,
     agents: z.number().describe("how many agents live on the machine"),
+    reserved_mib: z
+      .number()
+      .describe("what the disk caps of the agents on the machine add up to (they reserve its disk cap)"),
+    unreserved_mib: z
+      .number()
+      .describe(
+        "the machine's disk cap less what its agents reserve, at least 0: the room a new agent may safely take",
+      ),
+    free_mib: z
+      .number()
+      .nullable()
+      .describe("the machine's disk cap less its folder as last measured (after a generation); null before"),
     runaway_after_s: z
       .number()
       .describe("how long a command tree may hold the box at its pids or memory limit before it is stopped"),

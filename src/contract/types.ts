@@ -12,6 +12,7 @@ import type * as policy from "./policy.js";
 import type * as runs from "./runs.js";
 import type * as secrets from "./secrets.js";
 import type * as spec from "./spec.js";
+import type * as terminal from "./terminal.js";
 
 type Out<T extends z.ZodType> = z.output<T>;
 type In<T extends z.ZodType> = z.input<T>;
@@ -64,6 +65,7 @@ export type ExecExitEvent = Out<typeof exec.ExecExitEvent>;
 export type ExecStreamEvent = ExecOutputEvent | ExecExitEvent;
 
 export type Usage = Out<typeof homes.Usage>;
+export type FolderListing = Out<typeof homes.FolderListing>;
 export type Health = Out<typeof homes.Health>;
 
 export type RunStatus = Out<typeof runs.RunStatus>;
@@ -87,3 +89,7 @@ export type Secret = Out<typeof secrets.Secret>;
 export type SecretCreateRequest = In<typeof secrets.SecretCreateRequest>;
 export type SecretUpdateRequest = In<typeof secrets.SecretUpdateRequest>;
 export type SecretListQuery = In<typeof secrets.SecretListQuery>;
+
+export type TerminalReady = Out<typeof terminal.TerminalReady>;
+export type TerminalMessage = Out<typeof terminal.TerminalMessage>;
+export type TerminalSignal = Out<typeof terminal.TerminalSignal>;

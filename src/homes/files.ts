@@ -363,6 +363,8 @@ export interface HomeEntry {
   type: "file" | "folder" | "link" | "other";
   /** Bytes, for a regular file; 0 otherwise. */
   size: number;
+  /** When it last changed (its own mtime: a link's, not its target's). */
+  modifiedAt: Date;
 }
 
 /**
@@ -405,7 +407,7 @@ export async function listHomeFolder(
           : st.isFile()
             ? "file"
             : "other";
-      entries.push({ name, type, size: type === "file" ? st.size : 0 });
+      entries.push({ name, type, size: type === "file" ? st.size : 0, modifiedAt: st.mtime });
     }
     return { entries, truncated: names.length > maxEntries };
   } finally {

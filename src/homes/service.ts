@@ -1,6 +1,6 @@
 // An agent's home as the API sees it: its disk use against the caps, and its files read and
 // written on the host by the rules of ./files.ts, owned as its machine's provider says.
-import { eq } from "drizzle-orm";
+import { eq, sum } from "drizzle-orm";
 import type { Identity } from "../access/index.js";
 import type { Agents } from "../agents/service.js";
 import type { HomeLayout } from "../boxes/index.js";
@@ -9,16 +9,40 @@ import { uidOf } from "../machines/placement.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import { effectiveCap } from "./caps.js";
-import { readHomeFile, writeHomeFile } from "./files.js";
+import { listHomeFolder, readHomeFile, writeHomeFile } from "./files.js";
 import { parseHomePath } from "./paths.js";
 
 /** The most the file routes read or write in one request. */
 export const FILE_LIMIT_BYTES = 32 * 1024 * 1024;
 
+/** A folder of a home as the folder route answers it. */
+export interface FolderListing {
+  path: string;
+  entries: {
+    name: string;
+    type: "file" | "folder" | "link" | "other";
+    size_bytes: number;
+    modified_at: string;
+  }[];
+  truncated: boolean;
+}
+
+/** The most entries one folder listing answers. */
+const FOLDER_LIMIT = 1000;
+
 export interface HomeUsage {
   workspace_mib: number | null;
   max_workspace_mib: number;
-  machine: { id: string; name: string; workspace_mib: number | null; max_workspace_mib: number };
+  machine: {
+    id: string;
+    name: string;
+    workspace_mib: number | null;
+    max_workspace_mib: number;
+    reserved_mib: number;
+    others_reserved_mib: number;
+    unreserved_mib: number;
+    free_mib: number | null;
+  };
 }
 
 export class Homes {
@@ -39,6 +63,12 @@ export class Homes {
   async usage(who: Identity, agentId: string): Promise<HomeUsage> {
     const a = await this.agents.load(who, agentId, "read");
     const m = await this.#machine(a.machineId);
+    const [r] = await this.db
+      .select({ total: sum(schema.agents.maxWorkspaceMib) })
+      .from(schema.agents)
+      .where(eq(schema.agents.machineId, m.id));
+    const reserved = Number(r?.total ?? 0);
+    const others = Math.max(0, reserved - a.maxWorkspaceMib);
     return {
       workspace_mib: a.workspaceMib,
       max_workspace_mib: effectiveCap(a.maxWorkspaceMib, this.hostMaxMib),
@@ -47,6 +77,10 @@ export class Homes {
         name: m.name,
         workspace_mib: m.workspaceMib,
         max_workspace_mib: m.maxWorkspaceMib,
+        reserved_mib: reserved,
+        others_reserved_mib: others,
+        unreserved_mib: Math.max(0, m.maxWorkspaceMib - others),
+        free_mib: m.workspaceMib === null ? null : Math.max(0, m.maxWorkspaceMib - m.workspaceMib),
       },
     };
   }
@@ -56,6 +90,24 @@ export class Homes {
     const a = await this.agents.load(who, agentId, "inspect");
     const components = parseHomePath(a.id, rawPath);
     return readHomeFile(this.layout.homeDir(a.machineId, a.id), components, { maxBytes: FILE_LIMIT_BYTES });
+  }
+
+  /** A folder of the agent's home ("" or "/" for the home itself), links listed, never followed. */
+  async listFolder(who: Identity, agentId: string, rawPath: string): Promise<FolderListing> {
+    const a = await this.agents.load(who, agentId, "inspect");
+    const trimmed = rawPath.replace(/^\/+|\/+$/g, "");
+    const home = `/home/${a.id}`;
+    const components = trimmed === "" || `/${trimmed}` === home ? [] : parseHomePath(a.id, rawPath);
+    const listed = await listHomeFolder(this.layout.homeDir(a.machineId, a.id), components, FOLDER_LIMIT);
+    const entries = listed.entries.map((e) => ({
+      name: e.name,
+      type: e.type,
+      size_bytes: e.size,
+      modified_at: e.modifiedAt.toISOString(),
+    }));
+    // folders first, each part by name
+    entries.sort((x, y) => Number(y.type === "folder") - Number(x.type === "folder"));
+    return { path: components.join("/"), entries, truncated: listed.truncated };
   }
 
   /** Creates or replaces a file of the agent's home, owned by the agent. */

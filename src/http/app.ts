@@ -1,5 +1,6 @@
 // The Fastify app: hooks (host, origin, identity), the error envelope in one place, metrics,
 // the OpenAPI document, and the routes by resource.
+import fastifyWebsocket from "@fastify/websocket";
 import Fastify, {
   LogController,
   type FastifyReply,
@@ -15,9 +16,11 @@ import type { Logger } from "../observability/log.js";
 import type { Metrics } from "../observability/metrics.js";
 import { hostAllowed, isStateChange, originAllowed } from "./guards.js";
 import { openApiDocument } from "./openapi.js";
+import { DEFAULT_WEB_ROOT, isAppPath, webAsset } from "./web.js";
 import { parseJsonBody, registerRoutes, route, type AnyRoute } from "./route.js";
 import type { z } from "zod";
 import { Health, OpenApiDocument } from "../contract/homes.js";
+import { TERMINAL_MAX_MESSAGE_BYTES } from "../contract/terminal.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -42,6 +45,8 @@ export interface AppOptions {
   /** Boot checks that failed and were accepted (WARREN_ALLOW_DEGRADED): /health names them. */
   degraded?: string[];
   version: string;
+  /** The built operator app (default dist/web), served at / for every path outside /api. */
+  webRoot?: string;
 }
 
 /** Maps an error Fastify raised itself (bad JSON, too large, ...) to a stable code. */
@@ -75,6 +80,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     },
     routerOptions: { maxParamLength: 8192 },
   });
+
+  // WebSocket routes (the terminal): a message above the limit closes the socket (1009).
+  // Registered before the hooks below, so that an upgrade they refuse is still known as
+  // one and its socket is closed after the answer.
+  await app.register(fastifyWebsocket, { options: { maxPayload: TERMINAL_MAX_MESSAGE_BYTES } });
 
   app.decorateRequest("identity", null);
   app.decorateRequest("startedAt", 0n);
@@ -160,7 +170,19 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     return reply.code(status).send({ error: { code, message } });
   });
 
+  const webRoot = opts.webRoot ?? DEFAULT_WEB_ROOT;
   app.setNotFoundHandler(async (req, reply) => {
+    if ((req.method === "GET" || req.method === "HEAD") && isAppPath(req.url)) {
+      const asset = await webAsset(webRoot, req.url);
+      if (asset) {
+        return reply
+          .code(200)
+          .type(asset.type)
+          .header("cache-control", asset.cache)
+          .header("x-content-type-options", "nosniff")
+          .send(asset.body);
+      }
+    }
     metrics.errors.inc({ code: "not_found" });
     return reply
       .code(404)

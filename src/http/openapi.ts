@@ -105,7 +105,11 @@ export function openApiDocument(routes: AnyRoute[], info: { title: string; versi
       refs.push({ io: "input", schema });
       op.requestBody = { required: true, content: { "application/json": { schema } } };
     }
-    const ok: Json = { description: "success" };
+    const ok: Json = {
+      description: r.websocket
+        ? "Switching Protocols: a WebSocket; binary frames carry bytes, text frames the JSON messages below"
+        : "success",
+    };
     if (r.response) {
       const schema = named(r.response, "output", `the answer of ${r.id}`);
       refs.push({ io: "output", schema });

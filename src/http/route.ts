@@ -9,6 +9,7 @@ import type {
   FastifySerializerCompiler,
   HTTPMethods,
 } from "fastify";
+import type { WebSocket } from "ws";
 import { z } from "zod";
 import type { Identity } from "../access/index.js";
 import type { ErrorCode } from "../contract/errors.js";
@@ -55,6 +56,12 @@ export interface RouteSpec<
   rawBody?: boolean;
   /** A body limit of its own, in bytes; past it the route answers 413 with tooLargeCode. */
   bodyLimit?: number;
+  /**
+   * A WebSocket route (GET): `handler` runs first, on the upgrade request, so that every
+   * refusal is an HTTP answer; once upgraded, `websocket` gets the socket and what `handler`
+   * answered. A plain GET (no upgrade) answers 400 request.invalid.
+   */
+  websocket?: (socket: WebSocket, prepared: unknown, req: FastifyRequest) => void;
   handler: (
     ctx: RouteContext<z.output<P>, z.output<Q>, z.output<B>>,
   ) => Promise<z.input<R> | FastifyReply | void>;
@@ -185,10 +192,54 @@ const serializerCompiler: FastifySerializerCompiler<z.ZodType> =
     );
   };
 
+/** Registers a WebSocket route (see RouteSpec.websocket). */
+function registerWebSocket(
+  app: FastifyInstance,
+  spec: AnyRoute,
+  open: NonNullable<AnyRoute["websocket"]>,
+): void {
+  const prepared = new WeakMap<FastifyRequest, unknown>();
+  const plain = () =>
+    new WarrenError(
+      "request.invalid",
+      `${spec.url} is a WebSocket: connect with one (Upgrade: websocket), from a page of this server or a client without an Origin`,
+    );
+  app.route({
+    method: "GET",
+    url: spec.url,
+    schema: {
+      ...(spec.params ? { params: spec.params } : {}),
+      ...(spec.query ? { querystring: spec.query } : {}),
+    },
+    preHandler: async (req, reply) => {
+      if (!req.ws) throw plain();
+      const who = req.identity;
+      if (!who) throw new WarrenError("auth.required", "no identity: sign in through the proxy");
+      const out = await spec.handler({
+        params: spec.params ? req.params : {},
+        query: spec.query ? req.query : {},
+        body: undefined,
+        who,
+        req,
+        reply,
+      });
+      prepared.set(req, out);
+    },
+    handler: async () => {
+      throw plain();
+    },
+    wsHandler: (socket, req) => open(socket, prepared.get(req), req),
+  });
+}
+
 export function registerRoutes(app: FastifyInstance, routes: AnyRoute[]): void {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   for (const spec of routes) {
+    if (spec.websocket) {
+      registerWebSocket(app, spec, spec.websocket);
+      continue;
+    }
     const ok = spec.status ?? 200;
     app.route({
       method: spec.method,

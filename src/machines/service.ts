@@ -1,4 +1,4 @@
-import { and, asc, count, eq, inArray } from "drizzle-orm";
+import { and, asc, count, eq, inArray, sum } from "drizzle-orm";
 import type { Access, Identity } from "../access/index.js";
 import { WarrenError } from "../errors.js";
 import { newId } from "../ids.js";
@@ -27,7 +27,14 @@ export const MACHINE_DEFAULTS = {
   runaway_after_s: 60,
 } as const;
 
-export function machineView(m: MachineRow, agents: number): Machine {
+/** How many agents live on a machine and how much of its disk cap their own caps reserve. */
+export interface MachineLoad {
+  agents: number;
+  reserved_mib: number;
+}
+
+export function machineView(m: MachineRow, load: MachineLoad): Machine {
+  const { agents, reserved_mib } = load;
   return {
     id: m.id,
     org_id: m.orgId,
@@ -41,10 +48,15 @@ export function machineView(m: MachineRow, agents: number): Machine {
     cpus: m.cpus,
     trust: m.trust,
     agents,
+    reserved_mib,
+    unreserved_mib: Math.max(0, m.maxWorkspaceMib - reserved_mib),
+    free_mib: m.workspaceMib === null ? null : Math.max(0, m.maxWorkspaceMib - m.workspaceMib),
     runaway_after_s: m.runawayAfterS,
     created_at: m.createdAt.toISOString(),
   };
 }
+
+const NO_LOAD: MachineLoad = { agents: 0, reserved_mib: 0 };
 
 export class Machines {
   constructor(
@@ -72,7 +84,7 @@ export class Machines {
       })
       .returning();
     if (!row) throw new Error("machine insert returned nothing");
-    return machineView(row, 0);
+    return machineView(row, NO_LOAD);
   }
 
   /** The row, after checking the caller may `perm` it; not_found for non-members. */
@@ -83,20 +95,22 @@ export class Machines {
     return row;
   }
 
-  async #agentCounts(ids: string[]): Promise<Map<string, number>> {
+  async #loads(ids: string[]): Promise<Map<string, MachineLoad>> {
     if (ids.length === 0) return new Map();
     const rows = await this.db
-      .select({ machineId: schema.agents.machineId, n: count() })
+      .select({ machineId: schema.agents.machineId, n: count(), total: sum(schema.agents.maxWorkspaceMib) })
       .from(schema.agents)
       .where(inArray(schema.agents.machineId, ids))
       .groupBy(schema.agents.machineId);
-    return new Map(rows.map((r) => [r.machineId, Number(r.n)]));
+    return new Map(
+      rows.map((r) => [r.machineId, { agents: Number(r.n), reserved_mib: Number(r.total ?? 0) }]),
+    );
   }
 
   async get(who: Identity, id: string): Promise<Machine> {
     const row = await this.load(who, id, "read");
-    const counts = await this.#agentCounts([id]);
-    return { ...machineView(row, counts.get(id) ?? 0), box: await this.control().box(id, row.state) };
+    const loads = await this.#loads([id]);
+    return { ...machineView(row, loads.get(id) ?? NO_LOAD), box: await this.control().box(id, row.state) };
   }
 
   async list(who: Identity, orgId?: string): Promise<Machine[]> {
@@ -107,8 +121,8 @@ export class Machines {
       .from(schema.machines)
       .where(inArray(schema.machines.orgId, orgIds))
       .orderBy(asc(schema.machines.createdAt), asc(schema.machines.id));
-    const counts = await this.#agentCounts(rows.map((r) => r.id));
-    return rows.map((r) => machineView(r, counts.get(r.id) ?? 0));
+    const loads = await this.#loads(rows.map((r) => r.id));
+    return rows.map((r) => machineView(r, loads.get(r.id) ?? NO_LOAD));
   }
 
   async update(

@@ -9,6 +9,7 @@ export function connectBoxd(box: BoxHandle): BoxExec {
     ping: () => client.ping(),
     exec: (req, io) => client.exec(req, io),
     forward: (port) => client.forward(port),
+    pty: (req, opts) => client.pty(req, opts),
     calls: (onCall) => client.calls(onCall),
     bridges: (onBridge) => client.bridges(onBridge),
     bridge: (id) => client.bridge(id),

@@ -10,7 +10,15 @@ import type { Metrics } from "../observability/metrics.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import type { BridgeOffer, CallAnswer, CallMessage, CallsChannel } from "../boxd/index.js";
-import type { BoxExec, BoxExecRequest, BoxExecResult, ExecIo } from "./exec-port.js";
+import type {
+  BoxExec,
+  BoxExecRequest,
+  BoxExecResult,
+  BoxPtyRequest,
+  ExecIo,
+  PtyOptions,
+  PtyStream,
+} from "./exec-port.js";
 import type { BoxView, MachineControl } from "./control.js";
 import { BoxHealth, type CommandOwner, type RunawayEvent } from "./health.js";
 
@@ -71,6 +79,7 @@ export class MachineRuntime implements MachineControl {
   /** Who started each command tree (by its cgroup name), per machine. */
   readonly #owners = new Map<string, Map<string, CommandOwner>>();
   readonly #runawayListeners: ((e: RunawayEvent) => Promise<void>)[] = [];
+  readonly #stopListeners: ((machineId: string, reason: string) => void)[] = [];
   readonly #health: BoxHealth;
   #onCall: CallHandler | undefined;
   #onBridge: BridgeHandler | undefined;
@@ -388,11 +397,36 @@ export class MachineRuntime implements MachineControl {
     if (handle?.state === "running") return false;
     await this.#serial(machineId, async () => {
       this.#drop(machineId);
+      this.#stopped(machineId, "the box stopped on its own");
       await this.#o.provider.stop(machineId);
       await this.#setState(machineId, "stopped", "the box stopped on its own");
     });
     this.#o.logger.warn({ machineId }, "a box stopped on its own; starting it again");
     return true;
+  }
+
+  /**
+   * Opens a terminal in the machine's box (started first when it is not running). The
+   * terminal is activity only when its user types (`touch`): an idle terminal does not
+   * keep the box up.
+   */
+  async pty(machineId: string, req: BoxPtyRequest, opts: PtyOptions): Promise<PtyStream> {
+    const once = async () => (await this.ensure(machineId)).pty(req, opts);
+    try {
+      return await once();
+    } catch (err) {
+      if (!unreachable(err) || !(await this.#forgetIfDead(machineId))) throw err;
+      return once();
+    }
+  }
+
+  /** Called with the reason whenever a machine's box is stopped (idle, by a request, gone). */
+  onStopped(fn: (machineId: string, reason: string) => void): void {
+    this.#stopListeners.push(fn);
+  }
+
+  #stopped(machineId: string, reason: string): void {
+    for (const fn of this.#stopListeners) fn(machineId, reason);
   }
 
   async forward(machineId: string, port: number): Promise<Duplex> {
@@ -416,6 +450,7 @@ export class MachineRuntime implements MachineControl {
   async stop(machineId: string, reason: string): Promise<void> {
     await this.#serial(machineId, async () => {
       this.#drop(machineId);
+      this.#stopped(machineId, reason);
       await this.#o.provider.stop(machineId);
       await this.#setState(machineId, "stopped", reason);
     });
@@ -424,6 +459,7 @@ export class MachineRuntime implements MachineControl {
   async remove(machineId: string): Promise<void> {
     await this.#serial(machineId, async () => {
       this.#drop(machineId);
+      this.#stopped(machineId, "the machine was deleted");
       await this.#o.provider.remove(machineId);
     });
   }

@@ -2,6 +2,7 @@
 import { envelopeOf, WarrenApiError } from "./errors.js";
 import { ndjson } from "./ndjson.js";
 import type { RunsApi } from "./runs.js";
+import { AgentTerminal } from "./terminal.js";
 import { homePath, seg, type RequestOptions, type Transport } from "./transport.js";
 import type {
   EgressList,
@@ -10,6 +11,7 @@ import type {
   ExecRequest,
   ExecResult,
   ExecStreamEvent,
+  FolderListing,
   List,
   Run,
   RunCreateRequest,
@@ -71,6 +73,10 @@ export class AgentFiles {
     private readonly agentId: string,
   ) {}
 
+  /** A folder of the home (`""`: the home itself): names, kinds, sizes; links listed, not followed. */
+  list(path = "", opts: RequestOptions = {}): Promise<FolderListing> {
+    return this.http.json("GET", `/api/agents/${seg(this.agentId)}/folder`, { ...opts, query: { path } });
+  }
   /** The bytes of a file in the agent's home (a path relative to the home, or under it). */
   read(path: string, opts: RequestOptions = {}): Promise<Uint8Array> {
     return this.http.bytes("GET", this.url(path), opts);
@@ -108,6 +114,8 @@ export class AgentRuns {
 export class AgentHandle {
   readonly files: AgentFiles;
   readonly runs: AgentRuns;
+  /** The agent's terminal: start it, connect to its WebSocket. */
+  readonly terminal: AgentTerminal;
 
   constructor(
     private readonly http: Transport,
@@ -116,6 +124,7 @@ export class AgentHandle {
   ) {
     this.files = new AgentFiles(http, id);
     this.runs = new AgentRuns(runs, id);
+    this.terminal = new AgentTerminal(http, id);
   }
 
   /** Runs a command in the agent's box as the agent and answers once it ended, with its output. */

@@ -3,6 +3,8 @@ export { WarrenClient } from "./client.js";
 export { AgentHandle, AgentFiles, AgentRuns, execBody, isExecExit } from "./agent.js";
 export { OrgsApi, MachinesApi, AgentsApi, GuildsApi } from "./resources.js";
 export { SecretsApi } from "./secrets.js";
+export { AgentTerminal, TerminalConnection } from "./terminal.js";
+export type { TerminalConnectOptions, TerminalEnd } from "./terminal.js";
 export { RunsApi, TERMINAL_RUN_STATUSES, isTerminalRunStatus } from "./runs.js";
 export { WarrenApiError, isWarrenApiError } from "./errors.js";
 export type { ClientErrorCode, ErrorCode, WarrenErrorCode } from "./errors.js";
@@ -33,6 +35,7 @@ export type {
   ExecRequest,
   ExecResult,
   ExecStreamEvent,
+  FolderListing,
   Guild,
   GuildCreateRequest,
   GuildListQuery,
@@ -64,5 +67,8 @@ export type {
   SecretGrant,
   SecretListQuery,
   SecretUpdateRequest,
+  TerminalMessage,
+  TerminalReady,
+  TerminalSignal,
   Usage,
 } from "./types.js";

@@ -101,6 +101,11 @@ export class Transport {
     this.retries = nonNegative(options.retries, "retries") ?? DEFAULT_RETRIES;
   }
 
+  /** The headers every request carries (--header, a trusted proxy's identity). */
+  get commonHeaders(): Record<string, string> {
+    return { ...this.headers };
+  }
+
   url(path: string, query?: Query): string {
     const params = new URLSearchParams();
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) params.set(k, String(v));
@@ -131,7 +136,12 @@ export class Transport {
       const signal = call.signal ? AbortSignal.any([call.signal, timer.signal]) : timer.signal;
       let res: Response;
       try {
-        res = await this.fetchImpl(this.url(path, call.query), { method, headers, body, signal });
+        res = await this.fetchImpl(this.url(path, call.query), {
+          method,
+          headers,
+          body: body as RequestInit["body"],
+          signal,
+        });
       } catch (err) {
         if (call.signal?.aborted) throw err;
         if (timer.signal.aborted) {

@@ -103,7 +103,7 @@ describe("a local box", { skip: skip ?? false }, () => {
       [{ v: 1, op: "exec", exec: { ...exec, bindPorts: { first: 20000, last: 19999 } } }, /bindPorts\.last/],
       [{ v: 1, op: "exec", exec: { ...exec, bindPorts: { first: 0, last: 10 } } }, /bindPorts\.first/],
       [{ v: 1, op: "forward", port: 0 }, /port/],
-      [{ v: 1, op: "pty" }, /reserved|not implemented/],
+      [{ v: 1, op: "pty" }, /pty must be an object/],
       [{ v: 1, op: "nope" }, /unknown op/],
       [{ v: 2, op: "ping" }, /version/],
     ];

@@ -80,6 +80,8 @@ export const contractRoutes: { method: string; path: string }[] = [
   { method: "patch", path: "/api/agents/{id}" },
   { method: "delete", path: "/api/agents/{id}" },
   { method: "post", path: "/api/agents/{id}/exec" },
+  { method: "post", path: "/api/agents/{id}/cli" },
+  { method: "get", path: "/api/agents/{id}/cli/tty" },
   { method: "post", path: "/api/guilds" },
   { method: "get", path: "/api/guilds" },
   { method: "get", path: "/api/guilds/{id}" },

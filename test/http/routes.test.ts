@@ -844,8 +844,10 @@ for (const leg of dbLegs) {
 
     test("unknown routes and methods: 404 not_found in the envelope", async () => {
       for (const [method, url] of [
-        ["GET", "/nope"],
+        ["POST", "/nope"],
         ["GET", "/api"],
+        ["GET", "/api/"],
+        ["GET", "/api/nope/index.html"],
         ["GET", "/api/widgets"],
         ["POST", "/api/orgs/x/y/z"],
         ["PUT", "/api/agents"],
@@ -855,6 +857,24 @@ for (const leg of dbLegs) {
         const r = await call(method, url);
         assertError(r, 404, "not_found");
       }
+    });
+
+    test("every other GET is the operator app's page (history fallback); a missing build file is a 404", async () => {
+      for (const url of [
+        "/",
+        "/nope",
+        "/agents/agt_aaaaaaaaaaaaaaaa/runs/run_aaaaaaaaaaaaaaaa",
+        "/secrets?org=x",
+      ]) {
+        const r = await t.inject({ method: "GET", url });
+        assert.equal(r.statusCode, 200, url);
+        assert.match(String(r.headers["content-type"]), /^text\/html/, url);
+        assert.match(r.body, /<title>warren<\/title>/, url);
+      }
+      const gone = await t.inject({ method: "GET", url: "/assets/none-such.js" });
+      assertError({ status: gone.statusCode, body: gone.json() }, 404, "not_found");
+      const up = await t.inject({ method: "GET", url: "/../../etc/passwd" });
+      assert.ok(!up.body.includes("root:"), "a path climbed out of the app's folder");
     });
 
     test("a bad percent-escape in the path answers 400 request.invalid in the envelope", async () => {
@@ -878,7 +898,7 @@ for (const leg of dbLegs) {
         const op = r.body.paths?.[p]?.[method];
         assert.ok(op, `the document lacks ${method.toUpperCase()} ${p}`);
         assert.ok(op.responses, `${method} ${p} has no responses`);
-        if (["post", "put", "patch"].includes(method) && !p.endsWith("/stop")) {
+        if (["post", "put", "patch"].includes(method) && !p.endsWith("/stop") && !p.endsWith("/cli")) {
           assert.ok(op.requestBody, `${method.toUpperCase()} ${p} has no request body schema`);
         }
       }
@@ -920,7 +940,7 @@ for (const leg of dbLegs) {
     test("/metrics counts requests and errors by code", async () => {
       assertError(await call("GET", "/api/agents/agt_zzzzzzzzzzzzzzzz"), 404, "not_found");
       assertError(await call("POST", "/api/orgs", {}), 400, "request.invalid");
-      assertError(await call("GET", "/nope"), 404, "not_found");
+      assertError(await call("GET", "/api/nope"), 404, "not_found");
       const org = await newOrg();
       const m = await newMachine(org);
       await newAgent(org, m.id);

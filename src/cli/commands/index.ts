@@ -15,6 +15,7 @@ import { orgs } from "./orgs.js";
 import { runs } from "./runs.js";
 import { secrets } from "./secrets.js";
 import { serve } from "./serve.js";
+import { shell } from "./shell.js";
 import { usage } from "./usage.js";
 
 export const groups: readonly Group[] = [
@@ -25,6 +26,7 @@ export const groups: readonly Group[] = [
   agents,
   guilds,
   exec,
+  shell,
   runs,
   files,
   usage,

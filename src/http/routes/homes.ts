@@ -2,7 +2,7 @@ import { z } from "zod";
 import { FILE_LIMIT_BYTES, type Homes } from "../../homes/service.js";
 import { route, type AnyRoute } from "../route.js";
 import { idOf, idParams } from "../../contract/common.js";
-import { Usage } from "../../contract/homes.js";
+import { FolderListing, FolderQuery, Usage } from "../../contract/homes.js";
 
 const fileParams = z.object({ id: idOf("agt"), "*": z.string().max(4096) });
 
@@ -20,6 +20,18 @@ export function homeRoutes(homes: Homes): AnyRoute[] {
       params: idParams("agt"),
       response: Usage,
       handler: async ({ who, params }) => homes.usage(who, params.id),
+    }),
+    route({
+      method: "GET",
+      url: "/api/agents/:id/folder",
+      id: "files.list",
+      tag: "homes",
+      summary: "List a folder of the agent's home (no link on the way; links listed, not followed)",
+      params: idParams("agt"),
+      query: FolderQuery,
+      response: FolderListing,
+      errors: ["file.invalid_path", "file.link", "file.not_regular", "file.not_found", "access.denied"],
+      handler: async ({ who, params, query }) => homes.listFolder(who, params.id, query.path),
     }),
     route({
       method: "GET",

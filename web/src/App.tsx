@@ -1,0 +1,63 @@
+// The shell: header, navigation, and the page for the address.
+import { lazy, Suspense } from "react";
+import { Link, match, useLocation } from "./router";
+import { OrgsPage } from "./pages/Orgs";
+import { OrgPage } from "./pages/Org";
+import { MachinePage } from "./pages/Machine";
+import { AgentPage } from "./pages/Agent";
+import { SecretsPage } from "./pages/Secrets";
+import { Loading } from "./ui";
+
+const RunPage = lazy(() => import("./pages/Run").then((m) => ({ default: m.RunPage })));
+
+function Page() {
+  const { path } = useLocation();
+  let m: Record<string, string> | null;
+  if (path === "/") return <OrgsPage />;
+  if ((m = match("/orgs/:id", path))) return <OrgPage id={m.id ?? ""} />;
+  if ((m = match("/machines/:id", path))) return <MachinePage id={m.id ?? ""} />;
+  if ((m = match("/agents/:id/runs/:run", path)))
+    return (
+      <Suspense fallback={<Loading />}>
+        <RunPage agentId={m.id ?? ""} runId={m.run ?? ""} />
+      </Suspense>
+    );
+  if ((m = match("/agents/:id/:tab", path))) return <AgentPage id={m.id ?? ""} tab={m.tab ?? "overview"} />;
+  if ((m = match("/agents/:id", path))) return <AgentPage id={m.id ?? ""} tab="overview" />;
+  if (path === "/secrets") return <SecretsPage />;
+  return (
+    <section>
+      <h1>Not found</h1>
+      <p className="empty">
+        No page at <code>{path}</code>. Go to the <Link href="/">organisations</Link>.
+      </p>
+    </section>
+  );
+}
+
+export function App() {
+  const { path } = useLocation();
+  return (
+    <>
+      <a className="skip" href="#main">
+        Skip to content
+      </a>
+      <header className="top">
+        <Link href="/" className="brand">
+          warren
+        </Link>
+        <nav aria-label="main">
+          <Link href="/" aria-current={path === "/" || path.startsWith("/orgs") ? "page" : undefined}>
+            Organisations
+          </Link>
+          <Link href="/secrets" aria-current={path === "/secrets" ? "page" : undefined}>
+            Secrets
+          </Link>
+        </nav>
+      </header>
+      <main id="main" tabIndex={-1}>
+        <Page />
+      </main>
+    </>
+  );
+}

@@ -1,0 +1,58 @@
+// The app's client: the SDK, speaking to the server that served the page, and the query keys.
+import { isWarrenApiError, WarrenClient, type Org, type Role } from "warren/sdk";
+import { useQuery } from "@tanstack/react-query";
+
+export const warren = new WarrenClient({ baseUrl: window.location.origin, retries: 1 });
+
+export const keys = {
+  orgs: ["orgs"] as const,
+  members: (org: string) => ["members", org] as const,
+  machines: (org: string) => ["machines", org] as const,
+  machine: (id: string) => ["machine", id] as const,
+  agents: (org: string) => ["agents", org] as const,
+  agent: (id: string) => ["agent", id] as const,
+  usage: (id: string) => ["usage", id] as const,
+  runs: (agent: string) => ["runs", agent] as const,
+  run: (id: string) => ["run", id] as const,
+  folder: (agent: string, path: string) => ["folder", agent, path] as const,
+  secrets: (org: string) => ["secrets", org] as const,
+  guilds: (org: string) => ["guilds", org] as const,
+};
+
+export function useOrgs() {
+  return useQuery({ queryKey: keys.orgs, queryFn: () => warren.orgs.list().then((l) => l.items) });
+}
+
+/** What the caller's role lets it do in an organisation, as the API enforces it. */
+export interface Can {
+  role: Role | undefined;
+  /** Create, change, run, upload (owner, admin, editor). */
+  write: boolean;
+  /** Members and the organisation itself (owner, admin). */
+  manage: boolean;
+  /** Workloads: files, output, traces, terminal (everyone but an auditor). */
+  inspect: boolean;
+}
+
+export function canOf(role: Role | undefined): Can {
+  return {
+    role,
+    write: role === "owner" || role === "admin" || role === "editor",
+    manage: role === "owner" || role === "admin",
+    inspect: role !== undefined && role !== "auditor",
+  };
+}
+
+/** The caller's role in `orgId`, from the organisations list (one request for the whole app). */
+export function useCan(orgId: string | undefined): Can {
+  const orgs = useOrgs();
+  const org: Org | undefined = orgs.data?.find((o) => o.id === orgId);
+  return canOf(org?.role);
+}
+
+/** The API's message and code of an error, or the error's own text. */
+export function describeError(err: unknown): { code: string; message: string } {
+  if (isWarrenApiError(err)) return { code: err.code, message: err.message };
+  if (err instanceof Error) return { code: "client", message: err.message };
+  return { code: "client", message: String(err) };
+}

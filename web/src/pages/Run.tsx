@@ -1,0 +1,218 @@
+// `/agents/:id/runs/:run_id`: one run: status and output live (the run and its events polled,
+// events with `after` so each poll brings only what is new), its trace as a timeline, its receipt.
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useEffect, useRef, useState } from "react";
+import { isTerminalRunStatus, type RunEvent } from "warren/sdk";
+import { keys, useCan, warren } from "../api";
+import { Link, useTitle } from "../router";
+import { Action, bytes, Empty, ErrorBox, Loading, StatusBadge, when } from "../ui";
+
+/** Polls the run's events with `after`, keeping all of them; stops once the run ended and the last came. */
+function useTrace(runId: string, enabled: boolean, ended: boolean) {
+  const [events, setEvents] = useState<RunEvent[]>([]);
+  const [error, setError] = useState<unknown>(null);
+  const last = useRef(0);
+  useEffect(() => {
+    if (!enabled) return;
+    let stopped = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const poll = async () => {
+      try {
+        const page = await warren.runs.events(runId, last.current ? { after: last.current } : {});
+        if (stopped) return;
+        if (page.items.length) {
+          last.current = page.items[page.items.length - 1]?.id ?? last.current;
+          setEvents((prev) => [...prev, ...page.items]);
+        }
+        setError(null);
+        if (ended && page.items.length === 0) return;
+      } catch (err) {
+        if (stopped) return;
+        setError(err);
+        if (ended) return;
+      }
+      timer = setTimeout(() => void poll(), 700);
+    };
+    void poll();
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+    };
+  }, [runId, enabled, ended]);
+  return { events, error };
+}
+
+/** A value of an event as short text. */
+const text = (v: unknown): string =>
+  v === undefined || v === null
+    ? ""
+    : typeof v === "string"
+      ? v
+      : typeof v === "number" || typeof v === "boolean"
+        ? String(v)
+        : JSON.stringify(v);
+
+function summary(e: RunEvent): string {
+  const d = (e.data ?? {}) as Record<string, unknown>;
+  switch (e.type) {
+    case "output":
+      return `${String(d.stream)}: ${String(d.data).slice(0, 200)}`;
+    case "model_call":
+      return [
+        `${text(d.provider)}:${text(d.model)} ${text(d.status)}`,
+        d.tokens_in !== undefined ? `${text(d.tokens_in)}→${text(d.tokens_out)} tokens` : "",
+        d.usd !== undefined ? `$${Number(d.usd).toFixed(6)}` : "",
+        d.latency_ms !== undefined ? `${text(d.latency_ms)} ms` : "",
+        d.error ? `error ${text(d.error)}` : "",
+      ]
+        .filter(Boolean)
+        .join(" · ");
+    case "tool_call":
+      return [
+        `${text(d.tool)} ${text(d.decision).toUpperCase()}`,
+        text(d.arguments).slice(0, 120),
+        d.error ? `error ${text(d.error)}` : "",
+      ]
+        .filter(Boolean)
+        .join(" · ");
+    case "completion":
+      return `step ${text(d.step)}: ${text(d.text).slice(0, 160) || "(no text)"}`;
+    case "exit":
+      return Object.entries(d)
+        .map(([k, v]) => `${k} ${JSON.stringify(v)}`)
+        .join(", ");
+    default:
+      return JSON.stringify(d).slice(0, 300);
+  }
+}
+
+export function RunPage({ agentId, runId }: { agentId: string; runId: string }) {
+  const qc = useQueryClient();
+  const run = useQuery({
+    queryKey: keys.run(runId),
+    queryFn: () => warren.runs.get(runId),
+    refetchInterval: (q) => (q.state.data && isTerminalRunStatus(q.state.data.status) ? false : 1000),
+  });
+  const agent = useQuery({ queryKey: keys.agent(agentId), queryFn: () => warren.agents.get(agentId) });
+  const can = useCan(agent.data?.org_id);
+  const r = run.data;
+  useTitle(`Run ${runId}`);
+  const ended = r ? isTerminalRunStatus(r.status) : false;
+  const trace = useTrace(runId, agent.data !== undefined && can.inspect, ended);
+  const cancel = useMutation({
+    mutationFn: () => warren.runs.cancel(runId),
+    onSuccess: (next) => qc.setQueryData(keys.run(runId), next),
+  });
+  useEffect(() => {
+    if (ended) void qc.invalidateQueries({ queryKey: keys.runs(agentId) });
+  }, [ended, agentId, qc]);
+  const liveOutput = trace.events
+    .filter((e) => e.type === "output")
+    .map((e) => {
+      const d = (e.data as { data?: unknown } | null)?.data;
+      return typeof d === "string" ? d : "";
+    })
+    .join("");
+
+  return (
+    <section>
+      <p className="crumbs">
+        <Link href={`/agents/${agentId}`}>{agent.data?.name ?? "agent"}</Link> /{" "}
+        <Link href={`/agents/${agentId}/runs`}>runs</Link> /
+      </p>
+      <h1>
+        Run <code>{runId}</code> {r && <StatusBadge status={r.status} />}
+      </h1>
+      <ErrorBox error={run.error} />
+      {!r ? (
+        <Loading rows={6} />
+      ) : (
+        <>
+          <p className="sub" data-testid="run-status" aria-live="polite">
+            {r.status}
+            {r.status_reason ? `: ${r.status_reason}` : ""}
+            {r.exit_code !== null ? ` · exit ${r.exit_code}` : ""} ·{" "}
+            <code>{r.argv.length ? r.argv.join(" ") : `${r.kind} run`}</code>
+          </p>
+          {can.write && !ended && (
+            <Action
+              type="button"
+              onClick={() => cancel.mutate()}
+              busy={cancel.isPending}
+              busyLabel="Cancelling…"
+            >
+              Cancel run
+            </Action>
+          )}
+          <ErrorBox error={cancel.error} />
+          {r.usage && (
+            <p className="sub" data-testid="run-usage">
+              {r.usage.steps} steps · {r.usage.tool_calls} tool calls ({r.usage.tool_refusals} refused) ·{" "}
+              {r.usage.tokens_in} tokens in, {r.usage.tokens_out} out · ${r.usage.usd.toFixed(4)}
+            </p>
+          )}
+          <h2>Output</h2>
+          {r.output_withheld ? (
+            <Empty>Your role (auditor) sees the record of a run without its output or trace.</Empty>
+          ) : (
+            <pre className="output" data-testid="run-output">
+              {ended ? r.output || liveOutput || "(no output)" : liveOutput || "(waiting for output…)"}
+            </pre>
+          )}
+          {can.inspect && (
+            <>
+              <h2>Trace</h2>
+              <ErrorBox error={trace.error} />
+              {trace.events.length === 0 ? (
+                <Empty>No events yet: they appear as the run goes.</Empty>
+              ) : (
+                <ol className="timeline" data-testid="trace">
+                  {trace.events.map((e) => (
+                    <li key={e.id} className={`ev ev-${e.type}`}>
+                      <time dateTime={e.at} title={new Date(e.at).toLocaleString()}>
+                        +{((Date.parse(e.at) - Date.parse(trace.events[0]?.at ?? e.at)) / 1000).toFixed(1)} s
+                      </time>{" "}
+                      <b>{e.type}</b> <span className="clip">{summary(e)}</span>
+                    </li>
+                  ))}
+                </ol>
+              )}
+            </>
+          )}
+          <h2>Receipt</h2>
+          {r.receipt ? (
+            <dl className="spec" data-testid="receipt">
+              <dt>Ran</dt>
+              <dd>
+                <code>{r.receipt.argv.length ? r.receipt.argv.join(" ") : `${r.receipt.kind} run`}</code> as
+                uid {r.receipt.uid}
+              </dd>
+              <dt>Server version</dt>
+              <dd>{r.receipt.server_version}</dd>
+              <dt>Time</dt>
+              <dd>
+                {when(r.receipt.started_at)} → {when(r.receipt.ended_at)} ({r.receipt.duration_ms} ms)
+              </dd>
+              <dt>Exit</dt>
+              <dd>{r.receipt.exit_code ?? r.receipt.signal ?? "—"}</dd>
+              <dt>CPU, peak memory</dt>
+              <dd>
+                {r.receipt.cpu_seconds ?? "—"} s, {bytes(r.receipt.peak_memory_bytes)}
+              </dd>
+              <dt>Output</dt>
+              <dd>
+                {bytes(r.receipt.stdout_bytes)} stdout, {bytes(r.receipt.stderr_bytes)} stderr
+              </dd>
+              <dt>Home before, after</dt>
+              <dd>
+                {r.receipt.disk_before_mib ?? "—"} → {r.receipt.disk_after_mib ?? "—"} MiB
+              </dd>
+            </dl>
+          ) : (
+            <Empty>The receipt is written when the run ends.</Empty>
+          )}
+        </>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,273 @@
+// `/secrets?org=`: an organisation's secrets: names, descriptions and grants. A value is typed
+// once, sent at creation, and never shown again (the API never returns one).
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useState } from "react";
+import type { SecretGrant } from "warren/sdk";
+import { keys, useCan, useOrgs, warren } from "../api";
+import { Link, navigate, useLocation, useTitle } from "../router";
+import { Action, Empty, ErrorBox, Loading, when } from "../ui";
+
+export function SecretsPage() {
+  useTitle("Secrets");
+  const { query } = useLocation();
+  const orgs = useOrgs();
+  const orgId = query.get("org") ?? orgs.data?.[0]?.id ?? "";
+  const can = useCan(orgId);
+  const secrets = useQuery({
+    queryKey: keys.secrets(orgId),
+    enabled: orgId !== "",
+    queryFn: () => warren.secrets.list({ org_id: orgId }).then((l) => l.items),
+  });
+  const agents = useQuery({
+    queryKey: keys.agents(orgId),
+    enabled: orgId !== "",
+    queryFn: () => warren.agents.list({ org_id: orgId }).then((l) => l.items),
+  });
+  const guilds = useQuery({
+    queryKey: keys.guilds(orgId),
+    enabled: orgId !== "",
+    queryFn: () => warren.guilds.list({ org_id: orgId }).then((l) => l.items),
+  });
+  const qc = useQueryClient();
+  const remove = useMutation({
+    mutationFn: (id: string) => warren.secrets.delete(id),
+    onSuccess: () => qc.invalidateQueries({ queryKey: keys.secrets(orgId) }),
+  });
+  const grant = useMutation({
+    mutationFn: (v: { id: string; grant: SecretGrant }) => warren.secrets.grant(v.id, v.grant),
+    onSuccess: () => qc.invalidateQueries({ queryKey: keys.secrets(orgId) }),
+  });
+  const revoke = useMutation({
+    mutationFn: (v: { id: string; grant: SecretGrant }) => warren.secrets.revoke(v.id, v.grant),
+    onSuccess: () => qc.invalidateQueries({ queryKey: keys.secrets(orgId) }),
+  });
+  const targets = [
+    { value: `org:${orgId}`, label: "the whole organisation" },
+    ...(agents.data ?? []).map((a) => ({ value: `agent:${a.id}`, label: `agent ${a.name}` })),
+    ...(guilds.data ?? []).map((g) => ({ value: `guild:${g.id}`, label: `guild ${g.name}` })),
+  ];
+  const grantName = (g: SecretGrant) =>
+    g.scope === "org"
+      ? "the whole organisation"
+      : g.scope === "agent"
+        ? `agent ${agents.data?.find((a) => a.id === g.id)?.name ?? g.id}`
+        : `guild ${guilds.data?.find((x) => x.id === g.id)?.name ?? g.id}`;
+
+  return (
+    <section>
+      <h1>Secrets</h1>
+      <ErrorBox error={orgs.error} />
+      {orgs.data?.length === 0 ? (
+        <Empty>
+          Secrets belong to an organisation: <Link href="/">create one</Link> first.
+        </Empty>
+      ) : (
+        <>
+          <label>
+            Organisation
+            <select
+              name="org"
+              value={orgId}
+              onChange={(e) => navigate(`/secrets?org=${e.target.value}`, { replace: true })}
+            >
+              {orgs.data?.map((o) => (
+                <option key={o.id} value={o.id}>
+                  {o.name}
+                </option>
+              ))}
+            </select>
+          </label>
+          <ErrorBox error={secrets.error} />
+          {secrets.isPending && orgId ? (
+            <Loading />
+          ) : secrets.data?.length === 0 ? (
+            <Empty>
+              No secrets yet.{" "}
+              {can.write
+                ? "Create one below; it reaches the commands of the agents it is granted to as an environment variable."
+                : ""}
+            </Empty>
+          ) : (
+            <table data-testid="secrets">
+              <thead>
+                <tr>
+                  <th>Name</th>
+                  <th>Description</th>
+                  <th>Granted to</th>
+                  <th>Updated</th>
+                  {can.write && (
+                    <th>
+                      <span className="visually-hidden">Actions</span>
+                    </th>
+                  )}
+                </tr>
+              </thead>
+              <tbody>
+                {secrets.data?.map((s) => (
+                  <tr key={s.id}>
+                    <td>
+                      <code>{s.name}</code>
+                      {s.alias_of && <small> (alias)</small>}
+                    </td>
+                    <td>{s.description}</td>
+                    <td>
+                      {s.grants.length === 0 && "nobody yet"}
+                      {s.grants.map((g) => (
+                        <span key={`${g.scope}:${g.id}`} className="grant">
+                          {grantName(g)}
+                          {can.write && (
+                            <button
+                              type="button"
+                              className="link"
+                              aria-label={`revoke ${s.name} from ${grantName(g)}`}
+                              onClick={() => revoke.mutate({ id: s.id, grant: g })}
+                            >
+                              ×
+                            </button>
+                          )}
+                        </span>
+                      ))}
+                      {can.write && (
+                        <select
+                          aria-label={`grant ${s.name} to`}
+                          value=""
+                          onChange={(e) => {
+                            const [scope, id] = e.target.value.split(":") as [SecretGrant["scope"], string];
+                            if (id) grant.mutate({ id: s.id, grant: { scope, id } });
+                          }}
+                        >
+                          <option value="">grant to…</option>
+                          {targets
+                            .filter((t) => !s.grants.some((g) => `${g.scope}:${g.id}` === t.value))
+                            .map((t) => (
+                              <option key={t.value} value={t.value}>
+                                {t.label}
+                              </option>
+                            ))}
+                        </select>
+                      )}
+                    </td>
+                    <td>{when(s.updated_at)}</td>
+                    {can.write && (
+                      <td>
+                        <Action
+                          type="button"
+                          className="secondary"
+                          onClick={() => remove.mutate(s.id)}
+                          busy={remove.isPending && remove.variables === s.id}
+                        >
+                          Delete
+                        </Action>
+                      </td>
+                    )}
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+          <ErrorBox error={remove.error ?? grant.error ?? revoke.error} />
+          {can.write && orgId && (
+            <NewSecret orgId={orgId} agents={agents.data ?? []} guilds={guilds.data ?? []} />
+          )}
+        </>
+      )}
+    </section>
+  );
+}
+
+function NewSecret({
+  orgId,
+  agents,
+  guilds,
+}: {
+  orgId: string;
+  agents: { id: string; name: string }[];
+  guilds: { id: string; name: string }[];
+}) {
+  const qc = useQueryClient();
+  const [name, setName] = useState("");
+  const [description, setDescription] = useState("");
+  const [value, setValue] = useState("");
+  const [target, setTarget] = useState(`org:${orgId}`);
+  const create = useMutation({
+    mutationFn: () => {
+      const [scope, id] = target.split(":") as [SecretGrant["scope"], string];
+      return warren.secrets.create({ org_id: orgId, name, description, value, grants: [{ scope, id }] });
+    },
+    onSuccess: async () => {
+      setName("");
+      setDescription("");
+      await qc.invalidateQueries({ queryKey: keys.secrets(orgId) });
+    },
+    // the value leaves the page once sent, whatever the answer
+    onSettled: () => setValue(""),
+  });
+  return (
+    <form
+      className="stack"
+      onSubmit={(e) => {
+        e.preventDefault();
+        create.mutate();
+      }}
+    >
+      <h2>New secret</h2>
+      <div className="cols">
+        <label>
+          Name (the variable it becomes)
+          <input
+            name="secret_name"
+            value={name}
+            onChange={(e) => setName(e.target.value.toUpperCase())}
+            pattern="[A-Z_][A-Z0-9_]*"
+            required
+          />
+        </label>
+        <label>
+          Description
+          <input
+            name="secret_description"
+            value={description}
+            onChange={(e) => setDescription(e.target.value)}
+          />
+        </label>
+        <label>
+          Value (typed once, never shown again)
+          <input
+            name="secret_value"
+            type="password"
+            autoComplete="off"
+            value={value}
+            onChange={(e) => setValue(e.target.value)}
+            minLength={8}
+            required
+          />
+        </label>
+        <label>
+          Granted to
+          <select name="secret_grant" value={target} onChange={(e) => setTarget(e.target.value)}>
+            <option value={`org:${orgId}`}>the whole organisation</option>
+            {agents.map((a) => (
+              <option key={a.id} value={`agent:${a.id}`}>
+                agent {a.name}
+              </option>
+            ))}
+            {guilds.map((g) => (
+              <option key={g.id} value={`guild:${g.id}`}>
+                guild {g.name}
+              </option>
+            ))}
+          </select>
+        </label>
+      </div>
+      <Action type="submit" busy={create.isPending} busyLabel="Creating…">
+        Create secret
+      </Action>
+      <ErrorBox error={create.error} />
+      {create.isSuccess && (
+        <p role="status">
+          Created {create.data.name}. Its value is stored encrypted and will not be shown again.
+        </p>
+      )}
+    </form>
+  );
+}
