@@ -180,6 +180,20 @@ describe("terminals in a local box", { skip: skip ?? false }, () => {
     await waitFor("the terminal's tree to be gone", () => hostPidsOfUid(a.uid).length === 0, 10_000);
   });
 
+  it("another agent cannot reach a terminal: not its device, not boxd's socket", async () => {
+    const t = await open(spec(0));
+    t.type("tty\n");
+    const [device] = await t.expect(/\/dev\/pts\/\d+/);
+    const other = await box.sh(
+      `echo injected > ${device}; cat ${device} </dev/null; ls /run/boxd; echo DONE`,
+      { agent: 1 },
+    );
+    assert.equal((other.err.match(/Permission denied/g) ?? []).length, 3, other.err);
+    assert.doesNotMatch(t.text(), /injected/);
+    t.pty.cancel();
+    await t.pty.exited;
+  });
+
   it("boxd refuses a bad terminal request and stays up", async () => {
     await assert.rejects(box.client().pty({ ...spec(), cols: 0 }, { onData: () => {} }), /pty\.cols/);
     await assert.rejects(box.client().pty({ ...spec(), uid: 0 }, { onData: () => {} }), /uid/);

@@ -41,7 +41,7 @@ describe("the terminal page in Chromium", { skip }, () => {
       for (let i = 0; i < b.length; i++) lines.push(b.getLine(i)?.translateToString(true) ?? "");
       return lines.join("\n");
     });
-  const waitScreen = async (re: RegExp, timeoutMs = 20_000): Promise<string> => {
+  const waitScreen = async (re: RegExp, timeoutMs = 40_000): Promise<string> => {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const text = await screen();
