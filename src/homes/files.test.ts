@@ -399,18 +399,25 @@ describe("listing a folder of the home", () => {
     await fs.mkdir(path.join(home, "docs", "sub"));
     await fs.symlink(outside, path.join(home, "docs", "out"));
     const all = await listHomeFolder(home, ["docs"], 10);
-    assert.deepEqual(all, {
-      entries: [
-        { name: "a.txt", type: "file", size: 1 },
-        { name: "b.txt", type: "file", size: 2 },
-        { name: "out", type: "link", size: 0 },
-        { name: "sub", type: "folder", size: 0 },
-      ],
-      truncated: false,
-    });
-    assert.deepEqual((await listHomeFolder(home, [], 10)).entries, [
-      { name: "docs", type: "folder", size: 0 },
-    ]);
+    // each entry carries its modification time (lstat's, so a link's own)
+    for (const e of all.entries)
+      assert.ok(e.modifiedAt instanceof Date && !Number.isNaN(e.modifiedAt.getTime()));
+    assert.deepEqual(
+      { ...all, entries: all.entries.map(({ modifiedAt: _m, ...e }) => e) },
+      {
+        entries: [
+          { name: "a.txt", type: "file", size: 1 },
+          { name: "b.txt", type: "file", size: 2 },
+          { name: "out", type: "link", size: 0 },
+          { name: "sub", type: "folder", size: 0 },
+        ],
+        truncated: false,
+      },
+    );
+    assert.deepEqual(
+      (await listHomeFolder(home, [], 10)).entries.map(({ modifiedAt: _m, ...e }) => e),
+      [{ name: "docs", type: "folder", size: 0 }],
+    );
     const cut = await listHomeFolder(home, ["docs"], 2);
     assert.equal(cut.entries.length, 2);
     assert.equal(cut.truncated, true);
