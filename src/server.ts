@@ -256,7 +256,7 @@ async function compose(
   const readHome = (agent: { id: string; machineId: string }, p: string, maxBytes: number) =>
     readHomeFile(layout.homeDir(agent.machineId, agent.id), parseHomePath(agent.id, p), { maxBytes });
   const gateway = new Gateway({
-    secretsOf: async (agent) => (await secrets.resolve(agent)).env,
+    keysOf: (agent) => secrets.keysFor(agent),
     readHome: (agent, p) => readHome(agent, p, 4 * 1024 * 1024),
     prices: new Prices(config.WARREN_MODEL_PRICES),
   });

@@ -92,6 +92,7 @@ test("secrets create's help, word for word: the value never comes from an argume
       "  --description <text>  what it is for (members read this)\n" +
       "  --value-file <file>   read the value from this file (default: stdin; one trailing newline is dropped)\n" +
       "  --alias-of <secret>   make the name an alias of another secret's value\n" +
+      "  --use <env|model>     env (default): commands get it as a variable; model: a model's key, only the gateway reads it\n" +
       "  --grant <id>          who it reaches: an org_, gld_ or agt_ id; repeatable\n" +
       "\n" +
       "global options:\n" +

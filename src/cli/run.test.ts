@@ -408,10 +408,22 @@ describe("warren CLI", () => {
       "--value-file",
       file,
     ]);
-    assert.match(
-      (await warren(["secrets", "list", "--org", org])).stdout,
-      /^ID +NAME +ORG +GRANTS +DESCRIPTION\n/,
+    const madeModel = await warren(
+      ["--json", "secrets", "create", "MODEL_KEY", "--org", org, "--use", "model", "--grant", agent],
+      { stdin: "sk-model-7d3e9a1c5b\n" },
     );
+    assert.equal(madeModel.code, 0, madeModel.stderr);
+    const model = JSON.parse(madeModel.stdout) as { id: string; use: string };
+    assert.equal(model.use, "model");
+    const badUse = await warren(["secrets", "create", "X_KEY", "--org", org, "--use", "box"], {
+      stdin: "12345678",
+    });
+    assert.equal(badUse.code, 2);
+    assert.match(badUse.stderr, /--use is env or model/);
+    const listed = (await warren(["secrets", "list", "--org", org])).stdout;
+    assert.match(listed, /^ID +NAME +USE +ORG +GRANTS +DESCRIPTION\n/);
+    assert.match(listed, /MODEL_KEY +model /);
+    assert.match(listed, /API_KEY +env /);
     const granted = await warren(["secrets", "grant", second.id, org]);
     assert.equal(granted.stdout, `${second.id} reaches org:${org}\n`);
     const revoked = await warren(["secrets", "revoke", second.id, org]);
@@ -420,9 +432,15 @@ describe("warren CLI", () => {
     const short = await warren(["secrets", "create", "SHORT", "--org", org], { stdin: "1234567" });
     assert.equal(short.code, 1);
     assert.match(short.stderr, /request.invalid: body.value: must be at least 8 bytes/);
-    const e = await warren(["exec", agent, "--command", 'echo "$API_KEY"; printf %s "$API_KEY" | wc -c']);
+    const e = await warren([
+      "exec",
+      agent,
+      "--command",
+      'echo "$API_KEY"; printf %s "$API_KEY" | wc -c; echo "${MODEL_KEY-unset}"',
+    ]);
     if (boxesMissing(t, e)) return;
-    assert.equal(e.stdout, `[redacted]\n${value.length}\n`);
+    assert.equal(e.stdout, `[redacted]\n${value.length}\nunset\n`);
+    assert.equal((await warren(["secrets", "delete", model.id])).code, 0);
     assert.equal((await warren(["secrets", "delete", second.id])).code, 0);
     assert.equal((await warren(["secrets", "delete", s.id])).code, 0);
     assert.equal((await json<{ items: unknown[] }>(["secrets", "list", "--org", org])).items.length, 0);

@@ -67,13 +67,25 @@ export const SecretGrant = z
 
 const grants = z.array(SecretGrant).max(256);
 
+/**
+ * How a secret is used: `env` reaches the agent's commands as an environment variable;
+ * `model` is a provider key that only the model gateway in the server reads (never a
+ * command's environment, a terminal, a tool or a box). Set at creation, never changed.
+ */
+export const SecretUse = z.enum(["env", "model"]).meta({
+  id: "SecretUse",
+  description:
+    "env: reaches commands as an environment variable; model: a model provider's key, read only by the model gateway",
+});
+
 /** A secret as every member reads it: never its value. */
 export const Secret = z
   .object({
     id: z.string(),
     org_id: z.string(),
-    name: z.string().describe("the environment variable it becomes"),
+    name: z.string().describe("the environment variable it becomes (use env)"),
     description: z.string(),
+    use: SecretUse,
     alias_of: z.string().nullable().describe("the secret whose value this alias carries, or null"),
     grants: z.array(SecretGrant),
     stored_by_agent: z.string().nullable().describe("the agent that stored it from its box, or null"),
@@ -90,6 +102,7 @@ export const SecretCreateRequest = z
     description: description.optional().describe("default empty"),
     value: secretValue.optional().describe("the value; give this or alias_of. Never returned"),
     alias_of: idOf("sec").optional().describe("make this name an alias of another secret's value"),
+    use: SecretUse.optional().describe("default env; an alias takes its secret's use"),
     grants: grants.optional().describe("default none"),
   })
   .strict()

@@ -85,6 +85,7 @@ export type RunEvent = Out<typeof runs.RunEvent>;
 export type RunEventsQuery = Partial<Out<typeof runs.RunEventsQuery>>;
 
 export type SecretGrant = Out<typeof secrets.SecretGrant>;
+export type SecretUse = Out<typeof secrets.SecretUse>;
 export type Secret = Out<typeof secrets.Secret>;
 export type SecretCreateRequest = In<typeof secrets.SecretCreateRequest>;
 export type SecretUpdateRequest = In<typeof secrets.SecretUpdateRequest>;

@@ -1,5 +1,5 @@
 // The model gateway: every model call of every run goes through a session of it. It holds the
-// real keys (resolved from the secrets granted to the agent), knows a run by its short-lived
+// real keys (the secrets of use model granted to the agent, which no box ever sees), knows a run by its short-lived
 // workload token, counts tokens and dollars against the run's budget, routes the run to a
 // model, falls back on a provider error or a 429, and writes every call to the run's trace.
 import { randomBytes } from "node:crypto";
@@ -8,6 +8,7 @@ import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import type { LanguageModelV3 } from "@ai-sdk/provider";
 import type { ModelRef, ModelSpec } from "../contract/spec.js";
+import type { SecretUse } from "../contract/types.js";
 import { WarrenError } from "../errors.js";
 import type { Prices } from "./prices.js";
 import { parseScript, ScriptModel, type ScriptTurn } from "./script.js";
@@ -29,8 +30,8 @@ export const DEFAULT_BASE_URL = {
 } as const;
 
 export interface GatewayDeps {
-  /** The values of the secrets that reach the agent now, by name. */
-  secretsOf(agent: { id: string; orgId: string }): Promise<Record<string, string>>;
+  /** The secrets that reach the agent now, by name, with their use (Secrets.keysFor). */
+  keysOf(agent: { id: string; orgId: string }): Promise<Record<string, { use: SecretUse; value: string }>>;
   /** A file of the agent's home, read by the home file rules (a script's turns). */
   readHome(agent: { id: string; machineId: string }, path: string): Promise<Buffer>;
   prices: Prices;
@@ -166,7 +167,7 @@ export class Gateway implements ModelGateway {
     if (!spec) throw new WarrenError("request.invalid", `model: is required for kind ${run.spec.kind}`);
     const refs = [routeModel(spec, run.input), ...(spec.fallback ? [spec.fallback] : [])];
     const needsSecrets = refs.some((r) => r.key_secret !== undefined);
-    const values = needsSecrets ? await this.deps.secretsOf(run.agent) : {};
+    const values = needsSecrets ? await this.deps.keysOf(run.agent) : {};
     const scripts = new Map<string, ScriptTurn[]>();
     const models: ResolvedModel[] = [];
     for (const ref of refs) {
@@ -177,7 +178,12 @@ export class Gateway implements ModelGateway {
           throw new Error(
             `the secret ${ref.key_secret} (the key of ${ref.provider}:${ref.name}) does not reach this agent; grant it to the agent, one of its guilds or its organisation`,
           );
-        apiKey = v;
+        // a secret of use env is in every command's environment, so in the box: never a key
+        if (v.use !== "model")
+          throw new Error(
+            `the secret ${ref.key_secret} (the key of ${ref.provider}:${ref.name}) has use "${v.use}": it reaches the agent's commands, so it cannot be a model's key; create the key as a secret with use "model" (warren secrets create ${ref.key_secret} --use model ...)`,
+          );
+        apiKey = v.value;
       } else if (ref.provider === "anthropic" || ref.provider === "openai") {
         throw new Error(`${ref.provider}:${ref.name} needs key_secret: the secret that holds its key`);
       }

@@ -240,14 +240,10 @@ export class HarnessRunner implements AgentRunner {
         agentDir: boxDir,
       });
       const staged = await d.staging.stage(machine.id, ctx.runId, plan.files, walls.uid);
-      // the agent's secrets reach its CLI as environment variables, but never a key of its models
+      // the agent's secrets of use env reach its CLI as environment variables, as they reach its
+      // commands; a key of its models is a secret of use model (the gateway takes no other), which
+      // resolve never puts in an environment
       const secrets = await d.secrets.resolve(agent);
-      const keys = new Set(
-        [ctx.spec.model, ctx.spec.model?.fallback, ...(ctx.spec.model?.routes ?? []).map((r) => r.model)]
-          .map((m) => m?.key_secret)
-          .filter((k): k is string => k !== undefined),
-      );
-      const env = Object.fromEntries(Object.entries(secrets.env).filter(([k]) => !keys.has(k)));
       await ctx.events("harness", {
         kind: this.kind,
         package: HARNESS_PACKAGES[this.kind].package,
@@ -276,7 +272,7 @@ export class HarnessRunner implements AgentRunner {
           {
             argv: ["/bin/bash", "-c", plan.script],
             env: agentEnv(agent, {
-              ...env,
+              ...secrets.env,
               ...plan.env,
               [TOKEN_VAR]: ctx.gateway.token,
               WARREN_RUN_ID: ctx.runId,

@@ -67,6 +67,7 @@ export type {
   SecretGrant,
   SecretListQuery,
   SecretUpdateRequest,
+  SecretUse,
   TerminalMessage,
   TerminalReady,
   TerminalSignal,

@@ -7,7 +7,7 @@ import { WarrenError } from "../errors.js";
 import { newId } from "../ids.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
-import type { Secret } from "../contract/types.js";
+import type { Secret, SecretUse } from "../contract/types.js";
 import { SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
 import { open, seal } from "./crypto.js";
 import { Redactor } from "./redact.js";
@@ -22,6 +22,7 @@ export interface SecretCreateInput {
   description?: string | undefined;
   value?: string | undefined;
   alias_of?: string | undefined;
+  use?: SecretUse | undefined;
   grants?: Grant[] | undefined;
 }
 
@@ -30,7 +31,10 @@ export interface SecretUpdateInput {
   grants?: Grant[] | undefined;
 }
 
-/** What reaches one command: its environment's secret variables and the values to redact. */
+/**
+ * What reaches one command: its environment's secret variables (use env only) and the values
+ * to redact (every secret that reaches the agent, model keys included).
+ */
 export interface ResolvedSecrets {
   env: Record<string, string>;
   redactor: Redactor;
@@ -64,6 +68,7 @@ function view(row: SecretRow, grants: GrantRow[]): Secret {
     org_id: row.orgId,
     name: row.name,
     description: row.description,
+    use: row.use,
     alias_of: row.aliasOf,
     grants: grants.map((g) => ({ scope: g.scope, id: g.targetId })),
     stored_by_agent: row.storedByAgent,
@@ -164,15 +169,23 @@ export class Secrets {
     const grants = await this.#checkGrants(input.org_id, input.grants ?? []);
     const id = newId("sec");
     let sealed: string | null = null;
+    let use: SecretUse = input.use ?? "env";
     if (input.alias_of !== undefined) {
       const [target] = await this.#db
-        .select({ orgId: schema.secrets.orgId, aliasOf: schema.secrets.aliasOf })
+        .select({ orgId: schema.secrets.orgId, aliasOf: schema.secrets.aliasOf, use: schema.secrets.use })
         .from(schema.secrets)
         .where(eq(schema.secrets.id, input.alias_of));
       if (target?.orgId !== input.org_id)
         throw new WarrenError("request.invalid", "body.alias_of: no such secret in this organisation");
       if (target.aliasOf !== null)
         throw new WarrenError("request.invalid", "body.alias_of: names an alias; name the secret itself");
+      // an alias carries its secret's value, so it takes its use: a model key never becomes a variable
+      if (input.use !== undefined && input.use !== target.use)
+        throw new WarrenError(
+          "request.invalid",
+          `body.use: an alias takes the use of the secret it names (${target.use})`,
+        );
+      use = target.use;
     } else {
       sealed = seal(this.#key, id, Buffer.from(input.value ?? "", "utf8"));
     }
@@ -185,6 +198,7 @@ export class Secrets {
           description: input.description ?? "",
           sealed,
           aliasOf: input.alias_of ?? null,
+          use,
         });
         if (grants.length > 0)
           await tx
@@ -254,11 +268,6 @@ export class Secrets {
     await this.#db.delete(schema.secrets).where(eq(schema.secrets.id, id));
   }
 
-  /**
-   * The secrets that reach an agent now: granted to its organisation, one of its guilds or
-   * itself, aliases included (each with the value of the secret it names). Values are opened
-   * here and go only to the command's environment and its redactor.
-   */
   /** The secrets granted to the agent's organisation, one of its guilds or itself. */
   async #reaching(agent: { id: string; orgId: string }) {
     const guildRows = await this.#db
@@ -287,6 +296,7 @@ export class Secrets {
         sealed: schema.secrets.sealed,
         aliasOf: schema.secrets.aliasOf,
         description: schema.secrets.description,
+        use: schema.secrets.use,
       })
       .from(schema.secrets)
       .innerJoin(schema.secretGrants, eq(schema.secretGrants.secretId, schema.secrets.id))
@@ -307,11 +317,11 @@ export class Secrets {
 
   /**
    * The names and descriptions of the secrets that reach an agent (warren-secret list):
-   * what its commands' environment holds, never a value.
+   * what its commands' environment holds (use env), never a value.
    */
   async namesFor(agent: { id: string; orgId: string }): Promise<{ name: string; description: string }[]> {
     const rows = await this.#reaching(agent);
-    return rows.map((r) => ({ name: r.name, description: r.description }));
+    return rows.filter((r) => r.use === "env").map((r) => ({ name: r.name, description: r.description }));
   }
 
   /**
@@ -361,10 +371,14 @@ export class Secrets {
     return id;
   }
 
-  async resolve(agent: { id: string; orgId: string }): Promise<ResolvedSecrets> {
+  /**
+   * The secrets that reach an agent now, aliases included (each with the value of the secret
+   * it names), opened, with their use.
+   */
+  async #opened(agent: { id: string; orgId: string }) {
     const rows = await this.#reaching(agent);
-    const follow = (fn: (value: Buffer) => void) => this.#follow(agent.id, fn);
-    if (rows.length === 0) return { env: {}, redactor: Redactor.empty, follow };
+    const out: { name: string; use: SecretUse; value: Buffer }[] = [];
+    if (rows.length === 0) return out;
     const targets = rows.filter((r) => r.aliasOf !== null).map((r) => r.aliasOf!);
     const sealedOf = new Map<string, string>();
     for (const r of rows) if (r.sealed !== null) sealedOf.set(r.id, r.sealed);
@@ -376,16 +390,40 @@ export class Secrets {
         .where(inArray(schema.secrets.id, missing));
       for (const m of more) if (m.sealed !== null) sealedOf.set(m.id, m.sealed);
     }
-    const env: Record<string, string> = {};
-    const values: Buffer[] = [];
     for (const r of rows) {
       const from = r.aliasOf ?? r.id;
       const s = sealedOf.get(from);
       if (s === undefined) continue;
-      const value = open(this.#key, from, s);
-      env[r.name] = value.toString("utf8");
-      values.push(value);
+      out.push({ name: r.name, use: r.use, value: open(this.#key, from, s) });
     }
+    return out;
+  }
+
+  /**
+   * What reaches one command of an agent: the secrets of use env as its environment, and
+   * every value that reaches the agent (model keys too) in its redactor. A model key is
+   * opened here only to be redacted; it never joins `env`.
+   */
+  async resolve(agent: { id: string; orgId: string }): Promise<ResolvedSecrets> {
+    const opened = await this.#opened(agent);
+    const follow = (fn: (value: Buffer) => void) => this.#follow(agent.id, fn);
+    if (opened.length === 0) return { env: {}, redactor: Redactor.empty, follow };
+    const env: Record<string, string> = {};
+    for (const o of opened) if (o.use === "env") env[o.name] = o.value.toString("utf8");
+    const values = opened.map((o) => o.value);
     return { env, redactor: new Redactor(values, SECRET_VALUE_MIN_BYTES), follow };
+  }
+
+  /**
+   * For the model gateway alone: the secrets that reach an agent, by name, with their use
+   * (the gateway takes a key only from a secret of use model).
+   */
+  async keysFor(agent: {
+    id: string;
+    orgId: string;
+  }): Promise<Record<string, { use: SecretUse; value: string }>> {
+    const out: Record<string, { use: SecretUse; value: string }> = {};
+    for (const o of await this.#opened(agent)) out[o.name] = { use: o.use, value: o.value.toString("utf8") };
+    return out;
   }
 }

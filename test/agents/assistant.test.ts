@@ -76,6 +76,7 @@ describe("assistant runs", { skip: boxSkipReason() ?? false }, () => {
       name: "ANTHROPIC_KEY",
       description: "",
       value: KEY,
+      use: "model",
       grants: [{ scope: "org", id: org.id }],
     });
     assert.equal(s.status, 201, JSON.stringify(s.body));
@@ -456,5 +457,62 @@ describe("assistant runs", { skip: boxSkipReason() ?? false }, () => {
     const { run } = await runAgent(a.id, "hello");
     assert.equal(run.status, "failed");
     assert.match(run.status_reason, /missing\.json could not be read/);
+  });
+
+  test("a model's key is a secret of use model: its commands never see it; an env secret is refused as a key", async () => {
+    // the key reaches the agent's organisation, yet its run_command has no such variable
+    anth.script([
+      {
+        tool_calls: [
+          { name: "run_command", input: { command: 'env; printf "[%s]" "${ANTHROPIC_KEY-unset}"' } },
+        ],
+      },
+      { text: "looked" },
+    ]);
+    anth.requests.length = 0;
+    const a = await agentWith({
+      kind: "assistant",
+      model: {
+        provider: "anthropic",
+        name: "claude-sonnet-4-5",
+        base_url: anth.baseUrl,
+        key_secret: "ANTHROPIC_KEY",
+      },
+      tools: [{ type: "builtin", name: "run_command" }],
+      tool_policy: ALLOW_ALL,
+    });
+    const { run } = await runAgent(a.id, "look around");
+    assert.equal(run.status, "succeeded", JSON.stringify(run));
+    const answer = JSON.stringify(anth.requests.at(-1)!.body.messages);
+    assert.match(answer, /\[unset\]/);
+    assert.doesNotMatch(answer, /ANTHROPIC_KEY=/);
+    assert.ok(!answer.includes(KEY), "the key reached a command");
+    assert.equal(anth.requests.at(-1)!.headers["x-api-key"], KEY, "the gateway still sends it");
+
+    // a secret of use env is in every command's environment: the gateway takes no key from it
+    const env = await t.call("POST", "/api/secrets", {
+      org_id: org.id,
+      name: "PLAIN_KEY",
+      value: "sk-plain-3e9a7c1b5d",
+      grants: [{ scope: "org", id: org.id }],
+    });
+    assert.equal(env.status, 201, JSON.stringify(env.body));
+    assert.equal(env.body.use, "env");
+    anth.requests.length = 0;
+    const b = await agentWith({
+      kind: "assistant",
+      model: {
+        provider: "anthropic",
+        name: "claude-sonnet-4-5",
+        base_url: anth.baseUrl,
+        key_secret: "PLAIN_KEY",
+      },
+    });
+    const refused = await runAgent(b.id, "hello");
+    assert.equal(refused.run.status, "failed");
+    assert.match(refused.run.status_reason, /PLAIN_KEY .*has use "env"/);
+    assert.match(refused.run.status_reason, /create the key as a secret with use "model"/);
+    assert.equal(anth.requests.length, 0, "no call went out with it");
+    assert.equal((await t.call("DELETE", `/api/secrets/${env.body.id}`)).status, 204);
   });
 });

@@ -31,7 +31,11 @@ const turns = [
 
 function gateway(prices: Prices = new Prices(), scripts: Record<string, string> = {}) {
   return new Gateway({
-    secretsOf: async () => ({ MODEL_KEY: KEY, OTHER_KEY: "sk-other-8c1d2e3f" }),
+    keysOf: async () => ({
+      MODEL_KEY: { use: "model", value: KEY },
+      OTHER_KEY: { use: "model", value: "sk-other-8c1d2e3f" },
+      ENV_KEY: { use: "env", value: "sk-env-5a6b7c8d9e" },
+    }),
     readHome: async (_a, p) => {
       const s = scripts[p];
       if (s === undefined) throw new Error(`no file ${p}`);
@@ -286,7 +290,7 @@ describe("model gateway", () => {
     assert.equal(g.byToken(s.token), null);
     // a token lives as long as its run's time limit (and a margin), not longer
     const brief = new Gateway({
-      secretsOf: async () => ({}),
+      keysOf: async () => ({}),
       readHome: async () => Buffer.from('[{"text":"ok"}]'),
       prices: new Prices(),
       tokenMarginS: 0,
@@ -310,6 +314,27 @@ describe("model gateway", () => {
         events: sink,
       }),
       /MISSING.*does not reach this agent/,
+    );
+    // a secret of use env is in every command's environment: never a model's key, even as the fallback
+    await assert.rejects(
+      g.open({
+        runId: "run_7b",
+        agent,
+        spec: specOf({
+          provider: "anthropic",
+          name: "claude-sonnet-4-5",
+          key_secret: "MODEL_KEY",
+          fallback: { provider: "openai", name: "gpt-4o", key_secret: "ENV_KEY" },
+        }),
+        input: "",
+        events: sink,
+      }),
+      (err: Error) => {
+        assert.match(err.message, /ENV_KEY.*has use "env"/);
+        assert.match(err.message, /create the key as a secret with use "model"/);
+        assert.ok(!err.message.includes("sk-env-5a6b7c8d9e"), "the value is in the message");
+        return true;
+      },
     );
     await assert.rejects(
       g.open({

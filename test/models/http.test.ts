@@ -24,7 +24,7 @@ const agent = {
 describe("the model gateway's HTTP face", () => {
   const events: { type: string; data: any }[] = [];
   const gateway = new Gateway({
-    secretsOf: async () => ({ MODEL_KEY: KEY }),
+    keysOf: async () => ({ MODEL_KEY: { use: "model", value: KEY } }),
     readHome: async () => Buffer.from(""),
     prices: new Prices(),
   });

@@ -131,15 +131,16 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
     org = (await t.call("POST", "/api/orgs", { name: "harness" })).body;
     machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", max_workspace_mib: 500 }))
       .body;
-    for (const [name, value] of [
-      ["MODEL_KEY", KEY],
-      ["OTHER_SECRET", OTHER],
+    for (const [name, value, use] of [
+      ["MODEL_KEY", KEY, "model"],
+      ["OTHER_SECRET", OTHER, "env"],
     ]) {
       const s = await t.call("POST", "/api/secrets", {
         org_id: org.id,
         name,
         description: "",
         value,
+        use,
         grants: [{ scope: "org", id: org.id }],
       });
       assert.equal(s.status, 201, JSON.stringify(s.body));

@@ -67,6 +67,7 @@ for (const leg of dbLegs) {
       org: token(24),
       guild: token(30),
       agent: token(48), // longer than the automaton's prefix: compared in full
+      model: token(36), // a model's key (use model): the gateway's alone
     };
     const ids: Record<string, string> = {};
     const start = (env: Record<string, string> = {}) =>
@@ -262,6 +263,93 @@ for (const leg of dbLegs) {
       assert.ok(all.includes("[redacted]"));
     });
 
+    test("a secret of use model reaches no command, yet an echo of it is redacted", async () => {
+      const s = await t.call("POST", "/api/secrets", {
+        org_id: org,
+        name: "MODEL_KEY",
+        value: values.model,
+        use: "model",
+        grants: [{ scope: "org", id: org }],
+      });
+      assert.equal(s.status, 201, JSON.stringify(s.body));
+      assert.equal(s.body.use, "model");
+      ids.model = s.body.id;
+      // the list and one secret show each one's use
+      const list = await t.call("GET", `/api/secrets?org_id=${org}`);
+      assert.deepEqual(
+        Object.fromEntries(list.body.items.map((x: { name: string; use: string }) => [x.name, x.use])),
+        { A_ALIAS: "env", A_TOKEN: "env", GUILD_TOKEN: "env", MODEL_KEY: "model", ORG_TOKEN: "env" },
+      );
+      assert.equal((await t.call("GET", `/api/secrets/${s.body.id}`)).body.use, "model");
+      // the use is set once: PATCH refuses it, an alias takes its secret's
+      const patch = await t.call("PATCH", `/api/secrets/${s.body.id}`, { use: "env" });
+      assert.equal(patch.status, 400, JSON.stringify(patch.body));
+      assert.equal(patch.body.error.code, "request.invalid");
+      assert.match(patch.body.error.message, /use/);
+      const envAlias = await t.call("POST", "/api/secrets", {
+        org_id: org,
+        name: "MODEL_AS_ENV",
+        alias_of: s.body.id,
+        use: "env",
+        grants: [{ scope: "org", id: org }],
+      });
+      assert.equal(envAlias.status, 400, JSON.stringify(envAlias.body));
+      assert.match(
+        envAlias.body.error.message,
+        /body\.use: an alias takes the use of the secret it names \(model\)/,
+      );
+      const badUse = await t.call("POST", "/api/secrets", {
+        org_id: org,
+        name: "X",
+        value: "12345678",
+        use: "box",
+      });
+      assert.equal(badUse.status, 400);
+      assert.match(badUse.body.error.message, /body\.use/);
+      const alias = await t.call("POST", "/api/secrets", {
+        org_id: org,
+        name: "MODEL_ALIAS",
+        alias_of: s.body.id,
+        grants: [{ scope: "agent", id: a.id }],
+      });
+      assert.equal(alias.status, 201, JSON.stringify(alias.body));
+      assert.equal(alias.body.use, "model");
+
+      // an exec: neither name in its environment, the other secrets as before
+      const r = await exec(a.id, {
+        command: 'env | cut -d= -f1 | sort; printf "[%s]" "${MODEL_KEY-unset}${MODEL_ALIAS-unset}"',
+      });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      const names = (r.body.stdout as string).split("\n");
+      assert.ok(names.includes("ORG_TOKEN") && names.includes("A_TOKEN"), r.body.stdout);
+      assert.ok(!names.includes("MODEL_KEY") && !names.includes("MODEL_ALIAS"), r.body.stdout);
+      assert.match(r.body.stdout, /\[unsetunset\]$/);
+      // the value, put in a file of the home by other means, is redacted when a command prints it
+      const w = await exec(a.id, { command: "cat > model-key.txt", stdin: values.model });
+      assert.equal(w.body.exit_code, 0, JSON.stringify(w.body));
+      const echoed = await exec(a.id, { command: 'echo "key: $(cat model-key.txt)"' });
+      assert.equal(echoed.body.stdout, "key: [redacted]\n");
+      // a command run: `env` holds neither its name nor its value; the file's echo is redacted
+      const run0 = await t.call("POST", `/api/agents/${a.id}/runs`, {
+        kind: "command",
+        command: "env; cat model-key.txt; rm model-key.txt",
+      });
+      assert.equal(run0.status, 202, JSON.stringify(run0.body));
+      let run;
+      for (const end = Date.now() + 20_000; ;) {
+        run = (await t.call("GET", `/api/runs/${run0.body.id}`)).body;
+        if (terminal.includes(run.status)) break;
+        assert.ok(Date.now() < end, "the run ends");
+        await new Promise((res) => setTimeout(res, 50));
+      }
+      assert.equal(run.status, "succeeded", JSON.stringify(run));
+      assert.match(run.output, /^ORG_TOKEN=\[redacted\]$/m);
+      assert.doesNotMatch(run.output, /MODEL_KEY|MODEL_ALIAS/);
+      assert.ok(run.output.endsWith("\n[redacted]"), run.output);
+      assert.ok(!run.output.includes(values.model));
+      assert.equal((await t.call("DELETE", `/api/secrets/${alias.body.id}`)).status, 204);
+    });
+
     test("boxd's environment and the box's files never hold a value", async () => {
       const running = exec(a.id, { command: "sleep 1.5; echo done" });
       await new Promise((res) => setTimeout(res, 700));
@@ -345,7 +433,7 @@ for (const leg of dbLegs) {
       const keyFile = path.join(stateRoot, "run", "master.key");
       const before = await readFile(keyFile, "utf8");
       const rotated = await rotateKey({ STATE_ROOT: stateRoot, ...dbEnv() }, {});
-      assert.equal(rotated.secrets, 3, "three values (the alias has none)");
+      assert.equal(rotated.secrets, 4, "four values (the alias has none)");
       assert.equal(rotated.file, keyFile);
       assert.notEqual(await readFile(keyFile, "utf8"), before);
       await assert.rejects(
@@ -369,7 +457,7 @@ for (const leg of dbLegs) {
         { STATE_ROOT: stateRoot, WARREN_MASTER_KEY: current, ...dbEnv() },
         { newKeyFile: nextFile },
       );
-      assert.deepEqual(r2, { secrets: 3, file: null });
+      assert.deepEqual(r2, { secrets: 4, file: null });
       await rm(nextFile);
       t = await start({ WARREN_MASTER_KEY: next });
       const r3 = await exec(a.id, { command: 'printf %s "$GUILD_TOKEN$ORG_TOKEN" | sha256sum | cut -c1-16' });

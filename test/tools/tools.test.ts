@@ -415,7 +415,7 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
     await fs.writeFile(path.join(homeDir(), "gw.txt"), "through the gateway");
     // the run's session of the model gateway: its workload token is the run's only key
     const models = new Gateway({
-      secretsOf: async () => ({}),
+      keysOf: async () => ({}),
       readHome: async () => Buffer.alloc(0),
       prices: new Prices(),
     });

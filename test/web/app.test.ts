@@ -289,6 +289,7 @@ describe("the operator app", { concurrency: false }, () => {
     await revoke.waitFor({ state: "detached" });
     const listed = await api(OWNER, "GET", `/api/secrets?org_id=${orgId}`);
     assert.deepEqual(listed.body.items[0].grants, [{ scope: "org", id: orgId }]);
+    assert.equal(listed.body.items[0].use, "env", "the form's default use");
     assert.ok(!JSON.stringify(listed.body).includes(SECRET_VALUE));
   });
 

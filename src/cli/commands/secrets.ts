@@ -11,6 +11,7 @@ const grantsText = (s: Secret) => s.grants.map((g) => `${g.scope}:${g.id}`).join
 export const secretColumns: Column<Secret>[] = [
   { header: "ID", value: (s) => s.id },
   { header: "NAME", value: (s) => s.name },
+  { header: "USE", value: (s) => s.use },
   { header: "ORG", value: (s) => s.org_id },
   { header: "GRANTS", value: grantsText },
   { header: "DESCRIPTION", value: (s) => (s.alias_of ? `alias of ${s.alias_of}` : s.description) },
@@ -52,6 +53,11 @@ export const secrets = defineGroup("secrets", "secrets: values commands get as v
       },
       { name: "alias-of", value: "<secret>", help: "make the name an alias of another secret's value" },
       {
+        name: "use",
+        value: "<env|model>",
+        help: "env (default): commands get it as a variable; model: a model's key, only the gateway reads it",
+      },
+      {
         name: "grant",
         value: "<id>",
         repeatable: true,
@@ -64,12 +70,16 @@ export const secrets = defineGroup("secrets", "secrets: values commands get as v
       const valueFile = i.str("value-file");
       if (aliasOf !== undefined && valueFile !== undefined)
         throw i.error("an alias has no value of its own: give --alias-of or --value-file, not both");
+      const use = i.str("use");
+      if (use !== undefined && use !== "env" && use !== "model") throw i.error("--use is env or model");
+      const uses: Record<string, "env" | "model"> = { env: "env", model: "model" };
       return {
         body: {
           org_id: i.need("org"),
           name: i.arg("name"),
           description: i.str("description"),
           alias_of: aliasOf,
+          use: use === undefined ? undefined : uses[use],
           grants: (i.list("grant") ?? []).map((g) => parseGrant(g, "secrets create")),
         },
         valueFile: aliasOf === undefined ? (valueFile ?? "-") : undefined,

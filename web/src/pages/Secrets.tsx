@@ -2,7 +2,7 @@
 // once, sent at creation, and never shown again (the API never returns one).
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import type { SecretGrant } from "warren/sdk";
+import type { SecretGrant, SecretUse } from "warren/sdk";
 import { keys, useCan, useOrgs, warren } from "../api";
 import { Link, navigate, useLocation, useTitle } from "../router";
 import { Action, Empty, ErrorBox, Loading, when } from "../ui";
@@ -108,6 +108,7 @@ export function SecretsPage() {
                     <td>
                       <code>{s.name}</code>
                       {s.alias_of && <small> (alias)</small>}
+                      {s.use === "model" && <small> (model key)</small>}
                     </td>
                     <td>{s.description}</td>
                     <td>
@@ -189,10 +190,11 @@ function NewSecret({
   const [description, setDescription] = useState("");
   const [value, setValue] = useState("");
   const [target, setTarget] = useState(`org:${orgId}`);
+  const [use, setUse] = useState<SecretUse>("env");
   const create = useMutation({
     mutationFn: () => {
       const [scope, id] = target.split(":") as [SecretGrant["scope"], string];
-      return warren.secrets.create({ org_id: orgId, name, description, value, grants: [{ scope, id }] });
+      return warren.secrets.create({ org_id: orgId, name, description, value, use, grants: [{ scope, id }] });
     },
     onSuccess: async () => {
       setName("");
@@ -241,6 +243,13 @@ function NewSecret({
             minLength={8}
             required
           />
+        </label>
+        <label>
+          Use
+          <select name="secret_use" value={use} onChange={(e) => setUse(e.target.value as SecretUse)}>
+            <option value="env">a variable of every command</option>
+            <option value="model">a model key (only the model gateway reads it)</option>
+          </select>
         </label>
         <label>
           Granted to
