@@ -2,21 +2,22 @@
 // gets it. The shell holds no secret, but it can print one (cat of a file holding a value,
 // warren-secret, a command's own output), so its bytes go through one RedactStream per set of
 // values, in a row: the values the agent had when the terminal opened, then each set that
-// reached it since (a grant found on attaching, a value it stored from the box).
+// reached it since (a grant, a guild found on attaching, a value it stored from the box).
 //
 // A stream holds back the bytes that may still be part of a value until the next chunk
 // decides them: the skipping scan always keeps the last 7 bytes, and more while a long value
 // is under way. A shell's echo is a byte or two at a time, so the held bytes would trail
-// every keystroke. After SETTLE_MS without output, each stream's settle() lets out all it
-// holds except a tail that some value begins with: those bytes can only be let out by what
-// comes next (or the end), because a value split across two writes, however far apart, must
-// still be caught. Letting the held bytes out whatever they were after a timeout (end()) would
-// print the first part of a value paused mid-way; so only a tail that spells the start of a
-// value waits, and it shows with the next output.
+// every keystroke. So SETTLE_MS after a chunk left bytes held, each stream's settle() lets
+// out all it holds except a tail that some value begins with (settling is exact, so it need
+// not wait for the output to go quiet; one timer at a time). That tail can only be let out
+// by what comes next (or the end), because a value split across two writes, however far
+// apart, must still be caught. Letting the held bytes out whatever they were after a
+// timeout (end()) would print the first part of a value paused mid-way; so only a tail that
+// spells the start of a value waits, and it shows with the next output.
 import { SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
 import { Redactor, type RedactStream } from "../secrets/redact.js";
 
-/** Quiet this long, the held bytes that cannot begin a value are let out. */
+/** This long after output left bytes held, those that cannot begin a value are let out. */
 export const SETTLE_MS = 4;
 
 export class TerminalRedaction {

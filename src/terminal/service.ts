@@ -31,7 +31,7 @@ export interface TerminalsOptions {
   agents: Agents;
   runtime: Pick<MachineRuntime, "pty" | "touch" | "onStopped">;
   homes: Pick<HomeLayout, "identity">;
-  secrets: Pick<Secrets, "resolve">;
+  secrets: Pick<Secrets, "resolve" | "onChange">;
   logger: Logger;
   scrollbackBytes?: number;
   touchEveryMs?: number;
@@ -184,12 +184,21 @@ export class Terminals {
       touch: () => this.#o.runtime.touch(agent.machineId),
       onEnd: (s) => {
         stopFollowing?.();
+        stopWatching();
         if (this.#shared.get(s.agentId) === s) this.#shared.delete(s.agentId);
         this.#own.delete(s);
       },
     });
     // a value the agent stores from its box (warren-secret store) is redacted at once
     const stopFollowing = secrets.follow?.((value) => session.redactWith([value]));
+    // a secret granted while it runs: from the grant's answer on (guilds joined wait for an attach)
+    const stopWatching = this.#o.secrets.onChange(agent.orgId, async () => {
+      try {
+        session.redactWith((await this.#o.secrets.resolve(agent)).redactor.values);
+      } catch (err) {
+        this.#o.logger.error({ err, agentId: agent.id }, "a terminal's secrets could not be resolved again");
+      }
+    });
     const home = homeOf(agent.id);
     const walls = commandWalls(agent, machine.trust, this.#o.homes);
     // the agent's environment and walls, and no secret: a terminal is the operator's

@@ -37,7 +37,7 @@ export interface SessionOptions {
   scrollbackBytes: number;
   /** The values of the agent's secrets, redacted from everything the terminal prints. */
   secrets: Iterable<Buffer>;
-  /** Quiet this long, held output that cannot begin a value is let out (redaction.ts). */
+  /** This long after output left bytes held, those no value can begin at go out (redaction.ts). */
   settleMs?: number;
   /** Restarts the machine's idle timer (called at most once every `touchEveryMs`). */
   touch: () => void;

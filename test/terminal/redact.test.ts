@@ -1,8 +1,8 @@
 // The terminal's output is redacted of the agent's secrets before any viewer or the
 // scrollback gets it, on a real box through a real server and a real ws client: a value cat
-// from a file, a value split across two writes far apart, a secret granted after the terminal
-// opened (from the next attach, the replay included), a value the agent stores from the box;
-// and typing still echoes at once.
+// from a file, a value split across two writes far apart, a secret granted while the terminal
+// runs (the replay included), a value the agent stores from the box; and typing still echoes
+// at once.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { BOX_PATHS } from "../../src/boxes/index.js";
@@ -17,6 +17,7 @@ const wsUrl = (t: TestServer, path: string) => `${t.url!.replace(/^http/, "ws")}
 const FIRST = "tty-s3cret-VALUE-0123456789";
 const LATER = "late-grant-VALUE-9876543210";
 const STORED = "kept-in-box-VALUE-abcdefgh";
+const PATCHED = "patched-grant-VALUE-24680";
 
 describe("the terminal's output is redacted", { skip }, () => {
   let t: TestServer;
@@ -58,6 +59,7 @@ describe("the terminal's output is redacted", { skip }, () => {
     await put("token.txt", `${FIRST}\n`);
     await put("later.txt", `${LATER}\n`);
     await put("stored.txt", `${STORED}\n`);
+    await put("patched.txt", `${PATCHED}\n`);
   });
   after(async () => {
     for (const x of open) x.ws.terminate();
@@ -115,24 +117,30 @@ describe("the terminal's output is redacted", { skip }, () => {
     console.log(`# slowest echo of a key: ${worst.toFixed(1)} ms`);
   });
 
-  test("a secret granted after the terminal opened: redacted from the next attach, the replay too", async () => {
+  test("a secret granted while the terminal runs: redacted from the grant's answer on, the replay too", async () => {
     const x = await ttyOf();
     const at = x.out().length;
-    x.type('cat later.txt; echo BEFORE""GRANT\r');
+    x.type('cat later.txt; cat patched.txt; echo BEFORE""GRANT\r');
     await x.expect(/BEFOREGRANT/, at);
-    assert.ok(x.out().includes(LATER), "not a secret yet: shown");
+    assert.ok(x.out().includes(LATER) && x.out().includes(PATCHED), "not secrets yet: shown");
+    // one created with a grant, one granted afterwards
     await secret("LATE_TOKEN", LATER);
+    const r = await t.call("POST", "/api/secrets", { org_id: org.id, name: "PATCHED", value: PATCHED });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    const p = await t.call("PATCH", `/api/secrets/${r.body.id}`, { grants: [{ scope: "agent", id: a.id }] });
+    assert.equal(p.status, 200, JSON.stringify(p.body));
+    // the same viewer, no new attach
+    const from = x.out().length;
+    x.type('cat later.txt; cat patched.txt; echo AFTER""GRANT\r');
+    await x.expect(/AFTERGRANT/, from);
+    const out = x.out().slice(from);
+    assert.ok(!out.includes(LATER) && !out.includes(PATCHED), out);
+    assert.match(out, /^\[redacted\]\r\n\[redacted\]\r\nAFTERGRANT\r$/m);
+    // a viewer attaching now is replayed the screen without them
     const y = await ttyOf();
-    await y.expect(/BEFOREGRANT/); // the replay, redacted with the new value
-    assert.ok(!y.out().includes(LATER), y.out());
-    const from = y.out().length;
-    const xFrom = x.out().length;
-    y.type('cat later.txt; echo AFTER""GRANT\r');
-    await y.expect(/AFTERGRANT/, from);
-    await x.expect(/AFTERGRANT/, xFrom);
-    assert.match(y.out().slice(from), /^\[redacted\]\r$/m);
-    assert.ok(!y.out().slice(from).includes(LATER));
-    assert.ok(!x.out().slice(xFrom).includes(LATER), "the viewer attached before sees it redacted too");
+    await y.expect(/AFTERGRANT/);
+    assert.ok(y.out().includes("BEFOREGRANT"), y.out());
+    assert.ok(!y.out().includes(LATER) && !y.out().includes(PATCHED), y.out());
   });
 
   test("a value the agent stores from its box is redacted at once", async () => {
