@@ -247,7 +247,7 @@ async function compose(
   });
   bridges.register("egress", egress.handler);
   const tools = new Tools({ db: store.db, runtime, layout, secrets, logger, egress });
-  const terminals = new Terminals({ db: store.db, access, agents, runtime, homes: layout, logger });
+  const terminals = new Terminals({ db: store.db, access, agents, runtime, homes: layout, secrets, logger });
 
   const ver = await version();
   const caps = new DiskCaps(store.db, layout, config.WORKSPACE_MAX_MIB);

@@ -24,12 +24,13 @@ function naive(text: Buffer, values: Buffer[]): Buffer {
   return Buffer.concat(parts);
 }
 
-function chunked(r: Redactor, data: Buffer, sizes: () => number): Buffer {
+function chunked(r: Redactor, data: Buffer, sizes: () => number, settles = false): Buffer {
   const s = r.stream();
   const out: Buffer[] = [];
   for (let i = 0; i < data.length;) {
     const n = Math.max(1, sizes());
     out.push(s.push(data.subarray(i, i + n)));
+    if (settles && Math.random() < 0.5) out.push(s.settle());
     i += n;
   }
   out.push(s.end());
@@ -68,6 +69,33 @@ describe("redaction", () => {
     assert.equal(s.end().toString(), "re text");
   });
 
+  test("settle lets out what no value can begin at, and keeps a tail that may be one", () => {
+    // the automaton holds only what may begin a value, the skipping scan the last 7 bytes too:
+    // settled, both let out the same
+    for (const values of [["abcdefg"], ["abcdefgh", "ABCDEFGHIJKLMNOPQRSTUVWXYZ-0123456789-end"]]) {
+      const s = new Redactor(values).stream();
+      const step = (text: string) => s.push(Buffer.from(text)).toString() + s.settle().toString();
+      assert.equal(step("$ ls"), "$ ls", values[0]);
+      assert.equal(s.holding, 0);
+      assert.equal(s.settle().toString(), "");
+      // "abc" may begin a value: it waits, and what follows decides
+      assert.equal(step("x abc"), "x ");
+      assert.equal(s.holding, 3);
+      assert.equal(step(values[0]!.slice(3)), "[redacted]");
+      assert.equal(step(" ab"), " ");
+      assert.equal(step("x"), "abx");
+      assert.equal(s.holding, 0);
+    }
+    // a long value begun but not gone on: let out at once
+    const long = "ABCDEFGHIJKLMNOPQRSTUVWXYZ-0123456789-end";
+    const s = new Redactor([long]).stream();
+    const out = [s.push(Buffer.from(long.slice(0, 36))), s.settle()];
+    assert.equal(Buffer.concat(out).toString(), "");
+    out.push(s.push(Buffer.from("!")), s.settle());
+    assert.equal(Buffer.concat(out).toString(), `${long.slice(0, 36)}!`);
+    assert.equal(s.push(Buffer.from(` ${long}`)).toString() + s.settle().toString(), " [redacted]");
+  });
+
   test("nothing to redact passes the bytes as they are", () => {
     const b = Buffer.from("plain");
     assert.equal(Redactor.empty.stream().push(b), b);
@@ -88,6 +116,8 @@ describe("redaction", () => {
       assert.equal(r.redact(text).toString(), want, `values ${values.join(",")}`);
       assert.equal(chunked(r, text, () => Math.floor(Math.random() * 20)).toString(), want);
       assert.equal(chunked(r, text, () => 1).toString(), want);
+      assert.equal(chunked(r, text, () => Math.floor(Math.random() * 20), true).toString(), want, "settled");
+      assert.equal(chunked(r, text, () => 1, true).toString(), want, "settled byte by byte");
     }
   });
 
@@ -109,6 +139,8 @@ describe("redaction", () => {
       assert.equal(r.redact(text).toString(), want, `values ${values.join(",")}`);
       assert.equal(chunked(r, text, () => Math.floor(Math.random() * 20)).toString(), want);
       assert.equal(chunked(r, text, () => 1).toString(), want);
+      assert.equal(chunked(r, text, () => Math.floor(Math.random() * 20), true).toString(), want, "settled");
+      assert.equal(chunked(r, text, () => 1, true).toString(), want, "settled byte by byte");
     }
   });
 

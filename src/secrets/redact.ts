@@ -63,6 +63,8 @@ export class Redactor {
   readonly size: number;
   /** The skipping scan, when every value is at least W bytes; else the automaton is used. */
   readonly skip: SkipIndex | null;
+  /** The values, each once. */
+  readonly values: readonly Buffer[];
 
   static readonly empty = new Redactor([]);
 
@@ -79,6 +81,7 @@ export class Redactor {
       patterns.push({ bytes });
     }
     this.size = patterns.length;
+    this.values = patterns.map((p) => p.bytes);
     this.skip =
       patterns.length > 0 && patterns.every((p) => p.bytes.length >= W) ? new SkipIndex(patterns) : null;
     let nclass = 1;
@@ -266,6 +269,36 @@ export class RedactStream {
     }
     this.#next = base + pos;
     return W - 1;
+  }
+
+  /** How many bytes are held back, waiting for the next chunk to decide them. */
+  get holding(): number {
+    return this.#held.length;
+  }
+
+  /**
+   * Lets out, redacted, the held bytes at which no value can begin whatever comes next: all
+   * but the longest held tail that some value starts with. A stream that may go quiet (a
+   * terminal) calls it after a pause, so only a tail that may be the start of a value waits
+   * for the next chunk; the stream goes on as before.
+   */
+  settle(): Buffer {
+    const held = this.#held;
+    if (this.#r.size === 0 || held.length === 0) return Buffer.alloc(0);
+    let from = held.length;
+    for (let i = 0; i < held.length && from === held.length; i++) {
+      const rest = held.length - i;
+      for (const v of this.#r.values)
+        if (v.length > rest && held.compare(v, 0, rest, i) === 0) {
+          from = i;
+          break;
+        }
+    }
+    if (from === 0) return Buffer.alloc(0);
+    // a long value begun before `from` did not go on as the value: it is no candidate now
+    const cut = this.#base + from;
+    this.#open = this.#open.filter((c) => c.start >= cut);
+    return this.#emit(held, this.#base, cut);
   }
 
   /** The rest, at the end of the stream. */

@@ -86,6 +86,8 @@ export class Secrets {
   #logRedactor: Redactor = Redactor.empty;
   /** Per agent: the running commands to tell of a value it stores (see ResolvedSecrets.follow). */
   readonly #followers = new Map<string, Set<(value: Buffer) => void>>();
+  /** Per organisation: who wants to know when the secrets reaching its agents may have changed. */
+  readonly #watchers = new Map<string, Set<() => Promise<void>>>();
 
   constructor(db: Db, access: Access, key: Buffer) {
     this.#db = db;
@@ -214,7 +216,27 @@ export class Secrets {
       throw err;
     }
     if (input.value !== undefined) this.#addToLog(input.value);
+    if (grants.length > 0) await this.#changed(input.org_id);
     return this.get(who, id);
+  }
+
+  /**
+   * `fn` is called (and awaited before the change is answered) each time a secret of the
+   * organisation is created with grants or its grants are replaced: what reaches its agents
+   * may have changed. A terminal resolves its agent's secrets again then. Answers the stop.
+   */
+  onChange(orgId: string, fn: () => Promise<void>): () => void {
+    let set = this.#watchers.get(orgId);
+    if (!set) this.#watchers.set(orgId, (set = new Set()));
+    set.add(fn);
+    return () => {
+      set.delete(fn);
+      if (set.size === 0 && this.#watchers.get(orgId) === set) this.#watchers.delete(orgId);
+    };
+  }
+
+  async #changed(orgId: string): Promise<void> {
+    await Promise.allSettled([...(this.#watchers.get(orgId) ?? [])].map((fn) => fn()));
   }
 
   #addToLog(value: string): void {
@@ -260,6 +282,7 @@ export class Secrets {
             .values(grants.map((g) => ({ secretId: id, scope: g.scope, targetId: g.id })));
       }
     });
+    if (grants) await this.#changed(row.orgId);
     return this.get(who, id);
   }
 

@@ -1,6 +1,8 @@
 // The agents' terminals: one shared shell per agent, in its home on its machine, as the agent,
 // reached only through boxd's socket. Writers (owner, admin, editor) type into it; viewers
-// watch it; auditors are refused. It lives until its shell exits or the box stops.
+// watch it; auditors are refused. It lives until its shell exits or the box stops. Its shell
+// holds no secret, but what it prints is redacted of every value that reaches the agent: those
+// it had when the terminal opened, those found on each attach, those it stores meanwhile.
 import { eq } from "drizzle-orm";
 import { allows, type Access, type Identity } from "../access/index.js";
 import type { AgentRow, Agents } from "../agents/service.js";
@@ -11,6 +13,7 @@ import { agentEnv, commandWalls } from "../exec/service.js";
 import { homeOf } from "../machines/placement.js";
 import type { Logger } from "../observability/log.js";
 import type { MachineRuntime } from "../runtime/index.js";
+import type { ResolvedSecrets, Secrets } from "../secrets/service.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import { CLOSE_ENDED, TerminalSession, type Viewer, type ViewerMode } from "./session.js";
@@ -28,6 +31,7 @@ export interface TerminalsOptions {
   agents: Agents;
   runtime: Pick<MachineRuntime, "pty" | "touch" | "onStopped">;
   homes: Pick<HomeLayout, "identity">;
+  secrets: Pick<Secrets, "resolve" | "onChange">;
   logger: Logger;
   scrollbackBytes?: number;
   touchEveryMs?: number;
@@ -62,7 +66,7 @@ export class Terminals {
   /** POST /cli: the agent's shared shell, started (with its machine) if it is not running. */
   async start(who: Identity, agentId: string): Promise<void> {
     const agent = await this.#o.agents.load(who, agentId, "write");
-    await this.#sharedOf(agent, 80, 24);
+    await this.#sharedOf(agent, await this.#o.secrets.resolve(agent), 80, 24);
   }
 
   /** The upgrade's checks: 404 for an unknown agent, 403 for an auditor, a role's mode. */
@@ -90,16 +94,18 @@ export class Terminals {
    */
   async open(a: Attachment, viewer: Viewer): Promise<TerminalSession | null> {
     try {
+      // resolved again for each viewer: a secret granted since the terminal opened joins
+      const secrets = await this.#o.secrets.resolve(a.agent);
       let session: TerminalSession | undefined;
       if (a.argv) {
-        session = await this.#startSession(a.agent, {
+        session = await this.#startSession(a.agent, secrets, {
           shared: false,
           argv: a.argv,
           cols: a.cols,
           rows: a.rows,
         });
       } else if (a.mode === "write") {
-        session = await this.#sharedOf(a.agent, a.cols, a.rows);
+        session = await this.#sharedOf(a.agent, secrets, a.cols, a.rows);
       } else {
         session = this.#shared.get(a.agent.id);
         if (!session || session.ended) {
@@ -108,6 +114,7 @@ export class Terminals {
           viewer.close(CLOSE_ENDED, reason);
           return null;
         }
+        session.redactWith(secrets.redactor.values);
       }
       session.attach(viewer);
       return session;
@@ -129,12 +136,24 @@ export class Terminals {
     for (const s of [...this.#shared.values(), ...this.#own]) s.end(reason);
   }
 
-  async #sharedOf(agent: AgentRow, cols: number, rows: number): Promise<TerminalSession> {
+  async #sharedOf(
+    agent: AgentRow,
+    secrets: ResolvedSecrets,
+    cols: number,
+    rows: number,
+  ): Promise<TerminalSession> {
     const live = this.#shared.get(agent.id);
-    if (live && !live.ended) return live;
+    if (live && !live.ended) {
+      live.redactWith(secrets.redactor.values);
+      return live;
+    }
     const pending = this.#starting.get(agent.id);
-    if (pending) return pending;
-    const start = this.#startSession(agent, { shared: true, argv: LOGIN_SHELL, cols, rows });
+    if (pending) {
+      const s = await pending;
+      s.redactWith(secrets.redactor.values);
+      return s;
+    }
+    const start = this.#startSession(agent, secrets, { shared: true, argv: LOGIN_SHELL, cols, rows });
     this.#starting.set(agent.id, start);
     try {
       return await start;
@@ -145,6 +164,7 @@ export class Terminals {
 
   async #startSession(
     agent: AgentRow,
+    secrets: ResolvedSecrets,
     o: { shared: boolean; argv: string[]; cols: number; rows: number },
   ): Promise<TerminalSession> {
     const [machine] = await this.#o.db
@@ -159,34 +179,53 @@ export class Terminals {
       cols: o.cols,
       rows: o.rows,
       scrollbackBytes: this.#o.scrollbackBytes ?? TERMINAL_SCROLLBACK_BYTES,
+      secrets: secrets.redactor.values,
       touchEveryMs: this.#o.touchEveryMs ?? TOUCH_EVERY_MS,
       touch: () => this.#o.runtime.touch(agent.machineId),
       onEnd: (s) => {
+        stopFollowing?.();
+        stopWatching();
         if (this.#shared.get(s.agentId) === s) this.#shared.delete(s.agentId);
         this.#own.delete(s);
       },
     });
+    // a value the agent stores from its box (warren-secret store) is redacted at once
+    const stopFollowing = secrets.follow?.((value) => session.redactWith([value]));
+    // a secret granted while it runs: from the grant's answer on (guilds joined wait for an attach)
+    const stopWatching = this.#o.secrets.onChange(agent.orgId, async () => {
+      try {
+        session.redactWith((await this.#o.secrets.resolve(agent)).redactor.values);
+      } catch (err) {
+        this.#o.logger.error({ err, agentId: agent.id }, "a terminal's secrets could not be resolved again");
+      }
+    });
     const home = homeOf(agent.id);
     const walls = commandWalls(agent, machine.trust, this.#o.homes);
     // the agent's environment and walls, and no secret: a terminal is the operator's
-    const pty = await this.#o.runtime.pty(
-      agent.machineId,
-      {
-        argv: o.argv,
-        env: agentEnv(agent, {
-          TERM: "xterm-256color",
-          SHELL: "/bin/bash",
-          USER: agent.id,
-          LOGNAME: agent.id,
-        }),
-        cwd: home,
-        ...walls,
-        groups: walls.groups ?? [],
-        cols: o.cols,
-        rows: o.rows,
-      },
-      { onData: (chunk) => session.output(chunk) },
-    );
+    let pty;
+    try {
+      pty = await this.#o.runtime.pty(
+        agent.machineId,
+        {
+          argv: o.argv,
+          env: agentEnv(agent, {
+            TERM: "xterm-256color",
+            SHELL: "/bin/bash",
+            USER: agent.id,
+            LOGNAME: agent.id,
+          }),
+          cwd: home,
+          ...walls,
+          groups: walls.groups ?? [],
+          cols: o.cols,
+          rows: o.rows,
+        },
+        { onData: (chunk) => session.output(chunk) },
+      );
+    } catch (err) {
+      session.end("the terminal could not be started");
+      throw err;
+    }
     if (o.shared) this.#shared.set(agent.id, session);
     else this.#own.add(session);
     session.started(pty);

@@ -1,10 +1,12 @@
-// One terminal in a box and everyone looking at it: its output goes to every viewer and into
-// a bounded scrollback (replayed to a viewer that attaches later); writers' input goes to
-// the shell, watchers' is dropped. Transport-free: a viewer is whatever can send bytes and
-// messages (the HTTP layer adapts a WebSocket to it).
+// One terminal in a box and everyone looking at it: its output, redacted of the agent's
+// secrets (redaction.ts), goes to every viewer and into a bounded scrollback (replayed to a
+// viewer that attaches later); writers' input goes to the shell, watchers' is dropped.
+// Transport-free: a viewer is whatever can send bytes and messages (the HTTP layer adapts a
+// WebSocket to it).
 import type { z } from "zod";
 import type { TerminalMessage } from "../contract/terminal.js";
 import type { BoxExecResult, PtySignal, PtyStream } from "../runtime/index.js";
+import { TerminalRedaction } from "./redaction.js";
 
 export type TerminalMessageOut = z.output<typeof TerminalMessage>;
 
@@ -33,6 +35,10 @@ export interface SessionOptions {
   cols: number;
   rows: number;
   scrollbackBytes: number;
+  /** The values of the agent's secrets, redacted from everything the terminal prints. */
+  secrets: Iterable<Buffer>;
+  /** This long after output left bytes held, those no value can begin at go out (redaction.ts). */
+  settleMs?: number;
   /** Restarts the machine's idle timer (called at most once every `touchEveryMs`). */
   touch: () => void;
   touchEveryMs: number;
@@ -64,9 +70,12 @@ export class TerminalSession {
   #lastTouch = 0;
   #inputPaused = false;
   #ended = false;
+  readonly #redaction: TerminalRedaction;
 
   constructor(o: SessionOptions) {
     this.#o = o;
+    this.#redaction = new TerminalRedaction((b) => this.#deliver(b), o.settleMs);
+    this.#redaction.add(o.secrets);
     this.agentId = o.agentId;
     this.machineId = o.machineId;
     this.shared = o.shared;
@@ -92,10 +101,38 @@ export class TerminalSession {
     );
   }
 
-  /** Output of the terminal (boxd's DATA frames). */
+  /** Output of the terminal (boxd's DATA frames): redacted, then to the viewers and scrollback. */
   output(chunk: Buffer): void {
+    if (!this.#ended) this.#redaction.push(chunk);
+  }
+
+  /**
+   * Values that reached the agent since the terminal opened (a grant, a value it stored) are
+   * redacted from now on, and from the scrollback a viewer is replayed.
+   */
+  redactWith(values: Iterable<Buffer>): void {
+    const r = this.#redaction.add(values);
+    if (!r || this.#scrollBytes === 0) return;
+    const all = r.redact(Buffer.concat(this.#scroll, this.#scrollBytes));
+    this.#scroll.length = 0;
+    this.#scroll.push(all);
+    this.#scrollBytes = all.length;
+    this.#trim();
+  }
+
+  #deliver(chunk: Buffer): void {
     this.#scroll.push(chunk);
     this.#scrollBytes += chunk.length;
+    this.#trim();
+    for (const v of this.#viewers) {
+      if (v.buffered > SLOW_VIEWER_BYTES) {
+        this.#viewers.delete(v);
+        v.close(CLOSE_SLOW, "this viewer fell too far behind the terminal; reconnect to see it again");
+      } else v.send(chunk);
+    }
+  }
+
+  #trim(): void {
     while (this.#scrollBytes > this.#o.scrollbackBytes && this.#scroll.length > 1) {
       const first = this.#scroll.shift() as Buffer;
       this.#scrollBytes -= first.length;
@@ -104,12 +141,6 @@ export class TerminalSession {
       const only = this.#scroll[0] as Buffer;
       this.#scroll[0] = only.subarray(only.length - this.#o.scrollbackBytes);
       this.#scrollBytes = this.#o.scrollbackBytes;
-    }
-    for (const v of this.#viewers) {
-      if (v.buffered > SLOW_VIEWER_BYTES) {
-        this.#viewers.delete(v);
-        v.close(CLOSE_SLOW, "this viewer fell too far behind the terminal; reconnect to see it again");
-      } else v.send(chunk);
     }
   }
 
@@ -160,6 +191,7 @@ export class TerminalSession {
   /** Ends the session: every viewer is told why and closed; the shell is killed if it runs. */
   end(reason: string, exit?: BoxExecResult): void {
     if (this.#ended) return;
+    this.#redaction.end(); // the last of its output, before the viewers are told it ended
     this.#ended = true;
     this.#pty?.cancel();
     const message: TerminalMessageOut = {
