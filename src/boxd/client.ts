@@ -461,68 +461,26 @@ export class BoxdClient {
    * command makes on boxd's calls socket (its uid is who calls). Resolves once boxd has
    * attached the channel; `closed` settles when it ends (the box stopped, or close()).
    */
-  async calls(onCall: (call: CallMessage) => Promise<CallAnswer>, timeoutMs = 5000): Promise<CallsChannel> {
-    const sock = await this.connect({ v: PROTOCOL_VERSION, op: "calls" });
-    let ended: () => void = () => {};
-    const closed = new Promise<void>((resolve) => (ended = resolve));
-    sock.on("close", () => ended());
-    sock.on("error", () => sock.destroy());
-    const channel: CallsChannel = { close: () => sock.destroy(), closed };
-    return new Promise((resolve, reject) => {
-      const decoder = new FrameDecoder();
-      let ready = false;
-      const timer = setTimeout(() => {
-        sock.destroy();
-        reject(unavailable(`boxd did not open the calls channel within ${timeoutMs} ms`));
-      }, timeoutMs);
-      sock.on("close", () => {
-        clearTimeout(timer);
-        if (!ready) reject(unavailable("boxd closed the calls channel as it opened"));
-      });
-      sock.on("data", (chunk: Buffer) => {
-        let messages: ServerMessage[];
+  calls(onCall: (call: CallMessage) => Promise<CallAnswer>, timeoutMs = 5000): Promise<CallsChannel> {
+    return this.#standing("calls", "call", timeoutMs, (m, sock) => {
+      const send = (answer: CallAnswer): void => {
+        if (sock.destroyed) return;
+        let frame: Buffer;
         try {
-          messages = decoder.push(chunk).map((f) => {
-            if (f.kind !== FrameKind.control)
-              throw new ProtocolError("a calls channel carries control frames");
-            return parseServerMessage(f.payload);
+          frame = encodeControl({ type: "reply", id: m.id, ...answer });
+        } catch {
+          frame = encodeControl({
+            type: "reply",
+            id: m.id,
+            exit: 69,
+            stderr: "warren-secret: internal: the answer is larger than a frame\n",
           });
-        } catch (err) {
-          sock.destroy();
-          if (!ready) reject(unavailable(`boxd sent a bad frame: ${(err as Error).message}`, err));
-          return;
         }
-        for (const m of messages) {
-          if (m.type === "calls" && !ready) {
-            ready = true;
-            clearTimeout(timer);
-            resolve(channel);
-          } else if (m.type === "call" && ready) {
-            const send = (answer: CallAnswer): void => {
-              if (sock.destroyed) return;
-              let frame: Buffer;
-              try {
-                frame = encodeControl({ type: "reply", id: m.id, ...answer });
-              } catch {
-                frame = encodeControl({
-                  type: "reply",
-                  id: m.id,
-                  exit: 69,
-                  stderr: "warren-secret: internal: the answer is larger than a frame\n",
-                });
-              }
-              sock.write(frame);
-            };
-            void onCall(m).then(send, () =>
-              send({ exit: 69, stderr: "warren-secret: internal: the server could not answer; try again\n" }),
-            );
-          } else {
-            sock.destroy();
-            if (!ready) reject(unavailable(`boxd answered the calls channel with ${m.type}`));
-            return;
-          }
-        }
-      });
+        sock.write(frame);
+      };
+      void onCall(m).then(send, () =>
+        send({ exit: 69, stderr: "warren-secret: internal: the server could not answer; try again\n" }),
+      );
     });
   }
 
@@ -531,8 +489,24 @@ export class BoxdClient {
    * bridge's port in the box (claim it with bridge(id)). Resolves once boxd has attached
    * the channel; `closed` settles when it ends.
    */
-  async bridges(onBridge: (offer: BridgeOffer) => void, timeoutMs = 5000): Promise<CallsChannel> {
-    const sock = await this.connect({ v: PROTOCOL_VERSION, op: "bridges" });
+  bridges(onBridge: (offer: BridgeOffer) => void, timeoutMs = 5000): Promise<CallsChannel> {
+    return this.#standing("bridges", "bridge", timeoutMs, (m) =>
+      onBridge({ id: m.id, name: m.name, uid: m.uid }),
+    );
+  }
+
+  /**
+   * A standing channel of control frames: opened with `op`, ready when boxd answers with a
+   * message of the same type, then each message of type `each` goes to `onMessage`; any
+   * other message, or a bad frame, ends it.
+   */
+  async #standing<T extends "call" | "bridge">(
+    op: "calls" | "bridges",
+    each: T,
+    timeoutMs: number,
+    onMessage: (m: Extract<ServerMessage, { type: T }>, sock: net.Socket) => void,
+  ): Promise<CallsChannel> {
+    const sock = await this.connect({ v: PROTOCOL_VERSION, op });
     let ended: () => void = () => {};
     const closed = new Promise<void>((resolve) => (ended = resolve));
     sock.on("close", () => ended());
@@ -543,18 +517,18 @@ export class BoxdClient {
       let ready = false;
       const timer = setTimeout(() => {
         sock.destroy();
-        reject(unavailable(`boxd did not open the bridges channel within ${timeoutMs} ms`));
+        reject(unavailable(`boxd did not open the ${op} channel within ${timeoutMs} ms`));
       }, timeoutMs);
       sock.on("close", () => {
         clearTimeout(timer);
-        if (!ready) reject(unavailable("boxd closed the bridges channel as it opened"));
+        if (!ready) reject(unavailable(`boxd closed the ${op} channel as it opened`));
       });
       sock.on("data", (chunk: Buffer) => {
         let messages: ServerMessage[];
         try {
           messages = decoder.push(chunk).map((f) => {
             if (f.kind !== FrameKind.control)
-              throw new ProtocolError("a bridges channel carries control frames");
+              throw new ProtocolError(`a ${op} channel carries control frames`);
             return parseServerMessage(f.payload);
           });
         } catch (err) {
@@ -563,15 +537,15 @@ export class BoxdClient {
           return;
         }
         for (const m of messages) {
-          if (m.type === "bridges" && !ready) {
+          if (m.type === op && !ready) {
             ready = true;
             clearTimeout(timer);
             resolve(channel);
-          } else if (m.type === "bridge" && ready) {
-            onBridge({ id: m.id, name: m.name, uid: m.uid });
+          } else if (m.type === each && ready) {
+            onMessage(m as Extract<ServerMessage, { type: T }>, sock);
           } else {
             sock.destroy();
-            if (!ready) reject(unavailable(`boxd answered the bridges channel with ${m.type}`));
+            if (!ready) reject(unavailable(`boxd answered the ${op} channel with ${m.type}`));
             return;
           }
         }
