@@ -79,7 +79,7 @@ export const secrets = defineGroup("secrets", "secrets: values commands get as v
           name: i.arg("name"),
           description: i.str("description"),
           alias_of: aliasOf,
-          use: use === undefined ? undefined : uses[use],
+          ...(use !== undefined ? { use: uses[use] } : {}),
           grants: (i.list("grant") ?? []).map((g) => parseGrant(g, "secrets create")),
         },
         valueFile: aliasOf === undefined ? (valueFile ?? "-") : undefined,
