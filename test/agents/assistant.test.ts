@@ -8,11 +8,16 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { boxSkipReason } from "../box/fixture.js";
 import { startFakeAnthropic, startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
+import {
+  eventsOfType,
+  putHomeFile,
+  runAgent as runAgentOn,
+  TERMINAL_STATUSES,
+} from "../support/agent-runs.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const KEY = "sk-ant-test-7c4e9b1d2a3f";
 const ALLOW_ALL = `@id("all") permit(principal, action, resource);`;
-const terminal = ["succeeded", "failed", "timed_out", "cancelled", "lost"];
 // script turns are priced so that dollars are easy to count: $1 per 1000 tokens in or out
 const PRICES = JSON.stringify({ "script:*": { input_per_mtok: 1000, output_per_mtok: 1000 } });
 
@@ -34,34 +39,9 @@ describe("assistant runs", { skip: boxSkipReason() ?? false }, () => {
     assert.equal(r.status, 201, JSON.stringify(r.body));
     return r.body;
   };
-  const put = async (agentId: string, p: string, data: string) => {
-    const r = await t.inject({
-      method: "PUT",
-      url: `/api/agents/${agentId}/files/${p}`,
-      payload: data,
-      headers: { "content-type": "application/octet-stream" },
-    });
-    assert.equal(r.statusCode, 204, r.body);
-  };
-  const runAgent = async (agentId: string, input: string, ms = 60_000) => {
-    const r = await t.call("POST", `/api/agents/${agentId}/runs`, { kind: "agent", input });
-    assert.equal(r.status, 202, JSON.stringify(r.body));
-    const end = Date.now() + ms;
-    for (;;) {
-      const run = (await t.call("GET", `/api/runs/${r.body.id}`)).body;
-      if (terminal.includes(run.status)) {
-        const events = (await t.call("GET", `/api/runs/${r.body.id}/events`)).body.items as {
-          type: string;
-          data: any;
-        }[];
-        return { run, events };
-      }
-      if (Date.now() > end) throw new Error(`run ${r.body.id} still ${run.status}`);
-      await new Promise((res) => setTimeout(res, 50));
-    }
-  };
-  const of = (events: { type: string; data: any }[], type: string) =>
-    events.filter((e) => e.type === type).map((e) => e.data);
+  const put = (agentId: string, p: string, data: string) => putHomeFile(t, agentId, p, data);
+  const runAgent = (agentId: string, input: string) => runAgentOn(t, agentId, input);
+  const of = eventsOfType;
   const script = (turns: unknown[]) => JSON.stringify({ turns });
 
   before(async () => {
@@ -415,7 +395,7 @@ describe("assistant runs", { skip: boxSkipReason() ?? false }, () => {
     let end: any;
     for (;;) {
       end = (await t.call("GET", `/api/runs/${started.body.id}`)).body;
-      if (terminal.includes(end.status)) break;
+      if (TERMINAL_STATUSES.includes(end.status)) break;
       await new Promise((res) => setTimeout(res, 50));
     }
     assert.equal(end.status, "cancelled");

@@ -17,13 +17,13 @@ import {
   type ResponsesTurn,
 } from "../support/fake-responses.js";
 import { startFakeAnthropic, startFakeOpenAI } from "../support/fake-models.js";
+import { eventsOfType, putHomeFile, runAgent as runAgentOn } from "../support/agent-runs.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const KEY = "sk-proj-real-4b8e1f0c9d2a7e63";
 const OTHER = "other-secret-5e7a1c9b3d";
 const CONTROL = "control-in-a-file-8f2d4b6a";
 const ALLOW_ALL = `@id("all") permit(principal, action, resource);`;
-const terminal = ["succeeded", "failed", "timed_out", "cancelled", "lost"];
 const HARNESS_DIR = process.env.WARREN_TEST_HARNESS_DIR ?? path.resolve(".state/harness");
 const b64 = (s: string) => Buffer.from(s).toString("base64");
 
@@ -84,41 +84,10 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
     assert.equal(r.status, 201, JSON.stringify(r.body));
     return r.body;
   };
-  const put = async (agentId: string, p: string, data: string) => {
-    const r = await t.inject({
-      method: "PUT",
-      url: `/api/agents/${agentId}/files/${p}`,
-      payload: data,
-      headers: { "content-type": "application/octet-stream" },
-    });
-    assert.equal(r.statusCode, 204, r.body);
-  };
-  const runAgent = async (
-    agentId: string,
-    input: string,
-    ms = Number(process.env.HARNESS_TEST_MS ?? 120_000),
-  ) => {
-    const r = await t.call("POST", `/api/agents/${agentId}/runs`, { kind: "agent", input });
-    assert.equal(r.status, 202, JSON.stringify(r.body));
-    const end = Date.now() + ms;
-    for (;;) {
-      const run = (await t.call("GET", `/api/runs/${r.body.id}`)).body;
-      if (terminal.includes(run.status)) {
-        const events = (await t.call("GET", `/api/runs/${r.body.id}/events`)).body.items as {
-          type: string;
-          data: any;
-        }[];
-        return { run, events };
-      }
-      if (Date.now() > end) {
-        const events = (await t.call("GET", `/api/runs/${r.body.id}/events`)).body.items;
-        throw new Error(`run ${r.body.id} still ${run.status}: ${JSON.stringify(events).slice(0, 6000)}`);
-      }
-      await new Promise((res) => setTimeout(res, 100));
-    }
-  };
-  const of = (events: { type: string; data: any }[], type: string) =>
-    events.filter((e) => e.type === type).map((e) => e.data);
+  const put = (agentId: string, p: string, data: string) => putHomeFile(t, agentId, p, data);
+  const runAgent = (agentId: string, input: string) =>
+    runAgentOn(t, agentId, input, { timeoutMs: Number(process.env.HARNESS_TEST_MS ?? 120_000), pollMs: 100 });
+  const of = eventsOfType;
 
   before(async () => {
     // the fake answers from `turns`, replaced by each test

@@ -8,6 +8,7 @@ import { after, before, describe, test } from "node:test";
 import { BOX_PATHS } from "../../src/boxes/index.js";
 import { REDACTED } from "../../src/secrets/redact.js";
 import { boxSkipReason } from "../box/fixture.js";
+import { putHomeFile } from "../support/agent-runs.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { tty, type Tty } from "./ws.js";
 
@@ -39,15 +40,7 @@ describe("the terminal's output is redacted", { skip }, () => {
     });
     assert.equal(r.status, 201, JSON.stringify(r.body));
   };
-  const put = async (p: string, data: string) => {
-    const r = await t.inject({
-      method: "PUT",
-      url: `/api/agents/${a.id}/files/${p}`,
-      payload: data,
-      headers: { "content-type": "application/octet-stream" },
-    });
-    assert.equal(r.statusCode, 204, r.body);
-  };
+  const put = (p: string, data: string) => putHomeFile(t, a.id, p, data);
 
   before(async () => {
     t = await startTestServer({ listen: true });
