@@ -65,6 +65,14 @@ function unavailable(message: string, cause?: unknown): WarrenError {
   return new WarrenError("box.unavailable", message, undefined, cause === undefined ? undefined : { cause });
 }
 
+/** boxd's `error` answer to starting a command or a terminal: what it refused, or why it could not. */
+function startRefused(what: "command" | "terminal", m: { code: string; message: string }): WarrenError {
+  if (m.code === "invalid")
+    return new WarrenError("request.invalid", `boxd refused the ${what}: ${m.message}`);
+  const doing = what === "command" ? "run the command" : "start the terminal";
+  return unavailable(`boxd could not ${doing}: ${m.message}`);
+}
+
 export class BoxdClient {
   private readonly endpoint: BoxdEndpoint;
   private readonly connectTimeoutMs: number;
@@ -189,11 +197,7 @@ export class BoxdClient {
             return;
           }
           case "error":
-            done(
-              message.code === "invalid"
-                ? new WarrenError("request.invalid", `boxd refused the command: ${message.message}`)
-                : unavailable(`boxd could not run the command: ${message.message}`),
-            );
+            done(startRefused("command", message));
             return;
           case "pong":
           case "forwarded":
@@ -336,11 +340,7 @@ export class BoxdClient {
           return;
         }
         case "error":
-          finish(
-            message.code === "invalid"
-              ? new WarrenError("request.invalid", `boxd refused the terminal: ${message.message}`)
-              : unavailable(`boxd could not start the terminal: ${message.message}`),
-          );
+          finish(startRefused("terminal", message));
           return;
         case "pong":
         case "forwarded":
