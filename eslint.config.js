@@ -10,6 +10,7 @@ const services = [
   "agents",
   "bridges",
   "egress",
+  "net",
   "exec",
   "guilds",
   "homes",

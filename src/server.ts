@@ -52,6 +52,7 @@ import { HarnessRunner, installedVersion } from "./runs/harness.js";
 import { readHomeFile } from "./homes/files.js";
 import { parseHomePath } from "./homes/paths.js";
 import { isWarrenError } from "./errors.js";
+import { OwnEndpoints } from "./net/own.js";
 
 export interface Server {
   app: FastifyInstance;
@@ -70,6 +71,8 @@ export interface Server {
   /** The runners of agent kinds: a kind's module registers its runner here. */
   runners: AgentRunners;
   logger: Logger;
+  /** The server's own listening endpoints and outgoing connections (never reached from a box, never believed). */
+  own: OwnEndpoints;
   /**
    * Stops serving: no new requests, in-flight ones drained; runs going on may finish for
    * `graceMs` (default 0), then the rest are cancelled as interrupted. Boxes keep running
@@ -184,6 +187,12 @@ async function compose(
     else if (c.ok && /set to/.test(c.detail)) logger.info({ check: c.name }, c.detail);
   }
 
+  // what no box and no server-side fetch may reach: the API's listener (and the previews'), a local database
+  const own = new OwnEndpoints();
+  if (config.DATABASE_URL) {
+    const db = new URL(config.DATABASE_URL);
+    own.addFixed(db.hostname, Number(db.port || 5432));
+  }
   const store = await openStore({ databaseUrl: config.DATABASE_URL, pgliteDir: paths.pglite });
   let ready = false;
   const metrics = new Metrics(opts.defaultMetrics ?? true);
@@ -354,6 +363,7 @@ async function compose(
     ],
   });
   await app.ready();
+  own.addServer(app.server);
   ready = true;
 
   return {
@@ -369,6 +379,7 @@ async function compose(
     gateway,
     runners,
     logger,
+    own,
     async close(o = {}) {
       ready = false;
       const graceMs = o.graceMs ?? 0;

@@ -2,6 +2,7 @@
 // their own configuration instead of mocking process.env.
 import path from "node:path";
 import { z } from "zod";
+import { parseNetworkEntry } from "../contract/policy.js";
 
 /** The boot checks (src/boot): each can be accepted as missing with WARREN_ALLOW_DEGRADED. */
 export const BOOT_CHECK_NAMES = [
@@ -62,6 +63,42 @@ const mib = (name: string, def: number) =>
     .positive(`${name} must be above 0`)
     .default(def);
 
+/**
+ * A comma-separated list of IPs and CIDRs (and, where `ports`, `ip:port` or `[v6]:port`),
+ * parsed to address ranges. Host names are refused: the list bounds addresses.
+ */
+function ipList(name: string, def: string, ports: boolean) {
+  return z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const out: AddressRange[] = [];
+      for (const text of (v ?? def)
+        .split(",")
+        .map((x) => x.trim())
+        .filter(Boolean)) {
+        const e = parseNetworkEntry(text);
+        if (typeof e === "string" || e.kind !== "ip" || (!ports && e.port !== undefined)) {
+          ctx.addIssue({
+            code: "custom",
+            message: `${JSON.stringify(text)} is not ${ports ? "an IP, a CIDR or ip:port" : "an IP or a CIDR"}${typeof e === "string" ? ` (${e})` : ""}`,
+          });
+          return z.NEVER;
+        }
+        out.push({ text, bytes: e.bytes, bits: e.bits, ...(e.port !== undefined ? { port: e.port } : {}) });
+      }
+      return out;
+    });
+}
+
+/** An address range of the configuration: an IP (all its bits) or a CIDR, optionally one port. */
+export interface AddressRange {
+  text: string;
+  bytes: number[];
+  bits: number;
+  port?: number;
+}
+
 export const configSchema = z
   .object({
     WARREN_HOST: z.string().min(1).default("127.0.0.1"),
@@ -110,6 +147,25 @@ export const configSchema = z
       .refine((v) => v === undefined || URL.canParse(v), {
         message: "PUBLIC_BASE_URL must be an absolute URL such as https://warren.example.com",
       }),
+    WARREN_PREVIEW_PORT: z.coerce
+      .number({ message: "WARREN_PREVIEW_PORT must be a port number" })
+      .int()
+      .min(0, "WARREN_PREVIEW_PORT must be between 0 and 65535")
+      .max(65535, "WARREN_PREVIEW_PORT must be between 0 and 65535")
+      .optional(),
+    WARREN_PREVIEW_DOMAIN: z
+      .string()
+      .optional()
+      .transform((v) => (v === "" ? undefined : v?.toLowerCase()))
+      .refine(
+        (v) => v === undefined || /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$/.test(v),
+        {
+          message:
+            "WARREN_PREVIEW_DOMAIN must be a domain such as preview.example.com (previews are <port>-<agent id>.<domain>)",
+        },
+      ),
+    WARREN_TRUSTED_PROXIES: ipList("WARREN_TRUSTED_PROXIES", "127.0.0.1/32,::1/128", false),
+    WARREN_EGRESS_PRIVATE_ALLOW: ipList("WARREN_EGRESS_PRIVATE_ALLOW", "", true),
     WORKSPACE_MAX_MIB: mib("WORKSPACE_MAX_MIB", 10240),
     BOX_IDLE_S: z.coerce
       .number({ message: "BOX_IDLE_S must be a number of seconds" })
@@ -196,6 +252,9 @@ export const configSchema = z
   })
   .transform((c) => ({
     ...c,
+    // the previews' listener: WARREN_PORT + 1 by default (an ephemeral port when WARREN_PORT is 0)
+    WARREN_PREVIEW_PORT:
+      c.WARREN_PREVIEW_PORT ?? (c.WARREN_PORT === 0 ? 0 : Math.min(65535, c.WARREN_PORT + 1)),
     STATE_ROOT: path.resolve(c.STATE_ROOT),
     WARREN_HARNESS_DIR: path.resolve(c.WARREN_HARNESS_DIR ?? path.join(c.STATE_ROOT, "harness")),
   }));

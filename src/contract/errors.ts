@@ -3,6 +3,7 @@
 
 export const errorStatus = {
   "request.invalid": 400,
+  "egress.forbidden": 400,
   "auth.required": 401,
   "access.denied": 403,
   "origin.refused": 403,
