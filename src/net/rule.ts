@@ -1,0 +1,219 @@
+// The address rule: where the server may connect on an agent's behalf. One rule for the egress
+// proxy's upstream side and for every server-side fetch (http and MCP tools, web_fetch, model
+// APIs): never the server's own endpoints, never unspecified, link-local, metadata or multicast
+// addresses; loopback, private and reserved ranges (and the host's own addresses) only inside
+// the operator's bound (WARREN_EGRESS_PRIVATE_ALLOW); public addresses otherwise.
+import os from "node:os";
+import type { AddressRange } from "../config/index.js";
+import { parseIp } from "../contract/policy.js";
+import type { OwnEndpoints } from "./own.js";
+
+/** A host as written anywhere, normalised: an IP (bytes, IPv4-mapped IPv6 as IPv4) or a name. */
+export type Host = { kind: "ip"; bytes: number[]; text: string } | { kind: "name"; name: string };
+
+const nameRe = /^[a-z0-9_](?:[a-z0-9_-]{0,62})(?:\.[a-z0-9_](?:[a-z0-9_-]{0,62}))*$/;
+
+/**
+ * Normalises a host however it is spelled: case, brackets, one trailing dot, IPv4 in decimal,
+ * octal, hex or short forms (`127.1`, `2130706433`, `0x7f000001`, `0177.0.0.1`), IPv6 (mapped
+ * IPv4 included). Null when it is neither a host name nor an IP (NUL, spaces, `@`, ...).
+ */
+export function normaliseHost(raw: string): Host | null {
+  if (raw.length === 0 || raw.length > 300) return null;
+  let h = raw.toLowerCase();
+  const bracketed = h.startsWith("[") && h.endsWith("]");
+  if (bracketed) h = h.slice(1, -1);
+  if (bracketed || h.includes(":")) {
+    const v6 = parseIp(h);
+    if (!v6 || v6.length !== 16) return null;
+    const bytes = unmap(v6);
+    return { kind: "ip", bytes, text: formatIp(bytes) };
+  }
+  if (h.endsWith(".")) h = h.slice(0, -1);
+  if (!nameRe.test(h)) return null;
+  // every label a number (in any base the URL standard knows): an IPv4 address, parsed as browsers do
+  if (/^(?:0x[0-9a-f]*|\d+)(?:\.(?:0x[0-9a-f]*|\d+))*$/.test(h)) {
+    let parsed: string;
+    try {
+      parsed = new URL(`http://${h}/`).hostname;
+    } catch {
+      return null;
+    }
+    const v4 = parseIp(parsed);
+    if (!v4 || v4.length !== 4) return null;
+    return { kind: "ip", bytes: v4, text: formatIp(v4) };
+  }
+  return { kind: "name", name: h };
+}
+
+/** IPv4 carried in IPv6 (mapped `::ffff:a.b.c.d`, compatible `::a.b.c.d`, NAT64 `64:ff9b::/96`) as IPv4. */
+export function unmap(addr: number[]): number[] {
+  if (addr.length !== 16) return addr;
+  const zero10 = addr.slice(0, 10).every((b) => b === 0);
+  const mapped = zero10 && addr[10] === 0xff && addr[11] === 0xff;
+  const nat64 =
+    addr[0] === 0 &&
+    addr[1] === 0x64 &&
+    addr[2] === 0xff &&
+    addr[3] === 0x9b &&
+    addr.slice(4, 12).every((b) => b === 0);
+  const tail = addr.slice(12);
+  const compat =
+    zero10 &&
+    addr[10] === 0 &&
+    addr[11] === 0 &&
+    !(tail.slice(0, 3).every((b) => b === 0) && (tail[3] ?? 0) <= 1);
+  return mapped || nat64 || compat ? tail : addr;
+}
+
+export function formatIp(addr: number[]): string {
+  if (addr.length === 4) return addr.join(".");
+  const groups: string[] = [];
+  for (let i = 0; i < 16; i += 2) groups.push((((addr[i] ?? 0) << 8) | (addr[i + 1] ?? 0)).toString(16));
+  let best = -1;
+  let len = 0;
+  for (let i = 0; i < 8;) {
+    if (groups[i] !== "0") {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && groups[j] === "0") j++;
+    if (j - i > len && j - i > 1) [best, len] = [i, j - i];
+    i = j;
+  }
+  if (best < 0) return groups.join(":");
+  return `${groups.slice(0, best).join(":")}::${groups.slice(best + len).join(":")}`;
+}
+
+/** An address range: bytes and a prefix length (4 or 16 bytes). */
+export interface Range {
+  bytes: number[];
+  bits: number;
+}
+
+export function inRange(addr: number[], r: Range): boolean {
+  if (addr.length !== r.bytes.length) return false;
+  for (let i = 0; i < r.bits; i += 8) {
+    const take = Math.min(8, r.bits - i);
+    const mask = (0xff << (8 - take)) & 0xff;
+    if (((addr[i / 8] ?? 0) & mask) !== ((r.bytes[i / 8] ?? 0) & mask)) return false;
+  }
+  return true;
+}
+
+/** Whether two ranges share an address (CIDRs either nest or are disjoint). */
+export function overlaps(a: Range, b: Range): boolean {
+  if (a.bytes.length !== b.bytes.length) return false;
+  return a.bits <= b.bits ? inRange(b.bytes, a) : inRange(a.bytes, b);
+}
+
+const range = (text: string, bits: number, what: string) => ({ bytes: parseIp(text) ?? [], bits, what });
+
+/** Never reached, whatever a policy or the operator's bound says. */
+export const NEVER: readonly (Range & { what: string })[] = [
+  range("0.0.0.0", 8, "an unspecified"),
+  range("169.254.0.0", 16, "a link-local (metadata)"),
+  range("224.0.0.0", 4, "a multicast"),
+  range("255.255.255.255", 32, "a broadcast"),
+  range("::", 128, "an unspecified"),
+  range("fe80::", 10, "a link-local"),
+  range("fd00:ec2::254", 128, "a metadata"),
+  range("ff00::", 8, "a multicast"),
+];
+
+/** Reached only inside the operator's bound. */
+export const BOUNDED: readonly (Range & { what: string })[] = [
+  range("10.0.0.0", 8, "a private"),
+  range("100.64.0.0", 10, "a private (shared)"),
+  range("127.0.0.0", 8, "a loopback"),
+  range("172.16.0.0", 12, "a private"),
+  range("192.0.0.0", 24, "a reserved"),
+  range("192.168.0.0", 16, "a private"),
+  range("198.18.0.0", 15, "a reserved"),
+  range("240.0.0.0", 4, "a reserved"),
+  range("::1", 128, "a loopback"),
+  range("fc00::", 7, "a private"),
+];
+
+export type Verdict = { ok: true } | { ok: false; reason: string };
+
+export interface AddressRuleOptions {
+  /** The operator's bound: the only loopback and private addresses (and ports) that may be reached. */
+  bound: readonly AddressRange[];
+  /** The server's listening endpoints. */
+  own: Pick<OwnEndpoints, "listening">;
+  /** The host's own interface addresses (default: read from the system, refreshed every 10 s). */
+  interfaces?: () => number[][];
+}
+
+function systemInterfaces(): number[][] {
+  const out: number[][] = [];
+  for (const list of Object.values(os.networkInterfaces()))
+    for (const a of list ?? []) {
+      const bytes = parseIp(a.address.split("%")[0] ?? "");
+      if (bytes) out.push(unmap(bytes));
+    }
+  return out;
+}
+
+const same = (a: number[], b: number[]) => a.length === b.length && a.every((x, i) => x === b[i]);
+
+export class AddressRule {
+  readonly #o: AddressRuleOptions;
+  #ifaces: number[][] = [];
+  #ifacesAt = 0;
+
+  constructor(o: AddressRuleOptions) {
+    this.#o = o;
+  }
+
+  #interfaces(): number[][] {
+    if (this.#o.interfaces) return this.#o.interfaces();
+    if (Date.now() - this.#ifacesAt > 10_000) {
+      this.#ifaces = systemInterfaces();
+      this.#ifacesAt = Date.now();
+    }
+    return this.#ifaces;
+  }
+
+  /** Whether the address is one of this host's: loopback or an interface's. */
+  #isHost(addr: number[]): boolean {
+    return (
+      inRange(addr, { bytes: [127, 0, 0, 0], bits: 8 }) ||
+      same(addr, parseIp("::1") ?? []) ||
+      this.#interfaces().some((i) => same(i, addr))
+    );
+  }
+
+  /** Whether the operator's bound holds this address and port. */
+  inBound(addr: number[], port: number | undefined): boolean {
+    return this.#o.bound.some((b) => (b.port === undefined || b.port === port) && inRange(addr, b));
+  }
+
+  /** Whether the server listens on (or depends on) this address and port. */
+  isOwnEndpoint(addr: number[], port: number): boolean {
+    return this.#o.own.listening().some((e) => {
+      if (e.port !== port) return false;
+      const wildcard = e.address.every((b) => b === 0);
+      return same(e.address, addr) || ((wildcard || this.#isHost(e.address)) && this.#isHost(addr));
+    });
+  }
+
+  /** The decision for one connection to an address (already resolved: connect to exactly this one). */
+  judge(address: number[], port: number): Verdict {
+    const addr = unmap(address);
+    const text = formatIp(addr);
+    for (const c of NEVER) if (inRange(addr, c)) return { ok: false, reason: `${text} is ${c.what} address` };
+    if (this.isOwnEndpoint(addr, port))
+      return { ok: false, reason: `${text}:${port} is the warren server's own endpoint` };
+    const bounded = BOUNDED.find((c) => inRange(addr, c));
+    const what = bounded?.what ?? (this.#isHost(addr) ? "this host's own" : null);
+    if (what && !this.inBound(addr, port))
+      return {
+        ok: false,
+        reason: `${text}:${port} is ${what} address outside the operator's bound (WARREN_EGRESS_PRIVATE_ALLOW)`,
+      };
+    return { ok: true };
+  }
+}
