@@ -1,6 +1,6 @@
 // A Cedar tool-policy decision: one agent's policy of 8 policies (permits by tool and by
 // server, forbids by argument pattern), asked for a mix of calls that allow and deny, timed
-// one decision at a time. Run alone: node --import tsx bench/cedar.ts
+// one decision at a time (each a round trip to a Cedar worker thread). Run alone: node --import tsx bench/cedar.ts
 import { pathToFileURL } from "node:url";
 import { ToolPolicy, type ToolRequest } from "../src/tools/policy.js";
 import { summarize, type Sample } from "./stats.js";
@@ -58,16 +58,16 @@ export interface CedarResult {
   denied: number;
 }
 
-export function benchCedar(n = 20_000): CedarResult {
-  const policy = ToolPolicy.compile(POLICY);
+export async function benchCedar(n = 20_000): Promise<CedarResult> {
+  const policy = await ToolPolicy.compile(POLICY);
   if (policy.problem) throw new Error(`the bench policy does not validate: ${policy.problem}`);
-  for (let i = 0; i < 500; i++) policy.decide(request(i)); // warm up
+  for (let i = 0; i < 500; i++) await policy.decide(request(i)); // warm up
   const ms: number[] = [];
   let allowed = 0;
   for (let i = 0; i < n; i++) {
     const req = request(i);
     const t = performance.now();
-    const d = policy.decide(req);
+    const d = await policy.decide(req);
     ms.push(performance.now() - t);
     if (d.decision === "allow") allowed++;
   }
@@ -75,7 +75,7 @@ export function benchCedar(n = 20_000): CedarResult {
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
-  const r = benchCedar();
+  const r = await benchCedar();
   process.stdout.write(
     `cedar decision (${r.policies} policies): p50 ${(r.sample.p50 * 1000).toFixed(0)} µs, p99 ${(r.sample.p99 * 1000).toFixed(0)} µs over ${r.sample.n} decisions (${r.allowed} allowed, ${r.denied} denied)\n`,
   );

@@ -592,7 +592,7 @@ async function main(): Promise<number> {
     });
 
     log(`cedar: ${N.cedar} tool-policy decisions, one at a time`);
-    const ced = benchCedar(N.cedar);
+    const ced = await benchCedar(N.cedar);
     timeRow(
       `cedar tool-policy decision (${ced.policies} policies, calls that allow and deny)`,
       ced.sample,

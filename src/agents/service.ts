@@ -28,7 +28,7 @@ const SPEC_KEYS = ["kind", "model", "instructions", "tools", "tool_policy", "lim
  * The spec a patch makes of the current one, checked whole by the one schema, the tool policy
  * by Cedar; null when the patch holds no spec field. Throws request.invalid naming the field.
  */
-export function nextSpec(current: AgentSpec, patch: SpecPatch): AgentSpec | null {
+export async function nextSpec(current: AgentSpec, patch: SpecPatch): Promise<AgentSpec | null> {
   const given = SPEC_KEYS.filter((k) => patch[k] !== undefined);
   if (given.length === 0) return null;
   const merged: Record<string, unknown> = { ...current };
@@ -40,7 +40,7 @@ export function nextSpec(current: AgentSpec, patch: SpecPatch): AgentSpec | null
       .map((i) => `${i.path.map(String).join(".") || "spec"}: ${i.message}`);
     throw new WarrenError("request.invalid", msgs.join("; "), { field: msgs[0] });
   }
-  const problem = toolPolicyProblem(r.data.tool_policy);
+  const problem = await toolPolicyProblem(r.data.tool_policy);
   if (problem !== null)
     throw new WarrenError("request.invalid", `tool_policy: ${problem}`, { field: "tool_policy" });
   return r.data;
@@ -112,7 +112,7 @@ export class Agents {
     } & SpecPatch,
   ): Promise<Agent> {
     await this.access.require(input.org_id, who, "write", "organisation");
-    const spec = nextSpec(DEFAULT_SPEC, input);
+    const spec = await nextSpec(DEFAULT_SPEC, input);
     const machine = await this.machines.load(who, input.machine_id, "write");
     if (machine.orgId !== input.org_id) throw new WarrenError("not_found", "machine was not found");
     const host = this.config.WORKSPACE_MAX_MIB;
@@ -256,7 +256,7 @@ export class Agents {
   ): Promise<Agent> {
     const row = await this.load(who, id, "write");
     const current = await this.specOf(row);
-    const spec = nextSpec(current.spec, patch);
+    const spec = await nextSpec(current.spec, patch);
     const set: Partial<typeof schema.agents.$inferInsert> = {};
     if (patch.name !== undefined) set.name = patch.name;
     const cap =

@@ -8,6 +8,7 @@ import { agentEnv, commandWalls, cwdOf, redactedIo } from "../exec/service.js";
 import { BoundedOutput } from "../exec/output.js";
 import { listHomeFolder, readHomeFile, writeHomeFile } from "../homes/files.js";
 import { parseHomePath } from "../homes/paths.js";
+import { homeFile, homeFolder, httpUrl } from "./canonical.js";
 import { uidOf } from "../machines/placement.js";
 import type { MachineRuntime } from "../runtime/index.js";
 import type { ResolvedSecrets } from "../secrets/service.js";
@@ -39,7 +40,7 @@ export interface BuiltinEnv {
 
 const pathParam = (what: string) => ({
   type: "string",
-  description: `${what}: relative to the home (or /home/<agent id>/...)`,
+  description: `${what}: relative to the home (or /home/<agent id>/...), inside it`,
 });
 
 function homePath(env: BuiltinEnv, raw: string): string[] {
@@ -54,6 +55,7 @@ function readFile(env: BuiltinEnv): ToolImpl {
       description: `Reads a text file of your home (at most ${FILE_TOOL_BYTES} bytes). Links are not followed.`,
       parameters: { type: "object", properties: { path: pathParam("the file") }, required: ["path"] },
     },
+    canonical: { path: homeFile(env.agent.id) },
     async run(args) {
       const dir = env.layout.homeDir(env.agent.machineId, env.agent.id);
       const data = await readHomeFile(dir, homePath(env, str(args, "path")), {
@@ -81,6 +83,7 @@ function writeFile(env: BuiltinEnv): ToolImpl {
         required: ["path", "content"],
       },
     },
+    canonical: { path: homeFile(env.agent.id) },
     async run(args) {
       const components = homePath(env, str(args, "path"));
       const data = Buffer.from(str(args, "content"), "utf8");
@@ -103,10 +106,11 @@ function listFiles(env: BuiltinEnv): ToolImpl {
         "Lists a folder of your home (the home itself when no path is given): name, type and size.",
       parameters: { type: "object", properties: { path: pathParam("the folder") } },
     },
+    canonical: { path: homeFolder(env.agent.id) },
     async run(args) {
-      const raw = str(args, "path", { optional: true }) ?? "";
-      const components =
-        raw === "" || raw === "." || raw === "/home/" + env.agent.id ? [] : homePath(env, raw);
+      // canonical: "." for the home itself
+      const raw = str(args, "path", { optional: true }) ?? ".";
+      const components = raw === "." ? [] : homePath(env, raw);
       const dir = env.layout.homeDir(env.agent.machineId, env.agent.id);
       const { entries, truncated } = await listHomeFolder(dir, components, LIST_ENTRIES);
       if (entries.length === 0) return "(empty folder)";
@@ -197,14 +201,9 @@ function webFetch(env: BuiltinEnv): ToolImpl {
         required: ["url"],
       },
     },
+    canonical: { url: httpUrl },
     async run(args, signal) {
-      let url: URL;
-      try {
-        url = new URL(str(args, "url"));
-      } catch (err) {
-        if (err instanceof ToolFailure) throw err;
-        throw new ToolFailure("the url is not a valid URL");
-      }
+      let url = new URL(httpUrl(args.url, "url")!);
       const timeout = AbortSignal.any([signal, AbortSignal.timeout(FETCH_TIMEOUT_MS)]);
       for (let hop = 0; ; hop++) {
         if (url.protocol !== "http:" && url.protocol !== "https:")

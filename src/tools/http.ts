@@ -4,6 +4,7 @@
 import type { ToolSpec } from "../contract/spec.js";
 import { Redactor } from "../secrets/redact.js";
 import type { ResolvedSecrets } from "../secrets/service.js";
+import { httpMethod, pathUnder } from "./canonical.js";
 import { bodyText, bounded, readBody, str, ToolFailure, type ToolImpl } from "./impl.js";
 
 type HttpSpec = Extract<ToolSpec, { type: "http" }>;
@@ -63,6 +64,7 @@ export function httpTool(spec: HttpSpec, secrets: ResolvedSecrets): ToolImpl {
         required: ["method", "path"],
       },
     },
+    canonical: { method: httpMethod, path: pathUnder(base, (b, p) => underBase(b, p, undefined)) },
     async run(args, signal) {
       if (missing.length > 0)
         throw new ToolFailure(

@@ -1,5 +1,6 @@
 // What every tool implementation shares: its face for the model, how it runs, and the
 // failures it answers the model with.
+import type { Canonicaliser } from "./canonical.js";
 import type { RunTool } from "./types.js";
 
 /** A tool's failure the model is told about as it is (a bad argument, a refused path, ...). */
@@ -10,6 +11,11 @@ export interface ToolImpl {
   kind: "builtin" | "http" | "mcp";
   /** The MCP server a tool belongs to. */
   server?: string;
+  /**
+   * The arguments a policy can test, each put in its canonical form (canonical.ts) before the
+   * policy decides; `run` is given exactly those values.
+   */
+  canonical?: Record<string, Canonicaliser>;
   /** Runs the call (already allowed by the policy); throws ToolFailure or any error to fail it. */
   run(args: Record<string, unknown>, signal: AbortSignal): Promise<string>;
 }

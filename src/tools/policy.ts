@@ -1,8 +1,17 @@
 // The Cedar tool policy: every tool call of a run is a Cedar request (principal the agent,
 // action Action::"call", resource the tool, context the run and the call's arguments) decided
 // by the agent's `tool_policy`. Policies are validated against TOOL_POLICY_SCHEMA when saved;
-// an empty policy permits nothing, so every call is denied.
-import * as cedar from "@cedar-policy/cedar-wasm/nodejs";
+// an empty policy permits nothing, so every call is denied. Text is held to a size and a
+// nesting depth before Cedar sees it, and Cedar itself runs in worker threads (cedar.ts), so
+// no policy can break another organisation's checks or decisions.
+import type * as cedar from "@cedar-policy/cedar-wasm/nodejs";
+import {
+  type CedarEngine,
+  type Checked,
+  type CheckedPolicies,
+  newPolicySetKey,
+  sharedCedar,
+} from "./cedar.js";
 
 /**
  * The schema every tool policy is validated against (Cedar's schema syntax).
@@ -38,57 +47,65 @@ action "call" appliesTo {
 /** The names and Cedar types of the typed arguments (all strings), as in TOOL_POLICY_SCHEMA. */
 const TYPED_ARGUMENTS = ["path", "content", "command", "url", "method", "body"] as const;
 
-type DetailedError = { message: string; help?: string | null };
-
-function describe(e: DetailedError): string {
-  return e.help ? `${e.message} (${e.help})` : e.message;
-}
-
-interface PolicyParts {
-  /** The policies by id: an `@id("...")` annotation, else `policy<N>` in the order written. */
-  policies: Record<string, string>;
-  /** The ids of the forbid policies: one that errors denies (never fails open). */
-  forbids: Set<string>;
-}
-
-/** Splits policy text into its policies, or answers Cedar's parse message. */
-function parts(text: string): PolicyParts | string {
-  const split = cedar.policySetTextToParts(text);
-  if (split.type === "failure") return split.errors.map(describe).join("; ");
-  if (split.policy_templates.length > 0) return "policy templates are not supported in a tool policy";
-  const policies: Record<string, string> = {};
-  const forbids = new Set<string>();
-  for (const [i, p] of split.policies.entries()) {
-    const json = cedar.policyToJson(p);
-    if (json.type === "failure") return json.errors.map(describe).join("; ");
-    const id = json.json.annotations?.id ?? `policy${i}`;
-    if (id in policies) return `two policies have the id "${id}"`;
-    policies[id] = p;
-    if (json.json.effect === "forbid") forbids.add(id);
-  }
-  return { policies, forbids };
-}
+/** The longest tool policy, in bytes of UTF-8. */
+export const MAX_POLICY_BYTES = 64 * 1024;
+/** The deepest nesting of (), [] and {} (outside string literals and comments) in a tool policy. */
+export const MAX_POLICY_DEPTH = 32;
 
 /**
- * Why Cedar policy text cannot be a tool policy (Cedar's parse or validation messages,
- * joined), or null when it is valid. Empty text is valid: it denies every call.
+ * How deeply policy text nests its brackets: (), [] and {} counted alike, outside string
+ * literals (`"..."`, where a backslash escapes the next character) and `//` comments (to the
+ * end of the line). A closing bracket without an opening one counts nothing (Cedar says what
+ * is wrong with it).
  */
-export function toolPolicyProblem(text: string): string | null {
-  if (text.trim() === "") return null;
-  const p = parts(text);
-  if (typeof p === "string") return p;
-  const answer = cedar.validate({
-    schema: TOOL_POLICY_SCHEMA,
-    policies: { staticPolicies: p.policies },
-    validationSettings: { mode: "strict" },
-  });
-  if (answer.type === "failure") return answer.errors.map(describe).join("; ");
-  if (answer.validationErrors.length > 0)
-    return answer.validationErrors.map((v) => describe(v.error)).join("; ");
+export function nestingDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === "\\") i++;
+    } else if (c === "/" && text[i + 1] === "/") {
+      while (i < text.length && text[i] !== "\n") i++;
+    } else if (c === "(" || c === "[" || c === "{") {
+      depth++;
+      if (depth > deepest) deepest = depth;
+    } else if ((c === ")" || c === "]" || c === "}") && depth > 0) depth--;
+  }
+  return deepest;
+}
+
+/** Why policy text is out of bounds (too long, nested too deeply), or null. Cedar never sees such text. */
+export function policyBoundsProblem(text: string): string | null {
+  const bytes = Buffer.byteLength(text, "utf8");
+  if (bytes > MAX_POLICY_BYTES)
+    return `the policy is ${bytes} bytes; at most ${MAX_POLICY_BYTES} bytes (64 KiB) are accepted`;
+  const depth = nestingDepth(text);
+  if (depth > MAX_POLICY_DEPTH)
+    return `the policy nests brackets ${depth} deep; at most ${MAX_POLICY_DEPTH} levels of (), [] and {} are accepted`;
   return null;
 }
 
-/** The request of one tool call. */
+/** Checks policy text: its bounds first, then Cedar's parse and validation against the schema. */
+async function checked(text: string, engine: CedarEngine): Promise<Checked> {
+  const bounds = policyBoundsProblem(text);
+  if (bounds !== null) return { problem: bounds };
+  return engine.check(text, TOOL_POLICY_SCHEMA);
+}
+
+/**
+ * Why Cedar policy text cannot be a tool policy (out of bounds, or Cedar's parse or validation
+ * messages, joined), or null when it is valid. Empty text is valid: it denies every call.
+ */
+export async function toolPolicyProblem(
+  text: string,
+  engine: CedarEngine = sharedCedar,
+): Promise<string | null> {
+  if (text.trim() === "") return null;
+  return (await checked(text, engine)).problem;
+}
+
+/** The request of one tool call (its arguments already in their canonical form). */
 export interface ToolRequest {
   agent: { id: string; orgId: string };
   tool: { name: string; kind: "builtin" | "http" | "mcp"; server?: string };
@@ -100,7 +117,7 @@ export interface ToolDecision {
   decision: "allow" | "deny";
   /** The ids of the policies that decided (Cedar's reasons, or a forbid that errored). */
   policies: string[];
-  /** Errors Cedar met evaluating policies (a policy that errors does not apply). */
+  /** Errors Cedar met evaluating policies (a policy that errors does not apply), or why it could not decide. */
   errors: string[];
 }
 
@@ -121,97 +138,74 @@ function contextOf(req: ToolRequest): Record<string, cedar.CedarValueJson> {
   return { run: { id: req.run.id, via: req.run.via }, arguments: args, arguments_json: json };
 }
 
-/**
- * Cedar keeps preparsed policy sets by id for the life of the process, with no way to drop
- * one: the policies of open toolsets share this many ids, each held by one ToolPolicy at a
- * time; a policy whose id was taken over by another is preparsed again under a new one.
- */
-const SLOTS = 256;
-const slotOwner: (ToolPolicy | undefined)[] = new Array<ToolPolicy | undefined>(SLOTS);
-let nextSlot = 0;
-
 /** Compiled policies by their text, the most recently used last (runs of one agent share one). */
 const COMPILED = 128;
 const compiled = new Map<string, ToolPolicy>();
 
-/** An agent's tool policy, parsed once and asked for each call. */
+/** An agent's tool policy, checked once and asked for each call. */
 export class ToolPolicy {
-  #slot = -1;
+  readonly #key = newPolicySetKey();
+  readonly #forbids: Set<string>;
 
   private constructor(
-    private readonly parsed: PolicyParts,
+    private readonly parsed: CheckedPolicies,
     /** Any problem the text had: such a policy denies every call, saying why. */
     readonly problem: string | null,
-  ) {}
+    private readonly engine: CedarEngine,
+  ) {
+    this.#forbids = new Set(parsed.forbids);
+  }
 
   /** Compiles policy text. Text that does not validate denies every call (its problem is kept). */
-  static compile(text: string): ToolPolicy {
-    const known = compiled.get(text);
+  static async compile(text: string, engine: CedarEngine = sharedCedar): Promise<ToolPolicy> {
+    const known = engine === sharedCedar ? compiled.get(text) : undefined;
     if (known) {
       // the most recently used last: the first is the one to drop
       compiled.delete(text);
       compiled.set(text, known);
       return known;
     }
-    const empty: PolicyParts = { policies: {}, forbids: new Set() };
-    let made: ToolPolicy;
-    if (text.trim() === "") made = new ToolPolicy(empty, null);
-    else {
-      const problem = toolPolicyProblem(text);
-      const p = problem === null ? parts(text) : problem;
-      made = typeof p === "string" ? new ToolPolicy(empty, p) : new ToolPolicy(p, null);
+    const empty: CheckedPolicies = { policies: {}, forbids: [] };
+    const c: Checked = text.trim() === "" ? { problem: null, ...empty } : await checked(text, engine);
+    const made =
+      c.problem !== null ? new ToolPolicy(empty, c.problem, engine) : new ToolPolicy(c, null, engine);
+    // a worker that failed on the text may have been slow only: that is not kept
+    if (engine === sharedCedar && !(c.problem !== null && c.failure)) {
+      compiled.set(text, made);
+      if (compiled.size > COMPILED) compiled.delete(compiled.keys().next().value!);
     }
-    compiled.set(text, made);
-    if (compiled.size > COMPILED) compiled.delete(compiled.keys().next().value!);
     return made;
   }
 
-  decide(req: ToolRequest): ToolDecision {
+  async decide(req: ToolRequest): Promise<ToolDecision> {
     if (Object.keys(this.parsed.policies).length === 0)
       return { decision: "deny", policies: [], errors: this.problem ? [this.problem] : [] };
-    const tool: cedar.EntityJson = {
-      uid: { type: "Tool", id: req.tool.name },
-      attrs: { kind: req.tool.kind },
-      parents: req.tool.server ? [{ type: "Server", id: req.tool.server }] : [],
-    };
     const entities: cedar.EntityJson[] = [
       { uid: { type: "Agent", id: req.agent.id }, attrs: { org: req.agent.orgId }, parents: [] },
-      tool,
+      {
+        uid: { type: "Tool", id: req.tool.name },
+        attrs: { kind: req.tool.kind },
+        parents: req.tool.server ? [{ type: "Server", id: req.tool.server }] : [],
+      },
     ];
     if (req.tool.server)
       entities.push({ uid: { type: "Server", id: req.tool.server }, attrs: {}, parents: [] });
-    const slot = this.#preparsed();
-    if ("error" in slot) return { decision: "deny", policies: [], errors: [slot.error] };
-    const answer = cedar.statefulIsAuthorized({
-      principal: { type: "Agent", id: req.agent.id },
-      action: { type: "Action", id: "call" },
-      resource: { type: "Tool", id: req.tool.name },
-      context: contextOf(req),
-      preparsedPolicySetId: slot.id,
-      entities,
-    });
-    if (answer.type === "failure")
-      return { decision: "deny", policies: [], errors: answer.errors.map(describe) };
-    const { decision, diagnostics } = answer.response;
-    const errors = diagnostics.errors.map((e) => `${e.policyId}: ${describe(e.error)}`);
+    const answer = await this.engine.decide(
+      { key: this.#key, policies: this.parsed.policies },
+      {
+        principal: { type: "Agent", id: req.agent.id },
+        action: { type: "Action", id: "call" },
+        resource: { type: "Tool", id: req.tool.name },
+        context: contextOf(req),
+        entities,
+      },
+    );
+    // Cedar could not decide (a failed worker included): denied, never open
+    if ("failed" in answer) return { decision: "deny", policies: [], errors: answer.failed };
+    const errors = answer.errors.map((e) => `${e.policyId}: ${e.message}`);
     // A forbid that could not be evaluated denies: an error never opens a door.
-    const erredForbids = diagnostics.errors
-      .map((e) => e.policyId)
-      .filter((id) => this.parsed.forbids.has(id));
+    const erredForbids = answer.errors.map((e) => e.policyId).filter((id) => this.#forbids.has(id));
     if (erredForbids.length > 0) return { decision: "deny", policies: erredForbids, errors };
-    return { decision, policies: diagnostics.reason, errors };
-  }
-
-  /** The id under which Cedar holds this policy set, preparsing it when it is not held. */
-  #preparsed(): { id: string } | { error: string } {
-    if (this.#slot < 0 || slotOwner[this.#slot] !== this) {
-      const slot = nextSlot;
-      nextSlot = (nextSlot + 1) % SLOTS;
-      const done = cedar.preparsePolicySet(`tool-policy-${slot}`, { staticPolicies: this.parsed.policies });
-      if (done.type === "failure") return { error: done.errors.map(describe).join("; ") };
-      slotOwner[slot] = this;
-      this.#slot = slot;
-    }
-    return { id: `tool-policy-${this.#slot}` };
+    return { decision: answer.decision, policies: answer.reason, errors };
   }
 }

@@ -36,6 +36,17 @@ export interface ToolsOptions {
   egress: Pick<Egress, "handler">;
 }
 
+/** The arguments with each one a policy can test in its canonical form (canonical.ts); throws ToolFailure. */
+function canonicalArguments(impl: ToolImpl, args: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...args };
+  for (const [name, canonicalise] of Object.entries(impl.canonical ?? {})) {
+    const v = canonicalise(args[name], name);
+    if (v === undefined) delete out[name];
+    else out[name] = v;
+  }
+  return out;
+}
+
 function messageOf(err: unknown): string {
   if (err instanceof ToolFailure || err instanceof WarrenError) return err.message;
   if (err instanceof Error) {
@@ -102,7 +113,8 @@ class RunToolset implements Toolset {
       }
     }
     const impl = this.#byName.get(name);
-    const shownArgs = this.#redactedArgs(args);
+    // the record keeps the arguments decided on (canonical), or those given when refused before
+    let shownArgs = this.#redactedArgs(args);
     const finish = async (
       output: string,
       decision: "allow" | "deny",
@@ -133,11 +145,27 @@ class RunToolset implements Toolset {
       const known = [...this.#byName.keys()].join(", ") || "none";
       return finish(`there is no tool named ${name} (tools: ${known})`, "deny", [], "unknown tool");
     }
-    const d = this.policy.decide({
+    if (args !== undefined && args !== null && (typeof args !== "object" || Array.isArray(args)))
+      return finish("the arguments must be a JSON object", "deny", [], "bad arguments");
+    // the policy decides on the canonical arguments, and the tool is given exactly those
+    let canonical: Record<string, unknown>;
+    try {
+      canonical = canonicalArguments(impl, (args ?? {}) as Record<string, unknown>);
+    } catch (err) {
+      if (!(err instanceof ToolFailure)) throw err;
+      return finish(
+        `the call was refused before the tool policy: ${err.message}`,
+        "deny",
+        [],
+        `bad arguments: ${err.message}`,
+      );
+    }
+    shownArgs = this.#redactedArgs(canonical);
+    const d = await this.policy.decide({
       agent: { id: this.ctx.agent.id, orgId: this.ctx.agent.orgId },
       tool: { name, kind: impl.kind, ...(impl.server ? { server: impl.server } : {}) },
       run: { id: this.ctx.runId, via: this.ctx.via ?? "loop" },
-      arguments: args ?? {},
+      arguments: canonical,
     });
     if (d.decision === "deny") {
       const why =
@@ -153,10 +181,8 @@ class RunToolset implements Toolset {
         "denied by policy",
       );
     }
-    if (args !== undefined && args !== null && (typeof args !== "object" || Array.isArray(args)))
-      return finish("the arguments must be a JSON object", "allow", d.policies, "bad arguments");
     try {
-      const out = await impl.run((args ?? {}) as Record<string, unknown>, this.ctx.signal);
+      const out = await impl.run(canonical, this.ctx.signal);
       return await finish(bounded(out), "allow", d.policies);
     } catch (err) {
       const msg = messageOf(err);
@@ -235,7 +261,7 @@ export class Tools implements ToolsetFactory {
         }
       }
     }
-    const policy = ToolPolicy.compile(ctx.spec.tool_policy);
+    const policy = await ToolPolicy.compile(ctx.spec.tool_policy);
     if (policy.problem)
       warnings.push(`the tool policy does not validate, so every call is denied: ${policy.problem}`);
     const set = new RunToolset(

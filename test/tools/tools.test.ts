@@ -199,9 +199,16 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
       ["read_file", {}, /required/],
     ] as const) {
       const out = await set.call(tool, args);
-      assert.match(out.output, /^the call failed: /, `${tool} ${JSON.stringify(args)}: ${out.output}`);
+      // a path that has no canonical form (it leaves the home, it is no string) is refused
+      // before the policy; a link is found when the tool acts
+      const lexical = re.source !== "link";
+      assert.match(
+        out.output,
+        lexical ? /^the call was refused before the tool policy: / : /^the call failed: /,
+        `${tool} ${JSON.stringify(args)}: ${out.output}`,
+      );
       assert.match(out.output, re, `${tool} ${JSON.stringify(args)}: ${out.output}`);
-      assert.equal(out.record.decision, "allow");
+      assert.equal(out.record.decision, lexical ? "deny" : "allow");
       assert.equal(typeof out.record.error, "string");
     }
     assert.doesNotMatch((await fs.readFile("/etc/passwd", "utf8")).slice(0, 10), /^x$/);
