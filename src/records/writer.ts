@@ -7,7 +7,7 @@
 // `schema.egressEvents` to check.
 import { and, eq, type SQL } from "drizzle-orm";
 import { SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
-import { Redactor } from "../secrets/redact.js";
+import { Redactor, withCaseForms } from "../secrets/redact.js";
 import type { ResolvedSecrets } from "../secrets/service.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
@@ -45,10 +45,10 @@ export function runSet(
   secrets: Pick<ResolvedSecrets, "redactor" | "follow">,
   extra: readonly string[] = [],
 ): { redactor: Redacts; stop: () => void } {
-  let set = new Redactor([...secrets.redactor.values, ...extra], SECRET_VALUE_MIN_BYTES);
+  let set = new Redactor([...secrets.redactor.values, ...withCaseForms(extra)], SECRET_VALUE_MIN_BYTES);
   const stop =
     secrets.follow?.((v) => {
-      set = new Redactor([...set.values, v], SECRET_VALUE_MIN_BYTES);
+      set = new Redactor([...set.values, ...withCaseForms([v])], SECRET_VALUE_MIN_BYTES);
     }) ?? (() => {});
   return { redactor: { redactText: (s) => set.redactText(s) }, stop };
 }
@@ -60,7 +60,9 @@ export interface RecordsOptions {
 }
 
 type EgressRow = typeof schema.egressEvents.$inferInsert;
-type RunSet = Partial<Pick<typeof schema.runs.$inferInsert, "status" | "statusReason" | "output" | "endedAt">> &
+type RunSet = Partial<
+  Pick<typeof schema.runs.$inferInsert, "status" | "statusReason" | "output" | "endedAt">
+> &
   Partial<typeof schema.runs.$inferInsert>;
 
 export class Records {

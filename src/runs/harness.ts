@@ -17,7 +17,7 @@ import { agentEnv, commandWalls, redactedIo } from "../exec/service.js";
 import { homeOf } from "../machines/placement.js";
 import type { MachineRuntime } from "../runtime/index.js";
 import { SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
-import { Redactor } from "../secrets/redact.js";
+import { Redactor, withCaseForms } from "../secrets/redact.js";
 import type { Secrets } from "../secrets/service.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
@@ -267,7 +267,10 @@ export class HarnessRunner implements AgentRunner {
         },
         // the run's workload token is redacted like a secret from what the CLI prints
         {
-          redactor: new Redactor([...secrets.redactor.values, ctx.gateway.token], SECRET_VALUE_MIN_BYTES),
+          redactor: new Redactor(
+            [...secrets.redactor.values, ...withCaseForms([ctx.gateway.token])],
+            SECRET_VALUE_MIN_BYTES,
+          ),
           ...(secrets.follow ? { follow: secrets.follow } : {}),
         },
       );

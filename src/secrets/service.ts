@@ -10,7 +10,7 @@ import { schema } from "../store/index.js";
 import type { Secret, SecretUse } from "../contract/types.js";
 import { SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
 import { open, seal } from "./crypto.js";
-import { Redactor } from "./redact.js";
+import { Redactor, withCaseForms } from "./redact.js";
 
 type SecretRow = typeof schema.secrets.$inferSelect;
 type GrantRow = typeof schema.secretGrants.$inferSelect;
@@ -458,7 +458,8 @@ export class Secrets {
     if (opened.length === 0) return { env: {}, redactor: Redactor.empty, follow };
     const env: Record<string, string> = {};
     for (const o of opened) if (o.use === "env") env[o.name] = o.value.toString("utf8");
-    const values = opened.map((o) => o.value);
+    // a value in a host name comes back lower-cased (egress records, the proxy's answers)
+    const values = withCaseForms(opened.map((o) => o.value));
     return { env, redactor: new Redactor(values, SECRET_VALUE_MIN_BYTES), follow };
   }
 
