@@ -152,7 +152,8 @@ export class Egress {
     await this.#o.records
       .egress(
         rows,
-        (row) => wire({ ...row, runId: row.runId ?? null, method: row.method ?? null, path: row.path ?? null }),
+        (row) =>
+          wire({ ...row, runId: row.runId ?? null, method: row.method ?? null, path: row.path ?? null }),
         (err, runId) => this.#o.logger.debug({ err, runId }, "an egress event had no run"),
       )
       .catch((err: unknown) => this.#o.logger.error({ err }, "egress decisions could not be stored"));

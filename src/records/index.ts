@@ -1,2 +1,1 @@
-export { Records, both, redactDeep, runSet } from "./writer.js";
-export type { Redacts, RecordsOptions } from "./writer.js";
+export { Records, runSet } from "./writer.js";

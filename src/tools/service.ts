@@ -239,8 +239,7 @@ export class Tools implements ToolsetFactory {
     const connections: McpConnection[] = [];
     const warnings: string[] = [];
     for (const spec of ctx.spec.tools) {
-      if (spec.type !== "builtin")
-        for (const w of legacyHeaderWarnings(spec, headerValues)) warnings.push(w);
+      if (spec.type !== "builtin") for (const w of legacyHeaderWarnings(spec, headerValues)) warnings.push(w);
       if (spec.type === "builtin") impls.push(builtinTool(spec.name, env));
       else if (spec.type === "http") impls.push(httpTool(spec, headerValues, secrets));
       else {
