@@ -47,6 +47,7 @@ import { ModelHttpFace } from "./models/http.js";
 import { createToolGateway } from "./tools/gateway.js";
 import { Prices } from "./models/prices.js";
 import { AssistantRunner } from "./runs/assistant.js";
+import { Records } from "./records/index.js";
 import { AgentRunners } from "./runs/kinds.js";
 import { HarnessRunner, installedVersion } from "./runs/harness.js";
 import { readHomeFile } from "./homes/files.js";
@@ -246,7 +247,13 @@ async function compose(
   const guilds = new Guilds(store.db, access, agents);
   const exec = new Exec(store.db, agents, runtime, layout, metrics, secrets);
   // the agents' way out of their boxes: the `egress` bridge into the filtering proxy
+  // the one writer of the records an agent's work leaves, redacted of the agent's secrets
+  const records = new Records({
+    db: store.db,
+    redactorOf: async (agent) => (await secrets.resolve(agent)).redactor,
+  });
   const egress = new Egress({
+    records,
     db: store.db,
     agents,
     logger,
@@ -318,6 +325,7 @@ async function compose(
     }),
   );
   const runs: Runs = new Runs({
+    records,
     db: store.db,
     access,
     agents,

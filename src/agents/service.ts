@@ -12,6 +12,7 @@ import { schema } from "../store/index.js";
 import { SandboxPolicy } from "../contract/policy.js";
 import { AgentSpec } from "../contract/spec.js";
 import { toolPolicyProblem } from "../tools/policy.js";
+import { checkToolHeaders, toolHeaderWarnings } from "../secrets/tool-headers.js";
 import { emptyPolicy } from "./policy.js";
 import type { Agent } from "../contract/types.js";
 
@@ -113,6 +114,7 @@ export class Agents {
   ): Promise<Agent> {
     await this.access.require(input.org_id, who, "write", "organisation");
     const spec = await nextSpec(DEFAULT_SPEC, input);
+    if (spec) await checkToolHeaders(this.db, input.org_id, spec, null);
     const machine = await this.machines.load(who, input.machine_id, "write");
     if (machine.orgId !== input.org_id) throw new WarrenError("not_found", "machine was not found");
     const host = this.config.WORKSPACE_MAX_MIB;
@@ -159,6 +161,7 @@ export class Agents {
     const warnings = [
       this.#hostCapWarning(input.max_workspace_mib),
       await this.reservationWarning(machine.id, id, cap),
+      ...(await toolHeaderWarnings(this.db, row.orgId, spec ?? DEFAULT_SPEC)),
     ];
     if (warnings.some((w) => w !== null)) view.warnings = warnings.filter((w): w is string => w !== null);
     return view;
@@ -225,7 +228,11 @@ export class Agents {
 
   async get(who: Identity, id: string): Promise<Agent> {
     const row = await this.load(who, id, "read");
-    return agentView(row, (await this.specOf(row)).spec);
+    const { spec } = await this.specOf(row);
+    const view = agentView(row, spec);
+    const warnings = await toolHeaderWarnings(this.db, row.orgId, spec);
+    if (warnings.length > 0) view.warnings = warnings;
+    return view;
   }
 
   async list(
@@ -257,6 +264,7 @@ export class Agents {
     const row = await this.load(who, id, "write");
     const current = await this.specOf(row);
     const spec = await nextSpec(current.spec, patch);
+    if (spec) await checkToolHeaders(this.db, row.orgId, spec, current.spec);
     const set: Partial<typeof schema.agents.$inferInsert> = {};
     if (patch.name !== undefined) set.name = patch.name;
     const cap =
@@ -299,6 +307,7 @@ export class Agents {
       cap !== undefined && cap > row.maxWorkspaceMib
         ? await this.reservationWarning(row.machineId, id, cap)
         : null,
+      ...(await toolHeaderWarnings(this.db, row.orgId, changed ? spec : current.spec)),
     ].filter((w): w is string => w !== null);
     if (warnings.length > 0) view.warnings = warnings;
     return view;

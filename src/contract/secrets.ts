@@ -69,13 +69,15 @@ const grants = z.array(SecretGrant).max(256);
 
 /**
  * How a secret is used: `env` reaches the agent's commands as an environment variable;
- * `model` is a provider key that only the model gateway in the server reads (never a
- * command's environment, a terminal, a tool or a box). Set at creation, never changed.
+ * `model` is a provider key that only the model gateway in the server reads; `tool` is a
+ * credential that only the tool gateway in the server reads, for the headers of http and
+ * MCP tools. Neither `model` nor `tool` ever reaches a command's environment, a terminal or
+ * a box. Set at creation; the one change is env to tool (PATCH, by an owner or admin).
  */
-export const SecretUse = z.enum(["env", "model"]).meta({
+export const SecretUse = z.enum(["env", "model", "tool"]).meta({
   id: "SecretUse",
   description:
-    "env: reaches commands as an environment variable; model: a model provider's key, read only by the model gateway",
+    "env: reaches commands as an environment variable; model: a model provider's key, read only by the model gateway; tool: a tool's credential, read only by the tool gateway (http and MCP headers)",
 });
 
 /** A secret as every member reads it: never its value. */
@@ -113,7 +115,14 @@ export const SecretCreateRequest = z
   .meta({ id: "SecretCreateRequest" });
 
 export const SecretUpdateRequest = z
-  .object({ description: description.optional(), grants: grants.optional() })
+  .object({
+    description: description.optional(),
+    grants: grants.optional(),
+    use: z
+      .literal("tool")
+      .optional()
+      .describe("moves a secret of use env to tool (owners and admins); no other change of use is allowed"),
+  })
   .strict()
   .meta({ id: "SecretUpdateRequest" });
 

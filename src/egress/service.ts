@@ -12,6 +12,7 @@ import type { BridgeStreamHandler } from "../bridges/index.js";
 import { parseIp } from "../contract/policy.js";
 import type { EgressEvent, EgressList } from "../contract/types.js";
 import type { Logger } from "../observability/log.js";
+import type { Records } from "../records/index.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import { compilePolicy, formatIp } from "./policy.js";
@@ -21,6 +22,8 @@ export interface EgressOptions {
   db: Db;
   agents: Agents;
   logger: Logger;
+  /** The one writer of records: stores the decisions, redacted. */
+  records: Pick<Records, "egress">;
   /** The run going on for an agent now, if any. */
   runOf: (agentId: string) => string | undefined;
   /** Connections open at once per agent. */
@@ -130,7 +133,8 @@ export class Egress {
   }
 
   async #store(batch: EgressRecord[]): Promise<void> {
-    const db = this.#o.db;
+    // through the one writer of records: every string (host, path, query, reason) is
+    // redacted of the agent's secrets and its run's workload token before it is stored
     const rows = batch.map((r) => ({
       agentId: r.agentId,
       runId: r.runId,
@@ -145,22 +149,14 @@ export class Egress {
       bytesIn: r.bytesIn,
       durationMs: r.durationMs,
     }));
-    const traced = batch.filter((r) => r.runId !== null);
-    try {
-      await db.insert(schema.egressEvents).values(rows);
-    } catch {
-      // one of them names an agent (or run) deleted since: the others are stored one by one
-      for (const row of rows)
-        await db
-          .insert(schema.egressEvents)
-          .values(row)
-          .catch(() => undefined);
-    }
-    for (const r of traced)
-      await db
-        .insert(schema.runEvents)
-        .values({ runId: r.runId as string, type: "egress", at: r.at, data: wire(r) })
-        .catch((err: unknown) => this.#o.logger.debug({ err, runId: r.runId }, "an egress event had no run"));
+    await this.#o.records
+      .egress(
+        rows,
+        (row) =>
+          wire({ ...row, runId: row.runId ?? null, method: row.method ?? null, path: row.path ?? null }),
+        (err, runId) => this.#o.logger.debug({ err, runId }, "an egress event had no run"),
+      )
+      .catch((err: unknown) => this.#o.logger.error({ err }, "egress decisions could not be stored"));
   }
 
   /** The agent's decisions, newest first. */

@@ -96,7 +96,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     if (req.routeOptions.config.rawBody) return done(null, body);
     if (body.length === 0) return done(null, undefined);
     try {
-      done(null, parseJsonBody(body.toString("utf8")));
+      done(null, parseJsonBody(body));
     } catch (err) {
       done(err as Error, undefined);
     }

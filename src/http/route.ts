@@ -133,11 +133,25 @@ function illFormedAt(root: unknown): string | null {
   return null;
 }
 
+/** Decodes a body's bytes as UTF-8; bytes that are not UTF-8 throw. */
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
 /**
- * A JSON request body. Text that is not Unicode (a lone surrogate escaped in JSON) is
- * refused here, once for every route: no store, file or command could take it as is.
+ * A JSON request body. Bytes that are not UTF-8, and text that is not Unicode (a lone
+ * surrogate escaped in JSON), are refused here, once for every route: no store, file or
+ * command could take them as is.
  */
-export function parseJsonBody(text: string): unknown {
+
+export function parseJsonBody(body: string | Buffer): unknown {
+  let text: string;
+  if (typeof body === "string") text = body;
+  else {
+    try {
+      text = utf8.decode(body);
+    } catch {
+      throw new WarrenError("request.invalid", "body: is not valid UTF-8 (a JSON body must be UTF-8)");
+    }
+  }
   let value: unknown;
   try {
     value = JSON.parse(text) as unknown;
@@ -153,7 +167,7 @@ export function parseJsonBody(text: string): unknown {
 function jsonBody(body: unknown): unknown {
   if (Buffer.isBuffer(body)) {
     if (body.length === 0) return undefined;
-    return parseJsonBody(body.toString("utf8"));
+    return parseJsonBody(body);
   }
   return body;
 }

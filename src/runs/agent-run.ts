@@ -2,7 +2,6 @@
 // harness kind: its CLI in the box), through a gateway session that holds the run's models,
 // budget and workload token. The runs service claims the agent and writes the row; this
 // module runs the kind's runner and writes the record: trace, output, usage and receipt.
-import { eq } from "drizzle-orm";
 import type { AgentRow } from "../agents/service.js";
 import type { AgentSpec } from "../contract/spec.js";
 import type { RunReceipt, RunUsage as RunUsageView } from "../contract/types.js";
@@ -12,8 +11,7 @@ import { uidOf } from "../machines/placement.js";
 import type { ModelGateway, RunEventSink } from "../models/types.js";
 import type { Logger } from "../observability/log.js";
 import type { ResolvedSecrets } from "../secrets/service.js";
-import { Redactor } from "../secrets/redact.js";
-import { SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
+import { runSet, type Records } from "../records/index.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import type { AgentRunners, AgentRunResult, RunUsage } from "./kinds.js";
@@ -49,18 +47,6 @@ export function planAgentRun(
   return { spec, version, timeoutS: Math.min(timeoutS ?? max, max) };
 }
 
-/** Every string in a value, redacted (an event's data before it is stored). */
-export function redactDeep(value: unknown, r: { redactText(s: string): string }): unknown {
-  if (typeof value === "string") return r.redactText(value);
-  if (Array.isArray(value)) return value.map((v) => redactDeep(v, r));
-  if (value && typeof value === "object") {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = redactDeep(v, r);
-    return out;
-  }
-  return value;
-}
-
 const emptyUsage = (): RunUsage => ({
   tokens_in: 0,
   tokens_out: 0,
@@ -89,6 +75,8 @@ export interface AgentRunsOptions {
   caps: DiskCaps;
   logger: Logger;
   version: string;
+  /** The one writer of run records, redacting them. */
+  records: Records;
 }
 
 export class AgentRuns {
@@ -115,26 +103,20 @@ export class AgentRuns {
   ): Promise<void> {
     const o = this.o;
     const { spec } = plan;
-    // the run's trace passes through the redaction of every secret that reached the agent
-    // with every value the agent stores from its box from now on (warren-secret store)
-    const stored: Buffer[] = [];
-    let extra = Redactor.empty;
-    const stopFollowing = secrets.follow?.((v) => {
-      stored.push(v);
-      extra = new Redactor(stored, SECRET_VALUE_MIN_BYTES);
-    });
-    const redactor = { redactText: (s: string) => extra.redactText(secrets.redactor.redactText(s)) };
+    // the run's records pass through the redaction of every secret that reached the agent,
+    // every value the agent stores from its box from now on (warren-secret store), and the
+    // run's workload token once its session is open
+    let set = runSet(secrets);
+    const leave = o.records.enterRun(run.id, agent.id, { redactText: (s) => set.redactor.redactText(s) });
+    const redactor = { redactText: (s: string) => set.redactor.redactText(s) };
     const pending: Promise<void>[] = [];
     const events: RunEventSink = async (type, data) => {
-      const p = o.db
-        .insert(schema.runEvents)
-        .values({ runId: run.id, type, data: redactDeep(data, redactor) })
-        .then(() => undefined);
+      const p = o.records.runEvent(run.id, type, data);
       pending.push(p);
       await p;
     };
     const startedAt = new Date();
-    await o.db.update(schema.runs).set({ status: "running", startedAt }).where(eq(schema.runs.id, run.id));
+    await o.records.updateRun(run.id, { status: "running", startedAt });
     await events("started", {
       kind: spec.kind,
       agent_id: agent.id,
@@ -164,6 +146,8 @@ export class AgentRuns {
         input: input.toString("utf8"),
         events,
       });
+      set.stop();
+      set = runSet(secrets, [session.token]);
       // the models this run may call, in order: the one its input routes to, then the fallback
       await events("models", { candidates: session.candidates().map((m) => m.label) });
       result = await runner.run({
@@ -201,7 +185,6 @@ export class AgentRuns {
     } finally {
       clearTimeout(t);
       session?.close();
-      stopFollowing?.();
     }
     // the run's own end wins over what the runner made of the abort
     if (timer.signal.aborted && !signal.aborted) {
@@ -278,19 +261,18 @@ export class AgentRuns {
           }
         : {}),
     };
-    await o.db
-      .update(schema.runs)
-      .set({
-        status: result.status,
-        statusReason: result.status_reason ?? null,
-        exitCode: result.exit_code,
-        output,
-        outputTruncated: false,
-        endedAt,
-        receipt,
-        usage: usageView(usage),
-      })
-      .where(eq(schema.runs.id, run.id));
+    await o.records.updateRun(run.id, {
+      status: result.status,
+      statusReason: result.status_reason ?? null,
+      exitCode: result.exit_code,
+      output,
+      outputTruncated: false,
+      endedAt,
+      receipt,
+      usage: usageView(usage),
+    });
     this.#live.delete(run.id);
+    leave();
+    set.stop();
   }
 }

@@ -76,6 +76,9 @@ export class AssistantRunner implements AgentRunner {
       spec,
       signal,
     });
+    // what went wrong opening the tools (an MCP server not reached, a policy that does not
+    // validate) is said in the run's events, where its reader looks
+    for (const w of toolset.warnings) await events("warning", { source: "tools", message: w });
     let last = "";
     const turn = async (toolChoice: "auto" | "none"): Promise<TurnAnswer> => {
       const answer = await modelTurn(gateway, {

@@ -16,6 +16,8 @@ import { BoundedOutput } from "../exec/output.js";
 import { agentEnv, commandWalls, redactedIo } from "../exec/service.js";
 import { homeOf } from "../machines/placement.js";
 import type { MachineRuntime } from "../runtime/index.js";
+import { SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
+import { Redactor, withCaseForms } from "../secrets/redact.js";
 import type { Secrets } from "../secrets/service.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
@@ -229,7 +231,7 @@ export class HarnessRunner implements AgentRunner {
           ctx.progress?.(usage());
         },
       });
-      for (const w of toolset.warnings) await ctx.events("tools_warning", { warning: w });
+      for (const w of toolset.warnings) await ctx.events("warning", { source: "tools", message: w });
     }
     const walls = commandWalls(agent, machine.trust, d.homes, { run: true });
     try {
@@ -263,7 +265,14 @@ export class HarnessRunner implements AgentRunner {
               pending.push(ctx.events("output", { stream: "stderr", data: c.toString("utf8") }));
           },
         },
-        secrets,
+        // the run's workload token is redacted like a secret from what the CLI prints
+        {
+          redactor: new Redactor(
+            [...secrets.redactor.values, ...withCaseForms([ctx.gateway.token])],
+            SECRET_VALUE_MIN_BYTES,
+          ),
+          ...(secrets.follow ? { follow: secrets.follow } : {}),
+        },
       );
       let result: Awaited<ReturnType<MachineRuntime["exec"]>>;
       try {

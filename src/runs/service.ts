@@ -20,6 +20,7 @@ import type { Run, RunReceipt, RunUsage } from "../contract/types.js";
 import type { ModelGateway } from "../models/types.js";
 import { AgentRuns, planAgentRun, type AgentRunPlan } from "./agent-run.js";
 import type { AgentRunners } from "./kinds.js";
+import { runSet, type Records } from "../records/index.js";
 
 export const MAX_INPUT_BYTES = 256 * 1024;
 export const OUTPUT_LIMIT_BYTES = 1024 * 1024;
@@ -114,6 +115,8 @@ export interface RunsOptions {
   logger: Logger;
   version: string;
   secrets: Secrets;
+  /** The one writer of run records (trace events, status_reason, output), redacting them. */
+  records: Records;
   /** Agent runs: the model gateway and the runners of agent kinds. */
   gateway: ModelGateway;
   runners: AgentRunners;
@@ -136,6 +139,7 @@ export class Runs {
       caps: o.caps,
       logger: o.logger,
       version: o.version,
+      records: o.records,
     });
     // a runaway tree of a run is recorded on the run too (it may have left it in the background)
     o.runtime.onRunaway(async (e) => {
@@ -164,19 +168,19 @@ export class Runs {
       ["running", reason],
       ["queued", queued],
     ] as const) {
-      const rows = await this.#o.db
-        .update(schema.runs)
-        .set({ status: "lost", statusReason: why, endedAt: new Date() })
-        .where(eq(schema.runs.status, status))
-        .returning({ id: schema.runs.id });
-      for (const r of rows) await this.#event(r.id, "lost", { reason: why, queued: status === "queued" });
-      n += rows.length;
+      const ids = await this.#o.records.updateRuns(eq(schema.runs.status, status), {
+        status: "lost",
+        statusReason: why,
+        endedAt: new Date(),
+      });
+      for (const id of ids) await this.#event(id, "lost", { reason: why, queued: status === "queued" });
+      n += ids.length;
     }
     return n;
   }
 
   async #event(runId: string, type: string, data: Record<string, unknown>): Promise<void> {
-    await this.#o.db.insert(schema.runEvents).values({ runId, type, data });
+    await this.#o.records.runEvent(runId, type, data);
   }
 
   async start(who: Identity, agentId: string, input: RunInput): Promise<Run> {
@@ -278,24 +282,23 @@ export class Runs {
   /** A run that could not start once its turn came: failed, with why. */
   async #refuse(runId: string, err: unknown): Promise<void> {
     const reason = err instanceof Error ? err.message : String(err);
-    const rows = await this.#o.db
-      .update(schema.runs)
-      .set({ status: "failed", statusReason: reason, endedAt: new Date() })
-      .where(and(eq(schema.runs.id, runId), eq(schema.runs.status, "queued")))
-      .returning({ id: schema.runs.id });
-    if (rows.length > 0) await this.#event(runId, "refused", { reason });
+    const changed = await this.#o.records.updateRun(
+      runId,
+      { status: "failed", statusReason: reason, endedAt: new Date() },
+      eq(schema.runs.status, "queued"),
+    );
+    if (changed) await this.#event(runId, "refused", { reason });
     else this.#o.logger.error({ err, runId }, "run bookkeeping failed");
   }
 
   /** Ends runs taken out of line before they started: cancelled, with why. */
   async #endWaiting(runIds: string[], reason: string): Promise<void> {
     if (runIds.length === 0) return;
-    const rows = await this.#o.db
-      .update(schema.runs)
-      .set({ status: "cancelled", statusReason: reason, endedAt: new Date() })
-      .where(and(inArray(schema.runs.id, runIds), eq(schema.runs.status, "queued")))
-      .returning({ id: schema.runs.id });
-    for (const r of rows) await this.#event(r.id, "cancelled", { reason, queued: true });
+    const ids = await this.#o.records.updateRuns(
+      and(inArray(schema.runs.id, runIds), eq(schema.runs.status, "queued"))!,
+      { status: "cancelled", statusReason: reason, endedAt: new Date() },
+    );
+    for (const id of ids) await this.#event(id, "cancelled", { reason, queued: true });
   }
 
   #waitingView(runId: string): Run["waiting"] {
@@ -315,7 +318,28 @@ export class Runs {
     };
   }
 
+  /** A command run, its records written through the run's redaction set while it goes on. */
   async #execute(
+    run: RunRow,
+    agent: AgentRow,
+    machine: typeof schema.machines.$inferSelect,
+    input: Buffer,
+    asked: Pick<CommandRunInput, "env" | "limits">,
+    before: { agentMib: number | null; machineMib: number | null },
+    secrets: ResolvedSecrets,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const set = runSet(secrets);
+    const leave = this.#o.records.enterRun(run.id, agent.id, set.redactor);
+    try {
+      await this.#executeCommand(run, agent, machine, input, asked, before, secrets, signal);
+    } finally {
+      leave();
+      set.stop();
+    }
+  }
+
+  async #executeCommand(
     run: RunRow,
     agent: AgentRow,
     machine: typeof schema.machines.$inferSelect,
@@ -342,7 +366,7 @@ export class Runs {
       pendingEvents.push(this.#event(run.id, "output", { stream, data: c.toString("utf8") }));
     };
     const startedAt = new Date();
-    await o.db.update(schema.runs).set({ status: "running", startedAt }).where(eq(schema.runs.id, run.id));
+    await o.records.updateRun(run.id, { status: "running", startedAt });
     await this.#event(run.id, "started", {
       argv: run.argv,
       agent_id: agent.id,
@@ -464,19 +488,16 @@ export class Runs {
       machine_disk_before_mib: before.machineMib,
       machine_disk_after_mib: after.machineMib,
     };
-    await o.db
-      .update(schema.runs)
-      .set({
-        status,
-        statusReason: reason,
-        exitCode: result?.exitCode ?? null,
-        signal: result?.signal ?? null,
-        output: output.text(),
-        outputTruncated: output.truncated,
-        endedAt,
-        receipt,
-      })
-      .where(eq(schema.runs.id, run.id));
+    await o.records.updateRun(run.id, {
+      status,
+      statusReason: reason,
+      exitCode: result?.exitCode ?? null,
+      signal: result?.signal ?? null,
+      output: output.text(),
+      outputTruncated: output.truncated,
+      endedAt,
+      receipt,
+    });
   }
 
   async #load(who: Identity, id: string, perm: "read" | "inspect" | "write"): Promise<RunRow> {

@@ -28,6 +28,10 @@ export class SecretsApi {
   update(id: string, body: SecretUpdateRequest, opts: RequestOptions = {}): Promise<Secret> {
     return this.http.json("PATCH", `/api/secrets/${seg(id)}`, { ...opts, json: body });
   }
+  /** Moves a secret of use env (and its aliases) to use tool: only the tool gateway reads it from then on. */
+  useTool(id: string, opts: RequestOptions = {}): Promise<Secret> {
+    return this.update(id, { use: "tool" }, opts);
+  }
   /** Deletes a secret and its aliases. */
   delete(id: string, opts: RequestOptions = {}): Promise<void> {
     return this.http.empty("DELETE", `/api/secrets/${seg(id)}`, opts);

@@ -45,6 +45,29 @@ class SkipIndex {
   }
 }
 
+/**
+ * The values with their lower-case forms: a host name is case-folded on its way (curl,
+ * browsers and resolvers lower it), so a value spelled in one is found that way too.
+ */
+export function withCaseForms(values: Iterable<Buffer | string>): Buffer[] {
+  const out: Buffer[] = [];
+  for (const v of values) {
+    const b = typeof v === "string" ? Buffer.from(v, "utf8") : v;
+    out.push(b);
+    let text: string;
+    try {
+      text = strictUtf8.decode(b);
+    } catch {
+      continue; // bytes that are not text have no case
+    }
+    const lower = Buffer.from(text.toLowerCase(), "utf8");
+    if (!lower.equals(b)) out.push(lower);
+  }
+  return out;
+}
+
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
 /** A compiled set of values. Immutable; each stream of output gets its own `stream()`. */
 export class Redactor {
   /** classOf[byte]: the byte's column in the table; 0 = a byte no value's prefix uses. */

@@ -10,7 +10,7 @@ import { schema } from "../store/index.js";
 import type { Secret, SecretUse } from "../contract/types.js";
 import { SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
 import { open, seal } from "./crypto.js";
-import { Redactor } from "./redact.js";
+import { Redactor, withCaseForms } from "./redact.js";
 
 type SecretRow = typeof schema.secrets.$inferSelect;
 type GrantRow = typeof schema.secretGrants.$inferSelect;
@@ -29,7 +29,12 @@ export interface SecretCreateInput {
 export interface SecretUpdateInput {
   description?: string | undefined;
   grants?: Grant[] | undefined;
+  /** env to tool: the one change of use (owners and admins). */
+  use?: "tool" | undefined;
 }
+
+/** The values a tool's headers may carry: by secret name, with the use it has. */
+export type ToolHeaderValues = Record<string, { use: "tool" | "env"; value: string }>;
 
 /**
  * What reaches one command: its environment's secret variables (use env only) and the values
@@ -266,7 +271,27 @@ export class Secrets {
   async update(who: Identity, id: string, input: SecretUpdateInput): Promise<Secret> {
     const row = await this.#load(who, id, "write");
     const grants = input.grants ? await this.#checkGrants(row.orgId, input.grants) : undefined;
+    const move = input.use !== undefined && input.use !== row.use;
+    if (move) {
+      await this.#access.require(row.orgId, who, "manage", "secret");
+      if (row.use !== "env")
+        throw new WarrenError(
+          "request.invalid",
+          `body.use: a secret of use ${row.use} keeps it; only env moves to tool`,
+        );
+      if (row.aliasOf !== null)
+        throw new WarrenError(
+          "request.invalid",
+          `body.use: this is an alias; move the secret it names (${row.aliasOf}), its aliases follow`,
+        );
+    }
     await this.#db.transaction(async (tx) => {
+      if (move)
+        // the secret and its aliases: an alias always has the use of the secret it names
+        await tx
+          .update(schema.secrets)
+          .set({ use: "tool", updatedAt: new Date() })
+          .where(or(eq(schema.secrets.id, id), eq(schema.secrets.aliasOf, id)));
       await tx
         .update(schema.secrets)
         .set({
@@ -282,7 +307,7 @@ export class Secrets {
             .values(grants.map((g) => ({ secretId: id, scope: g.scope, targetId: g.id })));
       }
     });
-    if (grants) await this.#changed(row.orgId);
+    if (grants || move) await this.#changed(row.orgId);
     return this.get(who, id);
   }
 
@@ -433,8 +458,24 @@ export class Secrets {
     if (opened.length === 0) return { env: {}, redactor: Redactor.empty, follow };
     const env: Record<string, string> = {};
     for (const o of opened) if (o.use === "env") env[o.name] = o.value.toString("utf8");
-    const values = opened.map((o) => o.value);
+    // a value in a host name comes back lower-cased (egress records, the proxy's answers)
+    const values = withCaseForms(opened.map((o) => o.value));
     return { env, redactor: new Redactor(values, SECRET_VALUE_MIN_BYTES), follow };
+  }
+
+  /**
+   * For the tool gateway alone (the headers of http and MCP tools): the secrets of use tool
+   * that reach an agent, by name, and those of use env (what agents saved before use tool
+   * existed still runs; their answer warns until the secret is moved to tool).
+   */
+  async toolHeadersFor(agent: { id: string; orgId: string }): Promise<ToolHeaderValues> {
+    const out: ToolHeaderValues = {};
+    for (const o of await this.#opened(agent))
+      if (o.use === "tool" || o.use === "env") {
+        // a name is unique in an organisation, so one use per name
+        out[o.name] = { use: o.use, value: o.value.toString("utf8") };
+      }
+    return out;
   }
 
   /**

@@ -243,7 +243,7 @@ export const secrets = pgTable(
     sealed: text("sealed"),
     aliasOf: text("alias_of").references((): AnyPgColumn => secrets.id, { onDelete: "cascade" }),
     /** env: reaches commands as a variable; model: a provider key only the model gateway reads. */
-    use: text("use", { enum: ["env", "model"] })
+    use: text("use", { enum: ["env", "model", "tool"] })
       .notNull()
       .default("env"),
     /** The agent that stored it from its box (secret_store), or null for an operator's. */
@@ -255,7 +255,7 @@ export const secrets = pgTable(
     uniqueIndex("secrets_org_name_uq").on(t.orgId, t.name),
     index("secrets_alias_idx").on(t.aliasOf),
     check("secrets_value_or_alias", sql`(${t.sealed} IS NULL) <> (${t.aliasOf} IS NULL)`),
-    check("secrets_use", sql`${t.use} IN ('env', 'model')`),
+    check("secrets_use", sql`${t.use} IN ('env', 'model', 'tool')`),
   ],
 );
 

@@ -1,9 +1,10 @@
 // An http tool: calls under its base URL only, with the methods it lists; its headers carry
-// the values of the agent's granted secrets, which never reach the model, the trace or the
-// result (an answer that echoes one is redacted).
+// the values of the agent's granted secrets of use tool (read here, in the server, never in
+// a box), which never reach the model, the trace or the result (an answer that echoes one
+// is redacted).
 import type { ToolSpec } from "../contract/spec.js";
 import { Redactor } from "../secrets/redact.js";
-import type { ResolvedSecrets } from "../secrets/service.js";
+import type { ResolvedSecrets, ToolHeaderValues } from "../secrets/service.js";
 import { httpMethod, pathUnder } from "./canonical.js";
 import { bodyText, bounded, readBody, str, ToolFailure, type ToolImpl } from "./impl.js";
 
@@ -31,12 +32,16 @@ export function underBase(base: URL, path: string, query: Record<string, unknown
   return url;
 }
 
-export function httpTool(spec: HttpSpec, secrets: ResolvedSecrets): ToolImpl {
+export function httpTool(
+  spec: HttpSpec,
+  values: ToolHeaderValues,
+  secrets: Pick<ResolvedSecrets, "redactor">,
+): ToolImpl {
   const base = new URL(spec.base_url);
   const headers: Record<string, string> = {};
   const missing: string[] = [];
   for (const [header, secret] of Object.entries(spec.headers ?? {})) {
-    const value = secrets.env[secret];
+    const value = values[secret]?.value;
     if (value === undefined) missing.push(secret);
     else headers[header] = value;
   }
@@ -68,7 +73,7 @@ export function httpTool(spec: HttpSpec, secrets: ResolvedSecrets): ToolImpl {
     async run(args, signal) {
       if (missing.length > 0)
         throw new ToolFailure(
-          `the secret(s) ${missing.join(", ")} this tool needs are not granted to this agent`,
+          `the secret(s) ${missing.join(", ")} this tool needs are not granted to this agent (as secrets of use tool)`,
         );
       const method = str(args, "method").toUpperCase();
       if (!(spec.methods as string[]).includes(method))

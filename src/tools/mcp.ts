@@ -1,11 +1,12 @@
 // An MCP server's tools over Streamable HTTP: connected and listed at the run's start, each
 // named `<server>__<tool>` for the model, each call decided by the policy before it is sent.
-// Header values come from the agent's granted secrets and are redacted from every answer.
+// Header values come from the agent's granted secrets of use tool, read in the server only,
+// and are redacted from every answer.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { ToolSpec } from "../contract/spec.js";
 import { Redactor } from "../secrets/redact.js";
-import type { ResolvedSecrets } from "../secrets/service.js";
+import type { ResolvedSecrets, ToolHeaderValues } from "../secrets/service.js";
 import { bounded, ToolFailure, type ToolImpl } from "./impl.js";
 import type { ToolParameters } from "./types.js";
 
@@ -56,14 +57,17 @@ export function modelName(server: string, tool: string, taken: Set<string>): str
 /** Connects to the server and lists its tools; a server that cannot be reached fails the open. */
 export async function connectMcp(
   spec: McpSpec,
-  secrets: ResolvedSecrets,
+  values: ToolHeaderValues,
+  secrets: Pick<ResolvedSecrets, "redactor">,
   signal: AbortSignal,
 ): Promise<McpConnection> {
   const headers: Record<string, string> = {};
   for (const [header, secret] of Object.entries(spec.headers ?? {})) {
-    const value = secrets.env[secret];
+    const value = values[secret]?.value;
     if (value === undefined)
-      throw new ToolFailure(`MCP server ${spec.name}: the secret ${secret} is not granted to this agent`);
+      throw new ToolFailure(
+        `MCP server ${spec.name}: the secret ${secret} is not granted to this agent (as a secret of use tool)`,
+      );
     headers[header] = value;
   }
   const redactor = new Redactor(Object.values(headers));

@@ -9,7 +9,7 @@ import type { Egress } from "../egress/service.js";
 import { uidOf } from "../machines/placement.js";
 import type { Logger } from "../observability/log.js";
 import type { MachineRuntime } from "../runtime/index.js";
-import type { Secrets } from "../secrets/service.js";
+import type { Secrets, ToolHeaderValues } from "../secrets/service.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import { builtinTool } from "./builtins.js";
@@ -208,6 +208,22 @@ class RunToolset implements Toolset {
   }
 }
 
+/**
+ * What a tool whose headers name secrets of use env is told: it still runs (what was saved
+ * before use tool existed), but those values are in every command's environment too.
+ */
+export function legacyHeaderWarnings(
+  spec: { name: string; headers?: Record<string, string> | undefined },
+  values: ToolHeaderValues,
+): string[] {
+  return Object.entries(spec.headers ?? {})
+    .filter(([, secret]) => values[secret]?.use === "env")
+    .map(
+      ([header, secret]) =>
+        `the header ${header} of the tool ${spec.name} carries the secret ${secret}, of use env: every command of the agent can read it; move it to use tool (PATCH /api/secrets/:id {"use": "tool"}, warren secrets update <secret> --use tool)`,
+    );
+}
+
 /** Opens runs' toolsets, and finds the open one of a run (for the tool gateway). */
 export class Tools implements ToolsetFactory {
   readonly #open = new Map<string, RunToolset>();
@@ -229,6 +245,8 @@ export class Tools implements ToolsetFactory {
       .where(eq(schema.machines.id, agent.machineId));
     if (!machine) throw new WarrenError("not_found", "machine was not found");
     const secrets = await o.secrets.resolve(agent);
+    // the values of the tools' headers: read here, in the server, never put in a box
+    const headerValues = await o.secrets.toolHeadersFor(agent);
     const hide = (t: string) => secrets.redactor.redactText(t);
     const env = {
       agent,
@@ -247,11 +265,12 @@ export class Tools implements ToolsetFactory {
     const connections: McpConnection[] = [];
     const warnings: string[] = [];
     for (const spec of ctx.spec.tools) {
+      if (spec.type !== "builtin") for (const w of legacyHeaderWarnings(spec, headerValues)) warnings.push(w);
       if (spec.type === "builtin") impls.push(builtinTool(spec.name, env));
-      else if (spec.type === "http") impls.push(httpTool(spec, secrets));
+      else if (spec.type === "http") impls.push(httpTool(spec, headerValues, secrets));
       else {
         try {
-          const c = await connectMcp(spec, secrets, ctx.signal);
+          const c = await connectMcp(spec, headerValues, secrets, ctx.signal);
           connections.push(c);
           impls.push(...c.tools);
         } catch (err) {

@@ -128,6 +128,28 @@ for (const leg of dbLegs) {
         "request.invalid",
         "body (a name)",
       );
+      // bytes that are not UTF-8 are refused, never taken as U+FFFD
+      for (const bad of [
+        Buffer.from([0x7b, 0x22, 0x6e, 0x61, 0x6d, 0x65, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]), // {"name":"\xff"}
+        Buffer.concat([Buffer.from('{"name":"a'), Buffer.from([0xc3]), Buffer.from('"}')]), // a cut sequence
+        Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('"}')]), // an encoded surrogate
+        Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xc0, 0xaf]), Buffer.from('"}')]), // an overlong form
+      ]) {
+        const r = await t.inject({
+          method: "POST",
+          url: "/api/orgs",
+          payload: bad,
+          headers: { "content-type": "application/json" },
+        });
+        assert.equal(r.statusCode, 400, r.body);
+        const e = JSON.parse(r.body) as { error: { code: string; message: string } };
+        assert.equal(e.error.code, "request.invalid");
+        assert.match(e.error.message, /not valid UTF-8/);
+      }
+      assert.ok(
+        !(await call("GET", "/api/orgs")).body.items.some((o: { name: string }) => o.name.includes("\ufffd")),
+        "no organisation was made of them",
+      );
       const fox = await call("POST", "/api/orgs", { name: "den \ud83e\udd8a" });
       assertStatus(fox, 201);
       assert.equal(fox.body.name, "den 🦊", "a well-formed pair is kept");

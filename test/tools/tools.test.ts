@@ -95,6 +95,15 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
       grants: [{ scope: "agent", id: a.id }],
     });
     assert.equal(s.status, 201, JSON.stringify(s.body));
+    // the tools' headers carry a secret of use tool: only the server reads it
+    const tool = await t.call("POST", "/api/secrets", {
+      org_id: org.id,
+      name: "TOOL_TOKEN",
+      value: SECRET,
+      use: "tool",
+      grants: [{ scope: "agent", id: a.id }],
+    });
+    assert.equal(tool.status, 201, JSON.stringify(tool.body));
   });
 
   after(async () => {
@@ -337,7 +346,7 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
           name: "api",
           base_url: `${api.url}/v1/`,
           methods: ["GET", "POST"],
-          headers: { Authorization: "API_TOKEN" },
+          headers: { Authorization: "TOOL_TOKEN" },
         },
         {
           type: "http",
@@ -380,7 +389,7 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
   test("an MCP server's tools are listed at the start and called through the policy", async () => {
     const { set, records } = await tools({
       tools: [
-        { type: "mcp", name: "srv", url: mcp.url, headers: { Authorization: "API_TOKEN" } },
+        { type: "mcp", name: "srv", url: mcp.url, headers: { Authorization: "TOOL_TOKEN" } },
         { type: "mcp", name: "gone", url: "http://127.0.0.1:9/mcp" },
       ],
       tool_policy: `

@@ -54,8 +54,8 @@ export const secrets = defineGroup("secrets", "secrets: values commands get as v
       { name: "alias-of", value: "<secret>", help: "make the name an alias of another secret's value" },
       {
         name: "use",
-        value: "<env|model>",
-        help: "env (default): commands get it as a variable; model: a model's key, only the gateway reads it",
+        value: "<env|model|tool>",
+        help: "env (default): commands get it as a variable; model: a model's key, only the model gateway reads it; tool: a tool header's value, only the tool gateway reads it",
       },
       {
         name: "grant",
@@ -71,8 +71,9 @@ export const secrets = defineGroup("secrets", "secrets: values commands get as v
       if (aliasOf !== undefined && valueFile !== undefined)
         throw i.error("an alias has no value of its own: give --alias-of or --value-file, not both");
       const use = i.str("use");
-      if (use !== undefined && use !== "env" && use !== "model") throw i.error("--use is env or model");
-      const uses: Record<string, "env" | "model"> = { env: "env", model: "model" };
+      if (use !== undefined && use !== "env" && use !== "model" && use !== "tool")
+        throw i.error("--use is env, model or tool");
+      const uses: Record<string, "env" | "model" | "tool"> = { env: "env", model: "model", tool: "tool" };
       return {
         body: {
           org_id: i.need("org"),
@@ -107,6 +108,35 @@ export const secrets = defineGroup("secrets", "secrets: values commands get as v
     parse: secretArg,
     run: async (ctx, p) => {
       const s = await ctx.client.secrets.get(p.id);
+      return ctx.show(s, () => detailView(s));
+    },
+  }),
+  update: defineCommand({
+    summary: "change a secret's description, or move a secret of use env to use tool (owners, admins)",
+    args: ["secret"],
+    options: [
+      { name: "description", value: "<text>", help: "what it is for (members read this)" },
+      {
+        name: "use",
+        value: "<tool>",
+        help: "tool: only the tool gateway reads it from now on, no command (the one change of use)",
+      },
+    ],
+    parse: (i) => {
+      const use = i.str("use");
+      if (use !== undefined && use !== "tool") throw i.error("--use can only be tool (env moves to tool)");
+      const description = i.str("description");
+      if (use === undefined && description === undefined) throw i.error("give --description or --use tool");
+      return {
+        id: i.arg("secret"),
+        body: {
+          ...(description !== undefined ? { description } : {}),
+          ...(use !== undefined ? { use: "tool" as const } : {}),
+        },
+      };
+    },
+    run: async (ctx, p) => {
+      const s = await ctx.client.secrets.update(p.id, p.body);
       return ctx.show(s, () => detailView(s));
     },
   }),

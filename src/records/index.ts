@@ -1,0 +1,1 @@
+export { Records, runSet } from "./writer.js";

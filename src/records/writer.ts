@@ -1,0 +1,182 @@
+// The one writer of the records an agent's work leaves in the store: a run's trace events,
+// the end of a run (its status_reason and output), and the egress decisions of its box.
+// Every string in them (keys of objects too) is redacted first with the agent's redaction
+// set: the value of every secret that reaches the agent (use env, model and tool alike) and,
+// while a run goes on, its workload token and each value the agent stores from its box
+// (enterRun). Nothing else inserts those rows; grep for `schema.runEvents` and
+// `schema.egressEvents` to check.
+import { and, eq, type SQL } from "drizzle-orm";
+import { SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
+import { Redactor, withCaseForms } from "../secrets/redact.js";
+import type { ResolvedSecrets } from "../secrets/service.js";
+import type { Db } from "../store/index.js";
+import { schema } from "../store/index.js";
+
+export interface Redacts {
+  redactText(s: string): string;
+}
+
+const none: Redacts = { redactText: (s) => s };
+
+/** Every string in a value (keys too), redacted. */
+export function redactDeep(value: unknown, r: Redacts): unknown {
+  if (typeof value === "string") return r.redactText(value);
+  if (Array.isArray(value)) return value.map((v) => redactDeep(v, r));
+  if (value instanceof Date) return value;
+  if (value && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[r.redactText(k)] = redactDeep(v, r);
+    return out;
+  }
+  return value;
+}
+
+/** Two sets in a row: what the first leaves, the second redacts too. */
+export function both(a: Redacts, b: Redacts): Redacts {
+  return { redactText: (s) => b.redactText(a.redactText(s)) };
+}
+
+/**
+ * The set of a run going on: every value that reached it (`secrets`, resolved as it
+ * started), the values given (its workload token), and each value the agent stores from
+ * its box from now on. `stop` ends the following.
+ */
+export function runSet(
+  secrets: Pick<ResolvedSecrets, "redactor" | "follow">,
+  extra: readonly string[] = [],
+): { redactor: Redacts; stop: () => void } {
+  let set = new Redactor([...secrets.redactor.values, ...withCaseForms(extra)], SECRET_VALUE_MIN_BYTES);
+  const stop =
+    secrets.follow?.((v) => {
+      set = new Redactor([...set.values, ...withCaseForms([v])], SECRET_VALUE_MIN_BYTES);
+    }) ?? (() => {});
+  return { redactor: { redactText: (s) => set.redactText(s) }, stop };
+}
+
+export interface RecordsOptions {
+  db: Db;
+  /** The redaction set of an agent now: every value that reaches it (Secrets.resolve(agent).redactor). */
+  redactorOf: (agent: { id: string; orgId: string }) => Promise<Redacts>;
+}
+
+type EgressRow = typeof schema.egressEvents.$inferInsert;
+type RunSet = Partial<
+  Pick<typeof schema.runs.$inferInsert, "status" | "statusReason" | "output" | "endedAt">
+> &
+  Partial<typeof schema.runs.$inferInsert>;
+
+export class Records {
+  readonly #o: RecordsOptions;
+  /** The runs going on: their agent and their whole set (secrets, workload token, stored values). */
+  readonly #live = new Map<string, { agentId: string; redactor: Redacts }>();
+
+  constructor(o: RecordsOptions) {
+    this.#o = o;
+  }
+
+  /**
+   * A run going on records through `redactor` (read at each write, so it may grow) until
+   * the answered function is called: the run's whole set (runSet).
+   */
+  enterRun(runId: string, agentId: string, redactor: Redacts): () => void {
+    const entry = { agentId, redactor };
+    this.#live.set(runId, entry);
+    return () => {
+      if (this.#live.get(runId) === entry) this.#live.delete(runId);
+    };
+  }
+
+  /** The set of a run: the one it entered with while it goes on, else its agent's now. */
+  async forRun(runId: string): Promise<Redacts> {
+    const live = this.#live.get(runId);
+    if (live) return live.redactor;
+    const [run] = await this.#o.db
+      .select({ agentId: schema.runs.agentId, orgId: schema.runs.orgId })
+      .from(schema.runs)
+      .where(eq(schema.runs.id, runId));
+    return run ? this.#o.redactorOf({ id: run.agentId, orgId: run.orgId }) : none;
+  }
+
+  /** The set of an agent: its secrets now, and the sets of its runs going on. */
+  async forAgent(agentId: string): Promise<Redacts> {
+    const [row] = await this.#o.db
+      .select({ orgId: schema.agents.orgId })
+      .from(schema.agents)
+      .where(eq(schema.agents.id, agentId));
+    let r = row ? await this.#o.redactorOf({ id: agentId, orgId: row.orgId }) : none;
+    for (const live of this.#live.values()) if (live.agentId === agentId) r = both(live.redactor, r);
+    return r;
+  }
+
+  /** One event of a run's trace. */
+  async runEvent(runId: string, type: string, data: unknown, at?: Date): Promise<void> {
+    const r = await this.forRun(runId);
+    await this.#o.db
+      .insert(schema.runEvents)
+      .values({ runId, type: r.redactText(type), data: redactDeep(data, r), ...(at ? { at } : {}) });
+  }
+
+  /**
+   * Sets fields of one run (its end: status, status_reason, output, ...), the strings
+   * redacted; `where` narrows it further (a status it must still have). Answers whether a
+   * row changed.
+   */
+  async updateRun(runId: string, set: RunSet, where?: SQL): Promise<boolean> {
+    const r = await this.forRun(runId);
+    const clean: RunSet = { ...set };
+    if (typeof clean.statusReason === "string") clean.statusReason = r.redactText(clean.statusReason);
+    if (typeof clean.output === "string") clean.output = r.redactText(clean.output);
+    if (clean.receipt !== undefined) clean.receipt = redactDeep(clean.receipt, r);
+    const rows = await this.#o.db
+      .update(schema.runs)
+      .set(clean)
+      .where(where ? and(eq(schema.runs.id, runId), where) : eq(schema.runs.id, runId))
+      .returning({ id: schema.runs.id });
+    return rows.length > 0;
+  }
+
+  /** Sets fields of every run `where` picks, each redacted by its own run's set; answers their ids. */
+  async updateRuns(where: SQL, set: RunSet): Promise<string[]> {
+    const picked = await this.#o.db.select({ id: schema.runs.id }).from(schema.runs).where(where);
+    const out: string[] = [];
+    for (const p of picked) if (await this.updateRun(p.id, set, where)) out.push(p.id);
+    return out;
+  }
+
+  /**
+   * Egress decisions, each with the run event it makes when a run was going on (`event`
+   * builds the event's data from the redacted row). A row whose agent or run is gone is
+   * left out.
+   */
+  async egress(
+    rows: EgressRow[],
+    event: (row: EgressRow) => unknown,
+    onLost: (err: unknown, runId: string) => void,
+  ): Promise<void> {
+    const db = this.#o.db;
+    const byAgent = new Map<string, Redacts>();
+    const clean: EgressRow[] = [];
+    for (const row of rows) {
+      let r = byAgent.get(row.agentId);
+      if (!r) byAgent.set(row.agentId, (r = await this.forAgent(row.agentId)));
+      clean.push(redactDeep(row, r) as EgressRow);
+    }
+    if (clean.length === 0) return;
+    try {
+      await db.insert(schema.egressEvents).values(clean);
+    } catch {
+      // one of them names an agent deleted since: the others are stored one by one
+      for (const row of clean)
+        await db
+          .insert(schema.egressEvents)
+          .values(row)
+          .catch(() => undefined);
+    }
+    for (const row of clean) {
+      if (!row.runId) continue;
+      const runId = row.runId;
+      // the row is already clean of the agent's set; the run's own (its token) is applied too
+      await this.runEvent(runId, "egress", event(row), row.at).catch((err: unknown) => onLost(err, runId));
+    }
+  }
+}
