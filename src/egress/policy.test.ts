@@ -1,7 +1,5 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { parseIp } from "../contract/policy.js";
-import { formatIp } from "../net/rule.js";
 import { compilePolicy, matchEntry, rulesAllow, rulesFor, targetOf } from "./policy.js";
 
 const policy = (allow: string[], rules?: { host: string; methods?: string[]; paths?: string[] }[]) =>

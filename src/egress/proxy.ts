@@ -167,8 +167,14 @@ const openReason = (t: Target, addr: number[]) =>
 
 const oneLine = (s: string) => s.replace(/[\r\n]+/g, " ").slice(0, 500);
 /** Control characters (a NUL in a SOCKS name) written as \xNN: a record holds text only. */
-const printable = (s: string) =>
-  s.replace(/[\u0000-\u001f\u007f]/g, (ch) => `\\x${ch.charCodeAt(0).toString(16).padStart(2, "0")}`);
+const printable = (s: string) => {
+  let out = "";
+  for (const ch of s) {
+    const c = ch.charCodeAt(0);
+    out += c < 0x20 || c === 0x7f ? `\\x${c.toString(16).padStart(2, "0")}` : ch;
+  }
+  return out;
+};
 
 export class EgressProxy {
   readonly #o: ProxyOptions;

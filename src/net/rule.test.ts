@@ -84,7 +84,7 @@ test("policy entries: what no policy may hold, and the operator's bound", async 
   });
   const problem = (text: string) => {
     const e = parseNetworkEntry(text);
-    assert.ok(typeof e !== "string", `${text}: ${String(e)}`);
+    assert.ok(typeof e !== "string", `${text}: ${typeof e === "string" ? e : ""}`);
     return rule.entryProblem(e);
   };
   for (const ok of [
