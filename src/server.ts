@@ -54,6 +54,7 @@ import { readHomeFile } from "./homes/files.js";
 import { parseHomePath } from "./homes/paths.js";
 import { isWarrenError } from "./errors.js";
 import { OwnEndpoints } from "./net/own.js";
+import { AddressRule } from "./net/rule.js";
 
 export interface Server {
   app: FastifyInstance;
@@ -74,6 +75,12 @@ export interface Server {
   logger: Logger;
   /** The server's own listening endpoints and outgoing connections (never reached from a box, never believed). */
   own: OwnEndpoints;
+  /**
+   * Where the server may connect on an agent's behalf (the egress proxy's upstreams, every
+   * server-side fetch): never its own endpoints, link-local or metadata; loopback and private
+   * only inside WARREN_EGRESS_PRIVATE_ALLOW.
+   */
+  addressRule: AddressRule;
   /**
    * Stops serving: no new requests, in-flight ones drained; runs going on may finish for
    * `graceMs` (default 0), then the rest are cancelled as interrupted. Boxes keep running
@@ -194,6 +201,7 @@ async function compose(
     const db = new URL(config.DATABASE_URL);
     own.addFixed(db.hostname, Number(db.port || 5432));
   }
+  const addressRule = new AddressRule({ bound: config.WARREN_EGRESS_PRIVATE_ALLOW, own });
   const store = await openStore({ databaseUrl: config.DATABASE_URL, pgliteDir: paths.pglite });
   let ready = false;
   const metrics = new Metrics(opts.defaultMetrics ?? true);
@@ -243,6 +251,7 @@ async function compose(
     () => runtime,
     config,
     (agentId): Promise<void> => runs.stopAgent(agentId, "the agent is being deleted"),
+    addressRule,
   );
   const guilds = new Guilds(store.db, access, agents);
   const exec = new Exec(store.db, agents, runtime, layout, metrics, secrets);
@@ -259,6 +268,8 @@ async function compose(
     logger,
     runOf: (agentId) => registry.forAgent(agentId)?.runId,
     maxConnections: config.EGRESS_MAX_CONNECTIONS,
+    rule: addressRule,
+    own,
     ...(opts.egressHosts ? { hosts: opts.egressHosts } : {}),
   });
   bridges.register("egress", egress.handler);
@@ -388,6 +399,7 @@ async function compose(
     runners,
     logger,
     own,
+    addressRule,
     async close(o = {}) {
       ready = false;
       const graceMs = o.graceMs ?? 0;

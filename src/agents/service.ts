@@ -9,7 +9,8 @@ import { homeOf, lowestFreeSlot, portsOf, uidOf } from "../machines/placement.js
 import type { Machines } from "../machines/service.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
-import { SandboxPolicy } from "../contract/policy.js";
+import { parseNetworkEntry, SandboxPolicy } from "../contract/policy.js";
+import type { AddressRule } from "../net/rule.js";
 import { AgentSpec } from "../contract/spec.js";
 import { toolPolicyProblem } from "../tools/policy.js";
 import { checkToolHeaders, toolHeaderWarnings } from "../secrets/tool-headers.js";
@@ -57,6 +58,24 @@ export const policyOf = (row: Pick<AgentRow, "sandboxPolicy">): SandboxPolicy =>
   return r.success ? r.data : emptyPolicy();
 };
 
+/**
+ * Throws egress.forbidden when the policy holds an entry no policy may hold: one the address
+ * rule refuses whatever it says (the server's own endpoints, link-local and metadata,
+ * unspecified, multicast, a range wider than the rule's shortest prefix), or loopback, private
+ * or this host's own addresses outside the operator's bound. Each entry is checked whole, so no
+ * union of entries holds more than the bound.
+ */
+export function checkNetworkPolicy(policy: SandboxPolicy, rule: Pick<AddressRule, "entryProblem">): void {
+  for (const [i, text] of policy.network.allow.entries()) {
+    const entry = parseNetworkEntry(text);
+    const problem = typeof entry === "string" ? entry : rule.entryProblem(entry);
+    if (problem !== null)
+      throw new WarrenError("egress.forbidden", `sandbox_policy.network.allow: "${text}" ${problem}`, {
+        field: `sandbox_policy.network.allow.${i}`,
+      });
+  }
+}
+
 export function agentView(a: AgentRow, spec: AgentSpec = DEFAULT_SPEC): Agent {
   return {
     id: a.id,
@@ -101,6 +120,8 @@ export class Agents {
     private readonly config: Pick<Config, "WORKSPACE_MAX_MIB">,
     /** Cancels the agent's generation, if any, before it is deleted. */
     private readonly cancelGeneration: (agentId: string) => Promise<void> = async () => {},
+    /** The address rule: a sandbox policy is checked against it when saved. */
+    private readonly addressRule?: Pick<AddressRule, "entryProblem">,
   ) {}
 
   async create(
@@ -262,6 +283,8 @@ export class Agents {
     } & SpecPatch,
   ): Promise<Agent> {
     const row = await this.load(who, id, "write");
+    if (patch.sandbox_policy !== undefined && this.addressRule)
+      checkNetworkPolicy(patch.sandbox_policy, this.addressRule);
     const current = await this.specOf(row);
     const spec = await nextSpec(current.spec, patch);
     if (spec) await checkToolHeaders(this.db, row.orgId, spec, current.spec);

@@ -108,8 +108,12 @@ export function parseNetworkEntry(entry: string): NetworkEntry | string {
   if (host.includes("*")) return "may use * only as its first label (*.example.com)";
   const v4 = parseIp(host);
   if (v4) return { kind: "ip", bytes: v4, bits: 32, ...withPort };
-  if (/^\d+(\.\d+)*$/.test(host)) return "is not a valid IPv4 address";
+  if (/^\d+(\.\d+)*$/.test(host)) return "is not a valid IPv4 address (write an address as a.b.c.d)";
+  if (host.endsWith(".")) return "ends with a dot; write the name without it";
   if (!hostRe.test(host)) return "is not a host name";
+  // a last label that is a number (0x7f000001, 1.0x7f): an address in another spelling, as URLs parse it
+  if (/(?:^|\.)(?:0x[0-9a-f]*|\d+)$/.test(host))
+    return "is an IPv4 address in another spelling, or no host name (write an address as a.b.c.d)";
   return { kind: "host", host, ...withPort };
 }
 
@@ -177,7 +181,7 @@ export const SandboxPolicy = z
       .default({ read: [], write: [] }),
     network: z
       .object({
-        /** allow-list (the default): only `allow`; open: every public host (never loopback, private or the server's own). */
+        /** allow-list (the default): only `allow`; open: every host whose address is public (never loopback, private or the server's own). */
         mode: z.enum(["allow-list", "open"]).optional(),
         allow: z
           .array(

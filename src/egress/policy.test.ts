@@ -1,16 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { parseIp } from "../contract/policy.js";
-import {
-  addressClass,
-  addressListed,
-  compilePolicy,
-  formatIp,
-  matchEntry,
-  rulesAllow,
-  rulesFor,
-  targetOf,
-} from "./policy.js";
+import { compilePolicy, matchEntry, rulesAllow, rulesFor, targetOf } from "./policy.js";
 
 const policy = (allow: string[], rules?: { host: string; methods?: string[]; paths?: string[] }[]) =>
   compilePolicy({ allow, ...(rules ? { rules } : {}) });
@@ -50,39 +40,13 @@ test("targets: malformed hosts and ports are refused", () => {
     assert.equal(targetOf(h, p), null, `${h}:${p}`);
 });
 
-test("address classes: loopback, private, link-local and mapped IPv4 are never public", () => {
-  const cls = (a: string) => addressClass(parseIp(a) ?? []);
-  assert.equal(cls("127.0.0.1"), "a loopback");
-  assert.equal(cls("10.1.2.3"), "a private");
-  assert.equal(cls("172.31.0.1"), "a private");
-  assert.equal(cls("172.32.0.1"), null);
-  assert.equal(cls("192.168.0.1"), "a private");
-  assert.equal(cls("169.254.169.254"), "a link-local");
-  assert.equal(cls("100.64.0.1"), "a private (shared)");
-  assert.equal(cls("0.0.0.0"), "an unspecified");
-  assert.equal(cls("224.0.0.1"), "a multicast");
-  assert.equal(cls("93.184.216.34"), null);
-  assert.equal(cls("::1"), "a loopback");
-  assert.equal(cls("::"), "an unspecified");
-  assert.equal(cls("fe80::1"), "a link-local");
-  assert.equal(cls("fd00::1"), "a private");
-  assert.equal(cls("::ffff:127.0.0.1"), "a loopback");
-  assert.equal(cls("64:ff9b::10.0.0.1"), "a private");
-  assert.equal(cls("2606:4700::1111"), null);
-});
-
-test("an address listed as an IP (for its port) may be reached", () => {
-  const p = policy(["127.0.0.1:8080", "10.0.0.0/8"]);
-  assert.equal(addressListed(p, [127, 0, 0, 1], 8080), true);
-  assert.equal(addressListed(p, [127, 0, 0, 1], 8081), false);
-  assert.equal(addressListed(p, [10, 9, 9, 9], 1), true);
-  assert.equal(addressListed(p, [192, 168, 0, 1], 1), false);
-});
-
-test("formatIp writes the shortest IPv6 form", () => {
-  for (const a of ["::1", "2001:db8::1", "fe80::", "::", "1:2:3:4:5:6:7:8", "1::5:6:7:8"])
-    assert.equal(formatIp(parseIp(a) ?? []), a);
-  assert.equal(formatIp([1, 2, 3, 4]), "1.2.3.4");
+test("targets are normalised: every spelling of an address is that address", () => {
+  for (const h of ["127.1", "2130706433", "0x7f000001", "[::ffff:127.0.0.1]", "127.0.0.1."])
+    assert.equal(target(h, 80).host, "127.0.0.1", h);
+  assert.equal(target("EXAMPLE.com.", 80).host, "example.com");
+  // an IPv4 network written as IPv6 matches its IPv4 addresses
+  assert.equal(matchEntry(policy(["::ffff:10.0.0.0/104"]), target("10.1.2.3", 80)), "::ffff:10.0.0.0/104");
+  assert.equal(matchEntry(policy(["2130706433"]), target("127.0.0.1", 80)), undefined);
 });
 
 test("rules narrow methods and path prefixes; dot segments never pass", () => {

@@ -1,21 +1,14 @@
 // The egress proxy: an HTTP forward proxy (absolute-URL requests and CONNECT tunnels) fed
 // by the boxes' `egress` bridge. Who connects is the agent the bridge named (the socket's
-// uid as boxd saw it); the proxy decides each request or tunnel by that agent's policy,
-// resolves names itself, connects to the address it checked, and records every decision.
+// uid as boxd saw it); the proxy decides each request or tunnel by that agent's policy as it
+// is now, and the address rule (src/net/rule.ts) whatever the policy says; it normalises every
+// host, resolves names itself, connects to exactly the address it checked, re-checks every
+// live tunnel when asked (a revoked entry ends it), and records every decision.
 import http from "node:http";
 import net from "node:net";
 import type { Duplex } from "node:stream";
-import {
-  addressClass,
-  addressListed,
-  formatIp,
-  matchEntry,
-  rulesAllow,
-  rulesFor,
-  targetOf,
-  type CompiledPolicy,
-  type Target,
-} from "./policy.js";
+import { formatIp, isLocalName, type AddressRule } from "../net/rule.js";
+import { matchEntry, rulesAllow, rulesFor, targetOf, type CompiledPolicy, type Target } from "./policy.js";
 
 /** One decision, as stored (see EgressRecord in the contract for the wire form). */
 export interface EgressRecord {
@@ -33,18 +26,21 @@ export interface EgressRecord {
   durationMs: number;
 }
 
-/** The agent a bridged connection is, and what it may reach (read as the connection opened). */
+/** The agent a bridged connection is, and what it may reach. */
 export interface EgressContext {
   agentId: string;
   runId: () => string | null;
-  policy: CompiledPolicy;
+  /** The agent's policy as it is now: read for every request and tunnel. */
+  policy: () => Promise<CompiledPolicy>;
 }
 
 export interface ProxyOptions {
   /** The addresses (bytes) of a name, in the order to try; none when it does not resolve. */
   resolve(host: string): Promise<number[][]>;
-  /** The server's own addresses (formatted), never reached unless listed as an IP. */
-  ownAddresses(): ReadonlySet<string>;
+  /** Where a connection may go at all, whatever a policy says. */
+  rule: Pick<AddressRule, "judge" | "needsBound">;
+  /** Every upstream socket the proxy opens (the API never believes a request that arrives over one). */
+  track(socket: net.Socket): void;
   /** Connections (bridged, open at once) per agent; past it every request is refused. */
   maxConnections: number;
   connectTimeoutMs?: number;
@@ -56,7 +52,17 @@ interface Conn {
   over: boolean;
 }
 
-type Decision = { ok: true; address: string; reason: string } | { ok: false; reason: string };
+type Decision = { ok: true; address: number[]; reason: string } | { ok: false; reason: string };
+
+/** A request or tunnel going on: re-checked when the policy may have changed. */
+interface Live {
+  c: Conn;
+  t: Target;
+  address: number[];
+  plain: { method: string; path: string } | null;
+  /** Ends it, recording why. */
+  end(reason: string): void;
+}
 
 /** Headers that belong to one hop (and the proxy's own), never passed on. */
 const HOP = new Set([
@@ -156,7 +162,19 @@ function reader(stream: Duplex, initial: Buffer) {
   };
 }
 
+const openReason = (t: Target, addr: number[]) =>
+  `${t.ip ? `${t.host} is` : `${t.host} resolves to`} an address that is not public (${formatIp(addr)}); open mode reaches public addresses only`;
+
 const oneLine = (s: string) => s.replace(/[\r\n]+/g, " ").slice(0, 500);
+/** Control characters (a NUL in a SOCKS name) written as \xNN: a record holds text only. */
+const printable = (s: string) => {
+  let out = "";
+  for (const ch of s) {
+    const c = ch.charCodeAt(0);
+    out += c < 0x20 || c === 0x7f ? `\\x${c.toString(16).padStart(2, "0")}` : ch;
+  }
+  return out;
+};
 
 export class EgressProxy {
   readonly #o: ProxyOptions;
@@ -164,6 +182,7 @@ export class EgressProxy {
   readonly #conns = new WeakMap<object, Conn>();
   readonly #perAgent = new Map<string, number>();
   readonly #open = new Set<Duplex>();
+  readonly #live = new Set<Live>();
 
   constructor(o: ProxyOptions) {
     this.#o = o;
@@ -174,7 +193,22 @@ export class EgressProxy {
     this.#http.on("connect", (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
       void this.#connect(req, socket, head);
     });
-    this.#http.on("clientError", (_err, socket: Duplex) => {
+    this.#http.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) => {
+      const c = this.#conns.get(socket);
+      // what the parser could not read is a refusal too (a client that only went away is not)
+      if (c && err.code?.startsWith("HPE_"))
+        this.#record(c, {
+          at: new Date(),
+          decision: "refused",
+          reason: `the proxy could not read the request (${err.code})`,
+          host: "",
+          port: 0,
+          method: null,
+          path: null,
+          bytesOut: 0,
+          bytesIn: 0,
+          durationMs: 0,
+        });
       if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
       else socket.destroy();
     });
@@ -219,38 +253,42 @@ export class EgressProxy {
     const r = reader(stream, first);
     const timer = setTimeout(() => stream.destroy(), 10_000);
     let t: Target | null = null;
+    let host = "";
+    let port = 0;
+    const refused = (reason: string, reply: Buffer) => {
+      this.#record(c, {
+        at: new Date(t0),
+        decision: "refused",
+        reason,
+        host: t?.host ?? host.slice(0, 255),
+        port,
+        method: null,
+        path: null,
+        bytesOut: 0,
+        bytesIn: 0,
+        durationMs: Date.now() - t0,
+      });
+      stream.end(reply);
+    };
     try {
       const [, n = 0] = await r.take(2);
       const methods = await r.take(n);
-      if (!methods.includes(0)) return void stream.end(Buffer.from([5, 0xff]));
+      if (!methods.includes(0))
+        return refused("SOCKS5 without authentication method 0 (none)", Buffer.from([5, 0xff]));
       stream.write(Buffer.from([5, 0]));
       const [ver, cmd, , atyp] = await r.take(4);
-      let host: string;
       if (atyp === 1) host = [...(await r.take(4))].join(".");
       else if (atyp === 4) host = formatIp([...(await r.take(16))]);
       else if (atyp === 3) host = (await r.take((await r.take(1))[0] ?? 0)).toString("latin1");
-      else return void stream.end(socksReply(8));
-      const port = (await r.take(2)).readUInt16BE(0);
-      if (ver !== 5 || cmd !== 1) return void stream.end(socksReply(7));
+      else return refused(`SOCKS5 address type ${atyp ?? "none"} is not supported`, socksReply(8));
+      port = (await r.take(2)).readUInt16BE(0);
+      if (ver !== 5 || cmd !== 1)
+        return refused(`SOCKS5 command ${cmd ?? "none"} is not supported (CONNECT only)`, socksReply(7));
       t = targetOf(host, port);
-      const refused = (reason: string, code: number) => {
-        this.#record(c, {
-          at: new Date(t0),
-          decision: "refused",
-          reason,
-          host: t?.host ?? host.slice(0, 255),
-          port,
-          method: null,
-          path: null,
-          bytesOut: 0,
-          bytesIn: 0,
-          durationMs: Date.now() - t0,
-        });
-        stream.end(socksReply(code));
-      };
-      if (!t) return refused(`${JSON.stringify(host.slice(0, 255))} is not a host name or an IP`, 8);
+      if (!t)
+        return refused(`${JSON.stringify(host.slice(0, 255))} is not a host name or an IP`, socksReply(8));
       const d = await this.#decide(c, t, null);
-      if (!d.ok) return refused(d.reason, 2);
+      if (!d.ok) return refused(d.reason, socksReply(2));
       clearTimeout(timer);
       this.#tunnel(c, t, d, t0, stream, r.release(), {
         opened: () => stream.write(socksReply(0)),
@@ -270,13 +308,41 @@ export class EgressProxy {
   }
 
   #record(c: Conn, r: Omit<EgressRecord, "agentId" | "runId">): void {
-    this.#o.onRecord({ agentId: c.ctx.agentId, runId: c.ctx.runId(), ...r, reason: oneLine(r.reason) });
+    this.#o.onRecord({
+      agentId: c.ctx.agentId,
+      runId: c.ctx.runId(),
+      ...r,
+      host: printable(r.host),
+      path: r.path === null ? null : printable(r.path),
+      reason: printable(oneLine(r.reason)),
+    });
   }
 
-  async #decide(c: Conn, t: Target, plain: { method: string; path: string } | null): Promise<Decision> {
-    if (c.over)
-      return { ok: false, reason: `more than ${this.#o.maxConnections} connections at once from this agent` };
-    const p = c.ctx.policy;
+  /** The agents with a request or tunnel going on. */
+  liveAgents(): string[] {
+    return [...new Set([...this.#live].map((l) => l.c.ctx.agentId))];
+  }
+
+  /**
+   * Decides again every request and tunnel of the agent going on, by its policy as it is now:
+   * one the policy no longer allows is ended (and recorded as refused).
+   */
+  recheck(agentId: string, p: CompiledPolicy): void {
+    for (const l of [...this.#live]) {
+      if (l.c.ctx.agentId !== agentId) continue;
+      const why = this.#byPolicy(p, l.t, l.plain);
+      if (!why.ok) l.end(`ended by a change of the policy: ${why.reason}`);
+      else if (p.open && !matchEntry(p, l.t) && this.#o.rule.needsBound(l.address))
+        l.end(`ended by a change of the policy: ${openReason(l.t, l.address)}`);
+    }
+  }
+
+  /** What the policy says of a target (the address rule aside). */
+  #byPolicy(
+    p: CompiledPolicy,
+    t: Target,
+    plain: { method: string; path: string } | null,
+  ): { ok: true; by: string } | { ok: false; reason: string } {
     const by = matchEntry(p, t) ?? (p.open ? "open mode" : undefined);
     const name = `${t.ip?.length === 16 ? `[${t.host}]` : t.host}:${t.port}`;
     if (!by) return { ok: false, reason: `${name} is not in the agent's network allow list` };
@@ -288,8 +354,23 @@ export class EgressProxy {
       };
     if (plain && !rulesAllow(rules, plain.method, plain.path))
       return { ok: false, reason: `${plain.method} ${plain.path} is not allowed by the rules for ${t.host}` };
+    return { ok: true, by };
+  }
+
+  async #decide(c: Conn, t: Target, plain: { method: string; path: string } | null): Promise<Decision> {
+    if (c.over)
+      return { ok: false, reason: `more than ${this.#o.maxConnections} connections at once from this agent` };
+    // an address is judged before any policy: what the rule refuses, no policy opens
+    if (t.ip) {
+      const v = this.#o.rule.judge(t.ip, t.port);
+      if (!v.ok) return v;
+    }
+    const p = await c.ctx.policy();
+    const why = this.#byPolicy(p, t, plain);
+    if (!why.ok) return why;
     let addrs: number[][];
     if (t.ip) addrs = [t.ip];
+    else if (isLocalName(t.host)) addrs = [[127, 0, 0, 1]];
     else {
       try {
         addrs = await this.#o.resolve(t.host);
@@ -298,14 +379,13 @@ export class EgressProxy {
       }
       if (addrs.length === 0) return { ok: false, reason: `${t.host} does not resolve` };
     }
+    // the connection goes to exactly this address: the one judged
     const addr = addrs[0] as number[];
-    const text = formatIp(addr);
-    const cls = addressClass(addr) ?? (this.#o.ownAddresses().has(text) ? "the server's own" : null);
-    if (cls && !addressListed(p, addr, t.port)) {
-      const what = `${cls} address (${text}) not listed as an IP`;
-      return { ok: false, reason: t.ip ? `${text} is ${what}` : `${t.host} resolves to ${what}` };
-    }
-    return { ok: true, address: text, reason: `allowed by ${by}` };
+    const v = this.#o.rule.judge(addr, t.port);
+    if (!v.ok) return { ok: false, reason: t.ip ? v.reason : `${t.host} resolves to ${v.reason}` };
+    if (why.by === "open mode" && this.#o.rule.needsBound(addr))
+      return { ok: false, reason: openReason(t, addr) };
+    return { ok: true, address: addr, reason: `allowed by ${why.by}` };
   }
 
   async #request(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -376,7 +456,7 @@ export class EgressProxy {
     let bytesOut = 0;
     let bytesIn = 0;
     const up = http.request({
-      host: d.address,
+      host: formatIp(d.address),
       port,
       method,
       path,
@@ -384,8 +464,34 @@ export class EgressProxy {
       agent: false,
       timeout: this.#o.connectTimeoutMs ?? 10_000,
     });
+    up.on("socket", (s) => this.#o.track(s));
     let done = false;
+    const live: Live = {
+      c,
+      t,
+      address: d.address,
+      plain: { method, path },
+      end: (reason) => {
+        this.#record(c, {
+          at: new Date(),
+          decision: "refused",
+          reason,
+          host: t.host,
+          port,
+          method,
+          path,
+          bytesOut,
+          bytesIn,
+          durationMs: Date.now() - t0,
+        });
+        finish(`; ${reason}`);
+        up.destroy();
+        res.destroy();
+      },
+    };
+    this.#live.add(live);
     const finish = (extra: string) => {
+      this.#live.delete(live);
       if (done) return;
       done = true;
       this.#record(c, {
@@ -479,7 +585,7 @@ export class EgressProxy {
   #tunnel(
     c: Conn,
     t: Target,
-    d: { address: string; reason: string },
+    d: { address: number[]; reason: string },
     t0: number,
     socket: Duplex,
     head: Buffer,
@@ -493,7 +599,7 @@ export class EgressProxy {
     const readBuf = Buffer.allocUnsafe(TUNNEL_READ);
     const pool: Buffer[] = [];
     const up = net.connect({
-      host: d.address,
+      host: formatIp(d.address),
       port: t.port,
       onread: {
         buffer: readBuf,
@@ -511,9 +617,35 @@ export class EgressProxy {
       () => up.destroy(new Error("connect timed out")),
       this.#o.connectTimeoutMs ?? 10_000,
     );
+    this.#o.track(up);
     let connected = false;
     let recorded = false;
+    const live: Live = {
+      c,
+      t,
+      address: d.address,
+      plain: null,
+      end: (reason) => {
+        this.#record(c, {
+          at: new Date(),
+          decision: "refused",
+          reason,
+          host: t.host,
+          port: t.port,
+          method: null,
+          path: null,
+          bytesOut: up.bytesWritten,
+          bytesIn: up.bytesRead,
+          durationMs: Date.now() - t0,
+        });
+        finish(`; ${reason}`);
+        up.destroy();
+        socket.destroy();
+      },
+    };
+    this.#live.add(live);
     const finish = (extra: string) => {
+      this.#live.delete(live);
       if (recorded) return;
       recorded = true;
       this.#record(c, {

@@ -1,21 +1,23 @@
 // Egress: the agents' way out of their boxes. The proxy (proxy.ts) takes the connections
-// of the boxes' `egress` bridge; this service gives it each agent's policy as a connection
-// opens (a change reaches the next connection), resolves names, stores every decision
-// (and puts it in the trace of the run going on for the agent), and lists them.
+// of the boxes' `egress` bridge; this service gives it each agent's policy as it is now (read
+// for every request and tunnel; every live one re-checked every RECHECK_MS, so a revoked entry
+// ends it), the address rule and the server's own endpoints, resolves names, stores every
+// decision (and puts it in the trace of the run going on for the agent), and lists them.
 import dns from "node:dns/promises";
-import os from "node:os";
-import { and, desc, eq, lt } from "drizzle-orm";
+import { and, desc, eq, inArray, lt } from "drizzle-orm";
 import type { Identity } from "../access/index.js";
 import type { Agents } from "../agents/service.js";
 import { policyOf } from "../agents/service.js";
 import type { BridgeStreamHandler } from "../bridges/index.js";
 import { parseIp } from "../contract/policy.js";
+import type { OwnEndpoints } from "../net/own.js";
+import type { AddressRule } from "../net/rule.js";
 import type { EgressEvent, EgressList } from "../contract/types.js";
 import type { Logger } from "../observability/log.js";
 import type { Records } from "../records/index.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
-import { compilePolicy, formatIp } from "./policy.js";
+import { compilePolicy, type CompiledPolicy } from "./policy.js";
 import { EgressProxy, type EgressRecord } from "./proxy.js";
 
 export interface EgressOptions {
@@ -26,6 +28,10 @@ export interface EgressOptions {
   records: Pick<Records, "egress">;
   /** The run going on for an agent now, if any. */
   runOf: (agentId: string) => string | undefined;
+  /** Where a connection may go at all, whatever a policy says (the one rule of src/net/rule.ts). */
+  rule: AddressRule;
+  /** The server's own endpoints: every upstream socket of the proxy is tracked there. */
+  own: Pick<OwnEndpoints, "track">;
   /** Connections open at once per agent. */
   maxConnections: number;
   /**
@@ -38,16 +44,8 @@ export interface EgressOptions {
 const FLUSH_MS = 100;
 const FLUSH_AT = 200;
 const LOOKUP_MS = 5000;
-
-function ownAddresses(): Set<string> {
-  const out = new Set<string>();
-  for (const list of Object.values(os.networkInterfaces()))
-    for (const a of list ?? []) {
-      const bytes = parseIp(a.address.split("%")[0] ?? "");
-      if (bytes) out.add(formatIp(bytes));
-    }
-  return out;
-}
+/** How often every live request and tunnel is decided again by its agent's policy as it is now. */
+export const RECHECK_MS = 2000;
 
 export class Egress {
   readonly #o: EgressOptions;
@@ -55,17 +53,60 @@ export class Egress {
   #queue: EgressRecord[] = [];
   #timer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> = Promise.resolve();
-  #own = ownAddresses();
-  #ownAt = Date.now();
+  /** The last policy compiled per agent (by its text: a policy compiles once per change). */
+  readonly #compiled = new Map<string, CompiledPolicy>();
+  readonly #recheck: NodeJS.Timeout;
+  #checking = false;
 
   constructor(o: EgressOptions) {
     this.#o = o;
     this.#proxy = new EgressProxy({
       resolve: (host) => this.#resolve(host),
-      ownAddresses: () => this.#ownNow(),
+      rule: o.rule,
+      track: (socket) => o.own.track(socket),
       maxConnections: o.maxConnections,
       onRecord: (r) => this.#enqueue(r),
     });
+    this.#recheck = setInterval(() => void this.#recheckLive(), RECHECK_MS);
+    this.#recheck.unref();
+  }
+
+  #compile(agentId: string, row: { sandboxPolicy: unknown } | undefined): CompiledPolicy {
+    const network = row ? policyOf(row).network : { allow: [] };
+    const key = JSON.stringify(network);
+    const last = this.#compiled.get(agentId);
+    if (last?.key === key) return last;
+    const p = compilePolicy(network);
+    this.#compiled.set(agentId, p);
+    return p;
+  }
+
+  /** The agent's policy as it is in the store now (a deleted agent's allows nothing). */
+  async #policyNow(agentId: string): Promise<CompiledPolicy> {
+    const [row] = await this.#o.db
+      .select({ sandboxPolicy: schema.agents.sandboxPolicy })
+      .from(schema.agents)
+      .where(eq(schema.agents.id, agentId));
+    return this.#compile(agentId, row);
+  }
+
+  /** Decides every live request and tunnel again, by the policies as they are now. */
+  async #recheckLive(): Promise<void> {
+    const agents = this.#proxy.liveAgents();
+    if (agents.length === 0 || this.#checking) return;
+    this.#checking = true;
+    try {
+      const rows = await this.#o.db
+        .select({ id: schema.agents.id, sandboxPolicy: schema.agents.sandboxPolicy })
+        .from(schema.agents)
+        .where(inArray(schema.agents.id, agents));
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      for (const id of agents) this.#proxy.recheck(id, this.#compile(id, byId.get(id)));
+    } catch (err) {
+      this.#o.logger.warn({ err }, "the egress policies could not be read to re-check live connections");
+    } finally {
+      this.#checking = false;
+    }
   }
 
   /** The `egress` bridge's handler: one connection of an agent's command. */
@@ -77,10 +118,11 @@ export class Egress {
           .from(schema.agents)
           .where(eq(schema.agents.id, who.agentId));
         if (!row) return void stream.destroy();
+        this.#compile(who.agentId, row);
         this.#proxy.serve(stream, {
           agentId: who.agentId,
           runId: () => this.#o.runOf(who.agentId) ?? null,
-          policy: compilePolicy(policyOf(row).network),
+          policy: () => this.#policyNow(who.agentId),
         });
       } catch (err) {
         this.#o.logger.error({ err, agentId: who.agentId }, "an egress connection failed to open");
@@ -88,14 +130,6 @@ export class Egress {
       }
     })();
   };
-
-  #ownNow(): Set<string> {
-    if (Date.now() - this.#ownAt > 10_000) {
-      this.#own = ownAddresses();
-      this.#ownAt = Date.now();
-    }
-    return this.#own;
-  }
 
   async #resolve(host: string): Promise<number[][]> {
     const table = this.#o.hosts;
@@ -187,6 +221,7 @@ export class Egress {
 
   /** Ends every egress connection and stores what is left. */
   async close(): Promise<void> {
+    clearInterval(this.#recheck);
     this.#proxy.close();
     await this.flush();
   }

@@ -73,3 +73,68 @@ test("ranges overlap when one holds the other", () => {
   assert.equal(overlaps({ bytes: [0, 0, 0, 0], bits: 1 }, { bytes: [10, 0, 0, 0], bits: 8 }), true);
   assert.equal(overlaps({ bytes: [128, 0, 0, 0], bits: 1 }, { bytes: [10, 0, 0, 0], bits: 8 }), false);
 });
+
+test("policy entries: what no policy may hold, and the operator's bound", async () => {
+  const { parseNetworkEntry } = await import("../contract/policy.js");
+  const config = parseConfig({ WARREN_EGRESS_PRIVATE_ALLOW: "10.1.0.0/16,127.0.0.1:11434,127.0.0.0/8" });
+  const rule = new AddressRule({
+    bound: config.WARREN_EGRESS_PRIVATE_ALLOW,
+    own: { listening: () => [{ address: [127, 0, 0, 1], port: 8080 }] },
+    interfaces: () => [[203, 0, 113, 7]],
+  });
+  const problem = (text: string) => {
+    const e = parseNetworkEntry(text);
+    assert.ok(typeof e !== "string", `${text}: ${typeof e === "string" ? e : ""}`);
+    return rule.entryProblem(e);
+  };
+  for (const ok of [
+    "example.com",
+    "*.example.com:443",
+    "93.184.216.34",
+    "1.0.0.0/8",
+    "10.1.2.0/24",
+    "10.1.0.0/16",
+    "127.0.0.1:11434",
+    "127.0.0.5:9000",
+    "[2001:db8::1]:443",
+    "2001:db8::/32",
+  ])
+    assert.equal(problem(ok), null, ok);
+  for (const [bad, why] of [
+    ["127.0.0.1:8080", /the warren server's own endpoint \(port 8080\)/],
+    ["127.0.0.9:8080", /own endpoint/],
+    ["127.0.0.0/8", /own endpoint \(port 8080\)[^]*name the ports/],
+    ["203.0.113.7:8080", /own endpoint/],
+    ["203.0.113.7:443", /this host's own address \(203\.0\.113\.7:443\) outside the operator's bound/],
+    ["203.0.113.0/24", /own endpoint \(port 8080\)/],
+    ["169.254.169.254", /link-local \(metadata\) address \(169\.254\.0\.0\/16\)/],
+    ["169.254.0.0/16", /link-local/],
+    ["[fd00:ec2::254]", /metadata/],
+    ["::ffff:169.254.169.254", /link-local/],
+    ["0.0.0.0/1", /wider than a \/8/],
+    ["128.0.0.0/1", /wider than a \/8/],
+    ["0.0.0.0/8", /unspecified/],
+    ["224.0.0.0/8", /multicast/],
+    ["10.0.0.0/8", /private addresses \(10\.0\.0\.0\/8\) outside the operator's bound/],
+    ["10.2.0.1", /private address \(10\.2\.0\.1\) outside/],
+    ["8.0.0.0/7", /wider than a \/8/],
+    ["[::1]:443", /loopback address \(\[::1\]:443\) outside/],
+    ["[::1]", /own endpoint/],
+    ["fc00::/7", /wider than a \/32/],
+    ["fd12::/32", /private addresses \(fd12::\/32\) outside/],
+    ["::/96", /IPv4 addresses written as IPv6|unspecified/],
+    ["64:ff9b::/32", /IPv4 addresses written as IPv6/],
+    ["localhost:11434", /names this host/],
+    ["*.app.localhost", /names this host/],
+  ] as const) {
+    const p = problem(bad);
+    assert.ok(p !== null && why.test(p), `${bad}: ${p}`);
+  }
+  // addresses in other spellings are not host names: the schema refuses them
+  for (const s of ["0x7f000001", "127.1", "2130706433", "a.0x10", "example.com."])
+    assert.equal(typeof parseNetworkEntry(s), "string", s);
+  assert.match(
+    rule.entryProblem({ kind: "host", host: "0x7f000001" }) ?? "",
+    /spells the address 127\.0\.0\.1/,
+  );
+});

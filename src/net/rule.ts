@@ -5,7 +5,7 @@
 // the operator's bound (WARREN_EGRESS_PRIVATE_ALLOW); public addresses otherwise.
 import os from "node:os";
 import type { AddressRange } from "../config/index.js";
-import { parseIp } from "../contract/policy.js";
+import { parseIp, type NetworkEntry } from "../contract/policy.js";
 import type { OwnEndpoints } from "./own.js";
 
 /** A host as written anywhere, normalised: an IP (bytes, IPv4-mapped IPv6 as IPv4) or a name. */
@@ -200,20 +200,123 @@ export class AddressRule {
     });
   }
 
+  /**
+   * Why no policy may hold this allow entry (null: it may), for the save check: an IP or CIDR
+   * entry may hold no never-reached address, no endpoint of the server (for its port; with no
+   * port, for any), and of loopback, private, reserved and this host's own addresses only what
+   * the operator's bound holds (for its port); a prefix may not be wider than MIN_PREFIX.
+   * Per entry, so a union of entries holds no more than the bound either. A name entry may not
+   * name this host (`localhost`, `*.localhost`) nor spell an address (`0x7f000001`).
+   */
+  entryProblem(entry: NetworkEntry): string | null {
+    if (entry.kind !== "ip") {
+      const name = entry.kind === "host" ? entry.host : entry.domain;
+      const h = normaliseHost(name);
+      if (h?.kind === "ip") return `spells the address ${h.text}; write it as an IP`;
+      if (isLocalName(name) || (entry.kind === "below" && name === "localhost"))
+        return "names this host (localhost); list the address and port the operator's bound allows";
+      return null;
+    }
+    const e = unmapRange({ bytes: entry.bytes, bits: entry.bits });
+    const port = entry.port;
+    const text = rangeText(e);
+    const v4 = e.bytes.length === 4;
+    if (e.bits < (v4 ? MIN_PREFIX.v4 : MIN_PREFIX.v6))
+      return `is wider than a /${v4 ? MIN_PREFIX.v4 : MIN_PREFIX.v6}; name the networks (an entry holds at most a /${MIN_PREFIX.v4} of IPv4 or a /${MIN_PREFIX.v6} of IPv6)`;
+    if (!v4 && e.bits < 96 && (overlaps(e, MAPPED) || overlaps(e, NAT64)))
+      return `holds IPv4 addresses written as IPv6 (${text}); list IPv4 networks as IPv4`;
+    for (const c of NEVER)
+      if (overlaps(e, c)) return `holds ${c.what} address (${rangeText(c)}), which no policy may reach`;
+    // the server's endpoints: one listening on a wildcard or on one of this host's addresses is on every host address
+    for (const own of this.#o.own.listening()) {
+      if (port !== undefined && port !== own.port) continue;
+      const onHost = own.address.every((b) => b === 0) || this.#isHost(own.address);
+      const held = onHost
+        ? [LOOPBACK4, LOOPBACK6, ...this.#interfaces().map((i) => ({ bytes: i, bits: i.length * 8 }))].some(
+            (r) => overlaps(e, r),
+          )
+        : inRange(own.address, e);
+      if (held)
+        return `holds the warren server's own endpoint (port ${own.port}), which no policy may reach${port === undefined ? "; name the ports" : ""}`;
+    }
+    const restricted: { part: Range; what: string }[] = [];
+    for (const c of BOUNDED) {
+      const part = shared(e, c);
+      if (part) restricted.push({ part, what: c.what });
+    }
+    for (const i of this.#interfaces())
+      if (inRange(i, e) && !BOUNDED.some((c) => inRange(i, c)))
+        restricted.push({ part: { bytes: i, bits: i.length * 8 }, what: "this host's own" });
+    for (const { part, what } of restricted) {
+      const inside = this.#o.bound.some(
+        (b) =>
+          (b.port === undefined || b.port === port) &&
+          b.bytes.length === part.bytes.length &&
+          b.bits <= part.bits &&
+          inRange(part.bytes, b),
+      );
+      if (!inside)
+        return `holds ${what} address${part.bits === part.bytes.length * 8 ? "" : "es"} (${port !== undefined ? withPort(part.bytes, port) : rangeText(part)}) outside the operator's bound (WARREN_EGRESS_PRIVATE_ALLOW)`;
+    }
+    return null;
+  }
+
+  /** Whether reaching the address takes the operator's bound: loopback, private, reserved, this host's. */
+  needsBound(address: number[]): boolean {
+    const addr = unmap(address);
+    return BOUNDED.some((c) => inRange(addr, c)) || this.#isHost(addr);
+  }
+
   /** The decision for one connection to an address (already resolved: connect to exactly this one). */
   judge(address: number[], port: number): Verdict {
     const addr = unmap(address);
     const text = formatIp(addr);
+    const at = withPort(addr, port);
     for (const c of NEVER) if (inRange(addr, c)) return { ok: false, reason: `${text} is ${c.what} address` };
     if (this.isOwnEndpoint(addr, port))
-      return { ok: false, reason: `${text}:${port} is the warren server's own endpoint` };
+      return { ok: false, reason: `${at} is the warren server's own endpoint` };
     const bounded = BOUNDED.find((c) => inRange(addr, c));
     const what = bounded?.what ?? (this.#isHost(addr) ? "this host's own" : null);
     if (what && !this.inBound(addr, port))
       return {
         ok: false,
-        reason: `${text}:${port} is ${what} address outside the operator's bound (WARREN_EGRESS_PRIVATE_ALLOW)`,
+        reason: `${at} is ${what} address outside the operator's bound (WARREN_EGRESS_PRIVATE_ALLOW)`,
       };
     return { ok: true };
   }
 }
+
+/** Names that are this host whatever a resolver says (browsers resolve `*.localhost` to loopback). */
+export function isLocalName(name: string): boolean {
+  const n = name.toLowerCase().replace(/\.$/, "");
+  return (
+    n === "localhost" ||
+    n.endsWith(".localhost") ||
+    n === "localhost.localdomain" ||
+    n === "ip6-localhost" ||
+    n === "ip6-loopback"
+  );
+}
+
+const MAPPED: Range = { bytes: parseIp("::ffff:0:0") ?? [], bits: 96 };
+const NAT64: Range = { bytes: parseIp("64:ff9b::") ?? [], bits: 96 };
+
+/** An IPv6 range inside the IPv4-mapped (or NAT64) space as the IPv4 range it is; others unchanged. */
+export function unmapRange(r: Range): Range {
+  if (r.bytes.length !== 16 || r.bits < 96) return r;
+  if (inRange(r.bytes, MAPPED) || inRange(r.bytes, NAT64))
+    return { bytes: r.bytes.slice(12), bits: r.bits - 96 };
+  return r;
+}
+
+/** The shortest prefixes an entry may have: wider is "everything" in a few pieces. */
+export const MIN_PREFIX = { v4: 8, v6: 32 } as const;
+
+const withPort = (addr: number[], port: number) =>
+  addr.length === 16 ? `[${formatIp(addr)}]:${port}` : `${formatIp(addr)}:${port}`;
+const rangeText = (r: Range) =>
+  r.bits === r.bytes.length * 8 ? formatIp(r.bytes) : `${formatIp(r.bytes)}/${r.bits}`;
+/** The part two nested-or-disjoint ranges share (the narrower one), or null. */
+const shared = (a: Range, b: Range): Range | null => (overlaps(a, b) ? (a.bits >= b.bits ? a : b) : null);
+const LOOPBACK4: Range = { bytes: [127, 0, 0, 0], bits: 8 };
+const LOOPBACK6: Range = { bytes: parseIp("::1") ?? [], bits: 128 };

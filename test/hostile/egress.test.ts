@@ -75,7 +75,11 @@ describe("hostile: egress", { skip: boxSkipReason() ?? false }, () => {
   before(async () => {
     up = await startUpstreams();
     t = await startTestServer({
-      env: { EGRESS_MAX_CONNECTIONS: String(MAX) },
+      // the upstreams are on this host's loopback: the operator's bound holds their two ports only
+      env: {
+        EGRESS_MAX_CONNECTIONS: String(MAX),
+        WARREN_EGRESS_PRIVATE_ALLOW: `127.0.0.1:${up.httpPort},127.0.0.1:${up.httpsPort}`,
+      },
       egressHosts: {
         ...Object.fromEntries([...TEST_NAMES, "a.b.example.com"].map((n) => [n, ["127.0.0.1"]])),
         "loop.test": ["127.0.0.1"],
@@ -184,18 +188,21 @@ ask("loop.test", ${up.httpsPort})
     }
   });
 
-  test("a name that resolves to loopback, link-local or a private address is refused", async () => {
+  test("a name that resolves to loopback outside the bound, link-local or a private address is refused", async () => {
     for (const [h, what, port] of [
-      ["loop.test", "a loopback address \\(127\\.0\\.0\\.1\\)", up.httpPort + 1],
-      ["loop6.test", "a loopback address \\(::1\\)", up.httpPort],
-      ["private.test", "a private address \\(10\\.1\\.2\\.3\\)", up.httpPort],
-      ["metadata.test", "a link-local address \\(169\\.254\\.169\\.254\\)", 80],
+      [
+        "loop.test",
+        "127\\.0\\.0\\.1:\\d+ is a loopback address outside the operator's bound",
+        up.httpPort + 1,
+      ],
+      ["loop6.test", "\\[::1\\]:\\d+ is a loopback address outside the operator's bound", up.httpPort],
+      ["private.test", "10\\.1\\.2\\.3:\\d+ is a private address outside the operator's bound", up.httpPort],
+      ["metadata.test", "169\\.254\\.169\\.254 is a link-local \\(metadata\\) address", 80],
     ] as const) {
-      // loop.test is allowed on httpPort+1 only by name: 127.0.0.1 is listed for httpPort alone
       if (h === "loop.test") await setPolicy(a.id, { allow: [`loop.test:${port}`] });
       const [status, body] = await get(a.id, `http://${h}:${port}/hello`, `${h}:${port}`);
       assert.equal(status, "HTTP/1.1 403 Forbidden", `${h}: ${body}`);
-      assert.match(body, new RegExp(`${h.replace(".", "\\.")} resolves to ${what} not listed as an IP`));
+      assert.match(body, new RegExp(`${h.replace(".", "\\.")} resolves to ${what}`));
       if (h === "loop.test")
         await setPolicy(a.id, {
           allow: [
@@ -210,11 +217,14 @@ ask("loop.test", ${up.httpsPort})
           ],
         });
     }
-    // open mode still never reaches loopback (nor the server's own addresses)
+    // inside the bound, a listed name reaches its loopback upstream
+    const [ok, hello] = await get(a.id, `http://pkg.test:${up.httpPort}/hello`, `pkg.test:${up.httpPort}`);
+    assert.equal(ok, "HTTP/1.1 200 OK", hello);
+    // open mode never reaches loopback, even inside the bound (nor the server's own addresses)
     await setPolicy(b.id, { mode: "open", allow: [] });
     const [s, body] = await connect(b.id, `pkg.test:${up.httpsPort}`);
     assert.equal(s, "HTTP/1.1 403 Forbidden");
-    assert.match(body, /resolves to a loopback address/);
+    assert.match(body, /resolves to an address that is not public \(127\.0\.0\.1\); open mode/);
     const [s2, body2] = await connect(b.id, "unknown.test:443");
     assert.equal(s2, "HTTP/1.1 403 Forbidden");
     assert.match(body2, /unknown\.test does not resolve/);

@@ -474,7 +474,7 @@ for (const leg of dbLegs) {
             "api.example.com:443",
             "*.github.com",
             "*.example.org:8443",
-            "10.0.0.1:5432",
+            "203.0.113.1:5432",
             "1.2.3.4",
           ],
         },

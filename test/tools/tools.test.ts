@@ -73,7 +73,11 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
     api = await echoServer();
     other = await echoServer();
     mcp = await startMcpServer();
-    t = await startTestServer({ env: { BOX_IDLE_S: "30" }, egressHosts: { "named.test": ["127.0.0.1"] } });
+    // the operator's bound holds the api server's loopback port only: the other stays out of reach
+    t = await startTestServer({
+      env: { BOX_IDLE_S: "30", WARREN_EGRESS_PRIVATE_ALLOW: `127.0.0.1:${api.port}` },
+      egressHosts: { "named.test": ["127.0.0.1"] },
+    });
     const org = (await t.call("POST", "/api/orgs", { name: "tools" })).body;
     const machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", memory_mib: 512 }))
       .body;
@@ -310,9 +314,12 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
       url: `${api.url}/redirect?to=${encodeURIComponent(`${other.url}/x`)}`,
     });
     assert.match(hop.output, /the network policy refused it/);
-    // a listed name that resolves to loopback is refused: only an address listed as such is reached
+    // a listed name that resolves to loopback outside the operator's bound is refused
     const named = await set.call("web_fetch", { url: `http://named.test:${other.port}/page` });
-    assert.match(named.output, /the network policy refused it: named.test resolves to .*not listed as an IP/);
+    assert.match(
+      named.output,
+      /the network policy refused it: named.test resolves to 127\.0\.0\.1:\d+ is a loopback address outside the operator's bound/,
+    );
     const tunnel = await set.call("web_fetch", { url: `https://127.0.0.1:${other.port}/` });
     assert.match(tunnel.output, /the network policy refused it/);
     assert.equal(other.seen.length, 0, "no refused request reached the server");

@@ -5,13 +5,16 @@ import { AgentSpec } from "../../src/contract/spec.js";
 import { startTestServer } from "../support/server.js";
 
 const [port, ...names] = process.argv.slice(2);
-const t = await startTestServer({ egressHosts: Object.fromEntries(names.map((n) => [n, ["127.0.0.1"]])) });
+const t = await startTestServer({
+  env: { WARREN_EGRESS_PRIVATE_ALLOW: `127.0.0.1:${port}` },
+  egressHosts: Object.fromEntries(names.map((n) => [n, ["127.0.0.1"]])),
+});
 try {
   const org = (await t.call("POST", "/api/orgs", { name: "https" })).body;
   const m = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", memory_mib: 256 })).body;
   const a = (await t.call("POST", "/api/agents", { org_id: org.id, machine_id: m.id, name: "a" })).body;
   await t.call("PATCH", `/api/agents/${a.id}`, {
-    sandbox_policy: { network: { allow: [`pkg.test:${port}`, `127.0.0.1:${port}`] } },
+    sandbox_policy: { network: { allow: [`pkg.test:${port}`] } },
   });
   const set = await t.server.tools.open({
     runId: "run_https",
