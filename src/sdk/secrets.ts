@@ -28,6 +28,10 @@ export class SecretsApi {
   update(id: string, body: SecretUpdateRequest, opts: RequestOptions = {}): Promise<Secret> {
     return this.http.json("PATCH", `/api/secrets/${seg(id)}`, { ...opts, json: body });
   }
+  /** Sets the hosts a model key may be sent to (owners and admins); [] leaves only the provider's official host. */
+  setHosts(id: string, hosts: string[], opts: RequestOptions = {}): Promise<Secret> {
+    return this.update(id, { hosts }, opts);
+  }
   /** Deletes a secret and its aliases. */
   delete(id: string, opts: RequestOptions = {}): Promise<void> {
     return this.http.empty("DELETE", `/api/secrets/${seg(id)}`, opts);

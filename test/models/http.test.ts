@@ -15,6 +15,8 @@ import { startFakeAnthropic, startFakeOpenAI, type FakeModelServer } from "../su
 import { startFakeResponses, type FakeResponsesServer } from "../support/fake-responses.js";
 
 const KEY = "sk-real-7c1e99aa0b3d";
+const HOSTS: string[] = [];
+const hostOf = (f: { baseUrl: string }) => new URL(f.baseUrl).host;
 const agent = {
   id: "agt_0000000000000000000001",
   orgId: "org_0000000000000000000001",
@@ -24,7 +26,8 @@ const agent = {
 describe("the model gateway's HTTP face", () => {
   const events: { type: string; data: any }[] = [];
   const gateway = new Gateway({
-    keysOf: async () => ({ MODEL_KEY: { use: "model", value: KEY } }),
+    // the fakes' hosts, as an owner gives a key's hosts
+    keysOf: async () => ({ MODEL_KEY: { use: "model", value: KEY, hosts: HOSTS } }),
     readHome: async () => Buffer.from(""),
     prices: new Prices(),
   });
@@ -65,6 +68,7 @@ describe("the model gateway's HTTP face", () => {
       { text: "Responses answer.", usage: { input_tokens: 55, output_tokens: 6 } },
     ]);
     down = await startFakeOpenAI([{ error: { status: 429, message: "slow down" } }]);
+    HOSTS.push(...[anth, oai, resp, down].map(hostOf));
   });
   after(async () => {
     face.close();
@@ -273,6 +277,7 @@ describe("the model gateway's HTTP face", () => {
     const leak = await startFakeOpenAI([
       { error: { status: 401, message: `Incorrect API key provided: ${KEY}` } },
     ]);
+    HOSTS.push(hostOf(leak));
     const s = await open({ provider: "openai", name: "gpt-4o", base_url: leak.baseUrl });
     try {
       const r = await post("/v1/chat/completions", s.token, { messages: [{ role: "user", content: "hi" }] });
@@ -286,21 +291,39 @@ describe("the model gateway's HTTP face", () => {
     }
   });
 
-  test("a spent budget: stop refuses; finish allows one last call without tools, then refuses", async () => {
+  test("budgets: a call whose maximum would cross is not sent; finish allows one last call without tools", async () => {
     const tools = [{ type: "function", function: { name: "f", parameters: { type: "object" } } }];
-    const ask = (s: GatewaySession) =>
-      post("/v1/chat/completions", s.token, { messages: [{ role: "user", content: "hi" }], tools });
-    const stop = await open(
-      { provider: "openai", name: "gpt-4o", base_url: oai.baseUrl },
-      { max_tokens: 10 },
-    );
+    const ask = (s: GatewaySession, max_tokens = 5) =>
+      post("/v1/chat/completions", s.token, {
+        messages: [{ role: "user", content: "hi" }],
+        tools,
+        max_tokens,
+      });
+    oai.requests.length = 0;
+    events.length = 0;
+    // each answer uses 21 + 4 = 25 tokens; a call reserves its input's estimate and max_tokens
+    const stop = await open({ provider: "openai", name: "gpt-4o", base_url: oai.baseUrl }, { max_tokens: 200 });
+    let sent = 0;
     try {
-      assert.equal((await ask(stop)).status, 200);
-      const refused = await ask(stop);
-      assert.equal(refused.status, 429);
-      const e = JSON.parse(refused.text).error;
-      assert.equal(e.code, "insufficient_quota");
-      assert.match(e.message, /budget is spent: 25 of 10 tokens/);
+      for (;;) {
+        const r = await ask(stop);
+        if (r.status !== 200) {
+          assert.equal(r.status, 429);
+          const e = JSON.parse(r.text).error;
+          assert.equal(e.code, "insufficient_quota");
+          assert.match(e.message, /budget cannot hold this call: it may use up to \d+ tokens/);
+          break;
+        }
+        sent++;
+        assert.ok(sent < 20, "the budget refuses at last");
+      }
+      const used = stop.usage().tokens_in + stop.usage().tokens_out;
+      assert.equal(oai.requests.length, sent, "a refused call never reached the provider");
+      assert.ok(used <= 200, `used ${used} of 200`);
+      const refusal = events.find((e) => e.type === "budget")?.data;
+      assert.equal(refusal?.refused, true);
+      assert.equal(refusal.limit, "tokens");
+      assert.ok(refusal.used + refusal.reserved + refusal.call_max > 200);
     } finally {
       stop.close();
     }
@@ -310,12 +333,10 @@ describe("the model gateway's HTTP face", () => {
       { max_tokens: 10, on_limit: "finish" },
     );
     try {
-      assert.equal((await ask(fin)).status, 200);
       assert.equal((await ask(fin)).status, 200, "one last call");
       assert.equal((await ask(fin)).status, 429);
-      assert.equal(oai.requests.length, 2);
-      assert.ok(oai.requests[0]!.body.tools, "the first call had its tools");
-      assert.equal(oai.requests[1]!.body.tools, undefined, "the last call has none");
+      assert.equal(oai.requests.length, 1);
+      assert.equal(oai.requests[0]!.body.tools, undefined, "the last call has no tools");
     } finally {
       fin.close();
     }
