@@ -80,7 +80,12 @@ export const OFFICIAL_MODEL_HOSTS: Record<string, readonly string[]> = {
 export const modelHost = z
   .string()
   .max(260)
-  .transform((h) => h.trim().toLowerCase().replace(/\.(?=(:\d+)?$)/, ""))
+  .transform((h) =>
+    h
+      .trim()
+      .toLowerCase()
+      .replace(/\.(?=(:\d+)?$)/, ""),
+  )
   .refine(
     (h) =>
       /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*|\[[0-9a-f:.]+\])(?::(?:[1-9]\d{0,3}|[1-5]\d{4}|6[0-4]\d{3}|65[0-4]\d{2}|655[0-2]\d|6553[0-5]))?$/.test(

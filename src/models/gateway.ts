@@ -118,6 +118,9 @@ class Session implements GatewaySession {
   /** What the calls under way may still cost at most (their reservations). */
   readonly #reserved = { tokens: 0, usd: 0 };
   #refusals = 0;
+  /** The calls under way (reserved, not yet recorded), and who waits for none. */
+  #underWay = 0;
+  #idle: (() => void)[] = [];
   #closed = false;
 
   constructor(
@@ -235,6 +238,7 @@ class Session implements GatewaySession {
     }
     this.#reserved.tokens += tokens;
     this.#reserved.usd += usd;
+    this.#underWay++;
     let released = false;
     return {
       ok: true,
@@ -243,8 +247,20 @@ class Session implements GatewaySession {
         released = true;
         this.#reserved.tokens -= tokens;
         this.#reserved.usd -= usd;
+        if (--this.#underWay === 0) for (const fn of this.#idle.splice(0)) fn();
       },
     };
+  }
+
+  /** Resolves once no call is under way (each recorded), or after `timeoutMs`. */
+  async idle(timeoutMs: number): Promise<void> {
+    if (this.#underWay === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await new Promise<void>((resolve) => {
+      this.#idle.push(resolve);
+      timer = setTimeout(resolve, timeoutMs);
+    });
+    clearTimeout(timer);
   }
 
   /** What is left of the budget now (used and reserved taken off), by limit; null: no limit. */

@@ -93,7 +93,14 @@ export interface GatewaySession {
    * Reserves a call's maximum cost before it is sent; refused (and a `budget` event written)
    * when used + reserved + this call's maximum would cross the run's max_tokens or max_usd.
    */
-  reserve(est: CallEstimate): Promise<{ ok: true; release: () => void } | { ok: false; state: BudgetRefusal }>;
+  reserve(
+    est: CallEstimate,
+  ): Promise<{ ok: true; release: () => void } | { ok: false; state: BudgetRefusal }>;
+  /**
+   * Resolves once no call is under way (a call whose client hung up is still read to its end
+   * and recorded), or after `timeoutMs`: a run counts its last calls before it ends.
+   */
+  idle(timeoutMs: number): Promise<void>;
   /** What is left of the budget (used and reserved taken off); null where there is no limit. */
   left(): { tokens: number | null; usd: number | null };
   /** Every model key the gateway holds for the run, to cut from whatever reaches a box. */

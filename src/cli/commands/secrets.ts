@@ -161,7 +161,10 @@ export const secrets = defineGroup("secrets", "secrets: values commands get as v
     parse: (i) => ({ id: i.arg("secret"), hosts: i.list("host") ?? [] }),
     run: async (ctx, p) => {
       const s = await ctx.client.secrets.update(p.id, { hosts: p.hosts });
-      return ctx.show(s, () => `${p.id} may be sent to ${s.hosts.join(",") || "its provider's official host"}\n`);
+      return ctx.show(
+        s,
+        () => `${p.id} may be sent to ${s.hosts.join(",") || "its provider's official host"}\n`,
+      );
     },
   }),
   "rotate-key": defineCommand({
