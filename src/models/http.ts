@@ -3,9 +3,11 @@
 // harness CLI in the box that takes it as its base URL with the run's workload token as its
 // key. Each call is forwarded to the run's models in order (a network error, a 429 or a 5xx
 // moves to the next), with the real key, which never goes back; the answer (a stream of
-// server-sent events or one JSON body) passes through as it comes, its usage is read on the
-// way and the call is recorded in the run's trace. A spent budget refuses the call (or, with
-// on_limit finish, allows one last call without tools).
+// server-sent events or one JSON body) passes through as it comes with every model key of the
+// run cut out, its usage is read on the way (to the answer's end, whether or not the client
+// stays) and the call is recorded in the run's trace. Each call's maximum cost is reserved
+// against the run's budget before it is sent; one that would cross it is refused (or, with
+// on_limit finish, becomes one last call without tools).
 import http from "node:http";
 import type { Duplex } from "node:stream";
 import type {

@@ -20,7 +20,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { boxSkipReason } from "../box/fixture.js";
-import { eventsOfType, runAgent, type TraceEvent } from "../support/agent-runs.js";
+import { eventsOfType, runAgent } from "../support/agent-runs.js";
 import { startFakeAnthropic, type FakeModelServer } from "../support/fake-models.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
@@ -466,7 +466,7 @@ describe("the model gateway under attack", { skip }, () => {
       assert.equal(provider.requests.length, 3, "a refused call never reached the provider");
       const billed = provider.billed.input + provider.billed.output;
       assert.equal(billed, 4500);
-      const calls = eventsOfType(events as TraceEvent[], "model_call");
+      const calls = eventsOfType(events, "model_call");
       assert.equal(calls.length, 3);
       for (const c of calls) {
         assert.equal(c.status, "ok", JSON.stringify(c));
@@ -476,7 +476,7 @@ describe("the model gateway under attack", { skip }, () => {
       }
       assert.equal(run.usage.tokens_in + run.usage.tokens_out, billed, "the run counts what was billed");
       assert.ok(run.usage.tokens_in + run.usage.tokens_out <= 5000);
-      const refusals = eventsOfType(events as TraceEvent[], "budget");
+      const refusals = eventsOfType(events, "budget");
       assert.equal(refusals.length, 5);
       for (const r of refusals) {
         assert.equal(r.refused, true);

@@ -365,7 +365,11 @@ describe("model gateway", () => {
     assert.equal(keyMayGo("http://10.0.0.5/v1", "openai-compatible", ["10.0.0.5:80"]).ok, true);
     assert.equal(keyMayGo("https://llm.example/v1", "openai-compatible", ["llm.example"]).ok, true);
     assert.equal(keyMayGo("https://llm.example:444/v1", "openai-compatible", ["llm.example"]).ok, false);
-    assert.equal(keyMayGo("https://api.openai.com/v1", "openai", ["llm.example"]).ok, false, "own hosts only");
+    assert.equal(
+      keyMayGo("https://api.openai.com/v1", "openai", ["llm.example"]).ok,
+      false,
+      "own hosts only",
+    );
     const g = gateway();
     await assert.rejects(
       g.open({
@@ -376,13 +380,21 @@ describe("model gateway", () => {
           name: "claude-sonnet-4-5",
           base_url: anth.baseUrl,
           key_secret: "MODEL_KEY",
-          fallback: { provider: "openai", name: "gpt-4o", base_url: "http://127.0.0.1:9/v1", key_secret: "OTHER_KEY" },
+          fallback: {
+            provider: "openai",
+            name: "gpt-4o",
+            base_url: "http://127.0.0.1:9/v1",
+            key_secret: "OTHER_KEY",
+          },
         }),
         input: "",
         events: async () => {},
       }),
       (err: Error) => {
-        assert.match(err.message, /the key OTHER_KEY of openai:gpt-4o may be sent only to .*not to 127\.0\.0\.1:9 /);
+        assert.match(
+          err.message,
+          /the key OTHER_KEY of openai:gpt-4o may be sent only to .*not to 127\.0\.0\.1:9 /,
+        );
         assert.match(err.message, /An owner or admin adds the host/);
         assert.ok(!err.message.includes(KEY));
         return true;

@@ -302,7 +302,10 @@ describe("the model gateway's HTTP face", () => {
     oai.requests.length = 0;
     events.length = 0;
     // each answer uses 21 + 4 = 25 tokens; a call reserves its input's estimate and max_tokens
-    const stop = await open({ provider: "openai", name: "gpt-4o", base_url: oai.baseUrl }, { max_tokens: 200 });
+    const stop = await open(
+      { provider: "openai", name: "gpt-4o", base_url: oai.baseUrl },
+      { max_tokens: 200 },
+    );
     let sent = 0;
     try {
       for (;;) {
@@ -339,6 +342,55 @@ describe("the model gateway's HTTP face", () => {
       assert.equal(oai.requests[0]!.body.tools, undefined, "the last call has no tools");
     } finally {
       fin.close();
+    }
+  });
+
+  test("an answer cut before its usage is counted by what flowed, never 0", async () => {
+    // a provider that streams a little text and drops the connection before message_delta
+    const cut = http.createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        const ev = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+        res.write(
+          ev("message_start", {
+            type: "message_start",
+            message: {
+              id: "m",
+              type: "message",
+              role: "assistant",
+              content: [],
+              usage: { output_tokens: 1 },
+            },
+          }) +
+            ev("content_block_delta", {
+              type: "content_block_delta",
+              index: 0,
+              delta: { type: "text_delta", text: "x".repeat(400) },
+            }),
+          () => res.destroy(),
+        );
+      });
+    });
+    await new Promise<void>((r) => cut.listen(0, "127.0.0.1", r));
+    const base = `http://127.0.0.1:${(cut.address() as AddressInfo).port}/v1`;
+    HOSTS.push(new URL(base).host);
+    events.length = 0;
+    const s = await open({ provider: "anthropic", name: "claude-sonnet-4-5", base_url: base });
+    try {
+      const body = { model: "m", max_tokens: 50, stream: true, messages: [{ role: "user", content: "hi" }] };
+      await post("/v1/messages", s.token, body).catch(() => null);
+      await s.idle(10_000);
+      const [c] = calls();
+      assert.equal(c.status, "error");
+      assert.equal(c.estimated, true);
+      assert.equal(c.tokens_out, 100, "400 characters, about 4 a token");
+      assert.ok(c.tokens_in > 0, "the input's estimate");
+      assert.deepEqual(s.usage().tokens_out, 100);
+    } finally {
+      s.close();
+      cut.closeAllConnections();
+      await new Promise((r) => cut.close(r));
     }
   });
 });
