@@ -295,6 +295,12 @@ export class UsageMeter {
 /** The least output a last call of `on_limit: finish` may have, whatever is left of the budget. */
 const FINISH_MIN_OUTPUT = 512;
 
+/**
+ * What a call that gives no max output tokens reserves, and below what is left of the budget
+ * it is given what is left as its max: a size every model takes as a max output.
+ */
+const NO_MAX_RESERVE = 16_384;
+
 /** A call's input, estimated before it is sent: its bytes / 4. */
 const inputEstimate = (body: unknown): number => Math.ceil(Buffer.byteLength(JSON.stringify(body)) / 4);
 
@@ -464,8 +470,11 @@ export class ModelHttpFace {
       const tokensIn = inputEstimate(sent);
       const limit = outputLimit(wire, sent, m.ref.provider);
       const room = this.#room(session, m, tokensIn);
-      // with no max output of its own, a call under a budget gets what is left as its max
-      if (limit.value === undefined && room !== null) sent[limit.field] = Math.max(1, room);
+      // with no max output of its own, a call reserves NO_MAX_RESERVE; near the budget's end it
+      // gets what is left as its max (a larger max than a model takes would be refused)
+      if (limit.value === undefined && room !== null && room < NO_MAX_RESERVE)
+        sent[limit.field] = Math.max(1, room);
+      const most = limit.value ?? (room !== null ? Math.max(1, Math.min(room, NO_MAX_RESERVE)) : 1);
       let lastCall = lastCallAsked;
       let release = () => {};
       if (!lastCall) {
@@ -473,19 +482,19 @@ export class ModelHttpFace {
           provider: m.ref.provider,
           model: m.ref.name,
           tokensIn,
-          tokensOut: limit.value ?? Math.max(1, room ?? 0),
+          tokensOut: most,
         });
         if (r.ok) release = r.release;
         else if (r.state.on_limit === "finish" && !this.#finished.has(session)) lastCall = true;
-        else throw refused(wire, r.state, tokensIn, limit.value ?? Math.max(1, room ?? 0));
+        else throw refused(wire, r.state, tokensIn, most);
       }
       if (lastCall) {
         // on_limit finish: one last call, without tools, its output held to what is left
         this.#finished.add(session);
         delete sent.tools;
         delete sent.tool_choice;
-        const most = Math.max(FINISH_MIN_OUTPUT, room ?? 0);
-        if ((limit.value ?? Infinity) > most) sent[limit.field] = most;
+        const finalMost = Math.max(FINISH_MIN_OUTPUT, room ?? 0);
+        if ((limit.value ?? Infinity) > finalMost) sent[limit.field] = finalMost;
       }
       const headers: Record<string, string> = { "content-type": "application/json" };
       for (const h of PASSED_HEADERS) {

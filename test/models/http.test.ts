@@ -393,4 +393,42 @@ describe("the model gateway's HTTP face", () => {
       await new Promise((r) => cut.close(r));
     }
   });
+
+  test("a call with no max output of its own, near the budget's end, is sent with what is left as its max", async () => {
+    oai.requests.length = 0;
+    const s = await open({ provider: "openai", name: "gpt-4o", base_url: oai.baseUrl }, { max_tokens: 1000 });
+    try {
+      const r = await post("/v1/chat/completions", s.token, { messages: [{ role: "user", content: "hi" }] });
+      assert.equal(r.status, 200);
+      const sent = oai.requests[0]!.body;
+      const estimate = Math.ceil(
+        Buffer.byteLength(JSON.stringify({ ...sent, max_completion_tokens: undefined })) / 4,
+      );
+      assert.ok(
+        sent.max_completion_tokens > 0 && sent.max_completion_tokens <= 1000 - estimate + 1,
+        String(sent.max_completion_tokens),
+      );
+    } finally {
+      s.close();
+    }
+    oai.requests.length = 0;
+    const roomy = await open(
+      { provider: "openai", name: "gpt-4o", base_url: oai.baseUrl },
+      { max_tokens: 1_000_000 },
+    );
+    try {
+      assert.equal(
+        (await post("/v1/chat/completions", roomy.token, { messages: [{ role: "user", content: "hi" }] }))
+          .status,
+        200,
+      );
+      assert.equal(
+        oai.requests[0]!.body.max_completion_tokens,
+        undefined,
+        "far from the end: the model's own max",
+      );
+    } finally {
+      roomy.close();
+    }
+  });
 });
