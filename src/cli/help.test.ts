@@ -94,6 +94,7 @@ test("secrets create's help, word for word: the value never comes from an argume
       "  --alias-of <secret>   make the name an alias of another secret's value\n" +
       "  --use <env|model>     env (default): commands get it as a variable; model: a model's key, only the gateway reads it\n" +
       "  --grant <id>          who it reaches: an org_, gld_ or agt_ id; repeatable\n" +
+      "  --host <host[:port]>  use model: a host its value may be sent to (default: the provider's official API host); repeatable\n" +
       "\n" +
       "global options:\n" +
       "  --url <url>               the server (default $WARREN_URL, else http://127.0.0.1:8080)\n" +
@@ -102,6 +103,6 @@ test("secrets create's help, word for word: the value never comes from an argume
       "  --help                    show help\n",
   );
   const group = helpText("secrets");
-  for (const c of ["create", "list", "get", "delete", "grant", "revoke", "rotate-key"])
+  for (const c of ["create", "list", "get", "delete", "grant", "revoke", "hosts", "rotate-key"])
     assert.ok(group.includes(`warren secrets ${c}`), c);
 });

@@ -67,6 +67,35 @@ export const SecretGrant = z
 
 const grants = z.array(SecretGrant).max(256);
 
+/** The official API host of each provider: where a model key with no hosts of its own may go. */
+export const OFFICIAL_MODEL_HOSTS: Record<string, readonly string[]> = {
+  anthropic: ["api.anthropic.com"],
+  openai: ["api.openai.com"],
+};
+
+/**
+ * A host a model key may be sent to: a DNS name or an IP address (IPv6 in brackets), with a
+ * port when it is not the scheme's default; lower-cased, without a trailing dot.
+ */
+export const modelHost = z
+  .string()
+  .max(260)
+  .transform((h) =>
+    h
+      .trim()
+      .toLowerCase()
+      .replace(/\.(?=(:\d+)?$)/, ""),
+  )
+  .refine(
+    (h) =>
+      /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*|\[[0-9a-f:.]+\])(?::(?:[1-9]\d{0,3}|[1-5]\d{4}|6[0-4]\d{3}|65[0-4]\d{2}|655[0-2]\d|6553[0-5]))?$/.test(
+        h,
+      ),
+    "must be a host name or IP address with an optional :port (no scheme, no path), such as api.openai.com or 10.0.0.5:8000",
+  );
+
+const hosts = z.array(modelHost).max(32);
+
 /**
  * How a secret is used: `env` reaches the agent's commands as an environment variable;
  * `model` is a provider key that only the model gateway in the server reads; `tool` is a
@@ -90,6 +119,11 @@ export const Secret = z
     use: SecretUse,
     alias_of: z.string().nullable().describe("the secret whose value this alias carries, or null"),
     grants: z.array(SecretGrant),
+    hosts: z
+      .array(z.string())
+      .describe(
+        "use model: the hosts its value may be sent to; empty: only the official API host of the model's provider (an alias shows those of the secret it names)",
+      ),
     stored_by_agent: z.string().nullable().describe("the agent that stored it from its box, or null"),
     created_at: z.string(),
     updated_at: z.string(),
@@ -106,11 +140,20 @@ export const SecretCreateRequest = z
     alias_of: idOf("sec").optional().describe("make this name an alias of another secret's value"),
     use: SecretUse.optional().describe("default env; an alias takes its secret's use"),
     grants: grants.optional().describe("default none"),
+    hosts: hosts
+      .optional()
+      .describe(
+        "use model: the hosts its value may be sent to (default none: only the official API host of the provider of the model that names it; a key for an openai-compatible base_url needs its host here)",
+      ),
   })
   .strict()
   .refine((b) => (b.value === undefined) !== (b.alias_of === undefined), {
     message: "give exactly one of value or alias_of",
     path: ["value"],
+  })
+  .refine((b) => b.hosts === undefined || (b.use === "model" && b.alias_of === undefined), {
+    message: "hosts are for a secret of use model (an alias takes those of the secret it names)",
+    path: ["hosts"],
   })
   .meta({ id: "SecretCreateRequest" });
 
@@ -122,6 +165,9 @@ export const SecretUpdateRequest = z
       .literal("tool")
       .optional()
       .describe("moves a secret of use env to tool (owners and admins); no other change of use is allowed"),
+    hosts: hosts
+      .optional()
+      .describe("use model: replaces the hosts its value may be sent to (owners and admins only)"),
   })
   .strict()
   .meta({ id: "SecretUpdateRequest" });

@@ -9,11 +9,15 @@ import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import type { LanguageModelV3 } from "@ai-sdk/provider";
 import type { ModelRef, ModelSpec } from "../contract/spec.js";
 import type { SecretUse } from "../contract/types.js";
+import { OFFICIAL_MODEL_HOSTS, SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
 import { WarrenError } from "../errors.js";
+import { Redactor } from "../secrets/redact.js";
 import type { Prices } from "./prices.js";
 import { parseScript, ScriptModel, type ScriptTurn } from "./script.js";
 import type {
+  BudgetRefusal,
   BudgetState,
+  CallEstimate,
   GatewayOpen,
   GatewaySession,
   ModelCallRecord,
@@ -31,13 +35,18 @@ export const DEFAULT_BASE_URL = {
 
 export interface GatewayDeps {
   /** The secrets that reach the agent now, by name, with their use (Secrets.keysFor). */
-  keysOf(agent: { id: string; orgId: string }): Promise<Record<string, { use: SecretUse; value: string }>>;
+  keysOf(agent: {
+    id: string;
+    orgId: string;
+  }): Promise<Record<string, { use: SecretUse; value: string; hosts?: string[] }>>;
   /** A file of the agent's home, read by the home file rules (a script's turns). */
   readHome(agent: { id: string; machineId: string }, path: string): Promise<Buffer>;
   prices: Prices;
   /** A workload token outlives its run's time limit by this much at most (default 60 s). */
   tokenMarginS?: number;
 }
+
+const round9 = (x: number): number => Math.round(x * 1e9) / 1e9;
 
 const protocolOf = (provider: ModelRef["provider"]): WireProtocol =>
   provider === "anthropic" ? "anthropic" : provider === "script" ? "script" : "openai";
@@ -60,6 +69,33 @@ export function routeModel(spec: ModelSpec, input: string): ModelRef {
   };
 }
 
+/**
+ * Whether a key may be sent to a base URL: its host (with the port when it is not the
+ * scheme's default) is one of the key's hosts, or, when the key has none, the official API
+ * host of the model's provider. Answers the host the URL names.
+ */
+export function keyMayGo(
+  baseUrl: string,
+  provider: string,
+  hosts: readonly string[],
+): { ok: boolean; host: string; allowed: readonly string[] } {
+  let u: URL;
+  try {
+    u = new URL(baseUrl);
+  } catch {
+    return { ok: false, host: baseUrl, allowed: hosts };
+  }
+  const hostname = u.hostname.toLowerCase().replace(/\.$/, "");
+  const port = u.port || (u.protocol === "https:" ? "443" : u.protocol === "http:" ? "80" : "");
+  const defaultPort = u.port === "";
+  const host = defaultPort ? hostname : `${hostname}:${port}`;
+  const allowed = hosts.length > 0 ? hosts : (OFFICIAL_MODEL_HOSTS[provider] ?? []);
+  // an official host is reached over https only
+  if (hosts.length === 0 && u.protocol !== "https:") return { ok: false, host, allowed };
+  const ok = allowed.some((h) => h === `${hostname}:${port}` || (defaultPort && h === hostname));
+  return { ok, host, allowed };
+}
+
 /** Whether a failed call may move to the fallback: anything but the run's own abort. */
 function movable(err: unknown, signal: AbortSignal | undefined): boolean {
   if (signal?.aborted) return false;
@@ -74,8 +110,17 @@ export function failureOf(err: unknown): { status: number | null; message: strin
   return { status, message: message.slice(0, 500) };
 }
 
+/** At most this many `budget` events of refused calls per run (a client may go on asking). */
+const REFUSAL_EVENTS = 10;
+
 class Session implements GatewaySession {
   readonly #usage: ModelUsage = { tokens_in: 0, tokens_out: 0, usd: 0, calls: 0 };
+  /** What the calls under way may still cost at most (their reservations). */
+  readonly #reserved = { tokens: 0, usd: 0 };
+  #refusals = 0;
+  /** The calls under way (reserved, not yet recorded), and who waits for none. */
+  #underWay = 0;
+  #idle: (() => void)[] = [];
   #closed = false;
 
   constructor(
@@ -88,6 +133,8 @@ class Session implements GatewaySession {
     private readonly events: RunEventSink,
     private readonly prices: Prices,
     private readonly onClose: (s: Session) => void,
+    /** Every model key the gateway holds for the run: cut from whatever it hands a box. */
+    readonly redactor: Redactor,
   ) {}
 
   get open(): boolean {
@@ -144,10 +191,86 @@ class Session implements GatewaySession {
         ok: false,
         limit: "usd",
         max: l.max_usd,
-        used: Math.round(this.#usage.usd * 1e9) / 1e9,
+        used: round9(this.#usage.usd),
         on_limit: l.on_limit,
       };
     return { ok: true };
+  }
+
+  /**
+   * Reserves a call's maximum cost before it is sent: answers the release (called once the
+   * call is recorded), or the budget state that refuses it (written as a `budget` event)
+   * when what was used, what the calls under way may still use and this call's maximum
+   * would together cross `max_tokens` or `max_usd`.
+   */
+  async reserve(
+    est: CallEstimate,
+  ): Promise<{ ok: true; release: () => void } | { ok: false; state: BudgetRefusal }> {
+    const l = this.limits;
+    const tokens = est.tokensIn + est.tokensOut;
+    const usd = this.prices.usd(est.provider, est.model, est.tokensIn, est.tokensOut);
+    const usedTokens = this.#usage.tokens_in + this.#usage.tokens_out;
+    let refusal: BudgetRefusal | null = null;
+    if (l.max_tokens !== undefined && usedTokens + this.#reserved.tokens + tokens > l.max_tokens)
+      refusal = {
+        ok: false,
+        limit: "tokens",
+        max: l.max_tokens,
+        used: usedTokens,
+        reserved: this.#reserved.tokens,
+        call_max: tokens,
+        on_limit: l.on_limit,
+      };
+    else if (l.max_usd !== undefined && this.#usage.usd + this.#reserved.usd + usd > l.max_usd)
+      refusal = {
+        ok: false,
+        limit: "usd",
+        max: l.max_usd,
+        used: round9(this.#usage.usd),
+        reserved: round9(this.#reserved.usd),
+        call_max: round9(usd),
+        on_limit: l.on_limit,
+      };
+    if (refusal) {
+      if (this.#refusals++ < REFUSAL_EVENTS)
+        await this.events("budget", { ...refusal, refused: true, model: `${est.provider}:${est.model}` });
+      return { ok: false, state: refusal };
+    }
+    this.#reserved.tokens += tokens;
+    this.#reserved.usd += usd;
+    this.#underWay++;
+    let released = false;
+    return {
+      ok: true,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#reserved.tokens -= tokens;
+        this.#reserved.usd -= usd;
+        if (--this.#underWay === 0) for (const fn of this.#idle.splice(0)) fn();
+      },
+    };
+  }
+
+  /** Resolves once no call is under way (each recorded), or after `timeoutMs`. */
+  async idle(timeoutMs: number): Promise<void> {
+    if (this.#underWay === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await new Promise<void>((resolve) => {
+      this.#idle.push(resolve);
+      timer = setTimeout(resolve, timeoutMs);
+    });
+    clearTimeout(timer);
+  }
+
+  /** What is left of the budget now (used and reserved taken off), by limit; null: no limit. */
+  left(): { tokens: number | null; usd: number | null } {
+    const l = this.limits;
+    const usedTokens = this.#usage.tokens_in + this.#usage.tokens_out;
+    return {
+      tokens: l.max_tokens !== undefined ? l.max_tokens - usedTokens - this.#reserved.tokens : null,
+      usd: l.max_usd !== undefined ? l.max_usd - this.#usage.usd - this.#reserved.usd : null,
+    };
   }
 
   close(): void {
@@ -170,6 +293,8 @@ export class Gateway implements ModelGateway {
     const values = needsSecrets ? await this.deps.keysOf(run.agent) : {};
     const scripts = new Map<string, ScriptTurn[]>();
     const models: ResolvedModel[] = [];
+    const keys = new Set<string>();
+    for (const v of Object.values(values)) if (v.use === "model") keys.add(v.value);
     for (const ref of refs) {
       let apiKey: string | null = null;
       if (ref.key_secret !== undefined) {
@@ -184,6 +309,7 @@ export class Gateway implements ModelGateway {
             `the secret ${ref.key_secret} (the key of ${ref.provider}:${ref.name}) has use "${v.use}": it reaches the agent's commands, so it cannot be a model's key; create the key as a secret with use "model" (warren secrets create ${ref.key_secret} --use model ...)`,
           );
         apiKey = v.value;
+        keys.add(v.value);
       } else if (ref.provider === "anthropic" || ref.provider === "openai") {
         throw new Error(`${ref.provider}:${ref.name} needs key_secret: the secret that holds its key`);
       }
@@ -203,6 +329,14 @@ export class Gateway implements ModelGateway {
           : ref.provider === "openai"
             ? DEFAULT_BASE_URL.openai
             : "");
+      // a key goes only where its secret says, checked before any call of the run
+      if (apiKey !== null && ref.key_secret !== undefined) {
+        const go = keyMayGo(baseUrl, ref.provider, values[ref.key_secret]?.hosts ?? []);
+        if (!go.ok)
+          throw new Error(
+            `the key ${ref.key_secret} of ${ref.provider}:${ref.name} may be sent only to ${go.allowed.length > 0 ? go.allowed.join(", ") : "the hosts an owner or admin gives it (it has none, and " + ref.provider + " has no official host)"}${go.allowed.length > 0 && (values[ref.key_secret]?.hosts ?? []).length === 0 ? " (over https)" : ""}, not to ${go.host} (base_url ${baseUrl}); nothing was sent. An owner or admin adds the host to the secret (PATCH /api/secrets/:id {"hosts": [...]}, warren secrets hosts <secret id> --host ${go.host}), or the model uses a key meant for that host`,
+          );
+      }
       models.push({
         ref,
         protocol,
@@ -223,6 +357,7 @@ export class Gateway implements ModelGateway {
       run.events,
       this.deps.prices,
       (x) => this.#byToken.delete(x.token),
+      new Redactor(keys, SECRET_VALUE_MIN_BYTES),
     );
     this.#byToken.set(token, s);
     return s;

@@ -3,12 +3,21 @@
 // harness CLI in the box that takes it as its base URL with the run's workload token as its
 // key. Each call is forwarded to the run's models in order (a network error, a 429 or a 5xx
 // moves to the next), with the real key, which never goes back; the answer (a stream of
-// server-sent events or one JSON body) passes through as it comes, its usage is read on the
-// way and the call is recorded in the run's trace. A spent budget refuses the call (or, with
-// on_limit finish, allows one last call without tools).
+// server-sent events or one JSON body) passes through as it comes with every model key of the
+// run cut out, its usage is read on the way (to the answer's end, whether or not the client
+// stays) and the call is recorded in the run's trace. Each call's maximum cost is reserved
+// against the run's budget before it is sent; one that would cross it is refused (or, with
+// on_limit finish, becomes one last call without tools).
 import http from "node:http";
 import type { Duplex } from "node:stream";
-import type { GatewaySession, ModelCallRecord, ModelGateway, ResolvedModel, WireProtocol } from "./types.js";
+import type {
+  BudgetRefusal,
+  GatewaySession,
+  ModelCallRecord,
+  ModelGateway,
+  ResolvedModel,
+  WireProtocol,
+} from "./types.js";
 
 /** The formats the face speaks, by path (after an optional /v1). */
 type Wire = "anthropic" | "chat" | "responses";
@@ -43,6 +52,25 @@ export interface ModelHttpOptions {
   warn?: (msg: string, data: Record<string, unknown>) => void;
   /** The largest request body read, in bytes (default 32 MiB: a harness sends its whole history). */
   maxBodyBytes?: number;
+}
+
+/** A spent budget, in the client's terms (Anthropic's CLIs retry a 429, so they get 403). */
+function spent(wire: Wire, used: number, max: number, limit: "tokens" | "usd"): FaceError {
+  return new FaceError(
+    wire === "anthropic" ? 403 : 429,
+    "insufficient_quota",
+    `the run's budget is spent: ${used} of ${max} ${limit === "usd" ? "dollars" : "tokens"}`,
+  );
+}
+
+/** A call refused before it was sent: its maximum would cross what is left of the budget. */
+function refused(wire: Wire, r: BudgetRefusal, tokensIn: number, tokensOut: number): FaceError {
+  const unit = r.limit === "usd" ? "dollars" : "tokens";
+  return new FaceError(
+    wire === "anthropic" ? 403 : 429,
+    "insufficient_quota",
+    `the run's budget cannot hold this call: it may use up to ${r.call_max} ${unit} (${tokensIn} tokens in, estimated, and up to ${tokensOut} out), and ${r.used} of ${r.max} ${unit} are used and ${r.reserved} held by calls under way; ask for fewer output tokens or raise the agent's limits`,
+  );
 }
 
 class FaceError extends Error {
@@ -133,6 +161,12 @@ export class UsageMeter {
   tokensIn = 0;
   tokensOut = 0;
   finish: string | null = null;
+  /** Whether the answer's final usage was read (else its counts are estimated from what flowed). */
+  complete = false;
+  /** The characters of text, reasoning and tool input the answer streamed. */
+  chars = 0;
+  /** The bytes of the answer read. */
+  bytes = 0;
   #buf = "";
   #data: string[] = [];
 
@@ -142,6 +176,7 @@ export class UsageMeter {
   whole(body: unknown): void {
     const b = obj(body);
     if (!b) return;
+    if (obj(b.usage)) this.complete = true;
     if (this.wire === "anthropic") {
       this.#anthropicUsage(obj(b.usage));
       this.finish = str(b.stop_reason) ?? this.finish;
@@ -153,6 +188,7 @@ export class UsageMeter {
 
   /** A piece of a stream of server-sent events. */
   stream(chunk: Buffer): void {
+    this.bytes += chunk.length;
     this.#buf += chunk.toString("utf8");
     let i: number;
     while ((i = this.#buf.indexOf("\n")) >= 0) {
@@ -180,14 +216,17 @@ export class UsageMeter {
       return;
     }
     if (!e) return;
+    this.#text(e);
     if (this.wire === "anthropic") {
       if (e.type === "message_start") {
         this.#anthropicUsage(obj(at(e, "message", "usage")));
       } else if (e.type === "message_delta") {
+        if (obj(e.usage)) this.complete = true;
         this.#anthropicUsage(obj(e.usage));
         this.finish = str(at(e, "delta", "stop_reason")) ?? this.finish;
       }
     } else if (this.wire === "chat") {
+      if (obj(e.usage)) this.complete = true;
       this.#chatUsage(obj(e.usage));
       const f = str(at(e, "choices", 0, "finish_reason"));
       if (f) this.finish = f;
@@ -196,8 +235,34 @@ export class UsageMeter {
       e.type === "response.incomplete" ||
       e.type === "response.failed"
     ) {
+      if (obj(obj(e.response)?.usage)) this.complete = true;
       this.#response(obj(e.response) ?? {});
     }
+  }
+
+  /** Counts the characters an event streams (text, reasoning, tool input), for an estimate. */
+  #text(e: J): void {
+    const add = (v: unknown) => {
+      if (typeof v === "string") this.chars += v.length;
+    };
+    if (this.wire === "anthropic") {
+      const d = obj(e.delta);
+      if (e.type === "content_block_delta" && d) {
+        add(d.text);
+        add(d.partial_json);
+        add(d.thinking);
+      }
+    } else if (this.wire === "chat") {
+      const choices = Array.isArray(e.choices) ? e.choices : [];
+      for (const c of choices) {
+        const d = obj(obj(c)?.delta);
+        if (!d) continue;
+        add(d.content);
+        add(d.reasoning_content);
+        add(d.reasoning);
+        for (const t of Array.isArray(d.tool_calls) ? d.tool_calls : []) add(at(t, "function", "arguments"));
+      }
+    } else if (typeof e.type === "string" && e.type.endsWith(".delta")) add(e.delta);
   }
 
   // Anthropic: input counts what was read from and written to the cache too; a stream's
@@ -225,6 +290,35 @@ export class UsageMeter {
     const why = str(at(r, "incomplete_details", "reason"));
     if (status) this.finish = why ? `${status}: ${why}` : status;
   }
+}
+
+/** The least output a last call of `on_limit: finish` may have, whatever is left of the budget. */
+const FINISH_MIN_OUTPUT = 512;
+
+/**
+ * What a call that gives no max output tokens reserves, and below what is left of the budget
+ * it is given what is left as its max: a size every model takes as a max output.
+ */
+const NO_MAX_RESERVE = 16_384;
+
+/** A call's input, estimated before it is sent: its bytes / 4. */
+const inputEstimate = (body: unknown): number => Math.ceil(Buffer.byteLength(JSON.stringify(body)) / 4);
+
+/** The field a wire format gives a call's maximum output tokens in, and its value (if given). */
+function outputLimit(wire: Wire, body: J, provider: string): { field: string; value: number | undefined } {
+  const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : undefined);
+  if (wire === "anthropic") return { field: "max_tokens", value: num(body.max_tokens) };
+  if (wire === "responses") return { field: "max_output_tokens", value: num(body.max_output_tokens) };
+  const given = num(body.max_completion_tokens) ?? num(body.max_tokens);
+  const field =
+    body.max_completion_tokens !== undefined
+      ? "max_completion_tokens"
+      : body.max_tokens !== undefined
+        ? "max_tokens"
+        : provider === "openai"
+          ? "max_completion_tokens"
+          : "max_tokens";
+  return { field, value: given };
 }
 
 /** Removes the real key from a text that may echo it (a provider's error). */
@@ -324,23 +418,16 @@ export class ModelHttpFace {
       );
     }
     const budget = session.budget();
+    let lastCall = false;
     if (!budget.ok) {
       if (budget.on_limit === "stop" || this.#finished.has(session))
-        throw new FaceError(
-          wire === "anthropic" ? 403 : 429,
-          "insufficient_quota",
-          `the run's budget is spent: ${budget.used} of ${budget.max} ${budget.limit === "usd" ? "dollars" : "tokens"}`,
-        );
+        throw spent(wire, budget.used, budget.max, budget.limit);
       // on_limit finish: one last call, without tools
-      this.#finished.add(session);
-      delete body.tools;
-      delete body.tool_choice;
+      lastCall = true;
     }
-    const abort = new AbortController();
-    res.on("close", () => {
-      if (!res.writableFinished) abort.abort(new Error("the client closed the connection"));
-    });
-    await this.#forward(req, res, session, wire, body, candidates, abort.signal);
+    // the upstream answer is read to its end whether or not the client stays (what it costs is
+    // counted): a client's hang-up never aborts the call
+    await this.#forward(req, res, session, wire, body, candidates, lastCall);
   }
 
   async #forward(
@@ -350,7 +437,7 @@ export class ModelHttpFace {
     wire: Wire,
     body: Record<string, unknown>,
     candidates: ResolvedModel[],
-    signal: AbortSignal,
+    lastCallAsked: boolean,
   ): Promise<void> {
     const suffix = wire === "anthropic" ? "/messages" : wire === "chat" ? "/chat/completions" : "/responses";
     let from: ModelCallRecord["fallback_from"];
@@ -377,6 +464,38 @@ export class ModelHttpFace {
       // a chat stream says its usage only when asked to
       if (wire === "chat" && sent.stream === true)
         sent.stream_options = { ...(sent.stream_options as object | undefined), include_usage: true };
+      // the budget: the call's maximum cost (its input's estimate and its max output tokens) is
+      // reserved before it is sent; one that would cross the run's budget is not sent
+      const clean = (text: string) => session.redactor.redactText(scrub(text, m.apiKey));
+      const tokensIn = inputEstimate(sent);
+      const limit = outputLimit(wire, sent, m.ref.provider);
+      const room = this.#room(session, m, tokensIn);
+      // with no max output of its own, a call reserves NO_MAX_RESERVE; near the budget's end it
+      // gets what is left as its max (a larger max than a model takes would be refused)
+      if (limit.value === undefined && room !== null && room < NO_MAX_RESERVE)
+        sent[limit.field] = Math.max(1, room);
+      const most = limit.value ?? (room !== null ? Math.max(1, Math.min(room, NO_MAX_RESERVE)) : 1);
+      let lastCall = lastCallAsked;
+      let release = () => {};
+      if (!lastCall) {
+        const r = await session.reserve({
+          provider: m.ref.provider,
+          model: m.ref.name,
+          tokensIn,
+          tokensOut: most,
+        });
+        if (r.ok) release = r.release;
+        else if (r.state.on_limit === "finish" && !this.#finished.has(session)) lastCall = true;
+        else throw refused(wire, r.state, tokensIn, most);
+      }
+      if (lastCall) {
+        // on_limit finish: one last call, without tools, its output held to what is left
+        this.#finished.add(session);
+        delete sent.tools;
+        delete sent.tool_choice;
+        const finalMost = Math.max(FINISH_MIN_OUTPUT, room ?? 0);
+        if ((limit.value ?? Infinity) > finalMost) sent[limit.field] = finalMost;
+      }
       const headers: Record<string, string> = { "content-type": "application/json" };
       for (const h of PASSED_HEADERS) {
         const v = req.headers[h];
@@ -387,82 +506,141 @@ export class ModelHttpFace {
         if (m.apiKey) headers["x-api-key"] = m.apiKey;
       } else if (m.apiKey) headers.authorization = `Bearer ${m.apiKey}`;
 
-      let up: Response;
       try {
-        up = await fetch(endpoint(m.baseUrl, suffix), {
-          method: "POST",
-          headers,
-          body: JSON.stringify(sent),
-          signal,
-        });
-      } catch (err) {
-        const message = signal.aborted
-          ? "the client closed the connection"
-          : `the provider could not be reached: ${scrub(err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err), m.apiKey)}`;
-        await record({ status: "error", error: message });
-        if (signal.aborted) return;
-        if (last) throw new FaceError(502, "api_error", message);
-        from = { provider: m.ref.provider, model: m.ref.name, reason: "provider unreachable" };
-        continue;
-      }
-      if (!up.ok) {
-        const text = scrub(await up.text().catch(() => ""), m.apiKey);
-        const movable = up.status === 429 || up.status >= 500;
-        await record({ status: "error", error: `${up.status}: ${text.slice(0, 500)}` });
-        if (movable && !last) {
-          from = {
-            provider: m.ref.provider,
-            model: m.ref.name,
-            reason: up.status === 429 ? "429 rate limited" : `provider error ${up.status}`,
-          };
+        let up: Response;
+        try {
+          up = await fetch(endpoint(m.baseUrl, suffix), {
+            method: "POST",
+            headers,
+            body: JSON.stringify(sent),
+          });
+        } catch (err) {
+          const message = `the provider could not be reached: ${clean(err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err))}`;
+          await record({ status: "error", error: message });
+          if (last || res.destroyed) throw new FaceError(502, "api_error", message);
+          from = { provider: m.ref.provider, model: m.ref.name, reason: "provider unreachable" };
           continue;
         }
-        res.writeHead(up.status, { "content-type": up.headers.get("content-type") ?? "application/json" });
-        res.end(text);
+        if (!up.ok) {
+          const text = clean(await up.text().catch(() => ""));
+          const movable = up.status === 429 || up.status >= 500;
+          await record({ status: "error", error: `${up.status}: ${text.slice(0, 500)}` });
+          if (movable && !last && !res.destroyed) {
+            from = {
+              provider: m.ref.provider,
+              model: m.ref.name,
+              reason: up.status === 429 ? "429 rate limited" : `provider error ${up.status}`,
+            };
+            continue;
+          }
+          if (!res.destroyed) {
+            res.writeHead(up.status, {
+              "content-type": up.headers.get("content-type") ?? "application/json",
+            });
+            res.end(text);
+          }
+          return;
+        }
+        await this.#relay(res, up, session, wire, tokensIn, record);
         return;
+      } finally {
+        release();
       }
-      const type = up.headers.get("content-type") ?? "application/json";
-      const streaming = type.includes("text/event-stream");
-      const meter = new UsageMeter(wire);
+    }
+  }
+
+  /**
+   * Passes a provider's answer to the client, redacted (every model key of the run is cut
+   * out, across chunks), reads its usage on the way and records the call. The answer is read
+   * to its end even when the client is gone; an answer cut before its usage is counted by
+   * what flowed (about 4 characters a token, never 0 when something flowed).
+   */
+  async #relay(
+    res: http.ServerResponse,
+    up: Response,
+    session: GatewaySession,
+    wire: Wire,
+    tokensIn: number,
+    record: (r: Partial<ModelCallRecord> & Pick<ModelCallRecord, "status">) => Promise<void>,
+  ): Promise<void> {
+    const type = up.headers.get("content-type") ?? "application/json";
+    const streaming = type.includes("text/event-stream");
+    const meter = new UsageMeter(wire);
+    const redact = session.redactor.stream();
+    const gone = () => res.destroyed || res.writableEnded;
+    if (!gone())
       res.writeHead(200, {
         "content-type": type,
         ...(streaming ? { "cache-control": "no-cache" } : {}),
       });
-      let failure: string | null = null;
-      const whole: Buffer[] = [];
-      try {
-        if (up.body) {
-          for await (const chunk of up.body as AsyncIterable<Uint8Array>) {
-            const b = Buffer.from(chunk);
-            if (streaming) meter.stream(b);
-            else whole.push(b);
-            if (!res.write(b)) await new Promise<void>((r) => res.once("drain", r).once("close", r));
-            if (res.destroyed) throw new Error("the client closed the connection");
+    const send = async (b: Buffer) => {
+      if (b.length === 0 || gone()) return;
+      if (!res.write(b)) await new Promise<void>((r) => res.once("drain", r).once("close", r));
+    };
+    let failure: string | null = null;
+    const whole: Buffer[] = [];
+    let clientLeft = false;
+    try {
+      if (up.body) {
+        for await (const chunk of up.body as AsyncIterable<Uint8Array>) {
+          const b = Buffer.from(chunk);
+          if (streaming) meter.stream(b);
+          else {
+            meter.bytes += b.length;
+            whole.push(b);
           }
+          // what may not be the start of a key goes out now; a possible start waits for the next chunk
+          const out = redact.push(b);
+          await send(out.length > 0 ? Buffer.concat([out, redact.settle()]) : redact.settle());
+          if (gone() && !res.writableFinished) clientLeft = true;
         }
-        if (streaming) meter.end();
-        else {
-          try {
-            meter.whole(JSON.parse(Buffer.concat(whole).toString("utf8")));
-          } catch {
-            failure = "the provider's answer is not JSON";
-          }
-        }
-      } catch (err) {
-        failure = signal.aborted
-          ? "the client closed the connection"
-          : `the provider's answer broke off: ${err instanceof Error ? err.message : String(err)}`;
-        if (streaming) meter.end();
       }
-      res.end();
-      await record({
-        status: failure ? "error" : "ok",
-        ...(failure ? { error: failure } : {}),
-        tokens_in: meter.tokensIn,
-        tokens_out: meter.tokensOut,
-        finish_reason: meter.finish,
-      });
-      return;
+      if (streaming) meter.end();
+      else {
+        try {
+          meter.whole(JSON.parse(Buffer.concat(whole).toString("utf8")));
+        } catch {
+          failure = "the provider's answer is not JSON";
+        }
+      }
+    } catch (err) {
+      failure = `the provider's answer broke off: ${session.redactor.redactText(err instanceof Error ? err.message : String(err))}`;
+      if (streaming) meter.end();
     }
+    await send(redact.end());
+    if (gone() && !res.writableFinished) clientLeft = true;
+    if (!gone()) res.end();
+    let { tokensIn: inTokens, tokensOut: outTokens } = meter;
+    const estimated = !meter.complete;
+    if (estimated) {
+      // cut before its usage (or an answer that says none): count what flowed
+      inTokens = Math.max(inTokens, tokensIn);
+      const flowed = streaming ? Math.ceil(meter.chars / 4) : Math.ceil(meter.bytes / 4);
+      outTokens = Math.max(outTokens, flowed, meter.chars > 0 || meter.bytes > 0 ? 1 : 0);
+    }
+    await record({
+      status: failure ? "error" : "ok",
+      ...(failure ? { error: failure } : {}),
+      tokens_in: inTokens,
+      tokens_out: outTokens,
+      finish_reason: meter.finish,
+      ...(estimated ? { estimated: true } : {}),
+      ...(clientLeft ? { client_closed: true } : {}),
+    });
+  }
+
+  /** The most output tokens a call to `m` may have within what is left of the budget; null: no limit. */
+  #room(session: GatewaySession, m: ResolvedModel, tokensIn: number): number | null {
+    const left = session.left();
+    let room: number | null = left.tokens !== null ? left.tokens - tokensIn : null;
+    if (left.usd !== null) {
+      const perMillionOut = this.#o.gateway.price(m.ref.provider, m.ref.name, 0, 1_000_000);
+      if (perMillionOut > 0) {
+        const inUsd = this.#o.gateway.price(m.ref.provider, m.ref.name, tokensIn, 0);
+        const byUsd = Math.floor(((left.usd - inUsd) / perMillionOut) * 1_000_000);
+        room = room === null ? byUsd : Math.min(room, byUsd);
+      }
+    }
+    return room;
   }
 }

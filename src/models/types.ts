@@ -3,6 +3,7 @@
 // (src/models/http) with the run's workload token. The real key never leaves the server.
 import type { LanguageModelV3 } from "@ai-sdk/provider";
 import type { AgentSpec, ModelRef } from "../contract/spec.js";
+import type { Redactor } from "../secrets/redact.js";
 
 /** How a provider is spoken to on the wire. */
 export type WireProtocol = "anthropic" | "openai" | "script";
@@ -34,6 +35,10 @@ export interface ModelCallRecord {
   fallback_from?: { provider: string; model: string; reason: string };
   /** Which face made it: the in-process loop, or a harness through the HTTP face. */
   via: "loop" | "http";
+  /** Set when the answer was cut before its usage came: the counts are estimated from what flowed. */
+  estimated?: boolean;
+  /** Set when the client hung up before the answer's end (the answer was still read to its end). */
+  client_closed?: boolean;
 }
 
 export interface ModelUsage {
@@ -46,6 +51,27 @@ export interface ModelUsage {
 export type BudgetState =
   | { ok: true }
   | { ok: false; limit: "tokens" | "usd"; max: number; used: number; on_limit: "stop" | "finish" };
+
+/** A call refused before it was sent: what was used, reserved by calls under way, and its maximum. */
+export interface BudgetRefusal {
+  ok: false;
+  limit: "tokens" | "usd";
+  max: number;
+  used: number;
+  reserved: number;
+  call_max: number;
+  on_limit: "stop" | "finish";
+}
+
+/** What a call may cost at most, reserved against the run's budget while it is under way. */
+export interface CallEstimate {
+  provider: string;
+  model: string;
+  /** The input's estimate (its bytes / 4). */
+  tokensIn: number;
+  /** Its maximum output: the call's own max output tokens. */
+  tokensOut: number;
+}
 
 /** What a run writes to its trace: one event of a type with its data (redacted by the sink). */
 export type RunEventSink = (type: string, data: Record<string, unknown>) => Promise<void>;
@@ -63,6 +89,22 @@ export interface GatewaySession {
   record(call: ModelCallRecord): Promise<void>;
   usage(): ModelUsage;
   budget(): BudgetState;
+  /**
+   * Reserves a call's maximum cost before it is sent; refused (and a `budget` event written)
+   * when used + reserved + this call's maximum would cross the run's max_tokens or max_usd.
+   */
+  reserve(
+    est: CallEstimate,
+  ): Promise<{ ok: true; release: () => void } | { ok: false; state: BudgetRefusal }>;
+  /**
+   * Resolves once no call is under way (a call whose client hung up is still read to its end
+   * and recorded), or after `timeoutMs`: a run counts its last calls before it ends.
+   */
+  idle(timeoutMs: number): Promise<void>;
+  /** What is left of the budget (used and reserved taken off); null where there is no limit. */
+  left(): { tokens: number | null; usd: number | null };
+  /** Every model key the gateway holds for the run, to cut from whatever reaches a box. */
+  readonly redactor: Redactor;
   close(): void;
 }
 

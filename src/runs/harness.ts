@@ -302,6 +302,8 @@ export class HarnessRunner implements AgentRunner {
         io.flush();
         await Promise.allSettled(pending);
         await d.staging.unstage(machine.id, ctx.runId).catch(() => {});
+        // a call the CLI hung up on is still read to its end: it is counted before the run ends
+        await ctx.gateway.idle(30_000);
       }
       // the models it called, in order of first use: its model_call events that answered
       const calls = await d.db

@@ -32,6 +32,12 @@ export class SecretsApi {
   useTool(id: string, opts: RequestOptions = {}): Promise<Secret> {
     return this.update(id, { use: "tool" }, opts);
   }
+
+  /** Sets the hosts a model key may be sent to (owners and admins); [] leaves only the provider's official host. */
+  setHosts(id: string, hosts: string[], opts: RequestOptions = {}): Promise<Secret> {
+    return this.update(id, { hosts }, opts);
+  }
+
   /** Deletes a secret and its aliases. */
   delete(id: string, opts: RequestOptions = {}): Promise<void> {
     return this.http.empty("DELETE", `/api/secrets/${seg(id)}`, opts);

@@ -24,6 +24,7 @@ export interface SecretCreateInput {
   alias_of?: string | undefined;
   use?: SecretUse | undefined;
   grants?: Grant[] | undefined;
+  hosts?: string[] | undefined;
 }
 
 export interface SecretUpdateInput {
@@ -31,6 +32,15 @@ export interface SecretUpdateInput {
   grants?: Grant[] | undefined;
   /** env to tool: the one change of use (owners and admins). */
   use?: "tool" | undefined;
+  hosts?: string[] | undefined;
+}
+
+/** A value the model gateway may use as a key, with the hosts it may be sent to. */
+export interface ModelKey {
+  use: SecretUse;
+  value: string;
+  /** Empty: only the official API host of the model's provider. */
+  hosts: string[];
 }
 
 /** The values a tool's headers may carry: by secret name, with the use it has. */
@@ -67,7 +77,7 @@ function logForms(value: string): string[] {
   return json === value ? [value] : [value, json];
 }
 
-function view(row: SecretRow, grants: GrantRow[]): Secret {
+function view(row: SecretRow, grants: GrantRow[], hosts: string[]): Secret {
   return {
     id: row.id,
     org_id: row.orgId,
@@ -76,6 +86,7 @@ function view(row: SecretRow, grants: GrantRow[]): Secret {
     use: row.use,
     alias_of: row.aliasOf,
     grants: grants.map((g) => ({ scope: g.scope, id: g.targetId })),
+    hosts,
     stored_by_agent: row.storedByAgent,
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
@@ -164,6 +175,21 @@ export class Secrets {
     return [...seen.values()];
   }
 
+  /** The hosts each row's value may be sent to: its own, or for an alias those of its secret. */
+  async #hostsOf(rows: SecretRow[]): Promise<Map<string, string[]>> {
+    const out = new Map<string, string[]>();
+    const targets = [...new Set(rows.filter((r) => r.aliasOf !== null).map((r) => r.aliasOf!))];
+    const of = new Map<string, string[]>();
+    if (targets.length > 0)
+      for (const t of await this.#db
+        .select({ id: schema.secrets.id, hosts: schema.secrets.hosts })
+        .from(schema.secrets)
+        .where(inArray(schema.secrets.id, targets)))
+        of.set(t.id, t.hosts);
+    for (const r of rows) out.set(r.id, r.aliasOf !== null ? (of.get(r.aliasOf) ?? []) : r.hosts);
+    return out;
+  }
+
   async #load(who: Identity, id: string, perm: "read" | "write"): Promise<SecretRow> {
     const [row] = await this.#db.select().from(schema.secrets).where(eq(schema.secrets.id, id));
     if (!row) throw new WarrenError("not_found", "secret was not found");
@@ -177,6 +203,11 @@ export class Secrets {
     const id = newId("sec");
     let sealed: string | null = null;
     let use: SecretUse = input.use ?? "env";
+    if (input.hosts !== undefined && (input.use !== "model" || input.alias_of !== undefined))
+      throw new WarrenError(
+        "request.invalid",
+        "body.hosts: hosts are for a secret of use model (an alias takes those of the secret it names)",
+      );
     if (input.alias_of !== undefined) {
       const [target] = await this.#db
         .select({ orgId: schema.secrets.orgId, aliasOf: schema.secrets.aliasOf, use: schema.secrets.use })
@@ -206,6 +237,7 @@ export class Secrets {
           sealed,
           aliasOf: input.alias_of ?? null,
           use,
+          hosts: [...new Set(input.hosts ?? [])],
         });
         if (grants.length > 0)
           await tx
@@ -253,7 +285,8 @@ export class Secrets {
   async get(who: Identity, id: string): Promise<Secret> {
     const row = await this.#load(who, id, "read");
     const g = await this.#grantsOf([id]);
-    return view(row, g.get(id) ?? []);
+    const h = await this.#hostsOf([row]);
+    return view(row, g.get(id) ?? [], h.get(id) ?? []);
   }
 
   async list(who: Identity, orgId?: string): Promise<Secret[]> {
@@ -265,11 +298,23 @@ export class Secrets {
       .where(inArray(schema.secrets.orgId, orgIds))
       .orderBy(asc(schema.secrets.name), asc(schema.secrets.id));
     const g = await this.#grantsOf(rows.map((r) => r.id));
-    return rows.map((r) => view(r, g.get(r.id) ?? []));
+    const h = await this.#hostsOf(rows);
+    return rows.map((r) => view(r, g.get(r.id) ?? [], h.get(r.id) ?? []));
   }
 
   async update(who: Identity, id: string, input: SecretUpdateInput): Promise<Secret> {
     const row = await this.#load(who, id, "write");
+    if (input.hosts !== undefined) {
+      // where a key may be sent decides who may read it: not an editor's choice
+      await this.#access.require(row.orgId, who, "manage", "secret");
+      if (row.use !== "model" || row.aliasOf !== null)
+        throw new WarrenError(
+          "request.invalid",
+          row.aliasOf !== null
+            ? `body.hosts: this secret is an alias; change the hosts of the secret it names (${row.aliasOf})`
+            : "body.hosts: hosts are for a secret of use model",
+        );
+    }
     const grants = input.grants ? await this.#checkGrants(row.orgId, input.grants) : undefined;
     const move = input.use !== undefined && input.use !== row.use;
     if (move) {
@@ -296,6 +341,7 @@ export class Secrets {
         .update(schema.secrets)
         .set({
           ...(input.description !== undefined ? { description: input.description } : {}),
+          ...(input.hosts !== undefined ? { hosts: [...new Set(input.hosts)] } : {}),
           updatedAt: new Date(),
         })
         .where(eq(schema.secrets.id, id));
@@ -345,6 +391,7 @@ export class Secrets {
         aliasOf: schema.secrets.aliasOf,
         description: schema.secrets.description,
         use: schema.secrets.use,
+        hosts: schema.secrets.hosts,
       })
       .from(schema.secrets)
       .innerJoin(schema.secretGrants, eq(schema.secretGrants.secretId, schema.secrets.id))
@@ -425,24 +472,32 @@ export class Secrets {
    */
   async #opened(agent: { id: string; orgId: string }) {
     const rows = await this.#reaching(agent);
-    const out: { name: string; use: SecretUse; value: Buffer }[] = [];
+    const out: { name: string; use: SecretUse; value: Buffer; hosts: string[] }[] = [];
     if (rows.length === 0) return out;
     const targets = rows.filter((r) => r.aliasOf !== null).map((r) => r.aliasOf!);
     const sealedOf = new Map<string, string>();
-    for (const r of rows) if (r.sealed !== null) sealedOf.set(r.id, r.sealed);
+    const hostsOf = new Map<string, string[]>();
+    for (const r of rows) {
+      if (r.sealed !== null) sealedOf.set(r.id, r.sealed);
+      hostsOf.set(r.id, r.hosts);
+    }
     const missing = targets.filter((t) => !sealedOf.has(t));
     if (missing.length > 0) {
       const more = await this.#db
-        .select({ id: schema.secrets.id, sealed: schema.secrets.sealed })
+        .select({ id: schema.secrets.id, sealed: schema.secrets.sealed, hosts: schema.secrets.hosts })
         .from(schema.secrets)
         .where(inArray(schema.secrets.id, missing));
-      for (const m of more) if (m.sealed !== null) sealedOf.set(m.id, m.sealed);
+      for (const m of more) {
+        if (m.sealed !== null) sealedOf.set(m.id, m.sealed);
+        hostsOf.set(m.id, m.hosts);
+      }
     }
     for (const r of rows) {
       const from = r.aliasOf ?? r.id;
       const s = sealedOf.get(from);
       if (s === undefined) continue;
-      out.push({ name: r.name, use: r.use, value: open(this.#key, from, s) });
+      // an alias is sent where the secret it names may be sent, never further
+      out.push({ name: r.name, use: r.use, value: open(this.#key, from, s), hosts: hostsOf.get(from) ?? [] });
     }
     return out;
   }
@@ -480,14 +535,12 @@ export class Secrets {
 
   /**
    * For the model gateway alone: the secrets that reach an agent, by name, with their use
-   * (the gateway takes a key only from a secret of use model).
+   * (the gateway takes a key only from a secret of use model) and the hosts it may go to.
    */
-  async keysFor(agent: {
-    id: string;
-    orgId: string;
-  }): Promise<Record<string, { use: SecretUse; value: string }>> {
-    const out: Record<string, { use: SecretUse; value: string }> = {};
-    for (const o of await this.#opened(agent)) out[o.name] = { use: o.use, value: o.value.toString("utf8") };
+  async keysFor(agent: { id: string; orgId: string }): Promise<Record<string, ModelKey>> {
+    const out: Record<string, ModelKey> = {};
+    for (const o of await this.#opened(agent))
+      out[o.name] = { use: o.use, value: o.value.toString("utf8"), hosts: o.hosts };
     return out;
   }
 }

@@ -246,6 +246,15 @@ export const secrets = pgTable(
     use: text("use", { enum: ["env", "model", "tool"] })
       .notNull()
       .default("env"),
+    /**
+     * Use model: the hosts (`host` or `host:port`) its value may be sent to; empty: only the
+     * official API host of the provider of the model that names it. An alias has none of its
+     * own (it takes those of the secret it names).
+     */
+    hosts: text("hosts")
+      .array()
+      .notNull()
+      .default(sql`'{}'::text[]`),
     /** The agent that stored it from its box (secret_store), or null for an operator's. */
     storedByAgent: text("stored_by_agent"),
     createdAt: created(),

@@ -57,6 +57,8 @@ describe("assistant runs", { skip: boxSkipReason() ?? false }, () => {
       description: "",
       value: KEY,
       use: "model",
+      // the fakes stand for the providers: the key may go to them
+      hosts: [anth, oai].map((f) => new URL(f.baseUrl).host),
       grants: [{ scope: "org", id: org.id }],
     });
     assert.equal(s.status, 201, JSON.stringify(s.body));

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { AgentSpec } from "../../src/contract/spec.js";
-import { Gateway, routeModel } from "../../src/models/gateway.js";
+import { keyMayGo, Gateway, routeModel } from "../../src/models/gateway.js";
 import { Prices } from "../../src/models/prices.js";
 import { modelTurn } from "../../src/models/turn.js";
 import { startFakeAnthropic, startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
@@ -29,11 +29,14 @@ const turns = [
   },
 ];
 
+/** The fakes' hosts, as an owner gives a key's hosts. */
+const HOSTS: string[] = [];
+
 function gateway(prices: Prices = new Prices(), scripts: Record<string, string> = {}) {
   return new Gateway({
     keysOf: async () => ({
-      MODEL_KEY: { use: "model", value: KEY },
-      OTHER_KEY: { use: "model", value: "sk-other-8c1d2e3f" },
+      MODEL_KEY: { use: "model", value: KEY, hosts: HOSTS },
+      OTHER_KEY: { use: "model", value: "sk-other-8c1d2e3f", hosts: HOSTS },
       ENV_KEY: { use: "env", value: "sk-env-5a6b7c8d9e" },
     }),
     readHome: async (_a, p) => {
@@ -58,6 +61,7 @@ describe("model gateway", () => {
   before(async () => {
     anth = await startFakeAnthropic(turns);
     oai = await startFakeOpenAI(turns);
+    HOSTS.push(...[anth, oai].map((f) => new URL(f.baseUrl).host));
   });
   after(async () => {
     await anth.close();
@@ -323,6 +327,7 @@ describe("model gateway", () => {
         spec: specOf({
           provider: "anthropic",
           name: "claude-sonnet-4-5",
+          base_url: anth.baseUrl,
           key_secret: "MODEL_KEY",
           fallback: { provider: "openai", name: "gpt-4o", key_secret: "ENV_KEY" },
         }),
@@ -345,6 +350,55 @@ describe("model gateway", () => {
         events: sink,
       }),
       /could not be read/,
+    );
+  });
+
+  test("a key goes only to its hosts: its own, or the official host of its provider over https", async () => {
+    assert.equal(keyMayGo("https://api.anthropic.com/v1", "anthropic", []).ok, true);
+    assert.equal(keyMayGo("https://API.Anthropic.com./v1", "anthropic", []).ok, true);
+    assert.equal(keyMayGo("http://api.anthropic.com/v1", "anthropic", []).ok, false, "not in clear");
+    assert.equal(keyMayGo("https://api.anthropic.com:8443/v1", "anthropic", []).ok, false);
+    assert.equal(keyMayGo("https://api.openai.com/v1", "anthropic", []).ok, false, "another provider's host");
+    assert.equal(keyMayGo("http://10.0.0.5:8000/v1", "openai-compatible", []).ok, false, "no official host");
+    assert.equal(keyMayGo("http://10.0.0.5:8000/v1", "openai-compatible", ["10.0.0.5:8000"]).ok, true);
+    assert.equal(keyMayGo("http://10.0.0.5:8001/v1", "openai-compatible", ["10.0.0.5:8000"]).ok, false);
+    assert.equal(keyMayGo("http://10.0.0.5/v1", "openai-compatible", ["10.0.0.5:80"]).ok, true);
+    assert.equal(keyMayGo("https://llm.example/v1", "openai-compatible", ["llm.example"]).ok, true);
+    assert.equal(keyMayGo("https://llm.example:444/v1", "openai-compatible", ["llm.example"]).ok, false);
+    assert.equal(
+      keyMayGo("https://api.openai.com/v1", "openai", ["llm.example"]).ok,
+      false,
+      "own hosts only",
+    );
+    const g = gateway();
+    await assert.rejects(
+      g.open({
+        runId: "run_h",
+        agent,
+        spec: specOf({
+          provider: "anthropic",
+          name: "claude-sonnet-4-5",
+          base_url: anth.baseUrl,
+          key_secret: "MODEL_KEY",
+          fallback: {
+            provider: "openai",
+            name: "gpt-4o",
+            base_url: "http://127.0.0.1:9/v1",
+            key_secret: "OTHER_KEY",
+          },
+        }),
+        input: "",
+        events: async () => {},
+      }),
+      (err: Error) => {
+        assert.match(
+          err.message,
+          /the key OTHER_KEY of openai:gpt-4o may be sent only to .*not to 127\.0\.0\.1:9 /,
+        );
+        assert.match(err.message, /An owner or admin adds the host/);
+        assert.ok(!err.message.includes(KEY));
+        return true;
+      },
     );
   });
 });

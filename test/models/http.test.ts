@@ -15,6 +15,8 @@ import { startFakeAnthropic, startFakeOpenAI, type FakeModelServer } from "../su
 import { startFakeResponses, type FakeResponsesServer } from "../support/fake-responses.js";
 
 const KEY = "sk-real-7c1e99aa0b3d";
+const HOSTS: string[] = [];
+const hostOf = (f: { baseUrl: string }) => new URL(f.baseUrl).host;
 const agent = {
   id: "agt_0000000000000000000001",
   orgId: "org_0000000000000000000001",
@@ -24,7 +26,8 @@ const agent = {
 describe("the model gateway's HTTP face", () => {
   const events: { type: string; data: any }[] = [];
   const gateway = new Gateway({
-    keysOf: async () => ({ MODEL_KEY: { use: "model", value: KEY } }),
+    // the fakes' hosts, as an owner gives a key's hosts
+    keysOf: async () => ({ MODEL_KEY: { use: "model", value: KEY, hosts: HOSTS } }),
     readHome: async () => Buffer.from(""),
     prices: new Prices(),
   });
@@ -65,6 +68,7 @@ describe("the model gateway's HTTP face", () => {
       { text: "Responses answer.", usage: { input_tokens: 55, output_tokens: 6 } },
     ]);
     down = await startFakeOpenAI([{ error: { status: 429, message: "slow down" } }]);
+    HOSTS.push(...[anth, oai, resp, down].map(hostOf));
   });
   after(async () => {
     face.close();
@@ -273,6 +277,7 @@ describe("the model gateway's HTTP face", () => {
     const leak = await startFakeOpenAI([
       { error: { status: 401, message: `Incorrect API key provided: ${KEY}` } },
     ]);
+    HOSTS.push(hostOf(leak));
     const s = await open({ provider: "openai", name: "gpt-4o", base_url: leak.baseUrl });
     try {
       const r = await post("/v1/chat/completions", s.token, { messages: [{ role: "user", content: "hi" }] });
@@ -286,21 +291,42 @@ describe("the model gateway's HTTP face", () => {
     }
   });
 
-  test("a spent budget: stop refuses; finish allows one last call without tools, then refuses", async () => {
+  test("budgets: a call whose maximum would cross is not sent; finish allows one last call without tools", async () => {
     const tools = [{ type: "function", function: { name: "f", parameters: { type: "object" } } }];
-    const ask = (s: GatewaySession) =>
-      post("/v1/chat/completions", s.token, { messages: [{ role: "user", content: "hi" }], tools });
+    const ask = (s: GatewaySession, max_tokens = 5) =>
+      post("/v1/chat/completions", s.token, {
+        messages: [{ role: "user", content: "hi" }],
+        tools,
+        max_tokens,
+      });
+    oai.requests.length = 0;
+    events.length = 0;
+    // each answer uses 21 + 4 = 25 tokens; a call reserves its input's estimate and max_tokens
     const stop = await open(
       { provider: "openai", name: "gpt-4o", base_url: oai.baseUrl },
-      { max_tokens: 10 },
+      { max_tokens: 200 },
     );
+    let sent = 0;
     try {
-      assert.equal((await ask(stop)).status, 200);
-      const refused = await ask(stop);
-      assert.equal(refused.status, 429);
-      const e = JSON.parse(refused.text).error;
-      assert.equal(e.code, "insufficient_quota");
-      assert.match(e.message, /budget is spent: 25 of 10 tokens/);
+      for (;;) {
+        const r = await ask(stop);
+        if (r.status !== 200) {
+          assert.equal(r.status, 429);
+          const e = JSON.parse(r.text).error;
+          assert.equal(e.code, "insufficient_quota");
+          assert.match(e.message, /budget cannot hold this call: it may use up to \d+ tokens/);
+          break;
+        }
+        sent++;
+        assert.ok(sent < 20, "the budget refuses at last");
+      }
+      const used = stop.usage().tokens_in + stop.usage().tokens_out;
+      assert.equal(oai.requests.length, sent, "a refused call never reached the provider");
+      assert.ok(used <= 200, `used ${used} of 200`);
+      const refusal = events.find((e) => e.type === "budget")?.data;
+      assert.equal(refusal?.refused, true);
+      assert.equal(refusal.limit, "tokens");
+      assert.ok(refusal.used + refusal.reserved + refusal.call_max > 200);
     } finally {
       stop.close();
     }
@@ -310,14 +336,99 @@ describe("the model gateway's HTTP face", () => {
       { max_tokens: 10, on_limit: "finish" },
     );
     try {
-      assert.equal((await ask(fin)).status, 200);
       assert.equal((await ask(fin)).status, 200, "one last call");
       assert.equal((await ask(fin)).status, 429);
-      assert.equal(oai.requests.length, 2);
-      assert.ok(oai.requests[0]!.body.tools, "the first call had its tools");
-      assert.equal(oai.requests[1]!.body.tools, undefined, "the last call has none");
+      assert.equal(oai.requests.length, 1);
+      assert.equal(oai.requests[0]!.body.tools, undefined, "the last call has no tools");
     } finally {
       fin.close();
+    }
+  });
+
+  test("an answer cut before its usage is counted by what flowed, never 0", async () => {
+    // a provider that streams a little text and drops the connection before message_delta
+    const cut = http.createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        const ev = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+        res.write(
+          ev("message_start", {
+            type: "message_start",
+            message: {
+              id: "m",
+              type: "message",
+              role: "assistant",
+              content: [],
+              usage: { output_tokens: 1 },
+            },
+          }) +
+            ev("content_block_delta", {
+              type: "content_block_delta",
+              index: 0,
+              delta: { type: "text_delta", text: "x".repeat(400) },
+            }),
+          () => res.destroy(),
+        );
+      });
+    });
+    await new Promise<void>((r) => cut.listen(0, "127.0.0.1", r));
+    const base = `http://127.0.0.1:${(cut.address() as AddressInfo).port}/v1`;
+    HOSTS.push(new URL(base).host);
+    events.length = 0;
+    const s = await open({ provider: "anthropic", name: "claude-sonnet-4-5", base_url: base });
+    try {
+      const body = { model: "m", max_tokens: 50, stream: true, messages: [{ role: "user", content: "hi" }] };
+      await post("/v1/messages", s.token, body).catch(() => null);
+      await s.idle(10_000);
+      const [c] = calls();
+      assert.equal(c.status, "error");
+      assert.equal(c.estimated, true);
+      assert.equal(c.tokens_out, 100, "400 characters, about 4 a token");
+      assert.ok(c.tokens_in > 0, "the input's estimate");
+      assert.deepEqual(s.usage().tokens_out, 100);
+    } finally {
+      s.close();
+      cut.closeAllConnections();
+      await new Promise((r) => cut.close(r));
+    }
+  });
+
+  test("a call with no max output of its own, near the budget's end, is sent with what is left as its max", async () => {
+    oai.requests.length = 0;
+    const s = await open({ provider: "openai", name: "gpt-4o", base_url: oai.baseUrl }, { max_tokens: 1000 });
+    try {
+      const r = await post("/v1/chat/completions", s.token, { messages: [{ role: "user", content: "hi" }] });
+      assert.equal(r.status, 200);
+      const sent = oai.requests[0]!.body;
+      const estimate = Math.ceil(
+        Buffer.byteLength(JSON.stringify({ ...sent, max_completion_tokens: undefined })) / 4,
+      );
+      assert.ok(
+        sent.max_completion_tokens > 0 && sent.max_completion_tokens <= 1000 - estimate + 1,
+        String(sent.max_completion_tokens),
+      );
+    } finally {
+      s.close();
+    }
+    oai.requests.length = 0;
+    const roomy = await open(
+      { provider: "openai", name: "gpt-4o", base_url: oai.baseUrl },
+      { max_tokens: 1_000_000 },
+    );
+    try {
+      assert.equal(
+        (await post("/v1/chat/completions", roomy.token, { messages: [{ role: "user", content: "hi" }] }))
+          .status,
+        200,
+      );
+      assert.equal(
+        oai.requests[0]!.body.max_completion_tokens,
+        undefined,
+        "far from the end: the model's own max",
+      );
+    } finally {
+      roomy.close();
     }
   });
 });

@@ -68,6 +68,14 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
   let t: TestServer;
   let fake: FakeResponsesServer;
   let org: { id: string };
+  let modelKeyId = "";
+  // the fakes stand for the providers: an owner lets the key go to each (PATCH hosts)
+  const allowHost = async (f: { baseUrl: string }) => {
+    const s = await t.call("GET", `/api/secrets/${modelKeyId}`);
+    const hosts = [...s.body.hosts, new URL(f.baseUrl).host];
+    const r = await t.call("PATCH", `/api/secrets/${modelKeyId}`, { hosts });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+  };
   let machine: { id: string };
   let turns: ResponsesTurn[] = [];
   let n = 0;
@@ -113,7 +121,9 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
         grants: [{ scope: "org", id: org.id }],
       });
       assert.equal(s.status, 201, JSON.stringify(s.body));
+      if (name === "MODEL_KEY") modelKeyId = s.body.id;
     }
+    await allowHost(fake);
   });
   after(async () => {
     await t?.close();
@@ -233,6 +243,7 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
         { text: "CLAUDE-DONE", usage: { input_tokens: 300, output_tokens: 9 } },
       ]);
       try {
+        await allowHost(anth);
         const a = await agentWith({
           kind: "claude-code",
           model: {
@@ -294,6 +305,7 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
         { text: "OPENCODE-DONE", usage: { input_tokens: 200, output_tokens: 7 } },
       ]);
       try {
+        await allowHost(oai);
         const a = await agentWith({
           kind: "opencode",
           model: {

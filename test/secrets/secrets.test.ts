@@ -159,6 +159,10 @@ for (const leg of dbLegs) {
         ],
         [{ name: "X", value: "12345678", grants: [{ scope: "guild", id: a.id }] }, /scope's kind/],
         [{ name: "ORG_TOKEN", value: "12345678" }, /already has/],
+        [{ name: "H", value: "12345678", hosts: ["api.openai.com"] }, /hosts are for a secret of use model/],
+        [{ name: "H", value: "12345678", use: "model", hosts: ["https://evil.example/"] }, /body\.hosts\.0/],
+        [{ name: "H", value: "12345678", use: "model", hosts: ["evil.example/v1"] }, /no scheme, no path/],
+        [{ name: "H", value: "12345678", use: "model", hosts: ["evil.example:99999"] }, /body\.hosts\.0/],
       ];
       for (const [body, msg] of bad) {
         const r = await t.call("POST", "/api/secrets", { org_id: org, ...body });

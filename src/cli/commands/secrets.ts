@@ -63,6 +63,12 @@ export const secrets = defineGroup("secrets", "secrets: values commands get as v
         repeatable: true,
         help: "who it reaches: an org_, gld_ or agt_ id; repeatable",
       },
+      {
+        name: "host",
+        value: "<host[:port]>",
+        repeatable: true,
+        help: "use model: a host its value may be sent to (default: the provider's official API host); repeatable",
+      },
     ],
     required: ["org"],
     parse: (i) => {
@@ -74,6 +80,8 @@ export const secrets = defineGroup("secrets", "secrets: values commands get as v
       if (use !== undefined && use !== "env" && use !== "model" && use !== "tool")
         throw i.error("--use is env, model or tool");
       const uses: Record<string, "env" | "model" | "tool"> = { env: "env", model: "model", tool: "tool" };
+      const hosts = i.list("host");
+      if (hosts !== undefined && use !== "model") throw i.error("--host is for a key: give --use model");
       return {
         body: {
           org_id: i.need("org"),
@@ -82,6 +90,7 @@ export const secrets = defineGroup("secrets", "secrets: values commands get as v
           alias_of: aliasOf,
           ...(use !== undefined ? { use: uses[use] } : {}),
           grants: (i.list("grant") ?? []).map((g) => parseGrant(g, "secrets create")),
+          ...(hosts !== undefined ? { hosts } : {}),
         },
         valueFile: aliasOf === undefined ? (valueFile ?? "-") : undefined,
       };
@@ -165,6 +174,27 @@ export const secrets = defineGroup("secrets", "secrets: values commands get as v
     run: async (ctx, p) => {
       const s = await ctx.client.secrets.revoke(p.id, p.grant);
       return ctx.show(s, () => `${p.id} reaches ${grantsText(s)}\n`);
+    },
+  }),
+  hosts: defineCommand({
+    summary:
+      "set the hosts a model key may be sent to (owners and admins); none given: only the provider's official host",
+    args: ["secret"],
+    options: [
+      {
+        name: "host",
+        value: "<host[:port]>",
+        repeatable: true,
+        help: "a host the key may be sent to, such as api.openai.com or 10.0.0.5:8000; repeatable",
+      },
+    ],
+    parse: (i) => ({ id: i.arg("secret"), hosts: i.list("host") ?? [] }),
+    run: async (ctx, p) => {
+      const s = await ctx.client.secrets.update(p.id, { hosts: p.hosts });
+      return ctx.show(
+        s,
+        () => `${p.id} may be sent to ${s.hosts.join(",") || "its provider's official host"}\n`,
+      );
     },
   }),
   "rotate-key": defineCommand({

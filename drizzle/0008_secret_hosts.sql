@@ -1,0 +1,1 @@
+ALTER TABLE "secrets" ADD COLUMN "hosts" text[] DEFAULT '{}'::text[] NOT NULL;
