@@ -52,7 +52,9 @@ import { HarnessRunner, installedVersion } from "./runs/harness.js";
 import { readHomeFile } from "./homes/files.js";
 import { parseHomePath } from "./homes/paths.js";
 import { isWarrenError } from "./errors.js";
+import { createConnector, type GuardedFetch } from "./net/connector.js";
 import { OwnEndpoints } from "./net/own.js";
+import { AddressRule } from "./net/rule.js";
 
 export interface Server {
   app: FastifyInstance;
@@ -73,6 +75,10 @@ export interface Server {
   logger: Logger;
   /** The server's own listening endpoints and outgoing connections (never reached from a box, never believed). */
   own: OwnEndpoints;
+  /** The address rule of every server-side fetch on an agent's behalf (and of the egress proxy's upstream side). */
+  addressRule: AddressRule;
+  /** The guarded fetch of every server-side fetch on an agent's behalf. */
+  connector: GuardedFetch;
   /**
    * Stops serving: no new requests, in-flight ones drained; runs going on may finish for
    * `graceMs` (default 0), then the rest are cancelled as interrupted. Boxes keep running
@@ -193,6 +199,10 @@ async function compose(
     const db = new URL(config.DATABASE_URL);
     own.addFixed(db.hostname, Number(db.port || 5432));
   }
+  // the one rule of where the server connects on an agent's behalf, and the guarded fetch of
+  // every server-side fetch (http and MCP tools, model APIs) built on it
+  const addressRule = new AddressRule({ bound: config.WARREN_EGRESS_PRIVATE_ALLOW, own });
+  const connector = createConnector({ rule: addressRule, own });
   const store = await openStore({ databaseUrl: config.DATABASE_URL, pgliteDir: paths.pglite });
   let ready = false;
   const metrics = new Metrics(opts.defaultMetrics ?? true);
@@ -255,7 +265,7 @@ async function compose(
     ...(opts.egressHosts ? { hosts: opts.egressHosts } : {}),
   });
   bridges.register("egress", egress.handler);
-  const tools = new Tools({ db: store.db, runtime, layout, secrets, logger, egress });
+  const tools = new Tools({ db: store.db, runtime, layout, secrets, logger, egress, fetch: connector });
   const terminals = new Terminals({ db: store.db, access, agents, runtime, homes: layout, secrets, logger });
 
   const ver = await version();
@@ -268,6 +278,7 @@ async function compose(
     keysOf: (agent) => secrets.keysFor(agent),
     readHome: (agent, p) => readHome(agent, p, 4 * 1024 * 1024),
     prices: new Prices(config.WARREN_MODEL_PRICES),
+    fetch: connector,
   });
   // the gateway bridge (127.0.0.1:3129 in every box): the models' HTTP face for harness CLIs,
   // and the run's tools over MCP at /mcp; both know the run by its workload token, and serve
@@ -380,6 +391,8 @@ async function compose(
     runners,
     logger,
     own,
+    addressRule,
+    connector,
     async close(o = {}) {
       ready = false;
       const graceMs = o.graceMs ?? 0;

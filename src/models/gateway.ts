@@ -10,6 +10,7 @@ import type { LanguageModelV3 } from "@ai-sdk/provider";
 import type { ModelRef, ModelSpec } from "../contract/spec.js";
 import type { SecretUse } from "../contract/types.js";
 import { WarrenError } from "../errors.js";
+import { addressRefusedIn, type GuardedFetch } from "../net/connector.js";
 import type { Prices } from "./prices.js";
 import { parseScript, ScriptModel, type ScriptTurn } from "./script.js";
 import type {
@@ -35,6 +36,11 @@ export interface GatewayDeps {
   /** A file of the agent's home, read by the home file rules (a script's turns). */
   readHome(agent: { id: string; machineId: string }, path: string): Promise<Buffer>;
   prices: Prices;
+  /**
+   * The guarded connector every provider call goes through (official APIs and base_urls alike):
+   * a base_url at a loopback or private address is reached only inside the operator's bound.
+   */
+  fetch: GuardedFetch;
   /** A workload token outlives its run's time limit by this much at most (default 60 s). */
   tokenMarginS?: number;
 }
@@ -68,6 +74,9 @@ function movable(err: unknown, signal: AbortSignal | undefined): boolean {
 
 /** A short, key-free account of a provider's failure. */
 export function failureOf(err: unknown): { status: number | null; message: string } {
+  const refused = addressRefusedIn(err);
+  if (refused)
+    return { status: null, message: `the address rule refused the model's address: ${refused.message}` };
   const e = err as { statusCode?: unknown; message?: unknown; name?: unknown };
   const status = typeof e?.statusCode === "number" ? e.statusCode : null;
   const message = typeof e?.message === "string" ? e.message : String(err);
@@ -88,6 +97,7 @@ class Session implements GatewaySession {
     private readonly events: RunEventSink,
     private readonly prices: Prices,
     private readonly onClose: (s: Session) => void,
+    readonly fetch: GuardedFetch,
   ) {}
 
   get open(): boolean {
@@ -102,15 +112,16 @@ class Session implements GatewaySession {
     const name = m.ref.name;
     switch (m.ref.provider) {
       case "anthropic":
-        return createAnthropic({ baseURL: m.baseUrl, apiKey: m.apiKey ?? "" })(name);
+        return createAnthropic({ baseURL: m.baseUrl, apiKey: m.apiKey ?? "", fetch: this.fetch })(name);
       case "openai":
-        return createOpenAI({ baseURL: m.baseUrl, apiKey: m.apiKey ?? "" }).chat(name);
+        return createOpenAI({ baseURL: m.baseUrl, apiKey: m.apiKey ?? "", fetch: this.fetch }).chat(name);
       case "openai-compatible":
         return createOpenAICompatible({
           name: "openai-compatible",
           baseURL: m.baseUrl,
           ...(m.apiKey !== null ? { apiKey: m.apiKey } : {}),
           includeUsage: true,
+          fetch: this.fetch,
         }).chatModel(name);
       case "script": {
         const turns = this.scripts.get(name);
@@ -223,6 +234,7 @@ export class Gateway implements ModelGateway {
       run.events,
       this.deps.prices,
       (x) => this.#byToken.delete(x.token),
+      this.deps.fetch,
     );
     this.#byToken.set(token, s);
     return s;

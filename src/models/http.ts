@@ -8,6 +8,7 @@
 // on_limit finish, allows one last call without tools).
 import http from "node:http";
 import type { Duplex } from "node:stream";
+import { addressRefusedIn } from "../net/connector.js";
 import type { GatewaySession, ModelCallRecord, ModelGateway, ResolvedModel, WireProtocol } from "./types.js";
 
 /** The formats the face speaks, by path (after an optional /v1). */
@@ -389,16 +390,19 @@ export class ModelHttpFace {
 
       let up: Response;
       try {
-        up = await fetch(endpoint(m.baseUrl, suffix), {
+        up = await session.fetch(endpoint(m.baseUrl, suffix), {
           method: "POST",
           headers,
           body: JSON.stringify(sent),
           signal,
         });
       } catch (err) {
+        const refused = addressRefusedIn(err);
         const message = signal.aborted
           ? "the client closed the connection"
-          : `the provider could not be reached: ${scrub(err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err), m.apiKey)}`;
+          : refused
+            ? `the provider's address is refused (${refused.code}): ${refused.message}`
+            : `the provider could not be reached: ${scrub(err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err), m.apiKey)}`;
         await record({ status: "error", error: message });
         if (signal.aborted) return;
         if (last) throw new FaceError(502, "api_error", message);

@@ -1,7 +1,10 @@
 // An http tool: calls under its base URL only, with the methods it lists; its headers carry
 // the values of the agent's granted secrets, which never reach the model, the trace or the
-// result (an answer that echoes one is redacted).
+// result (an answer that echoes one is redacted). It fetches through the guarded connector (the
+// address rule: no loopback or private address outside the operator's bound, never the server's
+// own endpoints) and follows no redirect: a redirect is its answer.
 import type { ToolSpec } from "../contract/spec.js";
+import type { GuardedFetch } from "../net/connector.js";
 import { Redactor } from "../secrets/redact.js";
 import type { ResolvedSecrets } from "../secrets/service.js";
 import { bodyText, bounded, readBody, str, ToolFailure, type ToolImpl } from "./impl.js";
@@ -30,7 +33,7 @@ export function underBase(base: URL, path: string, query: Record<string, unknown
   return url;
 }
 
-export function httpTool(spec: HttpSpec, secrets: ResolvedSecrets): ToolImpl {
+export function httpTool(spec: HttpSpec, secrets: ResolvedSecrets, guarded: GuardedFetch): ToolImpl {
   const base = new URL(spec.base_url);
   const headers: Record<string, string> = {};
   const missing: string[] = [];
@@ -81,7 +84,7 @@ export function httpTool(spec: HttpSpec, secrets: ResolvedSecrets): ToolImpl {
       const sent: Record<string, string> = { ...headers };
       if (body !== undefined && !Object.keys(sent).some((h) => h.toLowerCase() === "content-type"))
         sent["content-type"] = /^\s*[[{]/.test(body) ? "application/json" : "text/plain; charset=utf-8";
-      const res = await fetch(url, {
+      const res = await guarded(url, {
         method,
         headers: sent,
         ...(body !== undefined ? { body } : {}),

@@ -6,6 +6,7 @@ import { eq } from "drizzle-orm";
 import type { HomeLayout } from "../boxes/index.js";
 import { WarrenError } from "../errors.js";
 import type { Egress } from "../egress/service.js";
+import { addressRefusedIn, type GuardedFetch } from "../net/connector.js";
 import { uidOf } from "../machines/placement.js";
 import type { Logger } from "../observability/log.js";
 import type { MachineRuntime } from "../runtime/index.js";
@@ -34,9 +35,13 @@ export interface ToolsOptions {
   logger: Logger;
   /** The egress proxy: web_fetch goes out through it, decided and recorded like the box's connections. */
   egress: Pick<Egress, "handler">;
+  /** The guarded connector the http and MCP tools fetch through (the address rule's). */
+  fetch: GuardedFetch;
 }
 
 function messageOf(err: unknown): string {
+  const refused = addressRefusedIn(err);
+  if (refused) return `${refused.code}: ${refused.message}`;
   if (err instanceof ToolFailure || err instanceof WarrenError) return err.message;
   if (err instanceof Error) {
     if (err.name === "TimeoutError") return "the call took too long and was stopped";
@@ -108,6 +113,7 @@ class RunToolset implements Toolset {
       decision: "allow" | "deny",
       policies: string[],
       error?: string,
+      code?: string,
     ): Promise<ToolOutcome> => {
       const shown = this.hide(output);
       const record: ToolCallRecord = {
@@ -118,6 +124,7 @@ class RunToolset implements Toolset {
         result_bytes: Buffer.byteLength(shown),
         duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
         ...(error !== undefined ? { error: this.hide(error) } : {}),
+        ...(code !== undefined ? { code } : {}),
       };
       // a record that cannot be written is the server's trouble, not the model's: logged, and the call answered
       await this.ctx
@@ -160,6 +167,16 @@ class RunToolset implements Toolset {
       return await finish(bounded(out), "allow", d.policies);
     } catch (err) {
       const msg = messageOf(err);
+      // the rule refused the fetch's address before anything was sent: the tool's answer, and the run goes on
+      const refused = addressRefusedIn(err);
+      if (refused)
+        return finish(
+          `the call was refused (${refused.code}): ${refused.message}; the server reaches no loopback or private address outside the operator's bound, and never its own endpoints or the metadata service`,
+          "allow",
+          d.policies,
+          msg,
+          refused.code,
+        );
       return finish(`the call failed: ${msg}`, "allow", d.policies, msg);
     }
   }
@@ -222,14 +239,18 @@ export class Tools implements ToolsetFactory {
     const warnings: string[] = [];
     for (const spec of ctx.spec.tools) {
       if (spec.type === "builtin") impls.push(builtinTool(spec.name, env));
-      else if (spec.type === "http") impls.push(httpTool(spec, secrets));
+      else if (spec.type === "http") impls.push(httpTool(spec, secrets, o.fetch));
       else {
         try {
-          const c = await connectMcp(spec, secrets, ctx.signal);
+          const c = await connectMcp(spec, secrets, ctx.signal, o.fetch);
           connections.push(c);
           impls.push(...c.tools);
         } catch (err) {
-          const msg = hide(`MCP server ${spec.name} (${spec.url}) could not be listed: ${messageOf(err)}`);
+          const msg = hide(
+            addressRefusedIn(err)
+              ? `MCP server ${spec.name} (${spec.url}) is unavailable, its tools are left out: ${messageOf(err)}`
+              : `MCP server ${spec.name} (${spec.url}) could not be listed: ${messageOf(err)}`,
+          );
           warnings.push(msg);
           o.logger.warn({ runId: ctx.runId, server: spec.name }, msg);
         }

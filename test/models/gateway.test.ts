@@ -7,6 +7,8 @@ import { AgentSpec } from "../../src/contract/spec.js";
 import { Gateway, routeModel } from "../../src/models/gateway.js";
 import { Prices } from "../../src/models/prices.js";
 import { modelTurn } from "../../src/models/turn.js";
+import type { GuardedFetch } from "../../src/net/connector.js";
+import { boundConnector } from "../support/bound.js";
 import { startFakeAnthropic, startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
 
 const KEY = "sk-test-4f9a1c2e7d";
@@ -29,6 +31,9 @@ const turns = [
   },
 ];
 
+/** The connector the gateways fetch through: its bound admits the fake providers once they listen. */
+let connector: GuardedFetch = boundConnector();
+
 function gateway(prices: Prices = new Prices(), scripts: Record<string, string> = {}) {
   return new Gateway({
     keysOf: async () => ({
@@ -42,6 +47,7 @@ function gateway(prices: Prices = new Prices(), scripts: Record<string, string> 
       return Buffer.from(s);
     },
     prices,
+    fetch: connector,
   });
 }
 const agent = {
@@ -58,6 +64,7 @@ describe("model gateway", () => {
   before(async () => {
     anth = await startFakeAnthropic(turns);
     oai = await startFakeOpenAI(turns);
+    connector = boundConnector(anth, oai);
   });
   after(async () => {
     await anth.close();
@@ -293,6 +300,7 @@ describe("model gateway", () => {
       keysOf: async () => ({}),
       readHome: async () => Buffer.from('[{"text":"ok"}]'),
       prices: new Prices(),
+      fetch: boundConnector(),
       tokenMarginS: 0,
     });
     const short = await brief.open({

@@ -16,6 +16,7 @@ import { Prices } from "../../src/models/prices.js";
 import { createToolGateway } from "../../src/tools/gateway.js";
 import type { ToolCallRecord, Toolset } from "../../src/tools/types.js";
 import { boxSkipReason } from "../box/fixture.js";
+import { boundConnector, privateAllow } from "../support/bound.js";
 import { startMcpServer, type TestMcpServer } from "../support/mcp.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
@@ -73,7 +74,10 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
     api = await echoServer();
     other = await echoServer();
     mcp = await startMcpServer();
-    t = await startTestServer({ env: { BOX_IDLE_S: "30" }, egressHosts: { "named.test": ["127.0.0.1"] } });
+    t = await startTestServer({
+      env: { BOX_IDLE_S: "30", WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(api, other, mcp) },
+      egressHosts: { "named.test": ["127.0.0.1"] },
+    });
     const org = (await t.call("POST", "/api/orgs", { name: "tools" })).body;
     const machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", memory_mib: 512 }))
       .body;
@@ -418,6 +422,7 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
       keysOf: async () => ({}),
       readHome: async () => Buffer.alloc(0),
       prices: new Prices(),
+      fetch: boundConnector(),
     });
     const session = await models.open({
       runId,
