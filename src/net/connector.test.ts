@@ -191,13 +191,13 @@ test("the proxy's address reasons are told apart from its policy reasons", () =>
     "169.254.169.254 is a link-local (metadata) address",
     "127.0.0.1:8080 is the warren server's own endpoint",
     "127.0.0.1:9 is a loopback address outside the operator's bound (WARREN_EGRESS_PRIVATE_ALLOW)",
-    "x.test resolves to a private address (10.0.0.1) not listed as an IP",
   ])
     assert.equal(isAddressReason(r), true, r);
   for (const r of [
     "example.com is not in the allow-list",
     "POST /x is not allowed by the rules for a.test",
     "a.test does not resolve",
+    "x.test resolves to a private address (10.0.0.1) not listed as an IP",
   ])
     assert.equal(isAddressReason(r), false, r);
 });

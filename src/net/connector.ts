@@ -40,6 +40,8 @@ export function addressRefusedIn(err: unknown): AddressRefused | null {
  * the agent's allow-list or rules.
  */
 export function isAddressReason(reason: string): boolean {
+  // an address the agent's policy could list is the policy's refusal, not the rule's
+  if (/not listed/.test(reason)) return false;
   return /\b(?:is|resolves to) (?:an? |the |[\w.:[\]-]+ is (?:an? |the ))[^;]*?(?:address|own endpoint)\b/.test(
     reason,
   );

@@ -16,7 +16,8 @@ import {
   type FakeResponsesServer,
   type ResponsesTurn,
 } from "../support/fake-responses.js";
-import { startFakeAnthropic, startFakeOpenAI } from "../support/fake-models.js";
+import { startFakeAnthropic, startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
+import { privateAllow } from "../support/bound.js";
 import { eventsOfType, putHomeFile, runAgent as runAgentOn } from "../support/agent-runs.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
@@ -67,6 +68,10 @@ const claudeSkip =
 describe("harness kinds: codex and claude-code end to end", { skip }, () => {
   let t: TestServer;
   let fake: FakeResponsesServer;
+  // the providers of the claude-code and opencode runs: listening before the server starts, so
+  // the operator's bound (WARREN_EGRESS_PRIVATE_ALLOW) names their ports and nothing else
+  let anth: FakeModelServer;
+  let oai: FakeModelServer;
   let org: { id: string };
   let machine: { id: string };
   let turns: ResponsesTurn[] = [];
@@ -94,8 +99,34 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
     fake = await startFakeResponses(
       new Proxy([] as ResponsesTurn[], { get: (_t, k) => Reflect.get(turns, k) }),
     );
+    anth = await startFakeAnthropic([
+      {
+        tool_calls: [
+          { name: "Bash", input: { command: `(${probe({ key: KEY, other: OTHER })}) > probe.txt 2>&1` } },
+        ],
+      },
+      { text: "CLAUDE-DONE", usage: { input_tokens: 300, output_tokens: 9 } },
+    ]);
+    oai = await startFakeOpenAI([
+      {
+        tool_calls: [
+          {
+            name: "bash",
+            input: {
+              command: `(${probe({ key: KEY, other: OTHER })}) > probe.txt 2>&1`,
+              description: "probe",
+            },
+          },
+        ],
+      },
+      { text: "OPENCODE-DONE", usage: { input_tokens: 200, output_tokens: 7 } },
+    ]);
     t = await startTestServer({
-      env: { WARREN_HARNESS_KINDS: "codex,claude-code,opencode", WARREN_HARNESS_DIR: HARNESS_DIR },
+      env: {
+        WARREN_HARNESS_KINDS: "codex,claude-code,opencode",
+        WARREN_HARNESS_DIR: HARNESS_DIR,
+        WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(fake, anth, oai),
+      },
     });
     org = (await t.call("POST", "/api/orgs", { name: "harness" })).body;
     machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", max_workspace_mib: 500 }))
@@ -118,6 +149,8 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
   after(async () => {
     await t?.close();
     await fake?.close();
+    await anth?.close();
+    await oai?.close();
   });
 
   test("codex exec in the box: the gateway's base URL and the workload token, no real key anywhere in the box", async () => {
@@ -224,14 +257,6 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
     "claude -p in the box: its Bash tool searches the box, the gateway answers in Anthropic's format",
     { skip: claudeSkip },
     async () => {
-      const anth = await startFakeAnthropic([
-        {
-          tool_calls: [
-            { name: "Bash", input: { command: `(${probe({ key: KEY, other: OTHER })}) > probe.txt 2>&1` } },
-          ],
-        },
-        { text: "CLAUDE-DONE", usage: { input_tokens: 300, output_tokens: 9 } },
-      ]);
       try {
         const a = await agentWith({
           kind: "claude-code",
@@ -270,7 +295,7 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
         assert.equal(of(events, "harness")[0].kind, "claude-code");
         assert.doesNotMatch(JSON.stringify(events), new RegExp(KEY));
       } finally {
-        await anth.close();
+        anth.requests.length = 0;
       }
     },
   );
@@ -279,20 +304,6 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
     "opencode run in the box: its bash tool searches the box, the gateway answers in the chat format",
     { skip: openSkip },
     async () => {
-      const oai = await startFakeOpenAI([
-        {
-          tool_calls: [
-            {
-              name: "bash",
-              input: {
-                command: `(${probe({ key: KEY, other: OTHER })}) > probe.txt 2>&1`,
-                description: "probe",
-              },
-            },
-          ],
-        },
-        { text: "OPENCODE-DONE", usage: { input_tokens: 200, output_tokens: 7 } },
-      ]);
       try {
         const a = await agentWith({
           kind: "opencode",
@@ -323,7 +334,7 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
         assert.ok(calls.length >= 2 && calls.every((c) => c.via === "http"));
         assert.doesNotMatch(JSON.stringify(events), new RegExp(KEY));
       } finally {
-        await oai.close();
+        oai.requests.length = 0;
       }
     },
   );

@@ -75,7 +75,7 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
     other = await echoServer();
     mcp = await startMcpServer();
     t = await startTestServer({
-      env: { BOX_IDLE_S: "30", WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(api, other, mcp) },
+      env: { BOX_IDLE_S: "30", WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(api, other, mcp, 9) },
       egressHosts: { "named.test": ["127.0.0.1"] },
     });
     const org = (await t.call("POST", "/api/orgs", { name: "tools" })).body;
