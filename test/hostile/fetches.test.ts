@@ -73,6 +73,8 @@ async function redirector(
 
 interface World {
   t: TestServer;
+  /** The server as the owner calls it (for the run helpers). */
+  ownerT: TestServer;
   apiPort: number;
   /** Connections the API's listener accepted (every request of the test itself is injected). */
   apiConnections: () => number;
@@ -105,8 +107,15 @@ async function world(bound: string): Promise<World> {
     grants: [{ scope: "org", id: org }],
   });
   assert.equal(s.status, 201, JSON.stringify(s.body));
+  const ownerT: TestServer = {
+    ...t,
+    inject: (o) => t.inject({ ...o, headers: { ...o.headers, "x-forwarded-email": OWNER } }),
+    call: (method, url, body, headers = {}) =>
+      t.call(method, url, body, { "x-forwarded-email": OWNER, ...headers }),
+  };
   return {
     t,
+    ownerT,
     apiPort: Number(new URL(t.url!).port),
     apiConnections: () => conns,
     org,
@@ -151,7 +160,7 @@ async function agentCalling(
     { tool_calls: tools.map((x) => ({ name: x.name, input: args })) },
     { text: "the run went on" },
   ];
-  await putHomeFile(w.t, r.body.id, "script.json", JSON.stringify(script));
+  await putHomeFile(w.ownerT, r.body.id, "script.json", JSON.stringify(script));
   return r.body.id as string;
 }
 
@@ -200,7 +209,7 @@ describe(
         list.map((u, i) => ({ name: `t${i}`, base_url: `${u}/api/` })),
         { method: "GET", path: "x" },
       );
-      const { run, events } = await runAgent(w.t, id, "go");
+      const { run, events } = await runAgent(w.ownerT, id, "go");
       assertAllRefused(run, events, list.length);
       assert.equal(rec.count(), 0, "the recording listener got no connection");
     });
@@ -263,7 +272,7 @@ describe(
         model: { provider: "openai-compatible", name: "m", base_url: `http://localhost:${rec.port}/v1` },
       });
       assert.equal(r.status, 201, JSON.stringify(r.body));
-      const { run } = await runAgent(w.t, r.body.id, "hi");
+      const { run } = await runAgent(w.ownerT, r.body.id, "hi");
       assert.equal(run.status, "failed");
       assert.match(
         run.status_reason,
@@ -308,7 +317,7 @@ describe(
           body: JSON.stringify({ email: EDITOR, role: "owner" }),
         },
       );
-      const { run, events } = await runAgent(w.t, id, "go");
+      const { run, events } = await runAgent(w.ownerT, id, "go");
       assertAllRefused(run, events, SPELLINGS.length);
       assert.equal((await roles(w))[EDITOR], "editor");
       assert.equal(w.apiConnections(), 0, "the API's listener got no connection");
@@ -339,7 +348,7 @@ describe(
           body: JSON.stringify({ email: EDITOR, role: "owner" }),
         },
       );
-      const { run, events } = await runAgent(w.t, id, "go");
+      const { run, events } = await runAgent(w.ownerT, id, "go");
       assertAllRefused(run, events, SPELLINGS.length);
       for (const c of eventsOfType(events, "tool_call")) assert.match(c.output, /own endpoint|unspecified/);
       assert.equal((await roles(w))[EDITOR], "editor");
