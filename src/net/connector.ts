@@ -180,7 +180,7 @@ export function createConnector(o: ConnectorOptions): GuardedFetch {
       if (body === null) req.end();
       else if (Buffer.isBuffer(body)) req.end(body);
       else {
-        const up = Readable.fromWeb(body as import("node:stream/web").ReadableStream<Uint8Array>);
+        const up = Readable.fromWeb(body);
         up.once("error", (err) => req.destroy(err));
         up.pipe(req);
       }
