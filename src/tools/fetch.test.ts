@@ -34,5 +34,5 @@ test("web_fetch: the proxy's refusal of an address is tool.address_refused, of t
     (e: unknown) => e,
   );
   assert.ok(policy instanceof ToolFailure && !addressRefusedIn(policy), String(policy));
-  assert.match((policy as Error).message, /^the network policy refused it: /);
+  assert.match(policy.message, /^the network policy refused it: /);
 });
