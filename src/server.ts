@@ -53,6 +53,7 @@ import { HarnessRunner, installedVersion } from "./runs/harness.js";
 import { readHomeFile } from "./homes/files.js";
 import { parseHomePath } from "./homes/paths.js";
 import { isWarrenError } from "./errors.js";
+import { createConnector, type GuardedFetch } from "./net/connector.js";
 import { OwnEndpoints } from "./net/own.js";
 import { AddressRule } from "./net/rule.js";
 
@@ -75,6 +76,8 @@ export interface Server {
   logger: Logger;
   /** The server's own listening endpoints and outgoing connections (never reached from a box, never believed). */
   own: OwnEndpoints;
+  /** The guarded fetch of every server-side fetch on an agent's behalf. */
+  connector: GuardedFetch;
   /**
    * Where the server may connect on an agent's behalf (the egress proxy's upstreams, every
    * server-side fetch): never its own endpoints, link-local or metadata; loopback and private
@@ -201,7 +204,10 @@ async function compose(
     const db = new URL(config.DATABASE_URL);
     own.addFixed(db.hostname, Number(db.port || 5432));
   }
+  // the one rule of where the server connects on an agent's behalf, and the guarded fetch of
+  // every server-side fetch (http and MCP tools, model APIs) built on it
   const addressRule = new AddressRule({ bound: config.WARREN_EGRESS_PRIVATE_ALLOW, own });
+  const connector = createConnector({ rule: addressRule, own });
   const store = await openStore({ databaseUrl: config.DATABASE_URL, pgliteDir: paths.pglite });
   let ready = false;
   const metrics = new Metrics(opts.defaultMetrics ?? true);
@@ -273,7 +279,7 @@ async function compose(
     ...(opts.egressHosts ? { hosts: opts.egressHosts } : {}),
   });
   bridges.register("egress", egress.handler);
-  const tools = new Tools({ db: store.db, runtime, layout, secrets, logger, egress });
+  const tools = new Tools({ db: store.db, runtime, layout, secrets, logger, egress, fetch: connector });
   const terminals = new Terminals({ db: store.db, access, agents, runtime, homes: layout, secrets, logger });
 
   const ver = await version();
@@ -286,6 +292,7 @@ async function compose(
     keysOf: (agent) => secrets.keysFor(agent),
     readHome: (agent, p) => readHome(agent, p, 4 * 1024 * 1024),
     prices: new Prices(config.WARREN_MODEL_PRICES),
+    fetch: connector,
   });
   // the gateway bridge (127.0.0.1:3129 in every box): the models' HTTP face for harness CLIs,
   // and the run's tools over MCP at /mcp; both know the run by its workload token, and serve
@@ -400,6 +407,7 @@ async function compose(
     logger,
     own,
     addressRule,
+    connector,
     async close(o = {}) {
       ready = false;
       const graceMs = o.graceMs ?? 0;

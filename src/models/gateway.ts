@@ -12,6 +12,7 @@ import type { SecretUse } from "../contract/types.js";
 import { OFFICIAL_MODEL_HOSTS, SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
 import { WarrenError } from "../errors.js";
 import { Redactor } from "../secrets/redact.js";
+import { addressRefusedIn, type GuardedFetch } from "../net/connector.js";
 import type { Prices } from "./prices.js";
 import { parseScript, ScriptModel, type ScriptTurn } from "./script.js";
 import type {
@@ -42,6 +43,11 @@ export interface GatewayDeps {
   /** A file of the agent's home, read by the home file rules (a script's turns). */
   readHome(agent: { id: string; machineId: string }, path: string): Promise<Buffer>;
   prices: Prices;
+  /**
+   * The guarded connector every provider call goes through (official APIs and base_urls alike):
+   * a base_url at a loopback or private address is reached only inside the operator's bound.
+   */
+  fetch: GuardedFetch;
   /** A workload token outlives its run's time limit by this much at most (default 60 s). */
   tokenMarginS?: number;
 }
@@ -104,6 +110,9 @@ function movable(err: unknown, signal: AbortSignal | undefined): boolean {
 
 /** A short, key-free account of a provider's failure. */
 export function failureOf(err: unknown): { status: number | null; message: string } {
+  const refused = addressRefusedIn(err);
+  if (refused)
+    return { status: null, message: `the address rule refused the model's address: ${refused.message}` };
   const e = err as { statusCode?: unknown; message?: unknown; name?: unknown };
   const status = typeof e?.statusCode === "number" ? e.statusCode : null;
   const message = typeof e?.message === "string" ? e.message : String(err);
@@ -135,6 +144,7 @@ class Session implements GatewaySession {
     private readonly onClose: (s: Session) => void,
     /** Every model key the gateway holds for the run: cut from whatever it hands a box. */
     readonly redactor: Redactor,
+    readonly fetch: GuardedFetch,
   ) {}
 
   get open(): boolean {
@@ -149,15 +159,16 @@ class Session implements GatewaySession {
     const name = m.ref.name;
     switch (m.ref.provider) {
       case "anthropic":
-        return createAnthropic({ baseURL: m.baseUrl, apiKey: m.apiKey ?? "" })(name);
+        return createAnthropic({ baseURL: m.baseUrl, apiKey: m.apiKey ?? "", fetch: this.fetch })(name);
       case "openai":
-        return createOpenAI({ baseURL: m.baseUrl, apiKey: m.apiKey ?? "" }).chat(name);
+        return createOpenAI({ baseURL: m.baseUrl, apiKey: m.apiKey ?? "", fetch: this.fetch }).chat(name);
       case "openai-compatible":
         return createOpenAICompatible({
           name: "openai-compatible",
           baseURL: m.baseUrl,
           ...(m.apiKey !== null ? { apiKey: m.apiKey } : {}),
           includeUsage: true,
+          fetch: this.fetch,
         }).chatModel(name);
       case "script": {
         const turns = this.scripts.get(name);
@@ -358,6 +369,7 @@ export class Gateway implements ModelGateway {
       this.deps.prices,
       (x) => this.#byToken.delete(x.token),
       new Redactor(keys, SECRET_VALUE_MIN_BYTES),
+      this.deps.fetch,
     );
     this.#byToken.set(token, s);
     return s;

@@ -18,6 +18,7 @@ import type {
   ResolvedModel,
   WireProtocol,
 } from "./types.js";
+import { addressRefusedIn } from "../net/connector.js";
 
 /** The formats the face speaks, by path (after an optional /v1). */
 type Wire = "anthropic" | "chat" | "responses";
@@ -509,13 +510,16 @@ export class ModelHttpFace {
       try {
         let up: Response;
         try {
-          up = await fetch(endpoint(m.baseUrl, suffix), {
+          up = await session.fetch(endpoint(m.baseUrl, suffix), {
             method: "POST",
             headers,
             body: JSON.stringify(sent),
           });
         } catch (err) {
-          const message = `the provider could not be reached: ${clean(err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err))}`;
+          const refused = addressRefusedIn(err);
+          const message = refused
+            ? `the provider's address is refused (${refused.code}): ${refused.message}`
+            : `the provider could not be reached: ${clean(err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err))}`;
           await record({ status: "error", error: message });
           if (last || res.destroyed) throw new FaceError(502, "api_error", message);
           from = { provider: m.ref.provider, model: m.ref.name, reason: "provider unreachable" };

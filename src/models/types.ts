@@ -1,6 +1,7 @@
 // The model gateway's seam: every model call of every run kind goes through a session of the
 // gateway. The assistant loop calls it in-process; harness CLIs in the box reach its HTTP face
 // (src/models/http) with the run's workload token. The real key never leaves the server.
+import type { GuardedFetch } from "../net/connector.js";
 import type { LanguageModelV3 } from "@ai-sdk/provider";
 import type { AgentSpec, ModelRef } from "../contract/spec.js";
 import type { Redactor } from "../secrets/redact.js";
@@ -85,6 +86,8 @@ export interface GatewaySession {
   candidates(): ResolvedModel[];
   /** The AI SDK model that calls one of the candidates with its real key (or replays its script). */
   languageModel(m: ResolvedModel): LanguageModelV3;
+  /** The guarded fetch every call to a provider goes through (the address rule's connector). */
+  readonly fetch: GuardedFetch;
   /** Counts a finished call against the budget and writes its `model_call` event. */
   record(call: ModelCallRecord): Promise<void>;
   usage(): ModelUsage;

@@ -7,6 +7,7 @@ import https from "node:https";
 import { Duplex } from "node:stream";
 import tls from "node:tls";
 import type { BridgeStreamHandler, BridgeWho } from "../bridges/index.js";
+import { AddressRefused, isAddressReason } from "../net/connector.js";
 import { ToolFailure } from "./impl.js";
 
 /** How a tool reaches the network: the egress bridge's handler, as this agent. */
@@ -57,9 +58,12 @@ export interface FetchAnswer {
   truncated: boolean;
 }
 
-function refusedBy(res: http.IncomingMessage, body: string): ToolFailure | null {
+/** The proxy's refusal as the tool's failure: an address the rule refuses is `tool.address_refused`. */
+function refusedBy(res: http.IncomingMessage, body: string, url: URL): Error | null {
   if (res.headers["x-warren-egress"] !== "refused") return null;
-  return new ToolFailure(body.trim().replace(/^warren egress: refused: /, "the network policy refused it: "));
+  const reason = body.trim().replace(/^warren egress: refused: /, "");
+  if (isAddressReason(reason)) return new AddressRefused(`${url.protocol}//${url.host}`, reason);
+  return new ToolFailure(`the network policy refused it: ${reason}`);
 }
 
 function readAll(res: http.IncomingMessage, max: number): Promise<{ body: Buffer; truncated: boolean }> {
@@ -109,7 +113,8 @@ function tunnel(url: URL, route: EgressRoute, signal: AbortSignal): Promise<tls.
         let text = head.toString("utf8");
         const fail = () =>
           reject(
-            refusedBy(res, text) ?? new ToolFailure(`the proxy answered ${res.statusCode}: ${text.trim()}`),
+            refusedBy(res, text, url) ??
+              new ToolFailure(`the proxy answered ${res.statusCode}: ${text.trim()}`),
           );
         socket.on("data", (c: Buffer) => (text += c.toString("utf8")));
         socket.once("end", fail);
@@ -158,7 +163,7 @@ export async function getOnce(
   return new Promise((resolve, reject) => {
     req.on("response", (res) => {
       readAll(res, maxBytes).then(({ body, truncated }) => {
-        const refused = refusedBy(res, body.toString("utf8"));
+        const refused = refusedBy(res, body.toString("utf8"), url);
         if (refused) return reject(refused);
         resolve({
           status: res.statusCode ?? 0,

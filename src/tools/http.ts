@@ -1,8 +1,11 @@
 // An http tool: calls under its base URL only, with the methods it lists; its headers carry
 // the values of the agent's granted secrets of use tool (read here, in the server, never in
 // a box), which never reach the model, the trace or the result (an answer that echoes one
-// is redacted).
+// is redacted). It fetches through the guarded connector (the address rule: no loopback or
+// private address outside the operator's bound, never the server's own endpoints) and follows
+// no redirect: a redirect is its answer.
 import type { ToolSpec } from "../contract/spec.js";
+import type { GuardedFetch } from "../net/connector.js";
 import { Redactor } from "../secrets/redact.js";
 import type { ResolvedSecrets, ToolHeaderValues } from "../secrets/service.js";
 import { httpMethod, pathUnder } from "./canonical.js";
@@ -36,6 +39,7 @@ export function httpTool(
   spec: HttpSpec,
   values: ToolHeaderValues,
   secrets: Pick<ResolvedSecrets, "redactor">,
+  guarded: GuardedFetch,
 ): ToolImpl {
   const base = new URL(spec.base_url);
   const headers: Record<string, string> = {};
@@ -88,7 +92,7 @@ export function httpTool(
       const sent: Record<string, string> = { ...headers };
       if (body !== undefined && !Object.keys(sent).some((h) => h.toLowerCase() === "content-type"))
         sent["content-type"] = /^\s*[[{]/.test(body) ? "application/json" : "text/plain; charset=utf-8";
-      const res = await fetch(url, {
+      const res = await guarded(url, {
         method,
         headers: sent,
         ...(body !== undefined ? { body } : {}),

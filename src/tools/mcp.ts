@@ -1,10 +1,12 @@
 // An MCP server's tools over Streamable HTTP: connected and listed at the run's start, each
 // named `<server>__<tool>` for the model, each call decided by the policy before it is sent.
 // Header values come from the agent's granted secrets of use tool, read in the server only,
-// and are redacted from every answer.
+// and are redacted from every answer. Every request goes through the guarded connector (the
+// address rule's).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { ToolSpec } from "../contract/spec.js";
+import type { GuardedFetch } from "../net/connector.js";
 import { Redactor } from "../secrets/redact.js";
 import type { ResolvedSecrets, ToolHeaderValues } from "../secrets/service.js";
 import { bounded, ToolFailure, type ToolImpl } from "./impl.js";
@@ -60,6 +62,7 @@ export async function connectMcp(
   values: ToolHeaderValues,
   secrets: Pick<ResolvedSecrets, "redactor">,
   signal: AbortSignal,
+  guarded: GuardedFetch,
 ): Promise<McpConnection> {
   const headers: Record<string, string> = {};
   for (const [header, secret] of Object.entries(spec.headers ?? {})) {
@@ -73,7 +76,10 @@ export async function connectMcp(
   const redactor = new Redactor(Object.values(headers));
   const hide = (t: string) => secrets.redactor.redactText(redactor.redactText(t));
   const client = new Client({ name: "warren", version: "1" });
-  const transport = new StreamableHTTPClientTransport(new URL(spec.url), { requestInit: { headers } });
+  const transport = new StreamableHTTPClientTransport(new URL(spec.url), {
+    requestInit: { headers },
+    fetch: guarded,
+  });
   try {
     await client.connect(transport, { signal, timeout: MCP_CONNECT_MS });
     const listed = await client.listTools(undefined, { signal, timeout: MCP_CONNECT_MS });

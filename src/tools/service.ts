@@ -6,6 +6,7 @@ import { eq } from "drizzle-orm";
 import type { HomeLayout } from "../boxes/index.js";
 import { WarrenError } from "../errors.js";
 import type { Egress } from "../egress/service.js";
+import { addressRefusedIn, type GuardedFetch } from "../net/connector.js";
 import { uidOf } from "../machines/placement.js";
 import type { Logger } from "../observability/log.js";
 import type { MachineRuntime } from "../runtime/index.js";
@@ -34,6 +35,8 @@ export interface ToolsOptions {
   logger: Logger;
   /** The egress proxy: web_fetch goes out through it, decided and recorded like the box's connections. */
   egress: Pick<Egress, "handler">;
+  /** The guarded connector the http and MCP tools fetch through (the address rule's). */
+  fetch: GuardedFetch;
 }
 
 /** The arguments with each one a policy can test in its canonical form (canonical.ts); throws ToolFailure. */
@@ -48,6 +51,8 @@ function canonicalArguments(impl: ToolImpl, args: Record<string, unknown>): Reco
 }
 
 function messageOf(err: unknown): string {
+  const refused = addressRefusedIn(err);
+  if (refused) return `${refused.code}: ${refused.message}`;
   if (err instanceof ToolFailure || err instanceof WarrenError) return err.message;
   if (err instanceof Error) {
     if (err.name === "TimeoutError") return "the call took too long and was stopped";
@@ -120,6 +125,7 @@ class RunToolset implements Toolset {
       decision: "allow" | "deny",
       policies: string[],
       error?: string,
+      code?: string,
     ): Promise<ToolOutcome> => {
       const shown = this.hide(output);
       const record: ToolCallRecord = {
@@ -130,6 +136,7 @@ class RunToolset implements Toolset {
         result_bytes: Buffer.byteLength(shown),
         duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
         ...(error !== undefined ? { error: this.hide(error) } : {}),
+        ...(code !== undefined ? { code } : {}),
       };
       // a record that cannot be written is the server's trouble, not the model's: logged, and the call answered
       await this.ctx
@@ -186,6 +193,16 @@ class RunToolset implements Toolset {
       return await finish(bounded(out), "allow", d.policies);
     } catch (err) {
       const msg = messageOf(err);
+      // the rule refused the fetch's address before anything was sent: the tool's answer, and the run goes on
+      const refused = addressRefusedIn(err);
+      if (refused)
+        return finish(
+          `the call was refused (${refused.code}): ${refused.message}; the server reaches no loopback or private address outside the operator's bound, and never its own endpoints or the metadata service`,
+          "allow",
+          d.policies,
+          msg,
+          refused.code,
+        );
       return finish(`the call failed: ${msg}`, "allow", d.policies, msg);
     }
   }
@@ -267,14 +284,18 @@ export class Tools implements ToolsetFactory {
     for (const spec of ctx.spec.tools) {
       if (spec.type !== "builtin") for (const w of legacyHeaderWarnings(spec, headerValues)) warnings.push(w);
       if (spec.type === "builtin") impls.push(builtinTool(spec.name, env));
-      else if (spec.type === "http") impls.push(httpTool(spec, headerValues, secrets));
+      else if (spec.type === "http") impls.push(httpTool(spec, headerValues, secrets, o.fetch));
       else {
         try {
-          const c = await connectMcp(spec, headerValues, secrets, ctx.signal);
+          const c = await connectMcp(spec, headerValues, secrets, ctx.signal, o.fetch);
           connections.push(c);
           impls.push(...c.tools);
         } catch (err) {
-          const msg = hide(`MCP server ${spec.name} (${spec.url}) could not be listed: ${messageOf(err)}`);
+          const msg = hide(
+            addressRefusedIn(err)
+              ? `MCP server ${spec.name} (${spec.url}) is unavailable, its tools are left out: ${messageOf(err)}`
+              : `MCP server ${spec.name} (${spec.url}) could not be listed: ${messageOf(err)}`,
+          );
           warnings.push(msg);
           o.logger.warn({ runId: ctx.runId, server: spec.name }, msg);
         }

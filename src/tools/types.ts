@@ -27,6 +27,8 @@ export interface ToolCallRecord {
   result_bytes: number;
   duration_ms: number;
   error?: string;
+  /** A stable code of a failure the server decided (`tool.address_refused`: the address rule refused the fetch). */
+  code?: string;
 }
 
 export interface ToolOutcome {

@@ -14,6 +14,7 @@ import {
   runAgent as runAgentOn,
   TERMINAL_STATUSES,
 } from "../support/agent-runs.js";
+import { privateAllow } from "../support/bound.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const KEY = "sk-ant-test-7c4e9b1d2a3f";
@@ -47,7 +48,9 @@ describe("assistant runs", { skip: boxSkipReason() ?? false }, () => {
   before(async () => {
     anth = await startFakeAnthropic();
     oai = await startFakeOpenAI();
-    t = await startTestServer({ env: { WARREN_MODEL_PRICES: PRICES } });
+    t = await startTestServer({
+      env: { WARREN_MODEL_PRICES: PRICES, WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(anth, oai) },
+    });
     org = (await t.call("POST", "/api/orgs", { name: "thinking" })).body;
     machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", max_workspace_mib: 500 }))
       .body;

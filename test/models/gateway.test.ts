@@ -7,6 +7,8 @@ import { AgentSpec } from "../../src/contract/spec.js";
 import { keyMayGo, Gateway, routeModel } from "../../src/models/gateway.js";
 import { Prices } from "../../src/models/prices.js";
 import { modelTurn } from "../../src/models/turn.js";
+import type { GuardedFetch } from "../../src/net/connector.js";
+import { boundConnector } from "../support/bound.js";
 import { startFakeAnthropic, startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
 
 const KEY = "sk-test-4f9a1c2e7d";
@@ -31,6 +33,8 @@ const turns = [
 
 /** The fakes' hosts, as an owner gives a key's hosts. */
 const HOSTS: string[] = [];
+/** The connector the gateways fetch through: its bound admits the fake providers once they listen. */
+let connector: GuardedFetch = boundConnector();
 
 function gateway(prices: Prices = new Prices(), scripts: Record<string, string> = {}) {
   return new Gateway({
@@ -45,6 +49,7 @@ function gateway(prices: Prices = new Prices(), scripts: Record<string, string> 
       return Buffer.from(s);
     },
     prices,
+    fetch: connector,
   });
 }
 const agent = {
@@ -62,6 +67,7 @@ describe("model gateway", () => {
     anth = await startFakeAnthropic(turns);
     oai = await startFakeOpenAI(turns);
     HOSTS.push(...[anth, oai].map((f) => new URL(f.baseUrl).host));
+    connector = boundConnector(anth, oai);
   });
   after(async () => {
     await anth.close();
@@ -297,6 +303,7 @@ describe("model gateway", () => {
       keysOf: async () => ({}),
       readHome: async () => Buffer.from('[{"text":"ok"}]'),
       prices: new Prices(),
+      fetch: boundConnector(),
       tokenMarginS: 0,
     });
     const short = await brief.open({

@@ -11,6 +11,8 @@ import { Gateway } from "../../src/models/gateway.js";
 import { endpoint, ModelHttpFace } from "../../src/models/http.js";
 import { Prices } from "../../src/models/prices.js";
 import type { GatewaySession } from "../../src/models/types.js";
+import type { GuardedFetch } from "../../src/net/connector.js";
+import { boundConnector } from "../support/bound.js";
 import { startFakeAnthropic, startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
 import { startFakeResponses, type FakeResponsesServer } from "../support/fake-responses.js";
 
@@ -25,11 +27,14 @@ const agent = {
 
 describe("the model gateway's HTTP face", () => {
   const events: { type: string; data: any }[] = [];
+  // the operator's bound admits the fake providers, once they listen
+  let connector: GuardedFetch = boundConnector();
   const gateway = new Gateway({
     // the fakes' hosts, as an owner gives a key's hosts
     keysOf: async () => ({ MODEL_KEY: { use: "model", value: KEY, hosts: HOSTS } }),
     readHome: async () => Buffer.from(""),
     prices: new Prices(),
+    fetch: (input, init) => connector(input, init),
   });
   const face = new ModelHttpFace({ gateway });
   const server = http.createServer(face.handle);
@@ -69,6 +74,7 @@ describe("the model gateway's HTTP face", () => {
     ]);
     down = await startFakeOpenAI([{ error: { status: 429, message: "slow down" } }]);
     HOSTS.push(...[anth, oai, resp, down].map(hostOf));
+    connector = boundConnector(anth, oai, resp, down);
   });
   after(async () => {
     face.close();
@@ -278,6 +284,7 @@ describe("the model gateway's HTTP face", () => {
       { error: { status: 401, message: `Incorrect API key provided: ${KEY}` } },
     ]);
     HOSTS.push(hostOf(leak));
+    connector = boundConnector(anth, oai, resp, down, leak);
     const s = await open({ provider: "openai", name: "gpt-4o", base_url: leak.baseUrl });
     try {
       const r = await post("/v1/chat/completions", s.token, { messages: [{ role: "user", content: "hi" }] });

@@ -16,7 +16,8 @@ import {
   type FakeResponsesServer,
   type ResponsesTurn,
 } from "../support/fake-responses.js";
-import { startFakeAnthropic, startFakeOpenAI } from "../support/fake-models.js";
+import { startFakeAnthropic, startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
+import { privateAllow } from "../support/bound.js";
 import { eventsOfType, putHomeFile, runAgent as runAgentOn } from "../support/agent-runs.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
@@ -67,6 +68,10 @@ const claudeSkip =
 describe("harness kinds: codex and claude-code end to end", { skip }, () => {
   let t: TestServer;
   let fake: FakeResponsesServer;
+  // the providers of the claude-code and opencode runs: listening before the server starts, so
+  // the operator's bound (WARREN_EGRESS_PRIVATE_ALLOW) names their ports and nothing else
+  let anth: FakeModelServer;
+  let oai: FakeModelServer;
   let org: { id: string };
   let modelKeyId = "";
   // the fakes stand for the providers: an owner lets the key go to each (PATCH hosts)
@@ -102,8 +107,34 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
     fake = await startFakeResponses(
       new Proxy([] as ResponsesTurn[], { get: (_t, k) => Reflect.get(turns, k) }),
     );
+    anth = await startFakeAnthropic([
+      {
+        tool_calls: [
+          { name: "Bash", input: { command: `(${probe({ key: KEY, other: OTHER })}) > probe.txt 2>&1` } },
+        ],
+      },
+      { text: "CLAUDE-DONE", usage: { input_tokens: 300, output_tokens: 9 } },
+    ]);
+    oai = await startFakeOpenAI([
+      {
+        tool_calls: [
+          {
+            name: "bash",
+            input: {
+              command: `(${probe({ key: KEY, other: OTHER })}) > probe.txt 2>&1`,
+              description: "probe",
+            },
+          },
+        ],
+      },
+      { text: "OPENCODE-DONE", usage: { input_tokens: 200, output_tokens: 7 } },
+    ]);
     t = await startTestServer({
-      env: { WARREN_HARNESS_KINDS: "codex,claude-code,opencode", WARREN_HARNESS_DIR: HARNESS_DIR },
+      env: {
+        WARREN_HARNESS_KINDS: "codex,claude-code,opencode",
+        WARREN_HARNESS_DIR: HARNESS_DIR,
+        WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(fake, anth, oai),
+      },
     });
     org = (await t.call("POST", "/api/orgs", { name: "harness" })).body;
     machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", max_workspace_mib: 500 }))
@@ -128,6 +159,8 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
   after(async () => {
     await t?.close();
     await fake?.close();
+    await anth?.close();
+    await oai?.close();
   });
 
   test("codex exec in the box: the gateway's base URL and the workload token, no real key anywhere in the box", async () => {
@@ -234,14 +267,6 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
     "claude -p in the box: its Bash tool searches the box, the gateway answers in Anthropic's format",
     { skip: claudeSkip },
     async () => {
-      const anth = await startFakeAnthropic([
-        {
-          tool_calls: [
-            { name: "Bash", input: { command: `(${probe({ key: KEY, other: OTHER })}) > probe.txt 2>&1` } },
-          ],
-        },
-        { text: "CLAUDE-DONE", usage: { input_tokens: 300, output_tokens: 9 } },
-      ]);
       try {
         await allowHost(anth);
         const a = await agentWith({
@@ -281,7 +306,7 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
         assert.equal(of(events, "harness")[0].kind, "claude-code");
         assert.doesNotMatch(JSON.stringify(events), new RegExp(KEY));
       } finally {
-        await anth.close();
+        anth.requests.length = 0;
       }
     },
   );
@@ -290,20 +315,6 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
     "opencode run in the box: its bash tool searches the box, the gateway answers in the chat format",
     { skip: openSkip },
     async () => {
-      const oai = await startFakeOpenAI([
-        {
-          tool_calls: [
-            {
-              name: "bash",
-              input: {
-                command: `(${probe({ key: KEY, other: OTHER })}) > probe.txt 2>&1`,
-                description: "probe",
-              },
-            },
-          ],
-        },
-        { text: "OPENCODE-DONE", usage: { input_tokens: 200, output_tokens: 7 } },
-      ]);
       try {
         await allowHost(oai);
         const a = await agentWith({
@@ -335,7 +346,7 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
         assert.ok(calls.length >= 2 && calls.every((c) => c.via === "http"));
         assert.doesNotMatch(JSON.stringify(events), new RegExp(KEY));
       } finally {
-        await oai.close();
+        oai.requests.length = 0;
       }
     },
   );

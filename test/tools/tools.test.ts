@@ -16,6 +16,7 @@ import { Prices } from "../../src/models/prices.js";
 import { createToolGateway } from "../../src/tools/gateway.js";
 import type { ToolCallRecord, Toolset } from "../../src/tools/types.js";
 import { boxSkipReason } from "../box/fixture.js";
+import { boundConnector, privateAllow } from "../support/bound.js";
 import { startMcpServer, type TestMcpServer } from "../support/mcp.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
@@ -73,9 +74,10 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
     api = await echoServer();
     other = await echoServer();
     mcp = await startMcpServer();
-    // the operator's bound holds the api server's loopback port only: the other stays out of reach
+    // the operator's bound holds the api server's, the MCP server's and port 9's loopback ports
+    // only: the other stays out of reach
     t = await startTestServer({
-      env: { BOX_IDLE_S: "30", WARREN_EGRESS_PRIVATE_ALLOW: `127.0.0.1:${api.port}` },
+      env: { BOX_IDLE_S: "30", WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(api, mcp, 9) },
       egressHosts: { "named.test": ["127.0.0.1"] },
     });
     const org = (await t.call("POST", "/api/orgs", { name: "tools" })).body;
@@ -441,6 +443,7 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
       keysOf: async () => ({}),
       readHome: async () => Buffer.alloc(0),
       prices: new Prices(),
+      fetch: boundConnector(),
     });
     const session = await models.open({
       runId,
