@@ -52,7 +52,9 @@ interface Conn {
   over: boolean;
 }
 
-type Decision = { ok: true; address: number[]; reason: string } | { ok: false; reason: string };
+/** A refusal: `address` when the address rule refused it (no policy could open it). */
+type Decision =
+  { ok: true; address: number[]; reason: string } | { ok: false; reason: string; address?: true };
 
 /** A request or tunnel going on: re-checked when the policy may have changed. */
 interface Live {
@@ -363,7 +365,7 @@ export class EgressProxy {
     // an address is judged before any policy: what the rule refuses, no policy opens
     if (t.ip) {
       const v = this.#o.rule.judge(t.ip, t.port);
-      if (!v.ok) return v;
+      if (!v.ok) return { ...v, address: true };
     }
     const p = await c.ctx.policy();
     const why = this.#byPolicy(p, t, plain);
@@ -382,9 +384,10 @@ export class EgressProxy {
     // the connection goes to exactly this address: the one judged
     const addr = addrs[0] as number[];
     const v = this.#o.rule.judge(addr, t.port);
-    if (!v.ok) return { ok: false, reason: t.ip ? v.reason : `${t.host} resolves to ${v.reason}` };
+    if (!v.ok)
+      return { ok: false, reason: t.ip ? v.reason : `${t.host} resolves to ${v.reason}`, address: true };
     if (why.by === "open mode" && this.#o.rule.needsBound(addr))
-      return { ok: false, reason: openReason(t, addr) };
+      return { ok: false, reason: openReason(t, addr), address: true };
     return { ok: true, address: addr, reason: `allowed by ${why.by}` };
   }
 
@@ -393,7 +396,14 @@ export class EgressProxy {
     const t0 = Date.now();
     const method = req.method ?? "GET";
     const url = req.url ?? "";
-    const refuse = (status: number, reason: string, host = "", port = 0, path: string | null = null) => {
+    const refuse = (
+      status: number,
+      reason: string,
+      host = "",
+      port = 0,
+      path: string | null = null,
+      address = false,
+    ) => {
       if (c)
         this.#record(c, {
           at: new Date(t0),
@@ -412,6 +422,8 @@ export class EgressProxy {
         "content-type": "text/plain; charset=utf-8",
         "content-length": Buffer.byteLength(body),
         "x-warren-egress": "refused",
+        // the address rule's refusal (no policy could open it), told apart for the server's own callers
+        ...(address ? { "x-warren-egress-rule": "address" } : {}),
         connection: "close",
       });
       res.end(body);
@@ -452,7 +464,7 @@ export class EgressProxy {
         );
     }
     const d = await this.#decide(c, t, { method, path });
-    if (!d.ok) return refuse(403, d.reason, t.host, port, path);
+    if (!d.ok) return refuse(403, d.reason, t.host, port, path, d.address === true);
     let bytesOut = 0;
     let bytesIn = 0;
     const up = http.request({
@@ -534,7 +546,7 @@ export class EgressProxy {
     const c = this.#conns.get(socket);
     const t0 = Date.now();
     if (!c) return void socket.destroy();
-    const refuse = (status: number, reason: string, host: string, port: number) => {
+    const refuse = (status: number, reason: string, host: string, port: number, address = false) => {
       this.#record(c, {
         at: new Date(t0),
         decision: "refused",
@@ -550,7 +562,7 @@ export class EgressProxy {
       const body = `warren egress: refused: ${oneLine(reason)}\n`;
       const text = status === 403 ? "Forbidden" : status === 502 ? "Bad Gateway" : "Bad Request";
       socket.end(
-        `HTTP/1.1 ${status} ${text}\r\nContent-Type: text/plain; charset=utf-8\r\nX-Warren-Egress: refused\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        `HTTP/1.1 ${status} ${text}\r\nContent-Type: text/plain; charset=utf-8\r\nX-Warren-Egress: refused\r\n${address ? "X-Warren-Egress-Rule: address\r\n" : ""}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
       );
     };
     const hp = splitHostPort(req.url ?? "", null);
@@ -569,7 +581,7 @@ export class EgressProxy {
         );
     }
     const d = await this.#decide(c, t, null);
-    if (!d.ok) return refuse(403, d.reason, t.host, t.port);
+    if (!d.ok) return refuse(403, d.reason, t.host, t.port, d.address === true);
     this.#tunnel(c, t, d, t0, socket, head, {
       opened: () => socket.write("HTTP/1.1 200 Connection Established\r\n\r\n"),
       failed: (code) => {

@@ -4,7 +4,7 @@ import net from "node:net";
 import { after, before, test } from "node:test";
 import zlib from "node:zlib";
 import { parseConfig } from "../config/index.js";
-import { addressRefusedIn, createConnector, isAddressReason } from "./connector.js";
+import { addressRefusedIn, createConnector } from "./connector.js";
 import { OwnEndpoints } from "./own.js";
 import { AddressRule } from "./rule.js";
 
@@ -184,20 +184,4 @@ test("a connection the connector opened is known as the server's own while it is
   assert.equal(await (await f(`http://127.0.0.1:${port}/`)).text(), "true");
   probe.closeAllConnections();
   await new Promise((r) => probe.close(r));
-});
-
-test("the proxy's address reasons are told apart from its policy reasons", () => {
-  for (const r of [
-    "169.254.169.254 is a link-local (metadata) address",
-    "127.0.0.1:8080 is the warren server's own endpoint",
-    "127.0.0.1:9 is a loopback address outside the operator's bound (WARREN_EGRESS_PRIVATE_ALLOW)",
-  ])
-    assert.equal(isAddressReason(r), true, r);
-  for (const r of [
-    "example.com is not in the allow-list",
-    "POST /x is not allowed by the rules for a.test",
-    "a.test does not resolve",
-    "x.test resolves to a private address (10.0.0.1) not listed as an IP",
-  ])
-    assert.equal(isAddressReason(r), false, r);
 });

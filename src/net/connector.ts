@@ -34,19 +34,6 @@ export function addressRefusedIn(err: unknown): AddressRefused | null {
   return null;
 }
 
-/**
- * Whether a refusal's reason (the egress proxy's, which judges by the same rule) is about the
- * address itself (loopback, private, link-local, metadata, the server's own endpoint) rather than
- * the agent's allow-list or rules.
- */
-export function isAddressReason(reason: string): boolean {
-  // an address the agent's policy could list is the policy's refusal, not the rule's
-  if (/not listed/.test(reason)) return false;
-  return /\b(?:is|resolves to) (?:an? |the |[\w.:[\]-]+ is (?:an? |the ))[^;]*?(?:address|own endpoint)\b/.test(
-    reason,
-  );
-}
-
 /** A fetch as the standard one is called: what every guarded caller (AI SDK, MCP client) takes. */
 export type GuardedFetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 

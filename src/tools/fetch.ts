@@ -7,7 +7,7 @@ import https from "node:https";
 import { Duplex } from "node:stream";
 import tls from "node:tls";
 import type { BridgeStreamHandler, BridgeWho } from "../bridges/index.js";
-import { AddressRefused, isAddressReason } from "../net/connector.js";
+import { AddressRefused } from "../net/connector.js";
 import { ToolFailure } from "./impl.js";
 
 /** How a tool reaches the network: the egress bridge's handler, as this agent. */
@@ -62,7 +62,8 @@ export interface FetchAnswer {
 function refusedBy(res: http.IncomingMessage, body: string, url: URL): Error | null {
   if (res.headers["x-warren-egress"] !== "refused") return null;
   const reason = body.trim().replace(/^warren egress: refused: /, "");
-  if (isAddressReason(reason)) return new AddressRefused(`${url.protocol}//${url.host}`, reason);
+  if (res.headers["x-warren-egress-rule"] === "address")
+    return new AddressRefused(`${url.protocol}//${url.host}`, reason);
   return new ToolFailure(`the network policy refused it: ${reason}`);
 }
 
