@@ -61,7 +61,10 @@ test("nextPressure: a wobbling count keeps the clock; only a calm stretch well b
   p = nextPressure(p, hot(100), at(100), 5000 + CALM_MS);
   assert.equal(p, undefined);
   // a different limit starts its own clock
-  assert.deepEqual(nextPressure({ limit: "pids", since: 1 }, "memory", at(10), 9), { limit: "memory", since: 9 });
+  assert.deepEqual(nextPressure({ limit: "pids", since: 1 }, "memory", at(10), 9), {
+    limit: "memory",
+    since: 9,
+  });
 });
 
 test("limitHeld: memory when the OOM killer struck, or near the limit and pressing on it", () => {

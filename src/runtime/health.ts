@@ -308,7 +308,8 @@ export class BoxHealth {
       }
       const stopped = new Set(events.filter((e) => e.machineId === m.id).map((e) => e.command));
       // trees holding the box at a limit for too long
-      if (w.atLimit && now - w.atLimit.since >= windowMs) {
+      // (not while the box is calming down: what held it may have ended by itself)
+      if (w.atLimit && w.atLimit.calmSince === undefined && now - w.atLimit.since >= windowMs) {
         const heldS = (now - w.atLimit.since) / 1000;
         const victims = this.#victims(w, usage, w.atLimit.limit).filter((c) => !stopped.has(c.name));
         for (const c of victims) {
@@ -339,8 +340,8 @@ export class BoxHealth {
 
   /**
    * The trees to stop for a limit held too long. Memory: the one using the most. Pids: the
-   * one with the most processes, and every other whose forks are being refused while it
-   * holds a share of the limit (pidsShare); a small tree (a server) is never one of them.
+   * one with the most processes, and every other whose forks are being refused, each only
+   * when it holds a share of the limit (pidsShare): a small tree (a server) is never one.
    */
   #victims(w: MachineWatch, usage: BoxUsage, limit: LimitName): ({ name: string } & UsageSample)[] {
     if (limit === "memory") {
@@ -349,10 +350,10 @@ export class BoxHealth {
     }
     const byPids = [...usage.commands].sort((a, b) => b.pids - a.pids);
     const top = byPids[0];
-    if (!top || top.pids === 0) return [];
-    const share = pidsShare(usage.agents.pidsLimit ?? top.pids);
+    const max = usage.agents.pidsLimit;
+    if (!top || max === null || top.pids < pidsShare(max)) return [];
     const failing = byPids.filter(
-      (c) => c !== top && c.pids >= share && w.forks.get(c.name)?.since !== undefined,
+      (c) => c !== top && c.pids >= pidsShare(max) && w.forks.get(c.name)?.since !== undefined,
     );
     return [top, ...failing];
   }

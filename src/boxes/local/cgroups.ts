@@ -465,7 +465,11 @@ function isFrozen(dirs: string[]): boolean {
   for (const d of dirs) {
     const v1 = readText([d], "freezer.state");
     if (v1 !== null && v1.trim() !== "FROZEN") return false;
-    if (v1 === null && readText([d], "cgroup.freeze") !== null && keyed(readText([d], "cgroup.events"), "frozen") !== 1)
+    if (
+      v1 === null &&
+      readText([d], "cgroup.freeze") !== null &&
+      keyed(readText([d], "cgroup.events"), "frozen") !== 1
+    )
       return false;
   }
   return true;
