@@ -279,7 +279,9 @@ export class BoxHealth {
         const delta = Math.max(0, c.pidsLimitHits - f.seen);
         f.seen = c.pidsLimitHits;
         if (delta > 0) {
-          forkDelta += delta;
+          // a tree refused at a tighter limit of its own does not say the box is full
+          const own = c.pidsLimit !== null && c.pids >= c.pidsLimit - pidsMargin(c.pidsLimit);
+          if (!own) forkDelta += delta;
           f.since ??= now;
           f.last = now;
         } else if (f.last !== undefined && now - f.last >= CALM_MS) {

@@ -328,6 +328,19 @@ describe("runaway shapes on a loaded box", { skip: boxSkipReason() ?? false }, (
     await settled();
   });
 
+  test("a bomb held at a pids limit of its own keeps having forks refused: stopped for that", async () => {
+    const count = (await runaways()).length;
+    const start = Date.now();
+    const command = ":(){ :|:& };:; sleep 600";
+    const done = exec({ command, limits: { pids: 32 }, timeout_ms: 120_000 });
+    const ev = await nextRunaway(count, start);
+    assert.deepEqual(ev.data.argv, ["/bin/bash", "-c", command]);
+    assert.equal(ev.data.reason, "forks", ev.detail);
+    assert.ok(Number(ev.data.fork_failures) > 0, ev.detail);
+    assert.equal((await done).exit_code, null);
+    await settled();
+  });
+
   test("an exec whose time runs out at the limit is frozen and killed whole by its timeout", async () => {
     // the runaway rule out of the way: only the timeout may end this one
     await t.call("PATCH", `/api/machines/${m.id}`, { runaway_after_s: 600 });
