@@ -79,7 +79,10 @@ describe("the terminal page in Chromium", { skip }, () => {
         if (b.type !== "normal") return false;
         const line = b.getLine(b.baseY + b.cursorY);
         if (!line) return false;
-        return /\$ $/.test(line.translateToString(false, 0, b.cursorX)) && line.translateToString(true, b.cursorX) === "";
+        return (
+          /\$ $/.test(line.translateToString(false, 0, b.cursorX)) &&
+          line.translateToString(true, b.cursorX) === ""
+        );
       },
       undefined,
       { timeout: timeoutMs, polling: 100 },
