@@ -113,6 +113,12 @@ interface ForkWatch {
   last?: number | undefined;
 }
 
+/** A stopped tree's refusals are over; its counter is kept (its folder may linger, emptied). */
+function calmForks(w: MachineWatch, name: string): void {
+  const f = w.forks.get(name);
+  if (f) f.since = f.last = undefined;
+}
+
 interface MachineWatch {
   at: number;
   usage: BoxUsage;
@@ -317,7 +323,7 @@ export class BoxHealth {
         for (const c of victims) {
           events.push(await this.#stop(m, c, w.atLimit.limit, "held", heldS, now));
           stopped.add(c.name);
-          w.forks.delete(c.name);
+          calmForks(w, c.name);
         }
         if (victims.length) w.atLimit = undefined;
       }
@@ -332,7 +338,7 @@ export class BoxHealth {
         if (!holdsBox && !atOwn) continue; // refused because others filled the box: not its doing
         events.push(await this.#stop(m, c, "pids", "forks", (now - f.since) / 1000, now));
         stopped.add(name);
-        w.forks.delete(name);
+        calmForks(w, name);
       }
       seen.push({ machineId: l.machineId, orgId: m.orgId, usage, atLimit: w.atLimit !== undefined });
     }

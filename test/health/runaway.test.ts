@@ -38,9 +38,14 @@ describe("box health", { skip: boxSkipReason() ?? false }, () => {
     }
   };
   const runaways = async (id: string) =>
-    ((await machine(id)).box.events as { type: string; at: string; data: Record<string, unknown> }[]).filter(
-      (e) => e.type === "runaway",
-    );
+    (
+      (await machine(id)).box.events as {
+        type: string;
+        at: string;
+        detail: string;
+        data: Record<string, unknown>;
+      }[]
+    ).filter((e) => e.type === "runaway");
 
   before(async () => {
     t = await startTestServer({ env: { BOX_PIDS: "64", BOX_HEALTH_MS: "250" } });
@@ -136,7 +141,7 @@ describe("box health", { skip: boxSkipReason() ?? false }, () => {
       const list = await runaways(m1.id);
       return list.length > before ? list[list.length - 1] : undefined;
     });
-    assert.equal(ev.data.limit, "memory");
+    assert.equal(ev.data.limit, "memory", ev.detail);
     assert.equal(ev.data.agent_id, a.id);
     assert.equal(ev.data.run_id, null);
     assert.equal((await exec(a.id, "echo next")).stdout, "next\n");
