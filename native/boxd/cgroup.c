@@ -72,6 +72,30 @@ int cg_limit(const struct config *cfg, const char *name, int has_mem, long mem_m
   return 0;
 }
 
+void cg_no_forks(const struct config *cfg, const char *name) {
+  for (int r = 0; r < cfg->nroots; r++) {
+    if (!has_controller(cfg, &cfg->roots[r], "pids")) continue;
+    char path[4096];
+    cg_path(cfg, r, name, "pids.max", path, sizeof path);
+    write_text(path, "0");
+  }
+}
+
+int cg_freeze(const struct config *cfg, const char *name, int frozen) {
+  int done = 0;
+  for (int r = 0; r < cfg->nroots; r++) {
+    char path[4096];
+    if (cfg->version == 2) {
+      cg_path(cfg, r, name, "cgroup.freeze", path, sizeof path);
+      if (write_text(path, frozen ? "1" : "0") == 0) done = 1;
+    } else if (has_controller(cfg, &cfg->roots[r], "freezer")) {
+      cg_path(cfg, r, name, "freezer.state", path, sizeof path);
+      if (write_text(path, frozen ? "FROZEN" : "THAWED") == 0) done = 1;
+    }
+  }
+  return done;
+}
+
 size_t cg_procs(const struct config *cfg, const char *name, pid_t **out) {
   size_t n = 0, cap = 0;
   pid_t *pids = NULL;

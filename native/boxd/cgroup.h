@@ -21,6 +21,12 @@ int cg_create(const struct config *cfg, const char *name, struct buf *err);
 /* Writes the command's own limits (has_mem/has_pids say which); -1 with err. */
 int cg_limit(const struct config *cfg, const char *name, int has_mem, long mem_mib, int has_pids, long pids,
              struct buf *err);
+/* No fork is allowed in the cgroup any more (pids.max 0): what a kill ends stays ended. */
+void cg_no_forks(const struct config *cfg, const char *name);
+/* Freezes (frozen 1) or thaws the cgroup where the box has a freezer (v1 freezer.state,
+   v2 cgroup.freeze); 1 when a freezer took the write. A frozen tree does not run while
+   its pids are read and signalled; SIGKILLed while frozen, it ends when thawed. */
+int cg_freeze(const struct config *cfg, const char *name, int frozen);
 /* The pids in the cgroup (union over hierarchies): their count, the pids in *out
    (malloc'd) unless out is NULL. */
 size_t cg_procs(const struct config *cfg, const char *name, pid_t **out);

@@ -374,10 +374,15 @@ static void enter_draining(struct exec *e) {
 
 /* One round of SIGKILL to every pid in the command's cgroup; KILL_DONE when it is empty. */
 static void kill_round(struct exec *e) {
+  const struct config *cfg = &e->bd->cfg;
+  /* no fork replaces what is killed, and the tree stands still while it is signalled */
+  cg_no_forks(cfg, e->name);
+  int frozen = cg_freeze(cfg, e->name, 1);
   pid_t *pids = NULL;
-  size_t n = cg_procs(&e->bd->cfg, e->name, &pids);
+  size_t n = cg_procs(cfg, e->name, &pids);
   for (size_t i = 0; i < n; i++) kill(pids[i], SIGKILL);
   free(pids);
+  if (frozen) cg_freeze(cfg, e->name, 0);
   if (n == 0 || now_ms() > e->kill_deadline) exec_event(e, EV_KILL_DONE);
   else e->timer_at = now_ms() + KILL_ROUND_MS;
 }

@@ -104,10 +104,15 @@ void pty_cancel(struct pty *p) {
 }
 
 static void kill_round(struct pty *p) {
+  const struct config *cfg = &p->bd->cfg;
+  /* no fork replaces what is killed, and the tree stands still while it is signalled */
+  cg_no_forks(cfg, p->name);
+  int frozen = cg_freeze(cfg, p->name, 1);
   pid_t *pids = NULL;
-  size_t n = cg_procs(&p->bd->cfg, p->name, &pids);
+  size_t n = cg_procs(cfg, p->name, &pids);
   for (size_t i = 0; i < n; i++) kill(pids[i], SIGKILL);
   free(pids);
+  if (frozen) cg_freeze(cfg, p->name, 0);
   if (n == 0 && !p->exited && p->pid > 0) kill(p->pid, SIGKILL); /* not in its cgroup yet */
   if ((n == 0 && p->exited) || now_ms() > p->kill_deadline) {
     p->killing = 0;

@@ -21,7 +21,7 @@ export const BoxEvent = z
     data: z
       .record(z.string(), z.unknown())
       .describe(
-        "for `runaway`: limit, reason (held or oom), held_s, command, agent_id, run_id, argv, pids, memory_bytes, oom_kills, ended",
+        "for `runaway`: limit, reason (held, forks or oom), held_s, command, agent_id, run_id, argv, pids, memory_bytes, oom_kills, fork_failures, ended",
       ),
   })
   .meta({ id: "BoxEvent" });

@@ -150,6 +150,7 @@ export class Runs {
         held_s: e.heldS,
         pids: e.pids,
         memory_bytes: e.memoryBytes,
+        fork_failures: e.forkFailures,
         ended: e.ended,
         detail: e.detail,
       });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { UsageSample } from "../boxes/index.js";
-import { limitHeld } from "./health.js";
+import { CALM_MS, limitHeld, nextPressure, pidsLowWater, pidsMargin, pidsShare } from "./health.js";
 
 const sample = (o: Partial<UsageSample> = {}): UsageSample => ({
   cpuSeconds: 0,
@@ -17,12 +17,54 @@ const sample = (o: Partial<UsageSample> = {}): UsageSample => ({
   ...o,
 });
 
-test("limitHeld: pids at the limit, or forks refused since the last sample", () => {
+test("pids margin, low water and share: max(8, 1 %) and well below", () => {
+  assert.equal(pidsMargin(64), 8);
+  assert.equal(pidsMargin(512), 8);
+  assert.equal(pidsMargin(4096), 41);
+  assert.equal(pidsLowWater(64), 32);
+  assert.equal(pidsLowWater(4096), 4096 - 410);
+  assert.equal(pidsShare(512), 52);
+});
+
+test("limitHeld: pids within the margin of the limit, or forks refused anywhere since the last sample", () => {
   assert.equal(limitHeld(sample(), sample(), 0), null);
   assert.equal(limitHeld(sample({ pids: 64 }), undefined, 0), "pids");
-  assert.equal(limitHeld(sample({ pids: 63 }), undefined, 0), "pids");
+  assert.equal(limitHeld(sample({ pids: 56 }), undefined, 0), "pids");
+  assert.equal(limitHeld(sample({ pids: 55 }), undefined, 0), null);
+  // the wobble seen with a 4096 limit: every count of it is at the limit
+  for (const pids of [4069, 4080, 4099])
+    assert.equal(limitHeld(sample({ pids, pidsLimit: 4096 }), undefined, 0), "pids", String(pids));
   assert.equal(limitHeld(sample({ pidsLimitHits: 5 }), sample({ pidsLimitHits: 4 }), 0), "pids");
   assert.equal(limitHeld(sample({ pidsLimitHits: 5 }), sample({ pidsLimitHits: 5 }), 0), null);
+  // refused in a command's own cgroup (cgroup v1), not in the agents'
+  assert.equal(limitHeld(sample({ pids: 20 }), sample(), 0, 3), "pids");
+});
+
+test("nextPressure: a wobbling count keeps the clock; only a calm stretch well below clears it", () => {
+  const at = (pids: number) => sample({ pids, pidsLimit: 4096 });
+  const hot = (pids: number) => limitHeld(at(pids), undefined, 0);
+  let p = nextPressure(undefined, hot(4090), at(4090), 1000);
+  assert.deepEqual(p, { limit: "pids", since: 1000 });
+  // the count dips below the margin but not well below: the clock goes on
+  p = nextPressure(p, hot(4000), at(4000), 2000);
+  assert.equal(p?.since, 1000);
+  p = nextPressure(p, hot(4095), at(4095), 3000);
+  assert.equal(p?.since, 1000);
+  // well below: calm starts, but it takes CALM_MS to clear, and a return resets the calm
+  p = nextPressure(p, hot(100), at(100), 4000);
+  assert.deepEqual(p, { limit: "pids", since: 1000, calmSince: 4000 });
+  p = nextPressure(p, hot(4095), at(4095), 4500);
+  assert.deepEqual(p, { limit: "pids", since: 1000 });
+  p = nextPressure(p, hot(100), at(100), 5000);
+  p = nextPressure(p, hot(100), at(100), 5000 + CALM_MS - 1);
+  assert.equal(p?.since, 1000);
+  p = nextPressure(p, hot(100), at(100), 5000 + CALM_MS);
+  assert.equal(p, undefined);
+  // a different limit starts its own clock
+  assert.deepEqual(nextPressure({ limit: "pids", since: 1 }, "memory", at(10), 9), {
+    limit: "memory",
+    since: 9,
+  });
 });
 
 test("limitHeld: memory when the OOM killer struck, or near the limit and pressing on it", () => {

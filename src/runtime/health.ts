@@ -1,10 +1,17 @@
 // Box health: live usage of every running box (read by the provider from the box's
 // cgroups, never from inside the box), a box at its pids or memory limit and since when,
 // and runaway command trees stopped and recorded. A command tree (one cgroup boxd made
-// for one exec or run, with everything it left in the background) that holds the agents'
-// cgroup at its pids or memory limit for longer than the machine's runaway_after_s, or
-// that the OOM killer hits three times within that time, is killed as a whole; the box
-// stays up and other command trees are left alone.
+// for one exec or run, with everything it left in the background) is a runaway when, for
+// longer than the machine's runaway_after_s, it holds the agents' cgroup at (within a
+// margin of) its pids limit or at its memory limit, or keeps having forks refused, or
+// when the OOM killer hits it three times within that time. It is frozen and killed as a
+// whole; the box stays up and other command trees (a server left running) are left alone.
+//
+// The pids rule: "at the limit" is within max(8, 1 %) of the agents' pids.max, or a fork
+// refused since the last look in any cgroup of the box (cgroup v1 counts a refusal in
+// the forking task's own cgroup, v2 in the one whose limit was hit and its parents: both
+// are read). It clears only once the count has stayed well below the limit, with no fork
+// refused, for CALM_MS: a count that wobbles around the limit does not restart the clock.
 import { inArray } from "drizzle-orm";
 import type { BoxProvider, BoxUsage, UsageSample } from "../boxes/index.js";
 import type { Logger } from "../observability/log.js";
@@ -20,6 +27,7 @@ export interface CommandOwner {
 }
 
 export type LimitName = "pids" | "memory";
+export type RunawayReason = "held" | "forks" | "oom";
 
 /** A runaway command tree the server stopped. */
 export interface RunawayEvent {
@@ -27,14 +35,19 @@ export interface RunawayEvent {
   orgId: string;
   at: Date;
   limit: LimitName;
-  /** `held`: at the limit for longer than allowed; `oom`: hit by the OOM killer repeatedly. */
-  reason: "held" | "oom";
+  /**
+   * `held`: at the limit for longer than allowed; `forks`: its forks kept being refused
+   * for longer than allowed; `oom`: hit by the OOM killer repeatedly.
+   */
+  reason: RunawayReason;
   heldS: number;
   command: string;
   owner: CommandOwner | undefined;
   pids: number;
   memoryBytes: number;
   oomKills: number;
+  /** Forks refused in the tree's own cgroup (its pids.events `max`). */
+  forkFailures: number;
   ended: number;
   detail: string;
 }
@@ -47,12 +60,72 @@ export interface HealthNow {
 /** The OOM kills of one command tree within runaway_after_s that make it a runaway. */
 export const OOM_KILLS_RUNAWAY = 3;
 
+/** How long a box must stay calm (well below the limit, no fork refused) to be off it. */
+export const CALM_MS = 3000;
+
+/** How close to the agents' pids limit counts as at it: max(8, 1 % of the limit). */
+export function pidsMargin(limit: number): number {
+  return Math.max(8, Math.ceil(limit / 100));
+}
+
+/** Below this count the box is well below its pids limit (what lets at_limit clear). */
+export function pidsLowWater(limit: number): number {
+  return limit - Math.max(4 * pidsMargin(limit), Math.ceil(limit / 10));
+}
+
+/** The processes a tree must hold to be blamed for the box's pids limit. */
+export function pidsShare(limit: number): number {
+  return Math.max(pidsMargin(limit), Math.ceil(limit / 10));
+}
+
+/** The box at a limit: which, since when, and since when it has been calm (if it is). */
+export interface Pressure {
+  limit: LimitName;
+  since: number;
+  calmSince?: number | undefined;
+}
+
+/**
+ * The box's pressure after a sample: `hot` is the limit the sample shows it at (or null).
+ * A new limit starts the clock; the same one keeps it; leaving it takes CALM_MS of calm
+ * (for pids: the count below pidsLowWater, no fork refused), so a wobble keeps the clock.
+ */
+export function nextPressure(
+  prev: Pressure | undefined,
+  hot: LimitName | null,
+  agents: UsageSample,
+  now: number,
+): Pressure | undefined {
+  if (hot) return prev?.limit === hot ? { limit: hot, since: prev.since } : { limit: hot, since: now };
+  if (!prev) return undefined;
+  const calm =
+    prev.limit !== "pids" || agents.pidsLimit === null || agents.pids < pidsLowWater(agents.pidsLimit);
+  if (!calm) return { limit: prev.limit, since: prev.since };
+  const calmSince = prev.calmSince ?? now;
+  if (now - calmSince >= CALM_MS) return undefined;
+  return { limit: prev.limit, since: prev.since, calmSince };
+}
+
+/** Refused forks of one command tree: the last counter, and since when they keep coming. */
+interface ForkWatch {
+  seen: number;
+  since?: number | undefined;
+  last?: number | undefined;
+}
+
+/** A stopped tree's refusals are over; its counter is kept (its folder may linger, emptied). */
+function calmForks(w: MachineWatch, name: string): void {
+  const f = w.forks.get(name);
+  if (f) f.since = f.last = undefined;
+}
+
 interface MachineWatch {
   at: number;
   usage: BoxUsage;
-  atLimit: { limit: LimitName; since: number } | undefined;
+  atLimit: Pressure | undefined;
   oomSeen: Map<string, number>;
   oomTimes: Map<string, number[]>;
+  forks: Map<string, ForkWatch>;
   lastPing: number;
 }
 
@@ -82,15 +155,20 @@ export function usageView(u: UsageSample): NonNullable<HealthNow["usage"]> {
   };
 }
 
-/** Which limit the agents' cgroup is at in this sample, given the one before. */
+/**
+ * Which limit the agents' cgroup is at in this sample, given the one before: `forks` is
+ * the forks refused since then in the commands' cgroups (the agents' own counter is read
+ * here), `oomDelta` the OOM kills.
+ */
 export function limitHeld(
   now: UsageSample,
   before: UsageSample | undefined,
   oomDelta: number,
+  forks = 0,
 ): LimitName | null {
   if (now.pidsLimit !== null) {
-    const hits = before !== undefined && now.pidsLimitHits > before.pidsLimitHits;
-    if (now.pids >= now.pidsLimit - 1 || hits) return "pids";
+    const hits = forks > 0 || (before !== undefined && now.pidsLimitHits > before.pidsLimitHits);
+    if (now.pids >= now.pidsLimit - pidsMargin(now.pidsLimit) || hits) return "pids";
   }
   if (now.memoryLimitBytes !== null) {
     if (oomDelta > 0) return "memory";
@@ -181,6 +259,7 @@ export class BoxHealth {
         atLimit: undefined,
         oomSeen: new Map(),
         oomTimes: new Map(),
+        forks: new Map(),
         lastPing: now,
       };
       if (now - w.lastPing >= o.keepaliveMs) w.lastPing = now;
@@ -199,13 +278,29 @@ export class BoxHealth {
         for (let i = 0; i < delta; i++) times.push(now);
         w.oomTimes.set(c.name, times);
       }
-      for (const name of [...w.oomSeen.keys()]) if (!present.has(name)) w.oomSeen.delete(name);
-      for (const name of [...w.oomTimes.keys()]) if (!present.has(name)) w.oomTimes.delete(name);
+      // refused forks per command tree (cgroup v1 counts them where the fork was tried)
+      let forkDelta = 0;
+      for (const c of usage.commands) {
+        const f = w.forks.get(c.name) ?? { seen: 0 };
+        const delta = Math.max(0, c.pidsLimitHits - f.seen);
+        f.seen = c.pidsLimitHits;
+        if (delta > 0) {
+          // a tree refused at a tighter limit of its own does not say the box is full
+          const own = c.pidsLimit !== null && c.pids >= c.pidsLimit - pidsMargin(c.pidsLimit);
+          if (!own) forkDelta += delta;
+          f.since ??= now;
+          f.last = now;
+        } else if (f.last !== undefined && now - f.last >= CALM_MS) {
+          f.since = f.last = undefined;
+        }
+        w.forks.set(c.name, f);
+      }
+      for (const map of [w.oomSeen, w.oomTimes, w.forks])
+        for (const name of [...map.keys()]) if (!present.has(name)) map.delete(name);
       o.gone(l.machineId, present);
 
-      const limit = limitHeld(usage.agents, before, oomDelta);
-      if (!limit) w.atLimit = undefined;
-      else if (w.atLimit?.limit !== limit) w.atLimit = { limit, since: now };
+      const limit = limitHeld(usage.agents, before, oomDelta, forkDelta);
+      w.atLimit = nextPressure(w.atLimit, limit, usage.agents, now);
       w.at = now;
       w.usage = usage;
       this.#watch.set(l.machineId, w);
@@ -219,15 +314,31 @@ export class BoxHealth {
         events.push(await this.#stop(m, c, "memory", "oom", heldS, now));
         w.oomTimes.delete(name);
       }
-      // a tree holding the box at a limit for too long
-      if (w.atLimit && now - w.atLimit.since >= windowMs) {
-        const key = w.atLimit.limit === "pids" ? "pids" : "memoryBytes";
-        const victim = [...usage.commands].sort((a, b) => b[key] - a[key])[0];
-        if (victim && victim[key] > 0) {
-          const heldS = (now - w.atLimit.since) / 1000;
-          events.push(await this.#stop(m, victim, w.atLimit.limit, "held", heldS, now));
-          w.atLimit = undefined;
+      const stopped = new Set(events.filter((e) => e.machineId === m.id).map((e) => e.command));
+      // trees holding the box at a limit for too long
+      // (not while the box is calming down: what held it may have ended by itself)
+      if (w.atLimit && w.atLimit.calmSince === undefined && now - w.atLimit.since >= windowMs) {
+        const heldS = (now - w.atLimit.since) / 1000;
+        const victims = this.#victims(w, usage, w.atLimit.limit).filter((c) => !stopped.has(c.name));
+        for (const c of victims) {
+          events.push(await this.#stop(m, c, w.atLimit.limit, "held", heldS, now));
+          stopped.add(c.name);
+          calmForks(w, c.name);
         }
+        if (victims.length) w.atLimit = undefined;
+      }
+      // a tree whose forks keep being refused (at the box's limit or its own) for too long
+      const agentsLimit = usage.agents.pidsLimit;
+      for (const [name, f] of w.forks) {
+        if (f.since === undefined || now - f.since < windowMs || stopped.has(name)) continue;
+        const c = usage.commands.find((x) => x.name === name);
+        if (!c) continue;
+        const holdsBox = agentsLimit !== null && c.pids >= pidsShare(agentsLimit);
+        const atOwn = c.pidsLimit !== null && c.pids >= c.pidsLimit - pidsMargin(c.pidsLimit);
+        if (!holdsBox && !atOwn) continue; // refused because others filled the box: not its doing
+        events.push(await this.#stop(m, c, "pids", "forks", (now - f.since) / 1000, now));
+        stopped.add(name);
+        calmForks(w, name);
       }
       seen.push({ machineId: l.machineId, orgId: m.orgId, usage, atLimit: w.atLimit !== undefined });
     }
@@ -235,11 +346,31 @@ export class BoxHealth {
     return events;
   }
 
+  /**
+   * The trees to stop for a limit held too long. Memory: the one using the most. Pids: the
+   * one with the most processes, and every other whose forks are being refused, each only
+   * when it holds a share of the limit (pidsShare): a small tree (a server) is never one.
+   */
+  #victims(w: MachineWatch, usage: BoxUsage, limit: LimitName): ({ name: string } & UsageSample)[] {
+    if (limit === "memory") {
+      const top = [...usage.commands].sort((a, b) => b.memoryBytes - a.memoryBytes)[0];
+      return top && top.memoryBytes > 0 ? [top] : [];
+    }
+    const byPids = [...usage.commands].sort((a, b) => b.pids - a.pids);
+    const top = byPids[0];
+    const max = usage.agents.pidsLimit;
+    if (!top || max === null || top.pids < pidsShare(max)) return [];
+    const failing = byPids.filter(
+      (c) => c !== top && c.pids >= pidsShare(max) && w.forks.get(c.name)?.since !== undefined,
+    );
+    return [top, ...failing];
+  }
+
   async #stop(
     m: { id: string; orgId: string; after: number },
     c: { name: string } & UsageSample,
     limit: LimitName,
-    reason: "held" | "oom",
+    reason: RunawayReason,
     heldS: number,
     now: number,
   ): Promise<RunawayEvent> {
@@ -258,10 +389,12 @@ export class BoxHealth {
     const why =
       reason === "oom"
         ? `was hit by the OOM killer ${OOM_KILLS_RUNAWAY} times within ${m.after} s`
-        : `held the box at its ${limit} limit for ${round(heldS, 1)} s (allowed: ${m.after} s)`;
-    const detail = `stopped ${who}: it ${why}; ${c.pids} processes, ${c.memoryBytes} bytes of memory${
-      failure ? `; killing failed: ${failure}` : `; ${ended} processes ended`
-    }`;
+        : reason === "forks"
+          ? `kept having its forks refused for ${round(heldS, 1)} s (allowed: ${m.after} s)`
+          : `held the box at its ${limit} limit for ${round(heldS, 1)} s (allowed: ${m.after} s)`;
+    const detail = `stopped ${who}: it ${why}; ${c.pids} processes, ${c.memoryBytes} bytes of memory, ${
+      c.pidsLimitHits
+    } forks refused${failure ? `; freezing and killing failed: ${failure}` : `; frozen and killed: ${ended} processes ended`}`;
     const e: RunawayEvent = {
       machineId: m.id,
       orgId: m.orgId,
@@ -274,6 +407,7 @@ export class BoxHealth {
       pids: c.pids,
       memoryBytes: c.memoryBytes,
       oomKills: c.oomKills,
+      forkFailures: c.pidsLimitHits,
       ended,
       detail,
     };

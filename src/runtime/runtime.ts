@@ -120,6 +120,7 @@ export class MachineRuntime implements MachineControl {
         pids: e.pids,
         memory_bytes: e.memoryBytes,
         oom_kills: e.oomKills,
+        fork_failures: e.forkFailures,
         ended: e.ended,
       },
     });

@@ -38,9 +38,14 @@ describe("box health", { skip: boxSkipReason() ?? false }, () => {
     }
   };
   const runaways = async (id: string) =>
-    ((await machine(id)).box.events as { type: string; at: string; data: Record<string, unknown> }[]).filter(
-      (e) => e.type === "runaway",
-    );
+    (
+      (await machine(id)).box.events as {
+        type: string;
+        at: string;
+        detail: string;
+        data: Record<string, unknown>;
+      }[]
+    ).filter((e) => e.type === "runaway");
 
   before(async () => {
     t = await startTestServer({ env: { BOX_PIDS: "64", BOX_HEALTH_MS: "250" } });
@@ -136,7 +141,7 @@ describe("box health", { skip: boxSkipReason() ?? false }, () => {
       const list = await runaways(m1.id);
       return list.length > before ? list[list.length - 1] : undefined;
     });
-    assert.equal(ev.data.limit, "memory");
+    assert.equal(ev.data.limit, "memory", ev.detail);
     assert.equal(ev.data.agent_id, a.id);
     assert.equal(ev.data.run_id, null);
     assert.equal((await exec(a.id, "echo next")).stdout, "next\n");
@@ -145,5 +150,222 @@ describe("box health", { skip: boxSkipReason() ?? false }, () => {
       counted,
       new RegExp(`warren_box_runaways_total\\{machine="${m1.id}",org="${org.id}",limit="memory"\\} 1`),
     );
+  });
+});
+
+// The shapes that outlived their command before: each must be frozen and killed whole
+// within runaway_after_s + 15 s, wherever the kernel counts the refused forks (cgroup v1
+// counts them in the command's own cgroup, not in the agents' one whose limit is hit),
+// while a well-behaved server left in the same box by another command keeps answering.
+const CLASSIC = ":(){ :|:& };: 2>/dev/null; sleep 2; echo survived";
+const SETSID_BOMB = "setsid bash -c ':(){ :|:& };:' >/dev/null 2>&1 < /dev/null & echo started";
+const SLEEP_LOOP = "while true; do sh -c 'sleep 99 &' & done >/dev/null 2>&1";
+// a tiny HTTP server on the agent's port, in its own session, that forks nothing
+const SERVER = `
+import http.server, os
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"still-here")
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", int(os.environ["PORT"])), H).serve_forever()
+`;
+const ASK_SERVER = `
+import os, urllib.request
+print(urllib.request.urlopen("http://127.0.0.1:" + os.environ["PORT"], timeout=10).read().decode())
+`;
+const AFTER_S = 5;
+const WITHIN_MS = (AFTER_S + 15) * 1000;
+
+describe("runaway shapes on a loaded box", { skip: boxSkipReason() ?? false }, () => {
+  let t: TestServer;
+  let m: { id: string };
+  let a: { id: string };
+  let serverPid = "";
+
+  type Ev = { type: string; at: string; detail: string; data: Record<string, unknown> };
+  const machine = async () => (await t.call("GET", `/api/machines/${m.id}`)).body;
+  const runaways = async () => ((await machine()).box.events as Ev[]).filter((e) => e.type === "runaway");
+  const exec = async (body: Record<string, unknown>) => {
+    const r = await t.call("POST", `/api/agents/${a.id}/exec`, { timeout_ms: 60_000, ...body });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    return r.body as { exit_code: number | null; stdout: string; stderr: string; timed_out?: boolean };
+  };
+  const waitFor = async <T>(what: string, fn: () => Promise<T | undefined>, ms: number): Promise<T> => {
+    const end = Date.now() + ms;
+    for (;;) {
+      const v = await fn();
+      if (v !== undefined) return v;
+      if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  };
+  /** The next runaway event after `count` of them, within the allowed time from `since`. */
+  const nextRunaway = async (count: number, since: number): Promise<Ev> => {
+    const ev = await waitFor(
+      "a runaway event",
+      async () => {
+        const list = await runaways();
+        return list.length > count ? list[count] : undefined;
+      },
+      WITHIN_MS + 5000,
+    );
+    const took = Date.parse(ev.at) - since;
+    assert.ok(took <= WITHIN_MS, `stopped ${took} ms after it started (allowed ${WITHIN_MS}): ${ev.detail}`);
+    return ev;
+  };
+  /** The box back to a handful of processes, off its limit, and the server answering. */
+  const settled = async () => {
+    await waitFor(
+      "the box back below its limit",
+      async () => {
+        const x = await machine();
+        return x.box.usage && x.box.usage.pids < 40 && !x.box.at_limit ? x : undefined;
+      },
+      30_000,
+    );
+    const r = await exec({ argv: ["python3", "-c", ASK_SERVER], timeout_ms: 20_000 });
+    const events = () => runaways().then((l) => l.map((e) => e.detail).join("\n"));
+    assert.equal(
+      r.stdout,
+      "still-here\n",
+      `${r.stderr}\nrunaways:\n${r.stdout === "still-here\n" ? "" : await events()}`,
+    );
+    assert.equal((await exec({ command: `kill -0 ${serverPid} && echo alive` })).stdout, "alive\n");
+  };
+
+  before(async () => {
+    t = await startTestServer({ env: { BOX_PIDS: "512", BOX_HEALTH_MS: "250" } });
+    const org = (await t.call("POST", "/api/orgs", { name: "shapes" })).body;
+    m = (
+      await t.call("POST", "/api/machines", {
+        org_id: org.id,
+        name: "shapes",
+        memory_mib: 512,
+        runaway_after_s: AFTER_S,
+      })
+    ).body;
+    a = (await t.call("POST", "/api/agents", { org_id: org.id, machine_id: m.id, name: "a" })).body;
+  });
+  after(async () => {
+    try {
+      await t.call("POST", `/api/machines/${m.id}/stop`, {});
+    } finally {
+      await t.close();
+    }
+  });
+
+  test("a well-behaved server is started first, in its own session", async () => {
+    const r = await exec({
+      command: 'setsid python3 -c "$SERVER" >/dev/null 2>&1 < /dev/null & echo $!',
+      env: { SERVER },
+    });
+    serverPid = r.stdout.trim();
+    assert.match(serverPid, /^\d+$/);
+    await waitFor(
+      "the server answering",
+      async () => {
+        const q = await exec({ argv: ["python3", "-c", ASK_SERVER], timeout_ms: 20_000 });
+        return q.stdout === "still-here\n" ? true : undefined;
+      },
+      30_000,
+    );
+  });
+
+  test("the classic fork bomb in the foreground of an exec", async () => {
+    const count = (await runaways()).length;
+    const start = Date.now();
+    const done = exec({ command: CLASSIC, timeout_ms: 20_000 });
+    const ev = await nextRunaway(count, start);
+    assert.equal(ev.data.agent_id, a.id);
+    assert.equal(ev.data.run_id, null);
+    assert.equal(ev.data.limit, "pids");
+    assert.match(String(ev.data.reason), /^(held|forks)$/);
+    assert.deepEqual(ev.data.argv, ["/bin/bash", "-c", CLASSIC]);
+    assert.ok(Number(ev.data.ended) > 0, ev.detail);
+    assert.match(ev.detail, /frozen and killed/);
+    await done;
+    await settled();
+  });
+
+  test("a fork bomb started with setsid in the background", async () => {
+    const count = (await runaways()).length;
+    const start = Date.now();
+    assert.equal((await exec({ command: SETSID_BOMB })).stdout, "started\n");
+    const ev = await nextRunaway(count, start);
+    assert.deepEqual(ev.data.argv, ["/bin/bash", "-c", SETSID_BOMB]);
+    assert.equal(ev.data.limit, "pids");
+    await settled();
+  });
+
+  test("a loop that leaves a sleeper behind at every turn", async () => {
+    const count = (await runaways()).length;
+    const start = Date.now();
+    const done = exec({ command: SLEEP_LOOP, timeout_ms: 120_000 });
+    const ev = await nextRunaway(count, start);
+    assert.deepEqual(ev.data.argv, ["/bin/bash", "-c", SLEEP_LOOP]);
+    const r = await done;
+    assert.equal(r.exit_code, null, "the loop was killed, it did not end by itself");
+    await settled();
+  });
+
+  test("a fork bomb inside a run: recorded on the machine and the run", async () => {
+    const count = (await runaways()).length;
+    const start = Date.now();
+    const r = await t.call("POST", `/api/agents/${a.id}/runs`, {
+      kind: "command",
+      command: ":(){ :|:& };:; sleep 600",
+      wait: false,
+    });
+    assert.ok(r.status === 200 || r.status === 201 || r.status === 202, JSON.stringify(r.body));
+    const run = r.body as { id: string };
+    const ev = await nextRunaway(count, start);
+    assert.equal(ev.data.run_id, run.id);
+    const events = await waitFor(
+      "the run's runaway event",
+      async () => {
+        const body = (await t.call("GET", `/api/runs/${run.id}/events`)).body as { items: Ev[] };
+        return body.items.some((e) => e.type === "runaway") ? body.items : undefined;
+      },
+      10_000,
+    );
+    const onRun = events.find((e) => e.type === "runaway");
+    assert.equal(onRun?.data.limit, "pids");
+    await settled();
+  });
+
+  test("a bomb held at a pids limit of its own keeps having forks refused: stopped for that", async () => {
+    const count = (await runaways()).length;
+    const start = Date.now();
+    const command = ":(){ :|:& };:; sleep 600";
+    const done = exec({ command, limits: { pids: 32 }, timeout_ms: 120_000 });
+    const ev = await nextRunaway(count, start);
+    assert.deepEqual(ev.data.argv, ["/bin/bash", "-c", command]);
+    assert.equal(ev.data.reason, "forks", ev.detail);
+    assert.ok(Number(ev.data.fork_failures) > 0, ev.detail);
+    assert.equal((await done).exit_code, null);
+    await settled();
+  });
+
+  test("an exec whose time runs out at the limit is frozen and killed whole by its timeout", async () => {
+    // the runaway rule out of the way: only the timeout may end this one
+    await t.call("PATCH", `/api/machines/${m.id}`, { runaway_after_s: 600 });
+    try {
+      const count = (await runaways()).length;
+      const r = await exec({ command: ":(){ :|:& };:; sleep 600", timeout_ms: 6000 });
+      assert.equal(r.timed_out, true, JSON.stringify(r));
+      // nothing of the tree is left: the box is back down at the next samples
+      await waitFor(
+        "the tree gone after the timeout",
+        async () => {
+          const x = await machine();
+          return x.box.usage && x.box.usage.pids < 40 ? x : undefined;
+        },
+        10_000,
+      );
+      assert.equal((await runaways()).length, count, "the timeout, not the runaway rule, ended it");
+    } finally {
+      await t.call("PATCH", `/api/machines/${m.id}`, { runaway_after_s: AFTER_S });
+    }
+    await settled();
   });
 });

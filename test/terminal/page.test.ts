@@ -67,6 +67,32 @@ describe("the terminal page in Chromium", { skip }, () => {
     await page.keyboard.type(s);
     await page.keyboard.press("Enter");
   };
+  /**
+   * The shell waits for a line: its prompt is on the normal screen (not a full-screen
+   * program's) with the cursor right after it. Nothing is typed before that: a program
+   * like top flushes what was typed ahead of its exit, and the shell would get the rest.
+   */
+  const waitPrompt = async (timeoutMs = 40_000): Promise<void> => {
+    await page.waitForFunction(
+      () => {
+        const b = (globalThis as any).warrenTerminal.term.buffer.active;
+        if (b.type !== "normal") return false;
+        const line = b.getLine(b.baseY + b.cursorY);
+        if (!line) return false;
+        return (
+          /\$ $/.test(line.translateToString(false, 0, b.cursorX)) &&
+          line.translateToString(true, b.cursorX) === ""
+        );
+      },
+      undefined,
+      { timeout: timeoutMs, polling: 100 },
+    );
+  };
+  /** Types a command line once the shell's prompt is back. */
+  const command = async (s: string) => {
+    await waitPrompt();
+    await typeLine(s);
+  };
   const shot = (name: string) => page.screenshot({ path: path.join(results, `terminal-${name}.png`) });
 
   before(async () => {
@@ -121,7 +147,7 @@ describe("the terminal page in Chromium", { skip }, () => {
     await start();
     await waitStatus(/^connected$/);
     await page.getByTestId("terminal").click();
-    await typeLine("echo hello-$((6*7)) from $(pwd)");
+    await command("echo hello-$((6*7)) from $(pwd)");
     await waitScreen(new RegExp(`^hello-42 from ${agent.home}`, "m"));
     await shot("command");
   });
@@ -131,7 +157,7 @@ describe("the terminal page in Chromium", { skip }, () => {
       const term = (globalThis as any).warrenTerminal.term;
       return { cols: term.cols as number, rows: term.rows as number };
     });
-    await typeLine("stty size");
+    await command("stty size");
     await waitScreen(new RegExp(`^${before.rows} ${before.cols}$`, "m"));
     await page.setViewportSize({ width: 640, height: 420 });
     await page.waitForFunction((cols) => (globalThis as any).warrenTerminal.term.cols < cols, before.cols);
@@ -140,33 +166,33 @@ describe("the terminal page in Chromium", { skip }, () => {
       return { cols: term.cols as number, rows: term.rows as number };
     });
     assert.ok(after.cols < before.cols && after.rows < before.rows, JSON.stringify({ before, after }));
-    await typeLine("stty size");
+    await command("stty size");
     await waitScreen(new RegExp(`^${after.rows} ${after.cols}$`, "m"));
     await shot("resized");
     await page.setViewportSize({ width: 1000, height: 640 });
   });
 
   test("reconnect: a reload returns to the same shell and its screen", async () => {
-    await typeLine("export MARK=kept-across; echo PID=$$");
+    await command("export MARK=kept-across; echo PID=$$");
     const [, pid] = (await waitScreen(/^PID=(\d+)$/m)).match(/^PID=(\d+)$/m) as RegExpMatchArray;
     await page.reload();
     await start();
     await waitStatus(/^connected$/);
     await waitScreen(/hello-42/); // the recent screen, replayed
     await page.getByTestId("terminal").click();
-    await typeLine('echo "[$MARK] PID2=$$"');
+    await command('echo "[$MARK] PID2=$$"');
     await waitScreen(new RegExp(`^\\[kept-across\\] PID2=${pid}$`, "m"));
     await shot("reconnected");
     // the connection drops (not the terminal): the page reconnects by itself to the same shell
     await page.evaluate(() => (globalThis as any).__sockets.at(-1).close(4000, "dropped by the test"));
     await waitStatus(/reconnecting/);
     await waitStatus(/^connected$/);
-    await typeLine('echo "[$MARK] PID3=$$"');
+    await command('echo "[$MARK] PID3=$$"');
     await waitScreen(new RegExp(`^\\[kept-across\\] PID3=${pid}$`, "m"));
   });
 
   test("full-screen programs draw: vi and top", async () => {
-    await typeLine("clear; vi -u NONE notes.txt");
+    await command("clear; vi -u NONE notes.txt");
     const vi = await waitScreen(/"notes\.txt" \[New/);
     assert.ok((vi.match(/^~\s*$/gm) ?? []).length > 10, `vi's empty lines:\n${vi}`);
     await page.keyboard.type("iwritten from the page");
@@ -174,15 +200,15 @@ describe("the terminal page in Chromium", { skip }, () => {
     await shot("vi");
     await page.keyboard.press("Escape");
     await typeLine(":wq");
-    await typeLine("cat notes.txt");
+    await command("cat notes.txt");
     await waitScreen(/^written from the page$/m);
-    await typeLine("top -d 1");
+    await command("top -d 1");
     const top = await waitScreen(/PID\s+USER.*%CPU.*COMMAND/);
     assert.match(top, /^top - /m);
     assert.match(top, /Tasks:/);
     await shot("top");
     await page.keyboard.press("q");
-    await typeLine("echo top-is-gone");
+    await command("echo top-is-gone");
     await waitScreen(/^top-is-gone$/m);
   });
 
@@ -194,7 +220,7 @@ describe("the terminal page in Chromium", { skip }, () => {
     await shot("ended");
     await start();
     await waitStatus(/^connected$/);
-    await typeLine('echo "[${MARK:-a new shell}]"');
+    await command('echo "[${MARK:-a new shell}]"');
     await waitScreen(/^\[a new shell\]$/m);
   });
 

@@ -74,12 +74,28 @@ describe("warren shell under a real terminal", { skip }, () => {
     await waitScreen("one", /^30 100$/m);
     // tmux resizes the window: SIGWINCH to warren, which resizes the remote terminal
     tmux("resize-window", "-t", "one", "-x", "120", "-y", "40");
-    await new Promise((r) => setTimeout(r, 300));
-    keys("one", "stty size", "Enter");
-    await waitScreen("one", /^40 120$/m);
+    // the resize travels tmux → warren → the box: ask again until the shell sees it
+    for (let i = 0; ; i++) {
+      keys("one", "stty size", "Enter");
+      try {
+        await waitScreen("one", /^40 120$/m, 3000);
+        break;
+      } catch (err) {
+        if (i >= 10) throw err;
+      }
+    }
     // ^C reaches the job in the box (raw mode: the byte, the remote line discipline)
     keys("one", "sleep 100", "Enter");
-    await new Promise((r) => setTimeout(r, 500));
+    // ^C once the job runs (before that it would reach the shell, not the job)
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const r = await t.call("POST", `/api/agents/${agent.id}/exec`, {
+        command: "pgrep -x sleep >/dev/null && echo running",
+      });
+      if (r.body.stdout === "running\n") break;
+      assert.ok(Date.now() < deadline, "sleep 100 never started");
+      await new Promise((r) => setTimeout(r, 100));
+    }
     keys("one", "C-c");
     keys("one", "echo rc=$?", "Enter");
     await waitScreen("one", /^rc=130$/m);

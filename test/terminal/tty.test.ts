@@ -110,7 +110,9 @@ describe("the agent's terminal", { skip }, () => {
     await x.message("attached");
     x.ws.send("not json");
     x.json({ type: "resize", cols: 0, rows: 10 });
-    await new Promise((r) => setTimeout(r, 200));
+    const deadline = Date.now() + 30_000;
+    while (x.messages.filter((m) => m.type === "error").length < 2 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     const errors = x.messages.filter((m) => m.type === "error");
     assert.equal(errors.length, 2, JSON.stringify(x.messages));
     assert.equal(errors[0].code, "request.invalid");

@@ -62,12 +62,12 @@ export function openTty(url: string, headers: Record<string, string> = {}): Prom
         messages,
         type: (s) => ws.send(Buffer.from(s), { binary: true }),
         json: (m) => ws.send(JSON.stringify(m)),
-        expect: async (re, from = 0, timeoutMs = 15_000) => {
+        expect: async (re, from = 0, timeoutMs = 30_000) => {
           let m: RegExpMatchArray | null = null;
           await waitUntil(String(re), () => (m = text.slice(from).match(re)) !== null, timeoutMs);
           return m!;
         },
-        message: async (type, timeoutMs = 15_000) => {
+        message: async (type, timeoutMs = 30_000) => {
           await waitUntil(`a ${type} message`, () => messages.some((m) => m.type === type), timeoutMs);
           return messages.find((m) => m.type === type);
         },

@@ -412,6 +412,16 @@ describe("the operator app", { concurrency: false }, () => {
       .getByText("connected", { exact: true })
       .waitFor({ timeout: 60_000 });
     await owner.locator(".xterm").click();
+    // the shell's prompt first: nothing is typed ahead of the shell
+    await owner.waitForFunction(
+      () => {
+        const b = (globalThis as any).warrenTerminal?.term.buffer.active;
+        const line = b?.getLine(b.baseY + b.cursorY);
+        return b?.type === "normal" && line && /\$ $/.test(line.translateToString(false, 0, b.cursorX));
+      },
+      undefined,
+      { timeout: 60_000, polling: 100 },
+    );
     await owner.keyboard.type("echo hi-$((6*7)) in $PWD\n");
     await owner.locator(".xterm-rows").getByText(`hi-42 in /home/${agentId}`).waitFor({ timeout: 20_000 });
     await shot(owner, "10-terminal");

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, it, test } from "node:test";
@@ -8,6 +8,8 @@ import {
   cgroupPlan,
   chooseLayout,
   commandGroups,
+  freezeCgroup,
+  killCgroup,
   parseCgroupMounts,
   readCgroupUsage,
   type CgroupLayout,
@@ -238,6 +240,29 @@ test("readCgroupUsage reads v1 and v2 files; commandGroups lists the commands' f
     assert.equal(w.memoryLimitHits, 4);
     assert.equal(w.memoryLimitBytes, null);
     assert.equal(w.pidsLimit, null);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("killCgroup: no fork allowed, frozen while signalled, thawed after (a folder per hierarchy)", async () => {
+  const root = mkdtempSync(path.join(os.tmpdir(), "warren-cg-kill-"));
+  try {
+    const pids = path.join(root, "pids");
+    const freezer = path.join(root, "freezer");
+    for (const d of [pids, freezer]) {
+      mkdirSync(d);
+      writeFileSync(path.join(d, "cgroup.procs"), "");
+    }
+    writeFileSync(path.join(pids, "pids.max"), "max");
+    // a freezer file that says FROZEN once written (the kernel's FREEZING then FROZEN)
+    writeFileSync(path.join(freezer, "freezer.state"), "THAWED\n");
+    assert.equal(await killCgroup([pids, freezer]), 0);
+    assert.equal(readFileSync(path.join(pids, "pids.max"), "utf8"), "0");
+    assert.equal(readFileSync(path.join(freezer, "freezer.state"), "utf8"), "THAWED");
+    assert.equal(freezeCgroup([pids], true), false, "no freezer in the pids folder");
+    assert.equal(freezeCgroup([freezer], true), true);
+    assert.equal(readFileSync(path.join(freezer, "freezer.state"), "utf8"), "FROZEN");
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

@@ -15,8 +15,8 @@ import type { BoxLimits, UsageSample } from "../types.js";
 export const BOXD_RESERVE = { memoryMib: 64, pids: 64 } as const;
 export const CPU_PERIOD_US = 100_000;
 
-/** The controllers a box uses (v1 names). */
-export const BOX_CONTROLLERS = ["memory", "pids", "cpu", "cpuacct"] as const;
+/** The controllers a box uses (v1 names; cpuacct and freezer when the host has them). */
+export const BOX_CONTROLLERS = ["memory", "pids", "cpu", "cpuacct", "freezer"] as const;
 
 export type CgroupLayout =
   | { version: 1; hierarchies: { controllers: string[]; mountPoint: string }[] }
@@ -189,7 +189,7 @@ export function cgroupPlan(
             plan.writes.push({ controller: c, dir: box, file: "cpu.cfs_quota_us", value: quota });
             break;
           default:
-            break; // cpuacct: accounting only
+            break; // cpuacct: accounting only; freezer: used when a tree is killed
         }
       }
     }
@@ -319,6 +319,8 @@ export function boxPids(boxDirs: string[]): number[] {
 /** SIGKILLs every process of the box until none is left, then removes its cgroups. */
 export async function destroyBoxCgroups(boxDirs: string[], timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
+  // a tree left frozen (a kill cut short) would never end: thaw everything first
+  for (const root of boxDirs) freezeCgroup(treeDeepestFirst(root), false);
   for (;;) {
     const pids = boxPids(boxDirs);
     if (pids.length === 0) break;
@@ -435,8 +437,50 @@ export function commandGroups(agentsDirs: string[]): string[] {
 }
 
 /**
- * Ends every process of one command's cgroup (folder in each hierarchy): no new fork is
- * allowed in it first (pids.max 0), then SIGKILL rounds until it is empty.
+ * Freezes (or thaws) a cgroup given its folder in each hierarchy: v1 `freezer.state`
+ * where the box has a freezer hierarchy, v2 `cgroup.freeze`. True when a freezer took it.
+ */
+export function freezeCgroup(dirs: string[], frozen: boolean): boolean {
+  let done = false;
+  for (const d of dirs) {
+    for (const [file, value] of [
+      ["freezer.state", frozen ? "FROZEN" : "THAWED"],
+      ["cgroup.freeze", frozen ? "1" : "0"],
+    ] as const) {
+      const f = path.join(d, file);
+      if (!fs.existsSync(f)) continue;
+      try {
+        fs.writeFileSync(f, value);
+        done = true;
+      } catch {
+        // gone, or not this kernel's
+      }
+    }
+  }
+  return done;
+}
+
+/** Whether every freezer of the cgroup says frozen (v1 `FROZEN`, v2 `frozen 1`). */
+function isFrozen(dirs: string[]): boolean {
+  for (const d of dirs) {
+    const v1 = readText([d], "freezer.state");
+    if (v1 !== null && v1.trim() !== "FROZEN") return false;
+    if (
+      v1 === null &&
+      readText([d], "cgroup.freeze") !== null &&
+      keyed(readText([d], "cgroup.events"), "frozen") !== 1
+    )
+      return false;
+  }
+  return true;
+}
+
+/**
+ * Ends every process of one command's cgroup (folder in each hierarchy), whatever it
+ * does meanwhile: no new fork is allowed in it (pids.max 0), it is frozen where the box
+ * has a freezer (up to 2 s for the freeze to take), every process SIGKILLed while it
+ * stands still, thawed (the signalled processes end at once), then SIGKILL rounds until
+ * it is empty. The number of processes it ended.
  */
 export async function killCgroup(dirs: string[], timeoutMs = 10_000): Promise<number> {
   for (const d of dirs) {
@@ -448,10 +492,9 @@ export async function killCgroup(dirs: string[], timeoutMs = 10_000): Promise<nu
   }
   const deadline = Date.now() + timeoutMs;
   const seen = new Set<number>();
-  for (;;) {
+  const signal = (): number => {
     const pids = new Set<number>();
     for (const d of dirs) for (const p of procsOf(d)) pids.add(p);
-    if (pids.size === 0) return seen.size;
     for (const pid of pids) {
       seen.add(pid);
       try {
@@ -460,7 +503,23 @@ export async function killCgroup(dirs: string[], timeoutMs = 10_000): Promise<nu
         // gone already
       }
     }
-    if (Date.now() > deadline) throw new Error(`processes of ${dirs[0] ?? "?"} survive SIGKILL`);
-    await new Promise((r) => setTimeout(r, 5));
+    return pids.size;
+  };
+  let frozen = freezeCgroup(dirs, true);
+  try {
+    if (frozen) {
+      const until = Math.min(deadline, Date.now() + 2000);
+      while (!isFrozen(dirs) && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
+      signal();
+      freezeCgroup(dirs, false);
+      frozen = false;
+    }
+    for (;;) {
+      if (signal() === 0) return seen.size;
+      if (Date.now() > deadline) throw new Error(`processes of ${dirs[0] ?? "?"} survive SIGKILL`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  } finally {
+    if (frozen) freezeCgroup(dirs, false);
   }
 }
