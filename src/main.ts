@@ -37,9 +37,9 @@ export async function serve(
     }
     throw err;
   }
-  const address = await server.app.listen({ host: config.WARREN_HOST, port: config.WARREN_PORT });
+  const { url: address, previewUrl } = await server.listen();
   server.logger.info(
-    { address, stateRoot: config.STATE_ROOT, store: server.store.kind, provider: server.provider.name },
+    { address, previews: previewUrl, stateRoot: config.STATE_ROOT, store: server.store.kind, provider: server.provider.name },
     "warren is serving",
   );
   let stopping = false;

@@ -53,6 +53,8 @@ import { readHomeFile } from "./homes/files.js";
 import { parseHomePath } from "./homes/paths.js";
 import { isWarrenError } from "./errors.js";
 import { OwnEndpoints } from "./net/own.js";
+import { createPreviewServer, PreviewGrants, previewOrigin } from "./preview/index.js";
+import type http from "node:http";
 
 export interface Server {
   app: FastifyInstance;
@@ -73,6 +75,13 @@ export interface Server {
   logger: Logger;
   /** The server's own listening endpoints and outgoing connections (never reached from a box, never believed). */
   own: OwnEndpoints;
+  /** The previews' listener (an agent's ports, each on an origin of its own); started by `listen`. */
+  preview: http.Server;
+  /**
+   * Starts the API's listener and the previews' (WARREN_HOST; WARREN_PORT and
+   * WARREN_PREVIEW_PORT unless given): answers both addresses.
+   */
+  listen(opts?: { host?: string; port?: number; previewPort?: number }): Promise<{ url: string; previewUrl: string }>;
   /**
    * Stops serving: no new requests, in-flight ones drained; runs going on may finish for
    * `graceMs` (default 0), then the rest are cancelled as interrupted. Boxes keep running
@@ -340,9 +349,23 @@ async function compose(
   runtime.startIdleTimer();
   runtime.startHealth(config.BOX_HEALTH_MS);
 
+  // the previews' listener: an agent's ports, each on an origin of its own, never the API's
+  const previewGrants = new PreviewGrants();
+  const preview = createPreviewServer({
+    config,
+    access,
+    agents,
+    forward: (machineId, port) => runtime.forward(machineId, port),
+    grants: previewGrants,
+    own,
+    logger,
+  });
+  own.addServer(preview);
+
   const app = await buildApp({
     config,
     access,
+    own,
     logger,
     metrics,
     version: ver,
@@ -358,7 +381,13 @@ async function compose(
       ...terminalRoutes(terminals),
       ...runRoutes(runs),
       ...secretRoutes(secrets),
-      ...portRoutes(agents, runtime),
+      ...portRoutes(agents, {
+        grants: previewGrants,
+        origin: (agentId, port) => {
+          const a = preview.address();
+          return a && typeof a !== "string" ? previewOrigin(config, a.port, agentId, port) : null;
+        },
+      }),
       ...homeRoutes(new Homes(store.db, agents, layout, config.WORKSPACE_MAX_MIB)),
     ],
   });
@@ -380,11 +409,27 @@ async function compose(
     runners,
     logger,
     own,
+    preview,
+    async listen(o = {}) {
+      const url = await app.listen({ host: o.host ?? config.WARREN_HOST, port: o.port ?? config.WARREN_PORT });
+      await new Promise<void>((resolve, reject) => {
+        preview.once("error", reject);
+        preview.listen(o.previewPort ?? config.WARREN_PREVIEW_PORT, o.host ?? config.WARREN_HOST, () => {
+          preview.off("error", reject);
+          resolve();
+        });
+      });
+      const a = preview.address();
+      const port = a && typeof a !== "string" ? a.port : 0;
+      return { url, previewUrl: `http://localhost:${port}` };
+    },
     async close(o = {}) {
       ready = false;
       const graceMs = o.graceMs ?? 0;
       terminals.close(); // a terminal does not outlive its server: its viewers are told why
       const requests = app.close(); // stops accepting; in-flight requests finish
+      const previews = new Promise<void>((r) => (preview.listening ? preview.close(() => r()) : r()));
+      preview.closeIdleConnections();
       if (graceMs > 0 && !(await runs.drain(graceMs)))
         logger.warn({ graceMs }, "runs still going on after the grace period are interrupted");
       await runs.stopAll(
@@ -393,7 +438,11 @@ async function compose(
           : "interrupted: the server stopped",
       );
       // a request that still streams (a long exec) does not hold the stop for ever
-      await Promise.race([requests, new Promise((r) => setTimeout(r, 5000).unref())]);
+      await Promise.race([
+        Promise.all([requests, previews]),
+        new Promise((r) => setTimeout(r, 5000).unref()),
+      ]);
+      preview.closeAllConnections();
       if (o.stopBoxes) await runtime.stopAll("stopped with the server (--stop-boxes)");
       face.close();
       runtime.close();
