@@ -123,7 +123,6 @@ const hopByHop = new Set([
   "transfer-encoding",
   "upgrade",
   "host",
-  "content-length",
 ]);
 const credentials = new Set(["cookie", "authorization", "forwarded", "x-real-ip"]);
 
@@ -133,6 +132,8 @@ export function toBox(h: http.IncomingHttpHeaders, trustedHeader: string): Recor
   for (const [k, v] of Object.entries(h)) {
     const name = k.toLowerCase();
     if (v === undefined || hopByHop.has(name) || credentials.has(name) || name === trustedHeader) continue;
+    // a length is kept only for a body that arrived whole (a chunked one is chunked again)
+    if (name === "content-length" && h["transfer-encoding"] !== undefined) continue;
     if (name.startsWith("x-forwarded-")) continue;
     out[k] = v;
   }
@@ -145,6 +146,7 @@ export function fromBox(h: http.IncomingHttpHeaders): Record<string, string | st
   for (const [k, v] of Object.entries(h)) {
     const name = k.toLowerCase();
     if (v === undefined || hopByHop.has(name) || name === "set-cookie" || name === "set-cookie2") continue;
+    if (name === "content-length" && h["transfer-encoding"] !== undefined) continue;
     out[k] = v;
   }
   out["x-content-type-options"] ??= "nosniff";
