@@ -39,7 +39,13 @@ export async function serve(
   }
   const { url: address, previewUrl } = await server.listen();
   server.logger.info(
-    { address, previews: previewUrl, stateRoot: config.STATE_ROOT, store: server.store.kind, provider: server.provider.name },
+    {
+      address,
+      previews: previewUrl,
+      stateRoot: config.STATE_ROOT,
+      store: server.store.kind,
+      provider: server.provider.name,
+    },
     "warren is serving",
   );
   let stopping = false;

@@ -81,7 +81,11 @@ export interface Server {
    * Starts the API's listener and the previews' (WARREN_HOST; WARREN_PORT and
    * WARREN_PREVIEW_PORT unless given): answers both addresses.
    */
-  listen(opts?: { host?: string; port?: number; previewPort?: number }): Promise<{ url: string; previewUrl: string }>;
+  listen(opts?: {
+    host?: string;
+    port?: number;
+    previewPort?: number;
+  }): Promise<{ url: string; previewUrl: string }>;
   /**
    * Stops serving: no new requests, in-flight ones drained; runs going on may finish for
    * `graceMs` (default 0), then the rest are cancelled as interrupted. Boxes keep running
@@ -411,7 +415,10 @@ async function compose(
     own,
     preview,
     async listen(o = {}) {
-      const url = await app.listen({ host: o.host ?? config.WARREN_HOST, port: o.port ?? config.WARREN_PORT });
+      const url = await app.listen({
+        host: o.host ?? config.WARREN_HOST,
+        port: o.port ?? config.WARREN_PORT,
+      });
       await new Promise<void>((resolve, reject) => {
         preview.once("error", reject);
         preview.listen(o.previewPort ?? config.WARREN_PREVIEW_PORT, o.host ?? config.WARREN_HOST, () => {

@@ -6,7 +6,8 @@ import { inRanges } from "./own.js";
 const ranges = (...texts: string[]) =>
   texts.map((t) => {
     const e = parseNetworkEntry(t);
-    if (typeof e === "string" || e.kind !== "ip") throw new Error(`${t}: ${String(e)}`);
+    if (typeof e === "string" || e.kind !== "ip")
+      throw new Error(`${t}: ${typeof e === "string" ? e : "not an IP"}`);
     return { bytes: e.bytes, bits: e.bits };
   });
 

@@ -58,13 +58,26 @@ test("preview hosts: <port>-<agent id> under localhost or the preview domain, no
 });
 
 test("the preview's origin: loopback with the listener's port, or the domain with PUBLIC_BASE_URL's scheme", () => {
-  assert.equal(previewOrigin({}, 3001, AGT, 20003), `http://20003-${AGT}.localhost:3001`);
   assert.equal(
-    previewOrigin({ WARREN_PREVIEW_DOMAIN: "p.example.com", PUBLIC_BASE_URL: "https://w.example.com" }, 3001, AGT, 20003),
+    previewOrigin({ PUBLIC_BASE_URL: undefined, WARREN_PREVIEW_DOMAIN: undefined }, 3001, AGT, 20003),
+    `http://20003-${AGT}.localhost:3001`,
+  );
+  assert.equal(
+    previewOrigin(
+      { WARREN_PREVIEW_DOMAIN: "p.example.com", PUBLIC_BASE_URL: "https://w.example.com" },
+      3001,
+      AGT,
+      20003,
+    ),
     `https://20003-${AGT}.p.example.com`,
   );
   assert.equal(
-    previewOrigin({ WARREN_PREVIEW_DOMAIN: "p.example.com", PUBLIC_BASE_URL: "http://w.example.com:8080" }, 3001, AGT, 1),
+    previewOrigin(
+      { WARREN_PREVIEW_DOMAIN: "p.example.com", PUBLIC_BASE_URL: "http://w.example.com:8080" },
+      3001,
+      AGT,
+      1,
+    ),
     `http://1-${AGT}.p.example.com`,
   );
 });

@@ -7,7 +7,6 @@
 // none of the viewer's credentials, and the box's answer reaches the browser with no cookie.
 import { randomBytes } from "node:crypto";
 import http from "node:http";
-import type net from "node:net";
 import type { Duplex } from "node:stream";
 import type { Access, Identity } from "../access/index.js";
 import type { Agents } from "../agents/service.js";
@@ -194,7 +193,10 @@ export function createPreviewServer(o: PreviewOptions): http.Server {
   /** Who views, and the agent they may view; throws a WarrenError otherwise. */
   const admit = async (req: http.IncomingMessage) => {
     if (o.own.isOwnConnection(req.socket.remoteAddress, req.socket.remotePort))
-      throw new WarrenError("auth.required", "a request over a connection this server opened itself has no identity");
+      throw new WarrenError(
+        "auth.required",
+        "a request over a connection this server opened itself has no identity",
+      );
     const where = parsePreviewHost(req.headers.host, o.config.WARREN_PREVIEW_DOMAIN);
     if (!where)
       throw new WarrenError("host.refused", "this listener answers only for <port>-<agent id> preview hosts");
@@ -203,14 +205,22 @@ export function createPreviewServer(o: PreviewOptions): http.Server {
     return { where, email };
   };
 
-  const authorise = async (email: string | null, where: { port: number; agentId: string }, method: string) => {
+  const authorise = async (
+    email: string | null,
+    where: { port: number; agentId: string },
+    method: string,
+  ) => {
     if (!email)
       throw new WarrenError(
         "auth.required",
         "open this preview from warren: its link is good once, for a minute, and its session for an hour",
       );
     const who = await o.access.identify(email);
-    const agent = await o.agents.load(who, where.agentId, method === "GET" || method === "HEAD" ? "inspect" : "write");
+    const agent = await o.agents.load(
+      who,
+      where.agentId,
+      method === "GET" || method === "HEAD" ? "inspect" : "write",
+    );
     const block = portsOf(agent.slot);
     if (where.port < block.first || where.port > block.last)
       throw new WarrenError(
@@ -228,7 +238,10 @@ export function createPreviewServer(o: PreviewOptions): http.Server {
       // the token's one use: a cookie of this origin, then the same address without it
       const session = o.grants.exchange(token, where.agentId, where.port);
       if (!session)
-        throw new WarrenError("auth.required", "this preview link was used already, has expired or is for another preview");
+        throw new WarrenError(
+          "auth.required",
+          "this preview link was used already, has expired or is for another preview",
+        );
       url.searchParams.delete(PREVIEW_TOKEN_PARAM);
       res.writeHead(303, {
         location: `${url.pathname}${url.search}`,
@@ -246,11 +259,16 @@ export function createPreviewServer(o: PreviewOptions): http.Server {
         method: req.method ?? "GET",
         path: req.url ?? "/",
         headers: { ...toBox(req.headers, o.config.TRUSTED_HEADER), host: `127.0.0.1:${where.port}` },
-        createConnection: () => conn.resume() as net.Socket,
+        createConnection: () => conn.resume(),
       });
       r.on("response", resolve);
       r.on("error", (err) =>
-        reject(new WarrenError("port.unreachable", `nothing answered on port ${where.port} in the box: ${err.message}`)),
+        reject(
+          new WarrenError(
+            "port.unreachable",
+            `nothing answered on port ${where.port} in the box: ${err.message}`,
+          ),
+        ),
       );
       req.pipe(r);
     });

@@ -202,7 +202,8 @@ describe("exec through the API", { skip: boxSkipReason() ?? false }, () => {
     const outside = await t.inject({ method: "GET", url: `/api/agents/${a.id}/ports/${a.ports.last + 1}/` });
     assert.equal(outside.statusCode, 400);
     assert.equal(JSON.parse(outside.body).error.code, "request.invalid");
-    const bFirst = ((await t.call("GET", `/api/agents/${b.id}`)).body as { ports: { first: number } }).ports.first;
+    const bFirst = ((await t.call("GET", `/api/agents/${b.id}`)).body as { ports: { first: number } }).ports
+      .first;
     const other = await t.inject({ method: "GET", url: `/api/agents/${a.id}/ports/${bFirst}/` });
     assert.equal(other.statusCode, 400);
     await bg;

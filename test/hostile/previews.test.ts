@@ -128,12 +128,25 @@ for (const mode of ["compat-cookie", "trusted-header"] as Mode[]) {
     const startBoxServer = async () => {
       const api = new URL(t.url!);
       server = owner("POST", `/api/agents/${a.id}/exec`, {
-        argv: ["python3", "-c", BOX_SERVER, String(P()), api.origin, `http://localhost:${api.port}`, org.id, a.id],
+        argv: [
+          "python3",
+          "-c",
+          BOX_SERVER,
+          String(P()),
+          api.origin,
+          `http://localhost:${api.port}`,
+          org.id,
+          a.id,
+        ],
         timeout_ms: 300_000,
       });
       // up once the preview answers (a 502 while nothing listens)
       for (let i = 0; ; i++) {
-        const moved = await t.inject({ method: "GET", url: `/api/agents/${a.id}/ports/${P()}/ping`, headers: as(OWNER) });
+        const moved = await t.inject({
+          method: "GET",
+          url: `/api/agents/${a.id}/ports/${P()}/ping`,
+          headers: as(OWNER),
+        });
         const to = new URL(String(moved.headers.location));
         const first = await previewGet(t.previewPort!, to);
         const cookie = String(first.headers["set-cookie"]).split(";")[0]!;
@@ -160,7 +173,11 @@ for (const mode of ["compat-cookie", "trusted-header"] as Mode[]) {
     after(async () => {
       await browser?.close();
       if (server && a) {
-        const moved = await t.inject({ method: "GET", url: `/api/agents/${a.id}/ports/${P()}/quit`, headers: as(OWNER) });
+        const moved = await t.inject({
+          method: "GET",
+          url: `/api/agents/${a.id}/ports/${P()}/quit`,
+          headers: as(OWNER),
+        });
         const to = new URL(String(moved.headers.location));
         const first = await previewGet(t.previewPort!, to).catch(() => undefined);
         const cookie = String(first?.headers["set-cookie"] ?? "").split(";")[0] ?? "";
@@ -188,7 +205,8 @@ for (const mode of ["compat-cookie", "trusted-header"] as Mode[]) {
           (route) => {
             const u = new URL(route.request().url());
             const headers = { ...route.request().headers() };
-            if (apiOrigins.includes(u.origin) && mode === "trusted-header") headers["x-forwarded-email"] = OWNER;
+            if (apiOrigins.includes(u.origin) && mode === "trusted-header")
+              headers["x-forwarded-email"] = OWNER;
             if (u.origin === previewOrigin) {
               Object.assign(headers, {
                 "x-forwarded-email": OWNER,
@@ -202,17 +220,25 @@ for (const mode of ["compat-cookie", "trusted-header"] as Mode[]) {
             return route.continue({ headers });
           },
         );
-        await ctx.addCookies([{ name: "app_session", value: "viewer-cookie-7731", domain: ".localhost", path: "/" }]);
+        await ctx.addCookies([
+          { name: "app_session", value: "viewer-cookie-7731", domain: ".localhost", path: "/" },
+        ]);
         const page = await ctx.newPage();
         page.setDefaultTimeout(60_000);
         await page.goto(`${api.origin}/api/agents/${a.id}/ports/${P()}/`);
-        await page.waitForFunction(() => (globalThis as unknown as { document: { title: string } }).document.title === "done");
+        await page.waitForFunction(
+          () => (globalThis as unknown as { document: { title: string } }).document.title === "done",
+        );
         assert.equal(new URL(page.url()).origin, previewOrigin);
         assert.equal(new URL(page.url()).search, "", "the token is gone from the address");
 
         const cat = await owner("POST", `/api/agents/${a.id}/exec`, { argv: ["cat", "report.json"] });
         assert.equal(cat.body.exit_code, 0, cat.body.stderr);
-        const report = JSON.parse(cat.body.stdout) as { origin: string; cookie: string; tries: Record<string, string> };
+        const report = JSON.parse(cat.body.stdout) as {
+          origin: string;
+          cookie: string;
+          tries: Record<string, string>;
+        };
         assert.equal(report.origin, previewOrigin);
         // the preview's cookie is HttpOnly; the box's own cookies were never kept
         assert.equal(report.cookie, "");
@@ -220,7 +246,11 @@ for (const mode of ["compat-cookie", "trusted-header"] as Mode[]) {
         assert.match(report.tries.put_rel ?? "", /^basic 200 ok$/);
         for (const o of apiOrigins) {
           for (const name of ["put", "get", "put_nocors"]) {
-            assert.match(report.tries[`${name} ${o}`] ?? "", /^blocked TypeError/, `${name} ${o}: ${report.tries[`${name} ${o}`]}`);
+            assert.match(
+              report.tries[`${name} ${o}`] ?? "",
+              /^blocked TypeError/,
+              `${name} ${o}: ${report.tries[`${name} ${o}`]}`,
+            );
           }
           for (const name of ["exec_nocors", "post_nocors", "get_nocors"]) {
             assert.equal(report.tries[`${name} ${o}`], "opaque 0 ", `${name} ${o}`);
@@ -231,7 +261,9 @@ for (const mode of ["compat-cookie", "trusted-header"] as Mode[]) {
         assert.deepEqual((await owner("GET", "/api/orgs")).body, orgsBefore);
         const pwned = await owner("POST", `/api/agents/${a.id}/exec`, { argv: ["ls", "pwned"] });
         assert.notEqual(pwned.body.exit_code, 0, "the page ran a command in the box through the API");
-        const attacker = (membersBefore.items as { email: string; role: string }[]).find((x) => x.email === ATTACKER);
+        const attacker = (membersBefore.items as { email: string; role: string }[]).find(
+          (x) => x.email === ATTACKER,
+        );
         assert.equal(attacker?.role, "editor");
 
         // what reached the box: no credential, no identity, no cookie of the viewer
@@ -246,7 +278,15 @@ for (const mode of ["compat-cookie", "trusted-header"] as Mode[]) {
         );
         for (const r of requests) {
           const names = r.headers.map(([k]) => k.toLowerCase());
-          for (const refused of ["cookie", "authorization", "proxy-authorization", "x-forwarded-email", "x-forwarded-for", "x-forwarded-user", "forwarded"])
+          for (const refused of [
+            "cookie",
+            "authorization",
+            "proxy-authorization",
+            "x-forwarded-email",
+            "x-forwarded-for",
+            "x-forwarded-user",
+            "forwarded",
+          ])
             assert.ok(!names.includes(refused), `${r.method} ${r.path} reached the box with ${refused}`);
           const all = JSON.stringify(r.headers);
           assert.ok(!/7731|warren_preview/.test(all), `${r.method} ${r.path} carried a credential: ${all}`);
@@ -273,7 +313,11 @@ for (const mode of ["compat-cookie", "trusted-header"] as Mode[]) {
     });
 
     test("the API's route answers a 307 with a token, and nothing of the box; other methods 405", async () => {
-      const moved = await t.inject({ method: "GET", url: `/api/agents/${a.id}/ports/${P()}/`, headers: as(OWNER) });
+      const moved = await t.inject({
+        method: "GET",
+        url: `/api/agents/${a.id}/ports/${P()}/`,
+        headers: as(OWNER),
+      });
       assert.equal(moved.statusCode, 307);
       assert.equal(moved.body, "");
       assert.equal(moved.headers["set-cookie"], undefined);
@@ -281,13 +325,22 @@ for (const mode of ["compat-cookie", "trusted-header"] as Mode[]) {
       assert.equal(to.origin, `http://${P()}-${a.id}.localhost:${t.previewPort}`);
       assert.match(to.searchParams.get("warren_preview") ?? "", /^[A-Za-z0-9_-]{43}$/);
       for (const method of ["POST", "PUT", "PATCH", "DELETE"] as const) {
-        const r = await t.inject({ method, url: `/api/agents/${a.id}/ports/${P()}/`, headers: as(OWNER), payload: "x" });
+        const r = await t.inject({
+          method,
+          url: `/api/agents/${a.id}/ports/${P()}/`,
+          headers: as(OWNER),
+          payload: "x",
+        });
         assert.equal(r.statusCode, 405, method);
         assert.equal(JSON.parse(r.body).error.code, "method.not_allowed");
       }
       // outside the agent's own port block: another agent's, the block's end, a system port
       for (const port of [b.ports.first, a.ports.last + 1, a.ports.first - 1, 22]) {
-        const r = await t.inject({ method: "GET", url: `/api/agents/${a.id}/ports/${port}/`, headers: as(OWNER) });
+        const r = await t.inject({
+          method: "GET",
+          url: `/api/agents/${a.id}/ports/${port}/`,
+          headers: as(OWNER),
+        });
         assert.equal(r.statusCode, 400, String(port));
         assert.equal(JSON.parse(r.body).error.code, "request.invalid");
       }
@@ -295,7 +348,11 @@ for (const mode of ["compat-cookie", "trusted-header"] as Mode[]) {
 
     test("a token is good once, for its agent and port only; a session for its preview only", async () => {
       const issue = async (agent: Agent, port: number) => {
-        const r = await t.inject({ method: "GET", url: `/api/agents/${agent.id}/ports/${port}/`, headers: as(OWNER) });
+        const r = await t.inject({
+          method: "GET",
+          url: `/api/agents/${agent.id}/ports/${port}/`,
+          headers: as(OWNER),
+        });
         assert.equal(r.statusCode, 307, r.body);
         return new URL(String(r.headers.location));
       };
@@ -311,7 +368,10 @@ for (const mode of ["compat-cookie", "trusted-header"] as Mode[]) {
       assert.equal(first.status, 303);
       assert.equal(first.headers.location, "/");
       const setCookie = String(first.headers["set-cookie"]);
-      assert.match(setCookie, /^warren_preview_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=3600$/);
+      assert.match(
+        setCookie,
+        /^warren_preview_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=3600$/,
+      );
       assert.equal(code(await previewGet(t.previewPort!, to)), "401 auth.required");
       const cookie = setCookie.split(";")[0]!;
       assert.equal((await previewGet(t.previewPort!, at(a, P(), "x"), { cookie })).body, "the box has no /x");
@@ -326,32 +386,58 @@ for (const mode of ["compat-cookie", "trusted-header"] as Mode[]) {
         assert.equal(code(await previewGet(t.previewPort!, tok)), "401 auth.required", "spent");
       }
       // a made-up token
-      assert.equal(code(await previewGet(t.previewPort!, at(a, P(), "?warren_preview=AAAA"))), "401 auth.required");
+      assert.equal(
+        code(await previewGet(t.previewPort!, at(a, P(), "?warren_preview=AAAA"))),
+        "401 auth.required",
+      );
       // the listener serves only preview hosts: not the API, not the app
-      for (const host of [`127.0.0.1:${t.previewPort}`, `localhost:${t.previewPort}`, `${P()}-${a.id}.example.com`, `${P()}-${a.id}.localhost.evil.com`]) {
+      for (const host of [
+        `127.0.0.1:${t.previewPort}`,
+        `localhost:${t.previewPort}`,
+        `${P()}-${a.id}.example.com`,
+        `${P()}-${a.id}.localhost.evil.com`,
+      ]) {
         const r = await previewGet(t.previewPort!, new URL(`http://${host}/api/orgs`), { cookie });
         assert.equal(code(r), "421 host.refused", host);
       }
       // the API's paths on a preview's origin are the box's
-      assert.equal((await previewGet(t.previewPort!, at(a, P(), "api/orgs"), { cookie })).body, "the box has no /api/orgs");
+      assert.equal(
+        (await previewGet(t.previewPort!, at(a, P(), "api/orgs"), { cookie })).body,
+        "the box has no /api/orgs",
+      );
     });
 
     if (mode === "trusted-header") {
       test("who may open the ports is checked at every request, as the API checks it", async () => {
         // an outsider is not told the agent exists; an auditor may not see workloads
-        const out = await t.inject({ method: "GET", url: `/api/agents/${a.id}/ports/${P()}/`, headers: as(OUTSIDER) });
+        const out = await t.inject({
+          method: "GET",
+          url: `/api/agents/${a.id}/ports/${P()}/`,
+          headers: as(OUTSIDER),
+        });
         assert.equal(out.statusCode, 404);
         await owner("PUT", `/api/orgs/${org.id}/members`, { email: "auditor@example.com", role: "auditor" });
-        const aud = await t.inject({ method: "GET", url: `/api/agents/${a.id}/ports/${P()}/`, headers: as("auditor@example.com") });
+        const aud = await t.inject({
+          method: "GET",
+          url: `/api/agents/${a.id}/ports/${P()}/`,
+          headers: as("auditor@example.com"),
+        });
         assert.equal(aud.statusCode, 403);
         // an editor's session ends with the editor's membership
         await owner("PUT", `/api/orgs/${org.id}/members`, { email: "leaver@example.com", role: "editor" });
-        const r = await t.inject({ method: "GET", url: `/api/agents/${a.id}/ports/${P()}/y`, headers: as("leaver@example.com") });
+        const r = await t.inject({
+          method: "GET",
+          url: `/api/agents/${a.id}/ports/${P()}/y`,
+          headers: as("leaver@example.com"),
+        });
         const first = await previewGet(t.previewPort!, new URL(String(r.headers.location)));
         const cookie = String(first.headers["set-cookie"]).split(";")[0]!;
         const url = new URL(`http://${P()}-${a.id}.localhost:${t.previewPort}/y`);
         assert.equal((await previewGet(t.previewPort!, url, { cookie })).body, "the box has no /y");
-        const members = (await owner("GET", `/api/orgs/${org.id}/members`)).body.items as { email: string; user_id: string }[];
+        const members = (await owner("GET", `/api/orgs/${org.id}/members`)).body.items as {
+          email: string;
+          user_id: string;
+        }[];
         const leaver = members.find((x) => x.email === "leaver@example.com")!;
         const del = await owner("DELETE", `/api/orgs/${org.id}/members/${leaver.user_id}`);
         assert.equal(del.status, 204, JSON.stringify(del.body));

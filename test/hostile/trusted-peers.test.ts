@@ -11,7 +11,13 @@ import { startTestServer, type TestServer } from "../support/server.js";
 const OWNER = "owner@example.com";
 
 /** One request over a socket of the caller's, answered as status and parsed body. */
-function over(socket: net.Socket, method: string, path: string, headers: Record<string, string>, body?: string) {
+function over(
+  socket: net.Socket,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string,
+) {
   return new Promise<{ status: number; body: any }>((resolve, reject) => {
     let buf = "";
     socket.setEncoding("utf8");
@@ -26,7 +32,8 @@ function over(socket: net.Socket, method: string, path: string, headers: Record<
     socket.on("error", reject);
     const lines = [`${method} ${path} HTTP/1.1`, "host: 127.0.0.1", "connection: close"];
     for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`);
-    if (body !== undefined) lines.push("content-type: application/json", `content-length: ${Buffer.byteLength(body)}`);
+    if (body !== undefined)
+      lines.push("content-type: application/json", `content-length: ${Buffer.byteLength(body)}`);
     socket.write(`${lines.join("\r\n")}\r\n\r\n${body ?? ""}`);
   });
 }
@@ -78,7 +85,9 @@ describe("the identity header is believed only from trusted peers", () => {
       body: JSON.stringify({ name: "trusted" }),
     });
     assert.equal(made.status, 201);
-    const mine = (await (await fetch(`${t.url}/api/orgs`, { headers: { "x-forwarded-email": OWNER } })).json()) as {
+    const mine = (await (
+      await fetch(`${t.url}/api/orgs`, { headers: { "x-forwarded-email": OWNER } })
+    ).json()) as {
       items: { name: string }[];
     };
     assert.deepEqual(
@@ -103,7 +112,11 @@ describe("the identity header is believed only from trusted peers", () => {
       // ...and over one the server tracks as its own, refused, whatever it asks
       for (const [method, path, body] of [
         ["GET", "/api/orgs", undefined],
-        ["PUT", `/api/orgs/${org.id}/members`, JSON.stringify({ email: "intruder@example.com", role: "owner" })],
+        [
+          "PUT",
+          `/api/orgs/${org.id}/members`,
+          JSON.stringify({ email: "intruder@example.com", role: "owner" }),
+        ],
         ["GET", "/metrics", undefined],
         ["GET", "/health", undefined],
       ] as const) {

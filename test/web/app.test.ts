@@ -327,7 +327,10 @@ describe("the operator app", { concurrency: false }, () => {
     assert.ok(cls < 0.1, `cumulative layout shift ${cls}`);
     assert.match(await owner.getByTestId("ports").innerText(), /^20000–20099/);
     // the preview link goes through the API's 307 (a token, then the port's own origin)
-    assert.equal(await owner.getByTestId("preview").getAttribute("href"), `/api/agents/${agentId}/ports/20000/`);
+    assert.equal(
+      await owner.getByTestId("preview").getAttribute("href"),
+      `/api/agents/${agentId}/ports/20000/`,
+    );
     await shot(owner, "06-agent-overview");
   });
 

@@ -111,7 +111,8 @@ export function AgentPage({ id, tab }: { id: string; tab: string }) {
                     >
                       port {a.ports.first}
                     </a>{" "}
-                    (on an address of its own; another port P of the block: <code>/api/agents/{a.id}/ports/P/</code>)
+                    (on an address of its own; another port P of the block:{" "}
+                    <code>/api/agents/{a.id}/ports/P/</code>)
                   </dd>
                 </>
               )}
