@@ -37,7 +37,17 @@ export async function serve(
     }
     throw err;
   }
-  const { url: address, previewUrl } = await server.listen();
+  let address: string, previewUrl: string;
+  try {
+    ({ url: address, previewUrl } = await server.listen());
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code !== "EADDRINUSE" && e.code !== "EADDRNOTAVAIL" && e.code !== "EACCES") throw err;
+    process.stderr.write(
+      `cannot start: cannot listen on ${config.WARREN_HOST} (WARREN_PORT ${config.WARREN_PORT}, WARREN_PREVIEW_PORT ${config.WARREN_PREVIEW_PORT}): ${e.message}\n`,
+    );
+    process.exit(2);
+  }
   server.logger.info(
     {
       address,

@@ -98,6 +98,7 @@ before(async () => {
       STATE_ROOT: stateRoot,
       WARREN_HOST: "127.0.0.1",
       WARREN_PORT: String(port),
+      WARREN_PREVIEW_PORT: "0",
       AUTH_MODE: "trusted-header",
       BOX_ORPHAN_S: "20",
       LOG_LEVEL: "warn",
