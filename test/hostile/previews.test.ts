@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { chromium, type Browser } from "playwright-core";
+import WebSocket from "ws";
 import { boxSkipReason } from "../box/fixture.js";
 import { previewGet } from "../support/preview.js";
 import { startTestServer, type TestServer } from "../support/server.js";
@@ -79,6 +80,23 @@ class H(http.server.BaseHTTPRequestHandler):
         self.wfile.write(data)
     def do_GET(self):
         self.record()
+        if self.headers.get("upgrade", "").lower() == "websocket":
+            import base64, hashlib
+            key = self.headers["sec-websocket-key"] + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+            self.send_response(101)
+            self.send_header("upgrade", "websocket")
+            self.send_header("connection", "Upgrade")
+            self.send_header("sec-websocket-accept", base64.b64encode(hashlib.sha1(key.encode()).digest()).decode())
+            self.send_header("set-cookie", "ws_cookie=1; Domain=localhost; Path=/")
+            self.end_headers()
+            data = json.dumps([[k, v] for k, v in self.headers.items()]).encode()
+            n = len(data)
+            head = bytes([0x81, n]) if n < 126 else bytes([0x81, 126, n >> 8, n & 255])
+            self.wfile.write(head + data)
+            self.wfile.flush()
+            self.rfile.read(1)
+            self.close_connection = True
+            return
         if self.path == "/":
             self.answer(200, PAGE, "text/html; charset=utf-8", [
                 "api_domain=1; Domain=localhost; Path=/",
@@ -405,6 +423,48 @@ for (const mode of ["compat-cookie", "trusted-header"] as Mode[]) {
         (await previewGet(t.previewPort!, at(a, P(), "api/orgs"), { cookie })).body,
         "the box has no /api/orgs",
       );
+    });
+
+    test("a WebSocket through the preview: admitted by its cookie, no credential in, no cookie out", async () => {
+      const moved = await t.inject({
+        method: "GET",
+        url: `/api/agents/${a.id}/ports/${P()}/`,
+        headers: as(OWNER),
+      });
+      const to = new URL(String(moved.headers.location));
+      const cookie = String((await previewGet(t.previewPort!, to)).headers["set-cookie"]).split(";")[0]!;
+      const open = (headers: Record<string, string>) =>
+        new Promise<{ status: number; headers: Record<string, unknown>; message?: string }>(
+          (resolve, reject) => {
+            const ws = new WebSocket(`ws://127.0.0.1:${t.previewPort}/live`, {
+              headers: { host: to.host, ...headers },
+            });
+            let head: { status: number; headers: Record<string, unknown> } | undefined;
+            ws.on("upgrade", (res) => (head = { status: res.statusCode ?? 0, headers: res.headers }));
+            ws.on("message", (data: Buffer) => {
+              resolve({ ...head!, message: data.toString("utf8") });
+              ws.close();
+            });
+            ws.on("unexpected-response", (_req, res) => {
+              resolve({ status: res.statusCode ?? 0, headers: res.headers });
+              res.resume();
+            });
+            ws.on("error", reject);
+          },
+        );
+      const refused = await open({});
+      assert.equal(refused.status, 401);
+      const r = await open({
+        cookie,
+        authorization: "Bearer viewer-bearer-7731",
+        "x-forwarded-email": OWNER,
+      });
+      assert.equal(r.status, 101);
+      assert.equal(r.headers["set-cookie"], undefined);
+      const seen = (JSON.parse(r.message!) as [string, string][]).map(([k]) => k.toLowerCase());
+      for (const refusedHeader of ["cookie", "authorization", "x-forwarded-email"])
+        assert.ok(!seen.includes(refusedHeader), `the box saw ${refusedHeader}: ${seen.join(", ")}`);
+      assert.ok(seen.includes("sec-websocket-key"));
     });
 
     if (mode === "trusted-header") {
