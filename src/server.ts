@@ -435,8 +435,9 @@ async function compose(
       const graceMs = o.graceMs ?? 0;
       terminals.close(); // a terminal does not outlive its server: its viewers are told why
       const requests = app.close(); // stops accepting; in-flight requests finish
+      // a preview does not outlive its server either (its requests and WebSockets are cut)
       const previews = new Promise<void>((r) => (preview.listening ? preview.close(() => r()) : r()));
-      preview.closeIdleConnections();
+      preview.closeAllConnections();
       if (graceMs > 0 && !(await runs.drain(graceMs)))
         logger.warn({ graceMs }, "runs still going on after the grace period are interrupted");
       await runs.stopAll(
@@ -449,7 +450,6 @@ async function compose(
         Promise.all([requests, previews]),
         new Promise((r) => setTimeout(r, 5000).unref()),
       ]);
-      preview.closeAllConnections();
       if (o.stopBoxes) await runtime.stopAll("stopped with the server (--stop-boxes)");
       face.close();
       runtime.close();

@@ -287,7 +287,16 @@ export function createPreviewServer(o: PreviewOptions): http.Server {
 
   // WebSocket upgrades (a dev server's live reload): the same admission, then the box's
   // answer head without cookies, then the two streams joined
+  // upgraded sockets are no longer the HTTP server's: closing all connections ends them too
+  const upgraded = new Set<Duplex>();
+  const closeAll = server.closeAllConnections.bind(server);
+  server.closeAllConnections = () => {
+    closeAll();
+    for (const s of upgraded) s.destroy();
+  };
   server.on("upgrade", (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    upgraded.add(socket);
+    socket.once("close", () => upgraded.delete(socket));
     const refuse = (code: ErrorCode, message: string) => {
       const body = JSON.stringify({ error: { code, message } });
       socket.end(
