@@ -37,9 +37,25 @@ export async function serve(
     }
     throw err;
   }
-  const address = await server.app.listen({ host: config.WARREN_HOST, port: config.WARREN_PORT });
+  let address: string, previewUrl: string;
+  try {
+    ({ url: address, previewUrl } = await server.listen());
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code !== "EADDRINUSE" && e.code !== "EADDRNOTAVAIL" && e.code !== "EACCES") throw err;
+    process.stderr.write(
+      `cannot start: cannot listen on ${config.WARREN_HOST} (WARREN_PORT ${config.WARREN_PORT}, WARREN_PREVIEW_PORT ${config.WARREN_PREVIEW_PORT}): ${e.message}\n`,
+    );
+    process.exit(2);
+  }
   server.logger.info(
-    { address, stateRoot: config.STATE_ROOT, store: server.store.kind, provider: server.provider.name },
+    {
+      address,
+      previews: previewUrl,
+      stateRoot: config.STATE_ROOT,
+      store: server.store.kind,
+      provider: server.provider.name,
+    },
     "warren is serving",
   );
   let stopping = false;

@@ -56,6 +56,8 @@ import { isWarrenError } from "./errors.js";
 import { createConnector, type GuardedFetch } from "./net/connector.js";
 import { OwnEndpoints } from "./net/own.js";
 import { AddressRule } from "./net/rule.js";
+import { createPreviewServer, PreviewGrants, previewOrigin } from "./preview/index.js";
+import type http from "node:http";
 
 export interface Server {
   app: FastifyInstance;
@@ -84,6 +86,17 @@ export interface Server {
    * only inside WARREN_EGRESS_PRIVATE_ALLOW.
    */
   addressRule: AddressRule;
+  /** The previews' listener (an agent's ports, each on an origin of its own); started by `listen`. */
+  preview: http.Server;
+  /**
+   * Starts the API's listener and the previews' (WARREN_HOST; WARREN_PORT and
+   * WARREN_PREVIEW_PORT unless given): answers both addresses.
+   */
+  listen(opts?: {
+    host?: string;
+    port?: number;
+    previewPort?: number;
+  }): Promise<{ url: string; previewUrl: string }>;
   /**
    * Stops serving: no new requests, in-flight ones drained; runs going on may finish for
    * `graceMs` (default 0), then the rest are cancelled as interrupted. Boxes keep running
@@ -366,9 +379,23 @@ async function compose(
   runtime.startIdleTimer();
   runtime.startHealth(config.BOX_HEALTH_MS);
 
+  // the previews' listener: an agent's ports, each on an origin of its own, never the API's
+  const previewGrants = new PreviewGrants();
+  const preview = createPreviewServer({
+    config,
+    access,
+    agents,
+    forward: (machineId, port) => runtime.forward(machineId, port),
+    grants: previewGrants,
+    own,
+    logger,
+  });
+  own.addServer(preview);
+
   const app = await buildApp({
     config,
     access,
+    own,
     logger,
     metrics,
     version: ver,
@@ -384,7 +411,13 @@ async function compose(
       ...terminalRoutes(terminals),
       ...runRoutes(runs),
       ...secretRoutes(secrets),
-      ...portRoutes(agents, runtime),
+      ...portRoutes(agents, {
+        grants: previewGrants,
+        origin: (agentId, port) => {
+          const a = preview.address();
+          return a && typeof a !== "string" ? previewOrigin(config, a.port, agentId, port) : null;
+        },
+      }),
       ...homeRoutes(new Homes(store.db, agents, layout, config.WORKSPACE_MAX_MIB)),
     ],
   });
@@ -408,11 +441,31 @@ async function compose(
     own,
     addressRule,
     connector,
+    preview,
+    async listen(o = {}) {
+      const url = await app.listen({
+        host: o.host ?? config.WARREN_HOST,
+        port: o.port ?? config.WARREN_PORT,
+      });
+      await new Promise<void>((resolve, reject) => {
+        preview.once("error", reject);
+        preview.listen(o.previewPort ?? config.WARREN_PREVIEW_PORT, o.host ?? config.WARREN_HOST, () => {
+          preview.off("error", reject);
+          resolve();
+        });
+      });
+      const a = preview.address();
+      const port = a && typeof a !== "string" ? a.port : 0;
+      return { url, previewUrl: `http://localhost:${port}` };
+    },
     async close(o = {}) {
       ready = false;
       const graceMs = o.graceMs ?? 0;
       terminals.close(); // a terminal does not outlive its server: its viewers are told why
       const requests = app.close(); // stops accepting; in-flight requests finish
+      // a preview does not outlive its server either (its requests and WebSockets are cut)
+      const previews = new Promise<void>((r) => (preview.listening ? preview.close(() => r()) : r()));
+      preview.closeAllConnections();
       if (graceMs > 0 && !(await runs.drain(graceMs)))
         logger.warn({ graceMs }, "runs still going on after the grace period are interrupted");
       await runs.stopAll(
@@ -421,7 +474,10 @@ async function compose(
           : "interrupted: the server stopped",
       );
       // a request that still streams (a long exec) does not hold the stop for ever
-      await Promise.race([requests, new Promise((r) => setTimeout(r, 5000).unref())]);
+      await Promise.race([
+        Promise.all([requests, previews]),
+        new Promise((r) => setTimeout(r, 5000).unref()),
+      ]);
       if (o.stopBoxes) await runtime.stopAll("stopped with the server (--stop-boxes)");
       face.close();
       runtime.close();

@@ -14,6 +14,7 @@ import { errorStatus, type ErrorCode } from "../contract/errors.js";
 import { WarrenError } from "../errors.js";
 import type { Logger } from "../observability/log.js";
 import type { Metrics } from "../observability/metrics.js";
+import { inRanges, type OwnEndpoints } from "../net/own.js";
 import { hostAllowed, isStateChange, originAllowed } from "./guards.js";
 import { openApiDocument } from "./openapi.js";
 import { DEFAULT_WEB_ROOT, isAppPath, webAsset } from "./web.js";
@@ -35,8 +36,10 @@ declare module "fastify" {
 }
 
 export interface AppOptions {
-  config: Pick<Config, "AUTH_MODE" | "TRUSTED_HEADER" | "PUBLIC_BASE_URL">;
+  config: Pick<Config, "AUTH_MODE" | "TRUSTED_HEADER" | "PUBLIC_BASE_URL" | "WARREN_TRUSTED_PROXIES">;
   access: Access;
+  /** The server's own outgoing connections: a request over one of them has no identity, in any mode. */
+  own: OwnEndpoints;
   logger: Logger;
   metrics: Metrics;
   routes: AnyRoute[];
@@ -121,11 +124,28 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         "a change or a WebSocket is accepted only from a page of this server",
       );
     }
+    // the server talking to itself (its egress proxy's or a server-side fetch's upstream
+    // side): whatever the request carries, it is nobody, in every mode
+    if (opts.own.isOwnConnection(req.socket.remoteAddress, req.socket.remotePort)) {
+      throw new WarrenError(
+        "auth.required",
+        "a request over a connection this server opened itself has no identity",
+      );
+    }
     const url = req.url;
-    if (!url.startsWith("/api/") || url === "/api/openapi.json") return;
+    const path = url.split("?")[0] ?? url;
+    const identified = (path.startsWith("/api/") && path !== "/api/openapi.json") || path === "/metrics";
+    if (!identified) return;
     if (config.AUTH_MODE === "compat-cookie") {
       req.identity = await access.identify(OPERATOR_EMAIL);
       return;
+    }
+    // the identity header is believed only from the authenticating proxy's addresses
+    if (!inRanges(req.socket.remoteAddress, config.WARREN_TRUSTED_PROXIES)) {
+      throw new WarrenError(
+        "auth.required",
+        `sign in through the proxy: the ${config.TRUSTED_HEADER} header is believed only from WARREN_TRUSTED_PROXIES`,
+      );
     }
     const raw = req.headers[config.TRUSTED_HEADER];
     const email = Array.isArray(raw) ? raw[0] : raw;
@@ -217,12 +237,14 @@ function systemRoutes(opts: AppOptions, doc: () => object): AnyRoute[] {
       url: "/metrics",
       id: "system.metrics",
       tag: "system",
-      summary: "Prometheus metrics of this server",
-      public: true,
+      summary:
+        "Prometheus metrics of this server; series of a machine or organisation only for the organisations the caller belongs to",
       produces: "text/plain",
-      handler: async ({ reply }) => {
+      errors: ["auth.required"],
+      handler: async ({ who, reply }) => {
+        const mine = new Set(await opts.access.orgIdsOf(who));
         reply.header("content-type", opts.metrics.registry.contentType);
-        return reply.send(await opts.metrics.registry.metrics());
+        return reply.send(onlyOrgs(await opts.metrics.registry.metrics(), mine));
       },
     }),
     route({
@@ -236,4 +258,23 @@ function systemRoutes(opts: AppOptions, doc: () => object): AnyRoute[] {
       handler: async () => doc() as z.input<typeof OpenApiDocument>,
     }),
   ];
+}
+
+/**
+ * The metrics text without the series of other organisations: a sample labelled with an
+ * `org` is kept only for the caller's organisations, and one labelled with a `machine` but
+ * no `org` is never shown.
+ */
+export function onlyOrgs(text: string, orgs: Set<string>): string {
+  return text
+    .split("\n")
+    .filter((line) => {
+      if (line.startsWith("#")) return true;
+      const labels = /^[^{\s]+\{(.*)\}\s/.exec(line)?.[1];
+      if (labels === undefined) return true;
+      const org = /(?:^|,)org="([^"\\]*)"/.exec(labels)?.[1];
+      if (org !== undefined) return orgs.has(org);
+      return !/(?:^|,)machine="/.test(labels);
+    })
+    .join("\n");
 }

@@ -19,6 +19,28 @@ function addressBytes(address: string | undefined): number[] | null {
   return mapped ? bytes.slice(12) : bytes;
 }
 
+/** Whether an address (as a socket gives it) is in one of the ranges (an IPv4-mapped IPv6 address counts as IPv4). */
+export function inRanges(address: string | undefined, ranges: { bytes: number[]; bits: number }[]): boolean {
+  const bytes = addressBytes(address);
+  if (!bytes) return false;
+  return ranges.some((r) => {
+    const net =
+      r.bytes.length === 16 &&
+      r.bytes.slice(0, 10).every((b) => b === 0) &&
+      r.bytes[10] === 0xff &&
+      r.bytes[11] === 0xff
+        ? r.bytes.slice(12)
+        : r.bytes;
+    const bits = net.length === r.bytes.length ? r.bits : r.bits - 96;
+    if (net.length !== bytes.length || bits < 0) return false;
+    for (let i = 0; i < bits; i++) {
+      const m = 0x80 >> (i % 8);
+      if (((net[i >> 3] ?? 0) & m) !== ((bytes[i >> 3] ?? 0) & m)) return false;
+    }
+    return true;
+  });
+}
+
 const key = (bytes: number[], port: number) => `${bytes.join(".")}|${port}`;
 
 interface Endpoint {

@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import http from "node:http";
 import { after, before, describe, test } from "node:test";
+import { previewGet } from "../support/preview.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { forkCount } from "../support/forks.js";
 import { startTestServer, type TestServer } from "../support/server.js";
@@ -168,29 +169,43 @@ describe("exec through the API", { skip: boxSkipReason() ?? false }, () => {
     }
   });
 
-  test("ports proxy reaches the agent's own block only", async () => {
+  test("a port is served on its preview's origin, reached through a 307 from the API, within the agent's own block only", async () => {
     const port = a.ports.first + 7;
     const bg = exec(a.id, {
       argv: [
         "node",
         "-e",
-        `require("http").createServer((q,s)=>s.end("hi from "+q.url)).listen(${port},"127.0.0.1",()=>console.log("up"));setTimeout(()=>process.exit(0),4000)`,
+        `require("http").createServer((q,r)=>{r.end("hi from "+q.url);if(q.url.startsWith("/quit"))setTimeout(()=>process.exit(0),50)}).listen(${port},"127.0.0.1",()=>console.log("up"));setTimeout(()=>process.exit(0),60000)`,
       ],
-      timeout_ms: 6000,
+      timeout_ms: 65000,
     });
+    const moved = await t.inject({ method: "GET", url: `/api/agents/${a.id}/ports/${port}/x/y?z=1` });
+    assert.equal(moved.statusCode, 307);
+    assert.equal(moved.body, "");
+    const to = new URL(String(moved.headers.location));
+    assert.equal(to.origin, `http://${port}-${a.id}.localhost:${t.previewPort}`);
+    assert.equal(to.pathname, "/x/y");
+    assert.equal(to.searchParams.get("z"), "1");
+    // the preview trades the token for its cookie, then answers the box's page
+    const first = await previewGet(t.previewPort!, to);
+    assert.equal(first.status, 303, first.body);
+    assert.equal(first.headers.location, "/x/y?z=1");
+    const cookie = String(first.headers["set-cookie"]).split(";")[0]!;
     let body = "";
-    for (let i = 0; i < 50; i++) {
-      const r = await t.inject({ method: "GET", url: `/api/agents/${a.id}/ports/${port}/x/y?z=1` });
-      if (r.statusCode === 200) {
-        body = r.body;
-        break;
-      }
-      await new Promise((res) => setTimeout(res, 50));
+    for (let i = 0; i < 100 && body === ""; i++) {
+      const r = await previewGet(t.previewPort!, new URL("/x/y?z=1", to.origin), { cookie });
+      if (r.status === 200) body = r.body;
+      else await new Promise((res) => setTimeout(res, 100));
     }
     assert.equal(body, "hi from /x/y?z=1");
+    await previewGet(t.previewPort!, new URL("/quit", to.origin), { cookie });
     const outside = await t.inject({ method: "GET", url: `/api/agents/${a.id}/ports/${a.ports.last + 1}/` });
     assert.equal(outside.statusCode, 400);
     assert.equal(JSON.parse(outside.body).error.code, "request.invalid");
+    const bFirst = ((await t.call("GET", `/api/agents/${b.id}`)).body as { ports: { first: number } }).ports
+      .first;
+    const other = await t.inject({ method: "GET", url: `/api/agents/${a.id}/ports/${bFirst}/` });
+    assert.equal(other.statusCode, 400);
     await bg;
   });
 

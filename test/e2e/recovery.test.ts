@@ -29,6 +29,7 @@ async function serve(stateRoot: string, port: number): Promise<ChildProcess> {
       ...process.env,
       STATE_ROOT: stateRoot,
       WARREN_PORT: String(port),
+      WARREN_PREVIEW_PORT: "0",
       LOG_LEVEL: "warn",
       BOX_IDLE_S: "3600",
     },

@@ -84,6 +84,7 @@ async function startServe(env: Record<string, string>): Promise<Serve> {
       HOME: process.env.HOME ?? "/root",
       WARREN_HOST: "127.0.0.1",
       WARREN_PORT: String(port),
+      WARREN_PREVIEW_PORT: "0",
       LOG_LEVEL: "info",
       ...env,
     },

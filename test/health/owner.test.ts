@@ -54,7 +54,12 @@ test(
       });
       return (await r.json()) as Record<string, any>;
     };
-    const env = { STATE_ROOT: stateRoot, WARREN_PORT: String(port), BOX_ORPHAN_S: "20" };
+    const env = {
+      STATE_ROOT: stateRoot,
+      WARREN_PORT: String(port),
+      WARREN_PREVIEW_PORT: "0",
+      BOX_ORPHAN_S: "20",
+    };
     const server = start(env);
     const ids: string[] = [];
     try {

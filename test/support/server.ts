@@ -13,6 +13,8 @@ export interface TestServer {
   stateRoot: string;
   /** The base URL when started with listen: true. */
   url: string | undefined;
+  /** The previews' listener's port when started with listen: true. */
+  previewPort: number | undefined;
   inject(opts: InjectOptions): Promise<LightMyRequestResponse>;
   /** JSON request helper: inject and parse. */
   call(
@@ -58,12 +60,18 @@ export async function startTestServer(
     if (!opts.stateRoot) await rm(stateRoot, { recursive: true, force: true, maxRetries: 3 });
     throw err;
   }
-  if (opts.listen) url = await server.app.listen({ host: "127.0.0.1", port: 0 });
+  let previewPort: number | undefined;
+  if (opts.listen) {
+    const l = await server.listen({ host: "127.0.0.1", port: 0 });
+    url = l.url;
+    previewPort = Number(new URL(l.previewUrl).port);
+  }
   const inject = (o: InjectOptions) => server.app.inject(o);
   return {
     server,
     stateRoot,
     url,
+    previewPort,
     inject,
     async call(method, url, body, headers = {}) {
       const r = await inject({

@@ -98,6 +98,7 @@ before(async () => {
       STATE_ROOT: stateRoot,
       WARREN_HOST: "127.0.0.1",
       WARREN_PORT: String(port),
+      WARREN_PREVIEW_PORT: "0",
       AUTH_MODE: "trusted-header",
       BOX_ORPHAN_S: "20",
       LOG_LEVEL: "warn",
@@ -326,6 +327,11 @@ describe("the operator app", { concurrency: false }, () => {
     const cls = await owner.evaluate(() => (globalThis as any).__cls as number);
     assert.ok(cls < 0.1, `cumulative layout shift ${cls}`);
     assert.match(await owner.getByTestId("ports").innerText(), /^20000–20099/);
+    // the preview link goes through the API's 307 (a token, then the port's own origin)
+    assert.equal(
+      await owner.getByTestId("preview").getAttribute("href"),
+      `/api/agents/${agentId}/ports/20000/`,
+    );
     await shot(owner, "06-agent-overview");
   });
 

@@ -98,6 +98,20 @@ export function AgentPage({ id, tab }: { id: string; tab: string }) {
               <dd data-testid="ports">
                 {a.ports.first}–{a.ports.last} (<code>PORT={a.ports.first}</code>)
               </dd>
+              <dt>Preview</dt>
+              <dd>
+                {/* the API sends the browser on to the port's own origin with a one-time token
+                    (a role that may not see workloads is refused there) */}
+                <a
+                  data-testid="preview"
+                  href={`/api/agents/${a.id}/ports/${a.ports.first}/`}
+                  target="_blank"
+                  rel="noopener noreferrer"
+                >
+                  port {a.ports.first}
+                </a>{" "}
+                (on an address of its own; port P of the block: <code>/api/agents/{a.id}/ports/P/</code>)
+              </dd>
               <dt>Max disk</dt>
               <dd>{mib(a.max_workspace_mib)}</dd>
               <dt>Created</dt>
