@@ -88,13 +88,13 @@ test("secrets create's help, word for word: the value never comes from an argume
       "create a secret; its value comes from stdin or --value-file, never an argument\n" +
       "\n" +
       "options:\n" +
-      "  --org <org>           the organisation id (org_...)\n" +
-      "  --description <text>  what it is for (members read this)\n" +
-      "  --value-file <file>   read the value from this file (default: stdin; one trailing newline is dropped)\n" +
-      "  --alias-of <secret>   make the name an alias of another secret's value\n" +
-      "  --use <env|model>     env (default): commands get it as a variable; model: a model's key, only the gateway reads it\n" +
-      "  --grant <id>          who it reaches: an org_, gld_ or agt_ id; repeatable\n" +
-      "  --host <host[:port]>  use model: a host its value may be sent to (default: the provider's official API host); repeatable\n" +
+      "  --org <org>             the organisation id (org_...)\n" +
+      "  --description <text>    what it is for (members read this)\n" +
+      "  --value-file <file>     read the value from this file (default: stdin; one trailing newline is dropped)\n" +
+      "  --alias-of <secret>     make the name an alias of another secret's value\n" +
+      "  --use <env|model|tool>  env (default): commands get it as a variable; model: a model's key, only the model gateway reads it; tool: a tool header's value, only the tool gateway reads it\n" +
+      "  --grant <id>            who it reaches: an org_, gld_ or agt_ id; repeatable\n" +
+      "  --host <host[:port]>    use model: a host its value may be sent to (default: the provider's official API host); repeatable\n" +
       "\n" +
       "global options:\n" +
       "  --url <url>               the server (default $WARREN_URL, else http://127.0.0.1:8080)\n" +
@@ -103,6 +103,6 @@ test("secrets create's help, word for word: the value never comes from an argume
       "  --help                    show help\n",
   );
   const group = helpText("secrets");
-  for (const c of ["create", "list", "get", "delete", "grant", "revoke", "hosts", "rotate-key"])
+  for (const c of ["create", "list", "get", "update", "delete", "grant", "revoke", "hosts", "rotate-key"])
     assert.ok(group.includes(`warren secrets ${c}`), c);
 });

@@ -419,7 +419,7 @@ describe("warren CLI", () => {
       stdin: "12345678",
     });
     assert.equal(badUse.code, 2);
-    assert.match(badUse.stderr, /--use is env or model/);
+    assert.match(badUse.stderr, /--use is env, model or tool/);
     const listed = (await warren(["secrets", "list", "--org", org])).stdout;
     assert.match(listed, /^ID +NAME +USE +ORG +GRANTS +DESCRIPTION\n/);
     assert.match(listed, /MODEL_KEY +model /);

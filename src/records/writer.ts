@@ -53,6 +53,11 @@ export function runSet(
   return { redactor: { redactText: (s) => set.redactText(s) }, stop };
 }
 
+/** How long an ended run's set still redacts what is written about it (and its agent). */
+const RECENT_MS = 10 * 60_000;
+/** The most ended runs whose sets are kept. */
+const RECENT_MAX = 4096;
+
 export interface RecordsOptions {
   db: Db;
   /** The redaction set of an agent now: every value that reaches it (Secrets.resolve(agent).redactor). */
@@ -69,6 +74,12 @@ export class Records {
   readonly #o: RecordsOptions;
   /** The runs going on: their agent and their whole set (secrets, workload token, stored values). */
   readonly #live = new Map<string, { agentId: string; redactor: Redacts }>();
+  /**
+   * Runs that ended lately, with their sets: what the box did during the run may still be on
+   * its way to the store (egress decisions are written in batches), and a workload token is
+   * redacted after its run as during it.
+   */
+  readonly #recent = new Map<string, { agentId: string; redactor: Redacts; until: number }>();
 
   constructor(o: RecordsOptions) {
     this.#o = o;
@@ -81,14 +92,23 @@ export class Records {
   enterRun(runId: string, agentId: string, redactor: Redacts): () => void {
     const entry = { agentId, redactor };
     this.#live.set(runId, entry);
+    this.#prune();
     return () => {
-      if (this.#live.get(runId) === entry) this.#live.delete(runId);
+      if (this.#live.get(runId) !== entry) return;
+      this.#live.delete(runId);
+      this.#recent.set(runId, { ...entry, until: Date.now() + RECENT_MS });
     };
+  }
+
+  #prune(): void {
+    const now = Date.now();
+    for (const [id, e] of this.#recent)
+      if (e.until < now || this.#recent.size > RECENT_MAX) this.#recent.delete(id);
   }
 
   /** The set of a run: the one it entered with while it goes on, else its agent's now. */
   async forRun(runId: string): Promise<Redacts> {
-    const live = this.#live.get(runId);
+    const live = this.#live.get(runId) ?? this.#recent.get(runId);
     if (live) return live.redactor;
     const [run] = await this.#o.db
       .select({ agentId: schema.runs.agentId, orgId: schema.runs.orgId })
@@ -104,7 +124,8 @@ export class Records {
       .from(schema.agents)
       .where(eq(schema.agents.id, agentId));
     let r = row ? await this.#o.redactorOf({ id: agentId, orgId: row.orgId }) : none;
-    for (const live of this.#live.values()) if (live.agentId === agentId) r = both(live.redactor, r);
+    for (const live of [...this.#live.values(), ...this.#recent.values()])
+      if (live.agentId === agentId) r = both(live.redactor, r);
     return r;
   }
 

@@ -104,6 +104,7 @@ async function world(bound: string): Promise<World> {
     org_id: org,
     name: "WHO",
     value: OWNER,
+    use: "tool",
     grants: [{ scope: "org", id: org }],
   });
   assert.equal(s.status, 201, JSON.stringify(s.body));

@@ -297,6 +297,10 @@ describe("the model gateway under attack", { skip }, () => {
         AUTH_MODE: "trusted-header",
         WARREN_HARNESS_KINDS: "claude-code",
         WARREN_HARNESS_DIR: harnessDir,
+        // the providers and the editor's servers of this suite listen on 127.0.0.1: the address
+        // rule lets them through (the server's own endpoints stay refused), so what keeps the key
+        // from the editor's server here is the key's hosts alone
+        WARREN_EGRESS_PRIVATE_ALLOW: "127.0.0.1",
       },
     });
     org = (await owner("POST", "/api/orgs", { name: "gw" })).body.id;

@@ -382,6 +382,7 @@ describe("the model gateway's HTTP face", () => {
     await new Promise<void>((r) => cut.listen(0, "127.0.0.1", r));
     const base = `http://127.0.0.1:${(cut.address() as AddressInfo).port}/v1`;
     HOSTS.push(new URL(base).host);
+    connector = boundConnector(anth, oai, resp, down, base);
     events.length = 0;
     const s = await open({ provider: "anthropic", name: "claude-sonnet-4-5", base_url: base });
     try {

@@ -310,20 +310,24 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
     const ok = await set.call("web_fetch", { url: `${api.url}/page?q=1` });
     assert.match(ok.output, /^status 200\ncontent-type: application\/json/);
     assert.match(ok.output, /"url":"\/page\?q=1"/);
+    // loopback outside the operator's bound: the address rule's refusal, whatever the policy
     const refused = await set.call("web_fetch", { url: `${other.url}/page` });
-    assert.match(refused.output, /^the call failed: the network policy refused it: /);
+    assert.match(refused.output, /^the call was refused \(tool\.address_refused\): /);
+    // a name the policy does not list: the policy's refusal
+    const unlisted = await set.call("web_fetch", { url: "http://unlisted.test/x" });
+    assert.match(unlisted.output, /^the call failed: the network policy refused it: unlisted\.test:80 is not in/);
     const hop = await set.call("web_fetch", {
       url: `${api.url}/redirect?to=${encodeURIComponent(`${other.url}/x`)}`,
     });
-    assert.match(hop.output, /the network policy refused it/);
+    assert.match(hop.output, /tool\.address_refused/);
     // a listed name that resolves to loopback outside the operator's bound is refused
     const named = await set.call("web_fetch", { url: `http://named.test:${other.port}/page` });
     assert.match(
       named.output,
-      /the network policy refused it: named.test resolves to 127\.0\.0\.1:\d+ is a loopback address outside the operator's bound/,
+      /tool\.address_refused.*named\.test resolves to 127\.0\.0\.1:\d+ is a loopback address outside the operator's bound/,
     );
     const tunnel = await set.call("web_fetch", { url: `https://127.0.0.1:${other.port}/` });
-    assert.match(tunnel.output, /the network policy refused it/);
+    assert.match(tunnel.output, /tool\.address_refused/);
     assert.equal(other.seen.length, 0, "no refused request reached the server");
     const bad = await set.call("web_fetch", { url: "file:///etc/passwd" });
     assert.match(bad.output, /only http and https URLs/);

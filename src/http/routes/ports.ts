@@ -6,7 +6,7 @@ import { WarrenError } from "../../errors.js";
 import { portsOf } from "../../machines/placement.js";
 import { PREVIEW_TOKEN_PARAM, type PreviewGrants } from "../../preview/index.js";
 import { route, type AnyRoute } from "../route.js";
-import { idOf } from "../../contract/common.js";
+import { ErrorEnvelope, idOf } from "../../contract/common.js";
 import type { HTTPMethods } from "fastify";
 
 const params = z.object({
@@ -34,6 +34,7 @@ export function portRoutes(agents: Agents, previews: PreviewLinks): AnyRoute[] {
         "307 to the port's preview, on its own origin, with a one-time token (warren_preview) good for a minute; the agent's own port block only",
       params,
       status: 307,
+      produces: "text/plain",
       errors: ["port.unreachable"],
       handler: async ({ who, params: p, req, reply }) => {
         const agent = await agents.load(who, p.id, "inspect");
@@ -55,7 +56,8 @@ export function portRoutes(agents: Agents, previews: PreviewLinks): AnyRoute[] {
           .header("location", target.toString())
           .header("cache-control", "no-store")
           .header("referrer-policy", "no-referrer")
-          .send();
+          .type("text/plain; charset=utf-8")
+          .send("the port is served on its preview's origin: follow the Location header\n");
       },
     }),
     ...others.map((method) =>
@@ -66,6 +68,8 @@ export function portRoutes(agents: Agents, previews: PreviewLinks): AnyRoute[] {
         tag: "ports",
         summary: "405: a port is reached on its preview's origin (GET this route to be sent there)",
         params,
+        status: 405,
+        response: ErrorEnvelope,
         rawBody: true,
         errors: ["method.not_allowed"],
         handler: async () => {
