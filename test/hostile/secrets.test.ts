@@ -147,7 +147,11 @@ describe("hostile: secrets stay secret, records stay clean", { skip: boxSkipReas
     t = await startTestServer({
       // the recorder and the upstreams listen on 127.0.0.1: inside the operator's bound (the
       // server's own endpoints stay refused whatever it says)
-      env: { WARREN_HARNESS_KINDS: "codex", WARREN_HARNESS_DIR: harnessDir, WARREN_EGRESS_PRIVATE_ALLOW: "127.0.0.1" },
+      env: {
+        WARREN_HARNESS_KINDS: "codex",
+        WARREN_HARNESS_DIR: harnessDir,
+        WARREN_EGRESS_PRIVATE_ALLOW: "127.0.0.1",
+      },
       egressHosts: { "pkg.test": ["127.0.0.1"] },
     });
     org = (await t.call("POST", "/api/orgs", { name: "hostile-secrets" })).body;

@@ -315,7 +315,10 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
     assert.match(refused.output, /^the call was refused \(tool\.address_refused\): /);
     // a name the policy does not list: the policy's refusal
     const unlisted = await set.call("web_fetch", { url: "http://unlisted.test/x" });
-    assert.match(unlisted.output, /^the call failed: the network policy refused it: unlisted\.test:80 is not in/);
+    assert.match(
+      unlisted.output,
+      /^the call failed: the network policy refused it: unlisted\.test:80 is not in/,
+    );
     const hop = await set.call("web_fetch", {
       url: `${api.url}/redirect?to=${encodeURIComponent(`${other.url}/x`)}`,
     });
