@@ -174,15 +174,27 @@ describe("hostile agents in an isolated box", { skip: skip ?? false }, () => {
   });
 
   it("cannot signal the other agent's processes", async () => {
+    // the victim waits for the attack to be over (a file the attacker makes last), so it is
+    // surely running while the attack goes on, however slow the host
+    const go = `/tmp/attack-over-${process.pid}`;
     const victim = box.client().exec({
-      argv: ["/bin/sh", "-c", "sleep 2; echo survived"],
+      argv: [
+        "/bin/sh",
+        "-c",
+        `n=0; while [ ! -e ${go} ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n+1)); done; echo survived`,
+      ],
       env: {},
       cwd: "/",
       uid: box.agents[1]!.uid,
       gid: box.agents[1]!.gid,
     });
-    await new Promise((r) => setTimeout(r, 300));
-    const r = await box.sh(`kill -9 -1; pkill -KILL -u ${box.agents[1]!.uid}; pkill -KILL boxd; echo done`);
+    for (const deadline = Date.now() + 30_000; (await box.client().ping()).processes < 1;) {
+      assert.ok(Date.now() < deadline, "the victim never started");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const r = await box.sh(
+      `kill -9 -1; pkill -KILL -u ${box.agents[1]!.uid}; pkill -KILL boxd; touch ${go}; echo done`,
+    );
     assert.equal(r.out, "done\n");
     const v = await victim;
     assert.equal(v.exitCode, 0);
