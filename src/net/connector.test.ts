@@ -7,6 +7,7 @@ import { parseConfig } from "../config/index.js";
 import { addressRefusedIn, createConnector } from "./connector.js";
 import { OwnEndpoints } from "./own.js";
 import { AddressRule } from "./rule.js";
+import { LOOPBACK_SPELLINGS } from "../../test/support/spellings.js";
 
 let allowed: http.Server;
 let allowedPort = 0;
@@ -101,19 +102,7 @@ test("a fetch inside the bound goes through with its method, body, headers and H
 test("every spelling of a loopback or refused address is refused with nothing sent", async () => {
   const f = connector();
   const before = connections;
-  for (const host of [
-    "127.0.0.1",
-    "[::1]",
-    "0.0.0.0",
-    "127.1",
-    "2130706433",
-    "0x7f000001",
-    "[::ffff:127.0.0.1]",
-    "localhost",
-    "127.0.0.1.",
-    "0177.0.0.1",
-    "[::]",
-  ]) {
+  for (const host of ["127.0.0.1", ...LOOPBACK_SPELLINGS, "0177.0.0.1", "[::]"]) {
     const err = await f(`http://${host}:${recorderPort}/`).then(
       () => null,
       (e: unknown) => e,

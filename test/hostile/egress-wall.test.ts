@@ -15,6 +15,7 @@ import { BOX_BRIDGES } from "../../src/boxes/index.js";
 import { schema } from "../../src/store/index.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { LOOPBACK_SPELLINGS } from "../support/spellings.js";
 
 const OWNER = "owner@wall.test";
 const EDITOR = "editor@wall.test";
@@ -213,19 +214,7 @@ for (const mode of ["compat-cookie", "trusted-header"] as const) {
         mode: "open",
         allow: ["127.0.0.0/8", "::1", "0.0.0.0/8", "169.254.0.0/16", "::ffff:127.0.0.1", "localhost"],
       });
-      const hosts = [
-        "[::1]",
-        "0.0.0.0",
-        "127.1",
-        "2130706433",
-        "0x7f000001",
-        "[::ffff:127.0.0.1]",
-        "localhost",
-        "127.0.0.1.",
-        "169.254.169.254",
-        "LOCALHOST",
-        "LocalHost.",
-      ];
+      const hosts = [...LOOPBACK_SPELLINGS, "169.254.169.254", "LOCALHOST", "LocalHost."];
       const n0 = (await refusals()).length;
       const script = hosts
         .flatMap((h) => {

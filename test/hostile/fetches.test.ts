@@ -14,23 +14,14 @@ import { boxSkipReason } from "../box/fixture.js";
 import { eventsOfType, putHomeFile, runAgent } from "../support/agent-runs.js";
 import { privateAllow } from "../support/bound.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { LOOPBACK_SPELLINGS } from "../support/spellings.js";
 
 const OWNER = "owner@example.com";
 const EDITOR = "editor@example.com";
 const ALLOW_ALL = `@id("all") permit(principal, action, resource);`;
 
 /** Every spelling the attack used for this host's loopback, and the unspecified address. */
-const SPELLINGS = [
-  "127.0.0.1",
-  "[::1]",
-  "0.0.0.0",
-  "127.1",
-  "2130706433",
-  "0x7f000001",
-  "[::ffff:127.0.0.1]",
-  "localhost",
-  "127.0.0.1.",
-];
+const SPELLINGS = ["127.0.0.1", ...LOOPBACK_SPELLINGS];
 
 /** A listener on every address of this host (IPv4 and IPv6) that counts the connections it gets. */
 async function recorder(): Promise<{ port: number; count: () => number; close(): Promise<void> }> {
