@@ -127,13 +127,13 @@ const REFUSAL_EVENTS = 10;
  * The least max output a call is sent with near the budget's end (less is refused), and what
  * the one last call of `on_limit: finish` gets whatever is left.
  */
-export const MIN_OUTPUT_TOKENS = 512;
+const MIN_OUTPUT_TOKENS = 512;
 
 /**
  * What a call that gives no max output tokens reserves; below what is left of the budget it
  * is sent with what is left as its max: a size every model takes as a max output.
  */
-export const NO_MAX_RESERVE = 16_384;
+const NO_MAX_RESERVE = 16_384;
 
 class Session implements GatewaySession {
   readonly #usage: ModelUsage = { tokens_in: 0, tokens_out: 0, usd: 0, calls: 0 };

@@ -102,7 +102,7 @@ export async function modelTurn(session: GatewaySession, req: TurnRequest): Prom
         let failure: unknown = undefined;
         const r = streamText({ ...common, onError: ({ error }) => void (failure ??= error) });
         for await (const part of r.fullStream) {
-          plan.chars += charsOf(part as { type: string });
+          plan.chars += charsOf(part);
           if (part.type === "error") failure ??= part.error;
         }
         if (failure !== undefined)
