@@ -16,6 +16,7 @@ import { addressRefusedIn, type GuardedFetch } from "../net/connector.js";
 import type { Prices } from "./prices.js";
 import { parseScript, ScriptModel, type ScriptTurn } from "./script.js";
 import type {
+  Admission,
   BudgetRefusal,
   BudgetState,
   CallEstimate,
@@ -122,11 +123,27 @@ export function failureOf(err: unknown): { status: number | null; message: strin
 /** At most this many `budget` events of refused calls per run (a client may go on asking). */
 const REFUSAL_EVENTS = 10;
 
+/**
+ * The least max output a call is sent with near the budget's end (less is refused), and what
+ * the one last call of `on_limit: finish` gets whatever is left.
+ */
+const MIN_OUTPUT_TOKENS = 512;
+
+/**
+ * What a call that gives no max output tokens reserves; below what is left of the budget it
+ * is sent with what is left as its max: a size every model takes as a max output.
+ */
+const NO_MAX_RESERVE = 16_384;
+
 class Session implements GatewaySession {
   readonly #usage: ModelUsage = { tokens_in: 0, tokens_out: 0, usd: 0, calls: 0 };
   /** What the calls under way may still cost at most (their reservations). */
   readonly #reserved = { tokens: 0, usd: 0 };
   #refusals = 0;
+  /** The last call the budget refused. */
+  #refused: BudgetRefusal | null = null;
+  /** Whether the one last call of `on_limit: finish` was made. */
+  #finished = false;
   /** The calls under way (reserved, not yet recorded), and who waits for none. */
   #underWay = 0;
   #idle: (() => void)[] = [];
@@ -208,14 +225,22 @@ class Session implements GatewaySession {
     return { ok: true };
   }
 
+  reached(): BudgetState {
+    const b = this.budget();
+    if (!b.ok || !this.#refused) return b;
+    const { limit, max, used, on_limit } = this.#refused;
+    return { ok: false, limit, max, used, on_limit };
+  }
+
   /**
    * Reserves a call's maximum cost before it is sent: answers the release (called once the
    * call is recorded), or the budget state that refuses it (written as a `budget` event)
    * when what was used, what the calls under way may still use and this call's maximum
-   * would together cross `max_tokens` or `max_usd`.
+   * would together cross `max_tokens` or `max_usd` (unless forced: the last call).
    */
-  async reserve(
-    est: CallEstimate,
+  async #reserve(
+    est: { provider: string; model: string; tokensIn: number; tokensOut: number },
+    force = false,
   ): Promise<{ ok: true; release: () => void } | { ok: false; state: BudgetRefusal }> {
     const l = this.limits;
     const tokens = est.tokensIn + est.tokensOut;
@@ -242,7 +267,8 @@ class Session implements GatewaySession {
         call_max: round9(usd),
         on_limit: l.on_limit,
       };
-    if (refusal) {
+    if (refusal && !force) {
+      this.#refused = refusal;
       if (this.#refusals++ < REFUSAL_EVENTS)
         await this.events("budget", { ...refusal, refused: true, model: `${est.provider}:${est.model}` });
       return { ok: false, state: refusal };
@@ -261,6 +287,54 @@ class Session implements GatewaySession {
         if (--this.#underWay === 0) for (const fn of this.#idle.splice(0)) fn();
       },
     };
+  }
+
+  async admit(est: CallEstimate): Promise<Admission> {
+    const budget = this.budget();
+    const room = this.#room(est.provider, est.model, est.tokensIn);
+    let lastCall = false;
+    let maxOut = est.maxOut;
+    let release = () => {};
+    if (!budget.ok) {
+      if (budget.on_limit === "stop" || this.#finished) return { ok: false, spent: budget };
+      lastCall = true;
+    } else {
+      // without its own max a call reserves NO_MAX_RESERVE; near the budget's end it is sent
+      // with what is left as its max, when that is at least MIN_OUTPUT_TOKENS
+      let most = est.maxOut ?? NO_MAX_RESERVE;
+      if (est.maxOut === undefined && room !== null && room < NO_MAX_RESERVE) {
+        most = Math.max(room, MIN_OUTPUT_TOKENS);
+        if (room >= MIN_OUTPUT_TOKENS) maxOut = room;
+      }
+      const r = await this.#reserve({ ...est, tokensOut: most });
+      if (r.ok) release = r.release;
+      else if (r.state.on_limit === "finish" && !this.#finished) lastCall = true;
+      else return { ok: false, refused: r.state, tokensOut: most };
+    }
+    if (lastCall) {
+      // the one last call: its output held to what is left (at least MIN_OUTPUT_TOKENS)
+      this.#finished = true;
+      const most = Math.max(MIN_OUTPUT_TOKENS, room ?? 0);
+      if ((est.maxOut ?? Infinity) > most) maxOut = most;
+      const r = await this.#reserve({ ...est, tokensOut: maxOut ?? most }, true);
+      if (r.ok) release = r.release;
+    }
+    return { ok: true, maxOut, lastCall, release };
+  }
+
+  /** The most output tokens a call to a model may have within what is left; null: no limit. */
+  #room(provider: string, model: string, tokensIn: number): number | null {
+    const left = this.left();
+    let room: number | null = left.tokens !== null ? left.tokens - tokensIn : null;
+    if (left.usd !== null) {
+      const perMillionOut = this.prices.usd(provider, model, 0, 1_000_000);
+      if (perMillionOut > 0) {
+        const inUsd = this.prices.usd(provider, model, tokensIn, 0);
+        const byUsd = Math.floor(((left.usd - inUsd) / perMillionOut) * 1_000_000);
+        room = room === null ? byUsd : Math.min(room, byUsd);
+      }
+    }
+    return room;
   }
 
   /** Resolves once no call is under way (each recorded), or after `timeoutMs`. */
@@ -390,29 +464,61 @@ export class Gateway implements ModelGateway {
   }
 }
 
-/** What one attempt at a call gives back, to be counted. */
+/** What one attempt at a call gives back, to be counted (null: the answer did not say). */
 export interface Attempt<T> {
   value: T;
-  tokensIn: number;
-  tokensOut: number;
+  tokensIn: number | null;
+  tokensOut: number | null;
   finishReason: string | null;
+}
+
+/** What the budget says an attempt is sent with, and what it streamed (for an estimate). */
+export interface AttemptPlan {
+  /** The max output tokens to send the call with; undefined: the call's own. */
+  maxOut: number | undefined;
+  /** The one last call of `on_limit: finish`: to be sent without tools. */
+  lastCall: boolean;
+  /** The characters of text, reasoning and tool input streamed so far: the attempt counts them. */
+  chars: number;
+}
+
+/** A call the budget did not let go: the budget is spent, or cannot hold the call's maximum. */
+export class BudgetStop extends Error {
+  constructor(readonly state: Extract<BudgetState, { ok: false }> | BudgetRefusal) {
+    super(
+      `the run's ${state.limit === "tokens" ? "token" : "dollar"} budget ${"call_max" in state ? `cannot hold the next call (${state.used} used and ${state.reserved} held of ${state.max}; it may use up to ${state.call_max})` : `is spent (${state.used} of ${state.max})`}`,
+    );
+    this.name = "BudgetStop";
+  }
 }
 
 /**
  * Calls the session's candidates in order until one answers: a provider error or a 429 moves
  * to the next (each failure and each move is a `model_call` event); the run's abort does not.
+ * Each attempt is first admitted by the budget (Session.admit, as the HTTP face's calls are):
+ * one it does not let go throws BudgetStop, never sent. An attempt cut before its usage is
+ * counted by what it streamed (about 4 characters a token, the input by its estimate).
  * Throws the last failure when none answered.
  */
 export async function callWithFallback<T>(
   session: GatewaySession,
   via: ModelCallRecord["via"],
   signal: AbortSignal | undefined,
-  attempt: (model: LanguageModelV3, m: ResolvedModel) => Promise<Attempt<T>>,
-): Promise<{ value: T; model: ResolvedModel }> {
+  call: { tokensIn: number; maxOut?: number },
+  attempt: (model: LanguageModelV3, m: ResolvedModel, plan: AttemptPlan) => Promise<Attempt<T>>,
+): Promise<{ value: T; model: ResolvedModel; lastCall: boolean }> {
   const list = session.candidates();
   let from: ModelCallRecord["fallback_from"];
   let last: unknown = new Error("no model to call");
   for (const m of list) {
+    const admitted = await session.admit({
+      provider: m.ref.provider,
+      model: m.ref.name,
+      tokensIn: call.tokensIn,
+      ...(call.maxOut !== undefined ? { maxOut: call.maxOut } : {}),
+    });
+    if (!admitted.ok) throw new BudgetStop(admitted.spent ?? admitted.refused);
+    const plan: AttemptPlan = { maxOut: admitted.maxOut, lastCall: admitted.lastCall, chars: 0 };
     const t0 = performance.now();
     const base = {
       provider: m.ref.provider,
@@ -420,30 +526,36 @@ export async function callWithFallback<T>(
       via,
       ...(from ? { fallback_from: from } : {}),
     };
+    const flowed = () => (plan.chars > 0 ? Math.ceil(plan.chars / 4) : null);
     try {
-      const r = await attempt(session.languageModel(m), m);
+      const r = await attempt(session.languageModel(m), m, plan);
+      const estimated = r.tokensIn === null || r.tokensOut === null;
       await session.record({
         ...base,
-        tokens_in: r.tokensIn,
-        tokens_out: r.tokensOut,
+        tokens_in: r.tokensIn ?? call.tokensIn,
+        tokens_out: r.tokensOut ?? flowed() ?? 0,
         usd: 0,
         latency_ms: Math.round(performance.now() - t0),
         finish_reason: r.finishReason,
         status: "ok",
+        ...(estimated ? { estimated: true } : {}),
       });
-      return { value: r.value, model: m };
+      return { value: r.value, model: m, lastCall: admitted.lastCall };
     } catch (err) {
       last = err;
       const f = failureOf(err);
+      // cut after something streamed: counted by what flowed, never 0
+      const out = flowed();
       await session.record({
         ...base,
-        tokens_in: 0,
-        tokens_out: 0,
+        tokens_in: out !== null ? call.tokensIn : 0,
+        tokens_out: out ?? 0,
         usd: 0,
         latency_ms: Math.round(performance.now() - t0),
         finish_reason: null,
         status: "error",
         error: f.status !== null ? `${f.status}: ${f.message}` : f.message,
+        ...(out !== null ? { estimated: true } : {}),
       });
       if (!movable(err, signal)) throw err;
       from = {
@@ -456,6 +568,8 @@ export async function callWithFallback<T>(
               ? `provider error ${f.status}`
               : "provider error",
       };
+    } finally {
+      admitted.release();
     }
   }
   throw last;

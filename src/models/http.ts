@@ -293,15 +293,6 @@ export class UsageMeter {
   }
 }
 
-/** The least output a last call of `on_limit: finish` may have, whatever is left of the budget. */
-const FINISH_MIN_OUTPUT = 512;
-
-/**
- * What a call that gives no max output tokens reserves, and below what is left of the budget
- * it is given what is left as its max: a size every model takes as a max output.
- */
-const NO_MAX_RESERVE = 16_384;
-
 /** A call's input, estimated before it is sent: its bytes / 4. */
 const inputEstimate = (body: unknown): number => Math.ceil(Buffer.byteLength(JSON.stringify(body)) / 4);
 
@@ -330,8 +321,6 @@ function scrub(text: string, key: string | null): string {
 export class ModelHttpFace {
   readonly #o: ModelHttpOptions;
   readonly #server: http.Server;
-  /** Sessions that made their one last call without tools (on_limit: finish). */
-  readonly #finished = new WeakSet<GatewaySession>();
   /** The caller of each bridged connection. */
   readonly #callers = new WeakMap<object, FaceCaller>();
 
@@ -418,17 +407,9 @@ export class ModelHttpFace {
         `the run's models (${have}) do not speak the ${protocol} wire format this harness uses; give the agent a model of a provider that does`,
       );
     }
-    const budget = session.budget();
-    let lastCall = false;
-    if (!budget.ok) {
-      if (budget.on_limit === "stop" || this.#finished.has(session))
-        throw spent(wire, budget.used, budget.max, budget.limit);
-      // on_limit finish: one last call, without tools
-      lastCall = true;
-    }
     // the upstream answer is read to its end whether or not the client stays (what it costs is
     // counted): a client's hang-up never aborts the call
-    await this.#forward(req, res, session, wire, body, candidates, lastCall);
+    await this.#forward(req, res, session, wire, body, candidates);
   }
 
   async #forward(
@@ -438,7 +419,6 @@ export class ModelHttpFace {
     wire: Wire,
     body: Record<string, unknown>,
     candidates: ResolvedModel[],
-    lastCallAsked: boolean,
   ): Promise<void> {
     const suffix = wire === "anthropic" ? "/messages" : wire === "chat" ? "/chat/completions" : "/responses";
     let from: ModelCallRecord["fallback_from"];
@@ -465,37 +445,27 @@ export class ModelHttpFace {
       // a chat stream says its usage only when asked to
       if (wire === "chat" && sent.stream === true)
         sent.stream_options = { ...(sent.stream_options as object | undefined), include_usage: true };
-      // the budget: the call's maximum cost (its input's estimate and its max output tokens) is
-      // reserved before it is sent; one that would cross the run's budget is not sent
+      // the budget (Session.admit): the call's maximum cost (its input's estimate and its max
+      // output tokens) is reserved before it is sent; one that would cross the run's budget is
+      // not sent, or becomes the one last call without tools (on_limit finish)
       const clean = (text: string) => session.redactor.redactText(scrub(text, m.apiKey));
       const tokensIn = inputEstimate(sent);
       const limit = outputLimit(wire, sent, m.ref.provider);
-      const room = this.#room(session, m, tokensIn);
-      // with no max output of its own, a call reserves NO_MAX_RESERVE; near the budget's end it
-      // gets what is left as its max (a larger max than a model takes would be refused)
-      if (limit.value === undefined && room !== null && room < NO_MAX_RESERVE)
-        sent[limit.field] = Math.max(1, room);
-      const most = limit.value ?? (room !== null ? Math.max(1, Math.min(room, NO_MAX_RESERVE)) : 1);
-      let lastCall = lastCallAsked;
-      let release = () => {};
-      if (!lastCall) {
-        const r = await session.reserve({
-          provider: m.ref.provider,
-          model: m.ref.name,
-          tokensIn,
-          tokensOut: most,
-        });
-        if (r.ok) release = r.release;
-        else if (r.state.on_limit === "finish" && !this.#finished.has(session)) lastCall = true;
-        else throw refused(wire, r.state, tokensIn, most);
+      const admitted = await session.admit({
+        provider: m.ref.provider,
+        model: m.ref.name,
+        tokensIn,
+        ...(limit.value !== undefined ? { maxOut: limit.value } : {}),
+      });
+      if (!admitted.ok) {
+        if (admitted.spent) throw spent(wire, admitted.spent.used, admitted.spent.max, admitted.spent.limit);
+        throw refused(wire, admitted.refused, tokensIn, admitted.tokensOut);
       }
-      if (lastCall) {
-        // on_limit finish: one last call, without tools, its output held to what is left
-        this.#finished.add(session);
+      const release = admitted.release;
+      if (admitted.maxOut !== undefined) sent[limit.field] = admitted.maxOut;
+      if (admitted.lastCall) {
         delete sent.tools;
         delete sent.tool_choice;
-        const finalMost = Math.max(FINISH_MIN_OUTPUT, room ?? 0);
-        if ((limit.value ?? Infinity) > finalMost) sent[limit.field] = finalMost;
       }
       const headers: Record<string, string> = { "content-type": "application/json" };
       for (const h of PASSED_HEADERS) {
@@ -631,20 +601,5 @@ export class ModelHttpFace {
       ...(estimated ? { estimated: true } : {}),
       ...(clientLeft ? { client_closed: true } : {}),
     });
-  }
-
-  /** The most output tokens a call to `m` may have within what is left of the budget; null: no limit. */
-  #room(session: GatewaySession, m: ResolvedModel, tokensIn: number): number | null {
-    const left = session.left();
-    let room: number | null = left.tokens !== null ? left.tokens - tokensIn : null;
-    if (left.usd !== null) {
-      const perMillionOut = this.#o.gateway.price(m.ref.provider, m.ref.name, 0, 1_000_000);
-      if (perMillionOut > 0) {
-        const inUsd = this.#o.gateway.price(m.ref.provider, m.ref.name, tokensIn, 0);
-        const byUsd = Math.floor(((left.usd - inUsd) / perMillionOut) * 1_000_000);
-        room = room === null ? byUsd : Math.min(room, byUsd);
-      }
-    }
-    return room;
   }
 }

@@ -1,5 +1,6 @@
 // One turn of a model through the gateway: the whole history in, the model's answer out (its
-// text and the tools it asks for), with the fallback and the counting of callWithFallback.
+// text and the tools it asks for), with the fallback, the budget and the counting of
+// callWithFallback.
 // The AI SDK speaks the providers' wire formats; it runs no tool and retries nothing itself.
 import { generateText, jsonSchema, streamText, tool, type ModelMessage, type ToolSet } from "ai";
 import type { GatewaySession, ModelCallRecord, ResolvedModel } from "./types.js";
@@ -21,6 +22,11 @@ export interface TurnRequest {
   /** Stream the answer (server-sent events on the wire) instead of one JSON answer. */
   stream?: boolean;
   maxOutputTokens?: number;
+  /**
+   * Said to the model (a user message) when the budget makes this call the run's one last
+   * call (on_limit finish): it is then sent with tool choice none.
+   */
+  lastCallNote?: string;
   via?: ModelCallRecord["via"];
 }
 
@@ -37,6 +43,8 @@ export interface TurnAnswer {
   /** The messages the answer adds to the history (the assistant's, with its tool calls). */
   messages: ModelMessage[];
   model: ResolvedModel;
+  /** The budget made it the run's one last call (sent with tool choice none). */
+  lastCall: boolean;
 }
 
 function toolSet(tools: readonly TurnTool[]): ToolSet {
@@ -49,51 +57,85 @@ function toolSet(tools: readonly TurnTool[]): ToolSet {
   return set;
 }
 
+/** A call's input, estimated before it is sent: its bytes / 4 (as the HTTP face does). */
+const inputEstimate = (req: TurnRequest): number =>
+  Math.ceil(
+    Buffer.byteLength(JSON.stringify({ system: req.system, messages: req.messages, tools: req.tools })) / 4,
+  );
+
+/** The characters a stream part carries (text, reasoning, tool input), for an estimate. */
+function charsOf(part: { type: string; text?: unknown; delta?: unknown }): number {
+  if (part.type === "text-delta" || part.type === "reasoning-delta")
+    return typeof part.text === "string" ? part.text.length : 0;
+  if (part.type === "tool-input-delta") return typeof part.delta === "string" ? part.delta.length : 0;
+  return 0;
+}
+
 export async function modelTurn(session: GatewaySession, req: TurnRequest): Promise<TurnAnswer> {
   const tools = req.tools.length > 0 ? toolSet(req.tools) : undefined;
-  const { value, model } = await callWithFallback(session, req.via ?? "loop", req.signal, async (lm) => {
-    const common = {
-      model: lm,
-      system: req.system,
-      messages: req.messages,
-      ...(tools ? { tools, toolChoice: req.toolChoice ?? "auto" } : {}),
-      maxRetries: 0,
-      ...(req.signal ? { abortSignal: req.signal } : {}),
-      ...(req.maxOutputTokens !== undefined ? { maxOutputTokens: req.maxOutputTokens } : {}),
-    } as const;
-    if (req.stream) {
-      let failure: unknown = undefined;
-      const r = streamText({ ...common, onError: ({ error }) => void (failure ??= error) });
-      for await (const part of r.fullStream) if (part.type === "error") failure ??= part.error;
-      if (failure !== undefined)
-        throw failure instanceof Error ? failure : new Error(JSON.stringify(failure));
-      const [text, calls, finish, usage, response] = await Promise.all([
-        r.text,
-        r.toolCalls,
-        r.finishReason,
-        r.usage,
-        r.response,
-      ]);
+  const call = {
+    tokensIn: inputEstimate(req),
+    ...(req.maxOutputTokens !== undefined ? { maxOut: req.maxOutputTokens } : {}),
+  };
+  const { value, model, lastCall } = await callWithFallback(
+    session,
+    req.via ?? "loop",
+    req.signal,
+    call,
+    async (lm, _m, plan) => {
+      // the last call keeps the tools the history speaks of, with none to be asked for
+      const toolChoice = plan.lastCall ? "none" : (req.toolChoice ?? "auto");
+      const messages: ModelMessage[] =
+        plan.lastCall && req.lastCallNote
+          ? [...req.messages, { role: "user", content: req.lastCallNote }]
+          : req.messages;
+      const common = {
+        model: lm,
+        system: req.system,
+        messages,
+        ...(tools ? { tools, toolChoice } : {}),
+        maxRetries: 0,
+        ...(req.signal ? { abortSignal: req.signal } : {}),
+        ...(plan.maxOut !== undefined ? { maxOutputTokens: plan.maxOut } : {}),
+      } as const;
+      if (req.stream) {
+        let failure: unknown = undefined;
+        const r = streamText({ ...common, onError: ({ error }) => void (failure ??= error) });
+        for await (const part of r.fullStream) {
+          plan.chars += charsOf(part);
+          if (part.type === "error") failure ??= part.error;
+        }
+        if (failure !== undefined)
+          throw failure instanceof Error ? failure : new Error(JSON.stringify(failure));
+        const [text, calls, finish, usage, response] = await Promise.all([
+          r.text,
+          r.toolCalls,
+          r.finishReason,
+          r.usage,
+          r.response,
+        ]);
+        return {
+          value: { text, calls, finish, messages: response.messages },
+          tokensIn: usage.inputTokens ?? null,
+          tokensOut: usage.outputTokens ?? null,
+          finishReason: finish,
+        };
+      }
+      const r = await generateText(common);
       return {
-        value: { text, calls, finish, messages: response.messages },
-        tokensIn: usage.inputTokens ?? 0,
-        tokensOut: usage.outputTokens ?? 0,
-        finishReason: finish,
+        value: { text: r.text, calls: r.toolCalls, finish: r.finishReason, messages: r.response.messages },
+        tokensIn: r.usage.inputTokens ?? null,
+        tokensOut: r.usage.outputTokens ?? null,
+        finishReason: r.finishReason,
       };
-    }
-    const r = await generateText(common);
-    return {
-      value: { text: r.text, calls: r.toolCalls, finish: r.finishReason, messages: r.response.messages },
-      tokensIn: r.usage.inputTokens ?? 0,
-      tokensOut: r.usage.outputTokens ?? 0,
-      finishReason: r.finishReason,
-    };
-  });
+    },
+  );
   return {
     text: value.text,
     toolCalls: value.calls.map((c) => ({ id: c.toolCallId, name: c.toolName, input: c.input })),
     finishReason: value.finish,
     messages: value.messages,
     model,
+    lastCall,
   };
 }

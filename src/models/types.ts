@@ -64,15 +64,27 @@ export interface BudgetRefusal {
   on_limit: "stop" | "finish";
 }
 
-/** What a call may cost at most, reserved against the run's budget while it is under way. */
+/** A call about to be sent, as the budget sees it. */
 export interface CallEstimate {
   provider: string;
   model: string;
   /** The input's estimate (its bytes / 4). */
   tokensIn: number;
-  /** Its maximum output: the call's own max output tokens. */
-  tokensOut: number;
+  /** The call's own max output tokens, when it gives one. */
+  maxOut?: number;
 }
+
+/**
+ * What the budget makes of a call about to be sent: sent (its reservation held until
+ * `release`, after the call is recorded), with `maxOut` the max output tokens to send it with
+ * (undefined: as it is) and `lastCall` when it is the one last call of `on_limit: finish`
+ * (to be sent without tools); or not sent, the budget being `spent` or its maximum
+ * `refused` (a `budget` event was written; `tokensOut`: the output it was held to).
+ */
+export type Admission =
+  | { ok: true; maxOut: number | undefined; lastCall: boolean; release: () => void }
+  | { ok: false; spent: Extract<BudgetState, { ok: false }> }
+  | { ok: false; refused: BudgetRefusal; tokensOut: number; spent?: undefined };
 
 /** What a run writes to its trace: one event of a type with its data (redacted by the sink). */
 export type RunEventSink = (type: string, data: Record<string, unknown>) => Promise<void>;
@@ -93,12 +105,18 @@ export interface GatewaySession {
   usage(): ModelUsage;
   budget(): BudgetState;
   /**
-   * Reserves a call's maximum cost before it is sent; refused (and a `budget` event written)
-   * when used + reserved + this call's maximum would cross the run's max_tokens or max_usd.
+   * Whether the budget was reached: budget() once the limit is used up, else the last call it
+   * refused (what was used then, of which limit); ok when neither.
    */
-  reserve(
-    est: CallEstimate,
-  ): Promise<{ ok: true; release: () => void } | { ok: false; state: BudgetRefusal }>;
+  reached(): BudgetState;
+  /**
+   * Admits a call against the budget before it is sent, reserving its maximum cost (its
+   * input's estimate and the max output it is sent with, priced for max_usd) until released.
+   * A call without its own max is sent with what is left once that is less than it would
+   * reserve; one the budget cannot hold (with at least MIN_OUTPUT_TOKENS out) is refused, or,
+   * with `on_limit: finish`, becomes the run's one last call. Both faces go through it.
+   */
+  admit(est: CallEstimate): Promise<Admission>;
   /**
    * Resolves once no call is under way (a call whose client hung up is still read to its end
    * and recorded), or after `timeoutMs`: a run counts its last calls before it ends.

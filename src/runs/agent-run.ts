@@ -214,7 +214,7 @@ export class AgentRuns {
       await events("measurement", { error: err instanceof Error ? err.message : String(err) });
     }
     const endedAt = new Date();
-    const budget = session?.budget();
+    const budget = session?.reached();
     const receipt: RunReceipt = {
       run_id: run.id,
       kind: spec.kind,

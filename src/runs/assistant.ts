@@ -3,12 +3,15 @@
 // message. Each step sends the whole history to the model through the gateway; the tools it
 // asks for run one after another, each decided first by the agent's tool policy, and a
 // refused or failed call is that tool's answer to the model. An answer without a tool call
-// is the run's output. At most 40 steps; when the budget is reached, on_limit says whether
-// the run stops or makes one last call without tools.
+// is the run's output. At most 40 steps. Each call is admitted by the gateway's budget (its
+// maximum cost reserved, its max output held to what is left); when the budget is reached or
+// cannot hold the next call, on_limit says whether the run stops or makes one last call
+// without tools.
 import type { ModelMessage, ToolModelMessage } from "ai";
 import { homeOf } from "../machines/placement.js";
-import { failureOf } from "../models/gateway.js";
+import { BudgetStop, failureOf } from "../models/gateway.js";
 import { modelTurn, type TurnAnswer } from "../models/turn.js";
+import type { BudgetState } from "../models/types.js";
 import type { ToolsetFactory } from "../tools/types.js";
 import type { AgentRunContext, AgentRunner, AgentRunResult, RunUsage } from "./kinds.js";
 import { renderSystemPrompt, SYSTEM_TEMPLATE } from "./system-prompt.js";
@@ -17,6 +20,8 @@ export const MAX_STEPS = 40;
 /** What of a tool's answer the trace keeps (the model is given it whole). */
 const TRACE_TOOL_OUTPUT_BYTES = 16 * 1024;
 export const MEMORY_FILE = "MEMORY.md";
+const LAST_CALL_NOTE =
+  "The budget of this run is spent: answer now, with what you have, without calling a tool.";
 const MEMORY_MAX_BYTES = 64 * 1024;
 
 export interface AssistantOptions {
@@ -34,6 +39,13 @@ const cap = (s: string, bytes: number): string => {
   const b = Buffer.from(s, "utf8");
   return b.length <= bytes ? s : `${b.subarray(0, bytes).toString("utf8")}… (${b.length} bytes in all)`;
 };
+
+/** The run's reason when its budget was reached. */
+function reachedOf(b: BudgetState): string {
+  return b.ok
+    ? "the run's budget cannot hold another call"
+    : `the run's ${b.limit === "tokens" ? "token" : "dollar"} budget was reached (${b.used} of ${b.max})`;
+}
 
 export class AssistantRunner implements AgentRunner {
   constructor(private readonly o: AssistantOptions) {}
@@ -88,6 +100,7 @@ export class AssistantRunner implements AgentRunner {
         toolChoice,
         signal,
         stream,
+        lastCallNote: LAST_CALL_NOTE,
       });
       counts.steps++;
       if (!models.includes(answer.model.label)) models.push(answer.model.label);
@@ -109,14 +122,10 @@ export class AssistantRunner implements AgentRunner {
         const budget = gateway.budget();
         if (!budget.ok) {
           await events("budget", { ...budget, step: counts.steps });
-          const reached = `the run's ${budget.limit === "tokens" ? "token" : "dollar"} budget was reached (${budget.used} of ${budget.max})`;
+          const reached = reachedOf(budget);
           if (budget.on_limit === "stop")
             return done({ status: "failed", status_reason: `${reached}; stopped`, output: last });
-          messages.push({
-            role: "user",
-            content:
-              "The budget of this run is spent: answer now, with what you have, without calling a tool.",
-          });
+          // the gateway makes it the one last call: LAST_CALL_NOTE is said, no tool may be asked for
           const final = await turn("none");
           return done({
             status: "succeeded",
@@ -131,6 +140,13 @@ export class AssistantRunner implements AgentRunner {
             output: last,
           });
         const answer = await turn("auto");
+        // the budget could not hold the call: it was the one last call (on_limit finish)
+        if (answer.lastCall)
+          return done({
+            status: "succeeded",
+            status_reason: `${reachedOf(gateway.reached())}; finished with a last call without tools`,
+            output: answer.text,
+          });
         if (answer.toolCalls.length === 0) return done({ status: "succeeded", output: answer.text });
         const results: ToolModelMessage["content"] = [];
         // one after another, in the order the model asked
@@ -156,6 +172,16 @@ export class AssistantRunner implements AgentRunner {
         ctx.progress?.(usage());
       }
     } catch (err) {
+      // a call the budget did not let go (on_limit stop): never sent
+      if (err instanceof BudgetStop) {
+        const st = err.state;
+        if (!("call_max" in st)) await events("budget", { ...st, step: counts.steps });
+        const why =
+          "call_max" in st
+            ? `the run's ${st.limit === "tokens" ? "token" : "dollar"} budget was reached (${st.used} of ${st.max} used, ${st.reserved} held; the next call may use up to ${st.call_max})`
+            : reachedOf(st);
+        return done({ status: "failed", status_reason: `${why}; stopped`, output: last });
+      }
       if (signal.aborted) return done({ status: "cancelled", status_reason: "aborted", output: last });
       const f = failureOf(err);
       return done({

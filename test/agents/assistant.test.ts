@@ -309,35 +309,117 @@ describe("assistant runs", { skip: boxSkipReason() ?? false }, () => {
           script([
             { text: "one", tool_calls: [{ name: "list_files", input: {} }], usage: u },
             { text: "two", tool_calls: [{ name: "list_files", input: {} }], usage: u },
-            { text: "the last word", tool_calls: [{ name: "list_files", input: {} }], usage: u },
             { text: "never reached", usage: u },
           ]),
         );
         const { run, events } = await runAgent(a.id, "go");
+        // the first call's maximum (its input's estimate and what is left as its max output)
+        // fits; after its 600, the next call's least (input and 512 out) does not: it is never
+        // made (stop) or is the one last call (finish)
         const budget = of(events, "budget");
-        assert.equal(budget.length, 1);
+        assert.equal(budget.length, 1, JSON.stringify(budget));
+        assert.equal(budget[0].refused, true);
         assert.equal(budget[0].limit, limit);
         assert.equal(budget[0].on_limit, onLimit);
         assert.equal(budget[0].max, limit === "tokens" ? 1000 : 1);
-        assert.ok(Math.abs(budget[0].used - (limit === "tokens" ? 1200 : 1.2)) < 1e-9);
+        assert.ok(Math.abs(budget[0].used - (limit === "tokens" ? 600 : 0.6)) < 1e-9);
+        assert.ok(budget[0].used + budget[0].reserved + budget[0].call_max > budget[0].max);
+        assert.equal(budget[0].reserved, 0);
         assert.deepEqual(run.receipt.budget_reached.limit, limit);
         if (onLimit === "stop") {
           assert.equal(run.status, "failed");
           assert.match(run.status_reason, /budget was reached.*stopped/);
-          assert.equal(run.usage.steps, 2);
-          assert.equal(of(events, "model_call").length, 2);
+          assert.equal(run.output, "one");
+          assert.equal(run.usage.steps, 1);
+          assert.equal(of(events, "model_call").length, 1);
         } else {
           assert.equal(run.status, "succeeded", JSON.stringify(run));
-          assert.equal(run.output, "the last word");
+          assert.equal(run.output, "two");
           assert.match(run.status_reason, /last call without tools/);
-          assert.equal(run.usage.steps, 3);
+          assert.equal(run.usage.steps, 2);
           // the last call offered no tool: its tool call was not run
-          assert.equal(run.usage.tool_calls, 2);
+          assert.equal(run.usage.tool_calls, 1);
+          assert.equal(of(events, "model_call").length, 2);
         }
         assert.equal(run.usage.tokens_in + run.usage.tokens_out, 600 * run.usage.steps);
         assert.ok(Math.abs(run.usage.usd - 0.6 * run.usage.steps) < 1e-9);
         assert.ok(Math.abs(run.receipt.usd - 0.6 * run.usage.steps) < 1e-9);
       });
+
+  for (const onLimit of ["stop", "finish"] as const)
+    test(`near max_tokens each call is sent with what is left as its max (Anthropic, on_limit ${onLimit})`, async () => {
+      // each answer would use 1500 tokens out; the fake, as a provider does, gives no more
+      // than the max_tokens it was sent
+      const turn = {
+        text: "more",
+        tool_calls: [{ name: "list_files", input: {} }],
+        usage: { input_tokens: 100, output_tokens: 1500 },
+      };
+      const final = { text: "the last word", usage: { input_tokens: 100, output_tokens: 1500 } };
+      anth.script([turn, turn, turn, onLimit === "finish" ? final : turn, turn]);
+      anth.requests.length = 0;
+      const MAX = 5000;
+      const a = await agentWith({
+        kind: "assistant",
+        model: {
+          provider: "anthropic",
+          name: "claude-sonnet-4-5",
+          base_url: anth.baseUrl,
+          key_secret: "ANTHROPIC_KEY",
+        },
+        tools: [{ type: "builtin", name: "list_files" }],
+        tool_policy: ALLOW_ALL,
+        limits: { max_tokens: MAX, on_limit: onLimit },
+      });
+      const { run, events } = await runAgent(a.id, "go on");
+      const calls = of(events, "model_call");
+      const sentMax = anth.requests.map((r) => r.body.max_tokens as number);
+      const detail = JSON.stringify({
+        sentMax,
+        calls: calls.map((c) => [c.tokens_in, c.tokens_out, c.error]),
+      });
+      // three calls fit (1600, 1600, then what is left); the fourth's least (512 out) does not
+      assert.equal(calls.length, onLimit === "stop" ? 3 : 4, detail);
+      assert.equal(anth.requests.length, calls.length, "a refused call never reached the provider");
+      let used = 0;
+      for (const [i, c] of calls.entries()) {
+        const max = sentMax[i]!;
+        assert.ok(Number.isInteger(max) && max >= 512, detail);
+        if (onLimit === "stop" || i < 3) {
+          // what is left after the calls before, less this call's input: never more
+          assert.ok(used + c.tokens_in + max <= MAX, detail);
+          assert.ok(max < 16_384, `capped, not the model's own max: ${detail}`);
+        }
+        assert.equal(c.tokens_out, Math.min(1500, max), detail);
+        used += c.tokens_in + c.tokens_out;
+      }
+      assert.ok(sentMax[2]! < 1500, `the third call was held below what it would use: ${detail}`);
+      assert.equal(run.usage.tokens_in + run.usage.tokens_out, used);
+      const budget = of(events, "budget");
+      assert.equal(budget.length, 1);
+      assert.equal(budget[0].refused, true);
+      assert.equal(budget[0].model, "anthropic:claude-sonnet-4-5");
+      assert.equal(budget[0].call_max > MAX - budget[0].used, true);
+      if (onLimit === "stop") {
+        // the run never passes max_tokens: each call's input is no more than its estimate here
+        assert.ok(used <= MAX, detail);
+        assert.equal(run.status, "failed");
+        assert.match(run.status_reason, /token budget was reached.*stopped/);
+        assert.equal(run.usage.steps, 3);
+      } else {
+        // the one last call gets 512 out, without a tool to ask for: it may pass by that much
+        assert.equal(sentMax[3], 512, detail);
+        const last = anth.requests[3]!.body;
+        assert.ok(last.tools === undefined || last.tool_choice?.type === "none", JSON.stringify(last));
+        assert.match(JSON.stringify(last.messages.at(-1)), /budget of this run is spent/);
+        assert.ok(used <= MAX + 512 + 100, detail);
+        assert.equal(run.status, "succeeded", JSON.stringify(run));
+        assert.equal(run.output, "the last word");
+        assert.match(run.status_reason, /last call without tools/);
+        assert.equal(run.usage.tool_calls, 3);
+      }
+      assert.equal(run.receipt.budget_reached.limit, "tokens");
+    });
 
   test("a 429 moves to the fallback (OpenAI wire format); the move is in the trace", async () => {
     anth.script([{ error: { status: 429, message: "rate limited, slow down" } }]);

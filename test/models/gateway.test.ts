@@ -2,9 +2,12 @@
 // Chat Completions wire formats (one JSON answer and server-sent events): keys from secrets,
 // counting, prices, budgets, routing, fallback on a 429, workload tokens.
 import assert from "node:assert/strict";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
+import type { ModelMessage } from "ai";
 import { AgentSpec } from "../../src/contract/spec.js";
-import { keyMayGo, Gateway, routeModel } from "../../src/models/gateway.js";
+import { BudgetStop, keyMayGo, Gateway, routeModel } from "../../src/models/gateway.js";
 import { Prices } from "../../src/models/prices.js";
 import { modelTurn } from "../../src/models/turn.js";
 import type { GuardedFetch } from "../../src/net/connector.js";
@@ -223,54 +226,134 @@ describe("model gateway", () => {
     }
   });
 
-  test("budget: tokens and dollars, by the price table and its override", async () => {
+  test("budget: tokens and dollars, by the price table and its override; each call admitted first", async () => {
     const prices = new Prices({ "script:*": { input_per_mtok: 1000, output_per_mtok: 2000 } });
     const script = JSON.stringify([
-      { text: "one", usage: { input_tokens: 100, output_tokens: 50 } },
-      { text: "two", usage: { input_tokens: 100, output_tokens: 50 } },
+      { text: "one", usage: { input_tokens: 100, output_tokens: 450 } },
+      { text: "two", usage: { input_tokens: 100, output_tokens: 450 } },
+      { text: "three", usage: { input_tokens: 100, output_tokens: 450 } },
     ]);
     const g = gateway(prices, { "s.json": script });
+    const events: { type: string; data: any }[] = [];
     const tokens = await g.open({
       runId: "run_4",
       agent,
-      spec: specOf({ provider: "script", name: "s.json" }, { max_tokens: 200, on_limit: "finish" }),
+      spec: specOf({ provider: "script", name: "s.json" }, { max_tokens: 700, on_limit: "finish" }),
       input: "",
-      events: sink,
+      events: async (type, data) => void events.push({ type, data }),
     });
-    await modelTurn(tokens, { system: "", messages: [{ role: "user", content: "a" }], tools: [] });
+    const history: ModelMessage[] = [{ role: "user", content: "a" }];
+    const first = await modelTurn(tokens, { system: "", messages: history, tools: [] });
+    assert.equal(first.lastCall, false);
     assert.deepEqual(tokens.budget(), { ok: true });
-    await modelTurn(tokens, {
-      system: "",
-      messages: [
-        { role: "user", content: "a" },
-        { role: "assistant", content: "one" },
-        { role: "user", content: "b" },
-      ],
-      tools: [],
-    });
+    history.push({ role: "assistant", content: "one" }, { role: "user", content: "b" });
+    // 150 left: less than the input and 512 out, so the one last call (on_limit finish)
+    const second = await modelTurn(tokens, { system: "", messages: history, tools: [] });
+    assert.equal(second.lastCall, true);
+    assert.deepEqual(
+      events.filter((e) => e.type === "budget").map((e) => [e.data.refused, e.data.used, e.data.reserved]),
+      [[true, 550, 0]],
+    );
     assert.deepEqual(tokens.budget(), {
       ok: false,
       limit: "tokens",
-      max: 200,
-      used: 300,
+      max: 700,
+      used: 1100,
       on_limit: "finish",
     });
+    // after the last call, nothing more is sent
+    await assert.rejects(modelTurn(tokens, { system: "", messages: history, tools: [] }), BudgetStop);
+    assert.equal(tokens.usage().calls, 2);
     const usd = await g.open({
       runId: "run_5",
       agent,
-      spec: specOf({ provider: "script", name: "s.json" }, { max_usd: 0.15 }),
+      spec: specOf({ provider: "script", name: "s.json" }, { max_usd: 1.2 }),
       input: "",
       events: sink,
     });
     await modelTurn(usd, { system: "", messages: [{ role: "user", content: "a" }], tools: [] });
-    // 100 * 1000/1e6 + 50 * 2000/1e6 = 0.2 dollars
-    assert.ok(Math.abs(usd.usage().usd - 0.2) < 1e-9);
-    const b = usd.budget();
+    // 100 * 1000/1e6 + 450 * 2000/1e6 = 1 dollar
+    assert.ok(Math.abs(usd.usage().usd - 1) < 1e-9);
+    assert.deepEqual(usd.budget(), { ok: true });
+    // $0.2 left holds less than 512 tokens out at $2000 a million: refused (on_limit stop)
+    await assert.rejects(
+      modelTurn(usd, { system: "", messages: [{ role: "user", content: "b" }], tools: [] }),
+      (err: unknown) => err instanceof BudgetStop && "call_max" in err.state && err.state.limit === "usd",
+    );
+    assert.equal(usd.usage().calls, 1);
+    const b = usd.reached();
     assert.equal(b.ok, false);
     assert.equal(!b.ok && b.limit, "usd");
     assert.equal(!b.ok && b.on_limit, "stop");
     assert.equal(new Prices().usd("anthropic", "claude-sonnet-4-5-20250929", 1_000_000, 0), 3);
     assert.equal(new Prices().lookup("openai-compatible", "who-knows"), null);
+  });
+
+  test("a streamed call of the loop cut before its usage is counted by what flowed, never 0", async () => {
+    // a provider that streams 400 characters and drops the connection before message_delta
+    const cut = http.createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        const ev = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+        res.write(
+          ev("message_start", {
+            type: "message_start",
+            message: {
+              id: "m",
+              type: "message",
+              role: "assistant",
+              content: [],
+              model: "m",
+              usage: { input_tokens: 3, output_tokens: 1 },
+            },
+          }) +
+            ev("content_block_start", {
+              type: "content_block_start",
+              index: 0,
+              content_block: { type: "text", text: "" },
+            }) +
+            ev("content_block_delta", {
+              type: "content_block_delta",
+              index: 0,
+              delta: { type: "text_delta", text: "x".repeat(400) },
+            }),
+          () => setTimeout(() => res.destroy(), 50),
+        );
+      });
+    });
+    await new Promise<void>((r) => cut.listen(0, "127.0.0.1", r));
+    const base = `http://127.0.0.1:${(cut.address() as AddressInfo).port}/v1`;
+    HOSTS.push(new URL(base).host);
+    const before = connector;
+    connector = boundConnector(anth, oai, base);
+    const mine: { type: string; data: any }[] = [];
+    try {
+      const s = await gateway().open({
+        runId: "run_cut",
+        agent,
+        spec: specOf(
+          { provider: "anthropic", name: "claude-sonnet-4-5", base_url: base, key_secret: "MODEL_KEY" },
+          { max_tokens: 100_000 },
+        ),
+        input: "",
+        events: async (type, data) => void mine.push({ type, data }),
+      });
+      await assert.rejects(
+        modelTurn(s, { system: "", messages: [{ role: "user", content: "hi" }], tools: [], stream: true }),
+      );
+      const [c] = mine.filter((e) => e.type === "model_call").map((e) => e.data);
+      assert.equal(c.status, "error");
+      assert.equal(c.estimated, true, JSON.stringify(c));
+      assert.equal(c.tokens_out, 100, "400 characters, about 4 a token");
+      assert.ok(c.tokens_in > 0, "the input's estimate");
+      assert.equal(s.usage().tokens_out, 100);
+      s.close();
+    } finally {
+      connector = before;
+      cut.closeAllConnections();
+      await new Promise((r) => cut.close(r));
+    }
   });
 
   test("routing rules pick the model; workload tokens open and close", async () => {

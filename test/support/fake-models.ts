@@ -26,12 +26,16 @@ type Wire = "anthropic" | "openai";
 
 const estimate = (s: string): number => Math.ceil(s.length / 4);
 
-function usageOf(turn: ScriptTurn, body: unknown): { input: number; output: number } {
+/** What a turn uses; like a provider, never more output than the request's max output tokens. */
+function usageOf(turn: ScriptTurn, body: any): { input: number; output: number } {
+  const max = [body?.max_tokens, body?.max_completion_tokens, body?.max_output_tokens].find(
+    (v): v is number => typeof v === "number",
+  );
+  const output =
+    turn.usage?.output_tokens ?? estimate((turn.text ?? "") + JSON.stringify(turn.tool_calls ?? []).slice(2));
   return {
     input: turn.usage?.input_tokens ?? estimate(JSON.stringify(body)),
-    output:
-      turn.usage?.output_tokens ??
-      estimate((turn.text ?? "") + JSON.stringify(turn.tool_calls ?? []).slice(2)),
+    output: max !== undefined ? Math.min(output, max) : output,
   };
 }
 
