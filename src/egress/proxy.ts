@@ -309,10 +309,14 @@ export class EgressProxy {
     this.#open.clear();
   }
 
-  #record(c: Conn, r: Omit<EgressRecord, "agentId" | "runId">): void {
+  /**
+   * Stores a decision. `runId`: the run that was going on when the request or tunnel began
+   * (given by the callers of long-lived ones); else the run going on now.
+   */
+  #record(c: Conn, r: Omit<EgressRecord, "agentId" | "runId"> & { runId?: string | null }): void {
     this.#o.onRecord({
       agentId: c.ctx.agentId,
-      runId: c.ctx.runId(),
+      runId: r.runId !== undefined ? r.runId : c.ctx.runId(),
       ...r,
       host: printable(r.host),
       path: r.path === null ? null : printable(r.path),
@@ -394,6 +398,7 @@ export class EgressProxy {
   async #request(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const c = this.#conns.get(req.socket);
     const t0 = Date.now();
+    const runId = c?.ctx.runId() ?? null;
     const method = req.method ?? "GET";
     const url = req.url ?? "";
     const refuse = (
@@ -485,6 +490,7 @@ export class EgressProxy {
       plain: { method, path },
       end: (reason) => {
         this.#record(c, {
+          runId,
           at: new Date(),
           decision: "refused",
           reason,
@@ -507,6 +513,7 @@ export class EgressProxy {
       if (done) return;
       done = true;
       this.#record(c, {
+        runId,
         at: new Date(t0),
         decision: "allowed",
         reason: `${d.reason}${extra}`,
@@ -608,6 +615,7 @@ export class EgressProxy {
     // Each read is copied into a buffer of the tunnel's own small pool, given back once
     // written: no allocation per chunk (at these rates, garbage collection was a fifth of
     // the proxy's time)
+    const runId = c.ctx.runId();
     const readBuf = Buffer.allocUnsafe(TUNNEL_READ);
     const pool: Buffer[] = [];
     const up = net.connect({
@@ -639,6 +647,7 @@ export class EgressProxy {
       plain: null,
       end: (reason) => {
         this.#record(c, {
+          runId,
           at: new Date(),
           decision: "refused",
           reason,
@@ -661,6 +670,7 @@ export class EgressProxy {
       if (recorded) return;
       recorded = true;
       this.#record(c, {
+        runId,
         at: new Date(t0),
         decision: "allowed",
         reason: `${d.reason}${extra}`,

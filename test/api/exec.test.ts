@@ -181,7 +181,7 @@ describe("exec through the API", { skip: boxSkipReason() ?? false }, () => {
     });
     const moved = await t.inject({ method: "GET", url: `/api/agents/${a.id}/ports/${port}/x/y?z=1` });
     assert.equal(moved.statusCode, 307);
-    assert.equal(moved.body, "");
+    assert.equal(moved.body, "the port is served on its preview's origin: follow the Location header\n");
     const to = new URL(String(moved.headers.location));
     assert.equal(to.origin, `http://${port}-${a.id}.localhost:${t.previewPort}`);
     assert.equal(to.pathname, "/x/y");

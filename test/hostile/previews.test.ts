@@ -337,7 +337,7 @@ for (const mode of ["compat-cookie", "trusted-header"] as Mode[]) {
         headers: as(OWNER),
       });
       assert.equal(moved.statusCode, 307);
-      assert.equal(moved.body, "");
+      assert.equal(moved.body, "the port is served on its preview's origin: follow the Location header\n");
       assert.equal(moved.headers["set-cookie"], undefined);
       const to = new URL(String(moved.headers.location));
       assert.equal(to.origin, `http://${P()}-${a.id}.localhost:${t.previewPort}`);
