@@ -18,14 +18,24 @@ export interface Redacts {
 
 const none: Redacts = { redactText: (s) => s };
 
-/** Every string in a value (keys too), redacted. */
+/**
+ * A string as the store can hold it: redacted, and a NUL (which neither a text column nor a
+ * jsonb value takes) as U+FFFD, so that a NUL in what an agent prints or a model says cannot
+ * make its record fail.
+ */
+function storable(s: string, r: Redacts): string {
+  const out = r.redactText(s);
+  return out.includes("\u0000") ? out.replaceAll("\u0000", "\uFFFD") : out;
+}
+
+/** Every string in a value (keys too), redacted and storable. */
 export function redactDeep(value: unknown, r: Redacts): unknown {
-  if (typeof value === "string") return r.redactText(value);
+  if (typeof value === "string") return storable(value, r);
   if (Array.isArray(value)) return value.map((v) => redactDeep(v, r));
   if (value instanceof Date) return value;
   if (value && typeof value === "object") {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[r.redactText(k)] = redactDeep(v, r);
+    for (const [k, v] of Object.entries(value)) out[storable(k, r)] = redactDeep(v, r);
     return out;
   }
   return value;
@@ -134,7 +144,7 @@ export class Records {
     const r = await this.forRun(runId);
     await this.#o.db
       .insert(schema.runEvents)
-      .values({ runId, type: r.redactText(type), data: redactDeep(data, r), ...(at ? { at } : {}) });
+      .values({ runId, type: storable(type, r), data: redactDeep(data, r), ...(at ? { at } : {}) });
   }
 
   /**
@@ -145,8 +155,8 @@ export class Records {
   async updateRun(runId: string, set: RunSet, where?: SQL): Promise<boolean> {
     const r = await this.forRun(runId);
     const clean: RunSet = { ...set };
-    if (typeof clean.statusReason === "string") clean.statusReason = r.redactText(clean.statusReason);
-    if (typeof clean.output === "string") clean.output = r.redactText(clean.output);
+    if (typeof clean.statusReason === "string") clean.statusReason = storable(clean.statusReason, r);
+    if (typeof clean.output === "string") clean.output = storable(clean.output, r);
     if (clean.receipt !== undefined) clean.receipt = redactDeep(clean.receipt, r);
     const rows = await this.#o.db
       .update(schema.runs)

@@ -118,6 +118,24 @@ describe("command runs", { skip: boxSkipReason() ?? false }, () => {
     assert.notEqual(run.output.trim(), "0", "writing /agent/input must fail");
   });
 
+  test("a NUL in what a run prints is stored (as U+FFFD), in its output and its trace", async () => {
+    const r = await start(a.id, { command: "printf 'a\\000b\\n'; printf 'c\\000d' >&2" });
+    const run = await wait(r.body.id);
+    assert.equal(run.status, "succeeded", run.status_reason);
+    assert.equal(run.output, "a\uFFFDb\n");
+    const events = (await t.call("GET", `/api/runs/${run.id}/events`)).body.items as {
+      type: string;
+      data: { stream?: string; data?: string };
+    }[];
+    const of = (stream: string) =>
+      events
+        .filter((e) => e.type === "output" && e.data.stream === stream)
+        .map((e) => e.data.data)
+        .join("");
+    assert.equal(of("stdout"), "a\uFFFDb\n");
+    assert.equal(of("stderr"), "c\uFFFDd");
+  });
+
   test("one generation per agent (wait: false refuses); cancel; timeout", async () => {
     const r = await start(a.id, { command: "sleep 30" });
     const busy = await start(a.id, { command: "true", wait: false });
