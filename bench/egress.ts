@@ -124,7 +124,11 @@ export async function benchEgress(
   const runs = opts.runs ?? 5;
   const log = opts.log ?? (() => {});
   const up = await upstream(bytes);
-  const t = await startTestServer({ egressHosts: { "bench.test": ["127.0.0.1"] } });
+  // the upstreams listen on this host's loopback: inside the operator's bound, as a local service would be
+  const t = await startTestServer({
+    env: { WARREN_EGRESS_PRIVATE_ALLOW: `127.0.0.1:${up.port},127.0.0.1:${up.port + 1}` },
+    egressHosts: { "bench.test": ["127.0.0.1"] },
+  });
   try {
     const org = (await t.call("POST", "/api/orgs", { name: "bench-egress" })).body;
     const m = (await t.call("POST", "/api/machines", { org_id: org.id, name: "egress", memory_mib: 1024 }))
