@@ -7,6 +7,7 @@
 import http from "node:http";
 import net from "node:net";
 import type { Duplex } from "node:stream";
+import { endToEnd } from "../net/headers.js";
 import { formatIp, isLocalName, type AddressRule } from "../net/rule.js";
 import { matchEntry, rulesAllow, rulesFor, targetOf, type CompiledPolicy, type Target } from "./policy.js";
 
@@ -64,30 +65,6 @@ interface Live {
   plain: { method: string; path: string } | null;
   /** Ends it, recording why. */
   end(reason: string): void;
-}
-
-/** Headers that belong to one hop (and the proxy's own), never passed on. */
-const HOP = new Set([
-  "connection",
-  "proxy-connection",
-  "keep-alive",
-  "proxy-authorization",
-  "proxy-authenticate",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-]);
-
-function passHeaders(h: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
-  const out: http.OutgoingHttpHeaders = {};
-  const named = new Set(
-    String(h.connection ?? "")
-      .split(",")
-      .map((s) => s.trim().toLowerCase()),
-  );
-  for (const [k, v] of Object.entries(h)) if (v !== undefined && !HOP.has(k) && !named.has(k)) out[k] = v;
-  return out;
 }
 
 /** host[:port] (IPv6 in brackets) split; port defaults to `dflt`. Null when malformed. */
@@ -477,7 +454,7 @@ export class EgressProxy {
       port,
       method,
       path,
-      headers: { ...passHeaders(req.headers), host: parsed.host },
+      headers: { ...endToEnd(req.headers), host: parsed.host },
       agent: false,
       timeout: this.#o.connectTimeoutMs ?? 10_000,
     });
@@ -531,7 +508,7 @@ export class EgressProxy {
     up.on("response", (ur) => {
       up.setTimeout(0);
       ur.on("data", (b: Buffer) => (bytesIn += b.length));
-      res.writeHead(ur.statusCode ?? 502, ur.statusMessage, passHeaders(ur.headers));
+      res.writeHead(ur.statusCode ?? 502, ur.statusMessage, endToEnd(ur.headers));
       ur.pipe(res);
       ur.on("error", () => res.destroy());
     });

@@ -147,12 +147,22 @@ export interface AddressRuleOptions {
   interfaces?: () => number[][];
 }
 
+/**
+ * An address as a socket or an interface gives it (`::ffff:127.0.0.1`, `[::1]`, `fe80::1%eth0`),
+ * as bytes with IPv4 carried in IPv6 as IPv4; null when it is not an IP.
+ */
+export function addressOf(text: string | undefined): number[] | null {
+  if (!text) return null;
+  const bytes = parseIp(text.replace(/^\[|\]$/g, "").split("%")[0] ?? "");
+  return bytes ? unmap(bytes) : null;
+}
+
 function systemInterfaces(): number[][] {
   const out: number[][] = [];
   for (const list of Object.values(os.networkInterfaces()))
     for (const a of list ?? []) {
-      const bytes = parseIp(a.address.split("%")[0] ?? "");
-      if (bytes) out.push(unmap(bytes));
+      const bytes = addressOf(a.address);
+      if (bytes) out.push(bytes);
     }
   return out;
 }

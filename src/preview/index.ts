@@ -14,6 +14,7 @@ import type { Config } from "../config/index.js";
 import { errorStatus, type ErrorCode } from "../contract/errors.js";
 import { isWarrenError, WarrenError } from "../errors.js";
 import { portsOf } from "../machines/placement.js";
+import { endToEnd } from "../net/headers.js";
 import type { OwnEndpoints } from "../net/own.js";
 import type { Logger } from "../observability/log.js";
 
@@ -110,27 +111,16 @@ export function previewOrigin(
   return `http://${port}-${agentId}.localhost:${listenPort}`;
 }
 
-// Headers that never cross the proxy: the connection's own, and every credential or
-// identity of the viewer (the box sees a request from nobody in particular).
-const hopByHop = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-authenticate",
-  "proxy-authorization",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-  "host",
-]);
+// Every credential or identity of the viewer never crosses the preview (the box sees a request
+// from nobody in particular), nor this hop's own headers (net/headers.ts).
 const credentials = new Set(["cookie", "authorization", "forwarded", "x-real-ip"]);
 
 /** The viewer's request headers as the box may see them. */
 export function toBox(h: http.IncomingHttpHeaders, trustedHeader: string): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
-  for (const [k, v] of Object.entries(h)) {
+  for (const [k, v] of Object.entries(endToEnd(h))) {
     const name = k.toLowerCase();
-    if (v === undefined || hopByHop.has(name) || credentials.has(name) || name === trustedHeader) continue;
+    if (credentials.has(name) || name === trustedHeader) continue;
     // a length is kept only for a body that arrived whole (a chunked one is chunked again)
     if (name === "content-length" && h["transfer-encoding"] !== undefined) continue;
     if (name.startsWith("x-forwarded-")) continue;
@@ -142,9 +132,9 @@ export function toBox(h: http.IncomingHttpHeaders, trustedHeader: string): Recor
 /** The box's answer headers as the browser may see them: no cookie of any origin. */
 export function fromBox(h: http.IncomingHttpHeaders): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
-  for (const [k, v] of Object.entries(h)) {
+  for (const [k, v] of Object.entries(endToEnd(h))) {
     const name = k.toLowerCase();
-    if (v === undefined || hopByHop.has(name) || name === "set-cookie" || name === "set-cookie2") continue;
+    if (name === "set-cookie" || name === "set-cookie2") continue;
     if (name === "content-length" && h["transfer-encoding"] !== undefined) continue;
     out[k] = v;
   }
