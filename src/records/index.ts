@@ -1,1 +1,1 @@
-export { Records, runSet } from "./writer.js";
+export { Records } from "./writer.js";

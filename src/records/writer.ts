@@ -3,7 +3,7 @@
 // Every string in them (keys of objects too) is redacted first with the agent's redaction
 // set: the value of every secret that reaches the agent (use env, model and tool alike) and,
 // while a run goes on, its workload token and each value the agent stores from its box
-// (enterRun). Nothing else inserts those rows; grep for `schema.runEvents` and
+// (openRun). Nothing else inserts those rows; grep for `schema.runEvents` and
 // `schema.egressEvents` to check.
 import { and, eq, type SQL } from "drizzle-orm";
 import { SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
@@ -48,19 +48,27 @@ export function both(a: Redacts, b: Redacts): Redacts {
 
 /**
  * The set of a run going on: every value that reached it (`secrets`, resolved as it
- * started), the values given (its workload token), and each value the agent stores from
- * its box from now on. `stop` ends the following.
+ * started), the values added (its workload token, once it has one), and each value the agent
+ * stores from its box from now on. `stop` ends the following.
  */
-export function runSet(
-  secrets: Pick<ResolvedSecrets, "redactor" | "follow">,
-  extra: readonly string[] = [],
-): { redactor: Redacts; stop: () => void } {
-  let set = new Redactor([...secrets.redactor.values, ...withCaseForms(extra)], SECRET_VALUE_MIN_BYTES);
-  const stop =
-    secrets.follow?.((v) => {
-      set = new Redactor([...set.values, ...withCaseForms([v])], SECRET_VALUE_MIN_BYTES);
-    }) ?? (() => {});
-  return { redactor: { redactText: (s) => set.redactText(s) }, stop };
+function runSet(secrets: Pick<ResolvedSecrets, "redactor" | "follow">): {
+  redactor: Redacts;
+  add: (values: readonly (Buffer | string)[]) => void;
+  stop: () => void;
+} {
+  let set = new Redactor(secrets.redactor.values, SECRET_VALUE_MIN_BYTES);
+  const add = (values: readonly (Buffer | string)[]) => {
+    set = new Redactor([...set.values, ...withCaseForms(values)], SECRET_VALUE_MIN_BYTES);
+  };
+  const stop = secrets.follow?.((v) => add([v])) ?? (() => {});
+  return { redactor: { redactText: (s) => set.redactText(s) }, add, stop };
+}
+
+/** A run's recording: its set (which `add` grows), until `close`. */
+interface RunRecording {
+  redactor: Redacts;
+  add(values: readonly (Buffer | string)[]): void;
+  close(): void;
 }
 
 /** How long an ended run's set still redacts what is written about it (and its agent). */
@@ -96,17 +104,27 @@ export class Records {
   }
 
   /**
-   * A run going on records through `redactor` (read at each write, so it may grow) until
-   * the answered function is called: the run's whole set (runSet).
+   * A run going on: its records pass through its whole set (runSet) until `close`, and for
+   * RECENT_MS after (what it did may still be on its way to the store).
    */
-  enterRun(runId: string, agentId: string, redactor: Redacts): () => void {
-    const entry = { agentId, redactor };
+  openRun(
+    runId: string,
+    agentId: string,
+    secrets: Pick<ResolvedSecrets, "redactor" | "follow">,
+  ): RunRecording {
+    const set = runSet(secrets);
+    const entry = { agentId, redactor: set.redactor };
     this.#live.set(runId, entry);
     this.#prune();
-    return () => {
-      if (this.#live.get(runId) !== entry) return;
-      this.#live.delete(runId);
-      this.#recent.set(runId, { ...entry, until: Date.now() + RECENT_MS });
+    return {
+      redactor: set.redactor,
+      add: set.add,
+      close: () => {
+        set.stop();
+        if (this.#live.get(runId) !== entry) return;
+        this.#live.delete(runId);
+        this.#recent.set(runId, { ...entry, until: Date.now() + RECENT_MS });
+      },
     };
   }
 

@@ -11,7 +11,7 @@ import { uidOf } from "../machines/placement.js";
 import type { ModelGateway, RunEventSink } from "../models/types.js";
 import type { Logger } from "../observability/log.js";
 import type { ResolvedSecrets } from "../secrets/service.js";
-import { runSet, type Records } from "../records/index.js";
+import type { Records } from "../records/index.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import type { AgentRunners, AgentRunResult, RunUsage } from "./kinds.js";
@@ -106,9 +106,8 @@ export class AgentRuns {
     // the run's records pass through the redaction of every secret that reached the agent,
     // every value the agent stores from its box from now on (warren-secret store), and the
     // run's workload token once its session is open
-    let set = runSet(secrets);
-    const leave = o.records.enterRun(run.id, agent.id, { redactText: (s) => set.redactor.redactText(s) });
-    const redactor = { redactText: (s: string) => set.redactor.redactText(s) };
+    const recording = o.records.openRun(run.id, agent.id, secrets);
+    const redactor = recording.redactor;
     const pending: Promise<void>[] = [];
     const events: RunEventSink = async (type, data) => {
       const p = o.records.runEvent(run.id, type, data);
@@ -146,8 +145,7 @@ export class AgentRuns {
         input: input.toString("utf8"),
         events,
       });
-      set.stop();
-      set = runSet(secrets, [session.token]);
+      recording.add([session.token]);
       // the models this run may call, in order: the one its input routes to, then the fallback
       await events("models", { candidates: session.candidates().map((m) => m.label) });
       result = await runner.run({
@@ -272,7 +270,6 @@ export class AgentRuns {
       usage: usageView(usage),
     });
     this.#live.delete(run.id);
-    leave();
-    set.stop();
+    recording.close();
   }
 }

@@ -20,7 +20,7 @@ import type { Run, RunReceipt, RunUsage } from "../contract/types.js";
 import type { ModelGateway } from "../models/types.js";
 import { AgentRuns, planAgentRun, type AgentRunPlan } from "./agent-run.js";
 import type { AgentRunners } from "./kinds.js";
-import { runSet, type Records } from "../records/index.js";
+import type { Records } from "../records/index.js";
 
 export const MAX_INPUT_BYTES = 256 * 1024;
 export const OUTPUT_LIMIT_BYTES = 1024 * 1024;
@@ -330,13 +330,11 @@ export class Runs {
     secrets: ResolvedSecrets,
     signal: AbortSignal,
   ): Promise<void> {
-    const set = runSet(secrets);
-    const leave = this.#o.records.enterRun(run.id, agent.id, set.redactor);
+    const recording = this.#o.records.openRun(run.id, agent.id, secrets);
     try {
       await this.#executeCommand(run, agent, machine, input, asked, before, secrets, signal);
     } finally {
-      leave();
-      set.stop();
+      recording.close();
     }
   }
 
