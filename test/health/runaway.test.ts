@@ -159,7 +159,9 @@ describe("box health", { skip: boxSkipReason() ?? false }, () => {
 // while a well-behaved server left in the same box by another command keeps answering.
 const CLASSIC = ":(){ :|:& };: 2>/dev/null; sleep 2; echo survived";
 const SETSID_BOMB = "setsid bash -c ':(){ :|:& };:' >/dev/null 2>&1 < /dev/null & echo started";
-const SLEEP_LOOP = "while true; do sh -c 'sleep 99 &' & done >/dev/null 2>&1";
+// perl, not a shell loop: bash gives up and exits (254) once its forks are refused, and the
+// loop must keep going until the rule stops it
+const SLEEP_LOOP = `perl -e 'while (1) { system("sh", "-c", "sleep 99 &") }' >/dev/null 2>&1`;
 // a tiny HTTP server on the agent's port, in its own session, that forks nothing
 const SERVER = `
 import http.server, os
