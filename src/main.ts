@@ -1,9 +1,9 @@
 // `warren serve`: parse the environment, compose the server, listen, stop on a signal.
-import path from "node:path";
 import { BootCheckError, report, runChecks } from "./boot/checks.js";
 import { StateLockError } from "./boot/lock.js";
 import { createProvider } from "./boxes/index.js";
 import { ConfigError, parseConfig } from "./config/index.js";
+import { statePaths } from "./config/paths.js";
 import { MasterKeyError, resolveMasterKey } from "./secrets/master-key.js";
 import { readNewKey, rotateMasterKey } from "./secrets/rotate.js";
 import { openStore } from "./store/index.js";
@@ -90,7 +90,8 @@ export async function rotateKey(
   opts: { newKeyFile?: string | undefined },
 ): Promise<{ secrets: number; file: string | null }> {
   const config = parseConfig(env);
-  const runDir = path.join(config.STATE_ROOT, "run");
+  const state = statePaths(config.STATE_ROOT);
+  const runDir = state.run;
   const current = await resolveMasterKey(config, runDir);
   const newKey =
     opts.newKeyFile !== undefined
@@ -98,7 +99,7 @@ export async function rotateKey(
       : undefined;
   const store = await openStore({
     databaseUrl: config.DATABASE_URL,
-    pgliteDir: path.join(config.STATE_ROOT, "pglite"),
+    pgliteDir: state.pglite,
   });
   try {
     return await rotateMasterKey(store.db, current, runDir, newKey);
@@ -117,8 +118,11 @@ export async function doctor(
 ): Promise<number> {
   const config = parseConfig(env);
   const root = config.STATE_ROOT;
-  const provider = createProvider(config, { stateRoot: root, runRoot: path.join(root, "run") });
-  const results = await runChecks(bootProbes(config, provider, {}, false), config.WARREN_ALLOW_DEGRADED);
+  const provider = createProvider(config, { stateRoot: root, runRoot: statePaths(root).run });
+  const results = await runChecks(
+    bootProbes(statePaths(root), provider, {}, false),
+    config.WARREN_ALLOW_DEGRADED,
+  );
   await out(`${report(results)}\n`);
   const refused = results.filter((r) => !r.ok && !r.accepted);
   await out(

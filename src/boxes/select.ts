@@ -1,7 +1,7 @@
 // The one place a provider is chosen: the only module outside src/boxes/local that knows
 // the local provider exists.
-import path from "node:path";
 import type { Config } from "../config/index.js";
+import { statePaths } from "../config/paths.js";
 import { WarrenError } from "../errors.js";
 import { FsHomeLayout } from "./local/layout.js";
 import { LocalProvider, type LoggerLike } from "./local/provider.js";
@@ -18,7 +18,7 @@ export interface ProviderPaths {
 }
 
 export function createProvider(config: Pick<Config, "WARREN_PROVIDER">, paths: ProviderPaths): BoxProvider {
-  const workspacesRoot = paths.workspacesRoot ?? path.join(paths.stateRoot, "workspaces");
+  const workspacesRoot = paths.workspacesRoot ?? statePaths(paths.stateRoot).workspaces;
   switch (config.WARREN_PROVIDER) {
     case "local":
       return new LocalProvider({

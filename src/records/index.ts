@@ -1,1 +1,1 @@
-export { Records } from "./writer.js";
+export { Records, type RunRecording } from "./writer.js";

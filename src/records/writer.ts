@@ -65,7 +65,7 @@ function runSet(secrets: Pick<ResolvedSecrets, "redactor" | "follow">): {
 }
 
 /** A run's recording: its set (which `add` grows), until `close`. */
-interface RunRecording {
+export interface RunRecording {
   redactor: Redacts;
   add(values: readonly (Buffer | string)[]): void;
   close(): void;

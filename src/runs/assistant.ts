@@ -52,14 +52,15 @@ export class AssistantRunner implements AgentRunner {
 
   async run(ctx: AgentRunContext): Promise<AgentRunResult> {
     const { gateway, events, signal, spec } = ctx;
+    const agent = ctx.workload.agent;
     const memory = await this.o
-      .readHome(ctx.agent, MEMORY_FILE, MEMORY_MAX_BYTES)
+      .readHome(agent, MEMORY_FILE, MEMORY_MAX_BYTES)
       .then((b) => (b ? b.toString("utf8") : null))
       .catch(() => null);
     const system = renderSystemPrompt(this.o.template ?? SYSTEM_TEMPLATE, {
-      agent_name: ctx.agent.name,
-      agent_id: ctx.agent.id,
-      home: homeOf(ctx.agent.id),
+      agent_name: agent.name,
+      agent_id: agent.id,
+      home: homeOf(agent.id),
       date: (this.o.now?.() ?? new Date()).toISOString().slice(0, 10),
       task: spec.instructions.trim() || "(no standing instructions: follow the user's message)",
       memory: memory?.trim() || "(empty)",
@@ -79,12 +80,7 @@ export class AssistantRunner implements AgentRunner {
     const stream = this.o.stream ?? true;
     const toolset = await this.o.toolsets.open({
       runId: ctx.runId,
-      agent: {
-        id: ctx.agent.id,
-        orgId: ctx.agent.orgId,
-        machineId: ctx.agent.machineId,
-        slot: ctx.agent.slot,
-      },
+      workload: ctx.workload,
       spec,
       signal,
     });

@@ -11,19 +11,13 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { and, asc, eq } from "drizzle-orm";
 import type { AgentSpec } from "../contract/spec.js";
-import { BOX_BRIDGES, BOX_PATHS, type HomeLayout } from "../boxes/index.js";
-import { BoundedOutput } from "../exec/output.js";
-import { agentEnv, commandWalls, redactedIo } from "../exec/service.js";
-import { homeOf } from "../machines/placement.js";
-import type { MachineRuntime } from "../runtime/index.js";
-import { SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
-import { Redactor, withCaseForms } from "../secrets/redact.js";
-import type { Secrets } from "../secrets/service.js";
+import { BOX_BRIDGES, BOX_PATHS } from "../boxes/index.js";
+import type { BoxExecResult } from "../runtime/index.js";
+import { BoundedOutput } from "../workloads/index.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import type { ToolsetFactory, Toolset } from "../tools/types.js";
 import type { AgentRunContext, AgentRunner, AgentRunResult } from "./kinds.js";
-import type { RunStaging } from "./service.js";
 
 export type HarnessKind = "claude-code" | "codex" | "opencode";
 
@@ -185,10 +179,6 @@ function shellQuote(s: string): string {
 
 export interface HarnessDeps {
   db: Db;
-  runtime: MachineRuntime;
-  staging: RunStaging;
-  homes: HomeLayout;
-  secrets: Pick<Secrets, "resolve">;
   toolsets: ToolsetFactory;
   /** The host folder of the installed CLIs (bound at /opt/warren/harness). */
   hostDir: string;
@@ -207,12 +197,7 @@ export class HarnessRunner implements AgentRunner {
       throw new Error(
         `the ${this.kind} CLI is not installed on this host; the operator enables it with WARREN_HARNESS_KINDS=${this.kind} and make up`,
       );
-    const [agent] = await d.db.select().from(schema.agents).where(eq(schema.agents.id, ctx.agent.id));
-    const [machine] = await d.db
-      .select()
-      .from(schema.machines)
-      .where(eq(schema.machines.id, ctx.agent.machineId));
-    if (!agent || !machine) throw new Error("the agent or its machine is gone");
+    const work = ctx.workload;
     const counts = { tool_calls: 0, tool_refusals: 0 };
     const usage = () => ({ ...ctx.gateway.usage(), steps: ctx.gateway.usage().calls, ...counts });
 
@@ -220,7 +205,7 @@ export class HarnessRunner implements AgentRunner {
     if (ctx.spec.tools.length > 0) {
       toolset = await d.toolsets.open({
         runId: ctx.runId,
-        agent: ctx.agent,
+        workload: work,
         spec: ctx.spec,
         signal: ctx.signal,
         via: "gateway",
@@ -233,7 +218,6 @@ export class HarnessRunner implements AgentRunner {
       });
       for (const w of toolset.warnings) await ctx.events("warning", { source: "tools", message: w });
     }
-    const walls = commandWalls(agent, machine.trust, d.homes, { run: true });
     try {
       const boxDir = BOX_PATHS.agent;
       const plan = planHarness(this.kind, ctx.spec, {
@@ -241,11 +225,7 @@ export class HarnessRunner implements AgentRunner {
         tools: toolset !== null,
         agentDir: boxDir,
       });
-      const staged = await d.staging.stage(machine.id, ctx.runId, plan.files, walls.uid);
-      // the agent's secrets of use env reach its CLI as environment variables, as they reach its
-      // commands; a key of its models is a secret of use model (the gateway takes no other), which
-      // resolve never puts in an environment
-      const secrets = await d.secrets.resolve(agent);
+      await work.stage(plan.files);
       await ctx.events("harness", {
         kind: this.kind,
         package: HARNESS_PACKAGES[this.kind].package,
@@ -256,52 +236,32 @@ export class HarnessRunner implements AgentRunner {
       const output = new BoundedOutput(OUTPUT_LIMIT);
       let stderrEvents = 0;
       const pending: Promise<void>[] = [];
-      const io = redactedIo(
-        {
-          signal: ctx.signal,
-          onStdout: (c: Buffer) => output.push(c),
-          onStderr: (c: Buffer) => {
-            if (stderrEvents++ < STDERR_EVENTS)
-              pending.push(ctx.events("output", { stream: "stderr", data: c.toString("utf8") }));
-          },
-        },
-        // the run's workload token is redacted like a secret from what the CLI prints
-        {
-          redactor: new Redactor(
-            [...secrets.redactor.values, ...withCaseForms([ctx.gateway.token])],
-            SECRET_VALUE_MIN_BYTES,
-          ),
-          ...(secrets.follow ? { follow: secrets.follow } : {}),
-        },
-      );
-      let result: Awaited<ReturnType<MachineRuntime["exec"]>>;
+      let result: BoxExecResult;
       try {
-        result = await d.runtime.exec(
-          machine.id,
+        // the agent's secrets of use env reach its CLI as environment variables, as they reach
+        // its commands (the door puts them there); a key of its models is a secret of use
+        // model, which never reaches an environment; the run's workload token is redacted
+        // from what the CLI prints like a secret (the model runner protects it)
+        result = await work.exec(
           {
             argv: ["/bin/bash", "-c", plan.script],
-            env: agentEnv(agent, {
-              ...secrets.env,
-              ...plan.env,
-              [TOKEN_VAR]: ctx.gateway.token,
-              WARREN_RUN_ID: ctx.runId,
-              WARREN_INPUT: `${boxDir}/input`,
-              NO_PROXY: "localhost,127.0.0.1",
-              no_proxy: "localhost,127.0.0.1",
-            }),
-            cwd: homeOf(agent.id),
-            ...walls,
+            own: { ...plan.env, [TOKEN_VAR]: ctx.gateway.token },
             timeoutMs: ctx.spec.limits.max_run_s * 1000,
-            agentDir: staged.boxPath,
-            generation: true,
+            main: true,
+            shownAs: [HARNESS_PACKAGES[this.kind].bin],
           },
-          io,
-          { agentId: agent.id, runId: ctx.runId, argv: [HARNESS_PACKAGES[this.kind].bin] },
+          {
+            signal: ctx.signal,
+            onStdout: (c: Buffer) => output.push(c),
+            onStderr: (c: Buffer) => {
+              if (stderrEvents++ < STDERR_EVENTS)
+                pending.push(ctx.events("output", { stream: "stderr", data: c.toString("utf8") }));
+            },
+          },
         );
       } finally {
-        io.flush();
         await Promise.allSettled(pending);
-        await d.staging.unstage(machine.id, ctx.runId).catch(() => {});
+        await work.unstage();
         // a call the CLI hung up on is still read to its end: it is counted before the run ends
         await ctx.gateway.idle(30_000);
       }

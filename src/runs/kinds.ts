@@ -3,6 +3,7 @@
 // run's context and writes what it answers.
 import type { AgentSpec } from "../contract/spec.js";
 import type { GatewaySession, ModelUsage, RunEventSink } from "../models/types.js";
+import type { Workload } from "../workloads/index.js";
 
 export interface RunUsage extends ModelUsage {
   steps: number;
@@ -12,7 +13,8 @@ export interface RunUsage extends ModelUsage {
 
 export interface AgentRunContext {
   runId: string;
-  agent: { id: string; orgId: string; machineId: string; slot: number; name: string };
+  /** The run's door to its agent's box: the agent, its machine, its secrets, its commands. */
+  workload: Workload;
   spec: AgentSpec;
   input: string;
   /** Aborted on cancel, on the run's time limit and at shutdown. */

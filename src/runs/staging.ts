@@ -3,7 +3,7 @@
 import { chmod, chown, mkdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { idPattern } from "../ids.js";
-import type { RunStaging } from "./service.js";
+import type { RunStaging } from "../workloads/index.js";
 
 export class DirRunStaging implements RunStaging {
   /** `where(machineId)`: the host folder and the same folder's path in the box. */

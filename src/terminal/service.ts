@@ -3,19 +3,13 @@
 // watch it; auditors are refused. It lives until its shell exits or the box stops. Its shell
 // holds no secret, but what it prints is redacted of every value that reaches the agent: those
 // it had when the terminal opened, those found on each attach, those it stores meanwhile.
-import { eq } from "drizzle-orm";
 import { allows, type Access, type Identity } from "../access/index.js";
 import type { AgentRow, Agents } from "../agents/service.js";
-import type { HomeLayout } from "../boxes/index.js";
 import { TERMINAL_SCROLLBACK_BYTES } from "../contract/terminal.js";
 import { WarrenError } from "../errors.js";
-import { agentEnv, commandWalls } from "../exec/service.js";
-import { homeOf } from "../machines/placement.js";
 import type { Logger } from "../observability/log.js";
 import type { MachineRuntime } from "../runtime/index.js";
-import type { ResolvedSecrets, Secrets } from "../secrets/service.js";
-import type { Db } from "../store/index.js";
-import { schema } from "../store/index.js";
+import type { Workloads } from "../workloads/index.js";
 import { CLOSE_ENDED, TerminalSession, type Viewer, type ViewerMode } from "./session.js";
 
 /** The agent's login shell (the box's /etc/passwd gives every agent /bin/bash). */
@@ -26,12 +20,11 @@ export const TOUCH_EVERY_MS = 30_000;
 const CLOSE_FAILED = 1011;
 
 export interface TerminalsOptions {
-  db: Db;
   access: Access;
-  agents: Agents;
-  runtime: Pick<MachineRuntime, "pty" | "touch" | "onStopped">;
-  homes: Pick<HomeLayout, "identity">;
-  secrets: Pick<Secrets, "resolve" | "onChange">;
+  agents: Pick<Agents, "load">;
+  /** The agents' door: a terminal is opened through it, its output redacted there. */
+  workloads: Workloads;
+  runtime: Pick<MachineRuntime, "touch" | "onStopped">;
   logger: Logger;
   scrollbackBytes?: number;
   touchEveryMs?: number;
@@ -66,7 +59,7 @@ export class Terminals {
   /** POST /cli: the agent's shared shell, started (with its machine) if it is not running. */
   async start(who: Identity, agentId: string): Promise<void> {
     const agent = await this.#o.agents.load(who, agentId, "write");
-    await this.#sharedOf(agent, await this.#o.secrets.resolve(agent), 80, 24);
+    await this.#sharedOf(agent, 80, 24);
   }
 
   /** The upgrade's checks: 404 for an unknown agent, 403 for an auditor, a role's mode. */
@@ -94,18 +87,16 @@ export class Terminals {
    */
   async open(a: Attachment, viewer: Viewer): Promise<TerminalSession | null> {
     try {
-      // resolved again for each viewer: a secret granted since the terminal opened joins
-      const secrets = await this.#o.secrets.resolve(a.agent);
       let session: TerminalSession | undefined;
       if (a.argv) {
-        session = await this.#startSession(a.agent, secrets, {
+        session = await this.#startSession(a.agent, {
           shared: false,
           argv: a.argv,
           cols: a.cols,
           rows: a.rows,
         });
       } else if (a.mode === "write") {
-        session = await this.#sharedOf(a.agent, secrets, a.cols, a.rows);
+        session = await this.#sharedOf(a.agent, a.cols, a.rows);
       } else {
         session = this.#shared.get(a.agent.id);
         if (!session || session.ended) {
@@ -114,7 +105,8 @@ export class Terminals {
           viewer.close(CLOSE_ENDED, reason);
           return null;
         }
-        session.redactWith(secrets.redactor.values);
+        // resolved again for each viewer: a secret granted since the terminal opened joins
+        await session.refresh();
       }
       session.attach(viewer);
       return session;
@@ -136,24 +128,20 @@ export class Terminals {
     for (const s of [...this.#shared.values(), ...this.#own]) s.end(reason);
   }
 
-  async #sharedOf(
-    agent: AgentRow,
-    secrets: ResolvedSecrets,
-    cols: number,
-    rows: number,
-  ): Promise<TerminalSession> {
+  /** The agent's shared shell; a running one has the agent's secrets resolved again. */
+  async #sharedOf(agent: AgentRow, cols: number, rows: number): Promise<TerminalSession> {
     const live = this.#shared.get(agent.id);
     if (live && !live.ended) {
-      live.redactWith(secrets.redactor.values);
+      await live.refresh();
       return live;
     }
     const pending = this.#starting.get(agent.id);
     if (pending) {
       const s = await pending;
-      s.redactWith(secrets.redactor.values);
+      await s.refresh();
       return s;
     }
-    const start = this.#startSession(agent, secrets, { shared: true, argv: LOGIN_SHELL, cols, rows });
+    const start = this.#startSession(agent, { shared: true, argv: LOGIN_SHELL, cols, rows });
     this.#starting.set(agent.id, start);
     try {
       return await start;
@@ -164,14 +152,9 @@ export class Terminals {
 
   async #startSession(
     agent: AgentRow,
-    secrets: ResolvedSecrets,
     o: { shared: boolean; argv: string[]; cols: number; rows: number },
   ): Promise<TerminalSession> {
-    const [machine] = await this.#o.db
-      .select({ trust: schema.machines.trust })
-      .from(schema.machines)
-      .where(eq(schema.machines.id, agent.machineId));
-    if (!machine) throw new WarrenError("not_found", "machine was not found");
+    const work = await this.#o.workloads.open(agent);
     const session = new TerminalSession({
       agentId: agent.id,
       machineId: agent.machineId,
@@ -179,48 +162,20 @@ export class Terminals {
       cols: o.cols,
       rows: o.rows,
       scrollbackBytes: this.#o.scrollbackBytes ?? TERMINAL_SCROLLBACK_BYTES,
-      secrets: secrets.redactor.values,
       touchEveryMs: this.#o.touchEveryMs ?? TOUCH_EVERY_MS,
       touch: () => this.#o.runtime.touch(agent.machineId),
       onEnd: (s) => {
-        stopFollowing?.();
-        stopWatching();
         if (this.#shared.get(s.agentId) === s) this.#shared.delete(s.agentId);
         this.#own.delete(s);
       },
     });
-    // a value the agent stores from its box (warren-secret store) is redacted at once
-    const stopFollowing = secrets.follow?.((value) => session.redactWith([value]));
-    // a secret granted while it runs: from the grant's answer on (guilds joined wait for an attach)
-    const stopWatching = this.#o.secrets.onChange(agent.orgId, async () => {
-      try {
-        session.redactWith((await this.#o.secrets.resolve(agent)).redactor.values);
-      } catch (err) {
-        this.#o.logger.error({ err, agentId: agent.id }, "a terminal's secrets could not be resolved again");
-      }
-    });
-    const home = homeOf(agent.id);
-    const walls = commandWalls(agent, machine.trust, this.#o.homes);
-    // the agent's environment and walls, and no secret: a terminal is the operator's
+    // the agent's environment and walls, and no secret: a terminal is the operator's; what it
+    // prints reaches the session redacted by the door
     let pty;
     try {
-      pty = await this.#o.runtime.pty(
-        agent.machineId,
-        {
-          argv: o.argv,
-          env: agentEnv(agent, {
-            TERM: "xterm-256color",
-            SHELL: "/bin/bash",
-            USER: agent.id,
-            LOGNAME: agent.id,
-          }),
-          cwd: home,
-          ...walls,
-          groups: walls.groups ?? [],
-          cols: o.cols,
-          rows: o.rows,
-        },
-        { onData: (chunk) => session.output(chunk) },
+      pty = await work.pty(
+        { argv: o.argv, cols: o.cols, rows: o.rows },
+        { deliver: (b) => session.deliver(b), rescrub: (r) => session.rescrub(r) },
       );
     } catch (err) {
       session.end("the terminal could not be started");

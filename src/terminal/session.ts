@@ -1,12 +1,13 @@
 // One terminal in a box and everyone looking at it: its output, redacted of the agent's
-// secrets (redaction.ts), goes to every viewer and into a bounded scrollback (replayed to a
+// secrets by the agent's door (src/workloads), goes to every viewer and into a bounded scrollback (replayed to a
 // viewer that attaches later); writers' input goes to the shell, watchers' is dropped.
 // Transport-free: a viewer is whatever can send bytes and messages (the HTTP layer adapts a
 // WebSocket to it).
 import type { z } from "zod";
 import type { TerminalMessage } from "../contract/terminal.js";
-import type { BoxExecResult, PtySignal, PtyStream } from "../runtime/index.js";
-import { TerminalRedaction } from "./redaction.js";
+import type { BoxExecResult, PtySignal } from "../runtime/index.js";
+import type { Redactor } from "../secrets/redact.js";
+import type { AgentPty } from "../workloads/index.js";
 
 export type TerminalMessageOut = z.output<typeof TerminalMessage>;
 
@@ -35,10 +36,6 @@ export interface SessionOptions {
   cols: number;
   rows: number;
   scrollbackBytes: number;
-  /** The values of the agent's secrets, redacted from everything the terminal prints. */
-  secrets: Iterable<Buffer>;
-  /** This long after output left bytes held, those no value can begin at go out (redaction.ts). */
-  settleMs?: number;
   /** Restarts the machine's idle timer (called at most once every `touchEveryMs`). */
   touch: () => void;
   touchEveryMs: number;
@@ -63,19 +60,16 @@ export class TerminalSession {
   cols: number;
   rows: number;
   readonly #o: SessionOptions;
-  #pty: PtyStream | undefined;
+  #pty: AgentPty | undefined;
   readonly #viewers = new Set<Viewer>();
   readonly #scroll: Buffer[] = [];
   #scrollBytes = 0;
   #lastTouch = 0;
   #inputPaused = false;
   #ended = false;
-  readonly #redaction: TerminalRedaction;
 
   constructor(o: SessionOptions) {
     this.#o = o;
-    this.#redaction = new TerminalRedaction((b) => this.#deliver(b), o.settleMs);
-    this.#redaction.add(o.secrets);
     this.agentId = o.agentId;
     this.machineId = o.machineId;
     this.shared = o.shared;
@@ -92,27 +86,23 @@ export class TerminalSession {
   }
 
   /** The terminal is open in the box: its exit (or boxd gone) ends the session. */
-  started(pty: PtyStream): void {
+  started(pty: AgentPty): void {
     this.#pty = pty;
-    pty.onDrain(() => this.#resumeInput());
-    pty.exited.then(
+    pty.stream.onDrain(() => this.#resumeInput());
+    pty.stream.exited.then(
       (r) => this.end(exitReason(r), r),
       (err: unknown) => this.end(err instanceof Error ? err.message : String(err)),
     );
   }
 
-  /** Output of the terminal (boxd's DATA frames): redacted, then to the viewers and scrollback. */
-  output(chunk: Buffer): void {
-    if (!this.#ended) this.#redaction.push(chunk);
+  /** The agent's secrets resolved again (a viewer attaches): a new value is redacted from now on. */
+  async refresh(): Promise<void> {
+    await this.#pty?.refresh();
   }
 
-  /**
-   * Values that reached the agent since the terminal opened (a grant, a value it stored) are
-   * redacted from now on, and from the scrollback a viewer is replayed.
-   */
-  redactWith(values: Iterable<Buffer>): void {
-    const r = this.#redaction.add(values);
-    if (!r || this.#scrollBytes === 0) return;
+  /** A set of values newly redacted (rescrub of the door's pty): from the scrollback too. */
+  rescrub(r: Redactor): void {
+    if (this.#scrollBytes === 0) return;
     const all = r.redact(Buffer.concat(this.#scroll, this.#scrollBytes));
     this.#scroll.length = 0;
     this.#scroll.push(all);
@@ -120,7 +110,9 @@ export class TerminalSession {
     this.#trim();
   }
 
-  #deliver(chunk: Buffer): void {
+  /** Output of the terminal, already redacted by the door: to the viewers and the scrollback. */
+  deliver(chunk: Buffer): void {
+    if (this.#ended) return;
     this.#scroll.push(chunk);
     this.#scrollBytes += chunk.length;
     this.#trim();
@@ -166,8 +158,8 @@ export class TerminalSession {
   input(v: Viewer, data: Buffer): void {
     if (v.mode !== "write" || this.#ended || !this.#pty) return;
     this.#activity();
-    const ok = this.#pty.write(data);
-    if ((!ok || this.#pty.pending > INPUT_HIGH_WATER) && !this.#inputPaused) {
+    const ok = this.#pty.stream.write(data);
+    if ((!ok || this.#pty.stream.pending > INPUT_HIGH_WATER) && !this.#inputPaused) {
       this.#inputPaused = true;
       for (const w of this.#viewers) if (w.mode === "write") w.pause();
     }
@@ -178,22 +170,22 @@ export class TerminalSession {
     if (cols === this.cols && rows === this.rows) return;
     this.cols = cols;
     this.rows = rows;
-    this.#pty.resize(cols, rows);
+    this.#pty.stream.resize(cols, rows);
     for (const w of this.#viewers) if (w !== v) w.message({ type: "resize", cols, rows });
   }
 
   signal(v: Viewer, signal: PtySignal): void {
     if (v.mode !== "write" || this.#ended || !this.#pty) return;
     this.#activity();
-    this.#pty.signal(signal);
+    this.#pty.stream.signal(signal);
   }
 
   /** Ends the session: every viewer is told why and closed; the shell is killed if it runs. */
   end(reason: string, exit?: BoxExecResult): void {
     if (this.#ended) return;
-    this.#redaction.end(); // the last of its output, before the viewers are told it ended
+    this.#pty?.end(); // the last of its output, before the viewers are told it ended
     this.#ended = true;
-    this.#pty?.cancel();
+    this.#pty?.stream.cancel();
     const message: TerminalMessageOut = {
       type: "exit",
       exit_code: exit?.exitCode ?? null,
@@ -216,7 +208,7 @@ export class TerminalSession {
   }
 
   #resumeInput(): void {
-    if (!this.#inputPaused || !this.#pty || this.#pty.pending > INPUT_HIGH_WATER) return;
+    if (!this.#inputPaused || !this.#pty || this.#pty.stream.pending > INPUT_HIGH_WATER) return;
     this.#inputPaused = false;
     for (const w of this.#viewers) if (w.mode === "write") w.resume();
   }

@@ -4,14 +4,12 @@
 import type { AgentRow } from "../agents/service.js";
 import type { HomeLayout, Trust } from "../boxes/index.js";
 import type { BUILTIN_TOOLS } from "../contract/spec.js";
-import { agentEnv, commandWalls, cwdOf, redactedIo } from "../exec/service.js";
-import { BoundedOutput } from "../exec/output.js";
 import { listHomeFolder, readHomeFile, writeHomeFile } from "../homes/files.js";
 import { parseHomePath } from "../homes/paths.js";
 import { homeFile, homeFolder, httpUrl } from "./canonical.js";
 import { uidOf } from "../machines/placement.js";
-import type { MachineRuntime } from "../runtime/index.js";
 import type { ResolvedSecrets } from "../secrets/service.js";
+import type { BoundedOutput, Workload } from "../workloads/index.js";
 import { getOnce, type EgressRoute } from "./fetch.js";
 import { bodyText, bounded, MAX_OUTPUT_BYTES, num, str, ToolFailure, type ToolImpl } from "./impl.js";
 
@@ -31,7 +29,8 @@ export interface BuiltinEnv {
   agent: AgentRow;
   trust: Trust;
   layout: HomeLayout;
-  runtime: MachineRuntime;
+  /** The run's door: run_command goes through it, redacted like every command. */
+  workload: Workload;
   secrets: ResolvedSecrets;
   runId: string;
   /** web_fetch's way out: the egress proxy, as the agent. */
@@ -148,31 +147,10 @@ function runCommand(env: BuiltinEnv): ToolImpl {
       const command = str(args, "command");
       const cwd = str(args, "cwd", { optional: true });
       const timeoutS = Math.min(COMMAND_MAX_S, Math.max(1, num(args, "timeout_s") ?? COMMAND_DEFAULT_S));
-      const agent = env.agent;
-      const argv = ["/bin/bash", "-c", command];
-      const stdout = new BoundedOutput(MAX_OUTPUT_BYTES);
-      const stderr = new BoundedOutput(MAX_OUTPUT_BYTES);
-      const io = redactedIo(
-        { signal, onStdout: (c: Buffer) => stdout.push(c), onStderr: (c: Buffer) => stderr.push(c) },
-        env.secrets,
+      const { result, stdout, stderr } = await env.workload.collect(
+        { argv: ["/bin/bash", "-c", command], cwd, timeoutMs: timeoutS * 1000 },
+        { limitBytes: MAX_OUTPUT_BYTES, signal },
       );
-      let result;
-      try {
-        result = await env.runtime.exec(
-          agent.machineId,
-          {
-            argv,
-            env: agentEnv(agent, { ...env.secrets.env, WARREN_RUN_ID: env.runId }),
-            cwd: cwdOf(agent.id, cwd),
-            ...commandWalls(agent, env.trust, env.layout),
-            timeoutMs: timeoutS * 1000,
-          },
-          io,
-          { agentId: agent.id, runId: env.runId, argv },
-        );
-      } finally {
-        io.flush();
-      }
       const head = result.timedOut
         ? `timed out after ${timeoutS} s`
         : result.cancelled

@@ -2,17 +2,13 @@
 // tools of its MCP servers. Every call is decided first by the agent's Cedar tool policy, then
 // run; a refusal or a failure is the answer the model gets, never a thrown error. Every call is
 // recorded (tool, arguments, decision and deciding policies, result size, duration, error).
-import { eq } from "drizzle-orm";
 import type { HomeLayout } from "../boxes/index.js";
 import { WarrenError } from "../errors.js";
 import type { Egress } from "../egress/service.js";
 import { addressRefusedIn, type GuardedFetch } from "../net/connector.js";
 import { uidOf } from "../machines/placement.js";
 import type { Logger } from "../observability/log.js";
-import type { MachineRuntime } from "../runtime/index.js";
 import type { Secrets, ToolHeaderValues } from "../secrets/service.js";
-import type { Db } from "../store/index.js";
-import { schema } from "../store/index.js";
 import { builtinTool } from "./builtins.js";
 import { httpTool } from "./http.js";
 import { bounded, ToolFailure, type ToolImpl } from "./impl.js";
@@ -28,10 +24,9 @@ import type {
 } from "./types.js";
 
 export interface ToolsOptions {
-  db: Db;
-  runtime: MachineRuntime;
   layout: HomeLayout;
-  secrets: Secrets;
+  /** The values of tools' headers (secrets of use tool), read in the server, never put in a box. */
+  secrets: Pick<Secrets, "toolHeadersFor">;
   logger: Logger;
   /** The egress proxy: web_fetch goes out through it, decided and recorded like the box's connections. */
   egress: Pick<Egress, "handler">;
@@ -169,7 +164,7 @@ class RunToolset implements Toolset {
     }
     shownArgs = this.#redactedArgs(canonical);
     const d = await this.policy.decide({
-      agent: { id: this.ctx.agent.id, orgId: this.ctx.agent.orgId },
+      agent: { id: this.ctx.workload.agent.id, orgId: this.ctx.workload.agent.orgId },
       tool: { name, kind: impl.kind, ...(impl.server ? { server: impl.server } : {}) },
       run: { id: this.ctx.runId, via: this.ctx.via ?? "loop" },
       arguments: canonical,
@@ -254,22 +249,17 @@ export class Tools implements ToolsetFactory {
 
   async open(ctx: ToolRunContext): Promise<Toolset> {
     const o = this.o;
-    const [agent] = await o.db.select().from(schema.agents).where(eq(schema.agents.id, ctx.agent.id));
-    if (!agent) throw new WarrenError("not_found", "agent was not found");
-    const [machine] = await o.db
-      .select({ trust: schema.machines.trust })
-      .from(schema.machines)
-      .where(eq(schema.machines.id, agent.machineId));
-    if (!machine) throw new WarrenError("not_found", "machine was not found");
-    const secrets = await o.secrets.resolve(agent);
+    // the run's door holds the agent, its machine's trust and its secrets, loaded once for the run
+    const work = ctx.workload;
+    const { agent, secrets } = work;
     // the values of the tools' headers: read here, in the server, never put in a box
     const headerValues = await o.secrets.toolHeadersFor(agent);
     const hide = (t: string) => secrets.redactor.redactText(t);
     const env = {
       agent,
-      trust: machine.trust,
+      trust: work.trust,
       layout: o.layout,
-      runtime: o.runtime,
+      workload: work,
       secrets,
       runId: ctx.runId,
       egress: {

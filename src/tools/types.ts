@@ -2,6 +2,7 @@
 // call is decided first by the agent's Cedar tool policy; a refused or failed call is an
 // answer for the model, never a thrown error.
 import type { AgentSpec } from "../contract/spec.js";
+import type { Workload } from "../workloads/index.js";
 
 /** A JSON Schema of an object: a tool's parameters as the model sees them. */
 export type ToolParameters = {
@@ -39,7 +40,8 @@ export interface ToolOutcome {
 
 export interface ToolRunContext {
   runId: string;
-  agent: { id: string; orgId: string; machineId: string; slot: number };
+  /** The run's door to its agent's box: the agent, its machine and trust, its secrets. */
+  workload: Workload;
   spec: AgentSpec;
   signal: AbortSignal;
   /** Who calls the tools: the Assistant loop in the server, or a harness CLI through the tool gateway (default loop). */

@@ -211,7 +211,7 @@ describe(
       const [agent] = (await w.owner("GET", `/api/agents?org_id=${w.org}`)).body.items;
       const set = await w.t.server.tools.open({
         runId: "run_mcp_refused",
-        agent: { id: agent.id, orgId: w.org, machineId: w.machine, slot: agent.slot },
+        workload: await w.t.server.workloads.openAgent(agent.id, { run: { id: "run_mcp_refused" } }),
         spec: AgentSpec.parse({
           kind: "assistant",
           model: { provider: "script", name: "s.json" },

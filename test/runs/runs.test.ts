@@ -299,7 +299,7 @@ describe("command runs", { skip: boxSkipReason() ?? false }, () => {
       timeoutS: 100,
       startedAt: new Date(),
     });
-    assert.equal(await t.server.runs.markLost("the server stopped while the run was going on"), 1);
+    assert.equal(await t.server.recorder.markLost("the server stopped while the run was going on"), 1);
     const lost = (await t.call("GET", "/api/runs/run_00000000000000ab")).body;
     assert.equal(lost.status, "lost");
     assert.match(lost.status_reason, /server stopped/);
@@ -309,6 +309,6 @@ describe("command runs", { skip: boxSkipReason() ?? false }, () => {
       ev.map((e: { type: string }) => e.type),
       ["lost"],
     );
-    assert.equal(await t.server.runs.markLost(), 0, "a run already lost stays as it is");
+    assert.equal(await t.server.recorder.markLost(), 0, "a run already lost stays as it is");
   });
 });

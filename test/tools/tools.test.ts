@@ -129,7 +129,7 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
     const set = await t.server.tools.open({
       runId,
       via,
-      agent: { id: a.id, orgId: a.org_id, machineId: a.machine_id, slot: a.slot },
+      workload: await t.server.workloads.openAgent(a.id, { run: { id: runId } }),
       spec: AgentSpec.parse({ kind: "assistant", model: { provider: "script", name: "s.json" }, ...spec }),
       signal: new AbortController().signal,
       record: async (rec) => {
@@ -285,9 +285,10 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
   });
 
   test("a record that cannot be written does not fail the call", async () => {
+    const runId = `run_test${++runs}`;
     const set = await t.server.tools.open({
-      runId: `run_test${++runs}`,
-      agent: { id: a.id, orgId: a.org_id, machineId: a.machine_id, slot: a.slot },
+      runId,
+      workload: await t.server.workloads.openAgent(a.id, { run: { id: runId } }),
       spec: AgentSpec.parse({
         kind: "assistant",
         model: { provider: "script", name: "s.json" },

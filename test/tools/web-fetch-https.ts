@@ -18,7 +18,7 @@ try {
   });
   const set = await t.server.tools.open({
     runId: "run_https",
-    agent: { id: a.id, orgId: a.org_id, machineId: a.machine_id, slot: a.slot },
+    workload: await t.server.workloads.openAgent(a.id, { run: { id: "run_https" } }),
     spec: AgentSpec.parse({
       kind: "assistant",
       model: { provider: "script", name: "s.json" },

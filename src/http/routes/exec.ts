@@ -1,6 +1,6 @@
 import { PassThrough } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
-import { BoundedOutput } from "../../exec/output.js";
+import { BoundedOutput } from "../../workloads/index.js";
 import type { Exec } from "../../exec/service.js";
 import { route, type AnyRoute } from "../route.js";
 import { idParams } from "../../contract/common.js";

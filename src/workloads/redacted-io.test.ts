@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Redactor } from "../secrets/redact.js";
-import { redactedIo } from "./service.js";
+import { redactedIo } from "./redacted-io.js";
 
 /** A follow() like the secrets service's: values are given to every follower until it stops. */
 function feed() {

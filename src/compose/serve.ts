@@ -1,0 +1,127 @@
+// The server's faces on the network: the API (Fastify, its routes over the services) and
+// the previews' listener (an agent's ports, each on an origin of its own, never the API's);
+// and the order in which everything starts serving and stops.
+import type http from "node:http";
+import type { FastifyInstance } from "fastify";
+import { buildApp } from "../http/app.js";
+import { agentRoutes, guildRoutes } from "../http/routes/agents.js";
+import { egressRoutes } from "../http/routes/egress.js";
+import { execRoutes } from "../http/routes/exec.js";
+import { homeRoutes } from "../http/routes/homes.js";
+import { machineRoutes } from "../http/routes/machines.js";
+import { orgRoutes } from "../http/routes/orgs.js";
+import { portRoutes } from "../http/routes/ports.js";
+import { runRoutes } from "../http/routes/runs.js";
+import { secretRoutes } from "../http/routes/secrets.js";
+import { terminalRoutes } from "../http/routes/terminal.js";
+import { createPreviewServer, previewOrigin } from "../preview/index.js";
+import type { Base } from "./base.js";
+import type { Services } from "./services.js";
+
+export interface Faces {
+  app: FastifyInstance;
+  preview: http.Server;
+  /** Whether /health answers ready. */
+  ready: { now: boolean };
+}
+
+export async function buildFaces(base: Base, s: Services, version: string): Promise<Faces> {
+  const { config, access, own, logger } = base;
+  const preview = createPreviewServer({
+    config,
+    access,
+    agents: s.agents,
+    forward: (machineId, port) => s.runtime.forward(machineId, port),
+    grants: s.previewGrants,
+    own,
+    logger,
+  });
+  own.addServer(preview);
+  const ready = { now: false };
+  const app = await buildApp({
+    config,
+    access,
+    own,
+    logger,
+    metrics: base.metrics,
+    version,
+    ready: () => ready.now,
+    degraded: base.degraded,
+    routes: [
+      ...orgRoutes(s.orgs),
+      ...machineRoutes(s.machines),
+      ...agentRoutes(s.agents),
+      ...guildRoutes(s.guilds),
+      ...execRoutes(s.exec),
+      ...egressRoutes(s.egress),
+      ...terminalRoutes(s.terminals),
+      ...runRoutes(s.runs),
+      ...secretRoutes(base.secrets),
+      ...portRoutes(s.agents, {
+        grants: s.previewGrants,
+        origin: (agentId, port) => {
+          const a = preview.address();
+          return a && typeof a !== "string" ? previewOrigin(config, a.port, agentId, port) : null;
+        },
+      }),
+      ...homeRoutes(s.homes),
+    ],
+  });
+  await app.ready();
+  own.addServer(app.server);
+  return { app, preview, ready };
+}
+
+/** Starts the API's listener and the previews'. */
+export async function listen(
+  base: Base,
+  f: Faces,
+  o: { host?: string; port?: number; previewPort?: number },
+): Promise<{ url: string; previewUrl: string }> {
+  const { config } = base;
+  const url = await f.app.listen({ host: o.host ?? config.WARREN_HOST, port: o.port ?? config.WARREN_PORT });
+  await new Promise<void>((resolve, reject) => {
+    f.preview.once("error", reject);
+    f.preview.listen(o.previewPort ?? config.WARREN_PREVIEW_PORT, o.host ?? config.WARREN_HOST, () => {
+      f.preview.off("error", reject);
+      resolve();
+    });
+  });
+  const a = f.preview.address();
+  const port = a && typeof a !== "string" ? a.port : 0;
+  return { url, previewUrl: `http://localhost:${port}` };
+}
+
+/**
+ * Stops serving: no new requests, in-flight ones drained; runs going on may finish for
+ * `graceMs`, then the rest are cancelled as interrupted. Boxes keep running for the next
+ * server to adopt, unless `stopBoxes`.
+ */
+export async function stop(
+  base: Base,
+  s: Services,
+  f: Faces,
+  o: { graceMs?: number | undefined; stopBoxes?: boolean | undefined },
+): Promise<void> {
+  f.ready.now = false;
+  const graceMs = o.graceMs ?? 0;
+  s.terminals.close(); // a terminal does not outlive its server: its viewers are told why
+  const requests = f.app.close(); // stops accepting; in-flight requests finish
+  // a preview does not outlive its server either (its requests and WebSockets are cut)
+  const previews = new Promise<void>((r) => (f.preview.listening ? f.preview.close(() => r()) : r()));
+  f.preview.closeAllConnections();
+  if (graceMs > 0 && !(await s.recorder.drain(graceMs)))
+    base.logger.warn({ graceMs }, "runs still going on after the grace period are interrupted");
+  await s.recorder.stopAll(
+    graceMs > 0
+      ? `interrupted: the server stopped (the ${Math.round(graceMs / 1000)} s grace period was over)`
+      : "interrupted: the server stopped",
+  );
+  // a request that still streams (a long exec) does not hold the stop for ever
+  await Promise.race([Promise.all([requests, previews]), new Promise((r) => setTimeout(r, 5000).unref())]);
+  if (o.stopBoxes) await s.runtime.stopAll("stopped with the server (--stop-boxes)");
+  s.face.close();
+  s.runtime.close();
+  await s.egress.close();
+  await base.store.close();
+}

@@ -1,0 +1,30 @@
+// The state tree under STATE_ROOT, spelled once: every part of warren finds its folders here.
+import path from "node:path";
+
+export interface StatePaths {
+  root: string;
+  /** Sockets, the lock, the development master key (0700). */
+  run: string;
+  /** Machines' folders and agents' homes. */
+  workspaces: string;
+  /** Read-only data every box sees at /data. */
+  data: string;
+  /** The contracts every box sees. */
+  contracts: string;
+  /** The embedded PostgreSQL (PGlite) when no DATABASE_URL is set. */
+  pglite: string;
+  /** The operator's templates (system.md). */
+  templates: string;
+}
+
+export function statePaths(root: string): StatePaths {
+  return {
+    root,
+    run: path.join(root, "run"),
+    workspaces: path.join(root, "workspaces"),
+    data: path.join(root, "data"),
+    contracts: path.join(root, "contracts"),
+    pglite: path.join(root, "pglite"),
+    templates: path.join(root, "templates"),
+  };
+}

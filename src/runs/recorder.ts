@@ -1,0 +1,422 @@
+// The run recorder: every run of every kind (a command, an assistant, a harness CLI; later a
+// conversation turn, a schedule, an evaluation) is started, queued, traced, timed out,
+// cancelled, measured, given its receipt and ended here, once. What a kind does is its runner
+// (RunRunner): given the run's door (a Workload), its input and a signal, it answers an
+// outcome; the recorder writes everything around it through the one record writer.
+import { and, eq, inArray } from "drizzle-orm";
+import type { AgentRow } from "../agents/service.js";
+import type { Run, RunReceipt, RunUsage } from "../contract/types.js";
+import type { DiskCaps } from "../homes/caps.js";
+import { newId } from "../ids.js";
+import type { RunEventSink } from "../models/types.js";
+import type { Logger } from "../observability/log.js";
+import type { Records, RunRecording } from "../records/index.js";
+import type { MachineRuntime } from "../runtime/index.js";
+import { schema } from "../store/index.js";
+import type { Db } from "../store/index.js";
+import type { MachineRow, Workload, Workloads } from "../workloads/index.js";
+import type { Generation, GenerationRegistry } from "./registry.js";
+import { runView, type RunRow, type RunStatus } from "./view.js";
+
+type Sizes = { agentMib: number | null; machineMib: number | null };
+
+/** What a runner is given: the run's door, its input, its signal, its trace. */
+export interface RunnerContext {
+  run: RunRow;
+  workload: Workload;
+  input: Buffer;
+  /** Aborted on cancel, on the run's time limit and at shutdown. */
+  signal: AbortSignal;
+  /** One event of the run's trace (redacted by the record writer). */
+  events: RunEventSink;
+  /** The run's records' redaction set (a runner adds what it protects through the workload). */
+  recording: RunRecording;
+  /** The command tree of the run's own command, for its live usage. */
+  commandStarted(cgroup: string): void;
+  /** What the run used so far (GET /api/runs/:id while it runs). */
+  progress(usage: RunUsage): void;
+}
+
+/** What a runner answers; the recorder decides a timed-out or cancelled run's status itself. */
+export interface RunOutcome {
+  status: "succeeded" | "failed" | "timed_out" | "cancelled";
+  reason?: string | null | undefined;
+  exitCode: number | null;
+  signal?: string | null | undefined;
+  output: string;
+  outputTruncated?: boolean | undefined;
+  /** The receipt's fields of this kind (the recorder writes the common ones). */
+  receipt?: Partial<RunReceipt> | undefined;
+  usage?: RunUsage | undefined;
+}
+
+export interface RunRunner {
+  /** What the run's `started` event says of this kind (beyond agent, input and time limit). */
+  started(work: Workload): Record<string, unknown>;
+  run(ctx: RunnerContext): Promise<RunOutcome>;
+}
+
+/** A run to start: what its row says, and its runner. */
+export interface RunRequest {
+  agent: AgentRow;
+  machine: MachineRow;
+  kind: RunRow["kind"];
+  argv: string[];
+  specVersion: number | null;
+  timeoutS: number;
+  input: Buffer;
+  /** false: refuse the run when it cannot start now, instead of queueing it. */
+  wait: boolean;
+  runner: RunRunner;
+}
+
+export interface RunRecorderOptions {
+  db: Db;
+  records: Records;
+  registry: GenerationRegistry;
+  workloads: Workloads;
+  caps: DiskCaps;
+  runtime: Pick<MachineRuntime, "commandUsage" | "onRunaway">;
+  logger: Logger;
+  version: string;
+}
+
+/** Why a run was cancelled: the reason its generation was aborted with. */
+function abortReason(signal: AbortSignal): string {
+  const r: unknown = signal.reason;
+  return r instanceof Error && r.message ? r.message : "cancelled";
+}
+
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+export class RunRecorder {
+  readonly #o: RunRecorderOptions;
+  /** The bookkeeping of each run this server started, by run id, until it is recorded. */
+  readonly #pending = new Map<string, Promise<void>>();
+  /** What each run going on uses: its command tree, its models and tools so far. */
+  readonly #live = new Map<string, { command?: { machineId: string; cgroup: string }; usage?: RunUsage }>();
+
+  constructor(o: RunRecorderOptions) {
+    this.#o = o;
+    // a runaway tree of a run is recorded on the run too (it may have left it in the background)
+    o.runtime.onRunaway(async (e) => {
+      if (!e.owner?.runId) return;
+      await o.records.runEvent(e.owner.runId, "runaway", {
+        limit: e.limit,
+        reason: e.reason,
+        held_s: e.heldS,
+        pids: e.pids,
+        memory_bytes: e.memoryBytes,
+        fork_failures: e.forkFailures,
+        ended: e.ended,
+        detail: e.detail,
+      });
+    });
+  }
+
+  /**
+   * At boot: runs that were going on when the server stopped become lost; runs that were
+   * still queued (nothing of them ran, and their input was never kept) become lost too, with
+   * a reason that says so: start them again.
+   */
+  async markLost(reason = "the server stopped while the run was going on"): Promise<number> {
+    const queued = "the server stopped before the run started (nothing of it ran); start it again";
+    let n = 0;
+    for (const [status, why] of [
+      ["running", reason],
+      ["queued", queued],
+    ] as const) {
+      const ids = await this.#o.records.updateRuns(eq(schema.runs.status, status), {
+        status: "lost",
+        statusReason: why,
+        endedAt: new Date(),
+      });
+      for (const id of ids)
+        await this.#o.records.runEvent(id, "lost", { reason: why, queued: status === "queued" });
+      n += ids.length;
+    }
+    return n;
+  }
+
+  /** Queues a run (or starts it now) and writes its row; it starts once both are there. */
+  async start(req: RunRequest): Promise<Run> {
+    const o = this.#o;
+    const { agent, machine } = req;
+    const id = newId("run");
+    // a home over its cap refuses the run now, queued or not (and again when it starts)
+    const gated = await o.caps.gate(agent, machine);
+    let recorded!: (row: RunRow | null) => void;
+    const record = new Promise<RunRow | null>((r) => (recorded = r));
+    let startedNow = false;
+    const launch = (gen: Generation) => {
+      const p = record
+        .then(async (row) => {
+          if (!row) return;
+          // a run that waited is gated again: its home may have grown meanwhile
+          const before = startedNow ? gated : await o.caps.gate(agent, machine);
+          await this.#drive(row, req, before, gen.controller.signal);
+        })
+        .catch(async (err: unknown) => {
+          // refused as it left the line (home over its cap, secrets): the run ends as failed
+          await this.#refuse(id, err).catch((e: unknown) =>
+            o.logger.error({ err: e, runId: id }, "run bookkeeping failed"),
+          );
+        })
+        .finally(() => {
+          o.registry.release(gen);
+          this.#pending.delete(id);
+          this.#live.delete(id);
+        });
+      this.#pending.set(id, p);
+    };
+    const placed = o.registry.enqueue(
+      { agentId: agent.id, orgId: agent.orgId, runId: id, start: launch },
+      { wait: req.wait },
+    );
+    startedNow = placed === "started";
+    try {
+      const [row] = await o.db
+        .insert(schema.runs)
+        .values({
+          id,
+          orgId: agent.orgId,
+          agentId: agent.id,
+          machineId: machine.id,
+          kind: req.kind,
+          status: "queued",
+          argv: req.argv,
+          specVersion: req.specVersion,
+          inputBytes: req.input.length,
+          timeoutS: req.timeoutS,
+        })
+        .returning();
+      if (!row) throw new Error("run insert returned nothing");
+      if (!startedNow) await o.records.runEvent(id, "queued", { ...this.#waitingView(id) });
+      recorded(row);
+      return this.withWaiting(runView(row));
+    } catch (err) {
+      o.registry.dequeue(id);
+      recorded(null);
+      throw err;
+    }
+  }
+
+  /** A queued run's view says why it waits. */
+  withWaiting(v: Run): Run {
+    if (v.status !== "queued") return v;
+    const w = this.#o.registry.waiting(v.id);
+    if (!w) return v;
+    return {
+      ...v,
+      status_reason: w.detail,
+      waiting: { reason: w.reason, since: w.since.toISOString(), position: w.position },
+    };
+  }
+
+  /** What a running run uses now: its command tree's box usage, its models' usage. */
+  live(runId: string): Pick<Run, "box_usage" | "usage"> {
+    const l = this.#live.get(runId);
+    if (!l) return {};
+    const box = l.command ? this.#o.runtime.commandUsage(l.command.machineId, l.command.cgroup) : null;
+    return { ...(box ? { box_usage: box } : {}), ...(l.usage ? { usage: l.usage } : {}) };
+  }
+
+  #waitingView(runId: string): Run["waiting"] {
+    const w = this.#o.registry.waiting(runId);
+    return w ? { reason: w.reason, since: w.since.toISOString(), position: w.position } : undefined;
+  }
+
+  /** A run that could not start once its turn came: failed, with why. */
+  async #refuse(runId: string, err: unknown): Promise<void> {
+    const reason = messageOf(err);
+    const changed = await this.#o.records.updateRun(
+      runId,
+      { status: "failed", statusReason: reason, endedAt: new Date() },
+      eq(schema.runs.status, "queued"),
+    );
+    if (changed) await this.#o.records.runEvent(runId, "refused", { reason });
+    else this.#o.logger.error({ err, runId }, "run bookkeeping failed");
+  }
+
+  /** One run from its start to its end, its records written through its redaction set. */
+  async #drive(run: RunRow, req: RunRequest, before: Sizes, signal: AbortSignal): Promise<void> {
+    const o = this.#o;
+    const { agent, machine } = req;
+    // opened once, as the generation starts: a change of secrets reaches the next generation
+    const work = await o.workloads.open(agent, { machine, run: { id: run.id } });
+    const recording = o.records.openRun(run.id, agent.id, work.secrets);
+    work.recordInto(recording);
+    const pending: Promise<void>[] = [];
+    const events: RunEventSink = async (type, data) => {
+      const p = o.records.runEvent(run.id, type, data);
+      pending.push(p);
+      await p;
+    };
+    const live: { command?: { machineId: string; cgroup: string }; usage?: RunUsage } = {};
+    this.#live.set(run.id, live);
+    const timer = new AbortController();
+    let t: NodeJS.Timeout | undefined;
+    try {
+      const startedAt = new Date();
+      await o.records.updateRun(run.id, { status: "running", startedAt });
+      await events("started", {
+        ...req.runner.started(work),
+        agent_id: agent.id,
+        input_bytes: req.input.length,
+        timeout_s: run.timeoutS,
+      });
+      t = setTimeout(
+        () => timer.abort(new Error(`ran past its ${run.timeoutS} s limit`)),
+        run.timeoutS * 1000,
+      );
+      let out: RunOutcome;
+      try {
+        out = await req.runner.run({
+          run,
+          workload: work,
+          input: req.input,
+          signal: AbortSignal.any([signal, timer.signal]),
+          events,
+          recording,
+          commandStarted: (cgroup) => (live.command = { machineId: machine.id, cgroup }),
+          progress: (u) => (live.usage = u),
+        });
+      } catch (err) {
+        o.logger.info({ runId: run.id, err }, "the run failed before its runner answered");
+        out = { status: "failed", reason: messageOf(err), exitCode: null, output: "", usage: live.usage };
+      } finally {
+        clearTimeout(t);
+      }
+      // the run's own end wins over what the runner made of the abort
+      let status: RunStatus = out.status;
+      let reason = out.reason ?? null;
+      if (signal.aborted) {
+        status = "cancelled";
+        reason = abortReason(signal);
+      } else if (timer.signal.aborted || out.status === "timed_out") {
+        status = "timed_out";
+        reason = `ran past its ${run.timeoutS} s limit`;
+      }
+      await Promise.allSettled(pending);
+      await events("exit", {
+        status,
+        exit_code: out.exitCode,
+        signal: out.signal ?? null,
+        timed_out: status === "timed_out",
+        reason,
+      });
+      const after = await this.#measure(agent, machine, events);
+      const endedAt = new Date();
+      const receipt: RunReceipt = {
+        run_id: run.id,
+        kind: run.kind,
+        argv: run.argv,
+        agent_id: agent.id,
+        agent_name: agent.name,
+        machine_id: machine.id,
+        uid: work.uid,
+        server_version: o.version,
+        started_at: startedAt.toISOString(),
+        ended_at: endedAt.toISOString(),
+        duration_ms: endedAt.getTime() - startedAt.getTime(),
+        exit_code: out.exitCode,
+        signal: out.signal ?? null,
+        cpu_seconds: null,
+        peak_memory_bytes: null,
+        bytes_out: Buffer.byteLength(out.output),
+        stdout_bytes: Buffer.byteLength(out.output),
+        stderr_bytes: 0,
+        input_bytes: req.input.length,
+        limits: null,
+        disk_before_mib: before.agentMib,
+        disk_after_mib: after.agentMib,
+        machine_disk_before_mib: before.machineMib,
+        machine_disk_after_mib: after.machineMib,
+        ...out.receipt,
+      };
+      await o.records.updateRun(run.id, {
+        status,
+        statusReason: reason,
+        exitCode: out.exitCode,
+        signal: out.signal ?? null,
+        output: out.output,
+        outputTruncated: out.outputTruncated ?? false,
+        endedAt,
+        receipt,
+        ...(out.usage ? { usage: out.usage } : {}),
+      });
+    } finally {
+      clearTimeout(t);
+      await work.unstage();
+      recording.close();
+    }
+  }
+
+  async #measure(agent: AgentRow, machine: MachineRow, events: RunEventSink): Promise<Sizes> {
+    try {
+      const sizes = await this.#o.caps.measureAndStore(agent, machine);
+      await events("measurement", { workspace_mib: sizes.agentMib, machine_workspace_mib: sizes.machineMib });
+      return sizes;
+    } catch (err) {
+      await events("measurement", { error: messageOf(err) });
+      return { agentMib: null, machineMib: null };
+    }
+  }
+
+  /** Ends runs taken out of line before they started: cancelled, with why. */
+  async endWaiting(runIds: string[], reason: string): Promise<void> {
+    if (runIds.length === 0) return;
+    const ids = await this.#o.records.updateRuns(
+      and(inArray(schema.runs.id, runIds), eq(schema.runs.status, "queued"))!,
+      { status: "cancelled", statusReason: reason, endedAt: new Date() },
+    );
+    for (const id of ids) await this.#o.records.runEvent(id, "cancelled", { reason, queued: true });
+  }
+
+  /** Cancels a run: taken out of line (true) or its generation aborted (false). */
+  async cancel(runId: string, reason: string): Promise<boolean> {
+    if (this.#o.registry.dequeue(runId)) {
+      await this.endWaiting([runId], `${reason} while it waited`);
+      return true;
+    }
+    this.#o.registry.cancel(runId, reason);
+    return false;
+  }
+
+  /** Cancels the agent's generation, if any, and waits until its record is written. */
+  async stopAgent(agentId: string, reason: string): Promise<void> {
+    const r = this.#o.registry;
+    const waiting = r.waiters(agentId).filter((id) => r.dequeue(id));
+    await this.endWaiting(waiting, reason);
+    const g = r.forAgent(agentId);
+    if (!g) return;
+    r.cancel(g.runId, reason);
+    await this.#pending.get(g.runId);
+  }
+
+  /** Waits up to `ms` for the runs going on to end by themselves; true when none is left. */
+  async drain(ms: number): Promise<boolean> {
+    // what still waits does not start while the server stops
+    await this.endWaiting(this.#o.registry.close(), "the server stopped before the run started");
+    if (this.#pending.size === 0) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const all = Promise.allSettled([...this.#pending.values()]).then(() => true);
+    const late = new Promise<boolean>((r) => (timer = setTimeout(() => r(false), ms)));
+    try {
+      return await Promise.race([all, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Cancels every generation and waits for their records (shutdown). */
+  async stopAll(reason: string): Promise<void> {
+    const r = this.#o.registry;
+    await this.endWaiting(r.close(), `${reason} before the run started`);
+    for (const agentId of r.activeAgents()) {
+      const g = r.forAgent(agentId);
+      if (g) r.cancel(g.runId, reason);
+    }
+    await Promise.allSettled([...this.#pending.values()]);
+  }
+}

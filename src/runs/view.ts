@@ -1,0 +1,38 @@
+// A run's row as the API shows it.
+import type { Role } from "../access/index.js";
+import type { Run, RunReceipt, RunUsage } from "../contract/types.js";
+import type { schema } from "../store/index.js";
+
+export type RunRow = typeof schema.runs.$inferSelect;
+export type RunStatus = RunRow["status"];
+export const terminal: RunStatus[] = ["succeeded", "failed", "timed_out", "cancelled", "lost"];
+
+export function runView(r: RunRow): Run {
+  return {
+    id: r.id,
+    agent_id: r.agentId,
+    machine_id: r.machineId,
+    kind: r.kind,
+    status: r.status,
+    status_reason: r.statusReason,
+    argv: r.argv,
+    exit_code: r.exitCode,
+    signal: r.signal,
+    output: r.output,
+    output_truncated: r.outputTruncated,
+    timeout_s: r.timeoutS,
+    created_at: r.createdAt.toISOString(),
+    started_at: r.startedAt?.toISOString() ?? null,
+    ended_at: r.endedAt?.toISOString() ?? null,
+    // written by the run recorder in the contract's shape
+    receipt: r.receipt as RunReceipt | null,
+    ...(r.usage ? { usage: r.usage as RunUsage } : {}),
+  };
+}
+
+/** An auditor reads the record of a run (status, times, receipt) without its workload: no output. */
+export function viewFor(role: Role | null, r: RunRow): Run {
+  const v = runView(r);
+  if (role === "auditor") return { ...v, output: "", output_withheld: true };
+  return v;
+}

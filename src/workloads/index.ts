@@ -1,0 +1,300 @@
+// The one door for an agent's work in its box. Exec, command runs, harness runs, the
+// assistant's run_command and terminals all open a Workload here: the agent, its machine and
+// trust, and its resolved secrets are loaded once for the unit of work (a request, a run, a
+// terminal), and the door alone builds the walls, the environment, the cwd and the limits,
+// stages a run's files, and hands back what the box printed only after redaction (of every
+// secret that reached the agent, every value it stores meanwhile, and what the work itself
+// protects, like a run's workload token). Nothing else in src/ holds the runtime's exec or
+// pty (test/structure.test.ts checks it), so an output that skipped redaction cannot be written.
+import { eq } from "drizzle-orm";
+import type { AgentRow } from "../agents/service.js";
+import { BOX_PATHS, type HomeLayout, type Trust } from "../boxes/index.js";
+import { SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
+import { WarrenError } from "../errors.js";
+import { homeOf, uidOf } from "../machines/placement.js";
+import type { Logger } from "../observability/log.js";
+import type { BoxExecResult, ExecIo, MachineRuntime, PtyStream } from "../runtime/index.js";
+import { Redactor, withCaseForms } from "../secrets/redact.js";
+import type { ResolvedSecrets, Secrets } from "../secrets/service.js";
+import { schema, type Db } from "../store/index.js";
+import { BoundedOutput } from "./output.js";
+import { redactedIo } from "./redacted-io.js";
+import { TerminalRedaction } from "./terminal-redaction.js";
+import { agentEnv, commandWalls, cwdOf, limitsOf, type CommandLimits, type Walls } from "./walls.js";
+
+export { BoundedOutput } from "./output.js";
+export { agentEnv, argvOf, commandWalls, cwdOf, DEFAULT_PATH, type CommandLimits } from "./walls.js";
+
+export type MachineRow = typeof schema.machines.$inferSelect;
+
+/** Where a run's private files go: written on the host, seen in the box at /agent. */
+export interface RunStaging {
+  stage(
+    machineId: string,
+    runId: string,
+    files: Record<string, Buffer>,
+    uid: number,
+  ): Promise<{ boxPath: string }>;
+  unstage(machineId: string, runId: string): Promise<void>;
+}
+
+/** One command of the agent, as its caller asks for it; the door adds the rest. */
+export interface WorkloadCommand {
+  argv: string[];
+  /** The caller's variables: under the agent's secrets and warren's own. */
+  env?: Record<string, string> | undefined;
+  /** Relative to the home (or absolute inside the box); the home when absent. */
+  cwd?: string | undefined;
+  stdin?: Buffer | undefined;
+  timeoutMs: number;
+  /** The command's own limits, tighter than its machine's. */
+  limits?: CommandLimits | undefined;
+  /**
+   * The run's own command (a command run's, a harness CLI's): it reads the run's staged files
+   * at /agent, and is the run's generation. A run's other commands (run_command) are not.
+   */
+  main?: boolean | undefined;
+  /** Variables of warren's for this command (a harness CLI's set-up): over the secrets'. */
+  own?: Record<string, string> | undefined;
+  /** How the machine's records name the command (runaway events); its argv when absent. */
+  shownAs?: string[] | undefined;
+}
+
+/** A terminal in the box: its bytes reach `deliver` only redacted. */
+export interface AgentPty {
+  readonly stream: PtyStream;
+  /** The agent's secrets resolved again: any new value is redacted from the next byte on. */
+  refresh(): Promise<void>;
+  /** Lets out the bytes still held (the terminal ended) and stops following new values. */
+  end(): void;
+}
+
+export interface WorkloadsOptions {
+  db: Db;
+  runtime: Pick<MachineRuntime, "ensure" | "exec" | "pty">;
+  homes: Pick<HomeLayout, "identity">;
+  secrets: Pick<Secrets, "resolve" | "onChange">;
+  staging: RunStaging;
+  logger: Logger;
+}
+
+/** The run a workload belongs to. */
+export interface RunScope {
+  id: string;
+}
+
+export class Workloads {
+  constructor(private readonly o: WorkloadsOptions) {}
+
+  /**
+   * The door for one unit of the agent's work: its machine (given, or read here) and its
+   * secrets, resolved now (a grant or a value changed reaches the next unit of work).
+   */
+  async open(agent: AgentRow, opts: { machine?: MachineRow; run?: RunScope } = {}): Promise<Workload> {
+    const machine = opts.machine ?? (await this.#machineOf(agent));
+    const secrets = await this.o.secrets.resolve(agent);
+    return new Workload(this.o, agent, machine, secrets, opts.run);
+  }
+
+  /** The door of an agent known by id (work the server starts itself, not a request). */
+  async openAgent(agentId: string, opts: { run?: RunScope } = {}): Promise<Workload> {
+    const [agent] = await this.o.db.select().from(schema.agents).where(eq(schema.agents.id, agentId));
+    if (!agent) throw new WarrenError("not_found", "agent was not found");
+    return this.open(agent, opts);
+  }
+
+  async #machineOf(agent: AgentRow): Promise<MachineRow> {
+    const [m] = await this.o.db.select().from(schema.machines).where(eq(schema.machines.id, agent.machineId));
+    if (!m) throw new WarrenError("not_found", "machine was not found");
+    return m;
+  }
+}
+
+export class Workload {
+  /** Values this work protects beyond the agent's secrets (a run's workload token). */
+  readonly #protected: Buffer[] = [];
+  #staged: string | undefined;
+  /** The redaction set of the run's records (Records.openRun): what this work protects joins it. */
+  #recording: { add(values: readonly (Buffer | string)[]): void } | undefined;
+
+  constructor(
+    private readonly o: WorkloadsOptions,
+    readonly agent: AgentRow,
+    readonly machine: MachineRow,
+    readonly secrets: ResolvedSecrets,
+    readonly run: RunScope | undefined,
+  ) {}
+
+  get trust(): Trust {
+    return this.machine.trust;
+  }
+
+  get uid(): number {
+    return uidOf(this.agent.slot);
+  }
+
+  /** The walls of the agent's commands (a run's own command also reads its /agent). */
+  walls(opts: { main?: boolean } = {}): Walls {
+    return commandWalls(this.agent, this.trust, this.o.homes, { run: opts.main === true });
+  }
+
+  /** What every record and every output of this work is redacted of: the secrets and what it protects. */
+  redactor(): Redactor {
+    if (this.#protected.length === 0) return this.secrets.redactor;
+    return new Redactor([...this.secrets.redactor.values, ...this.#protected], SECRET_VALUE_MIN_BYTES);
+  }
+
+  /** The run's records are redacted of what this work protects too. */
+  recordInto(recording: { add(values: readonly (Buffer | string)[]): void }): void {
+    this.#recording = recording;
+    if (this.#protected.length > 0) recording.add(this.#protected);
+  }
+
+  /** Values redacted from everything the box prints from now on, and from the run's records. */
+  protect(values: readonly string[]): void {
+    for (const v of values) this.#protected.push(...withCaseForms([v]));
+    this.#recording?.add(values);
+  }
+
+  /** The agent's box, started if it is not running (a refusal comes before any output). */
+  async ready(): Promise<void> {
+    await this.o.runtime.ensure(this.agent.machineId);
+  }
+
+  /** A run's private files, seen by its own command at /agent until `unstage`. */
+  async stage(files: Record<string, Buffer>): Promise<void> {
+    if (!this.run) throw new Error("only a run stages files");
+    const staged = await this.o.staging.stage(this.machine.id, this.run.id, files, this.uid);
+    this.#staged = staged.boxPath;
+  }
+
+  async unstage(): Promise<void> {
+    if (!this.run || this.#staged === undefined) return;
+    this.#staged = undefined;
+    await this.o.staging
+      .unstage(this.machine.id, this.run.id)
+      .catch((err: unknown) => this.o.logger.warn({ err, runId: this.run?.id }, "unstaging failed"));
+  }
+
+  /** The environment of a command: warren's variables over its own over the secrets over the caller's. */
+  env(cmd: Pick<WorkloadCommand, "env" | "own" | "main">): Record<string, string> {
+    return agentEnv(this.agent, {
+      ...cmd.env,
+      ...this.secrets.env,
+      ...cmd.own,
+      ...(this.run ? { WARREN_RUN_ID: this.run.id } : {}),
+      ...(cmd.main && this.#staged !== undefined ? { WARREN_INPUT: `${BOX_PATHS.agent}/input` } : {}),
+    });
+  }
+
+  /**
+   * Runs a command of the agent. `io` gets its stdout and stderr only redacted, the last held
+   * bytes once it ended, before this answers.
+   */
+  async exec(cmd: WorkloadCommand, plain: ExecIo = {}): Promise<BoxExecResult> {
+    const main = cmd.main === true;
+    if (main && (!this.run || this.#staged === undefined))
+      throw new Error("a run's own command needs its files staged first");
+    const io = redactedIo(plain, {
+      redactor: this.redactor(),
+      ...(this.secrets.follow ? { follow: this.secrets.follow } : {}),
+    });
+    try {
+      return await this.o.runtime.exec(
+        this.agent.machineId,
+        {
+          argv: cmd.argv,
+          env: this.env(cmd),
+          cwd: cwdOf(this.agent.id, cmd.cwd),
+          ...this.walls({ main }),
+          stdin: cmd.stdin,
+          timeoutMs: cmd.timeoutMs,
+          limits: limitsOf(cmd.limits),
+          ...(main ? { agentDir: this.#staged, generation: true } : {}),
+        },
+        io,
+        { agentId: this.agent.id, runId: this.run?.id, argv: cmd.shownAs ?? cmd.argv },
+      );
+    } finally {
+      io.flush();
+    }
+  }
+
+  /** Runs a command and keeps its stdout and stderr (redacted) up to `limitBytes` each. */
+  async collect(
+    cmd: WorkloadCommand,
+    o: { limitBytes: number; signal?: AbortSignal | undefined },
+  ): Promise<{ result: BoxExecResult; stdout: BoundedOutput; stderr: BoundedOutput }> {
+    const stdout = new BoundedOutput(o.limitBytes);
+    const stderr = new BoundedOutput(o.limitBytes);
+    const result = await this.exec(cmd, {
+      ...(o.signal ? { signal: o.signal } : {}),
+      onStdout: (c) => stdout.push(c),
+      onStderr: (c) => stderr.push(c),
+    });
+    return { result, stdout, stderr };
+  }
+
+  /**
+   * A terminal of the agent: its environment and walls, and no secret (a terminal is the
+   * operator's), but what it prints reaches `deliver` redacted of every value that reaches
+   * the agent: those it has now, those it stores meanwhile, those granted while it runs.
+   * `rescrub` is told each new set, for what was printed before it (a scrollback).
+   */
+  async pty(
+    req: { argv: string[]; cols: number; rows: number },
+    out: { deliver: (redacted: Buffer) => void; rescrub: (r: Redactor) => void },
+  ): Promise<AgentPty> {
+    const redaction = new TerminalRedaction(out.deliver);
+    const add = (values: Iterable<Buffer>) => {
+      const r = redaction.add(values);
+      if (r) out.rescrub(r);
+    };
+    add(this.secrets.redactor.values);
+    const refresh = async () => add((await this.o.secrets.resolve(this.agent)).redactor.values);
+    // a value the agent stores from its box (warren-secret store) is redacted at once
+    const stopFollowing = this.secrets.follow?.((value) => add([value]));
+    // a secret granted while it runs: from the grant's answer on
+    const stopWatching = this.o.secrets.onChange(this.agent.orgId, () =>
+      refresh().catch((err: unknown) =>
+        this.o.logger.error(
+          { err, agentId: this.agent.id },
+          "a terminal's secrets could not be resolved again",
+        ),
+      ),
+    );
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      stopFollowing?.();
+      stopWatching();
+      redaction.end();
+    };
+    const walls = this.walls();
+    try {
+      const stream = await this.o.runtime.pty(
+        this.agent.machineId,
+        {
+          argv: req.argv,
+          env: agentEnv(this.agent, {
+            TERM: "xterm-256color",
+            SHELL: "/bin/bash",
+            USER: this.agent.id,
+            LOGNAME: this.agent.id,
+          }),
+          cwd: homeOf(this.agent.id),
+          ...walls,
+          groups: walls.groups ?? [],
+          cols: req.cols,
+          rows: req.rows,
+        },
+        { onData: (chunk) => redaction.push(chunk) },
+      );
+      return { stream, refresh, end };
+    } catch (err) {
+      end();
+      throw err;
+    }
+  }
+}
