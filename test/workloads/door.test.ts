@@ -56,7 +56,9 @@ describe("every agent command goes through the door", { skip: boxSkipReason() ??
     assert.ok(!text.includes(SECRET), `the secret left the box: ${text}`);
     const line = text.split("\n").find((l) => l.includes(`|${agent.id}|`));
     assert.ok(line, `the door's variables are missing from: ${text}`);
-    const [token, id, proxy, run] = line.trim().split("|");
+    // a terminal's line may begin with its escapes and a carriage return
+    const shown = line.replace(/\x1b\[[0-9;?]*[a-zA-Z]/g, "").split("\r").pop()!;
+    const [token, id, proxy, run] = shown.trim().split("|");
     assert.equal(token, "[redacted]");
     assert.equal(id, agent.id);
     assert.match(proxy!, /^http:\/\/127\.0\.0\.1:\d+$/);
@@ -65,7 +67,7 @@ describe("every agent command goes through the door", { skip: boxSkipReason() ??
 
   before(async () => {
     anth = await startFakeAnthropic();
-    t = await startTestServer({ env: { WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(anth) } });
+    t = await startTestServer({ listen: true, env: { WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(anth) } });
     org = (await t.call("POST", "/api/orgs", { name: "door" })).body;
     const key = await t.call("POST", "/api/secrets", {
       org_id: org.id,
