@@ -26,6 +26,8 @@ export { BoundedOutput } from "./output.js";
 export { agentEnv, argvOf, commandWalls, cwdOf, DEFAULT_PATH, type CommandLimits } from "./walls.js";
 
 export type MachineRow = typeof schema.machines.$inferSelect;
+/** What the door needs of a machine: its id and its trust (fixed when the machine is made). */
+export type MachineRef = Pick<MachineRow, "id" | "trust">;
 
 /** Where a run's private files go: written on the host, seen in the box at /agent. */
 export interface RunStaging {
@@ -84,13 +86,16 @@ export interface RunScope {
 }
 
 export class Workloads {
+  /** Machines' trust by id: set when a machine is made and never changed, so kept once read. */
+  readonly #machines = new Map<string, MachineRef>();
+
   constructor(private readonly o: WorkloadsOptions) {}
 
   /**
    * The door for one unit of the agent's work: its machine (given, or read here) and its
    * secrets, resolved now (a grant or a value changed reaches the next unit of work).
    */
-  async open(agent: AgentRow, opts: { machine?: MachineRow; run?: RunScope } = {}): Promise<Workload> {
+  async open(agent: AgentRow, opts: { machine?: MachineRef; run?: RunScope } = {}): Promise<Workload> {
     const machine = opts.machine ?? (await this.#machineOf(agent));
     const secrets = await this.o.secrets.resolve(agent);
     return new Workload(this.o, agent, machine, secrets, opts.run);
@@ -103,9 +108,16 @@ export class Workloads {
     return this.open(agent, opts);
   }
 
-  async #machineOf(agent: AgentRow): Promise<MachineRow> {
-    const [m] = await this.o.db.select().from(schema.machines).where(eq(schema.machines.id, agent.machineId));
+  async #machineOf(agent: AgentRow): Promise<MachineRef> {
+    const known = this.#machines.get(agent.machineId);
+    if (known) return known;
+    const [m] = await this.o.db
+      .select({ id: schema.machines.id, trust: schema.machines.trust })
+      .from(schema.machines)
+      .where(eq(schema.machines.id, agent.machineId));
     if (!m) throw new WarrenError("not_found", "machine was not found");
+    if (this.#machines.size >= 10_000) this.#machines.clear();
+    this.#machines.set(m.id, m);
     return m;
   }
 }
@@ -120,7 +132,7 @@ export class Workload {
   constructor(
     private readonly o: WorkloadsOptions,
     readonly agent: AgentRow,
-    readonly machine: MachineRow,
+    readonly machine: MachineRef,
     readonly secrets: ResolvedSecrets,
     readonly run: RunScope | undefined,
   ) {}
