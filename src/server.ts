@@ -227,20 +227,6 @@ async function compose(
   const registry = new GenerationRegistry(config.WARREN_ORG_MAX_RUNS);
   const layout = provider.homes;
 
-  const runtime = new MachineRuntime({
-    db: store.db,
-    provider,
-    logger,
-    metrics,
-    connect: connectBoxd,
-    paths: { data: paths.data, contracts: paths.contracts, harness: config.WARREN_HARNESS_DIR },
-    idleMs: config.BOX_IDLE_S * 1000,
-    busyAgents: () => registry.activeAgents(),
-    pids: config.BOX_PIDS,
-    // boxd hears from its server well within BOX_ORPHAN_S
-    keepaliveMs:
-      config.BOX_ORPHAN_S > 0 ? Math.max(250, Math.min(10_000, (config.BOX_ORPHAN_S * 1000) / 3)) : 10_000,
-  });
   const access = new Access(store.db);
   const secrets = new Secrets(store.db, access, masterKey.key);
   try {
@@ -256,10 +242,24 @@ async function compose(
   held.secrets = secrets;
   // agents' calls from inside their boxes (warren-secret): each running box keeps a channel
   const agentCalls = new AgentCalls(store.db, secrets, layout, logger);
-  runtime.setCallHandler((machineId, call) => agentCalls.handle(machineId, call));
   // connections from agents' commands to the boxes' bridge ports (BOX_BRIDGES): a handler per name
   const bridges = new Bridges(store.db, logger);
-  runtime.setBridgeHandler(bridges.accept);
+  const runtime = new MachineRuntime({
+    db: store.db,
+    provider,
+    logger,
+    metrics,
+    connect: connectBoxd,
+    paths: { data: paths.data, contracts: paths.contracts, harness: config.WARREN_HARNESS_DIR },
+    idleMs: config.BOX_IDLE_S * 1000,
+    busyAgents: () => registry.activeAgents(),
+    pids: config.BOX_PIDS,
+    // boxd hears from its server well within BOX_ORPHAN_S
+    keepaliveMs:
+      config.BOX_ORPHAN_S > 0 ? Math.max(250, Math.min(10_000, (config.BOX_ORPHAN_S * 1000) / 3)) : 10_000,
+    onCall: (machineId, call) => agentCalls.handle(machineId, call),
+    onBridge: bridges.accept,
+  });
   const orgs = new Orgs(store.db, access);
   const machines = new Machines(store.db, access, layout, () => runtime);
   const agents: Agents = new Agents(
