@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,6 +164,8 @@ void cg_remove_later(const struct config *cfg, const char *name) {
   pthread_mutex_lock(&removal.lock);
   if (!removal.started) {
     removal.cfg = cfg;
+    /* one malloc arena for both threads: the thread costs boxd no memory of its own */
+    mallopt(M_ARENA_MAX, 1);
     pthread_attr_t attr;
     pthread_t t;
     pthread_attr_init(&attr);

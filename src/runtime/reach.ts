@@ -13,6 +13,7 @@ import type {
 import type { CommandOwner } from "./health.js";
 import type { BoxLifecycle } from "./lifecycle.js";
 import type { LiveBoxes } from "./live.js";
+import { execTrace, monotonicUs } from "./trace.js";
 
 export class BoxdReach {
   constructor(
@@ -49,7 +50,16 @@ export class BoxdReach {
         io.onStart?.(pid, cgroup);
       },
     };
+    if (execTrace.enabled) return this.#traced(machineId, req, tracked);
     return this.#retrying(machineId, () => this.#execOnce(machineId, req, tracked));
+  }
+
+  async #traced(machineId: string, req: BoxExecRequest, io: ExecIo): Promise<BoxExecResult> {
+    const runtimeUs = monotonicUs();
+    const r = await this.#retrying(machineId, () => this.#execOnce(machineId, { ...req, trace: true }, io));
+    execTrace.last = { runtimeUs, ...(r.trace ? { box: r.trace } : {}), answeredUs: monotonicUs() };
+    const { trace: _trace, ...result } = r;
+    return result;
   }
 
   async #execOnce(machineId: string, req: BoxExecRequest, io: ExecIo): Promise<BoxExecResult> {
