@@ -1,5 +1,5 @@
 // The real floor of running a command: a bare posix_spawn of /bin/true and its waitpid,
-// timed by a small C helper (native/spawn-floor.c, built here with cc) that does nothing
+// timed by a small C helper (native/spawn-floor.c, built here with gcc, as the native build does) that does nothing
 // else, beside which Node's child_process.spawn is shown. Every "vs floor" ratio of the
 // table is against this one.
 import { execFileSync, spawnSync } from "node:child_process";
@@ -15,7 +15,7 @@ const source = path.join(path.dirname(fileURLToPath(import.meta.url)), "native",
 export function buildFloor(): { binary: string; dir: string } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "warren-bench-floor-"));
   const binary = path.join(dir, "spawn-floor");
-  execFileSync("cc", ["-O2", "-Wall", "-Wextra", "-Werror", "-o", binary, source], { stdio: "inherit" });
+  execFileSync("gcc", ["-O2", "-Wall", "-Wextra", "-Werror", "-o", binary, source], { stdio: "inherit" });
   return { binary, dir };
 }
 
