@@ -1,5 +1,5 @@
 /*
- * An exec request: its checks (the rules of parseExecSpec in src/boxd/protocol.ts, with
+ * An exec request: its checks (the rules of parseExecSpec in src/boxd/validate.ts, with
  * the same messages) and the options it gives the helper (native/boxd-spawn.c).
  */
 #ifndef BOXD_SPEC_H
