@@ -3,9 +3,12 @@
 //   node --import tsx bench/main.ts          (after `npm run build`; `make bench` does both)
 //   WARREN_BENCH_QUICK=1 ...                 fewer repetitions, a smaller home (a smoke run)
 //
-// Rows: the floor (spawning /bin/true from Node), bubblewrap alone, the peers of
+// Rows: the floor (a bare posix_spawn of /bin/true from a C helper, bench/floor.ts; Node's
+// own spawn beside it), bubblewrap alone, the peers of
 // ../shared/peers (podman run, podman exec, sandbox-runtime), warren's warm exec through the
-// HTTP API, its cold start, density (20 machines x 10 agents live at once, boxd's memory), a
+// HTTP API and the phases of one (bench/phases.ts), its cold start, reads of one resource,
+// density (20 machines x 10 agents live at once, boxd's memory), throughput (50 clients
+// driving 50 agents), a
 // Cedar tool-policy decision, the home measurement against du, and the egress proxy against a
 // direct connection (added latency of a request, throughput of one CONNECT tunnel). Targets
 // missed print "no"; they never fail the run. An error of warren itself (a failed request, an
@@ -25,13 +28,21 @@ import { BoxdClient } from "../src/boxd/client.js";
 import type { PingResult } from "../src/boxd/protocol.js";
 import { startTestServer, type TestServer } from "../test/support/server.js";
 import { benchCedar } from "./cedar.js";
+import { buildFloor, timeFloor } from "./floor.js";
+import { tracePhases } from "./phases.js";
 import { benchEgress, egressTable } from "./egress.js";
 import { benchMeasure } from "./measure.js";
 import { benchRedaction, median } from "./redact.js";
 import { fmt, percentile, summarize, table, timeMany, type Sample } from "./stats.js";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const peersDir = path.resolve(repoRoot, "../shared/peers");
+// ../shared/peers beside the checkout (or beside its worktrees' folder), or WARREN_PEERS_DIR
+const peersDir =
+  process.env.WARREN_PEERS_DIR ??
+  [path.resolve(repoRoot, "../shared/peers"), path.resolve(repoRoot, "../../shared/peers")].find((d) =>
+    fs.existsSync(d),
+  ) ??
+  path.resolve(repoRoot, "../shared/peers");
 const resultsFile = path.join(repoRoot, "bench", "results", "latest.json");
 
 const quick = process.env.WARREN_BENCH_QUICK === "1";
@@ -46,9 +57,21 @@ const N = {
   files: quick ? 10_000 : 100_000,
   measureRuns: quick ? 3 : 7,
   cedar: quick ? 2_000 : 20_000,
+  traced: quick ? 20 : 100,
+  gets: quick ? 200 : 1000,
+  clients: 50,
+  throughputS: quick ? 5 : 60,
 };
 
+/** The targets of a warm exec, in one run: against the real floor and against podman exec. */
+const WARM_VS_FLOOR = 4;
+const WARM_VS_PODMAN_EXEC = 50;
+
 const MiB = 1024 * 1024;
+/** boxd's idle private memory per box before the exec path was reworked (RssAnon median, this
+ * host, `make bench` of 2026-12-01), and the slack "unchanged" allows: four pages. */
+const IDLE_ANON_BEFORE = 483_328;
+const IDLE_ANON_SLACK = 16 * 1024;
 const PEER_SETUP_TIMEOUT_MS = 20 * 60_000;
 const PEER_RUN_TIMEOUT_MS = 60_000;
 const PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager", "cgroupfs"];
@@ -112,6 +135,8 @@ interface Row {
 
 const rows: Row[] = [];
 let floorP50 = NaN;
+/** podman exec's p50, when the peer ran. */
+let podmanExecP50 = NaN;
 
 const ratio = (x: number): string => (Number.isFinite(x) ? `${x < 10 ? x.toFixed(1) : x.toFixed(0)}×` : "-");
 const mib = (bytes: number): string => `${(bytes / MiB).toFixed(1)} MiB`;
@@ -225,13 +250,15 @@ async function timeCommand(
   n: number,
   warmup: number,
   data: Record<string, unknown> = {},
-): Promise<void> {
+): Promise<Sample | undefined> {
   log(`${what}: ${n} runs of ${argv.join(" ")}`);
   try {
     const s = await timeMany(n, () => spawnQuiet(argv), warmup);
     timeRow(what, s, {}, { command: argv.join(" "), ...data });
+    return s;
   } catch (err) {
     skipRow(what, `${argv[0]} failed (${await whyFails(argv)}; ${messageOf(err)})`);
+    return undefined;
   }
 }
 
@@ -369,12 +396,48 @@ async function warren(): Promise<void> {
   await api.exec(a.id);
   log(`warren: first exec (box start) ${fmt(performance.now() - t0)} ms; ${N.warm} warm execs`);
   const warm = await timeMany(N.warm, () => api.exec(a.id), 20);
+  const vsPodman = podmanExecP50 / warm.p50;
   timeRow(
     "warren warm exec /bin/true via the API (HTTP keep-alive)",
     warm,
-    { target: "≤ 5× floor", met: yesNo(warm.p50 <= 5 * floorP50) },
-    { target_vs_floor: 5 },
+    {
+      target: `≤ ${WARM_VS_FLOOR}× floor, ≥ ${WARM_VS_PODMAN_EXEC}× faster than podman exec (${ratio(vsPodman)})`,
+      met: yesNo(
+        warm.p50 <= WARM_VS_FLOOR * floorP50 && Number.isFinite(vsPodman) && vsPodman >= WARM_VS_PODMAN_EXEC,
+      ),
+    },
+    { target_vs_floor: WARM_VS_FLOOR, vs_podman_exec: vsPodman, target_vs_podman_exec: WARM_VS_PODMAN_EXEC },
   );
+
+  log(`warren: the phases of ${N.traced} traced warm execs`);
+  const phases = await tracePhases(N.traced, () => api.exec(a.id));
+  for (const p of phases)
+    rows.push({
+      what: `  phase: ${p.what}`,
+      p50: p.p50.toFixed(3),
+      p99: p.p99.toFixed(3),
+      vsFloor: "",
+      target: "",
+      met: "",
+      data: { n: p.n, p50_ms: p.p50, p99_ms: p.p99 },
+    });
+
+  log(`warren: ${N.gets} reads of one resource each`);
+  for (const [what, url, target] of [
+    ["GET /health", "/health", NaN],
+    ["GET /api/agents/:id (PGlite)", `/api/agents/${a.id}`, 1.5],
+    ["GET /api/machines/:id (PGlite)", `/api/machines/${m.id}`, 1.5],
+  ] as const) {
+    const g = await timeMany(N.gets, () => api.ok("GET", url), 20);
+    timeRow(
+      `warren ${what}, one connection`,
+      g,
+      Number.isNaN(target)
+        ? { vsFloor: "" }
+        : { vsFloor: "", target: `p50 ≤ ${target}`, met: yesNo(g.p50 <= target) },
+      Number.isNaN(target) ? {} : { target_ms: target },
+    );
+  }
 
   // Cold start: stopped machine to first exec returning.
   log(`warren: ${N.cold} cold starts`);
@@ -456,9 +519,9 @@ async function density(t: TestServer, api: Api): Promise<void> {
     p50: fmt(allUp),
     p99: "",
     vsFloor: "",
-    target: "",
-    met: "",
-    data: { wall_ms: allUp, boxes, agents: boxes * per },
+    target: boxes === 20 ? "≤ 1500" : "",
+    met: boxes === 20 ? yesNo(allUp <= 1500) : "",
+    data: { wall_ms: allUp, boxes, agents: boxes * per, target_ms: 1500 },
   });
 
   // boxd collects its garbage one second after its last connection closes: wait for idle.
@@ -491,7 +554,10 @@ async function density(t: TestServer, api: Api): Promise<void> {
     target: "≤ 40 MiB",
     met: yesNo(rss.max <= 40 * MiB),
   });
-  memRow(`boxd idle private memory (RssAnon) per box`, anon);
+  memRow(`boxd idle private memory (RssAnon) per box`, anon, {
+    target: `≤ ${(IDLE_ANON_BEFORE / 1024).toFixed(0)} KiB + 16 (unchanged)`,
+    met: yesNo(anon.median <= IDLE_ANON_BEFORE + IDLE_ANON_SLACK),
+  });
   memRow(`boxd idle proportional memory (PSS) per box`, pss);
   rows.push({
     what: `boxd private memory of all ${boxes} boxes (sum of RssAnon; of PSS)`,
@@ -507,10 +573,48 @@ async function density(t: TestServer, api: Api): Promise<void> {
       `PSS median ${mib(pss.median)}; all ${boxes} private ${mib(anon.sum)}`,
   );
 
+  await throughput(api, machines);
+
   log(`density: stopping ${boxes} machines`);
   for (const m of machines) await api.ok("POST", `/api/machines/${m.id}/stop`);
   if ((await t.server.provider.list({ "warren.kind": "machine" })).some((b) => b.state === "running"))
     throw new WarrenFailure("boxes are still running after every machine was stopped");
+}
+
+/** N.clients clients, each driving one agent of its own with execs back to back, for N.throughputS. */
+async function throughput(api: Api, machines: { agents: string[] }[]): Promise<void> {
+  const agents = machines.flatMap((m) => m.agents).slice(0, N.clients);
+  log(`throughput: ${agents.length} clients, one agent each, for ${N.throughputS} s`);
+  const end = performance.now() + N.throughputS * 1000;
+  let done = 0;
+  const failures: string[] = [];
+  const t0 = performance.now();
+  await Promise.all(
+    agents.map(async (id) => {
+      while (performance.now() < end) {
+        try {
+          await api.exec(id, ["true"]);
+          done++;
+        } catch (err) {
+          failures.push(messageOf(err));
+          if (failures.length > 20) return;
+        }
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  const perS = done / seconds;
+  rows.push({
+    what: `throughput: ${agents.length} clients driving ${agents.length} agents, ${os.cpus().length} cores (execs/s, errors)`,
+    p50: `${perS.toFixed(0)} execs/s`,
+    p99: `${failures.length} errors`,
+    vsFloor: "",
+    target: "≥ 300 execs/s",
+    met: yesNo(perS >= 300),
+    data: { execs: done, seconds, execs_per_s: perS, errors: failures.length, clients: agents.length },
+  });
+  if (failures.length > 0)
+    throw new WarrenFailure(`throughput: ${failures.length} execs failed: ${failures[0]}`);
 }
 
 // ---- the run -------------------------------------------------------------------------------
@@ -546,6 +650,11 @@ async function main(): Promise<number> {
     const podmanExisted = podmanContainerExists("warren-peer");
     const podmanRun = await preparePeer("podman.sh", ["run"]);
     const podmanExec = await preparePeer("podman.sh", ["exec"]);
+    const floorBuild = buildFloor();
+    cleanups.push({
+      what: "the floor helper",
+      fn: () => fs.rmSync(floorBuild.dir, { recursive: true, force: true }),
+    });
     if (!podmanExisted && podmanContainerExists("warren-peer")) {
       cleanups.push({
         what: "the warren-peer container",
@@ -557,10 +666,12 @@ async function main(): Promise<number> {
     }
     const srt = await preparePeer("srt.sh", []);
 
-    log(`floor: ${N.floor} spawns of /bin/true`);
-    const floor = await timeMany(N.floor, () => spawnQuiet(["/bin/true"]), 20);
+    log(`floor: ${N.floor} bare posix_spawns of /bin/true, and as many from Node`);
+    const floor = timeFloor(floorBuild.binary, N.floor, 20);
     floorP50 = floor.p50;
-    timeRow("floor: spawn /bin/true from Node", floor);
+    timeRow("floor: posix_spawn /bin/true and wait (C helper)", floor, {}, { samples_ms: floor.samples_ms });
+    const nodeSpawn = await timeMany(N.floor, () => spawnQuiet(["/bin/true"]), 20);
+    timeRow("Node child_process.spawn /bin/true", nodeSpawn);
 
     if (hasCommand("bwrap"))
       await timeCommand("bubblewrap alone: bwrap --unshare-all … /bin/true", BWRAP, N.bwrap, 10);
@@ -573,7 +684,10 @@ async function main(): Promise<number> {
     ];
     for (const [what, p] of peers) {
       if ("skip" in p) skipRow(what, p.skip);
-      else await timeCommand(what, p.argv, N.peer, 3);
+      else {
+        const s = await timeCommand(what, p.argv, N.peer, 3);
+        if (s && p === podmanExec) podmanExecP50 = s.p50;
+      }
     }
 
     log("redaction: 20 secrets of mixed lengths over 64 MiB of output, streamed in 64 KiB chunks");

@@ -62,6 +62,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -70,6 +71,13 @@ extern char **environ;
 #define MAX_GROUPS 32
 #define MAX_FILTER 4096
 #define MAX_FILE_RULES 128
+
+/* CLOCK_MONOTONIC in µs: the phase times of a traced exec (--trace-fd). */
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
 
 static void die(int code, const char *step, const char *fmt, ...) {
   char msg[512];
@@ -234,6 +242,7 @@ struct opts {
   char *env[MAX_ENV + 1];
   size_t nenv;
   int spec_fd;
+  int trace_fd; /* -1: no trace */
   char **argv; /* the command, NULL-terminated */
 };
 
@@ -283,6 +292,7 @@ static int parse_opts(int argc, char **argv, struct opts *o, int allow_cgroups) 
       if (!strchr(v, '=')) die(126, "arguments", "--env wants NAME=VALUE");
       o->env[o->nenv++] = v;
     } else if (strcmp(a, "--spec-fd") == 0) o->spec_fd = (int)parse_id(v, "fd");
+    else if (strcmp(a, "--trace-fd") == 0) o->trace_fd = (int)parse_id(v, "fd");
     else if (strcmp(a, "--cgroup") == 0) {
       if (!allow_cgroups) die(126, "arguments", "--cgroup only on the command line");
       if (o->ncgroups == MAX_CGROUPS) die(126, "arguments", "too many cgroups");
@@ -396,10 +406,11 @@ static int probe(void) {
 
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--probe") == 0) return probe();
+  double t_start = now_us();
   struct opts o;
   memset(&o, 0, sizeof o);
   o.uid = o.gid = -1;
-  o.spec_fd = -1;
+  o.spec_fd = o.trace_fd = -1;
   int rest = parse_opts(argc - 1, argv + 1, &o, 1) + 1;
 
   /* 1. cgroups first: nothing has been forked yet. */
@@ -411,6 +422,7 @@ int main(int argc, char **argv) {
     write_file(path, pidtext);
   }
 
+  double t_joined = now_us();
   if (o.spec_fd >= 0) {
     if (rest < argc) die(126, "arguments", "no command with --spec-fd");
     int n = 0;
@@ -425,6 +437,7 @@ int main(int argc, char **argv) {
   }
   if (o.uid < 0 || o.gid < 0 || !o.cwd || !o.seccomp_path) die(126, "arguments", "--uid, --gid, --cwd and --seccomp are required");
   o.env[o.nenv] = NULL;
+  double t_spec = now_us();
 
   /* 2. no core dumps; a session of its own (no controlling terminal). A terminal's shell
      (native/boxd/pty.c) is already the leader of a session whose controlling terminal is
@@ -453,10 +466,15 @@ int main(int argc, char **argv) {
   /* 6. enter the working directory with the agent's rights. */
   if (chdir(o.cwd) != 0) die(126, "cwd", "%s: %s", o.cwd, strerror(errno));
 
+  double t_privileges = now_us();
+
   /* 7, 8. no way back up, the command's file access, and the filter. */
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die(126, "no_new_privs", "%s", strerror(errno));
   if (o.files_restrict || o.port_first > 0 || o.nconnect > 0 || o.scope_abstract_unix) restrict_files(&o);
+  double t_landlock = now_us();
   if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0) die(126, "seccomp", "load: %s", strerror(errno));
+  if (o.trace_fd >= 0)
+    dprintf(o.trace_fd, "%.0f %.0f %.0f %.0f %.0f %.0f\n", t_start, t_joined, t_spec, t_privileges, t_landlock, now_us());
 
   /* 9. run it, with exactly its environment (PATH lookup uses that environment too). */
   close_fds_above_2();

@@ -2,7 +2,10 @@
 #include "cgroup.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
+#include <malloc.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +133,61 @@ size_t cg_procs(const struct config *cfg, const char *name, pid_t **out) {
 void cg_remove(const struct config *cfg, const char *name) {
   if (cg_procs(cfg, name, NULL) > 0) return;
   remove_dirs(cfg, name);
+}
+
+/* ---- the removal thread: a queue of names, taken in order ---- */
+
+static struct {
+  pthread_mutex_t lock;
+  pthread_cond_t wake;
+  struct names queue;
+  const struct config *cfg;
+  int started;
+} removal = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {0}, NULL, 0};
+
+static void *removal_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&removal.lock);
+  for (;;) {
+    while (removal.queue.n == 0) pthread_cond_wait(&removal.wake, &removal.lock);
+    struct names batch = removal.queue;
+    memset(&removal.queue, 0, sizeof removal.queue);
+    pthread_mutex_unlock(&removal.lock);
+    for (size_t i = 0; i < batch.n; i++) cg_remove(removal.cfg, batch.v[i]);
+    names_clear(&batch);
+    pthread_mutex_lock(&removal.lock);
+  }
+  return NULL;
+}
+
+void cg_remove_later(const struct config *cfg, const char *name) {
+  pthread_mutex_lock(&removal.lock);
+  if (!removal.started) {
+    removal.cfg = cfg;
+    /* one malloc arena for both threads: the thread costs boxd no memory of its own */
+    mallopt(M_ARENA_MAX, 1);
+    pthread_attr_t attr;
+    pthread_t t;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 128 * 1024);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    /* signals stay with the main thread (its signalfd): the thread blocks them all */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    removal.started = pthread_create(&t, &attr, removal_main, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+  }
+  if (!removal.started) {
+    /* no thread (out of resources): remove here, as before */
+    pthread_mutex_unlock(&removal.lock);
+    cg_remove(cfg, name);
+    return;
+  }
+  names_add(&removal.queue, name);
+  pthread_cond_signal(&removal.wake);
+  pthread_mutex_unlock(&removal.lock);
 }
 
 void cg_usage(const struct config *cfg, const char *name, struct usage *u) {

@@ -32,6 +32,10 @@ int cg_freeze(const struct config *cfg, const char *name, int frozen);
 size_t cg_procs(const struct config *cfg, const char *name, pid_t **out);
 /* Removes the cgroup if it is empty. */
 void cg_remove(const struct config *cfg, const char *name);
+/* The same, later and off the event loop: on cgroup v1 an rmdir waits for the kernel's
+   cgroup lock, which a helper joining its cgroup holds for an RCU grace period (~10 ms),
+   so removals go to one removal thread and boxd goes on answering meanwhile. */
+void cg_remove_later(const struct config *cfg, const char *name);
 void cg_usage(const struct config *cfg, const char *name, struct usage *u);
 /* The commands' cgroups present (names starting with x in the first hierarchy). */
 void cg_names(const struct config *cfg, struct names *out);

@@ -100,6 +100,7 @@ static void helper_close(struct helper *h) {
   close_fd(h->bd, &h->out, 1);
   close_fd(h->bd, &h->err, 1);
   close_fd(h->bd, &h->spec, 1);
+  if (h->trace >= 0) close(h->trace), h->trace = -1;
 }
 
 /* A name for a new helper's cgroup: x<n>-<ms since the epoch in base 36>. */
@@ -123,7 +124,7 @@ static struct helper *helper_spawn(struct boxd *bd, struct buf *err) {
   const struct config *cfg = &bd->cfg;
   struct helper *h = xcalloc(1, sizeof *h);
   h->bd = bd;
-  h->in = h->out = h->err = h->spec = -1;
+  h->in = h->out = h->err = h->spec = h->trace = -1;
   helper_name(bd, h->name, sizeof h->name);
   if (cg_create(cfg, h->name, err)) {
     free(h);
@@ -131,8 +132,9 @@ static struct helper *helper_spawn(struct boxd *bd, struct buf *err) {
   }
   char dirs[MAX_CGROUPS][4096];
   for (int r = 0; r < cfg->nroots; r++) cg_path(cfg, r, h->name, NULL, dirs[r], sizeof dirs[r]);
-  int p_in[2] = {-1, -1}, p_out[2] = {-1, -1}, p_err[2] = {-1, -1}, p_spec[2] = {-1, -1};
-  if (pipe2(p_in, O_CLOEXEC) || pipe2(p_out, O_CLOEXEC) || pipe2(p_err, O_CLOEXEC) || pipe2(p_spec, O_CLOEXEC)) {
+  int p_in[2] = {-1, -1}, p_out[2] = {-1, -1}, p_err[2] = {-1, -1}, p_spec[2] = {-1, -1}, p_tr[2] = {-1, -1};
+  if (pipe2(p_in, O_CLOEXEC) || pipe2(p_out, O_CLOEXEC) || pipe2(p_err, O_CLOEXEC) || pipe2(p_spec, O_CLOEXEC) ||
+      pipe2(p_tr, O_CLOEXEC | O_NONBLOCK)) {
     buf_printf(err, "pipe: %s", strerror(errno));
     goto fail;
   }
@@ -151,9 +153,9 @@ static struct helper *helper_spawn(struct boxd *bd, struct buf *err) {
   }
   if (pid == 0) {
     /* child: the pipe ends above 9 first, so no dup2 clobbers another */
-    int src[4] = {p_in[0], p_out[1], p_err[1], p_spec[0]};
-    for (int i = 0; i < 4; i++) src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 10);
-    for (int i = 0; i < 4; i++)
+    int src[5] = {p_in[0], p_out[1], p_err[1], p_spec[0], p_tr[1]};
+    for (int i = 0; i < 5; i++) src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 10);
+    for (int i = 0; i < 5; i++)
       if (src[i] < 0 || dup2(src[i], i) < 0) _exit(126);
     sigset_t none;
     sigemptyset(&none);
@@ -162,7 +164,8 @@ static struct helper *helper_spawn(struct boxd *bd, struct buf *err) {
     execve(cfg->spawn_helper, (char *const *)argv, envp);
     _exit(126);
   }
-  close(p_in[0]), close(p_out[1]), close(p_err[1]), close(p_spec[0]);
+  close(p_in[0]), close(p_out[1]), close(p_err[1]), close(p_spec[0]), close(p_tr[1]);
+  h->trace = p_tr[0];
   h->in = p_in[1], h->out = p_out[0], h->err = p_err[0], h->spec = p_spec[1];
   set_nonblock(h->in), set_nonblock(h->out), set_nonblock(h->err), set_nonblock(h->spec);
   h->pid = pid;
@@ -175,6 +178,7 @@ fail:
     if (p_out[i] >= 0) close(p_out[i]);
     if (p_err[i] >= 0) close(p_err[i]);
     if (p_spec[i] >= 0) close(p_spec[i]);
+    if (p_tr[i] >= 0) close(p_tr[i]);
   }
   cg_remove(cfg, h->name);
   free(h);
@@ -229,6 +233,7 @@ void helpers_reap(struct boxd *bd) {
       continue;
     }
     e->code = h->code, e->sig = h->sig;
+    e->t_exit = now_ms() * 1000.0;
     close_stdin(e);
     exec_event(e, EV_EXIT);
   }
@@ -295,6 +300,7 @@ static void spec_flush(struct exec *e) {
     e->spec_off += (size_t)n;
   }
   if (e->spec_off >= e->spec_q.len) {
+    e->t_spec_sent = now_ms() * 1000.0;
     close_fd(e->bd, &h->spec, 1);
     buf_free(&e->spec_q);
   } else
@@ -395,6 +401,25 @@ static void unlink_exec(struct exec *e) {
   bd->active_count--;
 }
 
+/* The phase times of a traced exec (µs of CLOCK_MONOTONIC, which the server shares):
+   boxd's own and those the helper wrote on its trace pipe before it ran the command
+   ("<start> <joined> <spec read> <privileges dropped> <landlock> <seccomp>"). */
+static void put_trace(struct buf *j, const struct exec *e) {
+  double ht[6] = {0};
+  char text[512];
+  ssize_t n = e->h->trace >= 0 ? read(e->h->trace, text, sizeof text - 1) : -1;
+  if (n > 0) {
+    text[n] = '\0';
+    char *p = text;
+    for (int i = 0; i < 6; i++) ht[i] = strtod(p, &p);
+  }
+  buf_printf(j, ",\"trace\":{\"requestUs\":%.0f,\"limitsUs\":%.0f,\"specSentUs\":%.0f,\"helperStartUs\":%.0f,"
+                "\"joinedUs\":%.0f,\"specReadUs\":%.0f,\"privilegesUs\":%.0f,\"landlockUs\":%.0f,\"seccompUs\":%.0f,"
+                "\"exitUs\":%.0f,\"answerUs\":%.0f}",
+             e->t_request, e->t_limits, e->t_spec_sent, ht[0], ht[1], ht[2], ht[3], ht[4], ht[5], e->t_exit,
+             now_ms() * 1000.0);
+}
+
 static void answer(struct exec *e) {
   struct boxd *bd = e->bd;
   drain(e, K_STDOUT);
@@ -427,7 +452,9 @@ static void answer(struct exec *e) {
     buf_puts(&j, ",\"peakMemoryBytes\":");
     if (u.has_peak) json_put_decimal(&j, u.peak_bytes, 0);
     else buf_puts(&j, "null");
-    buf_puts(&j, "}}");
+    buf_puts(&j, "}");
+    if (e->trace) put_trace(&j, e);
+    buf_puts(&j, "}");
     conn_send_json(c, &j);
     conn_end(c);
   }
@@ -491,6 +518,7 @@ void exec_run_timers(struct boxd *bd, double now) {
 void exec_start(struct conn *c, const struct spec *s) {
   struct boxd *bd = c->bd;
   struct buf err = {0}, options = {0};
+  double t_request = now_ms() * 1000.0;
   if (spec_options(s, bd->cfg.seccomp, &options)) {
     buf_free(&options);
     conn_fail(c, "internal", "out of memory");
@@ -530,6 +558,9 @@ void exec_start(struct conn *c, const struct spec *s) {
   snprintf(e->name, sizeof e->name, "%s", h->name);
   e->begun = now_ms();
   e->generation = s->generation;
+  e->trace = s->trace;
+  e->t_request = t_request;
+  e->t_limits = now_ms() * 1000.0;
   e->wout = (struct watch){W_OUT, e};
   e->werr = (struct watch){W_ERR, e};
   e->win = (struct watch){W_IN, e};

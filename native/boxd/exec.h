@@ -67,6 +67,7 @@ struct helper {
   char name[64]; /* its cgroup */
   pid_t pid;
   int in, out, err, spec; /* our ends of its pipes (-1 when closed) */
+  int trace;              /* where it writes its phase times when asked (fd 4 in it) */
   int exited, code, sig;  /* its wait status, once reaped */
   struct exec *exec;      /* the command that took it; NULL while ready or let go */
   struct helper *next;    /* in bd->helpers until reaped */
@@ -81,6 +82,8 @@ struct exec {
   char name[64];     /* its cgroup (the helper's) */
   double begun;
   int generation;
+  int trace;        /* the answer carries the phase times */
+  double t_request, t_limits, t_spec_sent, t_exit; /* CLOCK_MONOTONIC, µs */
   int code, sig;    /* the exit status, from EXIT on */
   int open_pipes;   /* stdout and stderr not yet at end of file */
   double timer_at;  /* the state's timer (see the table); 0 = none */

@@ -119,7 +119,7 @@ static void sweep(struct boxd *bd) {
     const char *name = names.v[i];
     if (!exec_is_active(bd, name) && !pty_is_active(bd, name) &&
         !(bd->prepared && !strcmp(bd->prepared->name, name)))
-      cg_remove(&bd->cfg, name);
+      cg_remove_later(&bd->cfg, name);
   }
   names_clear(&names);
 }
@@ -233,7 +233,7 @@ static void after_events(struct boxd *bd) {
     helper_prepare(bd);
   }
   bury_flush(bd);
-  for (size_t i = 0; i < bd->removals.n; i++) cg_remove(&bd->cfg, bd->removals.v[i]);
+  for (size_t i = 0; i < bd->removals.n; i++) cg_remove_later(&bd->cfg, bd->removals.v[i]);
   names_clear(&bd->removals);
 }
 

@@ -376,7 +376,8 @@ void pty_open(struct conn *c, const struct jv *x) {
     bad = 1;
   } else
     bad = spec_parse(o, &s, &e);
-  if (!bad && (json_get(o, "timeoutMs") || json_get(o, "agentDir") || json_get(o, "generation"))) {
+  if (!bad && (json_get(o, "timeoutMs") || json_get(o, "agentDir") || json_get(o, "generation") ||
+               json_get(o, "trace"))) {
     buf_puts(&e.msg, "a terminal takes no timeoutMs, agentDir or generation");
     bad = 1;
   }

@@ -148,6 +148,11 @@ int spec_parse(const struct jv *x, struct spec *s, struct perr *e) {
     if (gen->t != J_BOOL) return fail(e, "exec.generation must be a boolean");
     s->generation = gen->b;
   }
+  const struct jv *trace = json_get(x, "trace");
+  if (trace) {
+    if (trace->t != J_BOOL) return fail(e, "exec.trace must be a boolean");
+    s->trace = trace->b;
+  }
   const struct jv *limits = json_get(x, "limits");
   if (limits) {
     if (limits->t != J_OBJ) return fail(e, "exec.limits must be an object");
@@ -185,6 +190,7 @@ int spec_options(const struct spec *s, const char *seccomp, struct buf *o) {
     buf_free(&g);
   }
   if (s->agent_dir) bad |= opts(o, "--agent-dir") || optv(o, s->agent_dir);
+  if (s->trace) bad |= opts(o, "--trace-fd") || opts(o, "4");
   if (s->port_first > 0) {
     snprintf(num, sizeof num, "%ld-%ld", s->port_first, s->port_last);
     bad |= opts(o, "--bind-ports") || opts(o, num);

@@ -1,5 +1,5 @@
 /*
- * An exec request: its checks (the rules of parseExecSpec in src/boxd/protocol.ts, with
+ * An exec request: its checks (the rules of parseExecSpec in src/boxd/validate.ts, with
  * the same messages) and the options it gives the helper (native/boxd-spawn.c).
  */
 #ifndef BOXD_SPEC_H
@@ -18,6 +18,7 @@ struct spec {
   long timeout_ms; /* 0 = none */
   const struct jv *agent_dir; /* NULL = none */
   int generation;
+  int trace; /* the answer carries the exec's phase times (see ExecTrace) */
   int has_mem, has_pids;
   long mem_mib, pids;
   /* files: the paths the command may read, and read and write (Landlock); NULL = not

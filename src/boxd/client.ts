@@ -2,9 +2,10 @@
 // native/boxd/). One connection per operation, so any number of execs and
 // forwards run at once over one client.
 
-import net from "node:net";
 import type { Duplex } from "node:stream";
 import { WarrenError } from "../errors.js";
+import { openBridges, openCalls, type BridgeOffer, type CallAnswer, type CallsChannel } from "./channels.js";
+import { connector, startRefused, unavailable, type Connect } from "./connection.js";
 import type { BoxdEndpoint } from "./endpoint.js";
 import {
   FrameDecoder,
@@ -12,22 +13,18 @@ import {
   PROTOCOL_VERSION,
   encodeControl,
   encodeFrame,
-  parseExecSpec,
-  parsePtySpec,
-  parseServerMessage,
   ProtocolError,
   splitPayload,
-  type BridgeMessage,
   type CallMessage,
-  type CallReply,
   type ExecResult,
   type ExecSpec,
   type OpenMessage,
   type PingResult,
-  type PtySignal,
   type PtySpec,
   type ServerMessage,
 } from "./protocol.js";
+import { openPty, type PtyOptions, type PtyStream } from "./pty.js";
+import { parseExecSpec, parseServerMessage } from "./validate.js";
 
 /** An exec as callers give it: the protocol's ExecSpec with defaults and initial stdin. */
 export interface ExecRequest extends Omit<ExecSpec, "groups" | "timeoutMs" | "env"> {
@@ -61,48 +58,14 @@ export interface BoxdClientOptions {
   connectTimeoutMs?: number;
 }
 
-function unavailable(message: string, cause?: unknown): WarrenError {
-  return new WarrenError("box.unavailable", message, undefined, cause === undefined ? undefined : { cause });
-}
-
-/** boxd's `error` answer to starting a command or a terminal: what it refused, or why it could not. */
-function startRefused(what: "command" | "terminal", m: { code: string; message: string }): WarrenError {
-  if (m.code === "invalid")
-    return new WarrenError("request.invalid", `boxd refused the ${what}: ${m.message}`);
-  const doing = what === "command" ? "run the command" : "start the terminal";
-  return unavailable(`boxd could not ${doing}: ${m.message}`);
-}
-
 export class BoxdClient {
-  private readonly endpoint: BoxdEndpoint;
-  private readonly connectTimeoutMs: number;
+  private readonly connect: Connect;
 
   constructor(endpoint: BoxdEndpoint | string, options: BoxdClientOptions = {}) {
-    this.endpoint = typeof endpoint === "string" ? { kind: "unix", path: endpoint } : endpoint;
-    this.connectTimeoutMs = options.connectTimeoutMs ?? 5000;
-  }
-
-  private connect(open: OpenMessage): Promise<net.Socket> {
-    return new Promise((resolve, reject) => {
-      const sock =
-        this.endpoint.kind === "unix"
-          ? net.connect({ path: this.endpoint.path, allowHalfOpen: true })
-          : net.connect({ host: this.endpoint.host, port: this.endpoint.port, allowHalfOpen: true });
-      const timer = setTimeout(() => {
-        sock.destroy();
-        reject(unavailable(`boxd did not accept a connection within ${this.connectTimeoutMs} ms`));
-      }, this.connectTimeoutMs);
-      sock.once("error", (err) => {
-        clearTimeout(timer);
-        reject(unavailable(`cannot reach boxd: ${err.message}; start the box first`, err));
-      });
-      sock.once("connect", () => {
-        clearTimeout(timer);
-        sock.removeAllListeners("error");
-        sock.write(encodeControl(open));
-        resolve(sock);
-      });
-    });
+    this.connect = connector(
+      typeof endpoint === "string" ? { kind: "unix", path: endpoint } : endpoint,
+      options.connectTimeoutMs ?? 5000,
+    );
   }
 
   /** boxd's pid, memory and uptime; rejects with box.unavailable when boxd does not answer. */
@@ -266,117 +229,12 @@ export class BoxdClient {
       }
     });
   }
-
   /**
    * Opens a terminal: resolves once boxd has started its shell (rejects with
    * request.invalid when boxd refuses the request, box.unavailable when it cannot start it).
    */
-  async pty(spec: PtySpec, options: PtyOptions): Promise<PtyStream> {
-    let checked: PtySpec;
-    try {
-      checked = parsePtySpec(spec);
-    } catch (err) {
-      if (err instanceof ProtocolError) throw new WarrenError("request.invalid", err.message);
-      throw err;
-    }
-    const sock = await this.connect({ v: PROTOCOL_VERSION, op: "pty", pty: checked });
-    const decoder = new FrameDecoder();
-    let settle: { resolve: (r: ExecResult) => void; reject: (e: Error) => void } | undefined;
-    const exited = new Promise<ExecResult>((resolve, reject) => (settle = { resolve, reject }));
-    exited.catch(() => {}); // a caller that never waits does not make it unhandled
-    let started: ((s: PtyStream) => void) | undefined;
-    let refused: ((e: Error) => void) | undefined;
-    const opened = new Promise<PtyStream>((resolve, reject) => ((started = resolve), (refused = reject)));
-    let done = false;
-    const finish = (err: Error | null, result?: ExecResult): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      sock.destroy();
-      if (started) refused?.(err ?? unavailable("boxd ended the terminal as it started"));
-      if (err) settle?.reject(err);
-      else if (result) settle?.resolve(result);
-    };
-    const timeoutMs = options.timeoutMs ?? 10_000;
-    const timer = setTimeout(
-      () => finish(unavailable(`boxd did not start the terminal within ${timeoutMs} ms`)),
-      timeoutMs,
-    );
-    const control = (m: Parameters<typeof encodeControl>[0]): void => {
-      if (!sock.destroyed) sock.write(encodeControl(m));
-    };
-    const onMessage = (message: ServerMessage): void => {
-      switch (message.type) {
-        case "started": {
-          clearTimeout(timer);
-          const open = started;
-          started = undefined;
-          open?.({
-            pid: message.pid,
-            cgroup: message.cgroup,
-            write: (data) => {
-              if (sock.destroyed) return true;
-              let ok = true;
-              for (const part of splitPayload(Buffer.from(data)))
-                ok = sock.write(encodeFrame(FrameKind.data, part)) && ok;
-              return ok;
-            },
-            get pending() {
-              return sock.writableLength;
-            },
-            onDrain: (fn) => void sock.on("drain", fn),
-            resize: (cols, rows) => control({ type: "resize", cols, rows }),
-            signal: (signal) => control({ type: "signal", signal }),
-            cancel: () => control({ type: "cancel" }),
-            pause: () => void sock.pause(),
-            resume: () => void sock.resume(),
-            exited,
-          });
-          return;
-        }
-        case "exit": {
-          const { type: _type, ...result } = message;
-          finish(null, result);
-          return;
-        }
-        case "error":
-          finish(startRefused("terminal", message));
-          return;
-        case "pong":
-        case "forwarded":
-        case "calls":
-        case "call":
-        case "bridges":
-        case "bridge":
-          finish(unavailable(`boxd answered a terminal with ${message.type}`));
-          return;
-      }
-    };
-    sock.on("data", (chunk: Buffer) => {
-      let frames;
-      try {
-        frames = decoder.push(chunk);
-      } catch (err) {
-        finish(unavailable(`boxd sent a bad frame: ${(err as Error).message}`, err));
-        return;
-      }
-      for (const frame of frames) {
-        if (done) return;
-        if (frame.kind === FrameKind.data) options.onData(frame.payload);
-        else if (frame.kind === FrameKind.control) {
-          try {
-            onMessage(parseServerMessage(frame.payload));
-          } catch (err) {
-            finish(unavailable(`boxd sent a bad message: ${(err as Error).message}`, err));
-          }
-        }
-      }
-    });
-    sock.on("error", (err) => finish(unavailable(`the connection to boxd failed: ${err.message}`, err)));
-    sock.on("close", () =>
-      finish(unavailable("boxd closed the terminal's connection before its shell ended (the box stopped?)")),
-    );
-    return opened;
+  pty(spec: PtySpec, options: PtyOptions): Promise<PtyStream> {
+    return openPty(this.connect, spec, options);
   }
 
   /** A connection to 127.0.0.1:port inside the box, as a duplex byte stream. */
@@ -455,139 +313,16 @@ export class BoxdClient {
       sock.on("close", onClose);
     });
   }
-
   /**
    * The standing channel for agents' calls: `onCall` answers each request an agent's
-   * command makes on boxd's calls socket (its uid is who calls). Resolves once boxd has
-   * attached the channel; `closed` settles when it ends (the box stopped, or close()).
+   * command makes on boxd's calls socket (its uid is who calls).
    */
   calls(onCall: (call: CallMessage) => Promise<CallAnswer>, timeoutMs = 5000): Promise<CallsChannel> {
-    return this.#standing("calls", "call", timeoutMs, (m, sock) => {
-      const send = (answer: CallAnswer): void => {
-        if (sock.destroyed) return;
-        let frame: Buffer;
-        try {
-          frame = encodeControl({ type: "reply", id: m.id, ...answer });
-        } catch {
-          frame = encodeControl({
-            type: "reply",
-            id: m.id,
-            exit: 69,
-            stderr: "warren-secret: internal: the answer is larger than a frame\n",
-          });
-        }
-        sock.write(frame);
-      };
-      void onCall(m).then(send, () =>
-        send({ exit: 69, stderr: "warren-secret: internal: the server could not answer; try again\n" }),
-      );
-    });
+    return openCalls(this.connect, onCall, timeoutMs);
   }
 
-  /**
-   * The standing channel for bridges: `onBridge` hears of each connection accepted on a
-   * bridge's port in the box (claim it with bridge(id)). Resolves once boxd has attached
-   * the channel; `closed` settles when it ends.
-   */
+  /** The standing channel for bridges: `onBridge` hears of each connection accepted on a bridge's port. */
   bridges(onBridge: (offer: BridgeOffer) => void, timeoutMs = 5000): Promise<CallsChannel> {
-    return this.#standing("bridges", "bridge", timeoutMs, (m) =>
-      onBridge({ id: m.id, name: m.name, uid: m.uid }),
-    );
+    return openBridges(this.connect, onBridge, timeoutMs);
   }
-
-  /**
-   * A standing channel of control frames: opened with `op`, ready when boxd answers with a
-   * message of the same type, then each message of type `each` goes to `onMessage`; any
-   * other message, or a bad frame, ends it.
-   */
-  async #standing<T extends "call" | "bridge">(
-    op: "calls" | "bridges",
-    each: T,
-    timeoutMs: number,
-    onMessage: (m: Extract<ServerMessage, { type: T }>, sock: net.Socket) => void,
-  ): Promise<CallsChannel> {
-    const sock = await this.connect({ v: PROTOCOL_VERSION, op });
-    let ended: () => void = () => {};
-    const closed = new Promise<void>((resolve) => (ended = resolve));
-    sock.on("close", () => ended());
-    sock.on("error", () => sock.destroy());
-    const channel: CallsChannel = { close: () => sock.destroy(), closed };
-    return new Promise((resolve, reject) => {
-      const decoder = new FrameDecoder();
-      let ready = false;
-      const timer = setTimeout(() => {
-        sock.destroy();
-        reject(unavailable(`boxd did not open the ${op} channel within ${timeoutMs} ms`));
-      }, timeoutMs);
-      sock.on("close", () => {
-        clearTimeout(timer);
-        if (!ready) reject(unavailable(`boxd closed the ${op} channel as it opened`));
-      });
-      sock.on("data", (chunk: Buffer) => {
-        let messages: ServerMessage[];
-        try {
-          messages = decoder.push(chunk).map((f) => {
-            if (f.kind !== FrameKind.control)
-              throw new ProtocolError(`a ${op} channel carries control frames`);
-            return parseServerMessage(f.payload);
-          });
-        } catch (err) {
-          sock.destroy();
-          if (!ready) reject(unavailable(`boxd sent a bad frame: ${(err as Error).message}`, err));
-          return;
-        }
-        for (const m of messages) {
-          if (m.type === op && !ready) {
-            ready = true;
-            clearTimeout(timer);
-            resolve(channel);
-          } else if (m.type === each && ready) {
-            onMessage(m as Extract<ServerMessage, { type: T }>, sock);
-          } else {
-            sock.destroy();
-            if (!ready) reject(unavailable(`boxd answered the ${op} channel with ${m.type}`));
-            return;
-          }
-        }
-      });
-    });
-  }
-}
-
-/** A terminal's stream: input, size and signals in; output to `onData`; its exit. */
-export interface PtyStream {
-  /** The shell's pid in the box and the name of the terminal's cgroup. */
-  readonly pid: number;
-  readonly cgroup: string | undefined;
-  /** Input for the terminal; false when the socket to boxd is full (wait for `drain`). */
-  write(data: Uint8Array): boolean;
-  /** Bytes of input waiting to be written to boxd. */
-  readonly pending: number;
-  onDrain(fn: () => void): void;
-  resize(cols: number, rows: number): void;
-  signal(signal: PtySignal): void;
-  /** Kills the terminal's whole process tree; `exited` then settles. */
-  cancel(): void;
-  /** Pauses reading the terminal's output (boxd stops reading it too once its buffer fills). */
-  pause(): void;
-  resume(): void;
-  /** Settles with the shell's exit; rejects with box.unavailable when boxd goes away first. */
-  readonly exited: Promise<ExecResult>;
-}
-
-export interface PtyOptions {
-  onData: (chunk: Buffer) => void;
-  /** How long to wait for boxd to start the shell. */
-  timeoutMs?: number;
-}
-
-/** The server's answer to one call (see CallReply). */
-export type BridgeOffer = Omit<BridgeMessage, "type">;
-
-export type CallAnswer = Omit<CallReply, "type" | "id">;
-
-export interface CallsChannel {
-  close(): void;
-  /** Settles when the channel ends. */
-  closed: Promise<void>;
 }

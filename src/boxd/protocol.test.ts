@@ -8,12 +8,9 @@ import {
   ProtocolError,
   encodeControl,
   encodeFrame,
-  parseAgentCall,
-  parseExecSpec,
-  parsePtySpec,
-  parseServerMessage,
   splitPayload,
 } from "./protocol.js";
+import { parseAgentCall, parseExecSpec, parsePtySpec, parseServerMessage } from "./validate.js";
 
 const exec = {
   argv: ["/bin/true"],

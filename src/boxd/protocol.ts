@@ -126,6 +126,30 @@ export interface ExecSpec {
   network?: { connect: { first: number; last: number }[] };
   /** Started by a generation: what it leaves running keeps the box from being idle. */
   generation?: boolean;
+  /** The answer carries the exec's phase times (ExecTrace): for `make bench`, off by default. */
+  trace?: boolean;
+}
+
+/**
+ * When a traced exec passed each phase in the box, in µs of CLOCK_MONOTONIC (the clock
+ * the server's process.hrtime shares): boxd took the request, wrote the command's limits,
+ * gave the ready helper its options; the helper started (earlier: it was made ready
+ * before), joined its cgroups, read its options, dropped its privileges and entered its
+ * cwd, applied Landlock, loaded seccomp (then ran the command); boxd reaped the command
+ * and answered.
+ */
+export interface ExecTrace {
+  requestUs: number;
+  limitsUs: number;
+  specSentUs: number;
+  helperStartUs: number;
+  joinedUs: number;
+  specReadUs: number;
+  privilegesUs: number;
+  landlockUs: number;
+  seccompUs: number;
+  exitUs: number;
+  answerUs: number;
 }
 
 export interface ExecUsage {
@@ -144,6 +168,8 @@ export interface ExecResult {
   cancelled: boolean;
   durationMs: number;
   usage: ExecUsage;
+  /** With ExecSpec.trace only. */
+  trace?: ExecTrace;
 }
 
 export interface PingResult {
@@ -167,7 +193,7 @@ export interface PingResult {
  * A terminal: the walls and environment of an exec (no time limit, no /agent, never a
  * generation) and the terminal's size.
  */
-export interface PtySpec extends Omit<ExecSpec, "timeoutMs" | "agentDir" | "generation"> {
+export interface PtySpec extends Omit<ExecSpec, "timeoutMs" | "agentDir" | "generation" | "trace"> {
   cols: number;
   rows: number;
 }
@@ -340,184 +366,4 @@ export class FrameDecoder {
     this.size = rest.length;
     return out;
   }
-}
-
-// ---- validation (boxd trusts nothing it parses) -----------------------------------
-// The rules boxd applies to what clients send; native/boxd/spec.c implements them with
-// the same error messages.
-
-function isRecord(x: unknown): x is Record<string, unknown> {
-  return typeof x === "object" && x !== null && !Array.isArray(x);
-}
-
-function int(x: unknown, what: string, min: number, max: number): number {
-  if (typeof x !== "number" || !Number.isInteger(x) || x < min || x > max)
-    throw new ProtocolError(`${what} must be an integer from ${min} to ${max}`);
-  return x;
-}
-
-function str(x: unknown, what: string): string {
-  if (typeof x !== "string" || x.includes("\0"))
-    throw new ProtocolError(`${what} must be a string without NUL`);
-  return x;
-}
-
-function absPath(x: unknown, what: string): string {
-  const s = str(x, what);
-  if (!s.startsWith("/") || s.split("/").includes(".."))
-    throw new ProtocolError(`${what} must be an absolute path without ..`);
-  return s;
-}
-
-/** The smallest uid/gid an agent may run as; box root (0) and system ids are refused. */
-export const MIN_AGENT_ID = 1000;
-const MAX_ID = 2 ** 31 - 2;
-
-/**
- * The rules boxd applies to an exec (native/boxd/spec.c refuses the same). The client checks
- * a request with them before it is sent, so a bad one fails with request.invalid at once.
- */
-export function parseExecSpec(x: unknown): ExecSpec {
-  if (!isRecord(x)) throw new ProtocolError("exec must be an object");
-  if (!Array.isArray(x.argv) || x.argv.length === 0)
-    throw new ProtocolError("exec.argv must be a non-empty array");
-  const argv = x.argv.map((a, i) => str(a, `exec.argv[${i}]`));
-  if (!isRecord(x.env)) throw new ProtocolError("exec.env must be an object");
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(x.env)) {
-    if (k === "" || k.includes("=") || k.includes("\0"))
-      throw new ProtocolError(`exec.env has a bad name ${JSON.stringify(k)}`);
-    env[k] = str(v, `exec.env.${k}`);
-  }
-  const groups = x.groups === undefined ? [] : x.groups;
-  if (!Array.isArray(groups) || groups.length > 32)
-    throw new ProtocolError("exec.groups must be an array of at most 32 ids");
-  const spec: ExecSpec = {
-    argv,
-    env,
-    cwd: absPath(x.cwd, "exec.cwd"),
-    uid: int(x.uid, "exec.uid", MIN_AGENT_ID, MAX_ID),
-    gid: int(x.gid, "exec.gid", MIN_AGENT_ID, MAX_ID),
-    groups: groups.map((g, i) => int(g, `exec.groups[${i}]`, MIN_AGENT_ID, MAX_ID)),
-    timeoutMs: int(x.timeoutMs ?? 0, "exec.timeoutMs", 0, 7 * 24 * 3600 * 1000),
-  };
-  if (x.agentDir !== undefined) spec.agentDir = absPath(x.agentDir, "exec.agentDir");
-  if (x.files !== undefined) {
-    if (!isRecord(x.files)) throw new ProtocolError("exec.files must be an object");
-    const lists = { read: x.files.read, write: x.files.write };
-    const files: FileAccess = { read: [], write: [] };
-    for (const k of ["read", "write"] as const) {
-      const list = lists[k];
-      if (!Array.isArray(list) || list.length > MAX_FILE_RULES)
-        throw new ProtocolError(`exec.files.${k} must be an array of at most ${MAX_FILE_RULES} paths`);
-      files[k] = list.map((p, i) => absPath(p, `exec.files.${k}[${i}]`));
-    }
-    spec.files = files;
-  }
-  if (x.bindPorts !== undefined) {
-    if (!isRecord(x.bindPorts)) throw new ProtocolError("exec.bindPorts must be an object");
-    const first = int(x.bindPorts.first, "exec.bindPorts.first", 1, 65535);
-    const last = int(x.bindPorts.last, "exec.bindPorts.last", first, Math.min(65535, first + 999));
-    spec.bindPorts = { first, last };
-  }
-  if (x.network !== undefined) {
-    if (!isRecord(x.network)) throw new ProtocolError("exec.network must be an object");
-    const list = x.network.connect;
-    if (!Array.isArray(list) || list.length < 1 || list.length > 8)
-      throw new ProtocolError("exec.network.connect must be an array of 1 to 8 port ranges");
-    spec.network = {
-      connect: list.map((r: unknown, i) => {
-        if (!isRecord(r)) throw new ProtocolError(`exec.network.connect[${i}] must be an object`);
-        const first = int(r.first, `exec.network.connect[${i}].first`, 1, 65535);
-        const last = int(r.last, `exec.network.connect[${i}].last`, first, Math.min(65535, first + 999));
-        return { first, last };
-      }),
-    };
-  }
-  if (x.generation !== undefined) {
-    if (typeof x.generation !== "boolean") throw new ProtocolError("exec.generation must be a boolean");
-    spec.generation = x.generation;
-  }
-  if (x.limits !== undefined) {
-    if (!isRecord(x.limits)) throw new ProtocolError("exec.limits must be an object");
-    const limits: ExecLimits = {};
-    if (x.limits.memoryMib !== undefined)
-      limits.memoryMib = int(x.limits.memoryMib, "exec.limits.memoryMib", 4, 1 << 24);
-    if (x.limits.pids !== undefined) limits.pids = int(x.limits.pids, "exec.limits.pids", 1, 1 << 22);
-    spec.limits = limits;
-  }
-  return spec;
-}
-
-/** The rules boxd applies to a terminal (native/boxd/pty.c refuses the same). */
-export function parsePtySpec(x: unknown): PtySpec {
-  if (!isRecord(x)) throw new ProtocolError("pty must be an object");
-  for (const k of ["timeoutMs", "agentDir", "generation"])
-    if (x[k] !== undefined) throw new ProtocolError("a terminal takes no timeoutMs, agentDir or generation");
-  const { timeoutMs: _t, ...exec } = parseExecSpec(x);
-  return {
-    ...exec,
-    cols: int(x.cols, "pty.cols", 1, MAX_PTY_SIZE),
-    rows: int(x.rows, "pty.rows", 1, MAX_PTY_SIZE),
-  };
-}
-
-/** Client side: boxd is trusted, so its messages are only shape-checked. */
-export function parseServerMessage(payload: Buffer): ServerMessage {
-  const x = parseJson(payload);
-  switch (x.type) {
-    case "pong":
-    case "started":
-    case "exit":
-    case "forwarded":
-    case "calls":
-    case "bridges":
-    case "error":
-      return x as unknown as ServerMessage;
-    case "bridge":
-      int(x.id, "bridge.id", 1, Number.MAX_SAFE_INTEGER);
-      int(x.uid, "bridge.uid", 0, 2 ** 32 - 1);
-      str(x.name, "bridge.name");
-      return x as unknown as BridgeMessage;
-    case "call":
-      int(x.id, "call.id", 1, Number.MAX_SAFE_INTEGER);
-      int(x.uid, "call.uid", 0, 2 ** 32 - 1);
-      return x as unknown as CallMessage;
-    default:
-      throw new ProtocolError(`unknown message ${JSON.stringify(x.type)}`);
-  }
-}
-
-function parseJson(payload: Buffer): Record<string, unknown> {
-  let x: unknown;
-  try {
-    x = JSON.parse(payload.toString("utf8"));
-  } catch {
-    throw new ProtocolError("control frame is not JSON");
-  }
-  if (!isRecord(x)) throw new ProtocolError("control frame is not an object");
-  return x;
-}
-
-/**
- * An agent's request, from its command in the box (nothing in it is trusted; who calls is
- * the Call's uid, never a field here). Refused with a ProtocolError that says what is wrong.
- */
-export function parseAgentCall(x: unknown): AgentCall {
-  if (!isRecord(x)) throw new ProtocolError("the request must be an object");
-  if (x.op === "list") {
-    if (Object.keys(x).length !== 1) throw new ProtocolError("list takes nothing else");
-    return { op: "list" };
-  }
-  if (x.op === "store") {
-    const extra = Object.keys(x).filter((k) => !["op", "name", "path"].includes(k));
-    if (extra.length > 0)
-      throw new ProtocolError(`store takes a name and a path only, not ${extra.join(", ")}`);
-    const name = str(x.name, "name");
-    if (name.length === 0 || name.length > 128) throw new ProtocolError("name must be 1 to 128 characters");
-    const path = absPath(x.path, "path");
-    if (path.length > 4096) throw new ProtocolError("path must be at most 4096 characters");
-    return { op: "store", name, path };
-  }
-  throw new ProtocolError('op must be "list" or "store"');
 }

@@ -34,7 +34,7 @@ export class Bridges {
     this.#handlers.set(name, handler);
   }
 
-  /** What the runtime calls for each connection accepted on a bridge (setBridgeHandler). */
+  /** What the runtime calls for each connection accepted on a bridge (the runtime's onBridge). */
   readonly accept: BridgeHandler = (machineId, offer, claim) => {
     void this.#accept(machineId, offer.name, offer.uid, claim);
   };

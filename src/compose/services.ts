@@ -62,9 +62,9 @@ export async function buildServices(
     // boxd hears from its server well within BOX_ORPHAN_S
     keepaliveMs:
       config.BOX_ORPHAN_S > 0 ? Math.max(250, Math.min(10_000, (config.BOX_ORPHAN_S * 1000) / 3)) : 10_000,
+    onCall: (machineId, call) => agentCalls.handle(machineId, call),
+    onBridge: bridges.accept,
   });
-  runtime.setCallHandler((machineId, call) => agentCalls.handle(machineId, call));
-  runtime.setBridgeHandler(bridges.accept);
 
   // the one writer of the records an agent's work leaves, redacted of the agent's secrets
   const records = new Records({ db, redactorOf: async (agent) => (await secrets.resolve(agent)).redactor });

@@ -1,0 +1,34 @@
+// The real floor of running a command: a bare posix_spawn of /bin/true and its waitpid,
+// timed by a small C helper (native/spawn-floor.c, built here with gcc, as the native build does) that does nothing
+// else, beside which Node's child_process.spawn is shown. Every "vs floor" ratio of the
+// table is against this one.
+import { execFileSync, spawnSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { summarize, type Sample } from "./stats.js";
+
+const source = path.join(path.dirname(fileURLToPath(import.meta.url)), "native", "spawn-floor.c");
+
+/** Builds the helper into a temporary folder; the caller removes the folder. */
+export function buildFloor(): { binary: string; dir: string } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "warren-bench-floor-"));
+  const binary = path.join(dir, "spawn-floor");
+  execFileSync("gcc", ["-O2", "-Wall", "-Wextra", "-Werror", "-o", binary, source], { stdio: "inherit" });
+  return { binary, dir };
+}
+
+/** n spawns of /bin/true after `warmup` unmeasured ones, each timed by the helper itself. */
+export function timeFloor(binary: string, n: number, warmup: number): Sample & { samples_ms: number[] } {
+  const r = spawnSync(binary, [String(n + warmup), "/bin/true"], { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`spawn-floor exited ${r.status ?? r.signal}: ${r.stderr.trim()}`);
+  const ms = r.stdout
+    .trim()
+    .split("\n")
+    .map((l) => Number(l) / 1000)
+    .slice(warmup);
+  if (ms.length !== n || ms.some((x) => !Number.isFinite(x)))
+    throw new Error(`spawn-floor printed ${ms.length} times, expected ${n}`);
+  return { ...summarize(ms), samples_ms: ms };
+}

@@ -1,0 +1,64 @@
+// A machine's box as the API shows it, and the runaway command trees recorded among its events.
+import { desc, eq } from "drizzle-orm";
+import type { Db } from "../store/index.js";
+import { schema } from "../store/index.js";
+import type { BoxView } from "./control.js";
+import type { HealthNow, RunawayEvent } from "./health.js";
+
+/** Events of a machine's box shown with it (the newest). */
+const BOX_EVENTS_SHOWN = 20;
+
+export class BoxEvents {
+  readonly #runawayListeners: ((e: RunawayEvent) => Promise<void>)[] = [];
+
+  constructor(private readonly db: Db) {}
+
+  /** Called for every runaway command tree stopped (after it is recorded on the machine). */
+  onRunaway(fn: (e: RunawayEvent) => Promise<void>): void {
+    this.#runawayListeners.push(fn);
+  }
+
+  async recordRunaway(e: RunawayEvent): Promise<void> {
+    await this.db.insert(schema.machineEvents).values({
+      machineId: e.machineId,
+      type: "runaway",
+      at: e.at,
+      detail: e.detail,
+      data: {
+        limit: e.limit,
+        reason: e.reason,
+        held_s: e.heldS,
+        command: e.command,
+        agent_id: e.owner?.agentId ?? null,
+        run_id: e.owner?.runId ?? null,
+        argv: e.owner?.argv ?? null,
+        pids: e.pids,
+        memory_bytes: e.memoryBytes,
+        oom_kills: e.oomKills,
+        fork_failures: e.forkFailures,
+        ended: e.ended,
+      },
+    });
+    for (const fn of this.#runawayListeners) await fn(e);
+  }
+
+  /** The machine's box: its state, `now` (usage, the limit it is at) and its latest events. */
+  async view(machineId: string, state: BoxView["state"], now: HealthNow): Promise<BoxView> {
+    const rows = await this.db
+      .select()
+      .from(schema.machineEvents)
+      .where(eq(schema.machineEvents.machineId, machineId))
+      .orderBy(desc(schema.machineEvents.id))
+      .limit(BOX_EVENTS_SHOWN);
+    return {
+      state,
+      ...now,
+      events: rows.reverse().map((r) => ({
+        at: r.at.toISOString(),
+        type: r.type,
+        detail: r.detail,
+        data: r.data as Record<string, unknown>,
+      })),
+    };
+  }
+}

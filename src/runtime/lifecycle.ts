@@ -1,0 +1,225 @@
+// Starting, adopting and stopping machines' boxes. The database's state column follows
+// every transition, with its reason and time; a machine never has two boxes.
+import { existsSync } from "node:fs";
+import { eq, inArray } from "drizzle-orm";
+import { BOX_BRIDGES, BOX_PATHS, type BoxHandle, type BoxProvider, type BoxSpec } from "../boxes/index.js";
+import { WarrenError } from "../errors.js";
+import type { Logger } from "../observability/log.js";
+import type { Metrics } from "../observability/metrics.js";
+import type { Db } from "../store/index.js";
+import { schema } from "../store/index.js";
+import type { StandingChannels } from "./channels.js";
+import type { BoxExec } from "./exec-port.js";
+import type { BoxHealth } from "./health.js";
+import type { Live, LiveBoxes } from "./live.js";
+
+export interface LifecycleOptions {
+  db: Db;
+  provider: BoxProvider;
+  logger: Logger;
+  metrics: Metrics;
+  /** Opens boxd on a running box. */
+  connect: (box: BoxHandle) => BoxExec;
+  /** `harness`: the host folder of the harness CLIs, bound read-only when it exists. */
+  paths: { data: string; contracts: string; harness?: string | undefined };
+  tmpMib?: number | undefined;
+  /** The agents' pids limit of every box (default 4096). */
+  pids?: number | undefined;
+}
+
+type MachineRow = typeof schema.machines.$inferSelect;
+
+export class BoxLifecycle {
+  readonly #stopListeners: ((machineId: string, reason: string) => void)[] = [];
+
+  constructor(
+    private readonly o: LifecycleOptions,
+    private readonly live: LiveBoxes,
+    private readonly channels: StandingChannels,
+    private readonly health: BoxHealth,
+  ) {}
+
+  /** Called with the reason whenever a machine's box is stopped (idle, by a request, gone). */
+  onStopped(fn: (machineId: string, reason: string) => void): void {
+    this.#stopListeners.push(fn);
+  }
+
+  #stopped(machineId: string, reason: string): void {
+    for (const fn of this.#stopListeners) fn(machineId, reason);
+  }
+
+  /** Forgets the box: its channels and its boxd client close (the box itself keeps running). */
+  drop(machineId: string): void {
+    const live = this.live.delete(machineId);
+    this.health.forget(machineId);
+    live?.calls?.close();
+    live?.bridges?.close();
+    live?.boxd.close();
+  }
+
+  async #setState(machineId: string, state: MachineRow["state"], reason: string): Promise<void> {
+    await this.o.db
+      .update(schema.machines)
+      .set({ state, stateReason: reason, stateChangedAt: new Date() })
+      .where(eq(schema.machines.id, machineId));
+  }
+
+  specFor(m: MachineRow): BoxSpec {
+    const { provider, paths } = this.o;
+    return {
+      id: m.id,
+      labels: {
+        "warren.kind": "machine",
+        "warren.org": m.orgId,
+        "warren.machine": m.id,
+        "warren.provider": provider.name,
+      },
+      mounts: [
+        { kind: "bind", source: provider.homes.machineDir(m.id), target: BOX_PATHS.homes, readOnly: false },
+        { kind: "bind", source: paths.data, target: BOX_PATHS.data, readOnly: true },
+        { kind: "bind", source: paths.contracts, target: BOX_PATHS.contracts, readOnly: true },
+        ...(paths.harness && existsSync(paths.harness)
+          ? [{ kind: "bind" as const, source: paths.harness, target: BOX_PATHS.harness, readOnly: true }]
+          : []),
+        { kind: "tmpfs", target: BOX_PATHS.tmp, sizeMib: this.o.tmpMib ?? 1024, mode: 0o1777 },
+      ],
+      limits: {
+        memoryMib: m.memoryMib,
+        cpus: m.cpus,
+        pids: this.o.pids ?? 4096,
+        tmpMib: this.o.tmpMib ?? 1024,
+      },
+      bridges: Object.entries(BOX_BRIDGES).map(([name, port]) => ({ name, port })),
+    };
+  }
+
+  /** The machine's boxd, starting the box first when it is not running. */
+  async ensure(machineId: string): Promise<BoxExec> {
+    const live = this.live.get(machineId);
+    if (live) {
+      live.lastActivity = Date.now();
+      return live.boxd;
+    }
+    return this.live.serial(machineId, async () => {
+      const again = this.live.get(machineId);
+      if (again) return again.boxd;
+      const [m] = await this.o.db.select().from(schema.machines).where(eq(schema.machines.id, machineId));
+      if (!m) throw new WarrenError("not_found", "machine was not found");
+      await this.#setState(machineId, "starting", "started on demand");
+      const t0 = process.hrtime.bigint();
+      let box: BoxHandle;
+      try {
+        await this.o.provider.homes.prepareMachine(machineId);
+        await this.o.provider.create(this.specFor(m));
+        box = await this.o.provider.start(machineId);
+      } catch (err) {
+        await this.#setState(machineId, "stopped", `start failed: ${messageOf(err)}`);
+        this.o.logger.error({ err, machineId }, "box start failed");
+        throw new WarrenError(
+          "box.unavailable",
+          `the machine's box could not be started: ${messageOf(err)}`,
+          undefined,
+          { cause: err },
+        );
+      }
+      this.o.metrics.boxStarts.observe(Number(process.hrtime.bigint() - t0) / 1e9);
+      const boxd = this.o.connect(box);
+      const live: Live = { box, boxd, lastActivity: Date.now(), liveExecs: 0 };
+      this.live.set(machineId, live);
+      await this.channels.open(machineId, live);
+      await this.#setState(machineId, "running", "started on demand");
+      return boxd;
+    });
+  }
+
+  /** True when the machine's box was believed running but is gone; it is then marked stopped. */
+  async forgetIfDead(machineId: string): Promise<boolean> {
+    if (!this.live.has(machineId)) return false;
+    const handle = await this.o.provider.inspect(machineId);
+    if (handle?.state === "running") return false;
+    await this.live.serial(machineId, async () => {
+      this.drop(machineId);
+      this.#stopped(machineId, "the box stopped on its own");
+      await this.o.provider.stop(machineId);
+      await this.#setState(machineId, "stopped", "the box stopped on its own");
+    });
+    this.o.logger.warn({ machineId }, "a box stopped on its own; starting it again");
+    return true;
+  }
+
+  async stop(machineId: string, reason: string): Promise<void> {
+    await this.live.serial(machineId, async () => {
+      this.drop(machineId);
+      this.#stopped(machineId, reason);
+      await this.o.provider.stop(machineId);
+      await this.#setState(machineId, "stopped", reason);
+    });
+  }
+
+  async remove(machineId: string): Promise<void> {
+    await this.live.serial(machineId, async () => {
+      this.drop(machineId);
+      this.#stopped(machineId, "the machine was deleted");
+      await this.o.provider.remove(machineId);
+    });
+  }
+
+  async agentsChanged(machineId: string): Promise<void> {
+    if (this.live.has(machineId)) await this.o.provider.refreshUsers(machineId);
+  }
+
+  /**
+   * At boot: adopt the live boxes of machines we know, reap every other box, and mark
+   * machines whose box is gone as stopped. A machine never has two boxes.
+   */
+  async recover(): Promise<{ adopted: string[]; reaped: string[] }> {
+    const boxes = await this.o.provider.list({ "warren.kind": "machine" });
+    const ids = boxes.map((b) => b.labels["warren.machine"]);
+    const known = ids.length
+      ? await this.o.db.select().from(schema.machines).where(inArray(schema.machines.id, ids))
+      : [];
+    const byId = new Map(known.map((m) => [m.id, m]));
+    const adopted: string[] = [];
+    const reaped: string[] = [];
+    for (const box of boxes) {
+      const m = byId.get(box.labels["warren.machine"]);
+      const ours = m && m.orgId === box.labels["warren.org"] && box.id === m.id;
+      if (ours && box.state === "running" && !this.live.has(m.id)) {
+        try {
+          const boxd = this.o.connect(box);
+          await boxd.ping();
+          const live: Live = { box, boxd, lastActivity: Date.now(), liveExecs: 0 };
+          this.live.set(m.id, live);
+          await this.channels.open(m.id, live);
+          await this.#setState(m.id, "running", "adopted after a server restart");
+          adopted.push(m.id);
+          continue;
+        } catch (err) {
+          this.o.logger.warn({ err, machineId: m.id }, "could not adopt a box; reaping it");
+        }
+      }
+      await this.o.provider
+        .remove(box.id)
+        .catch((err: unknown) => this.o.logger.error({ err, box: box.id }, "reaping a box failed"));
+      reaped.push(box.id);
+    }
+    const all = await this.o.db
+      .select({ id: schema.machines.id, state: schema.machines.state })
+      .from(schema.machines);
+    for (const m of all) {
+      if (m.state !== "stopped" && !this.live.has(m.id))
+        await this.#setState(m.id, "stopped", "the box was gone after a server restart");
+    }
+    return { adopted, reaped };
+  }
+
+  /** Stops every running box (`warren serve --stop-boxes`). */
+  async stopAll(reason: string): Promise<void> {
+    for (const id of this.live.ids())
+      await this.stop(id, reason).catch((err: unknown) =>
+        this.o.logger.error({ err, machineId: id }, "stopping a box failed"),
+      );
+  }
+}
+
+const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e));

@@ -1,0 +1,99 @@
+// Reaching boxd in a machine's box: commands, terminals and forwarded ports, the box
+// started first when it is not running, and started again once when it died on its own.
+import type { Duplex } from "node:stream";
+import { WarrenError } from "../errors.js";
+import type {
+  BoxExecRequest,
+  BoxExecResult,
+  BoxPtyRequest,
+  ExecIo,
+  PtyOptions,
+  PtyStream,
+} from "./exec-port.js";
+import type { CommandOwner } from "./health.js";
+import type { BoxLifecycle } from "./lifecycle.js";
+import type { LiveBoxes } from "./live.js";
+import { execTrace, monotonicUs } from "./trace.js";
+
+export class BoxdReach {
+  constructor(
+    private readonly live: LiveBoxes,
+    private readonly lifecycle: BoxLifecycle,
+  ) {}
+
+  /** `once`, and once more when boxd was unreachable because its box died on its own. */
+  async #retrying<T>(machineId: string, once: () => Promise<T>): Promise<T> {
+    try {
+      return await once();
+    } catch (err) {
+      // boxd unreachable before the command started: a box that died on its own (killed,
+      // out of memory) is forgotten and started again, once
+      if (!unreachable(err) || !(await this.lifecycle.forgetIfDead(machineId))) throw err;
+      return once();
+    }
+  }
+
+  /**
+   * Runs a command in the machine's box, counting it as activity while it runs. `owner`
+   * names who started it, so that a runaway tree is recorded against its agent and run.
+   */
+  exec(
+    machineId: string,
+    req: BoxExecRequest,
+    io: ExecIo = {},
+    owner?: CommandOwner,
+  ): Promise<BoxExecResult> {
+    const tracked: ExecIo = {
+      ...io,
+      onStart: (pid, cgroup) => {
+        if (cgroup && owner) this.live.own(machineId, cgroup, owner);
+        io.onStart?.(pid, cgroup);
+      },
+    };
+    if (execTrace.enabled) return this.#traced(machineId, req, tracked);
+    return this.#retrying(machineId, () => this.#execOnce(machineId, req, tracked));
+  }
+
+  async #traced(machineId: string, req: BoxExecRequest, io: ExecIo): Promise<BoxExecResult> {
+    const runtimeUs = monotonicUs();
+    const r = await this.#retrying(machineId, () => this.#execOnce(machineId, { ...req, trace: true }, io));
+    execTrace.last = { runtimeUs, ...(r.trace ? { box: r.trace } : {}), answeredUs: monotonicUs() };
+    const { trace: _trace, ...result } = r;
+    return result;
+  }
+
+  async #execOnce(machineId: string, req: BoxExecRequest, io: ExecIo): Promise<BoxExecResult> {
+    const boxd = await this.lifecycle.ensure(machineId);
+    const live = this.live.get(machineId);
+    if (live) live.liveExecs++;
+    try {
+      return await boxd.exec(req, io);
+    } finally {
+      if (live) {
+        live.liveExecs--;
+        live.lastActivity = Date.now();
+      }
+    }
+  }
+
+  /**
+   * Opens a terminal in the machine's box. The terminal is activity only when its user
+   * types (`touch`): an idle terminal does not keep the box up.
+   */
+  pty(machineId: string, req: BoxPtyRequest, opts: PtyOptions): Promise<PtyStream> {
+    return this.#retrying(machineId, async () => (await this.lifecycle.ensure(machineId)).pty(req, opts));
+  }
+
+  forward(machineId: string, port: number): Promise<Duplex> {
+    return this.#retrying(machineId, async () => {
+      const boxd = await this.lifecycle.ensure(machineId);
+      this.live.touch(machineId);
+      return boxd.forward(port);
+    });
+  }
+}
+
+const unreachable = (e: unknown): boolean =>
+  e instanceof WarrenError &&
+  e.code === "box.unavailable" &&
+  /cannot reach boxd|did not accept/.test(e.message);
