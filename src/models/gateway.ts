@@ -30,7 +30,7 @@ import type {
   WireProtocol,
 } from "./types.js";
 
-export { BudgetStop, callWithFallback, failureOf, type Attempt, type AttemptPlan } from "./fallback.js";
+export { BudgetStop, callWithFallback, failureOf } from "./fallback.js";
 
 export const DEFAULT_BASE_URL = {
   anthropic: "https://api.anthropic.com/v1",

@@ -58,7 +58,6 @@ import {
   refreshBoxUsers,
 } from "./box-record.js";
 
-export { etcEntries, systemDirs, boxSpecSchema } from "./box-record.js";
 import { optionsSchema, packageRoot, type LocalProviderOptions, type LoggerLike } from "./options.js";
 export type { LocalProviderOptions, LoggerLike } from "./options.js";
 
