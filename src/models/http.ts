@@ -21,7 +21,6 @@ import type {
 import { addressRefusedIn } from "../net/connector.js";
 import { UsageMeter, type J, type Wire } from "./usage-meter.js";
 
-
 /** The formats the face speaks, by path (after an optional /v1). */
 
 const WIRE_OF_PATH: Record<string, Wire> = {
