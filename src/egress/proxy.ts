@@ -8,152 +8,28 @@ import http from "node:http";
 import net from "node:net";
 import type { Duplex } from "node:stream";
 import { endToEnd } from "../net/headers.js";
-import { formatIp, isLocalName, type AddressRule } from "../net/rule.js";
+import { formatIp, isLocalName } from "../net/rule.js";
+import {
+  oneLine,
+  openReason,
+  plainTarget,
+  printable,
+  splice,
+  splitHostPort,
+  TUNNEL_HIGH_WATER,
+  TUNNEL_POOL,
+  TUNNEL_READ,
+  type Conn,
+  type Decision,
+  type EgressContext,
+  type EgressRecord,
+  type Live,
+  type ProxyOptions,
+} from "./wire.js";
+import { socks } from "./socks.js";
 import { matchEntry, rulesAllow, rulesFor, targetOf, type CompiledPolicy, type Target } from "./policy.js";
 
-/** One decision, as stored (see EgressRecord in the contract for the wire form). */
-export interface EgressRecord {
-  agentId: string;
-  runId: string | null;
-  at: Date;
-  decision: "allowed" | "refused";
-  reason: string;
-  host: string;
-  port: number;
-  method: string | null;
-  path: string | null;
-  bytesOut: number;
-  bytesIn: number;
-  durationMs: number;
-}
-
-/** The agent a bridged connection is, and what it may reach. */
-export interface EgressContext {
-  agentId: string;
-  runId: () => string | null;
-  /** The agent's policy as it is now: read for every request and tunnel. */
-  policy: () => Promise<CompiledPolicy>;
-}
-
-export interface ProxyOptions {
-  /** The addresses (bytes) of a name, in the order to try; none when it does not resolve. */
-  resolve(host: string): Promise<number[][]>;
-  /** Where a connection may go at all, whatever a policy says. */
-  rule: Pick<AddressRule, "judge" | "needsBound">;
-  /** Every upstream socket the proxy opens (the API never believes a request that arrives over one). */
-  track(socket: net.Socket): void;
-  /** Connections (bridged, open at once) per agent; past it every request is refused. */
-  maxConnections: number;
-  connectTimeoutMs?: number;
-  onRecord(r: EgressRecord): void;
-}
-
-interface Conn {
-  ctx: EgressContext;
-  over: boolean;
-}
-
-/** A refusal: `address` when the address rule refused it (no policy could open it). */
-type Decision =
-  { ok: true; address: number[]; reason: string } | { ok: false; reason: string; address?: true };
-
-/** A request or tunnel going on: re-checked when the policy may have changed. */
-interface Live {
-  c: Conn;
-  t: Target;
-  address: number[];
-  plain: { method: string; path: string } | null;
-  /** Ends it, recording why. */
-  end(reason: string): void;
-}
-
-/** host[:port] (IPv6 in brackets) split; port defaults to `dflt`. Null when malformed. */
-function splitHostPort(s: string, dflt: number | null): { host: string; port: number } | null {
-  const m = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]+)(?::(\d{1,5}))?$/.exec(s);
-  if (!m || !m[1]) return null;
-  const port = m[2] !== undefined ? Number(m[2]) : dflt;
-  if (port === null) return null;
-  return { host: m[1], port };
-}
-
-/** Queued bytes a tunnel lets build up on one side before it stops reading the other. */
-const TUNNEL_HIGH_WATER = 4 * 1024 * 1024;
-/** How much of an upstream a tunnel reads at once. */
-const TUNNEL_READ = 1024 * 1024;
-/** Buffers a tunnel keeps for reuse (what TUNNEL_HIGH_WATER lets wait, and one more). */
-const TUNNEL_POOL = TUNNEL_HIGH_WATER / TUNNEL_READ + 2;
-
-/**
- * Copies from's bytes to to, and from's end to to's (half-close). Like pipe(), but it
- * reads on until TUNNEL_HIGH_WATER bytes wait (pipe() stops at the 16 KiB default,
- * a pause and resume for every chunk at a tunnel's rates).
- */
-function splice(from: Duplex, to: Duplex): void {
-  from.on("data", (chunk: Buffer) => {
-    to.write(chunk);
-    if (to.writableLength > TUNNEL_HIGH_WATER) from.pause();
-  });
-  to.on("drain", () => from.resume());
-  from.on("end", () => to.end());
-  from.resume();
-}
-
-/** A SOCKS5 reply with this code (0 succeeded, 2 not allowed, 4 unreachable, 5 refused, 7, 8 unsupported). */
-function socksReply(code: number): Buffer {
-  return Buffer.from([5, code, 0, 1, 0, 0, 0, 0, 0, 0]);
-}
-
-/** Takes exact byte counts from a stream (a SOCKS handshake); release() gives back the rest. */
-function reader(stream: Duplex, initial: Buffer) {
-  let buf = initial;
-  let ended = false;
-  let wake: (() => void) | null = null;
-  const onData = (d: Buffer) => {
-    buf = buf.length ? Buffer.concat([buf, d]) : d;
-    wake?.();
-  };
-  const onEnd = () => {
-    ended = true;
-    wake?.();
-  };
-  stream.on("data", onData);
-  stream.on("end", onEnd);
-  stream.on("close", onEnd);
-  stream.resume();
-  return {
-    async take(n: number): Promise<Buffer> {
-      while (buf.length < n) {
-        if (ended) throw new Error("the client went away");
-        await new Promise<void>((r) => (wake = r));
-        wake = null;
-      }
-      const out = buf.subarray(0, n);
-      buf = buf.subarray(n);
-      return out;
-    },
-    release(): Buffer {
-      stream.off("data", onData);
-      stream.off("end", onEnd);
-      stream.off("close", onEnd);
-      stream.pause();
-      return buf;
-    },
-  };
-}
-
-const openReason = (t: Target, addr: number[]) =>
-  `${t.ip ? `${t.host} is` : `${t.host} resolves to`} an address that is not public (${formatIp(addr)}); open mode reaches public addresses only`;
-
-const oneLine = (s: string) => s.replace(/[\r\n]+/g, " ").slice(0, 500);
-/** Control characters (a NUL in a SOCKS name) written as \xNN: a record holds text only. */
-const printable = (s: string) => {
-  let out = "";
-  for (const ch of s) {
-    const c = ch.charCodeAt(0);
-    out += c < 0x20 || c === 0x7f ? `\\x${c.toString(16).padStart(2, "0")}` : ch;
-  }
-  return out;
-};
+export type { EgressContext, EgressRecord, ProxyOptions } from "./wire.js";
 
 export class EgressProxy {
   readonly #o: ProxyOptions;
@@ -216,7 +92,14 @@ export class EgressProxy {
       stream.off("end", gone);
       stream.pause();
       if (first[0] === 5) {
-        void this.#socks(this.#conns.get(stream) as Conn, stream, first);
+        {
+          const c = this.#conns.get(stream) as Conn;
+          void socks(stream, first, {
+            record: (r) => this.#record(c, r),
+            decide: (t) => this.#decide(c, t, null),
+            tunnel: (t, d, t0, rest, say) => this.#tunnel(c, t, d, t0, stream, rest, say),
+          });
+        }
         return;
       }
       stream.unshift(first);
@@ -227,59 +110,6 @@ export class EgressProxy {
   }
 
   /** A SOCKS5 client: no authentication, CONNECT only; the name is resolved here (socks5h). */
-  async #socks(c: Conn, stream: Duplex, first: Buffer): Promise<void> {
-    const t0 = Date.now();
-    const r = reader(stream, first);
-    const timer = setTimeout(() => stream.destroy(), 10_000);
-    let t: Target | null = null;
-    let host = "";
-    let port = 0;
-    const refused = (reason: string, reply: Buffer) => {
-      this.#record(c, {
-        at: new Date(t0),
-        decision: "refused",
-        reason,
-        host: t?.host ?? host.slice(0, 255),
-        port,
-        method: null,
-        path: null,
-        bytesOut: 0,
-        bytesIn: 0,
-        durationMs: Date.now() - t0,
-      });
-      stream.end(reply);
-    };
-    try {
-      const [, n = 0] = await r.take(2);
-      const methods = await r.take(n);
-      if (!methods.includes(0))
-        return refused("SOCKS5 without authentication method 0 (none)", Buffer.from([5, 0xff]));
-      stream.write(Buffer.from([5, 0]));
-      const [ver, cmd, , atyp] = await r.take(4);
-      if (atyp === 1) host = [...(await r.take(4))].join(".");
-      else if (atyp === 4) host = formatIp([...(await r.take(16))]);
-      else if (atyp === 3) host = (await r.take((await r.take(1))[0] ?? 0)).toString("latin1");
-      else return refused(`SOCKS5 address type ${atyp ?? "none"} is not supported`, socksReply(8));
-      port = (await r.take(2)).readUInt16BE(0);
-      if (ver !== 5 || cmd !== 1)
-        return refused(`SOCKS5 command ${cmd ?? "none"} is not supported (CONNECT only)`, socksReply(7));
-      t = targetOf(host, port);
-      if (!t)
-        return refused(`${JSON.stringify(host.slice(0, 255))} is not a host name or an IP`, socksReply(8));
-      const d = await this.#decide(c, t, null);
-      if (!d.ok) return refused(d.reason, socksReply(2));
-      clearTimeout(timer);
-      this.#tunnel(c, t, d, t0, stream, r.release(), {
-        opened: () => stream.write(socksReply(0)),
-        failed: (code) => stream.end(socksReply(code === "ECONNREFUSED" ? 5 : 4)),
-      });
-    } catch {
-      stream.destroy();
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
   /** Ends every connection (the server stops). */
   close(): void {
     for (const s of this.#open) s.destroy();
@@ -298,6 +128,22 @@ export class EgressProxy {
       host: printable(r.host),
       path: r.path === null ? null : printable(r.path),
       reason: printable(oneLine(r.reason)),
+    });
+  }
+
+  /** A refusal before anything was sent or read. */
+  #refusedNow(
+    c: Conn,
+    t0: number,
+    r: Pick<EgressRecord, "reason" | "host" | "port" | "method" | "path">,
+  ): void {
+    this.#record(c, {
+      ...r,
+      at: new Date(t0),
+      decision: "refused",
+      bytesOut: 0,
+      bytesIn: 0,
+      durationMs: Date.now() - t0,
     });
   }
 
@@ -387,17 +233,12 @@ export class EgressProxy {
       address = false,
     ) => {
       if (c)
-        this.#record(c, {
-          at: new Date(t0),
-          decision: "refused",
+        this.#refusedNow(c, t0, {
           reason,
           host,
           port,
           method,
           path,
-          bytesOut: 0,
-          bytesIn: 0,
-          durationMs: Date.now() - t0,
         });
       const body = `warren egress: refused: ${oneLine(reason)}\n`;
       res.writeHead(status, {
@@ -411,40 +252,9 @@ export class EgressProxy {
       res.end(body);
     };
     if (!c) return void res.destroy();
-    let parsed: URL | null = null;
-    try {
-      parsed = /^[a-z][a-z0-9+.-]*:\/\//i.test(url) ? new URL(url) : null;
-    } catch {
-      parsed = null;
-    }
-    if (!parsed)
-      return refuse(400, "this is an HTTP proxy: ask for an absolute http:// URL, or CONNECT host:port");
-    if (parsed.protocol !== "http:")
-      return refuse(400, `${parsed.protocol} URLs go through a CONNECT tunnel, not a plain request`);
-    const port = parsed.port ? Number(parsed.port) : 80;
-    const path = `${parsed.pathname}${parsed.search}`;
-    const t = targetOf(parsed.hostname, port);
-    if (!t || parsed.username || parsed.password)
-      return refuse(
-        400,
-        `the URL's host ${JSON.stringify(parsed.host)} is not a host name or an IP`,
-        parsed.hostname,
-        port,
-        path,
-      );
-    const hostHeader = req.headers.host;
-    if (hostHeader !== undefined) {
-      const h = splitHostPort(hostHeader, 80);
-      const ht = h && targetOf(h.host, h.port);
-      if (!ht || ht.host !== t.host || ht.port !== t.port)
-        return refuse(
-          403,
-          `the Host header ${JSON.stringify(hostHeader)} disagrees with the URL's host ${t.host}:${t.port}`,
-          t.host,
-          port,
-          path,
-        );
-    }
+    const plain = plainTarget(url, req.headers.host);
+    if (!plain.ok) return refuse(plain.status, plain.reason, plain.host, plain.port, plain.path);
+    const { parsed, t, port, path } = plain;
     const d = await this.#decide(c, t, { method, path });
     if (!d.ok) return refuse(403, d.reason, t.host, port, path, d.address === true);
     let bytesOut = 0;
@@ -531,17 +341,12 @@ export class EgressProxy {
     const t0 = Date.now();
     if (!c) return void socket.destroy();
     const refuse = (status: number, reason: string, host: string, port: number, address = false) => {
-      this.#record(c, {
-        at: new Date(t0),
-        decision: "refused",
+      this.#refusedNow(c, t0, {
         reason,
         host,
         port,
         method: null,
         path: null,
-        bytesOut: 0,
-        bytesIn: 0,
-        durationMs: Date.now() - t0,
       });
       const body = `warren egress: refused: ${oneLine(reason)}\n`;
       const text = status === 403 ? "Forbidden" : status === 502 ? "Bad Gateway" : "Bad Request";

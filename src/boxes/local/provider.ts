@@ -17,11 +17,8 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import type { Socket } from "node:net";
-import { fileURLToPath } from "node:url";
-import { z } from "zod";
 import { WarrenError, notFound } from "../../errors.js";
 import { BoxdClient } from "../../boxd/client.js";
-import { BOX_PATHS } from "../paths.js";
 import type {
   BoxEndpoint,
   BoxHandle,
@@ -34,15 +31,7 @@ import type {
   HostProbe,
   RunFilesDir,
 } from "../types.js";
-import {
-  BOX_ROOT_HOST_ID,
-  bwrapArgv,
-  bwrapEnv,
-  ETC_GENERATED,
-  etcAllowed,
-  type EtcEntry,
-  type SystemDir,
-} from "./bwrap.js";
+import { BOX_ROOT_HOST_ID, bwrapArgv, bwrapEnv, ETC_GENERATED } from "./bwrap.js";
 import {
   applyPlan,
   cgroupPlan,
@@ -58,138 +47,19 @@ import { localProbes } from "./checks.js";
 import { FsHomeLayout } from "./layout.js";
 import { isSameProcess, pidStartTime } from "./proc.js";
 import { BOXD_SECCOMP_DENY, encodeProgram, hostSeccompArch, seccompProgram } from "./seccomp.js";
-import { groupText, passwdText, usersFromHomes, type HomeEntry } from "./users.js";
+import {
+  BOX_ID,
+  boxSpecSchema,
+  BoxRecord,
+  JOIN_AND_EXEC,
+  systemDirs,
+  etcEntries,
+  tail,
+  refreshBoxUsers,
+} from "./box-record.js";
 
-export interface LoggerLike {
-  info(message: string): void;
-  warn(message: string): void;
-  error(message: string): void;
-}
-
-const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
-
-const optionsSchema = z.object({
-  stateRoot: z.string().min(1),
-  runRoot: z.string().min(1).optional(),
-  /** Machines' folders and agents' homes (default STATE_ROOT/workspaces). */
-  workspacesRoot: z.string().min(1).optional(),
-  /** The boxd binary (default dist/native/boxd). */
-  boxdBinary: z.string().min(1).optional(),
-  spawnHelper: z.string().min(1).optional(),
-  /** The user namespace launcher (default dist/native/box-userns). */
-  userns: z.string().min(1).optional(),
-  /** The host uid and gid of box root (boxd); owns nothing else on the host. */
-  boxRootId: z.number().int().min(65536).max(0x7ffffffe).optional(),
-  bwrap: z.string().min(1).optional(),
-  cgroupParent: z
-    .string()
-    .regex(
-      /^[A-Za-z0-9_-]+(\/[A-Za-z0-9_-]+)*$/,
-      "cgroupParent is a relative cgroup path like warren or warren/test",
-    )
-    .optional(),
-  startTimeoutMs: z.number().int().positive().optional(),
-  /** boxd stops its box after this many seconds without the server (0: never). */
-  orphanAfterS: z.number().int().min(0).optional(),
-});
-
-export type LocalProviderOptions = z.input<typeof optionsSchema> & { logger?: LoggerLike };
-
-const BOX_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
-
-const labelsSchema = z
-  .object({
-    "warren.kind": z.literal("machine"),
-    "warren.org": z.string().min(1),
-    "warren.machine": z.string().min(1),
-    "warren.provider": z.enum(["local", "oci", "kubernetes"]),
-  })
-  .catchall(z.string());
-
-const mountSchema = z.discriminatedUnion("kind", [
-  z.object({
-    kind: z.literal("bind"),
-    source: z.string().startsWith("/"),
-    target: z.string().startsWith("/"),
-    readOnly: z.boolean(),
-  }),
-  z.object({
-    kind: z.literal("tmpfs"),
-    target: z.string().startsWith("/"),
-    sizeMib: z.number().int().positive(),
-    mode: z.number().int().min(0).max(0o7777).optional(),
-  }),
-]);
-
-export const boxSpecSchema = z.object({
-  id: z.string().regex(BOX_ID, "a box id is 1-64 letters, digits, _ or -, starting with a letter or digit"),
-  labels: labelsSchema,
-  mounts: z.array(mountSchema),
-  limits: z.object({
-    memoryMib: z.number().int().min(16),
-    cpus: z.number().positive().max(1024),
-    pids: z
-      .number()
-      .int()
-      .min(16)
-      .max(1 << 22),
-    tmpMib: z.number().int().min(1),
-  }),
-});
-
-interface BoxRecord {
-  version: 1;
-  spec: BoxSpec;
-  state: "created" | "running" | "stopped";
-  pid: number | null;
-  pidStart: string | null;
-  startedAt: string | null;
-  cgroupDirs: string[];
-}
-
-/** Joins the box's cgroups with the shell's own pid, then becomes bwrap: nothing forks before. */
-const JOIN_AND_EXEC =
-  'for f; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 125; shift; done; shift; exec "$@"';
-
-/** The host's system folders as they exist (folders, or usrmerge symlinks). */
-export function systemDirs(candidates: readonly string[] = BOX_PATHS.system): SystemDir[] {
-  const out: SystemDir[] = [];
-  for (const p of candidates) {
-    let st: fs.Stats;
-    try {
-      st = fs.lstatSync(p);
-    } catch {
-      continue;
-    }
-    if (st.isSymbolicLink()) out.push({ path: p, kind: "symlink", target: fs.readlinkSync(p) });
-    else if (st.isDirectory()) out.push({ path: p, kind: "dir" });
-  }
-  return out;
-}
-
-/** The allowed entries of the host's /etc (etcAllowed), as they exist there. */
-export function etcEntries(etcDir = "/etc"): EtcEntry[] {
-  const out: EtcEntry[] = [];
-  let names: string[];
-  try {
-    names = fs.readdirSync(etcDir).sort();
-  } catch {
-    return out;
-  }
-  for (const name of names) {
-    if (!etcAllowed(name)) continue;
-    let st: fs.Stats;
-    try {
-      st = fs.lstatSync(path.join(etcDir, name));
-    } catch {
-      continue;
-    }
-    if (st.isSymbolicLink())
-      out.push({ name, kind: "symlink", target: fs.readlinkSync(path.join(etcDir, name)) });
-    else if (st.isDirectory() || st.isFile()) out.push({ name, kind: "bind" });
-  }
-  return out;
-}
+import { optionsSchema, packageRoot, type LocalProviderOptions, type LoggerLike } from "./options.js";
+export type { LocalProviderOptions, LoggerLike } from "./options.js";
 
 export class LocalProvider implements BoxProvider {
   readonly name = "local" as const;
@@ -619,49 +489,4 @@ export class LocalProvider implements BoxProvider {
     this.logger?.info(`box ${id} started (pid ${pid})`);
     return this.handle(started, "running");
   }
-}
-
-function tail(file: string, bytes = 600): string {
-  try {
-    const text = fs.readFileSync(file, "utf8");
-    return text.slice(-bytes).trim();
-  } catch {
-    return "";
-  }
-}
-
-/** The homes in a box's /home mount, as the host sees them. */
-function homeEntries(spec: BoxSpec): HomeEntry[] {
-  const home = spec.mounts.find((m) => m.kind === "bind" && m.target === "/home");
-  if (!home || home.kind !== "bind") return [];
-  let names: string[];
-  try {
-    names = fs.readdirSync(home.source);
-  } catch {
-    return [];
-  }
-  const out: HomeEntry[] = [];
-  for (const name of names) {
-    try {
-      const st = fs.lstatSync(path.join(home.source, name));
-      out.push({ name, uid: st.uid, gid: st.gid, isDirectory: st.isDirectory() });
-    } catch {
-      // removed meanwhile
-    }
-  }
-  return out;
-}
-
-/**
- * Writes `passwd` and `group` in a box's state folder (STATE_ROOT/run/boxes/<id>) from
- * its record's /home mount. Files are rewritten in place (same inode), because a running
- * box has them bound at /etc/passwd and /etc/group.
- */
-function refreshBoxUsers(boxDir: string): { passwd: string; group: string } {
-  const rec = JSON.parse(fs.readFileSync(path.join(boxDir, "box.json"), "utf8")) as BoxRecord;
-  const { users, shared } = usersFromHomes(homeEntries(rec.spec));
-  const files = { passwd: path.join(boxDir, "passwd"), group: path.join(boxDir, "group") };
-  fs.writeFileSync(files.passwd, passwdText(users), { mode: 0o644 });
-  fs.writeFileSync(files.group, groupText(users, shared), { mode: 0o644 });
-  return files;
 }

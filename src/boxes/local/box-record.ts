@@ -1,0 +1,151 @@
+// What a local box is made of on the host: its record's shape (box.json), the host's system
+// folders and /etc entries it sees, and its users (passwd and group from its homes). The
+// provider (provider.ts) uses these.
+import fs from "node:fs";
+import path from "node:path";
+import { z } from "zod";
+import { BOX_PATHS } from "../paths.js";
+import type { BoxSpec } from "../types.js";
+import { etcAllowed, type EtcEntry, type SystemDir } from "./bwrap.js";
+import { groupText, passwdText, usersFromHomes, type HomeEntry } from "./users.js";
+
+export const BOX_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
+export const labelsSchema = z
+  .object({
+    "warren.kind": z.literal("machine"),
+    "warren.org": z.string().min(1),
+    "warren.machine": z.string().min(1),
+    "warren.provider": z.enum(["local", "oci", "kubernetes"]),
+  })
+  .catchall(z.string());
+
+export const mountSchema = z.discriminatedUnion("kind", [
+  z.object({
+    kind: z.literal("bind"),
+    source: z.string().startsWith("/"),
+    target: z.string().startsWith("/"),
+    readOnly: z.boolean(),
+  }),
+  z.object({
+    kind: z.literal("tmpfs"),
+    target: z.string().startsWith("/"),
+    sizeMib: z.number().int().positive(),
+    mode: z.number().int().min(0).max(0o7777).optional(),
+  }),
+]);
+
+export const boxSpecSchema = z.object({
+  id: z.string().regex(BOX_ID, "a box id is 1-64 letters, digits, _ or -, starting with a letter or digit"),
+  labels: labelsSchema,
+  mounts: z.array(mountSchema),
+  limits: z.object({
+    memoryMib: z.number().int().min(16),
+    cpus: z.number().positive().max(1024),
+    pids: z
+      .number()
+      .int()
+      .min(16)
+      .max(1 << 22),
+    tmpMib: z.number().int().min(1),
+  }),
+});
+
+export interface BoxRecord {
+  version: 1;
+  spec: BoxSpec;
+  state: "created" | "running" | "stopped";
+  pid: number | null;
+  pidStart: string | null;
+  startedAt: string | null;
+  cgroupDirs: string[];
+}
+
+/** Joins the box's cgroups with the shell's own pid, then becomes bwrap: nothing forks before. */
+export const JOIN_AND_EXEC =
+  'for f; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 125; shift; done; shift; exec "$@"';
+
+/** The host's system folders as they exist (folders, or usrmerge symlinks). */
+export function systemDirs(candidates: readonly string[] = BOX_PATHS.system): SystemDir[] {
+  const out: SystemDir[] = [];
+  for (const p of candidates) {
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(p);
+    } catch {
+      continue;
+    }
+    if (st.isSymbolicLink()) out.push({ path: p, kind: "symlink", target: fs.readlinkSync(p) });
+    else if (st.isDirectory()) out.push({ path: p, kind: "dir" });
+  }
+  return out;
+}
+
+/** The allowed entries of the host's /etc (etcAllowed), as they exist there. */
+export function etcEntries(etcDir = "/etc"): EtcEntry[] {
+  const out: EtcEntry[] = [];
+  let names: string[];
+  try {
+    names = fs.readdirSync(etcDir).sort();
+  } catch {
+    return out;
+  }
+  for (const name of names) {
+    if (!etcAllowed(name)) continue;
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(path.join(etcDir, name));
+    } catch {
+      continue;
+    }
+    if (st.isSymbolicLink())
+      out.push({ name, kind: "symlink", target: fs.readlinkSync(path.join(etcDir, name)) });
+    else if (st.isDirectory() || st.isFile()) out.push({ name, kind: "bind" });
+  }
+  return out;
+}
+
+export function tail(file: string, bytes = 600): string {
+  try {
+    const text = fs.readFileSync(file, "utf8");
+    return text.slice(-bytes).trim();
+  } catch {
+    return "";
+  }
+}
+
+/** The homes in a box's /home mount, as the host sees them. */
+export function homeEntries(spec: BoxSpec): HomeEntry[] {
+  const home = spec.mounts.find((m) => m.kind === "bind" && m.target === "/home");
+  if (!home || home.kind !== "bind") return [];
+  let names: string[];
+  try {
+    names = fs.readdirSync(home.source);
+  } catch {
+    return [];
+  }
+  const out: HomeEntry[] = [];
+  for (const name of names) {
+    try {
+      const st = fs.lstatSync(path.join(home.source, name));
+      out.push({ name, uid: st.uid, gid: st.gid, isDirectory: st.isDirectory() });
+    } catch {
+      // removed meanwhile
+    }
+  }
+  return out;
+}
+
+/**
+ * Writes `passwd` and `group` in a box's state folder (STATE_ROOT/run/boxes/<id>) from
+ * its record's /home mount. Files are rewritten in place (same inode), because a running
+ * box has them bound at /etc/passwd and /etc/group.
+ */
+export function refreshBoxUsers(boxDir: string): { passwd: string; group: string } {
+  const rec = JSON.parse(fs.readFileSync(path.join(boxDir, "box.json"), "utf8")) as BoxRecord;
+  const { users, shared } = usersFromHomes(homeEntries(rec.spec));
+  const files = { passwd: path.join(boxDir, "passwd"), group: path.join(boxDir, "group") };
+  fs.writeFileSync(files.passwd, passwdText(users), { mode: 0o644 });
+  fs.writeFileSync(files.group, groupText(users, shared), { mode: 0o644 });
+  return files;
+}
