@@ -7,8 +7,8 @@ import type { HomeLayout } from "../boxes/index.js";
 import type { MachineControl } from "../runtime/index.js";
 import { homeOf, lowestFreeSlot, portsOf, uidOf } from "../machines/placement.js";
 import type { Machines } from "../machines/service.js";
-import type { Db } from "../store/index.js";
-import { schema } from "../store/index.js";
+import type { AgentInsert, AgentRow, Db } from "../store/index.js";
+import { isForeignKeyViolation, isUniqueViolation, memo, schema } from "../store/index.js";
 import { parseNetworkEntry, SandboxPolicy } from "../contract/policy.js";
 import type { AddressRule } from "../net/rule.js";
 import { AgentSpec } from "../contract/spec.js";
@@ -17,7 +17,7 @@ import { checkToolHeaders, toolHeaderWarnings } from "../secrets/tool-headers.js
 import { emptyPolicy } from "./policy.js";
 import type { Agent } from "../contract/types.js";
 
-export type AgentRow = typeof schema.agents.$inferSelect;
+export type { AgentRow };
 
 /** The spec of an agent that was never given one: kind command, no model, no tools. */
 export const DEFAULT_SPEC: AgentSpec = AgentSpec.parse({});
@@ -100,17 +100,12 @@ export function agentView(a: AgentRow, spec: AgentSpec = DEFAULT_SPEC): Agent {
   };
 }
 
-const isUniqueViolation = (e: unknown): boolean => pgCode(e) === "23505";
-const isForeignKeyViolation = (e: unknown): boolean => pgCode(e) === "23503";
-function pgCode(e: unknown): string | undefined {
-  for (let cur: unknown = e; cur && typeof cur === "object"; cur = (cur as { cause?: unknown }).cause) {
-    const code = (cur as { code?: unknown }).code;
-    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code;
-  }
-  return undefined;
-}
-
 export class Agents {
+  /** Rows by id (null: none), read again after any change of an agent. */
+  readonly #rows;
+  /** Specs by agent and version, read again after any change of a spec. */
+  readonly #specs;
+
   constructor(
     private readonly db: Db,
     private readonly access: Access,
@@ -122,7 +117,10 @@ export class Agents {
     private readonly cancelGeneration: (agentId: string) => Promise<void> = async () => {},
     /** The address rule: a sandbox policy is checked against it when saved. */
     private readonly addressRule?: Pick<AddressRule, "entryProblem">,
-  ) {}
+  ) {
+    this.#rows = memo<string, Readonly<AgentRow> | null>(db, [schema.agents]);
+    this.#specs = memo<string, AgentSpec>(db, [schema.agentSpecs]);
+  }
 
   async create(
     who: Identity,
@@ -213,7 +211,10 @@ export class Agents {
   }
 
   async load(who: Identity, id: string, perm: "read" | "inspect" | "write"): Promise<AgentRow> {
-    const [row] = await this.db.select().from(schema.agents).where(eq(schema.agents.id, id));
+    const row = await this.#rows.get(id, async () => {
+      const [r] = await this.db.select().from(schema.agents).where(eq(schema.agents.id, id));
+      return r ? Object.freeze(r) : null;
+    });
     if (!row) throw new WarrenError("not_found", "agent was not found");
     await this.access.require(row.orgId, who, perm, "agent");
     return row;
@@ -221,12 +222,16 @@ export class Agents {
 
   /** The agent's current spec and its version (null: never given one). */
   async specOf(agent: AgentRow): Promise<{ spec: AgentSpec; version: number | null }> {
-    if (agent.specVersion === null) return { spec: DEFAULT_SPEC, version: null };
-    const [r] = await this.db
-      .select()
-      .from(schema.agentSpecs)
-      .where(and(eq(schema.agentSpecs.agentId, agent.id), eq(schema.agentSpecs.version, agent.specVersion)));
-    return { spec: r ? parseStored(r.spec) : DEFAULT_SPEC, version: agent.specVersion };
+    const version = agent.specVersion;
+    if (version === null) return { spec: DEFAULT_SPEC, version: null };
+    const spec = await this.#specs.get(`${agent.id}\n${version}`, async () => {
+      const [r] = await this.db
+        .select()
+        .from(schema.agentSpecs)
+        .where(and(eq(schema.agentSpecs.agentId, agent.id), eq(schema.agentSpecs.version, version)));
+      return r ? parseStored(r.spec) : DEFAULT_SPEC;
+    });
+    return { spec, version };
   }
 
   async #specsOf(rows: AgentRow[]): Promise<Map<string, AgentSpec>> {
@@ -288,7 +293,7 @@ export class Agents {
     const current = await this.specOf(row);
     const spec = await nextSpec(current.spec, patch);
     if (spec) await checkToolHeaders(this.db, row.orgId, spec, current.spec);
-    const set: Partial<typeof schema.agents.$inferInsert> = {};
+    const set: Partial<AgentInsert> = {};
     if (patch.name !== undefined) set.name = patch.name;
     const cap =
       patch.max_workspace_mib === undefined
