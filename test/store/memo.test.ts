@@ -43,7 +43,7 @@ for (const leg of dbLegs) {
 
     before(async () => {
       const db = await leg.fresh();
-      drop = db.drop;
+      drop = () => db.drop();
       store = await openStore({ databaseUrl: db.url });
       roles = roleOf();
       await store.db.insert(schema.users).values({ id: "usr_1", email: "one@example.com" });
