@@ -45,6 +45,8 @@ import { Tools } from "./tools/service.js";
 import { Gateway } from "./models/gateway.js";
 import { ModelHttpFace } from "./models/http.js";
 import { createToolGateway } from "./tools/gateway.js";
+import { toolPolicyProblem } from "./tools/policy.js";
+import { readAgentFile } from "./homes/files.js";
 import { Prices } from "./models/prices.js";
 import { AssistantRunner } from "./runs/assistant.js";
 import { Records } from "./records/index.js";
@@ -254,24 +256,31 @@ async function compose(
     throw err;
   }
   held.secrets = secrets;
-  // agents' calls from inside their boxes (warren-secret): each running box keeps a channel
-  const agentCalls = new AgentCalls(store.db, secrets, layout, logger);
-  runtime.setCallHandler((machineId, call) => agentCalls.handle(machineId, call));
-  // connections from agents' commands to the boxes' bridge ports (BOX_BRIDGES): a handler per name
-  const bridges = new Bridges(store.db, logger);
-  runtime.setBridgeHandler(bridges.accept);
   const orgs = new Orgs(store.db, access);
   const machines = new Machines(store.db, access, layout, () => runtime);
-  const agents: Agents = new Agents(
-    store.db,
+  const agents: Agents = new Agents({
+    db: store.db,
     access,
     machines,
     layout,
-    () => runtime,
+    control: () => runtime,
     config,
-    (agentId): Promise<void> => runs.stopAgent(agentId, "the agent is being deleted"),
+    checkToolPolicy: (text) => toolPolicyProblem(text),
+    cancelGeneration: (agentId): Promise<void> => runs.stopAgent(agentId, "the agent is being deleted"),
     addressRule,
-  );
+  });
+  const agentAt = (machineId: string, uid: number) => agents.atUid(machineId, uid);
+  // agents' calls from inside their boxes (warren-secret): each running box keeps a channel
+  const agentCalls = new AgentCalls({
+    secrets,
+    agentAt,
+    readHomeFile: (m, a, path, max) => readAgentFile(layout.homeDir(m, a), a, path, max),
+    logger,
+  });
+  runtime.setCallHandler((machineId, call) => agentCalls.handle(machineId, call));
+  // connections from agents' commands to the boxes' bridge ports (BOX_BRIDGES): a handler per name
+  const bridges = new Bridges(agentAt, logger);
+  runtime.setBridgeHandler(bridges.accept);
   const guilds = new Guilds(store.db, access, agents);
   const exec = new Exec(store.db, agents, runtime, layout, metrics, secrets);
   // the agents' way out of their boxes: the `egress` bridge into the filtering proxy
