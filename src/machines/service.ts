@@ -7,6 +7,9 @@ import { memo, schema } from "../store/index.js";
 import type { HomeLayout } from "../boxes/index.js";
 import type { MachineControl } from "../runtime/index.js";
 import type { Machine } from "../contract/types.js";
+import type { TRUSTS } from "../contract/lists.js";
+
+type Trust = (typeof TRUSTS)[number];
 
 export interface MachineInput {
   org_id: string;
@@ -14,7 +17,7 @@ export interface MachineInput {
   max_workspace_mib?: number | undefined;
   memory_mib?: number | undefined;
   cpus?: number | undefined;
-  trust?: "isolated" | "shared" | undefined;
+  trust?: Trust | undefined;
   runaway_after_s?: number | undefined;
 }
 
