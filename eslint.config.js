@@ -5,27 +5,36 @@ import importX, { createNodeResolver } from "eslint-plugin-import-x";
 // Which folder of src/ may import which: the layers of DESIGN.md, checked. Paths are
 // relative to the repository; `except` is relative to `from`. Shared by every layer:
 // errors.ts, ids.ts, config/ (the environment's schema), observability/.
-const services = [
-  "access",
-  "agents",
-  "bridges",
-  "egress",
-  "net",
-  "exec",
-  "guilds",
-  "homes",
-  "machines",
-  "orgs",
-  "runs",
-  "secrets",
-  "terminal",
+// The services, in tiers from the bottom up: a service imports the tiers below its own (and
+// its own tier), never one above. Beneath them all: the store, boxd, the provider seam, the
+// runtime and the boot checks.
+const tiers = [
+  ["access", "net"],
+  ["machines"],
+  ["secrets"],
+  ["agents", "orgs"],
+  ["guilds", "homes", "bridges", "records"],
+  ["exec", "workloads", "egress", "preview", "models"],
+  ["terminal", "tools"],
+  ["runs"],
 ];
+const services = ["boot", ...tiers.flat()];
+const list = (names) => names.map((n) => `${n}/`).join(", ");
+const tierZones = tiers.slice(0, -1).map((tier, i) => ({
+  target: tier.map((s) => `./src/${s}`),
+  from: tiers
+    .slice(i + 1)
+    .flat()
+    .map((s) => `./src/${s}`),
+  message: `${list(tier)} may import ${i === 0 ? "no other service" : list(tiers.slice(0, i).flat())} (beside each other, the store, the runtime's surface, the provider seam, contract/, config/, errors, ids, observability/); ${list(tiers.slice(i + 1).flat())} sit above and are handed in (a function or an interface in the options), not imported.`,
+}));
 const layers = [
   {
     target: "./src/store",
     from: "./src",
-    except: ["./store"],
-    message: "the store (schema, migrations, connection) imports nothing of warren.",
+    except: ["./store", "./contract/lists.ts"],
+    message:
+      "the store (schema, migrations, connection) imports nothing of warren but the contract's lists (contract/lists.ts).",
   },
   {
     target: "./src/boxd",
@@ -36,8 +45,9 @@ const layers = [
   {
     target: "./src/boxes",
     from: "./src",
-    except: ["./boxes", "./boxd", "./errors.ts", "./ids.ts", "./config"],
-    message: "the provider seam knows nothing of machines, the runtime, services or HTTP.",
+    except: ["./boxes", "./boxd", "./errors.ts", "./ids.ts", "./config", "./contract/lists.ts"],
+    message:
+      "the provider seam knows nothing of machines, the runtime, services or HTTP (of the contract, only its lists).",
   },
   {
     target: ["./src/!(boxes)/**", "./src/*.ts"],
@@ -62,8 +72,17 @@ const layers = [
   },
   {
     target: services.map((s) => `./src/${s}`),
-    from: ["./src/http", "./src/cli", "./src/sdk", "./src/boxd", "./src/server.ts", "./src/main.ts"],
-    message: "services know nothing of HTTP, the CLI or the SDK, and reach boxes through src/runtime.",
+    from: [
+      "./src/http",
+      "./src/cli",
+      "./src/sdk",
+      "./src/boxd",
+      "./src/compose",
+      "./src/server.ts",
+      "./src/main.ts",
+    ],
+    message:
+      "services know nothing of HTTP, the CLI, the SDK or the composition root (src/compose, server.ts), and reach boxes through src/runtime.",
   },
   {
     target: services.map((s) => `./src/${s}`),
@@ -79,6 +98,7 @@ const layers = [
       "./src/boxd",
       "./src/cli",
       "./src/sdk",
+      "./src/compose",
       "./src/server.ts",
       "./src/main.ts",
     ],
@@ -94,7 +114,8 @@ const layers = [
     target: "./src/sdk",
     from: "./src",
     except: ["./sdk", "./contract"],
-    message: "the SDK is published on its own: it imports only src/sdk and (types of) src/contract.",
+    message:
+      "the SDK is published on its own: it imports only src/sdk, types of src/contract and the contract's lists.",
   },
   {
     target: "./src/cli",
@@ -102,6 +123,14 @@ const layers = [
     except: ["./cli", "./sdk", "./main.ts", "./server.ts", "./config"],
     message: "the CLI speaks to warren through the SDK; only `serve` starts the server (src/main.ts).",
   },
+  {
+    target: "./src/boot",
+    from: "./src",
+    except: ["./boot", "./boxes", "./config", "./errors.ts", "./observability"],
+    message:
+      "the boot checks read the host and the state tree: they import only the provider seam and config/.",
+  },
+  ...tierZones,
 ];
 
 export default tseslint.config(
@@ -182,9 +211,9 @@ export default tseslint.config(
         {
           patterns: [
             {
-              group: ["../contract", "../contract/*"],
+              regex: "^\\.\\./contract(/(?!lists\\.js$).*)?$",
               allowTypeImports: true,
-              message: "the SDK takes only types from src/contract.",
+              message: "the SDK takes only types from src/contract, and values from contract/lists.ts alone.",
             },
           ],
         },

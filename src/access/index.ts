@@ -1,10 +1,10 @@
 // Identities and memberships. The HTTP layer resolves who is asking (AUTH_MODE); services
 // call `require` before touching anything of an organisation.
-import { and, eq } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import { WarrenError } from "../errors.js";
 import { newId } from "../ids.js";
 import type { Db } from "../store/index.js";
-import { schema } from "../store/index.js";
+import { memo, schema } from "../store/index.js";
 import { allows, type Permission, type Role } from "./roles.js";
 
 export type { Permission, Role } from "./roles.js";
@@ -30,9 +30,23 @@ const denied: Record<Permission, string> = {
 export class Access {
   readonly #db: Db;
   readonly #cache = new Map<string, Identity>();
+  /** Per user: their role in each of their organisations, read again after any change of a membership. */
+  readonly #roles;
 
   constructor(db: Db) {
     this.#db = db;
+    this.#roles = memo<string, ReadonlyMap<string, Role>>(db, [schema.memberships]);
+  }
+
+  /** The caller's organisations and their role in each: one read per change of any membership. */
+  #rolesOf(who: Identity): Promise<ReadonlyMap<string, Role>> {
+    return this.#roles.get(who.userId, async () => {
+      const rows = await this.#db
+        .select({ orgId: schema.memberships.orgId, role: schema.memberships.role })
+        .from(schema.memberships)
+        .where(eq(schema.memberships.userId, who.userId));
+      return new Map(rows.map((r) => [r.orgId, r.role]));
+    });
   }
 
   /** The user for an email, created on first sight. */
@@ -55,11 +69,7 @@ export class Access {
   }
 
   async roleIn(orgId: string, who: Identity): Promise<Role | null> {
-    const [m] = await this.#db
-      .select({ role: schema.memberships.role })
-      .from(schema.memberships)
-      .where(and(eq(schema.memberships.orgId, orgId), eq(schema.memberships.userId, who.userId)));
-    return m?.role ?? null;
+    return (await this.#rolesOf(who)).get(orgId) ?? null;
   }
 
   /**
@@ -87,10 +97,6 @@ export class Access {
   }
 
   async orgIdsOf(who: Identity): Promise<string[]> {
-    const rows = await this.#db
-      .select({ orgId: schema.memberships.orgId })
-      .from(schema.memberships)
-      .where(eq(schema.memberships.userId, who.userId));
-    return rows.map((r) => r.orgId);
+    return [...(await this.#rolesOf(who)).keys()];
   }
 }

@@ -5,19 +5,18 @@ import { WarrenError } from "../errors.js";
 import { newId } from "../ids.js";
 import type { HomeLayout } from "../boxes/index.js";
 import type { MachineControl } from "../runtime/index.js";
-import { homeOf, lowestFreeSlot, portsOf, uidOf } from "../machines/placement.js";
+import { homeOf, lowestFreeSlot, portsOf, UID_BASE, uidOf, type AgentAt } from "../machines/placement.js";
 import type { Machines } from "../machines/service.js";
-import type { Db } from "../store/index.js";
-import { schema } from "../store/index.js";
+import type { AgentInsert, AgentRow, Db } from "../store/index.js";
+import { isForeignKeyViolation, isUniqueViolation, memo, schema } from "../store/index.js";
 import { parseNetworkEntry, SandboxPolicy } from "../contract/policy.js";
 import type { AddressRule } from "../net/rule.js";
 import { AgentSpec } from "../contract/spec.js";
-import { toolPolicyProblem } from "../tools/policy.js";
 import { checkToolHeaders, toolHeaderWarnings } from "../secrets/tool-headers.js";
 import { emptyPolicy } from "./policy.js";
 import type { Agent } from "../contract/types.js";
 
-export type AgentRow = typeof schema.agents.$inferSelect;
+export type { AgentRow };
 
 /** The spec of an agent that was never given one: kind command, no model, no tools. */
 export const DEFAULT_SPEC: AgentSpec = AgentSpec.parse({});
@@ -26,11 +25,14 @@ export const DEFAULT_SPEC: AgentSpec = AgentSpec.parse({});
 export type SpecPatch = Partial<{ [K in keyof AgentSpec]: unknown }>;
 const SPEC_KEYS = ["kind", "model", "instructions", "tools", "tool_policy", "limits"] as const;
 
+/** What is wrong with a tool policy's text (Cedar's words), or null when it holds. */
+export type PolicyCheck = (text: string) => Promise<string | null>;
+
 /**
  * The spec a patch makes of the current one, checked whole by the one schema, the tool policy
- * by Cedar; null when the patch holds no spec field. Throws request.invalid naming the field.
+ * by `check` (Cedar); null when the patch holds no spec field. Throws request.invalid naming the field.
  */
-export async function nextSpec(current: AgentSpec, patch: SpecPatch): Promise<AgentSpec | null> {
+async function nextSpec(current: AgentSpec, patch: SpecPatch, check: PolicyCheck): Promise<AgentSpec | null> {
   const given = SPEC_KEYS.filter((k) => patch[k] !== undefined);
   if (given.length === 0) return null;
   const merged: Record<string, unknown> = { ...current };
@@ -42,7 +44,7 @@ export async function nextSpec(current: AgentSpec, patch: SpecPatch): Promise<Ag
       .map((i) => `${i.path.map(String).join(".") || "spec"}: ${i.message}`);
     throw new WarrenError("request.invalid", msgs.join("; "), { field: msgs[0] });
   }
-  const problem = await toolPolicyProblem(r.data.tool_policy);
+  const problem = await check(r.data.tool_policy);
   if (problem !== null)
     throw new WarrenError("request.invalid", `tool_policy: ${problem}`, { field: "tool_policy" });
   return r.data;
@@ -100,29 +102,68 @@ export function agentView(a: AgentRow, spec: AgentSpec = DEFAULT_SPEC): Agent {
   };
 }
 
-const isUniqueViolation = (e: unknown): boolean => pgCode(e) === "23505";
-const isForeignKeyViolation = (e: unknown): boolean => pgCode(e) === "23503";
-function pgCode(e: unknown): string | undefined {
-  for (let cur: unknown = e; cur && typeof cur === "object"; cur = (cur as { cause?: unknown }).cause) {
-    const code = (cur as { code?: unknown }).code;
-    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code;
-  }
-  return undefined;
+export interface AgentsOptions {
+  db: Db;
+  access: Access;
+  machines: Machines;
+  layout: HomeLayout;
+  control: () => MachineControl;
+  config: Pick<Config, "WORKSPACE_MAX_MIB">;
+  /** Checks a tool policy when a spec is saved (the tools' Cedar check). */
+  checkToolPolicy: PolicyCheck;
+  /** Cancels the agent's generation, if any, before it is deleted. */
+  cancelGeneration?: (agentId: string) => Promise<void>;
+  /** The address rule: a sandbox policy is checked against it when saved. */
+  addressRule?: Pick<AddressRule, "entryProblem">;
 }
 
 export class Agents {
-  constructor(
-    private readonly db: Db,
-    private readonly access: Access,
-    private readonly machines: Machines,
-    private readonly layout: HomeLayout,
-    private readonly control: () => MachineControl,
-    private readonly config: Pick<Config, "WORKSPACE_MAX_MIB">,
-    /** Cancels the agent's generation, if any, before it is deleted. */
-    private readonly cancelGeneration: (agentId: string) => Promise<void> = async () => {},
-    /** The address rule: a sandbox policy is checked against it when saved. */
-    private readonly addressRule?: Pick<AddressRule, "entryProblem">,
-  ) {}
+  private readonly db: Db;
+  private readonly access: Access;
+  private readonly machines: Machines;
+  private readonly layout: HomeLayout;
+  private readonly control: () => MachineControl;
+  private readonly config: Pick<Config, "WORKSPACE_MAX_MIB">;
+  private readonly checkToolPolicy: PolicyCheck;
+  private readonly cancelGeneration: (agentId: string) => Promise<void>;
+  private readonly addressRule: Pick<AddressRule, "entryProblem"> | undefined;
+  /** Rows by id (null: none), read again after any change of an agent. */
+  readonly #rows;
+  /** Specs by agent and version, read again after any change of a spec. */
+  readonly #specs;
+  /** The agent in a machine's uid, read again after any change of an agent. */
+  readonly #atUid;
+
+  constructor(o: AgentsOptions) {
+    this.db = o.db;
+    this.access = o.access;
+    this.machines = o.machines;
+    this.layout = o.layout;
+    this.control = o.control;
+    this.config = o.config;
+    this.checkToolPolicy = o.checkToolPolicy;
+    this.cancelGeneration = o.cancelGeneration ?? (async () => {});
+    this.addressRule = o.addressRule;
+    this.#rows = memo<string, Readonly<AgentRow> | null>(o.db, [schema.agents]);
+    this.#specs = memo<string, AgentSpec>(o.db, [schema.agentSpecs]);
+    this.#atUid = memo<string, AgentAt | null>(o.db, [schema.agents]);
+  }
+
+  /**
+   * The agent of a machine that runs as `uid` (the uid boxd saw for a connection or a call),
+   * or null. The one place a uid names an agent.
+   */
+  atUid(machineId: string, uid: number): Promise<AgentAt | null> {
+    const slot = uid - UID_BASE;
+    if (!Number.isInteger(slot) || slot < 0) return Promise.resolve(null);
+    return this.#atUid.get(`${machineId}\n${slot}`, async () => {
+      const [a] = await this.db
+        .select({ id: schema.agents.id, orgId: schema.agents.orgId })
+        .from(schema.agents)
+        .where(and(eq(schema.agents.machineId, machineId), eq(schema.agents.slot, slot)));
+      return a ? Object.freeze(a) : null;
+    });
+  }
 
   async create(
     who: Identity,
@@ -134,7 +175,7 @@ export class Agents {
     } & SpecPatch,
   ): Promise<Agent> {
     await this.access.require(input.org_id, who, "write", "organisation");
-    const spec = await nextSpec(DEFAULT_SPEC, input);
+    const spec = await nextSpec(DEFAULT_SPEC, input, this.checkToolPolicy);
     if (spec) await checkToolHeaders(this.db, input.org_id, spec, null);
     const machine = await this.machines.load(who, input.machine_id, "write");
     if (machine.orgId !== input.org_id) throw new WarrenError("not_found", "machine was not found");
@@ -213,7 +254,10 @@ export class Agents {
   }
 
   async load(who: Identity, id: string, perm: "read" | "inspect" | "write"): Promise<AgentRow> {
-    const [row] = await this.db.select().from(schema.agents).where(eq(schema.agents.id, id));
+    const row = await this.#rows.get(id, async () => {
+      const [r] = await this.db.select().from(schema.agents).where(eq(schema.agents.id, id));
+      return r ? Object.freeze(r) : null;
+    });
     if (!row) throw new WarrenError("not_found", "agent was not found");
     await this.access.require(row.orgId, who, perm, "agent");
     return row;
@@ -221,12 +265,16 @@ export class Agents {
 
   /** The agent's current spec and its version (null: never given one). */
   async specOf(agent: AgentRow): Promise<{ spec: AgentSpec; version: number | null }> {
-    if (agent.specVersion === null) return { spec: DEFAULT_SPEC, version: null };
-    const [r] = await this.db
-      .select()
-      .from(schema.agentSpecs)
-      .where(and(eq(schema.agentSpecs.agentId, agent.id), eq(schema.agentSpecs.version, agent.specVersion)));
-    return { spec: r ? parseStored(r.spec) : DEFAULT_SPEC, version: agent.specVersion };
+    const version = agent.specVersion;
+    if (version === null) return { spec: DEFAULT_SPEC, version: null };
+    const spec = await this.#specs.get(`${agent.id}\n${version}`, async () => {
+      const [r] = await this.db
+        .select()
+        .from(schema.agentSpecs)
+        .where(and(eq(schema.agentSpecs.agentId, agent.id), eq(schema.agentSpecs.version, version)));
+      return r ? parseStored(r.spec) : DEFAULT_SPEC;
+    });
+    return { spec, version };
   }
 
   async #specsOf(rows: AgentRow[]): Promise<Map<string, AgentSpec>> {
@@ -286,9 +334,9 @@ export class Agents {
     if (patch.sandbox_policy !== undefined && this.addressRule)
       checkNetworkPolicy(patch.sandbox_policy, this.addressRule);
     const current = await this.specOf(row);
-    const spec = await nextSpec(current.spec, patch);
+    const spec = await nextSpec(current.spec, patch, this.checkToolPolicy);
     if (spec) await checkToolHeaders(this.db, row.orgId, spec, current.spec);
-    const set: Partial<typeof schema.agents.$inferInsert> = {};
+    const set: Partial<AgentInsert> = {};
     if (patch.name !== undefined) set.name = patch.name;
     const cap =
       patch.max_workspace_mib === undefined

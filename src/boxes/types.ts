@@ -5,6 +5,7 @@
 // stay behind this interface.
 
 import type { BoxdEndpoint } from "../boxd/index.js";
+import type { TRUSTS } from "../contract/lists.js";
 
 export type ProviderName = "local" | "oci" | "kubernetes";
 
@@ -60,7 +61,7 @@ export interface BoxHandle {
 }
 
 /** Whether agents of one machine read each other's homes (`shared`) or not. */
-export type Trust = "isolated" | "shared";
+export type Trust = (typeof TRUSTS)[number];
 
 /** Who an agent's commands run as. */
 export interface AgentIdentity {

@@ -3,13 +3,10 @@
 // owns the connecting socket as boxd saw it; the agent is the machine's agent in that uid's
 // slot, never anything the command sends. A handler is registered per bridge name.
 import type { Duplex } from "node:stream";
-import { and, eq } from "drizzle-orm";
+import type { AgentAtUid } from "../machines/placement.js";
 import type { BridgeName } from "../boxes/index.js";
-import { UID_BASE } from "../machines/placement.js";
 import type { Logger } from "../observability/log.js";
 import type { BridgeHandler } from "../runtime/index.js";
-import type { Db } from "../store/index.js";
-import { schema } from "../store/index.js";
 
 /** Who opened a bridged connection. */
 export interface BridgeWho {
@@ -25,7 +22,8 @@ export class Bridges {
   readonly #handlers = new Map<string, BridgeStreamHandler>();
 
   constructor(
-    private readonly db: Db,
+    /** Who runs as a uid of a machine (Agents.atUid). */
+    private readonly agentAt: AgentAtUid,
     private readonly logger: Logger,
   ) {}
 
@@ -50,7 +48,7 @@ export class Bridges {
     stream.on("error", () => stream.destroy());
     try {
       const handler = this.#handlers.get(name);
-      const agentId = handler ? await this.#agentOf(machineId, uid) : undefined;
+      const agentId = handler ? (await this.agentAt(machineId, uid))?.id : undefined;
       if (!handler || !agentId) {
         // nobody to take it, or not an agent of this machine: closed unanswered
         stream.destroy();
@@ -61,15 +59,5 @@ export class Bridges {
       this.logger.error({ err, machineId, bridge: name }, "a bridged connection failed");
       stream.destroy();
     }
-  }
-
-  async #agentOf(machineId: string, uid: number): Promise<string | undefined> {
-    const slot = uid - UID_BASE;
-    if (slot < 0) return undefined;
-    const [agent] = await this.db
-      .select({ id: schema.agents.id })
-      .from(schema.agents)
-      .where(and(eq(schema.agents.machineId, machineId), eq(schema.agents.slot, slot)));
-    return agent?.id;
   }
 }

@@ -9,7 +9,7 @@ import { Egress } from "../egress/service.js";
 import { Exec } from "../exec/service.js";
 import { Guilds } from "../guilds/service.js";
 import { DiskCaps } from "../homes/caps.js";
-import { readHomeFile } from "../homes/files.js";
+import { readAgentFile, readHomeFile } from "../homes/files.js";
 import { parseHomePath } from "../homes/paths.js";
 import { Homes } from "../homes/service.js";
 import { isWarrenError } from "../errors.js";
@@ -31,6 +31,7 @@ import { connectBoxd, MachineRuntime } from "../runtime/index.js";
 import { AgentCalls } from "../secrets/calls.js";
 import { Terminals } from "../terminal/index.js";
 import { createToolGateway } from "../tools/gateway.js";
+import { toolPolicyProblem } from "../tools/policy.js";
 import { Tools } from "../tools/service.js";
 import { Workloads } from "../workloads/index.js";
 import type { Base } from "./base.js";
@@ -47,8 +48,15 @@ export async function buildServices(
   const registry = new GenerationRegistry(config.WARREN_ORG_MAX_RUNS);
   // agents' calls from inside their boxes (warren-secret), and connections from their
   // commands to the boxes' bridge ports (BOX_BRIDGES), a handler per name (registered below)
-  const agentCalls = new AgentCalls(db, secrets, layout, logger);
-  const bridges = new Bridges(db, logger);
+  // (the uid-to-agent lookup is Agents', made below: calls and bridges come once boxes run)
+  const agentAt = (machineId: string, uid: number) => agents.atUid(machineId, uid);
+  const agentCalls = new AgentCalls({
+    secrets,
+    agentAt,
+    readHomeFile: (m, a, p, max) => readAgentFile(layout.homeDir(m, a), a, p, max),
+    logger,
+  });
+  const bridges = new Bridges(agentAt, logger);
   const runtime = new MachineRuntime({
     db,
     provider,
@@ -85,16 +93,17 @@ export async function buildServices(
 
   const orgs = new Orgs(db, access);
   const machines = new Machines(db, access, layout, () => runtime);
-  const agents = new Agents(
+  const agents: Agents = new Agents({
     db,
     access,
     machines,
     layout,
-    () => runtime,
+    control: () => runtime,
     config,
-    (agentId) => recorder.stopAgent(agentId, "the agent is being deleted"),
-    base.addressRule,
-  );
+    checkToolPolicy: (text) => toolPolicyProblem(text),
+    cancelGeneration: (agentId) => recorder.stopAgent(agentId, "the agent is being deleted"),
+    addressRule: base.addressRule,
+  });
   const guilds = new Guilds(db, access, agents);
   const exec = new Exec(agents, workloads, metrics);
   // the agents' way out of their boxes: the `egress` bridge into the filtering proxy

@@ -3,6 +3,7 @@
 import path from "node:path";
 import { z } from "zod";
 import { parseNetworkEntry } from "../contract/policy.js";
+import { HARNESS_KINDS } from "../contract/lists.js";
 
 /** The boot checks (src/boot): each can be accepted as missing with WARREN_ALLOW_DEGRADED. */
 export const BOOT_CHECK_NAMES = [
@@ -17,9 +18,6 @@ export const BOOT_CHECK_NAMES = [
   "contracts",
 ] as const;
 export type BootCheckName = (typeof BOOT_CHECK_NAMES)[number];
-
-/** The harness kinds an operator may enable (their CLIs are installed by scripts/harness.sh). */
-const HARNESS_KIND_NAMES = ["claude-code", "codex", "opencode"] as const;
 
 const bool = z
   .enum(["0", "1", "true", "false", ""])
@@ -213,10 +211,10 @@ export const configSchema = z
           .map((x) => x.trim())
           .filter(Boolean),
       )
-      .refine((v) => v.every((x) => (HARNESS_KIND_NAMES as readonly string[]).includes(x)), {
-        message: `WARREN_HARNESS_KINDS is a comma-separated list of: ${HARNESS_KIND_NAMES.join(", ")}`,
+      .refine((v) => v.every((x) => (HARNESS_KINDS as readonly string[]).includes(x)), {
+        message: `WARREN_HARNESS_KINDS is a comma-separated list of: ${HARNESS_KINDS.join(", ")}`,
       })
-      .transform((v) => v as (typeof HARNESS_KIND_NAMES)[number][]),
+      .transform((v) => v as (typeof HARNESS_KINDS)[number][]),
     WARREN_HARNESS_DIR: z
       .string()
       .optional()

@@ -2,9 +2,9 @@
 // validates and serialises with it, the SDK takes its types from it, the OpenAPI document
 // is generated from it.
 import { z } from "zod";
+import { ROLES } from "./lists.js";
 
-export const roles = ["owner", "admin", "editor", "viewer", "auditor"] as const;
-export const Role = z.enum(roles).meta({ id: "Role" });
+export const Role = z.enum(ROLES).meta({ id: "Role" });
 export type Role = z.infer<typeof Role>;
 
 /** An id of one kind: `agt_` and 16 lowercase letters or digits. */

@@ -1,13 +1,19 @@
 import { z } from "zod";
 import { noNul } from "./common.js";
+import { COMMAND_LIMITS } from "./lists.js";
 
 const envName = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** A command's own limits (exec and runs): memory of its whole tree and its processes. */
 export const CommandLimits = z
   .object({
-    memory_mib: z.number().int().min(16, "must be at least 16").max(262144).optional(),
-    pids: z.number().int().min(1).max(4096).optional(),
+    memory_mib: z
+      .number()
+      .int()
+      .min(COMMAND_LIMITS.memoryMibMin, `must be at least ${COMMAND_LIMITS.memoryMibMin}`)
+      .max(COMMAND_LIMITS.memoryMibMax)
+      .optional(),
+    pids: z.number().int().min(1).max(COMMAND_LIMITS.pidsMax).optional(),
   })
   .strict()
   .meta({ id: "CommandLimits", description: "a command's own limits, tighter than its machine's" });
@@ -45,9 +51,9 @@ export const ExecRequest = z
       .number()
       .int()
       .min(1)
-      .max(24 * 3600 * 1000)
+      .max(COMMAND_LIMITS.execTimeoutMsMax)
       .optional()
-      .describe("default 60000"),
+      .describe(`default ${COMMAND_LIMITS.execTimeoutMsDefault}`),
     limits: CommandLimits.optional(),
   })
   .strict()

@@ -1,11 +1,10 @@
 import { z } from "zod";
 import { idOf, items } from "./common.js";
+import { COMMAND_LIMITS, RUN_STATUSES } from "./lists.js";
 import { BoxUsage } from "./machines.js";
 import { argvField, commandField, CommandLimits, envField, exactlyOneCommand } from "./exec.js";
 
-export const RunStatus = z
-  .enum(["queued", "running", "succeeded", "failed", "timed_out", "cancelled", "lost"])
-  .meta({ id: "RunStatus" });
+export const RunStatus = z.enum(RUN_STATUSES).meta({ id: "RunStatus" });
 
 /** What a run did and used, written when it ends. */
 export const RunReceipt = z
@@ -130,11 +129,7 @@ const runInput = z
   .string()
   .max(4 * 1024 * 1024)
   .describe("becomes the file /agent/input in the run; at most 256 KiB");
-const runTimeout = z
-  .number()
-  .int()
-  .min(1)
-  .max(7 * 24 * 3600);
+const runTimeout = z.number().int().min(1).max(COMMAND_LIMITS.runTimeoutSMax);
 
 const runWait = z
   .boolean()
@@ -165,12 +160,7 @@ export const CommandRunCreateRequest = z
       .max(4 * 1024 * 1024)
       .optional()
       .describe("becomes the file /agent/input in the run; at most 256 KiB"),
-    timeout_s: z
-      .number()
-      .int()
-      .min(1)
-      .max(7 * 24 * 3600)
-      .optional(),
+    timeout_s: z.number().int().min(1).max(COMMAND_LIMITS.runTimeoutSMax).optional(),
     limits: CommandLimits.optional(),
     wait: runWait,
   })

@@ -2,8 +2,8 @@
 // its tools and the Cedar policy that decides each tool call, and its limits per run.
 // One schema: the API validates with it, the store keeps its output, the SDK types it.
 import { z } from "zod";
+import { AGENT_KINDS, COMMAND_LIMITS } from "./lists.js";
 
-export const AGENT_KINDS = ["command", "assistant", "claude-code", "codex", "opencode"] as const;
 export const AgentKind = z.enum(AGENT_KINDS).meta({ id: "AgentKind" });
 
 export const ModelProvider = z
@@ -125,12 +125,7 @@ export const ToolSpec = z
 
 export const RunLimits = z
   .object({
-    max_run_s: z
-      .number()
-      .int()
-      .min(1)
-      .max(7 * 24 * 3600)
-      .default(3600),
+    max_run_s: z.number().int().min(1).max(COMMAND_LIMITS.runTimeoutSMax).default(3600),
     max_tokens: z.number().int().min(1).optional().describe("tokens in and out per run"),
     max_usd: z.number().positive().optional().describe("dollars per run"),
     on_limit: z

@@ -1,6 +1,7 @@
 // Commands in the box: an agent's exec runs as the agent, in its home, with its environment,
 // through the agent's door (src/workloads).
 import type { Identity } from "../access/index.js";
+import { COMMAND_LIMITS } from "../contract/lists.js";
 import type { Agents } from "../agents/service.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { BoxExecResult, ExecIo } from "../runtime/index.js";
@@ -45,7 +46,7 @@ export class Exec {
           env: input.env,
           cwd: input.cwd,
           stdin: input.stdin !== undefined ? Buffer.from(input.stdin, "utf8") : undefined,
-          timeoutMs: input.timeout_ms ?? 60_000,
+          timeoutMs: input.timeout_ms ?? COMMAND_LIMITS.execTimeoutMsDefault,
           limits: input.limits,
         },
         io,

@@ -3,12 +3,9 @@
 import { eq } from "drizzle-orm";
 import { WarrenError } from "../errors.js";
 import type { HomeLayout } from "../boxes/index.js";
-import type { Db } from "../store/index.js";
+import type { AgentRow, Db, MachineRow } from "../store/index.js";
 import { schema } from "../store/index.js";
 import { measure } from "./measure.js";
-
-type AgentRow = typeof schema.agents.$inferSelect;
-type MachineRow = typeof schema.machines.$inferSelect;
 
 /** The agent's effective cap: its own, never above the host's WORKSPACE_MAX_MIB. */
 export const effectiveCap = (agentMax: number, hostMax: number): number => Math.min(agentMax, hostMax);

@@ -12,7 +12,7 @@ import fs from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import type { ErrorCode } from "../contract/errors.js";
 import { WarrenError } from "../errors.js";
-import { checkComponents, showPath } from "./paths.js";
+import { checkComponents, parseHomePath, showPath } from "./paths.js";
 
 /** At most this many links are followed while resolving one read (Linux's own limit). */
 const MAX_LINKS = 40;
@@ -132,6 +132,16 @@ export interface ReadOptions {
  * checked, and must still lie in the home once open (else file.link). Over maxBytes: file.too_large.
  * A hard link inside the home to a file elsewhere is a regular file in the home and is read.
  */
+/** A regular file of an agent's home by its path (parseHomePath's rules), no link followed. */
+export function readAgentFile(
+  homeDir: string,
+  agentId: string,
+  path: string,
+  maxBytes: number,
+): Promise<Buffer> {
+  return readHomeFile(homeDir, parseHomePath(agentId, path), { maxBytes, noLinks: true });
+}
+
 export async function readHomeFile(
   homeDir: string,
   components: readonly string[],

@@ -16,6 +16,15 @@ export function lowestFreeSlot(taken: Iterable<number>): number | null {
 
 export const uidOf = (slot: number): number => UID_BASE + slot;
 
+/** Who runs as a uid of a machine. */
+export interface AgentAt {
+  id: string;
+  orgId: string;
+}
+
+/** Finds the agent of a machine that runs as a uid (Agents.atUid, the one place a uid names an agent). */
+export type AgentAtUid = (machineId: string, uid: number) => Promise<AgentAt | null>;
+
 export function portsOf(slot: number): { first: number; last: number } {
   const first = PORT_BASE + PORTS_PER_AGENT * slot;
   return { first, last: first + PORTS_PER_AGENT - 1 };

@@ -2,13 +2,14 @@ import { and, asc, count, eq, inArray, sum } from "drizzle-orm";
 import type { Access, Identity } from "../access/index.js";
 import { WarrenError } from "../errors.js";
 import { newId } from "../ids.js";
-import type { Db } from "../store/index.js";
-import { schema } from "../store/index.js";
+import type { Db, MachineInsert, MachineRow } from "../store/index.js";
+import { memo, schema } from "../store/index.js";
 import type { HomeLayout } from "../boxes/index.js";
 import type { MachineControl } from "../runtime/index.js";
 import type { Machine } from "../contract/types.js";
+import type { TRUSTS } from "../contract/lists.js";
 
-export type MachineRow = typeof schema.machines.$inferSelect;
+type Trust = (typeof TRUSTS)[number];
 
 export interface MachineInput {
   org_id: string;
@@ -16,7 +17,7 @@ export interface MachineInput {
   max_workspace_mib?: number | undefined;
   memory_mib?: number | undefined;
   cpus?: number | undefined;
-  trust?: "isolated" | "shared" | undefined;
+  trust?: Trust | undefined;
   runaway_after_s?: number | undefined;
 }
 
@@ -59,12 +60,20 @@ export function machineView(m: MachineRow, load: MachineLoad): Machine {
 const NO_LOAD: MachineLoad = { agents: 0, reserved_mib: 0 };
 
 export class Machines {
+  /** Rows by id (null: none), read again after any change of a machine. */
+  readonly #rows;
+  /** One machine's load, read again after any change of an agent. */
+  readonly #load;
+
   constructor(
     private readonly db: Db,
     private readonly access: Access,
     private readonly layout: HomeLayout,
     private readonly control: () => MachineControl,
-  ) {}
+  ) {
+    this.#rows = memo<string, Readonly<MachineRow> | null>(db, [schema.machines]);
+    this.#load = memo<string, MachineLoad>(db, [schema.agents]);
+  }
 
   async create(who: Identity, input: MachineInput): Promise<Machine> {
     await this.access.require(input.org_id, who, "write", "organisation");
@@ -89,7 +98,10 @@ export class Machines {
 
   /** The row, after checking the caller may `perm` it; not_found for non-members. */
   async load(who: Identity, id: string, perm: "read" | "write"): Promise<MachineRow> {
-    const [row] = await this.db.select().from(schema.machines).where(eq(schema.machines.id, id));
+    const row = await this.#rows.get(id, async () => {
+      const [r] = await this.db.select().from(schema.machines).where(eq(schema.machines.id, id));
+      return r ? Object.freeze(r) : null;
+    });
     if (!row) throw new WarrenError("not_found", "machine was not found");
     await this.access.require(row.orgId, who, perm, "machine");
     return row;
@@ -109,8 +121,8 @@ export class Machines {
 
   async get(who: Identity, id: string): Promise<Machine> {
     const row = await this.load(who, id, "read");
-    const loads = await this.#loads([id]);
-    return { ...machineView(row, loads.get(id) ?? NO_LOAD), box: await this.control().box(id, row.state) };
+    const load = await this.#load.get(id, async () => (await this.#loads([id])).get(id) ?? NO_LOAD);
+    return { ...machineView(row, load), box: await this.control().box(id, row.state) };
   }
 
   async list(who: Identity, orgId?: string): Promise<Machine[]> {
@@ -137,7 +149,7 @@ export class Machines {
     },
   ): Promise<Machine> {
     await this.load(who, id, "write");
-    const set: Partial<typeof schema.machines.$inferInsert> = {};
+    const set: Partial<MachineInsert> = {};
     if (patch.name !== undefined) set.name = patch.name;
     if (patch.max_workspace_mib !== undefined) set.maxWorkspaceMib = patch.max_workspace_mib;
     if (patch.memory_mib !== undefined) set.memoryMib = patch.memory_mib;

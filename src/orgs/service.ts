@@ -3,14 +3,22 @@ import type { Access, Identity, Role } from "../access/index.js";
 import { WarrenError } from "../errors.js";
 import { newId } from "../ids.js";
 import type { Db } from "../store/index.js";
-import { schema } from "../store/index.js";
+import { memo, schema } from "../store/index.js";
 import type { Member, Org } from "../contract/types.js";
 
 export class Orgs {
+  /** Per user: their organisations with their role, read again after a change of either. */
+  readonly #lists;
+  /** An organisation's name by id (null: none), read again after a change of any. */
+  readonly #names;
+
   constructor(
     private readonly db: Db,
     private readonly access: Access,
-  ) {}
+  ) {
+    this.#lists = memo<string, readonly Org[]>(db, [schema.memberships, schema.orgs]);
+    this.#names = memo<string, string | null>(db, [schema.orgs]);
+  }
 
   async create(who: Identity, name: string): Promise<Org> {
     const id = newId("org");
@@ -22,20 +30,28 @@ export class Orgs {
   }
 
   async list(who: Identity): Promise<Org[]> {
-    const rows = await this.db
-      .select({ id: schema.orgs.id, name: schema.orgs.name, role: schema.memberships.role })
-      .from(schema.memberships)
-      .innerJoin(schema.orgs, eq(schema.orgs.id, schema.memberships.orgId))
-      .where(eq(schema.memberships.userId, who.userId))
-      .orderBy(schema.orgs.createdAt);
-    return rows;
+    const rows = await this.#lists.get(who.userId, () =>
+      this.db
+        .select({ id: schema.orgs.id, name: schema.orgs.name, role: schema.memberships.role })
+        .from(schema.memberships)
+        .innerJoin(schema.orgs, eq(schema.orgs.id, schema.memberships.orgId))
+        .where(eq(schema.memberships.userId, who.userId))
+        .orderBy(schema.orgs.createdAt),
+    );
+    return rows.map((r) => ({ ...r }));
   }
 
   async get(who: Identity, id: string): Promise<Org> {
     const role = await this.access.require(id, who, "read", "organisation");
-    const [row] = await this.db.select().from(schema.orgs).where(eq(schema.orgs.id, id));
-    if (!row) throw new WarrenError("not_found", "organisation was not found");
-    return { id: row.id, name: row.name, role };
+    const name = await this.#names.get(id, async () => {
+      const [row] = await this.db
+        .select({ name: schema.orgs.name })
+        .from(schema.orgs)
+        .where(eq(schema.orgs.id, id));
+      return row?.name ?? null;
+    });
+    if (name === null) throw new WarrenError("not_found", "organisation was not found");
+    return { id, name, role };
   }
 
   async rename(who: Identity, id: string, name: string): Promise<Org> {

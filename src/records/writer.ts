@@ -9,7 +9,7 @@ import { and, eq, type SQL } from "drizzle-orm";
 import { SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
 import { Redactor, withCaseForms } from "../secrets/redact.js";
 import type { ResolvedSecrets } from "../secrets/service.js";
-import type { Db } from "../store/index.js";
+import type { Db, EgressInsert, RunInsert } from "../store/index.js";
 import { schema } from "../store/index.js";
 
 export interface Redacts {
@@ -82,11 +82,7 @@ export interface RecordsOptions {
   redactorOf: (agent: { id: string; orgId: string }) => Promise<Redacts>;
 }
 
-type EgressRow = typeof schema.egressEvents.$inferInsert;
-type RunSet = Partial<
-  Pick<typeof schema.runs.$inferInsert, "status" | "statusReason" | "output" | "endedAt">
-> &
-  Partial<typeof schema.runs.$inferInsert>;
+type RunSet = Partial<Pick<RunInsert, "status" | "statusReason" | "output" | "endedAt">> & Partial<RunInsert>;
 
 export class Records {
   readonly #o: RecordsOptions;
@@ -198,17 +194,17 @@ export class Records {
    * left out.
    */
   async egress(
-    rows: EgressRow[],
-    event: (row: EgressRow) => unknown,
+    rows: EgressInsert[],
+    event: (row: EgressInsert) => unknown,
     onLost: (err: unknown, runId: string) => void,
   ): Promise<void> {
     const db = this.#o.db;
     const byAgent = new Map<string, Redacts>();
-    const clean: EgressRow[] = [];
+    const clean: EgressInsert[] = [];
     for (const row of rows) {
       let r = byAgent.get(row.agentId);
       if (!r) byAgent.set(row.agentId, (r = await this.forAgent(row.agentId)));
-      clean.push(redactDeep(row, r) as EgressRow);
+      clean.push(redactDeep(row, r) as EgressInsert);
     }
     if (clean.length === 0) return;
     try {

@@ -10,6 +10,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { and, asc, eq } from "drizzle-orm";
+import type { HARNESS_KINDS } from "../contract/lists.js";
 import type { AgentSpec } from "../contract/spec.js";
 import { BOX_BRIDGES, BOX_PATHS } from "../boxes/index.js";
 import type { BoxExecResult } from "../runtime/index.js";
@@ -19,7 +20,7 @@ import { schema } from "../store/index.js";
 import type { ToolsetFactory, Toolset } from "../tools/types.js";
 import type { AgentRunContext, AgentRunner, AgentRunResult } from "./kinds.js";
 
-export type HarnessKind = "claude-code" | "codex" | "opencode";
+export type HarnessKind = (typeof HARNESS_KINDS)[number];
 
 /** Each kind's npm package and the command it installs (scripts/harness.sh pins the versions). */
 export const HARNESS_PACKAGES: Record<HarnessKind, { package: string; bin: string }> = {

@@ -1,11 +1,13 @@
 // A run's row as the API shows it.
 import type { Role } from "../access/index.js";
+import { TERMINAL_RUN_STATUSES } from "../contract/lists.js";
 import type { Run, RunReceipt, RunUsage } from "../contract/types.js";
 import type { schema } from "../store/index.js";
 
 export type RunRow = typeof schema.runs.$inferSelect;
 export type RunStatus = RunRow["status"];
-export const terminal: RunStatus[] = ["succeeded", "failed", "timed_out", "cancelled", "lost"];
+/** A run in one of these will not change again. */
+export const terminal: readonly RunStatus[] = TERMINAL_RUN_STATUSES;
 
 export function runView(r: RunRow): Run {
   return {

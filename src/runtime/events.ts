@@ -1,7 +1,6 @@
 // A machine's box as the API shows it, and the runaway command trees recorded among its events.
 import { desc, eq } from "drizzle-orm";
-import type { Db } from "../store/index.js";
-import { schema } from "../store/index.js";
+import { memo, schema, type Db } from "../store/index.js";
 import type { BoxView } from "./control.js";
 import type { HealthNow, RunawayEvent } from "./health.js";
 
@@ -10,8 +9,12 @@ const BOX_EVENTS_SHOWN = 20;
 
 export class BoxEvents {
   readonly #runawayListeners: ((e: RunawayEvent) => Promise<void>)[] = [];
+  /** A machine's latest events, read again only once its events changed (a GET reads no row). */
+  readonly #latest;
 
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: Db) {
+    this.#latest = memo<string, (typeof schema.machineEvents.$inferSelect)[]>(db, [schema.machineEvents]);
+  }
 
   /** Called for every runaway command tree stopped (after it is recorded on the machine). */
   onRunaway(fn: (e: RunawayEvent) => Promise<void>): void {
@@ -44,12 +47,16 @@ export class BoxEvents {
 
   /** The machine's box: its state, `now` (usage, the limit it is at) and its latest events. */
   async view(machineId: string, state: BoxView["state"], now: HealthNow): Promise<BoxView> {
-    const rows = await this.db
-      .select()
-      .from(schema.machineEvents)
-      .where(eq(schema.machineEvents.machineId, machineId))
-      .orderBy(desc(schema.machineEvents.id))
-      .limit(BOX_EVENTS_SHOWN);
+    const rows = [
+      ...(await this.#latest.get(machineId, () =>
+        this.db
+          .select()
+          .from(schema.machineEvents)
+          .where(eq(schema.machineEvents.machineId, machineId))
+          .orderBy(desc(schema.machineEvents.id))
+          .limit(BOX_EVENTS_SHOWN),
+      )),
+    ];
     return {
       state,
       ...now,

@@ -1,4 +1,5 @@
 // Runs: commands recorded by the server, started now and read, waited for or cancelled later.
+import { TERMINAL_RUN_STATUSES } from "../contract/lists.js";
 import { WarrenApiError } from "./errors.js";
 import { pause, seg, type RequestOptions, type Transport } from "./transport.js";
 import type {
@@ -11,17 +12,11 @@ import type {
   RunStatus,
 } from "./types.js";
 
-export const TERMINAL_RUN_STATUSES: readonly RunStatus[] = [
-  "succeeded",
-  "failed",
-  "timed_out",
-  "cancelled",
-  "lost",
-];
+export { TERMINAL_RUN_STATUSES };
 
 /** True once a run has ended and will not change status again. */
 export function isTerminalRunStatus(status: RunStatus): boolean {
-  return TERMINAL_RUN_STATUSES.includes(status);
+  return (TERMINAL_RUN_STATUSES as readonly RunStatus[]).includes(status);
 }
 
 export interface WaitOptions extends RequestOptions {

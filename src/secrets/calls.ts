@@ -3,18 +3,31 @@
 // command sends. `list` gives the names and descriptions that reach the agent; `store`
 // saves a file of its own home as a secret granted to it alone. No answer ever holds a
 // value.
-import { and, eq } from "drizzle-orm";
+import type { AgentAtUid } from "../machines/placement.js";
 import { parseAgentCall, ProtocolError, type CallAnswer, type CallMessage } from "../runtime/index.js";
-import type { HomeLayout } from "../boxes/index.js";
 import { secretName, SECRET_VALUE_MAX_BYTES, SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
 import { WarrenError } from "../errors.js";
-import { readHomeFile } from "../homes/files.js";
-import { parseHomePath } from "../homes/paths.js";
-import { UID_BASE } from "../machines/placement.js";
 import type { Logger } from "../observability/log.js";
-import type { Db } from "../store/index.js";
-import { schema } from "../store/index.js";
 import type { Secrets } from "./service.js";
+
+/**
+ * Reads a regular file of an agent's home, no link followed, at most maxBytes (the homes'
+ * readHomeFile over parseHomePath): its errors are the homes' (file.*, request.invalid).
+ */
+export type HomeFileReader = (
+  machineId: string,
+  agentId: string,
+  path: string,
+  maxBytes: number,
+) => Promise<Buffer>;
+
+export interface AgentCallsOptions {
+  secrets: Secrets;
+  /** Who runs as a uid of a machine (Agents.atUid). */
+  agentAt: AgentAtUid;
+  readHomeFile: HomeFileReader;
+  logger: Logger;
+}
 
 /** warren-secret's exit codes. */
 const EXIT = { ok: 0, refused: 1, usage: 2, unavailable: 69 } as const;
@@ -44,23 +57,21 @@ function valueOf(bytes: Buffer): string {
 }
 
 export class AgentCalls {
-  constructor(
-    private readonly db: Db,
-    private readonly secrets: Secrets,
-    private readonly homes: Pick<HomeLayout, "homeDir">,
-    private readonly logger: Logger,
-  ) {}
+  private readonly secrets: Secrets;
+  private readonly agentAt: AgentAtUid;
+  private readonly readHomeFile: HomeFileReader;
+  private readonly logger: Logger;
+
+  constructor(o: AgentCallsOptions) {
+    this.secrets = o.secrets;
+    this.agentAt = o.agentAt;
+    this.readHomeFile = o.readHomeFile;
+    this.logger = o.logger;
+  }
 
   /** Answers one call from the machine's box; the caller is the agent whose uid boxd saw. */
   async handle(machineId: string, call: CallMessage): Promise<CallAnswer> {
-    const slot = call.uid - UID_BASE;
-    const [agent] =
-      slot >= 0
-        ? await this.db
-            .select({ id: schema.agents.id, orgId: schema.agents.orgId })
-            .from(schema.agents)
-            .where(and(eq(schema.agents.machineId, machineId), eq(schema.agents.slot, slot)))
-        : [];
+    const agent = await this.agentAt(machineId, call.uid);
     if (!agent) return refused("not_found", `no agent of this machine runs as uid ${call.uid}`);
     let req;
     try {
@@ -86,11 +97,7 @@ export class AgentCalls {
       const name = secretName.safeParse(req.name);
       if (!name.success)
         return refused("request.invalid", `name ${name.error.issues[0]?.message ?? "is not accepted"}`);
-      const components = parseHomePath(agent.id, req.path);
-      const bytes = await readHomeFile(this.homes.homeDir(machineId, agent.id), components, {
-        maxBytes: SECRET_VALUE_MAX_BYTES + 2,
-        noLinks: true,
-      });
+      const bytes = await this.readHomeFile(machineId, agent.id, req.path, SECRET_VALUE_MAX_BYTES + 2);
       const value = valueOf(bytes);
       if (Buffer.byteLength(value, "utf8") > SECRET_VALUE_MAX_BYTES)
         throw new WarrenError("file.too_large", `a secret is at most ${SECRET_VALUE_MAX_BYTES} bytes`);

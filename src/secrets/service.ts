@@ -1,19 +1,18 @@
 // Secrets: sealed at rest under the master key, granted to an organisation, a guild or an
 // agent, resolved for a command's environment, and redacted from whatever leaves a box.
 // Members read names, descriptions and grants; no route ever returns a value.
-import { and, asc, count, eq, inArray, isNotNull, or } from "drizzle-orm";
+import { asc, count, eq, inArray, isNotNull, or } from "drizzle-orm";
 import type { Access, Identity } from "../access/index.js";
 import { WarrenError } from "../errors.js";
 import { newId } from "../ids.js";
-import type { Db } from "../store/index.js";
-import { schema } from "../store/index.js";
+import type { Db, GrantRow, SecretRow } from "../store/index.js";
+import { isUniqueViolation, schema } from "../store/index.js";
 import type { Secret, SecretUse } from "../contract/types.js";
 import { SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
 import { open, seal } from "./crypto.js";
+import { Reaching } from "./reaching.js";
 import { Redactor, withCaseForms } from "./redact.js";
 
-type SecretRow = typeof schema.secrets.$inferSelect;
-type GrantRow = typeof schema.secretGrants.$inferSelect;
 export type Grant = { scope: "org" | "guild" | "agent"; id: string };
 
 export interface SecretCreateInput {
@@ -63,14 +62,6 @@ export interface ResolvedSecrets {
 /** At most this many secrets stored by one agent from its box (secret.limit). */
 export const STORED_PER_AGENT = 20;
 
-const pgCode = (e: unknown): string | undefined => {
-  for (let cur: unknown = e; cur && typeof cur === "object"; cur = (cur as { cause?: unknown }).cause) {
-    const code = (cur as { code?: unknown }).code;
-    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code;
-  }
-  return undefined;
-};
-
 /** The forms a value takes in a log line: as is, and as a JSON string's body. */
 function logForms(value: string): string[] {
   const json = JSON.stringify(value).slice(1, -1);
@@ -105,10 +96,16 @@ export class Secrets {
   /** Per organisation: who wants to know when the secrets reaching its agents may have changed. */
   readonly #watchers = new Map<string, Set<() => Promise<void>>>();
 
+  readonly #reach: Reaching;
+  /** Per agent: its commands' environment and redactor, kept while what reaches it is unchanged. */
+  readonly #resolved;
+
   constructor(db: Db, access: Access, key: Buffer) {
     this.#db = db;
     this.#access = access;
     this.#key = key;
+    this.#reach = new Reaching(db, key);
+    this.#resolved = this.#reach.memo<{ env: Readonly<Record<string, string>>; redactor: Redactor }>();
   }
 
   /** The redactor of the server's log: every value of every organisation. */
@@ -245,7 +242,7 @@ export class Secrets {
             .values(grants.map((g) => ({ secretId: id, scope: g.scope, targetId: g.id })));
       });
     } catch (err) {
-      if (pgCode(err) === "23505")
+      if (isUniqueViolation(err))
         throw new WarrenError(
           "request.invalid",
           `body.name: this organisation already has a secret ${input.name}`,
@@ -362,44 +359,6 @@ export class Secrets {
     await this.#db.delete(schema.secrets).where(eq(schema.secrets.id, id));
   }
 
-  /** The secrets granted to the agent's organisation, one of its guilds or itself. */
-  async #reaching(agent: { id: string; orgId: string }) {
-    const guildRows = await this.#db
-      .select({ id: schema.guildAgents.guildId })
-      .from(schema.guildAgents)
-      .where(eq(schema.guildAgents.agentId, agent.id));
-    const reach = [
-      and(eq(schema.secretGrants.scope, "org"), eq(schema.secretGrants.targetId, agent.orgId)),
-      and(eq(schema.secretGrants.scope, "agent"), eq(schema.secretGrants.targetId, agent.id)),
-      ...(guildRows.length > 0
-        ? [
-            and(
-              eq(schema.secretGrants.scope, "guild"),
-              inArray(
-                schema.secretGrants.targetId,
-                guildRows.map((g) => g.id),
-              ),
-            ),
-          ]
-        : []),
-    ];
-    const rows = await this.#db
-      .selectDistinct({
-        id: schema.secrets.id,
-        name: schema.secrets.name,
-        sealed: schema.secrets.sealed,
-        aliasOf: schema.secrets.aliasOf,
-        description: schema.secrets.description,
-        use: schema.secrets.use,
-        hosts: schema.secrets.hosts,
-      })
-      .from(schema.secrets)
-      .innerJoin(schema.secretGrants, eq(schema.secretGrants.secretId, schema.secrets.id))
-      .where(and(eq(schema.secrets.orgId, agent.orgId), or(...reach)))
-      .orderBy(asc(schema.secrets.name));
-    return rows;
-  }
-
   #follow(agentId: string, fn: (value: Buffer) => void): () => void {
     let set = this.#followers.get(agentId);
     if (!set) this.#followers.set(agentId, (set = new Set()));
@@ -415,7 +374,7 @@ export class Secrets {
    * what its commands' environment holds (use env), never a value.
    */
   async namesFor(agent: { id: string; orgId: string }): Promise<{ name: string; description: string }[]> {
-    const rows = await this.#reaching(agent);
+    const rows = await this.#reach.rows(agent);
     return rows.filter((r) => r.use === "env").map((r) => ({ name: r.name, description: r.description }));
   }
 
@@ -456,7 +415,7 @@ export class Secrets {
         await tx.insert(schema.secretGrants).values({ secretId: id, scope: "agent", targetId: agent.id });
       });
     } catch (err) {
-      if (pgCode(err) === "23505")
+      if (isUniqueViolation(err))
         throw new WarrenError("request.invalid", `name: this organisation already has a secret ${name}`);
       throw err;
     }
@@ -467,55 +426,22 @@ export class Secrets {
   }
 
   /**
-   * The secrets that reach an agent now, aliases included (each with the value of the secret
-   * it names), opened, with their use.
-   */
-  async #opened(agent: { id: string; orgId: string }) {
-    const rows = await this.#reaching(agent);
-    const out: { name: string; use: SecretUse; value: Buffer; hosts: string[] }[] = [];
-    if (rows.length === 0) return out;
-    const targets = rows.filter((r) => r.aliasOf !== null).map((r) => r.aliasOf!);
-    const sealedOf = new Map<string, string>();
-    const hostsOf = new Map<string, string[]>();
-    for (const r of rows) {
-      if (r.sealed !== null) sealedOf.set(r.id, r.sealed);
-      hostsOf.set(r.id, r.hosts);
-    }
-    const missing = targets.filter((t) => !sealedOf.has(t));
-    if (missing.length > 0) {
-      const more = await this.#db
-        .select({ id: schema.secrets.id, sealed: schema.secrets.sealed, hosts: schema.secrets.hosts })
-        .from(schema.secrets)
-        .where(inArray(schema.secrets.id, missing));
-      for (const m of more) {
-        if (m.sealed !== null) sealedOf.set(m.id, m.sealed);
-        hostsOf.set(m.id, m.hosts);
-      }
-    }
-    for (const r of rows) {
-      const from = r.aliasOf ?? r.id;
-      const s = sealedOf.get(from);
-      if (s === undefined) continue;
-      // an alias is sent where the secret it names may be sent, never further
-      out.push({ name: r.name, use: r.use, value: open(this.#key, from, s), hosts: hostsOf.get(from) ?? [] });
-    }
-    return out;
-  }
-
-  /**
    * What reaches one command of an agent: the secrets of use env as its environment, and
    * every value that reaches the agent (model keys too) in its redactor. A model key is
    * opened here only to be redacted; it never joins `env`.
    */
   async resolve(agent: { id: string; orgId: string }): Promise<ResolvedSecrets> {
-    const opened = await this.#opened(agent);
     const follow = (fn: (value: Buffer) => void) => this.#follow(agent.id, fn);
-    if (opened.length === 0) return { env: {}, redactor: Redactor.empty, follow };
-    const env: Record<string, string> = {};
-    for (const o of opened) if (o.use === "env") env[o.name] = o.value.toString("utf8");
-    // a value in a host name comes back lower-cased (egress records, the proxy's answers)
-    const values = withCaseForms(opened.map((o) => o.value));
-    return { env, redactor: new Redactor(values, SECRET_VALUE_MIN_BYTES), follow };
+    const { env, redactor } = await this.#resolved.get(Reaching.keyOf(agent), async () => {
+      const opened = await this.#reach.opened(agent);
+      if (opened.length === 0) return { env: {}, redactor: Redactor.empty };
+      const env: Record<string, string> = {};
+      for (const o of opened) if (o.use === "env") env[o.name] = o.value.toString("utf8");
+      // a value in a host name comes back lower-cased (egress records, the proxy's answers)
+      const values = withCaseForms(opened.map((o) => o.value));
+      return { env, redactor: new Redactor(values, SECRET_VALUE_MIN_BYTES) };
+    });
+    return { env: { ...env }, redactor, follow };
   }
 
   /**
@@ -525,7 +451,7 @@ export class Secrets {
    */
   async toolHeadersFor(agent: { id: string; orgId: string }): Promise<ToolHeaderValues> {
     const out: ToolHeaderValues = {};
-    for (const o of await this.#opened(agent))
+    for (const o of await this.#reach.opened(agent))
       if (o.use === "tool" || o.use === "env") {
         // a name is unique in an organisation, so one use per name
         out[o.name] = { use: o.use, value: o.value.toString("utf8") };
@@ -539,7 +465,7 @@ export class Secrets {
    */
   async keysFor(agent: { id: string; orgId: string }): Promise<Record<string, ModelKey>> {
     const out: Record<string, ModelKey> = {};
-    for (const o of await this.#opened(agent))
+    for (const o of await this.#reach.opened(agent))
       out[o.name] = { use: o.use, value: o.value.toString("utf8"), hosts: o.hosts };
     return out;
   }

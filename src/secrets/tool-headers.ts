@@ -7,8 +7,8 @@ import { and, eq, inArray } from "drizzle-orm";
 import type { AgentSpec } from "../contract/spec.js";
 import type { SecretUse } from "../contract/types.js";
 import { WarrenError } from "../errors.js";
-import type { Db } from "../store/index.js";
-import { schema } from "../store/index.js";
+import type { Db, Memo } from "../store/index.js";
+import { memo, schema } from "../store/index.js";
 
 export interface HeaderSecret {
   /** Where in the spec: `tools[2].headers.Authorization`. */
@@ -31,15 +31,20 @@ export function headerSecrets(spec: Pick<AgentSpec, "tools">): HeaderSecret[] {
 
 const key = (h: HeaderSecret) => `${h.tool}\n${h.header}\n${h.secret}`;
 
-async function usesOf(db: Db, orgId: string, names: string[]): Promise<Map<string, SecretUse>> {
-  const out = new Map<string, SecretUse>();
-  if (names.length === 0) return out;
-  const rows = await db
-    .select({ name: schema.secrets.name, use: schema.secrets.use })
-    .from(schema.secrets)
-    .where(and(eq(schema.secrets.orgId, orgId), inArray(schema.secrets.name, names)));
-  for (const r of rows) out.set(r.name, r.use);
-  return out;
+/** Per store: the uses of an organisation's named secrets, read again after any change of a secret. */
+const memos = new WeakMap<Db, Memo<string, ReadonlyMap<string, SecretUse>>>();
+
+async function usesOf(db: Db, orgId: string, names: string[]): Promise<ReadonlyMap<string, SecretUse>> {
+  if (names.length === 0) return new Map();
+  let m = memos.get(db);
+  if (!m) memos.set(db, (m = memo(db, [schema.secrets])));
+  return m.get(JSON.stringify([orgId, ...names]), async () => {
+    const rows = await db
+      .select({ name: schema.secrets.name, use: schema.secrets.use })
+      .from(schema.secrets)
+      .where(and(eq(schema.secrets.orgId, orgId), inArray(schema.secrets.name, names)));
+    return new Map(rows.map((r) => [r.name, r.use]));
+  });
 }
 
 /**

@@ -17,6 +17,7 @@ import {
   timestamp,
   uniqueIndex,
 } from "drizzle-orm/pg-core";
+import { ROLES, RUN_STATUSES, TRUSTS } from "../contract/lists.js";
 
 const created = () => timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow();
 
@@ -41,7 +42,7 @@ export const memberships = pgTable(
     userId: text("user_id")
       .notNull()
       .references(() => users.id, { onDelete: "cascade" }),
-    role: text("role", { enum: ["owner", "admin", "editor", "viewer", "auditor"] }).notNull(),
+    role: text("role", { enum: ROLES }).notNull(),
     createdAt: created(),
   },
   (t) => [primaryKey({ columns: [t.orgId, t.userId] }), index("memberships_user_idx").on(t.userId)],
@@ -58,7 +59,7 @@ export const machines = pgTable(
     maxWorkspaceMib: integer("max_workspace_mib").notNull(),
     memoryMib: integer("memory_mib").notNull(),
     cpus: real("cpus").notNull(),
-    trust: text("trust", { enum: ["isolated", "shared"] }).notNull(),
+    trust: text("trust", { enum: TRUSTS }).notNull(),
     workspaceMib: integer("workspace_mib"),
     /** How long a command tree may hold the box at its pids or memory limit before it is stopped. */
     runawayAfterS: integer("runaway_after_s").notNull().default(60),
@@ -192,7 +193,7 @@ export const runs = pgTable(
     machineId: text("machine_id").notNull(),
     kind: text("kind").notNull(),
     status: text("status", {
-      enum: ["queued", "running", "succeeded", "failed", "timed_out", "cancelled", "lost"],
+      enum: RUN_STATUSES,
     }).notNull(),
     statusReason: text("status_reason"),
     argv: jsonb("argv").$type<string[]>().notNull(),

@@ -7,7 +7,6 @@
 // protects, like a run's workload token). Nothing else in src/ holds the runtime's exec or
 // pty (test/structure.test.ts checks it), so an output that skipped redaction cannot be written.
 import { eq } from "drizzle-orm";
-import type { AgentRow } from "../agents/service.js";
 import { BOX_PATHS, type HomeLayout, type Trust } from "../boxes/index.js";
 import { SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
 import { WarrenError } from "../errors.js";
@@ -16,16 +15,16 @@ import type { Logger } from "../observability/log.js";
 import type { BoxExecResult, ExecIo, MachineRuntime, PtyStream } from "../runtime/index.js";
 import { Redactor, withCaseForms } from "../secrets/redact.js";
 import type { ResolvedSecrets, Secrets } from "../secrets/service.js";
-import { schema, type Db } from "../store/index.js";
+import { schema, type AgentRow, type Db, type MachineRow } from "../store/index.js";
 import { BoundedOutput } from "./output.js";
 import { redactedIo } from "./redacted-io.js";
 import { TerminalRedaction } from "./terminal-redaction.js";
 import { agentEnv, commandWalls, cwdOf, limitsOf, type CommandLimits, type Walls } from "./walls.js";
 
 export { BoundedOutput } from "./output.js";
-export { agentEnv, argvOf, commandWalls, cwdOf, DEFAULT_PATH, type CommandLimits } from "./walls.js";
+export { argvOf, type CommandLimits } from "./walls.js";
 
-export type MachineRow = typeof schema.machines.$inferSelect;
+export type { MachineRow } from "../store/index.js";
 /** What the door needs of a machine: its id and its trust (fixed when the machine is made). */
 export type MachineRef = Pick<MachineRow, "id" | "trust">;
 

@@ -467,6 +467,41 @@ for (const leg of dbLegs) {
       assertError(await temp("GET", `/api/orgs/${w.org}`), 404, "not_found");
       assert.deepEqual((await temp("GET", "/api/machines")).body.items, []);
     });
+
+    test("a demoted member loses the write at the very next request, a promoted one gains it", async () => {
+      const owner = as(OWNER);
+      const r = await owner("PUT", `/api/orgs/${w.org}/members`, {
+        email: "demoted@example.com",
+        role: "editor",
+      });
+      assertStatus(r, 200);
+      const temp = as("demoted@example.com");
+      // reads and a write first, so that whatever is kept of the member is warm
+      assertStatus(await temp("GET", `/api/agents/${w.agent}`), 200);
+      assert.equal(
+        (await temp("GET", "/api/orgs")).body.items.find((o: { id: string }) => o.id === w.org)?.role,
+        "editor",
+      );
+      assertStatus(await temp("PATCH", `/api/machines/${w.machine}`, { name: "m" }), 200);
+      assertStatus(
+        await owner("PUT", `/api/orgs/${w.org}/members`, { email: "demoted@example.com", role: "viewer" }),
+        200,
+      );
+      assertError(await temp("PATCH", `/api/machines/${w.machine}`, { name: "m" }), 403, "access.denied");
+      assert.equal((await temp("GET", `/api/orgs/${w.org}`)).body.role, "viewer");
+      assert.equal(
+        (await temp("GET", "/api/orgs")).body.items.find((o: { id: string }) => o.id === w.org)?.role,
+        "viewer",
+      );
+      assertStatus(
+        await owner("PUT", `/api/orgs/${w.org}/members`, { email: "demoted@example.com", role: "editor" }),
+        200,
+      );
+      assertStatus(await temp("PATCH", `/api/machines/${w.machine}`, { name: "m" }), 200);
+      assertStatus(await owner("DELETE", `/api/orgs/${w.org}/members/${r.body.user_id}`), 204);
+      assertError(await temp("GET", `/api/machines/${w.machine}`), 404, "not_found");
+      assertError(await temp("PATCH", `/api/machines/${w.machine}`, { name: "m" }), 404, "not_found");
+    });
   });
 }
 

@@ -370,6 +370,33 @@ for (const leg of dbLegs) {
       assert.equal(grep.body.stdout, "end\n");
     });
 
+    test("what reaches an agent is read again at the next command once it changes (new secret, guild left)", async () => {
+      const probe = 'printf "%s|%s" "${NEW_TOKEN-unset}" "${GUILD_TOKEN-unset}"';
+      const h = (v: string) => sha(v).slice(0, 16);
+      const seen = async () => {
+        const r = await exec(c.id, { command: `${probe} | sha256sum | cut -c1-16; ${probe}` });
+        assert.equal(r.status, 200, JSON.stringify(r.body));
+        return (r.body.stdout as string).split("\n");
+      };
+      // the agent's secrets are read (and kept) before each change
+      assert.deepEqual(await seen(), [h(`unset|${values.guild}`), "unset|[redacted]"]);
+      const fresh = token(28);
+      const created = await t.call("POST", "/api/secrets", {
+        org_id: org,
+        name: "NEW_TOKEN",
+        value: fresh,
+        grants: [{ scope: "org", id: org }],
+      });
+      assert.equal(created.status, 201);
+      // the new value is in the next command's environment and hidden from its output
+      assert.deepEqual(await seen(), [h(`${fresh}|${values.guild}`), "[redacted]|[redacted]"]);
+      assert.equal((await t.call("DELETE", `/api/guilds/${guild}/agents/${c.id}`)).status, 204);
+      assert.deepEqual(await seen(), [h(`${fresh}|unset`), "[redacted]|unset"]);
+      assert.equal((await t.call("DELETE", `/api/secrets/${created.body.id}`)).status, 204);
+      assert.equal((await t.call("POST", `/api/guilds/${guild}/agents`, { agent_id: c.id })).status, 204);
+      assert.deepEqual(await seen(), [h(`unset|${values.guild}`), "unset|[redacted]"]);
+    });
+
     test("grants changed reach the next command; a deleted secret takes its aliases", async () => {
       const p = await t.call("PATCH", `/api/secrets/${ids.agent}`, {
         grants: [{ scope: "agent", id: b.id }],

@@ -57,7 +57,10 @@ describe("every agent command goes through the door", { skip: boxSkipReason() ??
     const line = text.split("\n").find((l) => l.includes(`|${agent.id}|`));
     assert.ok(line, `the door's variables are missing from: ${text}`);
     // a terminal's line may begin with its escapes and a carriage return
-    const shown = line.replace(/\x1b\[[0-9;?]*[a-zA-Z]/g, "").split("\r").pop()!;
+    const shown = line
+      .replace(new RegExp(`${String.fromCharCode(27)}\\[[0-9;?]*[a-zA-Z]`, "g"), "")
+      .split("\r")
+      .pop()!;
     const [token, id, proxy, run] = shown.trim().split("|");
     assert.equal(token, "[redacted]");
     assert.equal(id, agent.id);

@@ -1,5 +1,6 @@
 // `warren machines ...`: where agents live, one box each.
 import type { Machine, MachineCreateRequest, MachineUpdateRequest } from "../../sdk/index.js";
+import { TRUSTS } from "../../sdk/index.js";
 import { defineCommand, defineGroup, type Input, type OptionDef } from "../command.js";
 import { detailView, listView, mib, visible, type Column } from "../format.js";
 import { maxWorkspaceOption, nameOption, orgOption } from "../options.js";
@@ -19,12 +20,12 @@ const memoryOption: OptionDef = { name: "memory-mib", value: "<mib>", help: "the
 const cpusOption: OptionDef = { name: "cpus", value: "<n>", help: "the box's CPUs (0.1-64)" };
 const trustOption: OptionDef = { name: "trust", value: "<trust>", help: "isolated (default) or shared" };
 
-function readTrust(i: Input): "isolated" | "shared" | undefined {
+function readTrust(i: Input): (typeof TRUSTS)[number] | undefined {
   const value = i.str("trust");
   if (value === undefined) return undefined;
-  if (value !== "isolated" && value !== "shared")
-    throw i.error(`--trust must be isolated or shared, not "${value}"`);
-  return value;
+  const trust = TRUSTS.find((t) => t === value);
+  if (!trust) throw i.error(`--trust must be ${TRUSTS.join(" or ")}, not "${value}"`);
+  return trust;
 }
 
 const runawayOption: OptionDef = {

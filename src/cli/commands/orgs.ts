@@ -1,5 +1,6 @@
 // `warren orgs ...`: organisations and their members.
 import type { Member, Org, Role } from "../../sdk/index.js";
+import { ROLES } from "../../sdk/index.js";
 import { defineCommand, defineGroup, type Input } from "../command.js";
 import { detailView, listView, type Column } from "../format.js";
 
@@ -14,8 +15,6 @@ export const memberColumns: Column<Member>[] = [
   { header: "EMAIL", value: (m) => m.email },
   { header: "ROLE", value: (m) => m.role },
 ];
-
-const ROLES: readonly Role[] = ["owner", "admin", "editor", "viewer", "auditor"];
 
 function readRole(i: Input): Role {
   const value = i.need("role");

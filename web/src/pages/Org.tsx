@@ -1,13 +1,11 @@
 // `/orgs/:id`: an organisation's members (roles), machines and agents.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import type { Machine, Role } from "warren/sdk";
+import { ROLES, type Machine, type Role } from "warren/sdk";
 import { keys, useCan, useOrgs, warren } from "../api";
 import { MaxDisk, startingMaxDisk, type DiskFigures } from "../disk";
 import { Link, navigate, useTitle } from "../router";
 import { Action, Dialog, Empty, ErrorBox, Loading, mib, StatusBadge } from "../ui";
-
-const ROLES: Role[] = ["owner", "admin", "editor", "viewer", "auditor"];
 
 export function OrgPage({ id }: { id: string }) {
   const orgs = useOrgs();

@@ -1,9 +1,7 @@
 // The agent spec: what the agent is (kind), its model, instructions, tools, tool policy and
 // run limits. Shown on the Overview; edited in Settings (a change makes a new spec version).
 import { useState } from "react";
-import type { Agent, AgentKind, AgentUpdateRequest } from "warren/sdk";
-
-const KINDS: AgentKind[] = ["command", "assistant", "claude-code", "codex", "opencode"];
+import { AGENT_KINDS, type Agent, type AgentKind, type AgentUpdateRequest } from "warren/sdk";
 
 export function SpecView({ agent }: { agent: Agent }) {
   return (
@@ -103,7 +101,7 @@ export function useSpecForm(agent: Agent) {
               onChange={(e) => setKind(e.target.value as AgentKind)}
               disabled={disabled}
             >
-              {KINDS.map((k) => (
+              {AGENT_KINDS.map((k) => (
                 <option key={k}>{k}</option>
               ))}
             </select>
