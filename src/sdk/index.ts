@@ -6,7 +6,7 @@ export { SecretsApi } from "./secrets.js";
 export { AgentTerminal, TerminalConnection } from "./terminal.js";
 export type { TerminalConnectOptions, TerminalEnd } from "./terminal.js";
 export { RunsApi, TERMINAL_RUN_STATUSES, isTerminalRunStatus } from "./runs.js";
-export { AGENT_KINDS, HARNESS_KINDS, ROLES, TRUSTS } from "../contract/lists.js";
+export { AGENT_KINDS, HARNESS_KINDS, ROLES, TRUSTS } from "./lists.js";
 export { WarrenApiError, isWarrenApiError } from "./errors.js";
 export type { ClientErrorCode, ErrorCode, WarrenErrorCode } from "./errors.js";
 

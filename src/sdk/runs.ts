@@ -1,5 +1,5 @@
 // Runs: commands recorded by the server, started now and read, waited for or cancelled later.
-import { TERMINAL_RUN_STATUSES } from "../contract/lists.js";
+import { TERMINAL_RUN_STATUSES } from "./lists.js";
 import { WarrenApiError } from "./errors.js";
 import { pause, seg, type RequestOptions, type Transport } from "./transport.js";
 import type {
