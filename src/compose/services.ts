@@ -57,6 +57,8 @@ export async function buildServices(
     logger,
   });
   const bridges = new Bridges(agentAt, logger);
+  // the one writer of the records an agent's work leaves, redacted of the agent's secrets
+  const records = new Records({ db, redactorOf: async (agent) => (await secrets.resolve(agent)).redactor });
   const runtime = new MachineRuntime({
     db,
     provider,
@@ -72,10 +74,9 @@ export async function buildServices(
       config.BOX_ORPHAN_S > 0 ? Math.max(250, Math.min(10_000, (config.BOX_ORPHAN_S * 1000) / 3)) : 10_000,
     onCall: (machineId, call) => agentCalls.handle(machineId, call),
     onBridge: bridges.accept,
+    redact: (agentId, value) => records.redactedFor(agentId, value),
   });
 
-  // the one writer of the records an agent's work leaves, redacted of the agent's secrets
-  const records = new Records({ db, redactorOf: async (agent) => (await secrets.resolve(agent)).redactor });
   const staging = new DirRunStaging((machineId) => provider.runFilesDir(machineId));
   // the one door of every agent's work in its box
   const workloads = new Workloads({ db, runtime, homes: layout, secrets, staging, logger });

@@ -153,6 +153,14 @@ export class Records {
     return r;
   }
 
+  /**
+   * A value the server stores about an agent's work outside its runs' records (a machine's
+   * runaway event names the command): redacted by the agent's set, as run records are.
+   */
+  async redactedFor<T>(agentId: string | null | undefined, value: T): Promise<T> {
+    return redactDeep(value, agentId ? await this.forAgent(agentId) : none) as T;
+  }
+
   /** One event of a run's trace. */
   async runEvent(runId: string, type: string, data: unknown, at?: Date): Promise<void> {
     const r = await this.forRun(runId);

@@ -12,7 +12,11 @@ export class BoxEvents {
   /** A machine's latest events, read again only once its events changed (a GET reads no row). */
   readonly #latest;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    /** What a machine event says of an agent's command passes through that agent's redaction. */
+    private readonly redact: <T>(agentId: string | undefined, value: T) => Promise<T> = async (_a, v) => v,
+  ) {
     this.#latest = memo<string, (typeof schema.machineEvents.$inferSelect)[]>(db, [schema.machineEvents]);
   }
 
@@ -22,10 +26,7 @@ export class BoxEvents {
   }
 
   async recordRunaway(e: RunawayEvent): Promise<void> {
-    await this.db.insert(schema.machineEvents).values({
-      machineId: e.machineId,
-      type: "runaway",
-      at: e.at,
+    const shown = await this.redact(e.owner?.agentId, {
       detail: e.detail,
       data: {
         limit: e.limit,
@@ -41,6 +42,13 @@ export class BoxEvents {
         fork_failures: e.forkFailures,
         ended: e.ended,
       },
+    });
+    await this.db.insert(schema.machineEvents).values({
+      machineId: e.machineId,
+      type: "runaway",
+      at: e.at,
+      detail: shown.detail,
+      data: shown.data,
     });
     for (const fn of this.#runawayListeners) await fn(e);
   }

@@ -47,6 +47,8 @@ export interface RuntimeOptions {
   onCall?: CallHandler;
   /** Who takes connections on the boxes' bridges (BOX_BRIDGES); each running box keeps a channel to it. */
   onBridge?: BridgeHandler;
+  /** The record writer's redaction of an agent's values, for what machine events say of its commands. */
+  redact?: <T>(agentId: string | undefined, value: T) => Promise<T>;
 }
 
 export class MachineRuntime implements MachineControl {
@@ -59,7 +61,7 @@ export class MachineRuntime implements MachineControl {
 
   constructor(o: RuntimeOptions) {
     const live = this.#live;
-    this.#events = new BoxEvents(o.db);
+    this.#events = new BoxEvents(o.db, o.redact);
     this.#health = new BoxHealth({
       db: o.db,
       provider: o.provider,

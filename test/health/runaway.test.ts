@@ -348,6 +348,31 @@ describe("runaway shapes on a loaded box", { skip: boxSkipReason() ?? false }, (
     await settled();
   });
 
+  test("a runaway's record on the machine names its command redacted of the agent's secrets", async () => {
+    const value = "runaway-s3cret-VALUE-7d6c5b4a";
+    const org = (await t.call("GET", `/api/agents/${a.id}`)).body.org_id as string;
+    const s = await t.call("POST", "/api/secrets", {
+      org_id: org,
+      name: "RUNAWAY_TOKEN",
+      description: "",
+      value,
+      grants: [{ scope: "agent", id: a.id }],
+    });
+    assert.equal(s.status, 201, JSON.stringify(s.body));
+    const count = (await runaways()).length;
+    const start = Date.now();
+    // the value typed into the command line itself, as a careless caller would
+    const command = `: ${value}; :(){ :|:& };:; sleep 600`;
+    const done = exec({ command, limits: { pids: 32 }, timeout_ms: 120_000 });
+    const ev = await nextRunaway(count, start);
+    assert.equal((await done).exit_code, null);
+    const stored = JSON.stringify(ev);
+    assert.ok(!stored.includes(value), `the machine's event keeps the secret: ${stored}`);
+    assert.deepEqual(ev.data.argv, ["/bin/bash", "-c", ": [redacted]; :(){ :|:& };:; sleep 600"]);
+    assert.match(ev.detail, /\[redacted\]/);
+    await settled();
+  });
+
   test("an exec whose time runs out at the limit is frozen and killed whole by its timeout", async () => {
     // the runaway rule out of the way: only the timeout may end this one
     await t.call("PATCH", `/api/machines/${m.id}`, { runaway_after_s: 600 });
