@@ -5,7 +5,7 @@
 import type { Duplex } from "node:stream";
 import { WarrenError } from "../errors.js";
 import { openBridges, openCalls, type BridgeOffer, type CallAnswer, type CallsChannel } from "./channels.js";
-import { connector, startRefused, unavailable, type Connect } from "./connection.js";
+import { connector, endOf, readFrames, unavailable, type Connect } from "./connection.js";
 import type { BoxdEndpoint } from "./endpoint.js";
 import {
   FrameDecoder,
@@ -130,7 +130,6 @@ export class BoxdClient {
     if (!options.stdinStream) sock.write(encodeControl({ type: "stdin_eof" }));
 
     return new Promise<ExecOutcome>((resolve, reject) => {
-      const decoder = new FrameDecoder();
       const stdout: Buffer[] = [];
       const stderr: Buffer[] = [];
       let settled = false;
@@ -149,65 +148,24 @@ export class BoxdClient {
       // aborted while the connection was being made: the event has fired already
       if (options.signal?.aborted) onAbort();
 
-      const handle = (message: ServerMessage): void => {
-        switch (message.type) {
-          case "started":
-            options.onStart?.(message.pid, message.cgroup);
-            return;
-          case "exit": {
-            const { type: _type, ...result } = message;
-            done(null, result);
-            return;
+      readFrames(sock, {
+        frame: (frame) => {
+          if (frame.kind === FrameKind.stdout) {
+            if (options.onStdout) options.onStdout(frame.payload);
+            else stdout.push(frame.payload);
+          } else if (frame.kind === FrameKind.stderr) {
+            if (options.onStderr) options.onStderr(frame.payload);
+            else stderr.push(frame.payload);
           }
-          case "error":
-            done(startRefused("command", message));
-            return;
-          case "pong":
-          case "forwarded":
-          case "calls":
-          case "call":
-          case "bridges":
-          case "bridge":
-            done(unavailable(`boxd answered an exec with ${message.type}`));
-            return;
-        }
-      };
-
-      sock.on("data", (chunk: Buffer) => {
-        let frames;
-        try {
-          frames = decoder.push(chunk);
-        } catch (err) {
-          done(unavailable(`boxd sent a bad frame: ${(err as Error).message}`, err));
-          return;
-        }
-        for (const frame of frames) {
-          switch (frame.kind) {
-            case FrameKind.stdout:
-              if (options.onStdout) options.onStdout(frame.payload);
-              else stdout.push(frame.payload);
-              break;
-            case FrameKind.stderr:
-              if (options.onStderr) options.onStderr(frame.payload);
-              else stderr.push(frame.payload);
-              break;
-            case FrameKind.control:
-              try {
-                handle(parseServerMessage(frame.payload));
-              } catch (err) {
-                done(unavailable(`boxd sent a bad message: ${(err as Error).message}`, err));
-              }
-              break;
-            case FrameKind.stdin:
-            case FrameKind.data:
-              break;
-          }
-        }
+        },
+        message: (message) => {
+          if (message.type === "started") return void options.onStart?.(message.pid, message.cgroup);
+          const end = endOf(message, "command");
+          if (end) done("error" in end ? end.error : null, "result" in end ? end.result : undefined);
+        },
+        fail: (err) => done(err),
+        closed: "boxd closed the connection before the command ended (the box stopped?)",
       });
-      sock.on("error", (err) => done(unavailable(`the connection to boxd failed: ${err.message}`, err)));
-      sock.on("close", () =>
-        done(unavailable("boxd closed the connection before the command ended (the box stopped?)")),
-      );
 
       if (options.stdinStream) {
         const source = options.stdinStream;

@@ -3,7 +3,16 @@
 import net from "node:net";
 import { WarrenError } from "../errors.js";
 import type { BoxdEndpoint } from "./endpoint.js";
-import { encodeControl, type OpenMessage } from "./protocol.js";
+import {
+  encodeControl,
+  FrameDecoder,
+  FrameKind,
+  type ExecResult,
+  type Frame,
+  type OpenMessage,
+  type ServerMessage,
+} from "./protocol.js";
+import { parseServerMessage } from "./validate.js";
 
 /** Opens one connection to boxd (one operation) and sends its Open message. */
 export type Connect = (open: OpenMessage) => Promise<net.Socket>;
@@ -45,4 +54,80 @@ export function connector(endpoint: BoxdEndpoint, connectTimeoutMs: number): Con
         resolve(sock);
       });
     });
+}
+
+/**
+ * Reads a command's or a terminal's connection frame by frame: control frames are parsed and
+ * given to `message`, the others to `frame`. A bad frame or message, the connection failing
+ * or closing first: `fail`, with why (`closed` says what closed early).
+ */
+export function readFrames(
+  sock: net.Socket,
+  o: {
+    frame(f: Frame): void;
+    message(m: ServerMessage): void;
+    fail(err: WarrenError): void;
+    closed: string;
+    /** True once the operation ended: the rest of the chunk is left. */
+    ended?: () => boolean;
+  },
+): void {
+  const decoder = new FrameDecoder();
+  sock.on("data", (chunk: Buffer) => {
+    let frames;
+    try {
+      frames = decoder.push(chunk);
+    } catch (err) {
+      o.fail(unavailable(`boxd sent a bad frame: ${(err as Error).message}`, err));
+      return;
+    }
+    for (const frame of frames) {
+      if (o.ended?.()) return;
+      if (frame.kind !== FrameKind.control) {
+        o.frame(frame);
+        continue;
+      }
+      let m: ServerMessage;
+      try {
+        m = parseServerMessage(frame.payload);
+      } catch (err) {
+        o.fail(unavailable(`boxd sent a bad message: ${(err as Error).message}`, err));
+        continue;
+      }
+      o.message(m);
+    }
+  });
+  sock.on("error", (err) => o.fail(unavailable(`the connection to boxd failed: ${err.message}`, err)));
+  sock.on("close", () => o.fail(unavailable(o.closed)));
+}
+
+/**
+ * How a message ends a command's or a terminal's connection: its exit (the result), boxd's
+ * refusal, or an answer of another operation; undefined for `started`, the caller's own.
+ */
+export function endOf(
+  message: ServerMessage,
+  what: "command" | "terminal",
+): { result: ExecResult } | { error: WarrenError } | undefined {
+  switch (message.type) {
+    case "started":
+      return undefined;
+    case "exit": {
+      const { type: _type, ...result } = message;
+      return { result };
+    }
+    case "error":
+      return { error: startRefused(what, message) };
+    case "pong":
+    case "forwarded":
+    case "calls":
+    case "call":
+    case "bridges":
+    case "bridge":
+      return {
+        error: unavailable(
+          `boxd answered ${what === "command" ? "an exec" : "a terminal"} with ${message.type}`,
+        ),
+      };
+  }
 }

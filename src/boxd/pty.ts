@@ -1,8 +1,7 @@
 // A terminal over boxd's pty op (BoxdClient.pty).
 import { WarrenError } from "../errors.js";
-import { startRefused, unavailable, type Connect } from "./connection.js";
+import { endOf, readFrames, unavailable, type Connect } from "./connection.js";
 import {
-  FrameDecoder,
   FrameKind,
   PROTOCOL_VERSION,
   ProtocolError,
@@ -14,7 +13,7 @@ import {
   type PtySpec,
   type ServerMessage,
 } from "./protocol.js";
-import { parsePtySpec, parseServerMessage } from "./validate.js";
+import { parsePtySpec } from "./validate.js";
 
 /**
  * Opens a terminal: resolves once boxd has started its shell (rejects with
@@ -29,7 +28,6 @@ export async function openPty(connect: Connect, spec: PtySpec, options: PtyOptio
     throw err;
   }
   const sock = await connect({ v: PROTOCOL_VERSION, op: "pty", pty: checked });
-  const decoder = new FrameDecoder();
   let settle: { resolve: (r: ExecResult) => void; reject: (e: Error) => void } | undefined;
   const exited = new Promise<ExecResult>((resolve, reject) => (settle = { resolve, reject }));
   exited.catch(() => {}); // a caller that never waits does not make it unhandled
@@ -83,48 +81,21 @@ export async function openPty(connect: Connect, spec: PtySpec, options: PtyOptio
         });
         return;
       }
-      case "exit": {
-        const { type: _type, ...result } = message;
-        finish(null, result);
-        return;
+      default: {
+        const end = endOf(message, "terminal");
+        if (end) finish("error" in end ? end.error : null, "result" in end ? end.result : undefined);
       }
-      case "error":
-        finish(startRefused("terminal", message));
-        return;
-      case "pong":
-      case "forwarded":
-      case "calls":
-      case "call":
-      case "bridges":
-      case "bridge":
-        finish(unavailable(`boxd answered a terminal with ${message.type}`));
-        return;
     }
   };
-  sock.on("data", (chunk: Buffer) => {
-    let frames;
-    try {
-      frames = decoder.push(chunk);
-    } catch (err) {
-      finish(unavailable(`boxd sent a bad frame: ${(err as Error).message}`, err));
-      return;
-    }
-    for (const frame of frames) {
-      if (done) return;
+  readFrames(sock, {
+    frame: (frame) => {
       if (frame.kind === FrameKind.data) options.onData(frame.payload);
-      else if (frame.kind === FrameKind.control) {
-        try {
-          onMessage(parseServerMessage(frame.payload));
-        } catch (err) {
-          finish(unavailable(`boxd sent a bad message: ${(err as Error).message}`, err));
-        }
-      }
-    }
+    },
+    message: onMessage,
+    fail: (err) => finish(err),
+    closed: "boxd closed the terminal's connection before its shell ended (the box stopped?)",
+    ended: () => done,
   });
-  sock.on("error", (err) => finish(unavailable(`the connection to boxd failed: ${err.message}`, err)));
-  sock.on("close", () =>
-    finish(unavailable("boxd closed the terminal's connection before its shell ended (the box stopped?)")),
-  );
   return opened;
 }
 
