@@ -2,26 +2,15 @@
 // generated ones aside), and a composition root of one page. Which folder may import which is
 // eslint's (eslint.config.js, the layers).
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
-
-const SRC = path.resolve(import.meta.dirname, "../src");
-
-function files(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const p = path.join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...files(p));
-    else if (p.endsWith(".ts") && !p.endsWith(".test.ts")) out.push(p);
-  }
-  return out;
-}
+import { sourceFiles, SRC } from "./support/sources.js";
 
 const linesOf = (file: string) => readFileSync(file, "utf8").split("\n").length - 1;
 
 test("no file of src/ is over 500 lines", () => {
-  const long = files(SRC)
+  const long = sourceFiles()
     .map((f) => ({ file: path.relative(SRC, f), lines: linesOf(f) }))
     .filter((f) => f.lines > 500);
   assert.deepEqual(long, []);

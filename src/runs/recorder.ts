@@ -346,7 +346,6 @@ export class RunRecorder {
         ...(out.usage ? { usage: out.usage } : {}),
       });
     } finally {
-      clearTimeout(t);
       await work.unstage();
       recording.close();
     }

@@ -124,6 +124,7 @@ export class Workloads {
 export class Workload {
   /** Values this work protects beyond the agent's secrets (a run's workload token). */
   readonly #protected: Buffer[] = [];
+  #redactor: Redactor | undefined;
   #staged: string | undefined;
   /** The redaction set of the run's records (Records.openRun): what this work protects joins it. */
   #recording: { add(values: readonly (Buffer | string)[]): void } | undefined;
@@ -152,7 +153,12 @@ export class Workload {
   /** What every record and every output of this work is redacted of: the secrets and what it protects. */
   redactor(): Redactor {
     if (this.#protected.length === 0) return this.secrets.redactor;
-    return new Redactor([...this.secrets.redactor.values, ...this.#protected], SECRET_VALUE_MIN_BYTES);
+    // built once per set of protected values, not for every command
+    this.#redactor ??= new Redactor(
+      [...this.secrets.redactor.values, ...this.#protected],
+      SECRET_VALUE_MIN_BYTES,
+    );
+    return this.#redactor;
   }
 
   /** The run's records are redacted of what this work protects too. */
@@ -164,6 +170,7 @@ export class Workload {
   /** Values redacted from everything the box prints from now on, and from the run's records. */
   protect(values: readonly string[]): void {
     for (const v of values) this.#protected.push(...withCaseForms([v]));
+    this.#redactor = undefined;
     this.#recording?.add(values);
   }
 

@@ -4,13 +4,14 @@
 // assistant's tool result, the terminal's screen) is redacted, and carries the door's
 // environment. And no file of src/ but the door holds the runtime's exec or pty.
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { boxSkipReason } from "../box/fixture.js";
 import { eventsOfType, putHomeFile, runAgent } from "../support/agent-runs.js";
 import { privateAllow } from "../support/bound.js";
 import { startFakeAnthropic, type FakeModelServer } from "../support/fake-models.js";
+import { sourceFiles, SRC } from "../support/sources.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { tty, type Tty } from "../terminal/ws.js";
 
@@ -19,21 +20,11 @@ const SECRET = "door-s3cret-VALUE-5f1e2d3c4b";
 const PRINT =
   'printf "%s|%s|%s|%s\\n" "$DOOR_TOKEN" "$WARREN_AGENT_ID" "$HTTPS_PROXY" "${WARREN_RUN_ID:-none}"';
 
-function sources(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const p = path.join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...sources(p));
-    else if (p.endsWith(".ts") && !p.endsWith(".test.ts")) out.push(p);
-  }
-  return out;
-}
-
 test("only the door runs commands in a box: no other file of src/ calls the runtime's exec or pty", () => {
-  const root = path.resolve(import.meta.dirname, "../../src");
+  const root = SRC;
   const allowed = [path.join(root, "workloads"), path.join(root, "runtime"), path.join(root, "boxd")];
   const offenders: string[] = [];
-  for (const file of sources(root)) {
+  for (const file of sourceFiles()) {
     if (allowed.some((a) => file.startsWith(a + path.sep))) continue;
     const text = readFileSync(file, "utf8");
     if (/\bruntime\??\.(exec|pty)\(/.test(text)) offenders.push(`${file}: calls runtime.exec/pty`);
