@@ -2,6 +2,7 @@
 // Builds what boxes need besides the TypeScript output:
 //   dist/native/boxd-spawn  the exec helper (gcc, no libraries)
 //   dist/native/box-userns  starts a box's bubblewrap in its own user namespace
+//   dist/native/box-launch  starts boxes for the local provider (the server never forks)
 //   dist/native/warren-secret  agents' commands call the server with it from inside
 //                           the box (bound at /opt/warren/bin; see native/boxd/calls.h)
 //   dist/native/boxd        boxd, the daemon in every box (native/boxd/*.c; gcc, libc
@@ -63,6 +64,7 @@ function gcc(output, sources, inputs = sources, cflags = flags) {
 
 gcc(join(root, "dist", "native", "boxd-spawn"), [join(root, "native", "boxd-spawn.c")]);
 gcc(join(root, "dist", "native", "box-userns"), [join(root, "native", "box-userns.c")]);
+gcc(join(root, "dist", "native", "box-launch"), [join(root, "native", "box-launch.c")]);
 gcc(join(root, "dist", "native", "warren-secret"), [join(root, "native", "warren-secret.c")]);
 
 const boxdDir = join(root, "native", "boxd");

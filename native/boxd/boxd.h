@@ -134,7 +134,10 @@ struct boxd {
   /* freed at the end of the loop's iteration: events of this batch may still name them */
   void *graveyard[GRAVEYARD];
   size_t ngrave;
-  char chunk[READ_CHUNK]; /* scratch for one read at a time (one thread) */
+  /* scratch for one read at a time (one thread): its own mapping, touched only as reads
+     need it and given back to the kernel when boxd is idle (release_idle_memory) */
+  char *chunk;
+  int memory_released; /* nothing was used since the last release */
   /* agents' calls (calls.c) */
   int calls_fd;
   struct watch calls_w;

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <malloc.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -196,6 +198,19 @@ static void end_box(struct boxd *bd) {
   exit(0);
 }
 
+/* Idle (no connection, command or terminal): the pages the read scratch and the heap took
+   for earlier output go back to the kernel, so a box at rest costs what a fresh one does. */
+static void release_idle_memory(struct boxd *bd) {
+  if (bd->conns || bd->active_count > 0 || bd->ptys) {
+    bd->memory_released = 0;
+    return;
+  }
+  if (bd->memory_released) return;
+  bd->memory_released = 1;
+  madvise(bd->chunk, READ_CHUNK, MADV_DONTNEED);
+  malloc_trim(0);
+}
+
 static void watch_owner(struct boxd *bd, double now) {
   struct stat st;
   if (stat(bd->cfg.socket, &st) != 0 || (unsigned long)st.st_ino != bd->socket_ino) {
@@ -227,6 +242,7 @@ static void after_events(struct boxd *bd) {
   if (now >= bd->next_watch) {
     bd->next_watch = now + WATCH_MS;
     watch_owner(bd, now);
+    release_idle_memory(bd);
   }
   if (bd->want_prepare) {
     bd->want_prepare = 0;
@@ -257,13 +273,19 @@ static int run(struct boxd *bd) {
 }
 
 int main(int argc, char **argv) {
-  struct boxd bd = {0};
+  /* static: zeroed by the loader, so its pages cost nothing until used */
+  static struct boxd bd;
   bd.cfg.version = 1;
   bd.cfg.ready_fd = -1;
   bd.listen_w = (struct watch){W_LISTEN, NULL};
   bd.signal_w = (struct watch){W_SIGNAL, NULL};
   umask(022);
   parse_args(&bd.cfg, argc, argv);
+  bd.chunk = mmap(NULL, READ_CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (bd.chunk == MAP_FAILED) {
+    logf_("mmap: %s", strerror(errno));
+    return 1;
+  }
   bd.started_at = now_ms();
   signal(SIGPIPE, SIG_IGN);
   sigset_t mask;

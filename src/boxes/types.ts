@@ -154,4 +154,6 @@ export interface BoxProvider {
   hostProbes(opts: { repair: boolean }): Record<string, HostProbe>;
   /** Ends every process of one command tree (by its cgroup name); returns how many were ended. */
   killCommand(id: string, name: string): Promise<number>;
+  /** Lets go of what the provider holds in this process (boxes go on running). */
+  close?(): void;
 }

@@ -122,6 +122,7 @@ export async function stop(
   if (o.stopBoxes) await s.runtime.stopAll("stopped with the server (--stop-boxes)");
   s.face.close();
   s.runtime.close();
+  base.provider.close?.();
   await s.egress.close();
   await base.store.close();
 }

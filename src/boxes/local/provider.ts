@@ -5,18 +5,19 @@
 //
 //   box.json      the record: spec, labels, state, pid and its start time, cgroups
 //   box.log       bwrap's and boxd's stderr
-//   seccomp.bpf   the agents' filter, bound read-only into the box
 //   passwd, group the box's /etc/passwd and /etc/group
 //   boxd/         (0700) bound at /run/boxd in the box: boxd's socket
+//
+// and, alike for every box, once per server in STATE_ROOT/run/box-files/: the agents' and
+// boxd's seccomp filters and the generated /etc files, bound read-only into each box. Boxes
+// are started by a small launcher process (./launcher.ts), never by forking the server.
 //
 // A box survives the server (it is started in its own session, without
 // --die-with-parent); a new provider on the same STATE_ROOT finds it by its record and
 // checks it is the same process (pid + start time) and that boxd answers.
 
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import type { Socket } from "node:net";
 import { WarrenError, notFound } from "../../errors.js";
 import { BoxdClient } from "../../boxd/client.js";
 import type {
@@ -45,8 +46,15 @@ import {
 } from "./cgroups.js";
 import { localProbes } from "./checks.js";
 import { FsHomeLayout } from "./layout.js";
+import { BoxLauncher } from "./launcher.js";
 import { isSameProcess, pidStartTime } from "./proc.js";
-import { BOXD_SECCOMP_DENY, encodeProgram, hostSeccompArch, seccompProgram } from "./seccomp.js";
+import {
+  BOXD_SECCOMP_DENY,
+  encodeProgram,
+  hostSeccompArch,
+  seccompProgram,
+  type SeccompArch,
+} from "./seccomp.js";
 import {
   BOX_ID,
   boxSpecSchema,
@@ -78,6 +86,8 @@ export class LocalProvider implements BoxProvider {
   private readonly logger: LoggerLike | undefined;
   private layout: CgroupLayout | null | undefined;
   private readonly locks = new Map<string, Promise<unknown>>();
+  private readonly launcher: BoxLauncher;
+  private shared: { seccompFile: string; boxdSeccompFile: string; etcFiles: Record<string, string> } | undefined;
 
   constructor(options: LocalProviderOptions) {
     const o = optionsSchema.parse(options);
@@ -94,6 +104,12 @@ export class LocalProvider implements BoxProvider {
     this.startTimeoutMs = o.startTimeoutMs ?? 10_000;
     this.orphanAfterS = o.orphanAfterS ?? 300;
     this.logger = options.logger;
+    this.launcher = new BoxLauncher(path.join(path.dirname(this.spawnHelper), "box-launch"));
+  }
+
+  /** Ends the box launcher; boxes go on (the next server adopts them). */
+  close(): void {
+    this.launcher.close();
   }
 
   // ---- paths -----------------------------------------------------------------------
@@ -126,11 +142,12 @@ export class LocalProvider implements BoxProvider {
     }
   }
 
-  private writeRecord(rec: BoxRecord): void {
+  /** Replaces the record whole (a rename), off the event loop: ext4 flushes a file renamed over another. */
+  private async writeRecord(rec: BoxRecord): Promise<void> {
     const file = path.join(this.boxDir(rec.spec.id), "box.json");
     const tmp = `${file}.${process.pid}.tmp`;
-    fs.writeFileSync(tmp, JSON.stringify(rec, null, 2), { mode: 0o600 });
-    fs.renameSync(tmp, file);
+    await fs.promises.writeFile(tmp, JSON.stringify(rec, null, 2), { mode: 0o600 });
+    await fs.promises.rename(tmp, file);
   }
 
   private cgroupLayout(): CgroupLayout {
@@ -141,6 +158,35 @@ export class LocalProvider implements BoxProvider {
         "no usable cgroups: need cgroup v2 with memory, pids and cpu delegated, or v1 memory, pids and cpu hierarchies",
       );
     return this.layout;
+  }
+
+  /**
+   * What every box of this server reads alike, written once (not at every start): the
+   * commands' and boxd's seccomp programs (box root's and root's, 0600) and the generated
+   * /etc files; each box binds them read-only.
+   */
+  private sharedFiles(arch: SeccompArch): { seccompFile: string; boxdSeccompFile: string; etcFiles: Record<string, string> } {
+    if (this.shared) return this.shared;
+    const dir = path.join(this.runRoot, "box-files");
+    fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
+    fs.chmodSync(dir, 0o755);
+    const write = (name: string, bytes: string | Buffer, mode: number, owner = 0): string => {
+      const file = path.join(dir, name);
+      const tmp = `${file}.${process.pid}.tmp`;
+      fs.writeFileSync(tmp, bytes, { mode });
+      fs.chmodSync(tmp, mode);
+      fs.chownSync(tmp, owner, owner);
+      fs.renameSync(tmp, file);
+      return file;
+    };
+    const etcFiles: Record<string, string> = {};
+    for (const [name, text] of Object.entries(ETC_GENERATED)) etcFiles[name] = write(`etc.${name}`, text, 0o644);
+    this.shared = {
+      seccompFile: write("seccomp.bpf", encodeProgram(seccompProgram(arch)), 0o600, this.boxRootId),
+      boxdSeccompFile: write("boxd-seccomp.bpf", encodeProgram(seccompProgram(arch, BOXD_SECCOMP_DENY)), 0o600),
+      etcFiles,
+    };
+    return this.shared;
   }
 
   /** One operation at a time per box id (in this process). */
@@ -201,7 +247,7 @@ export class LocalProvider implements BoxProvider {
       const rec: BoxRecord = old
         ? { ...old, spec }
         : { version: 1, spec, state: "created", pid: null, pidStart: null, startedAt: null, cgroupDirs: [] };
-      this.writeRecord(rec);
+      await this.writeRecord(rec);
       return this.handle(rec, await this.liveState(rec));
     });
   }
@@ -223,7 +269,7 @@ export class LocalProvider implements BoxProvider {
       const rec = this.readRecord(id);
       if (!rec) return;
       await this.kill(rec);
-      this.writeRecord({
+      await this.writeRecord({
         ...rec,
         state: rec.state === "created" ? "created" : "stopped",
         pid: null,
@@ -347,6 +393,7 @@ export class LocalProvider implements BoxProvider {
       ["spawn helper", this.spawnHelper],
       ["in-box client warren-secret", this.warrenSecret],
       ["user namespace launcher", this.userns],
+      ["box launcher", path.join(path.dirname(this.spawnHelper), "box-launch")],
     ] as const) {
       if (!fs.existsSync(file))
         throw new WarrenError("box.unavailable", `the ${what} ${file} is missing; run \`npm run build\``);
@@ -360,14 +407,7 @@ export class LocalProvider implements BoxProvider {
     // cgroups (it makes one per command), the seccomp program, its socket folder.
     const root = this.boxRootId;
     delegateCgroups(plan.delegate, root);
-    const seccompFile = path.join(dir, "seccomp.bpf");
-    fs.rmSync(seccompFile, { force: true });
-    fs.writeFileSync(seccompFile, encodeProgram(seccompProgram(arch)), { mode: 0o600 });
-    fs.chownSync(seccompFile, root, root);
-    const boxdSeccompFile = path.join(dir, "boxd-seccomp.bpf");
-    fs.writeFileSync(boxdSeccompFile, encodeProgram(seccompProgram(arch, BOXD_SECCOMP_DENY)), {
-      mode: 0o600,
-    });
+    const { seccompFile, boxdSeccompFile, etcFiles } = this.sharedFiles(arch);
     const users = refreshBoxUsers(dir);
     const socketDir = path.join(dir, "boxd");
     fs.mkdirSync(socketDir, { recursive: true, mode: 0o700 });
@@ -381,12 +421,6 @@ export class LocalProvider implements BoxProvider {
     fs.chownSync(callsDir, root, root);
     fs.rmSync(path.join(callsDir, "calls.sock"), { force: true });
 
-    const etcFiles: Record<string, string> = {};
-    for (const [name, text] of Object.entries(ETC_GENERATED)) {
-      const file = path.join(dir, `etc.${name}`);
-      fs.writeFileSync(file, text, { mode: 0o644 });
-      etcFiles[name] = file;
-    }
     const args = bwrapArgv(rec.spec, {
       systemDirs: systemDirs(),
       etc: etcEntries(),
@@ -408,28 +442,19 @@ export class LocalProvider implements BoxProvider {
       orphanAfterS: this.orphanAfterS,
     });
 
-    const logFd = fs.openSync(path.join(dir, "box.log"), "a", 0o600);
-    const filterFd = fs.openSync(boxdSeccompFile, "r");
-    let child;
+    let launched;
     try {
-      child = spawn(
-        "/bin/sh",
-        ["-c", JOIN_AND_EXEC, "warren-box", ...plan.joinProcs, "--", this.bwrap, ...args],
-        {
-          detached: true,
-          stdio: ["ignore", logFd, logFd, "pipe", filterFd],
-          env: bwrapEnv(),
-        },
-      );
-    } finally {
-      fs.closeSync(logFd);
-      fs.closeSync(filterFd);
-    }
-    const pid = child.pid;
-    if (pid === undefined) {
+      launched = await this.launcher.launch({
+        argv: ["/bin/sh", "-c", JOIN_AND_EXEC, "warren-box", ...plan.joinProcs, "--", this.bwrap, ...args],
+        env: bwrapEnv(),
+        log: path.join(dir, "box.log"),
+        filter: boxdSeccompFile,
+      });
+    } catch (err) {
       await destroyBoxCgroups(plan.boxDirs);
-      throw new WarrenError("box.unavailable", `cannot start bwrap for box ${id}`);
+      throw new WarrenError("box.unavailable", `cannot start bwrap for box ${id}: ${(err as Error).message}`);
     }
+    const pid = launched.pid;
     const started: BoxRecord = {
       ...rec,
       state: "running",
@@ -438,38 +463,26 @@ export class LocalProvider implements BoxProvider {
       startedAt: new Date().toISOString(),
       cgroupDirs: plan.boxDirs,
     };
-    this.writeRecord(started);
+    await this.writeRecord(started);
 
-    const ready = child.stdio[3] as Socket;
     try {
-      await new Promise<void>((resolve, reject) => {
-        let text = "";
-        const timer = setTimeout(
-          () => reject(new Error(`boxd did not start within ${this.startTimeoutMs} ms`)),
-          this.startTimeoutMs,
-        );
-        ready.on("data", (chunk: Buffer) => {
-          text += chunk.toString();
-          if (text.includes("ready\n")) {
-            clearTimeout(timer);
-            resolve();
-          }
-        });
-        ready.on("error", () => undefined);
-        child.once("exit", (code, signal) => {
-          clearTimeout(timer);
-          reject(new Error(`the box exited during start (${signal ?? `code ${code}`})`));
-        });
-        child.once("error", (err) => {
-          clearTimeout(timer);
-          reject(err);
-        });
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        launched.ready,
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`boxd did not start within ${this.startTimeoutMs} ms`)),
+            this.startTimeoutMs,
+          );
+        }),
+      ]).finally(() => {
+        clearTimeout(timer);
+        launched.abandon();
       });
       await this.client(id).ping(2000);
     } catch (err) {
-      ready.destroy();
       await this.kill(started);
-      this.writeRecord({ ...started, state: "stopped", pid: null, pidStart: null, startedAt: null });
+      await this.writeRecord({ ...started, state: "stopped", pid: null, pidStart: null, startedAt: null });
       const log = tail(path.join(dir, "box.log"));
       this.logger?.error(`box ${id} failed to start: ${(err as Error).message}`);
       throw new WarrenError(
@@ -480,12 +493,7 @@ export class LocalProvider implements BoxProvider {
           cause: err,
         },
       );
-    } finally {
-      child.removeAllListeners("exit");
-      child.removeAllListeners("error");
     }
-    ready.destroy();
-    child.unref();
     this.logger?.info(`box ${id} started (pid ${pid})`);
     return this.handle(started, "running");
   }
