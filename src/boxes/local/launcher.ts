@@ -141,7 +141,9 @@ export class BoxLauncher {
       } else if (what === "exit") {
         this.#pending.delete(tag);
         const [code, sig] = rest;
-        p.exited?.(new Error(`the box exited during start (${sig !== "0" ? `signal ${sig}` : `code ${code}`})`));
+        p.exited?.(
+          new Error(`the box exited during start (${sig !== "0" ? `signal ${sig}` : `code ${code}`})`),
+        );
       }
     }
   }

@@ -87,7 +87,8 @@ export class LocalProvider implements BoxProvider {
   private layout: CgroupLayout | null | undefined;
   private readonly locks = new Map<string, Promise<unknown>>();
   private readonly launcher: BoxLauncher;
-  private shared: { seccompFile: string; boxdSeccompFile: string; etcFiles: Record<string, string> } | undefined;
+  private shared:
+    { seccompFile: string; boxdSeccompFile: string; etcFiles: Record<string, string> } | undefined;
 
   constructor(options: LocalProviderOptions) {
     const o = optionsSchema.parse(options);
@@ -165,7 +166,11 @@ export class LocalProvider implements BoxProvider {
    * commands' and boxd's seccomp programs (box root's and root's, 0600) and the generated
    * /etc files; each box binds them read-only.
    */
-  private sharedFiles(arch: SeccompArch): { seccompFile: string; boxdSeccompFile: string; etcFiles: Record<string, string> } {
+  private sharedFiles(arch: SeccompArch): {
+    seccompFile: string;
+    boxdSeccompFile: string;
+    etcFiles: Record<string, string>;
+  } {
     if (this.shared) return this.shared;
     const dir = path.join(this.runRoot, "box-files");
     fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
@@ -180,10 +185,15 @@ export class LocalProvider implements BoxProvider {
       return file;
     };
     const etcFiles: Record<string, string> = {};
-    for (const [name, text] of Object.entries(ETC_GENERATED)) etcFiles[name] = write(`etc.${name}`, text, 0o644);
+    for (const [name, text] of Object.entries(ETC_GENERATED))
+      etcFiles[name] = write(`etc.${name}`, text, 0o644);
     this.shared = {
       seccompFile: write("seccomp.bpf", encodeProgram(seccompProgram(arch)), 0o600, this.boxRootId),
-      boxdSeccompFile: write("boxd-seccomp.bpf", encodeProgram(seccompProgram(arch, BOXD_SECCOMP_DENY)), 0o600),
+      boxdSeccompFile: write(
+        "boxd-seccomp.bpf",
+        encodeProgram(seccompProgram(arch, BOXD_SECCOMP_DENY)),
+        0o600,
+      ),
       etcFiles,
     };
     return this.shared;
