@@ -41,6 +41,11 @@
  * ready, so the cgroup migration (slow on cgroup v1: it waits for an RCU grace period)
  * is not paid while a command waits.
  *
+ * boxd runs the same code without an execve of this file (native/boxd/exec.h,
+ * helper_become): a forked boxd becomes the helper by calling boxd_spawn_main, which saves
+ * a whole program load per command; what the helper inherits of boxd is its fds 0-4 (all
+ * others are closed first) and memory that the command's execve replaces.
+ *
  * A failure before execve prints "boxd-spawn: <step>: <reason>" on stderr and exits
  * 126 (127 when the command is not found), as shells do.
  */
@@ -404,7 +409,7 @@ static int probe(void) {
   return 0;
 }
 
-int main(int argc, char **argv) {
+int boxd_spawn_main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--probe") == 0) return probe();
   double t_start = now_us();
   struct opts o;
@@ -484,3 +489,9 @@ int main(int argc, char **argv) {
   die(err == ENOENT ? 127 : 126, "exec", "%s: %s", o.argv[0], strerror(err));
   return 126;
 }
+
+#ifndef BOXD_SPAWN_IN_BOXD
+int main(int argc, char **argv) {
+  return boxd_spawn_main(argc, argv);
+}
+#endif

@@ -71,5 +71,13 @@ const boxdDir = join(root, "native", "boxd");
 const boxdFiles = readdirSync(boxdDir).map((f) => join(boxdDir, f));
 const boxdSources = boxdFiles.filter((f) => f.endsWith(".c"));
 const boxdInputs = boxdFiles.filter((f) => f.endsWith(".c") || f.endsWith(".h"));
-gcc(join(root, "dist", "native", "boxd"), boxdSources, boxdInputs);
-if (sanitize) gcc(join(root, "dist", "native", "boxd-asan"), boxdSources, boxdInputs, sanitizerFlags);
+// boxd runs the exec helper's code in its forked children without loading it (native/boxd-spawn.c)
+const spawnSource = join(root, "native", "boxd-spawn.c");
+const inBoxd = [...boxdSources, spawnSource];
+const inBoxdInputs = [...boxdInputs, spawnSource];
+gcc(join(root, "dist", "native", "boxd"), inBoxd, inBoxdInputs, [...flags, "-DBOXD_SPAWN_IN_BOXD"]);
+if (sanitize)
+  gcc(join(root, "dist", "native", "boxd-asan"), inBoxd, inBoxdInputs, [
+    ...sanitizerFlags,
+    "-DBOXD_SPAWN_IN_BOXD",
+  ]);

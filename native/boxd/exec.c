@@ -8,9 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+extern char **environ;
 
 #include "cgroup.h"
 #include "conn.h"
@@ -119,6 +123,21 @@ static void helper_name(struct boxd *bd, char *out, size_t cap) {
   out[at] = '\0';
 }
 
+void helper_become(int keep, int argc, const char **argv) {
+  /* what an execve would have closed (boxd's fds are close-on-exec): its socket, its
+     clients, other commands' pipes; a helper waiting for its command holds none of them */
+  if (syscall(SYS_close_range, (unsigned)keep, ~0U, 0) != 0)
+    for (int fd = keep; fd < 65536; fd++) close(fd);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
+  prctl(PR_SET_NAME, "boxd-spawn", 0, 0, 0);
+  static char *no_env[] = {NULL};
+  environ = no_env;
+  _exit(boxd_spawn_main(argc, (char **)argv));
+}
+
 /* Starts a helper in a new command cgroup; it waits on fd 3 for its command. */
 static struct helper *helper_spawn(struct boxd *bd, struct buf *err) {
   const struct config *cfg = &bd->cfg;
@@ -145,7 +164,6 @@ static struct helper *helper_spawn(struct boxd *bd, struct buf *err) {
   argv[n++] = "--spec-fd";
   argv[n++] = "3";
   argv[n] = NULL;
-  char *envp[] = {NULL};
   pid_t pid = fork();
   if (pid < 0) {
     buf_printf(err, "fork: %s", strerror(errno));
@@ -157,12 +175,7 @@ static struct helper *helper_spawn(struct boxd *bd, struct buf *err) {
     for (int i = 0; i < 5; i++) src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 10);
     for (int i = 0; i < 5; i++)
       if (src[i] < 0 || dup2(src[i], i) < 0) _exit(126);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
-    execve(cfg->spawn_helper, (char *const *)argv, envp);
-    _exit(126);
+    helper_become(5, n, argv);
   }
   close(p_in[0]), close(p_out[1]), close(p_err[1]), close(p_spec[0]), close(p_tr[1]);
   h->trace = p_tr[0];

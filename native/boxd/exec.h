@@ -98,6 +98,12 @@ struct exec {
   struct exec *next, *prev; /* in bd->execs until answered */
 };
 
+/* native/boxd-spawn.c, built into boxd too: the helper's whole work after the fork. */
+int boxd_spawn_main(int argc, char **argv);
+/* In a child just forked, with its fds 0..keep-1 in place: closes every other fd, resets
+   its signals and name, and runs the helper (never returns). */
+void helper_become(int keep, int argc, const char **argv) __attribute__((noreturn));
+
 /* Starts a ready helper if none is. */
 void helper_prepare(struct boxd *bd);
 /* Reaps exited children: helpers, and through them commands (EXIT). */

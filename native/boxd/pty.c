@@ -1,5 +1,6 @@
 /* A terminal: see pty.h. */
 #include "pty.h"
+#include "exec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -336,7 +337,6 @@ static pid_t spawn(struct boxd *bd, const char *name, int slave, int spec_rd, st
   argv[n++] = "--spec-fd";
   argv[n++] = "3";
   argv[n] = NULL;
-  char *envp[] = {NULL};
   pid_t pid = fork();
   if (pid < 0) {
     buf_printf(err, "fork: %s", strerror(errno));
@@ -348,12 +348,7 @@ static pid_t spawn(struct boxd *bd, const char *name, int slave, int spec_rd, st
     for (int i = 0; i < 4; i++) src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 10);
     for (int i = 0; i < 4; i++)
       if (src[i] < 0 || dup2(src[i], i) < 0) _exit(126);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
-    execve(cfg->spawn_helper, (char *const *)argv, envp);
-    _exit(126);
+    helper_become(4, n, argv);
   }
   return pid;
 }

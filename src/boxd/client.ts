@@ -123,11 +123,12 @@ export class BoxdClient {
     }
     if (options.signal?.aborted)
       throw new WarrenError("request.invalid", "the exec was cancelled before it started");
-    const sock = await this.connect({ v: PROTOCOL_VERSION, op: "exec", exec: spec });
     const initial =
       typeof stdin === "string" ? Buffer.from(stdin, "utf8") : stdin ? Buffer.from(stdin) : null;
-    if (initial) for (const part of splitPayload(initial)) sock.write(encodeFrame(FrameKind.stdin, part));
-    if (!options.stdinStream) sock.write(encodeControl({ type: "stdin_eof" }));
+    // the command's stdin (and its end) go with the Open message, in one write
+    const first = initial ? [...splitPayload(initial)].map((part) => encodeFrame(FrameKind.stdin, part)) : [];
+    if (!options.stdinStream) first.push(encodeControl({ type: "stdin_eof" }));
+    const sock = await this.connect({ v: PROTOCOL_VERSION, op: "exec", exec: spec }, first);
 
     return new Promise<ExecOutcome>((resolve, reject) => {
       const stdout: Buffer[] = [];
@@ -164,6 +165,7 @@ export class BoxdClient {
           if (end) done("error" in end ? end.error : null, "result" in end ? end.result : undefined);
         },
         fail: (err) => done(err),
+        ended: () => settled,
         closed: "boxd closed the connection before the command ended (the box stopped?)",
       });
 

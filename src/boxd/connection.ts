@@ -14,8 +14,11 @@ import {
 } from "./protocol.js";
 import { parseServerMessage } from "./validate.js";
 
-/** Opens one connection to boxd (one operation) and sends its Open message. */
-export type Connect = (open: OpenMessage) => Promise<net.Socket>;
+/**
+ * Opens one connection to boxd (one operation) and sends its Open message, and `then` (the
+ * operation's first frames) in the same write.
+ */
+export type Connect = (open: OpenMessage, then?: readonly Buffer[]) => Promise<net.Socket>;
 
 export function unavailable(message: string, cause?: unknown): WarrenError {
   return new WarrenError("box.unavailable", message, undefined, cause === undefined ? undefined : { cause });
@@ -33,7 +36,7 @@ export function startRefused(
 }
 
 export function connector(endpoint: BoxdEndpoint, connectTimeoutMs: number): Connect {
-  return (open) =>
+  return (open, then = []) =>
     new Promise((resolve, reject) => {
       const sock =
         endpoint.kind === "unix"
@@ -50,7 +53,7 @@ export function connector(endpoint: BoxdEndpoint, connectTimeoutMs: number): Con
       sock.once("connect", () => {
         clearTimeout(timer);
         sock.removeAllListeners("error");
-        sock.write(encodeControl(open));
+        sock.write(then.length > 0 ? Buffer.concat([encodeControl(open), ...then]) : encodeControl(open));
         resolve(sock);
       });
     });
@@ -97,8 +100,12 @@ export function readFrames(
       o.message(m);
     }
   });
-  sock.on("error", (err) => o.fail(unavailable(`the connection to boxd failed: ${err.message}`, err)));
-  sock.on("close", () => o.fail(unavailable(o.closed)));
+  sock.on("error", (err) => {
+    if (!o.ended?.()) o.fail(unavailable(`the connection to boxd failed: ${err.message}`, err));
+  });
+  sock.on("close", () => {
+    if (!o.ended?.()) o.fail(unavailable(o.closed));
+  });
 }
 
 /**
