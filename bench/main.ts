@@ -28,6 +28,7 @@ import { BoxdClient } from "../src/boxd/client.js";
 import type { PingResult } from "../src/boxd/protocol.js";
 import { startTestServer, type TestServer } from "../test/support/server.js";
 import { benchCedar } from "./cedar.js";
+import { runClients } from "./clients.js";
 import { buildFloor, timeFloor } from "./floor.js";
 import { tracePhases } from "./phases.js";
 import { benchEgress, egressTable } from "./egress.js";
@@ -395,7 +396,10 @@ async function warren(): Promise<void> {
   let t0 = performance.now();
   await api.exec(a.id);
   log(`warren: first exec (box start) ${fmt(performance.now() - t0)} ms; ${N.warm} warm execs`);
-  const warm = await timeMany(N.warm, () => api.exec(a.id), 20);
+  // timed from a client process of its own (bench/clients.ts), as an operator's would be
+  const warmAnswer = await runClients({ kind: "warm", url: t.url, agent: a.id, n: N.warm, warmup: 20 });
+  if (warmAnswer.kind !== "warm") throw new WarrenFailure("the clients answered another job");
+  const warm = summarize(warmAnswer.ms);
   const vsPodman = podmanExecP50 / warm.p50;
   timeRow(
     "warren warm exec /bin/true via the API (HTTP keep-alive)",
@@ -489,15 +493,11 @@ async function density(t: TestServer, api: Api): Promise<void> {
     },
   });
 
-  log(`density: exec true as all ${boxes * per} agents at once`);
-  const t0 = performance.now();
-  const perBox = await Promise.all(
-    machines.map(async (m) => {
-      await Promise.all(m.agents.map((id) => api.exec(id, ["true"])));
-      return performance.now() - t0;
-    }),
-  );
-  const allUp = performance.now() - t0;
+  log(`density: exec true as all ${boxes * per} agents at once, from a client process`);
+  const dense = await runClients({ kind: "density", url: t.url!, machines: machines.map((m) => m.agents) });
+  if (dense.kind !== "density") throw new WarrenFailure("the clients answered another job");
+  const perBox = dense.perMachineMs;
+  const allUp = dense.wallMs;
   const running = (await t.server.provider.list({ "warren.kind": "machine" })).filter(
     (b) => b.state === "running",
   );
@@ -573,7 +573,7 @@ async function density(t: TestServer, api: Api): Promise<void> {
       `PSS median ${mib(pss.median)}; all ${boxes} private ${mib(anon.sum)}`,
   );
 
-  await throughput(api, machines);
+  await throughput(t.url!, machines);
 
   log(`density: stopping ${boxes} machines`);
   for (const m of machines) await api.ok("POST", `/api/machines/${m.id}/stop`);
@@ -582,27 +582,12 @@ async function density(t: TestServer, api: Api): Promise<void> {
 }
 
 /** N.clients clients, each driving one agent of its own with execs back to back, for N.throughputS. */
-async function throughput(api: Api, machines: { agents: string[] }[]): Promise<void> {
+async function throughput(url: string, machines: { agents: string[] }[]): Promise<void> {
   const agents = machines.flatMap((m) => m.agents).slice(0, N.clients);
-  log(`throughput: ${agents.length} clients, one agent each, for ${N.throughputS} s`);
-  const end = performance.now() + N.throughputS * 1000;
-  let done = 0;
-  const failures: string[] = [];
-  const t0 = performance.now();
-  await Promise.all(
-    agents.map(async (id) => {
-      while (performance.now() < end) {
-        try {
-          await api.exec(id, ["true"]);
-          done++;
-        } catch (err) {
-          failures.push(messageOf(err));
-          if (failures.length > 20) return;
-        }
-      }
-    }),
-  );
-  const seconds = (performance.now() - t0) / 1000;
+  log(`throughput: ${agents.length} clients, one agent each, for ${N.throughputS} s, from a client process`);
+  const answer = await runClients({ kind: "throughput", url, agents, seconds: N.throughputS });
+  if (answer.kind !== "throughput") throw new WarrenFailure("the clients answered another job");
+  const { done, seconds, failures } = answer;
   const perS = done / seconds;
   rows.push({
     what: `throughput: ${agents.length} clients driving ${agents.length} agents, ${os.cpus().length} cores (execs/s, errors)`,

@@ -244,6 +244,8 @@ static void open_exec(struct conn *c, const struct jv *x, struct perr *e) {
     off += 5 + n;
   }
   c->state = C_EXEC;
+  const struct jv *keep = json_get(x, "keep");
+  c->keep = keep && keep->t == J_BOOL && keep->b;
   exec_start(c, &s);
   if (!c->exec) return;
   exec_input(c);

@@ -6,7 +6,9 @@
  *   OPEN          waiting for the open frame
  *   PING          the pong is queued; the connection ends once it is written
  *   EXEC          it carries a command (c->exec until the exit answer; input after
- *                 that is discarded)
+ *                 that is discarded). An exec opened with "keep": true whose client
+ *                 sent everything (stdin ended, no cancel) goes back to OPEN after its
+ *                 answer (which then says "kept": true): the next operation reuses it
  *   FORWARD_WAIT  connecting to the port in the box
  *   FORWARD       a raw byte pipe both ways, half-close passed through
  *   PTY           it carries a terminal (c->pty until the exit answer; pty.h)
@@ -52,6 +54,7 @@ struct conn {
   int reading;   /* EPOLLIN wanted */
   int freed;
   int input_bad; /* a command's client sent a bad frame: the rest of its input is dropped */
+  int keep;      /* the exec's Open asked to keep the connection for another operation */
   uint32_t events; /* the epoll events last set on fd (conn_update) */
   struct exec *exec;
   struct pty *pty;

@@ -467,9 +467,19 @@ static void answer(struct exec *e) {
     else buf_puts(&j, "null");
     buf_puts(&j, "}");
     if (e->trace) put_trace(&j, e);
+    /* kept: the client asked, sent all it had for this command (its stdin ended, no cancel,
+       nothing undecoded), so the connection takes its next Open message */
+    int kept = c->keep && e->eof_seen && e->kill != KILL_CANCEL && !c->input_bad && !c->rd_eof &&
+               c->in.len == 0;
+    if (kept) buf_puts(&j, ",\"kept\":true");
     buf_puts(&j, "}");
     conn_send_json(c, &j);
-    conn_end(c);
+    if (kept) {
+      c->state = C_OPEN;
+      c->keep = 0;
+      conn_update(c);
+    } else
+      conn_end(c);
   }
   if (c) conn_maybe_free(c);
   /* after the answer: removing a cgroup may wait for the kernel's cgroup lock */
@@ -613,6 +623,7 @@ void exec_frame(struct exec *e, int kind, const char *payload, size_t len) {
       int ok = 0;
       if (json_is_str(type, "stdin_eof")) {
         ok = 1;
+        e->eof_seen = 1;
         if (e->h && e->h->in >= 0 && !e->stdin_eof) {
           e->stdin_eof = 1;
           stdin_flush(e);

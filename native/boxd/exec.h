@@ -92,6 +92,7 @@ struct exec {
   struct buf stdin_q; /* stdin the command has not taken yet */
   size_t stdin_off;
   int stdin_eof;
+  int eof_seen; /* the client's stdin_eof frame came: it sends nothing more for this command */
   struct buf spec_q; /* the helper's options not yet written */
   size_t spec_off;
   int paused;

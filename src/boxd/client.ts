@@ -5,7 +5,7 @@
 import type { Duplex } from "node:stream";
 import { WarrenError } from "../errors.js";
 import { openBridges, openCalls, type BridgeOffer, type CallAnswer, type CallsChannel } from "./channels.js";
-import { connector, endOf, readFrames, unavailable, type Connect } from "./connection.js";
+import { connector, endOf, KeptConnections, readFrames, unavailable, type Connect } from "./connection.js";
 import type { BoxdEndpoint } from "./endpoint.js";
 import {
   FrameDecoder,
@@ -60,6 +60,8 @@ export interface BoxdClientOptions {
 
 export class BoxdClient {
   private readonly connect: Connect;
+  /** Connections boxd kept after an exec, for the next exec (no connect per command). */
+  readonly #kept = new KeptConnections();
 
   constructor(endpoint: BoxdEndpoint | string, options: BoxdClientOptions = {}) {
     this.connect = connector(
@@ -128,28 +130,46 @@ export class BoxdClient {
     // the command's stdin (and its end) go with the Open message, in one write
     const first = initial ? [...splitPayload(initial)].map((part) => encodeFrame(FrameKind.stdin, part)) : [];
     if (!options.stdinStream) first.push(encodeControl({ type: "stdin_eof" }));
-    const sock = await this.connect({ v: PROTOCOL_VERSION, op: "exec", exec: spec }, first);
+    // a whole stdin goes with the Open message: boxd can keep the connection for the next exec
+    const keep = !options.stdinStream;
+    const open: OpenMessage = { v: PROTOCOL_VERSION, op: "exec", exec: spec, ...(keep ? { keep } : {}) };
+    const reused = keep ? this.#kept.take() : undefined;
+    if (reused) reused.write(Buffer.concat([encodeControl(open), ...first]));
+    const sock = reused ?? (await this.connect(open, first));
 
     return new Promise<ExecOutcome>((resolve, reject) => {
       const stdout: Buffer[] = [];
       const stderr: Buffer[] = [];
       let settled = false;
+      let started = false;
+      let cancelSent = false;
       const done = (err: Error | null, result?: ExecResult): void => {
         if (settled) return;
         settled = true;
         options.signal?.removeEventListener("abort", onAbort);
-        sock.destroy();
+        stopReading();
+        if (!err && result?.kept && !cancelSent) this.#kept.put(sock);
+        else sock.destroy();
+        if (err && reused && !started && !options.signal?.aborted) {
+          // a kept connection that boxd closed meanwhile (the box restarted): once more, anew
+          resolve(this.exec(request, options));
+          return;
+        }
         if (err) reject(err);
-        else if (result) resolve({ ...result, stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr) });
+        else if (result) {
+          const { kept: _kept, ...answer } = result;
+          resolve({ ...answer, stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr) });
+        }
       };
       const onAbort = (): void => {
+        cancelSent = true;
         if (!sock.destroyed) sock.write(encodeControl({ type: "cancel" }));
       };
       options.signal?.addEventListener("abort", onAbort, { once: true });
       // aborted while the connection was being made: the event has fired already
       if (options.signal?.aborted) onAbort();
 
-      readFrames(sock, {
+      const stopReading = readFrames(sock, {
         frame: (frame) => {
           if (frame.kind === FrameKind.stdout) {
             if (options.onStdout) options.onStdout(frame.payload);
@@ -160,7 +180,10 @@ export class BoxdClient {
           }
         },
         message: (message) => {
-          if (message.type === "started") return void options.onStart?.(message.pid, message.cgroup);
+          if (message.type === "started") {
+            started = true;
+            return void options.onStart?.(message.pid, message.cgroup);
+          }
           const end = endOf(message, "command");
           if (end) done("error" in end ? end.error : null, "result" in end ? end.result : undefined);
         },

@@ -35,6 +35,56 @@ export function startRefused(
   return unavailable(`boxd could not ${doing}: ${m.message}`);
 }
 
+/**
+ * Connections that boxd kept after an exec (`keep`), for the next one: at most `max`, each
+ * closed after `idleMs` unused. A connection that boxd closed meanwhile leaves the pool.
+ */
+export class KeptConnections {
+  readonly #idle: { sock: net.Socket; timer: NodeJS.Timeout; drop: () => void }[] = [];
+
+  constructor(
+    private readonly max = 16,
+    private readonly idleMs = 1000,
+  ) {}
+
+  take(): net.Socket | undefined {
+    for (let k = this.#idle.pop(); k; k = this.#idle.pop()) {
+      clearTimeout(k.timer);
+      k.sock.off("close", k.drop);
+      k.sock.off("error", k.drop);
+      if (k.sock.destroyed || !k.sock.writable) continue;
+      k.sock.ref();
+      return k.sock;
+    }
+    return undefined;
+  }
+
+  put(sock: net.Socket): void {
+    if (this.#idle.length >= this.max || sock.destroyed) {
+      sock.destroy();
+      return;
+    }
+    const k = {
+      sock,
+      timer: setTimeout(() => k.drop(), this.idleMs).unref(),
+      drop: () => {
+        clearTimeout(k.timer);
+        const at = this.#idle.indexOf(k);
+        if (at >= 0) this.#idle.splice(at, 1);
+        sock.destroy();
+      },
+    };
+    sock.once("close", k.drop);
+    sock.once("error", k.drop);
+    sock.unref();
+    this.#idle.push(k);
+  }
+
+  close(): void {
+    for (let k = this.#idle.pop(); k; k = this.#idle.pop()) k.drop();
+  }
+}
+
 export function connector(endpoint: BoxdEndpoint, connectTimeoutMs: number): Connect {
   return (open, then = []) =>
     new Promise((resolve, reject) => {
@@ -62,7 +112,8 @@ export function connector(endpoint: BoxdEndpoint, connectTimeoutMs: number): Con
 /**
  * Reads a command's or a terminal's connection frame by frame: control frames are parsed and
  * given to `message`, the others to `frame`. A bad frame or message, the connection failing
- * or closing first: `fail`, with why (`closed` says what closed early).
+ * or closing first: `fail`, with why (`closed` says what closed early). Returns what stops
+ * reading it.
  */
 export function readFrames(
   sock: net.Socket,
@@ -74,9 +125,9 @@ export function readFrames(
     /** True once the operation ended: the rest of the chunk is left. */
     ended?: () => boolean;
   },
-): void {
+): () => void {
   const decoder = new FrameDecoder();
-  sock.on("data", (chunk: Buffer) => {
+  const onData = (chunk: Buffer): void => {
     let frames;
     try {
       frames = decoder.push(chunk);
@@ -99,13 +150,22 @@ export function readFrames(
       }
       o.message(m);
     }
-  });
-  sock.on("error", (err) => {
+  };
+  const onError = (err: Error): void => {
     if (!o.ended?.()) o.fail(unavailable(`the connection to boxd failed: ${err.message}`, err));
-  });
-  sock.on("close", () => {
+  };
+  const onClose = (): void => {
     if (!o.ended?.()) o.fail(unavailable(o.closed));
-  });
+  };
+  sock.on("data", onData);
+  sock.on("error", onError);
+  sock.on("close", onClose);
+  // the connection goes on to another operation (a kept exec's): these listeners let go of it
+  return () => {
+    sock.off("data", onData);
+    sock.off("error", onError);
+    sock.off("close", onClose);
+  };
 }
 
 /**

@@ -170,6 +170,8 @@ export interface ExecResult {
   usage: ExecUsage;
   /** With ExecSpec.trace only. */
   trace?: ExecTrace;
+  /** The connection was kept for another operation (an exec opened with `keep`). */
+  kept?: boolean;
 }
 
 export interface PingResult {
@@ -220,7 +222,11 @@ export type PtySignal = (typeof PTY_SIGNALS)[number];
 
 export type OpenMessage =
   | { v: number; op: "ping" }
-  | { v: number; op: "exec"; exec: ExecSpec }
+  /**
+   * `keep`: after the exit answer the connection takes another Open message, when boxd can
+   * tell the client sent everything for this command (its answer then says `kept`).
+   */
+  | { v: number; op: "exec"; exec: ExecSpec; keep?: boolean }
   | { v: number; op: "forward"; port: number }
   /** A terminal (PTY) stream, DATA frames both ways. */
   | { v: number; op: "pty"; pty: PtySpec }

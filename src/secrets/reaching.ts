@@ -48,24 +48,15 @@ export class Reaching {
 
   /** The secrets granted to the agent's organisation, one of its guilds or itself. */
   async rows(agent: AgentRef) {
-    const guildRows = await this.#db
+    // one round trip: the agent's guilds are a subquery, not a query of their own
+    const guilds = this.#db
       .select({ id: schema.guildAgents.guildId })
       .from(schema.guildAgents)
       .where(eq(schema.guildAgents.agentId, agent.id));
     const reach = [
       and(eq(schema.secretGrants.scope, "org"), eq(schema.secretGrants.targetId, agent.orgId)),
       and(eq(schema.secretGrants.scope, "agent"), eq(schema.secretGrants.targetId, agent.id)),
-      ...(guildRows.length > 0
-        ? [
-            and(
-              eq(schema.secretGrants.scope, "guild"),
-              inArray(
-                schema.secretGrants.targetId,
-                guildRows.map((g) => g.id),
-              ),
-            ),
-          ]
-        : []),
+      and(eq(schema.secretGrants.scope, "guild"), inArray(schema.secretGrants.targetId, guilds)),
     ];
     return this.#db
       .selectDistinct({
