@@ -183,6 +183,7 @@ export async function makeBox(
         report = fs.existsSync(log) ? sanitizerReport(fs.readFileSync(log, "utf8")) : null;
         await provider.remove(id);
       } finally {
+        provider.close();
         fs.rmSync(stateRoot, { recursive: true, force: true });
       }
       if (report) throw new Error(`boxd's sanitizer reported in box ${id}:\n${report}`);

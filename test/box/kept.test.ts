@@ -1,0 +1,93 @@
+// boxd keeps an exec's connection for the next exec when the client sent it everything
+// (src/boxd/connection.ts KeptConnections, native/boxd/conn.h): real boxes, every command's
+// input and output its own, and a connection left behind by a box that restarted replaced.
+import assert from "node:assert/strict";
+import net from "node:net";
+import { after, before, describe, it } from "node:test";
+import type { BoxdClient, ExecRequest } from "../../src/boxd/index.js";
+import { boxSkipReason, makeBox, PATH, type TestBox } from "./fixture.js";
+
+const skip = boxSkipReason();
+
+/** Counts the connections opened to boxd while `fn` runs. */
+async function connectsDuring(fn: () => Promise<void>): Promise<number> {
+  const original = net.connect;
+  let n = 0;
+  (net as { connect: typeof net.connect }).connect = ((...a: Parameters<typeof net.connect>) => {
+    n++;
+    return original(...a);
+  }) as typeof net.connect;
+  try {
+    await fn();
+  } finally {
+    (net as { connect: typeof net.connect }).connect = original;
+  }
+  return n;
+}
+
+describe("kept connections to boxd", { skip: skip ?? false }, () => {
+  let box: TestBox;
+  let client: BoxdClient;
+  const as = (argv: string[], extra: Partial<ExecRequest> = {}): ExecRequest => {
+    const a = box.agents[0]!;
+    return { argv, env: { PATH }, cwd: a.home, uid: a.uid, gid: a.gid, timeoutMs: 30_000, ...extra };
+  };
+  before(async () => {
+    box = await makeBox({ agents: 1 });
+    client = box.client();
+  });
+  after(async () => {
+    await box?.cleanup();
+  });
+
+  it("runs execs one after another on one connection, each with its own stdin and output", async () => {
+    const outs: string[] = [];
+    const connects = await connectsDuring(async () => {
+      for (let i = 0; i < 20; i++) {
+        const r = await client.exec(
+          as(["/bin/sh", "-c", `cat; echo " $0" >&2`, `n${i}`], { stdin: `in-${i}` }),
+        );
+        assert.equal(r.exitCode, 0);
+        assert.equal(r.stderr.toString(), ` n${i}\n`);
+        outs.push(r.stdout.toString());
+      }
+    });
+    assert.deepEqual(
+      outs,
+      Array.from({ length: 20 }, (_, i) => `in-${i}`),
+    );
+    assert.equal(connects, 1, `${connects} connections for 20 execs one after another`);
+  });
+
+  it("keeps no connection of a cancelled exec, nor of one whose stdin streams", async () => {
+    await client.exec(as(["/bin/true"])); // one kept connection now
+    const connects = await connectsDuring(async () => {
+      const ac = new AbortController();
+      const r = await client.exec(as(["/bin/sleep", "100"]), {
+        signal: ac.signal,
+        onStart: () => ac.abort(),
+      });
+      assert.equal(r.cancelled, true);
+      // the cancelled exec took the kept connection and did not give it back
+      assert.equal((await client.exec(as(["/bin/echo", "after"]))).stdout.toString(), "after\n");
+      async function* input() {
+        yield "streamed";
+      }
+      const streamed = await client.exec(as(["/bin/cat"]), { stdinStream: input() });
+      assert.equal(streamed.stdout.toString(), "streamed");
+      assert.equal((await client.exec(as(["/bin/echo", "last"]))).stdout.toString(), "last\n");
+    });
+    // a new connection after the cancel, one for the streamed stdin, and the last exec reused
+    // the connection kept after "after"
+    assert.equal(connects, 2);
+  });
+
+  it("runs an exec anew when its kept connection died with the box", async () => {
+    assert.equal((await client.exec(as(["/bin/echo", "before"]))).stdout.toString(), "before\n");
+    await box.provider.stop(box.id);
+    await box.provider.start(box.id);
+    const r = await client.exec(as(["/bin/echo", "again"]));
+    assert.equal(r.exitCode, 0);
+    assert.equal(r.stdout.toString(), "again\n");
+  });
+});
