@@ -78,6 +78,12 @@ export function parseCgroupMounts(mountinfo: string): {
 }
 
 /**
+ * The v1 controllers warren uses: limits (memory, pids, cpu), a command's CPU time
+ * (cpuacct) and freezing a tree while it is killed (freezer).
+ */
+const V1_USED = ["memory", "pids", "cpu", "cpuacct", "freezer"];
+
+/**
  * Chooses the layout: v2 when a cgroup2 mount offers memory, pids and cpu and is
  * writable; else v1 when memory, pids and cpu hierarchies exist; else null.
  */
@@ -90,7 +96,12 @@ export function chooseLayout(
   const have = new Set(mounts.v1.flatMap((h) => h.controllers));
   if (needed.every((c) => have.has(c))) {
     const seen = new Set<string>();
-    const hierarchies = mounts.v1.filter((h) => !seen.has(h.mountPoint) && seen.add(h.mountPoint));
+    // only hierarchies with a controller warren uses: every other one would cost each box
+    // and each command a folder, a move and a removal for nothing
+    const hierarchies = mounts.v1.filter(
+      (h) =>
+        h.controllers.some((c) => V1_USED.includes(c)) && !seen.has(h.mountPoint) && seen.add(h.mountPoint),
+    );
     return { version: 1, hierarchies };
   }
   return null;

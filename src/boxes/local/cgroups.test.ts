@@ -65,6 +65,18 @@ describe("cgroup layout", () => {
       "pids is required",
     );
   });
+
+  it("leaves out the v1 hierarchies warren uses nothing of", () => {
+    // MOUNTINFO_V1 has devices and a named systemd hierarchy too
+    const extra = `${MOUNTINFO_V1}42 31 0:41 / /sys/fs/cgroup/blkio rw,relatime - cgroup cgroup rw,blkio\n`;
+    const layout = chooseLayout(parseCgroupMounts(extra), () => false);
+    assert.equal(layout?.version, 1);
+    const points = layout?.version === 1 ? layout.hierarchies.map((h) => h.mountPoint) : [];
+    for (const gone of ["devices", "blkio", "systemd"])
+      assert.ok(!points.includes(`/sys/fs/cgroup/${gone}`), gone);
+    for (const kept of ["memory", "pids", "cpu", "cpuacct"])
+      assert.ok(points.includes(`/sys/fs/cgroup/${kept}`), kept);
+  });
 });
 
 describe("cgroupPlan v1", () => {
