@@ -465,7 +465,7 @@ for i, host in enumerate(${JSON.stringify(targets)}):
   });
 
   it("fail closed: with its filter program unreadable as a program, no command runs", async () => {
-    const file = path.join(box.stateRoot, "run", "boxes", box.id, "seccomp.bpf");
+    const file = path.join(box.stateRoot, "run", "box-files", "seccomp.bpf");
     const good = fs.readFileSync(file);
     try {
       // The box reads the host's file through a bind of the same inode: rewrite it in place.
@@ -491,7 +491,7 @@ for i, host in enumerate(${JSON.stringify(targets)}):
     const bin = path.join(os.tmpdir(), `warren-filter-${process.pid}`);
     execFileSync("gcc", ["-O1", "-o", bin, path.join(import.meta.dirname, "filter.c")]);
     try {
-      const program = path.join(box.stateRoot, "run", "boxes", box.id, "boxd-seccomp.bpf");
+      const program = path.join(box.stateRoot, "run", "box-files", "boxd-seccomp.bpf");
       const got = results(execFileSync(bin, [program], { encoding: "utf8" }));
       assert.equal(got.vsock, "EAFNOSUPPORT");
       assert.equal(got.packet, "EAFNOSUPPORT");

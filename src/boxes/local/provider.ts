@@ -32,7 +32,7 @@ import type {
   HostProbe,
   RunFilesDir,
 } from "../types.js";
-import { BOX_ROOT_HOST_ID, bwrapArgv, bwrapEnv, ETC_GENERATED } from "./bwrap.js";
+import { BOX_ROOT_HOST_ID, bwrapArgv, bwrapEnv } from "./bwrap.js";
 import {
   applyPlan,
   cgroupPlan,
@@ -46,15 +46,10 @@ import {
 } from "./cgroups.js";
 import { localProbes } from "./checks.js";
 import { FsHomeLayout } from "./layout.js";
+import { BoxFiles } from "./box-files.js";
 import { BoxLauncher } from "./launcher.js";
 import { isSameProcess, pidStartTime } from "./proc.js";
-import {
-  BOXD_SECCOMP_DENY,
-  encodeProgram,
-  hostSeccompArch,
-  seccompProgram,
-  type SeccompArch,
-} from "./seccomp.js";
+import { hostSeccompArch } from "./seccomp.js";
 import {
   BOX_ID,
   boxSpecSchema,
@@ -87,8 +82,7 @@ export class LocalProvider implements BoxProvider {
   private layout: CgroupLayout | null | undefined;
   private readonly locks = new Map<string, Promise<unknown>>();
   private readonly launcher: BoxLauncher;
-  private shared:
-    { seccompFile: string; boxdSeccompFile: string; etcFiles: Record<string, string> } | undefined;
+  private readonly boxFiles: BoxFiles;
 
   constructor(options: LocalProviderOptions) {
     const o = optionsSchema.parse(options);
@@ -105,6 +99,7 @@ export class LocalProvider implements BoxProvider {
     this.startTimeoutMs = o.startTimeoutMs ?? 10_000;
     this.orphanAfterS = o.orphanAfterS ?? 300;
     this.logger = options.logger;
+    this.boxFiles = new BoxFiles(path.join(this.runRoot, "box-files"), this.boxRootId);
     this.launcher = new BoxLauncher(path.join(path.dirname(this.spawnHelper), "box-launch"));
   }
 
@@ -159,44 +154,6 @@ export class LocalProvider implements BoxProvider {
         "no usable cgroups: need cgroup v2 with memory, pids and cpu delegated, or v1 memory, pids and cpu hierarchies",
       );
     return this.layout;
-  }
-
-  /**
-   * What every box of this server reads alike, written once (not at every start): the
-   * commands' and boxd's seccomp programs (box root's and root's, 0600) and the generated
-   * /etc files; each box binds them read-only.
-   */
-  private sharedFiles(arch: SeccompArch): {
-    seccompFile: string;
-    boxdSeccompFile: string;
-    etcFiles: Record<string, string>;
-  } {
-    if (this.shared) return this.shared;
-    const dir = path.join(this.runRoot, "box-files");
-    fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
-    fs.chmodSync(dir, 0o755);
-    const write = (name: string, bytes: string | Buffer, mode: number, owner = 0): string => {
-      const file = path.join(dir, name);
-      const tmp = `${file}.${process.pid}.tmp`;
-      fs.writeFileSync(tmp, bytes, { mode });
-      fs.chmodSync(tmp, mode);
-      fs.chownSync(tmp, owner, owner);
-      fs.renameSync(tmp, file);
-      return file;
-    };
-    const etcFiles: Record<string, string> = {};
-    for (const [name, text] of Object.entries(ETC_GENERATED))
-      etcFiles[name] = write(`etc.${name}`, text, 0o644);
-    this.shared = {
-      seccompFile: write("seccomp.bpf", encodeProgram(seccompProgram(arch)), 0o600, this.boxRootId),
-      boxdSeccompFile: write(
-        "boxd-seccomp.bpf",
-        encodeProgram(seccompProgram(arch, BOXD_SECCOMP_DENY)),
-        0o600,
-      ),
-      etcFiles,
-    };
-    return this.shared;
   }
 
   /** One operation at a time per box id (in this process). */
@@ -417,7 +374,7 @@ export class LocalProvider implements BoxProvider {
     // cgroups (it makes one per command), the seccomp program, its socket folder.
     const root = this.boxRootId;
     delegateCgroups(plan.delegate, root);
-    const { seccompFile, boxdSeccompFile, etcFiles } = this.sharedFiles(arch);
+    const { seccompFile, boxdSeccompFile, etcFiles } = this.boxFiles.ensure(arch);
     const users = refreshBoxUsers(dir);
     const socketDir = path.join(dir, "boxd");
     fs.mkdirSync(socketDir, { recursive: true, mode: 0o700 });
