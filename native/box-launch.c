@@ -192,10 +192,11 @@ static void launch(char *req, uint32_t len) {
   say("started %s %d", b->tag, (int)pid);
 }
 
-static void on_ready_fd(struct box *b) {
+/* Reads what the box wrote on its fd 3; 1 while more may come. */
+static int on_ready_fd(struct box *b) {
   char buf[256];
   ssize_t r = read(b->ready_fd, buf, sizeof buf);
-  if (r < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (r < 0 && (errno == EINTR || errno == EAGAIN)) return 0;
   if (r > 0) {
     /* "ready\n" may come in pieces; what comes after it is dropped */
     for (ssize_t i = 0; i < r && b->seen_len < sizeof b->seen; i++) b->seen[b->seen_len++] = buf[i];
@@ -203,10 +204,11 @@ static void on_ready_fd(struct box *b) {
       say("ready %s", b->tag);
       b->said = 1;
     }
-    return;
+    return 1;
   }
   close(b->ready_fd);
   b->ready_fd = -1;
+  return 0;
 }
 
 static void reap(void) {
@@ -217,6 +219,9 @@ static void reap(void) {
     for (int i = 0; i < MAX_BOXES; i++) {
       struct box *b = &boxes[i];
       if (!b->used || b->pid != pid) continue;
+      /* a "ready" written before it ended is said before its exit */
+      while (b->ready_fd >= 0 && on_ready_fd(b)) {
+      }
       if (b->ready_fd >= 0) close(b->ready_fd);
       if (WIFSIGNALED(status)) say("exit %s -1 %d", b->tag, WTERMSIG(status));
       else say("exit %s %d 0", b->tag, WEXITSTATUS(status));
