@@ -117,6 +117,9 @@ export interface AgentsOptions {
   addressRule?: Pick<AddressRule, "entryProblem">;
 }
 
+/** How many agents of a machine one read of an agent brings along. */
+const AGENTS_READ_TOGETHER = 256;
+
 export class Agents {
   private readonly db: Db;
   private readonly access: Access;
@@ -254,10 +257,30 @@ export class Agents {
   }
 
   async load(who: Identity, id: string, perm: "read" | "inspect" | "write"): Promise<AgentRow> {
-    const row = await this.#rows.get(id, async () => {
-      const [r] = await this.db.select().from(schema.agents).where(eq(schema.agents.id, id));
-      return r ? Object.freeze(r) : null;
-    });
+    // one read brings the agents of its machine too: they tend to be asked for together
+    // (a box started, a machine's agents driven at once)
+    const row = await this.#rows.getAmong(
+      id,
+      async () => {
+        const sameMachine = this.db
+          .select({ machineId: schema.agents.machineId })
+          .from(schema.agents)
+          .where(eq(schema.agents.id, id));
+        const rows = await this.db
+          .select()
+          .from(schema.agents)
+          .where(inArray(schema.agents.machineId, sameMachine))
+          .limit(AGENTS_READ_TOGETHER);
+        const byId = new Map<string, Readonly<AgentRow> | null>(rows.map((r) => [r.id, Object.freeze(r)]));
+        if (!byId.has(id)) {
+          // more agents on the machine than one read brings: this one alone
+          const [r] = await this.db.select().from(schema.agents).where(eq(schema.agents.id, id));
+          if (r) byId.set(id, Object.freeze(r));
+        }
+        return byId;
+      },
+      null,
+    );
     if (!row) throw new WarrenError("not_found", "agent was not found");
     await this.access.require(row.orgId, who, perm, "agent");
     return row;

@@ -18,17 +18,24 @@ export interface Opened {
   hosts: string[];
 }
 
-const reachTables = [schema.secrets, schema.secretGrants, schema.guildAgents];
+const reachTables = [schema.secrets, schema.secretGrants, schema.guildAgents, schema.guilds];
 
 export class Reaching {
   readonly #db: Db;
   readonly #key: Buffer;
   readonly #opened;
 
+  /** By organisation: the secrets granted to it, opened (what reaches most of its agents). */
+  readonly #orgWide;
+  /** By organisation: its agents with grants of their own or in a guild; the others get #orgWide. */
+  readonly #personal;
+
   constructor(db: Db, key: Buffer) {
     this.#db = db;
     this.#key = key;
     this.#opened = memo<string, readonly Readonly<Opened>[]>(db, reachTables);
+    this.#orgWide = memo<string, readonly Readonly<Opened>[]>(db, reachTables);
+    this.#personal = memo<string, ReadonlySet<string>>(db, reachTables);
   }
 
   /** The memo's key of an agent: what reaches it depends on its organisation too. */
@@ -43,11 +50,37 @@ export class Reaching {
 
   /** The secrets that reach an agent now, opened, by name. Callers must not change them. */
   opened(agent: AgentRef): Promise<readonly Readonly<Opened>[]> {
-    return this.#opened.get(Reaching.keyOf(agent), () => this.#open(agent));
+    return this.#opened.get(Reaching.keyOf(agent), async () => {
+      // an agent with no grant of its own and in no guild gets what its organisation has:
+      // read once for all of them, not once for each
+      const personal = await this.#personal.get(agent.orgId, () => this.#personalOf(agent.orgId));
+      if (personal.has(agent.id)) return this.#open(agent);
+      return this.#orgWide.get(agent.orgId, () => this.#open(agent, { orgOnly: true }));
+    });
   }
 
-  /** The secrets granted to the agent's organisation, one of its guilds or itself. */
-  async rows(agent: AgentRef) {
+  /** The organisation's agents that a grant names or that are in one of its guilds. */
+  async #personalOf(orgId: string): Promise<ReadonlySet<string>> {
+    const granted = await this.#db
+      .select({ id: schema.secretGrants.targetId })
+      .from(schema.secretGrants)
+      .innerJoin(schema.secrets, eq(schema.secrets.id, schema.secretGrants.secretId))
+      .where(and(eq(schema.secrets.orgId, orgId), eq(schema.secretGrants.scope, "agent")))
+      .union(
+        this.#db
+          .select({ id: schema.guildAgents.agentId })
+          .from(schema.guildAgents)
+          .innerJoin(schema.guilds, eq(schema.guilds.id, schema.guildAgents.guildId))
+          .where(eq(schema.guilds.orgId, orgId)),
+      );
+    return new Set(granted.map((r) => r.id));
+  }
+
+  /**
+   * The secrets granted to the agent's organisation, one of its guilds or itself (`orgOnly`:
+   * to its organisation alone).
+   */
+  async rows(agent: AgentRef, o: { orgOnly?: boolean } = {}) {
     // one round trip: the agent's guilds are a subquery, not a query of their own
     const guilds = this.#db
       .select({ id: schema.guildAgents.guildId })
@@ -55,8 +88,12 @@ export class Reaching {
       .where(eq(schema.guildAgents.agentId, agent.id));
     const reach = [
       and(eq(schema.secretGrants.scope, "org"), eq(schema.secretGrants.targetId, agent.orgId)),
-      and(eq(schema.secretGrants.scope, "agent"), eq(schema.secretGrants.targetId, agent.id)),
-      and(eq(schema.secretGrants.scope, "guild"), inArray(schema.secretGrants.targetId, guilds)),
+      ...(o.orgOnly
+        ? []
+        : [
+            and(eq(schema.secretGrants.scope, "agent"), eq(schema.secretGrants.targetId, agent.id)),
+            and(eq(schema.secretGrants.scope, "guild"), inArray(schema.secretGrants.targetId, guilds)),
+          ]),
     ];
     return this.#db
       .selectDistinct({
@@ -74,8 +111,8 @@ export class Reaching {
       .orderBy(asc(schema.secrets.name));
   }
 
-  async #open(agent: AgentRef): Promise<Opened[]> {
-    const rows = await this.rows(agent);
+  async #open(agent: AgentRef, o: { orgOnly?: boolean } = {}): Promise<Opened[]> {
+    const rows = await this.rows(agent, o);
     const out: Opened[] = [];
     if (rows.length === 0) return out;
     const targets = rows.filter((r) => r.aliasOf !== null).map((r) => r.aliasOf!);

@@ -226,4 +226,22 @@ export class Memo<K, V> {
     this.#entries.set(key, { value, stamp });
     return value;
   }
+
+  /**
+   * Like `get`, where one read answers for several keys (`load` gives each its value): all
+   * are kept, under the stamp taken before the read. `absent`: the key's value when the
+   * read did not give it.
+   */
+  async getAmong(key: K, load: () => Promise<ReadonlyMap<K, V>>, absent: V): Promise<V> {
+    if (!this.changes) return (await load()).get(key) ?? absent;
+    const stamp = this.changes.stamp(this.tables);
+    const hit = this.#entries.get(key);
+    if (hit && hit.stamp === stamp) return hit.value;
+    const values = await load();
+    if (this.#entries.size + values.size >= this.max) this.#entries.clear();
+    for (const [k, v] of values) this.#entries.set(k, { value: v, stamp });
+    const value = values.get(key) ?? absent;
+    this.#entries.set(key, { value, stamp });
+    return value;
+  }
 }

@@ -103,5 +103,32 @@ for (const leg of dbLegs) {
       await Promise.all([role("usr_1"), write]);
       await expect("viewer", 1);
     });
+
+    test("one read that answers for several keys keeps them all, until their table is written", async () => {
+      const many = memo<string, string | null>(store.db, [schema.memberships]);
+      let loads = 0;
+      const everyRole = async () => {
+        loads++;
+        const rows = await store.db
+          .select({ userId: schema.memberships.userId, role: schema.memberships.role })
+          .from(schema.memberships);
+        return new Map(rows.map((r) => [r.userId, r.role]));
+      };
+      await store.db.insert(schema.users).values({ id: "usr_2", email: "two@example.com" });
+      await store.db.insert(schema.memberships).values({ orgId: "org_2", userId: "usr_2", role: "admin" });
+      assert.equal(await many.getAmong("usr_1", everyRole, null), "viewer");
+      assert.equal(await many.getAmong("usr_2", everyRole, null), "admin");
+      assert.equal(await many.getAmong("usr_9", everyRole, null), null, "absent: one more read");
+      assert.equal(loads, 2);
+      assert.equal(await many.getAmong("usr_9", everyRole, null), null);
+      assert.equal(loads, 2, "an absent key is kept as absent too");
+      await store.db
+        .update(schema.memberships)
+        .set({ role: "editor" })
+        .where(eq(schema.memberships.userId, "usr_2"));
+      assert.equal(await many.getAmong("usr_2", everyRole, null), "editor");
+      assert.equal(await many.getAmong("usr_1", everyRole, null), "viewer");
+      assert.equal(loads, 3);
+    });
   });
 }
