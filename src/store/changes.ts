@@ -70,7 +70,8 @@ export class Changes {
    * (begin, commit, set...), null when it cannot be told.
    */
   static written(text: string): Written | undefined {
-    const s = text.trimStart();
+    // a compound read's first part may be parenthesised: "(select ...) union (select ...)"
+    const s = text.trimStart().replace(/^\(\s*(?=select\b)/i, "");
     const verb = /^[a-z]+/i.exec(s)?.[0]?.toLowerCase();
     switch (verb) {
       case "select":
@@ -209,6 +210,10 @@ export function trackPool<T extends Queryable & { connect(): Promise<unknown> }>
 /** A bounded map of rows read from the store, each served while the tables it came from are unchanged. */
 export class Memo<K, V> {
   readonly #entries = new Map<K, { value: V; stamp: number }>();
+  /** Reads going on, by key: a second miss of the same key under the same stamp waits for it. */
+  readonly #loading = new Map<K, { stamp: number; value: Promise<V> }>();
+  /** Reads of `getAmong` going on: a miss waits for them first, since one may answer for it. */
+  readonly #loadingMany = new Set<{ stamp: number; values: Promise<unknown> }>();
 
   constructor(
     private readonly changes: Changes | undefined,
@@ -216,15 +221,33 @@ export class Memo<K, V> {
     private readonly max = 4096,
   ) {}
 
+  #kept(key: K, stamp: number): { value: V } | undefined {
+    const hit = this.#entries.get(key);
+    return hit && hit.stamp === stamp ? hit : undefined;
+  }
+
+  #keep(key: K, value: V, stamp: number): void {
+    if (this.#entries.size >= this.max) this.#entries.clear();
+    this.#entries.set(key, { value, stamp });
+  }
+
   async get(key: K, load: () => Promise<V>): Promise<V> {
     if (!this.changes) return load();
     const stamp = this.changes.stamp(this.tables);
-    const hit = this.#entries.get(key);
-    if (hit && hit.stamp === stamp) return hit.value;
-    const value = await load();
-    if (this.#entries.size >= this.max) this.#entries.clear();
-    this.#entries.set(key, { value, stamp });
-    return value;
+    const hit = this.#kept(key, stamp);
+    if (hit) return hit.value;
+    const going = this.#loading.get(key);
+    if (going && going.stamp === stamp) return going.value;
+    const value = load();
+    const entry = { stamp, value };
+    this.#loading.set(key, entry);
+    try {
+      const v = await value;
+      this.#keep(key, v, stamp);
+      return v;
+    } finally {
+      if (this.#loading.get(key) === entry) this.#loading.delete(key);
+    }
   }
 
   /**
@@ -235,13 +258,26 @@ export class Memo<K, V> {
   async getAmong(key: K, load: () => Promise<ReadonlyMap<K, V>>, absent: V): Promise<V> {
     if (!this.changes) return (await load()).get(key) ?? absent;
     const stamp = this.changes.stamp(this.tables);
-    const hit = this.#entries.get(key);
-    if (hit && hit.stamp === stamp) return hit.value;
-    const values = await load();
-    if (this.#entries.size + values.size >= this.max) this.#entries.clear();
-    for (const [k, v] of values) this.#entries.set(k, { value: v, stamp });
-    const value = values.get(key) ?? absent;
-    this.#entries.set(key, { value, stamp });
-    return value;
+    for (;;) {
+      const hit = this.#kept(key, stamp);
+      if (hit) return hit.value;
+      const going = [...this.#loadingMany].filter((l) => l.stamp === stamp);
+      if (going.length === 0) break;
+      await Promise.allSettled(going.map((l) => l.values));
+      if (this.changes.stamp(this.tables) !== stamp) return this.getAmong(key, load, absent);
+    }
+    const values = load();
+    const entry = { stamp, values };
+    this.#loadingMany.add(entry);
+    try {
+      const got = await values;
+      if (this.#entries.size + got.size >= this.max) this.#entries.clear();
+      for (const [k, v] of got) this.#entries.set(k, { value: v, stamp });
+      const value = got.get(key) ?? absent;
+      this.#keep(key, value, stamp);
+      return value;
+    } finally {
+      this.#loadingMany.delete(entry);
+    }
   }
 }

@@ -11,6 +11,8 @@ import { dbLegs } from "../support/db.js";
 test("the table a statement writes is told from its text; what cannot be told is every table", () => {
   assert.equal(Changes.written('select * from "agents"'), undefined);
   assert.equal(Changes.written("  begin"), undefined);
+  assert.equal(Changes.written('(select "id" from "a") union (select "id" from "b")'), undefined);
+  assert.equal(Changes.written("(delete from orgs)"), null);
   assert.deepEqual(Changes.written('insert into "agents" ("id") values ($1)'), {
     table: "agents",
     delete: false,
