@@ -45,20 +45,23 @@ export function runClients(job: Job): Promise<Answer> {
   });
 }
 
-function client(url: string, maxSockets: number) {
+/** A keep-alive JSON client of the API: each call's status and parsed body (its text when not JSON). */
+export function jsonClient(url: string, maxSockets: number) {
   const base = new URL(url);
   const agent = new http.Agent({ keepAlive: true, maxSockets });
-  const exec = (agentId: string, argv: string[]): Promise<void> =>
+  const call = (method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> =>
     new Promise((resolve, reject) => {
-      const payload = Buffer.from(JSON.stringify({ argv }));
+      const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
       const req = http.request(
         {
           host: base.hostname,
           port: base.port,
-          path: `/api/agents/${agentId}/exec`,
-          method: "POST",
+          path,
+          method,
           agent,
-          headers: { "content-type": "application/json", "content-length": String(payload.length) },
+          headers: payload
+            ? { "content-type": "application/json", "content-length": String(payload.length) }
+            : {},
         },
         (res) => {
           const chunks: Buffer[] = [];
@@ -66,26 +69,34 @@ function client(url: string, maxSockets: number) {
           res.once("error", reject);
           res.once("end", () => {
             const text = Buffer.concat(chunks).toString("utf8");
-            let body: { exit_code?: number } | undefined;
-            try {
-              body = JSON.parse(text) as { exit_code?: number };
-            } catch {
-              body = undefined;
+            let parsed: unknown = undefined;
+            if (text) {
+              try {
+                parsed = JSON.parse(text);
+              } catch {
+                parsed = text;
+              }
             }
-            if (res.statusCode === 200 && body?.exit_code === 0) resolve();
-            else
-              reject(
-                new Error(
-                  `exec ${argv.join(" ")} as ${agentId} answered ${res.statusCode}: ${text.slice(0, 300)}`,
-                ),
-              );
+            resolve({ status: res.statusCode ?? 0, body: parsed });
           });
         },
       );
       req.once("error", reject);
       req.end(payload);
     });
-  return { exec, close: () => agent.destroy() };
+  return { call, close: () => agent.destroy() };
+}
+
+function client(url: string, maxSockets: number) {
+  const api = jsonClient(url, maxSockets);
+  const exec = async (agentId: string, argv: string[]): Promise<void> => {
+    const r = await api.call("POST", `/api/agents/${agentId}/exec`, { argv });
+    if (r.status !== 200 || r.body?.exit_code !== 0)
+      throw new Error(
+        `exec ${argv.join(" ")} as ${agentId} answered ${r.status}: ${JSON.stringify(r.body).slice(0, 300)}`,
+      );
+  };
+  return { exec, close: api.close };
 }
 
 async function run(job: Job): Promise<Answer> {

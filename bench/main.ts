@@ -20,7 +20,6 @@
 
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
-import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -28,7 +27,7 @@ import { BoxdClient } from "../src/boxd/client.js";
 import type { PingResult } from "../src/boxd/protocol.js";
 import { startTestServer, type TestServer } from "../test/support/server.js";
 import { benchCedar } from "./cedar.js";
-import { runClients } from "./clients.js";
+import { jsonClient, runClients } from "./clients.js";
 import { buildFloor, timeFloor } from "./floor.js";
 import { tracePhases } from "./phases.js";
 import { benchEgress, egressTable } from "./egress.js";
@@ -311,43 +310,7 @@ interface Api {
 }
 
 function httpApi(baseUrl: string, maxSockets: number): Api {
-  const base = new URL(baseUrl);
-  const agent = new http.Agent({ keepAlive: true, maxSockets });
-  const call = (method: string, url: string, body?: unknown): Promise<{ status: number; body: any }> =>
-    new Promise((resolve, reject) => {
-      const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-      const req = http.request(
-        {
-          host: base.hostname,
-          port: base.port,
-          path: url,
-          method,
-          agent,
-          headers: payload
-            ? { "content-type": "application/json", "content-length": String(payload.length) }
-            : {},
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on("data", (c: Buffer) => chunks.push(c));
-          res.once("error", reject);
-          res.once("end", () => {
-            const text = Buffer.concat(chunks).toString("utf8");
-            let parsed: unknown = undefined;
-            if (text) {
-              try {
-                parsed = JSON.parse(text);
-              } catch {
-                parsed = text;
-              }
-            }
-            resolve({ status: res.statusCode ?? 0, body: parsed });
-          });
-        },
-      );
-      req.once("error", reject);
-      req.end(payload);
-    });
+  const { call, close } = jsonClient(baseUrl, maxSockets);
   const ok = async (method: string, url: string, body?: unknown): Promise<any> => {
     const r = await call(method, url, body);
     if (r.status < 200 || r.status > 299)
@@ -362,7 +325,7 @@ function httpApi(baseUrl: string, maxSockets: number): Api {
       if (r?.exit_code !== 0)
         throw new WarrenFailure(`exec ${argv.join(" ")} as ${agentId} did not succeed: ${JSON.stringify(r)}`);
     },
-    close: () => agent.destroy(),
+    close,
   };
 }
 
