@@ -107,7 +107,7 @@ export interface AgentsOptions {
   access: Access;
   machines: Machines;
   layout: HomeLayout;
-  control: () => MachineControl;
+  control: MachineControl;
   config: Pick<Config, "WORKSPACE_MAX_MIB">;
   /** Checks a tool policy when a spec is saved (the tools' Cedar check). */
   checkToolPolicy: PolicyCheck;
@@ -125,7 +125,7 @@ export class Agents {
   private readonly access: Access;
   private readonly machines: Machines;
   private readonly layout: HomeLayout;
-  private readonly control: () => MachineControl;
+  private readonly control: MachineControl;
   private readonly config: Pick<Config, "WORKSPACE_MAX_MIB">;
   private readonly checkToolPolicy: PolicyCheck;
   private readonly cancelGeneration: (agentId: string) => Promise<void>;
@@ -221,7 +221,7 @@ export class Agents {
       await this.db.delete(schema.agents).where(eq(schema.agents.id, id));
       throw e;
     }
-    await this.control().agentsChanged(machine.id);
+    await this.control.agentsChanged(machine.id);
     const view = agentView(row, spec ?? DEFAULT_SPEC);
     const warnings = [
       this.#hostCapWarning(input.max_workspace_mib),
@@ -419,6 +419,6 @@ export class Agents {
       await tx.delete(schema.agents).where(eq(schema.agents.id, id));
     });
     await this.layout.removeHome(row.machineId, id);
-    await this.control().agentsChanged(row.machineId);
+    await this.control.agentsChanged(row.machineId);
   }
 }

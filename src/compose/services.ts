@@ -93,13 +93,13 @@ export async function buildServices(
   });
 
   const orgs = new Orgs(db, access);
-  const machines = new Machines(db, access, layout, () => runtime);
+  const machines = new Machines(db, access, layout, runtime);
   const agents: Agents = new Agents({
     db,
     access,
     machines,
     layout,
-    control: () => runtime,
+    control: runtime,
     config,
     checkToolPolicy: (text) => toolPolicyProblem(text),
     cancelGeneration: (agentId) => recorder.stopAgent(agentId, "the agent is being deleted"),

@@ -69,7 +69,7 @@ export class Machines {
     private readonly db: Db,
     private readonly access: Access,
     private readonly layout: HomeLayout,
-    private readonly control: () => MachineControl,
+    private readonly control: MachineControl,
   ) {
     this.#rows = memo<string, Readonly<MachineRow> | null>(db, [schema.machines]);
     this.#load = memo<string, MachineLoad>(db, [schema.agents]);
@@ -122,7 +122,7 @@ export class Machines {
   async get(who: Identity, id: string): Promise<Machine> {
     const row = await this.load(who, id, "read");
     const load = await this.#load.get(id, async () => (await this.#loads([id])).get(id) ?? NO_LOAD);
-    return { ...machineView(row, load), box: await this.control().box(id, row.state) };
+    return { ...machineView(row, load), box: await this.control.box(id, row.state) };
   }
 
   async list(who: Identity, orgId?: string): Promise<Machine[]> {
@@ -162,7 +162,7 @@ export class Machines {
 
   async stop(who: Identity, id: string): Promise<Machine> {
     await this.load(who, id, "write");
-    await this.control().stop(id, "stopped by an operator");
+    await this.control.stop(id, "stopped by an operator");
     return this.get(who, id);
   }
 
@@ -176,7 +176,7 @@ export class Machines {
     if (a) {
       throw new WarrenError("machine.not_empty", "the machine still has agents; delete or move them first");
     }
-    await this.control().remove(id);
+    await this.control.remove(id);
     await this.db.delete(schema.machines).where(and(eq(schema.machines.id, id)));
     await this.layout.removeMachine(id);
   }
