@@ -51,6 +51,10 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
   if (opts.databaseUrl) {
     const changes = new Changes(tables);
     const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: 10 });
+    // an idle connection the server ended (a restart, a terminated backend, a dropped
+    // database) is an error of the pool's, not of any query: the pool drops that client and
+    // the next query connects anew; unheard, it would end the process
+    pool.on("error", () => undefined);
     const db = drizzlePg(trackPool(pool, changes), { schema });
     try {
       await migratePg(db, { migrationsFolder });
