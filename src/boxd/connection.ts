@@ -160,11 +160,15 @@ export function readFrames(
   sock.on("data", onData);
   sock.on("error", onError);
   sock.on("close", onClose);
+  // boxd gone (its box stopped, killed): its side ends; the socket is half-open (allowHalfOpen),
+  // so no close comes until ours ends too, and the operation would wait for ever
+  sock.on("end", onClose);
   // the connection goes on to another operation (a kept exec's): these listeners let go of it
   return () => {
     sock.off("data", onData);
     sock.off("error", onError);
     sock.off("close", onClose);
+    sock.off("end", onClose);
   };
 }
 

@@ -91,3 +91,36 @@ describe("kept connections to boxd", { skip: skip ?? false }, () => {
     assert.equal(r.stdout.toString(), "again\n");
   });
 });
+
+describe("a command whose box stops", { skip: skip ?? false }, () => {
+  let box: TestBox;
+  before(async () => {
+    box = await makeBox({ agents: 1 });
+  });
+  after(async () => {
+    await box?.cleanup();
+  });
+
+  it("answers at once that boxd is gone, for a new connection and a kept one alike", async () => {
+    const client = box.client();
+    const a = box.agents[0]!;
+    const req = { env: { PATH }, cwd: a.home, uid: a.uid, gid: a.gid, timeoutMs: 600_000 };
+    await client.exec({ ...req, argv: ["/bin/true"] }); // a kept connection for the next
+    for (const round of [1, 2]) {
+      let started!: () => void;
+      const running = new Promise<void>((r) => (started = r));
+      const exec = client.exec({ ...req, argv: ["/bin/sleep", "600"] }, { onStart: () => started() });
+      const outcome = exec.then(
+        () => null,
+        (err: unknown) => err as Error & { code?: string },
+      );
+      await running;
+      const t0 = Date.now();
+      await box.provider.stop(box.id);
+      const err = await outcome;
+      assert.equal(err?.code, "box.unavailable", String(err));
+      assert.ok(Date.now() - t0 < 30_000, `round ${round}: answered after ${Date.now() - t0} ms`);
+      await box.provider.start(box.id);
+    }
+  });
+});
