@@ -2,78 +2,29 @@
 // conversation): their wire shapes, snake_case as the server sends them, and their calls.
 import { eventStream, type StreamEvent, type StreamOptions } from "./sse.js";
 import { seg, type RequestOptions, type Transport } from "./transport.js";
-import type { List } from "./types.js";
+import type {
+  Conversation,
+  ConversationAuthor,
+  ConversationCreateRequest,
+  ConversationMessage,
+  ConversationMessageCreated,
+  List,
+  Persona,
+  PersonaCreateRequest,
+} from "./types.js";
 
-export type ConversationStatus = "open" | "closed";
-
-export interface Conversation {
-  id: string;
-  agent_id: string;
-  org_id: string;
-  title: string | null;
-  /** Who started it (their identity's name). */
-  started_by: string;
-  persona_id: string | null;
-  /** The areas of the person who started it, kept for its whole life. */
-  areas: string[];
-  status: ConversationStatus;
-  /** Its own git branch and the branch it lands into, when created with `repo`. */
-  branch?: string | null;
-  base?: string | null;
-  created_at: string;
-  last_message_at: string | null;
-}
-
-export interface ConversationCreateRequest {
-  title?: string;
-  persona_id?: string;
-  /** A git repository folder in the agent's home: the conversation works on a branch of its own. */
-  repo?: string;
-}
-
-export type MessageRole = "user" | "agent";
-
-export interface ConversationMessage {
-  id: string;
-  role: MessageRole;
-  text: string;
-  /** Who sent a person's message (their identity's name at that moment). */
-  author?: string | null;
-  /** The turn (a run) the message started or ended. */
-  run_id?: string | null;
-  at: string;
-}
-
-/** The answer to a posted message: the message and the turn it starts (or queues). */
-export interface MessageSent {
-  message: ConversationMessage;
-  run_id: string;
-}
-
-export interface Persona {
-  id: string;
-  agent_id: string;
-  name: string;
-  instructions?: string | null;
-  /** The area (a set of folders of the home) it is homed in. */
-  area?: string | null;
-  /** The agent's tools it keeps (by name); absent: all of them. */
-  tools?: string[] | null;
-  /** The agent's secrets it keeps (by name); absent: all of them. */
-  secrets?: string[] | null;
-  created_at?: string;
-}
-
-export interface PersonaCreateRequest {
-  name: string;
-  instructions?: string;
-  area?: string;
-  tools?: string[];
-  secrets?: string[];
-}
+export type {
+  Conversation,
+  ConversationAuthor,
+  ConversationCreateRequest,
+  ConversationMessage,
+  ConversationMessageCreated,
+  Persona,
+  PersonaCreateRequest,
+};
 
 /** An event of a conversation's stream: a message, output, a model or tool call, an approval, an exit... */
-export type ConversationEvent = StreamEvent;
+export type ConversationStreamEvent = StreamEvent;
 
 /** A posted message's text is at most this many bytes (UTF-8); more is `run.input_too_large`. */
 export const MAX_MESSAGE_BYTES = 256 * 1024;
@@ -97,7 +48,7 @@ export class ConversationsApi {
     return this.http.json("GET", `/api/conversations/${seg(id)}`, opts);
   }
   /** Posts a person's message; it starts a turn, or queues behind the one going on. */
-  send(id: string, text: string, opts: RequestOptions = {}): Promise<MessageSent> {
+  send(id: string, text: string, opts: RequestOptions = {}): Promise<ConversationMessageCreated> {
     return this.http.json("POST", `/api/conversations/${seg(id)}/messages`, { ...opts, json: { text } });
   }
   /** The thread so far, oldest first. */
@@ -113,7 +64,7 @@ export class ConversationsApi {
    * connection is opened again where it left off. The stream goes on until the loop is left or
    * `opts.signal` aborts it.
    */
-  events(id: string, opts: StreamOptions = {}): AsyncGenerator<ConversationEvent, void> {
+  events(id: string, opts: StreamOptions = {}): AsyncGenerator<ConversationStreamEvent, void> {
     return eventStream(this.http, `/api/conversations/${seg(id)}/events`, opts);
   }
 }
@@ -148,7 +99,7 @@ export class AgentConversations {
   get(id: string, opts: RequestOptions = {}): Promise<Conversation> {
     return this.api.get(id, opts);
   }
-  send(id: string, text: string, opts: RequestOptions = {}): Promise<MessageSent> {
+  send(id: string, text: string, opts: RequestOptions = {}): Promise<ConversationMessageCreated> {
     return this.api.send(id, text, opts);
   }
   messages(id: string, opts: RequestOptions = {}): Promise<List<ConversationMessage>> {
@@ -157,7 +108,7 @@ export class AgentConversations {
   close(id: string, opts: RequestOptions = {}): Promise<Conversation> {
     return this.api.close(id, opts);
   }
-  events(id: string, opts: StreamOptions = {}): AsyncGenerator<ConversationEvent, void> {
+  events(id: string, opts: StreamOptions = {}): AsyncGenerator<ConversationStreamEvent, void> {
     return this.api.events(id, opts);
   }
 }

@@ -10,17 +10,7 @@ export {
   MAX_MESSAGE_BYTES,
   PersonasApi,
 } from "./conversations.js";
-export type {
-  Conversation,
-  ConversationCreateRequest,
-  ConversationEvent,
-  ConversationMessage,
-  ConversationStatus,
-  MessageRole,
-  MessageSent,
-  Persona,
-  PersonaCreateRequest,
-} from "./conversations.js";
+export type { ConversationStreamEvent } from "./conversations.js";
 export { sseMessages, streamEventOf } from "./sse.js";
 export type { SseMessage, StreamEvent, StreamOptions } from "./sse.js";
 export { AgentTerminal, TerminalConnection } from "./terminal.js";
@@ -38,6 +28,14 @@ export type {
   AgentKind,
   AgentRunCreateRequest,
   CommandRunCreateRequest,
+  Conversation,
+  ConversationAuthor,
+  ConversationCreateRequest,
+  ConversationEvent,
+  ConversationMessage,
+  ConversationMessageCreated,
+  Persona,
+  PersonaCreateRequest,
   ModelSpec,
   ModelSpecInput,
   RunLimits,
