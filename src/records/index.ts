@@ -1,1 +1,2 @@
-export { Records, type RunRecording } from "./writer.js";
+export { Records, redactDeep, type Redacts, type RunRecording } from "./writer.js";
+export type { ConversationRecords } from "./conversations.js";

@@ -1,0 +1,2 @@
+export { Conversations, type ConversationsOptions } from "./service.js";
+export { Personas, type PersonasOptions } from "./personas.js";
