@@ -1,5 +1,5 @@
 // What a conversation's events say about one turn, as text for a terminal: the agent's answer as
-// it streams (text deltas, then output), each tool call with its decision on a line of its own,
+// it streams (`output` events of stream `text`, then the whole answer as `stdout`), each tool call with its decision on a line of its own,
 // and the turn's end. Pure: events in, text out; `warren chat` does the I/O.
 import type { StreamEvent } from "../../sdk/index.js";
 import { short, visible } from "../format.js";
@@ -58,6 +58,12 @@ export class TurnView {
     switch (e.type) {
       case "output": {
         if (d.stream === "stderr") return { answer: "", note: text(d.data) };
+        if (d.stream === "text") {
+          // a piece of the model's text as it streams
+          this.streamed = true;
+          this.printed += text(d.data);
+          return { answer: text(d.data), note: "" };
+        }
         const data = text(d.data);
         if (this.streamed) return { answer: this.whole(data), note: "" };
         this.printed += data;
