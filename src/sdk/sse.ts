@@ -156,13 +156,22 @@ export async function* eventStream(
       }
       for await (const message of sseMessages(res.body)) {
         if (message.retry !== undefined) retryMs = message.retry;
+        // the server's word that its side of the stream failed: taken up again after the last event
+        if (message.event === "error") {
+          cause = new WarrenApiError(
+            0,
+            "network",
+            `the server ended the stream: ${message.data.slice(0, 200)}`,
+          );
+          break;
+        }
         const event = streamEventOf(message);
         if (event.id !== "") last = event.id;
         failures = 0;
         opts.seen?.(event);
         yield event;
       }
-      if (opts.over?.()) return;
+      if (cause === undefined && opts.over?.()) return;
     } catch (err) {
       if (opts.signal?.aborted) throw err;
       if (err instanceof WarrenApiError && err.status !== 0 && err.status !== 503) throw err;

@@ -176,10 +176,16 @@ describe("conversations through the SDK", { concurrency: false }, () => {
     );
     assert.ok(live.some((e) => e.type === "tool_call" && e.run_id === runs[0]));
 
+    // in the order they were stored: the queued message came before the first answer
     const thread = await agent.conversations.messages(c.id);
     assert.deepEqual(
-      thread.items.map((m) => `${m.role}: ${m.text.slice(0, 20)}`),
-      ["user: What do the notes say?", "agent: The notes say: tea at", "user: When?", "agent: Five o'clock."],
+      thread.items.map((m) => [m.role, m.text.slice(0, 16), m.run_id]),
+      [
+        ["user", "What do the note", runs[0]],
+        ["user", "When?", runs[1]],
+        ["agent", "The notes say: t", runs[0]],
+        ["agent", "Five o'clock.", runs[1]],
+      ],
     );
   });
 

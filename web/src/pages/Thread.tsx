@@ -57,6 +57,21 @@ function merged(read: readonly ConversationMessage[], events: readonly LiveEvent
   return out;
 }
 
+/** Each person's message followed by the answer of its turn (a queued message is stored before the answer before it). */
+function byTurn(thread: readonly ConversationMessage[]): ConversationMessage[] {
+  const asked = new Set(thread.filter((m) => m.role === "user" && m.run_id).map((m) => m.run_id));
+  const answers = new Map<string, ConversationMessage>();
+  for (const m of thread) if (m.role === "agent" && m.run_id && asked.has(m.run_id)) answers.set(m.run_id, m);
+  const out: ConversationMessage[] = [];
+  for (const m of thread) {
+    if (m.role === "agent" && m.run_id && answers.get(m.run_id) === m) continue;
+    out.push(m);
+    const answer = m.role === "user" && m.run_id ? answers.get(m.run_id) : undefined;
+    if (answer) out.push(answer);
+  }
+  return out;
+}
+
 function ToolCalls({ tools }: { tools: LiveEvent[] }) {
   if (tools.length === 0) return null;
   return (
@@ -117,7 +132,7 @@ export function ThreadPage({ agentId, conversationId }: { agentId: string; conve
   }, [ended, agentId, qc]);
 
   const turns = turnsOf(stream.events);
-  const thread = merged(messages.data ?? [], stream.events);
+  const thread = byTurn(merged(messages.data ?? [], stream.events));
   const answered = new Set(thread.filter((m) => m.role === "agent").map((m) => m.run_id));
   const open = c?.status === "open";
 
