@@ -84,14 +84,21 @@ function warren(args: string[]): Chat {
   return {
     saw: (text) =>
       new Promise<void>((resolve, reject) => {
+        // a condition with a deadline: what was printed is the failure's message
+        const deadline = setTimeout(
+          () => finish(new Error(`warren did not print ${String(text)} in 60 s:\n${stdout}\n${stderr}`)),
+          60_000,
+        );
+        const finish = (err?: Error) => {
+          waiters.delete(check);
+          clearTimeout(deadline);
+          if (err) reject(err);
+          else resolve();
+        };
         const check = () => {
-          if (typeof text === "string" ? stdout.includes(text) : text.test(stdout)) {
-            waiters.delete(check);
-            resolve();
-          } else if (child.exitCode !== null) {
-            waiters.delete(check);
-            reject(new Error(`warren chat exited ${child.exitCode} first:\n${stdout}\n${stderr}`));
-          }
+          if (typeof text === "string" ? stdout.includes(text) : text.test(stdout)) finish();
+          else if (child.exitCode !== null)
+            finish(new Error(`warren exited ${child.exitCode} first:\n${stdout}\n${stderr}`));
         };
         waiters.add(check);
         check();

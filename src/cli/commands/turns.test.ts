@@ -33,6 +33,22 @@ test("a turn's answer: streamed pieces, then the whole answer again adds only wh
   assert.equal(v.answered, true);
 });
 
+test("a piece that comes after the whole answer is not printed again", () => {
+  const v = new TurnView("run_a");
+  const said = [
+    v.step(ev("output", { stream: "text", data: "hello " })),
+    v.step(ev("output", { stream: "stdout", data: "hello there" })),
+    v.step(ev("output", { stream: "text", data: "there" })),
+    v.step(ev("message", { role: "agent", text: "hello there" })),
+  ];
+  assert.equal(said.map((s) => s.answer).join(""), "hello there");
+  // a short answer held back whole until the turn's end
+  const w = new TurnView("run_a");
+  assert.equal(w.step(ev("output", { stream: "stdout", data: "Goodbye." })).answer, "Goodbye.");
+  assert.equal(w.step(ev("output", { stream: "text", data: "Goodbye." })).answer, "");
+  assert.equal(w.step(ev("message", { role: "agent", text: "Goodbye." })).answer, "");
+});
+
 test("a command's output without streamed text is printed as it comes; a failed exit says why", () => {
   const v = new TurnView("run_a");
   assert.equal(v.step(ev("output", { stream: "stdout", data: "a\n" })).answer, "a\n");

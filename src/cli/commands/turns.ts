@@ -24,6 +24,8 @@ export class TurnView {
   /** The answer printed so far. */
   printed = "";
   private streamed = false;
+  /** The whole answer was seen: pieces that come after it are already printed. */
+  private complete = false;
   /** Whether an agent message (the whole answer) was seen. */
   answered = false;
 
@@ -36,6 +38,7 @@ export class TurnView {
 
   /** Takes a piece of the answer, or the whole answer given again: prints only what is new. */
   private whole(full: string): string {
+    this.complete = true;
     if (full.startsWith(this.printed)) {
       const rest = full.slice(this.printed.length);
       this.printed = full;
@@ -50,7 +53,7 @@ export class TurnView {
     const d = record(e.data);
     const none: TurnStep = { answer: "", note: "" };
     if (DELTAS.has(e.type)) {
-      const piece = text(d.delta) || text(d.text);
+      const piece = this.complete ? "" : text(d.delta) || text(d.text);
       this.streamed = true;
       this.printed += piece;
       return { answer: piece, note: "" };
@@ -60,12 +63,15 @@ export class TurnView {
         if (d.stream === "stderr") return { answer: "", note: text(d.data) };
         if (d.stream === "text") {
           // a piece of the model's text as it streams
+          const piece = this.complete ? "" : text(d.data);
           this.streamed = true;
-          this.printed += text(d.data);
-          return { answer: text(d.data), note: "" };
+          this.printed += piece;
+          return { answer: piece, note: "" };
         }
         const data = text(d.data);
         if (this.streamed) return { answer: this.whole(data), note: "" };
+        // what a turn prints comes after the model's text: a piece after it was held back
+        this.complete = true;
         this.printed += data;
         return { answer: data, note: "" };
       }
