@@ -104,6 +104,14 @@ export function ThreadPage({ agentId, conversationId }: { agentId: string; conve
     queryKey: keys.conversation(conversationId),
     queryFn: () => warren.conversations.get(conversationId),
   });
+  const personas = useQuery({
+    queryKey: keys.personas(agentId),
+    queryFn: () =>
+      warren
+        .agent(agentId)
+        .personas.list()
+        .then((l) => l.items),
+  });
   const messages = useQuery({
     queryKey: keys.messages(conversationId),
     queryFn: () => warren.conversations.messages(conversationId).then((l) => l.items),
@@ -155,7 +163,8 @@ export function ThreadPage({ agentId, conversationId }: { agentId: string; conve
             {c.persona_id ? (
               <>
                 {" "}
-                · persona <code>{c.persona_id}</code>
+                · persona{" "}
+                {personas.data?.find((p) => p.id === c.persona_id)?.name ?? <code>{c.persona_id}</code>}
               </>
             ) : null}
             {" · "}
@@ -171,11 +180,11 @@ export function ThreadPage({ agentId, conversationId }: { agentId: string; conve
                   return (
                     <li key={m.id} className="msg agent" data-testid="agent-message">
                       <div className="who">agent · {when(m.at)}</div>
+                      {t && <ToolCalls tools={t.tools} />}
                       <div className="text">{m.text}</div>
                     </li>
                   );
-                const waiting = m.run_id && !answered.has(m.run_id);
-                return (
+                const user = (
                   <li key={m.id} className="msg user">
                     <div className="who">
                       {m.author?.name || m.author?.email || "someone"} · {when(m.at)}
@@ -183,32 +192,36 @@ export function ThreadPage({ agentId, conversationId }: { agentId: string; conve
                     <div className="text" data-testid="user-message">
                       {m.text}
                     </div>
-                    {t && <ToolCalls tools={t.tools} />}
-                    {waiting && (
-                      <div className="msg agent live" data-testid="turn-live">
-                        {t?.streamed ? (
-                          <div className="text" data-testid="streamed">
-                            {t.streamed}
-                          </div>
-                        ) : null}
-                        {t?.interrupted ? (
-                          <p className="bad">
-                            Interrupted ({t.interrupted}): the next message continues from here.
-                          </p>
-                        ) : t?.exit ? (
-                          t.exit.status === "succeeded" ? null : (
-                            <p className="bad">
-                              The turn ended <StatusBadge status={t.exit.status} />
-                              {t.exit.reason ? `: ${t.exit.reason}` : ""}
-                            </p>
-                          )
-                        ) : (
-                          <Spinner label={t?.started ? "The agent is working…" : "Waiting for its turn…"} />
-                        )}
-                      </div>
-                    )}
                   </li>
                 );
+                if (!m.run_id || answered.has(m.run_id)) return user;
+                // the turn going on (or ended without an answer): its calls, its text as it streams
+                return [
+                  user,
+                  <li key={`${m.id}-turn`} className="msg agent live" data-testid="turn-live">
+                    <div className="who">agent</div>
+                    {t && <ToolCalls tools={t.tools} />}
+                    {t?.streamed ? (
+                      <div className="text" data-testid="streamed">
+                        {t.streamed}
+                      </div>
+                    ) : null}
+                    {t?.interrupted ? (
+                      <p className="bad">
+                        Interrupted ({t.interrupted}): the next message continues from here.
+                      </p>
+                    ) : t?.exit ? (
+                      t.exit.status === "succeeded" ? null : (
+                        <p className="bad">
+                          The turn ended <StatusBadge status={t.exit.status} />
+                          {t.exit.reason ? `: ${t.exit.reason}` : ""}
+                        </p>
+                      )
+                    ) : (
+                      <Spinner label={t?.started ? "The agent is working…" : "Waiting for its turn…"} />
+                    )}
+                  </li>,
+                ];
               })}
             </ol>
           )}
