@@ -4,7 +4,6 @@ import { eventStream, type StreamEvent, type StreamOptions } from "./sse.js";
 import { seg, type RequestOptions, type Transport } from "./transport.js";
 import type {
   Conversation,
-  ConversationAuthor,
   ConversationCreateRequest,
   ConversationMessage,
   ConversationMessageCreated,
@@ -12,16 +11,6 @@ import type {
   Persona,
   PersonaCreateRequest,
 } from "./types.js";
-
-export type {
-  Conversation,
-  ConversationAuthor,
-  ConversationCreateRequest,
-  ConversationMessage,
-  ConversationMessageCreated,
-  Persona,
-  PersonaCreateRequest,
-};
 
 /** An event of a conversation's stream: a message, output, a model or tool call, an approval, an exit... */
 export type ConversationStreamEvent = StreamEvent;
