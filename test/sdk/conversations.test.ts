@@ -2,7 +2,10 @@
 // event streams read through a TCP relay on loopback that the test cuts in the middle of a
 // turn: the stream opens again with Last-Event-ID and gives every event once, in order.
 import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
 import net from "node:net";
+import os from "node:os";
+import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { WarrenClient, isWarrenApiError, type StreamEvent } from "../../src/sdk/index.js";
 import { putHomeFile } from "../support/agent-runs.js";
@@ -10,8 +13,11 @@ import { startTestServer, type TestServer } from "../support/server.js";
 
 const ALLOW_READS = '@id("reads") permit(principal, action, resource == Tool::"read_file");';
 
-/** A TCP relay to `target`: every connection's request head is kept; `cut()` drops them all. */
-async function relay(target: URL): Promise<{
+/**
+ * A TCP relay to `target()` (asked at each connection: a restarted server listens elsewhere):
+ * every connection's request head is kept; `cut()` drops them all.
+ */
+async function relay(target: () => URL): Promise<{
   url: string;
   heads: string[];
   cut(): void;
@@ -20,7 +26,8 @@ async function relay(target: URL): Promise<{
   const open = new Set<net.Socket>();
   const heads: string[] = [];
   const server = net.createServer((inbound) => {
-    const outbound = net.connect(Number(target.port), target.hostname);
+    const to = target();
+    const outbound = net.connect(Number(to.port), to.hostname);
     open.add(inbound).add(outbound);
     let first = true;
     inbound.on("data", (chunk: Buffer) => {
@@ -60,10 +67,13 @@ let direct: WarrenClient;
 let relayed: Awaited<ReturnType<typeof relay>>;
 let viaRelay: WarrenClient;
 
+let stateRoot = "";
+
 before(async () => {
-  t = await startTestServer({ listen: true });
+  stateRoot = await mkdtemp(path.join(os.tmpdir(), "warren-sdk-conv-"));
+  t = await startTestServer({ listen: true, stateRoot });
   direct = new WarrenClient({ baseUrl: t.url ?? "" });
-  relayed = await relay(new URL(t.url ?? ""));
+  relayed = await relay(() => new URL(t.url ?? ""));
   viaRelay = new WarrenClient({ baseUrl: relayed.url, retries: 0 });
   const org = await direct.orgs.create({ name: "sdk-conv" });
   const machine = await direct.machines.create({ org_id: org.id, name: "sdk-conv-m" });
@@ -94,7 +104,11 @@ after(async () => {
   try {
     await relayed?.close();
   } finally {
-    await t?.close();
+    try {
+      await t?.close();
+    } finally {
+      if (stateRoot) await rm(stateRoot, { recursive: true, force: true, maxRetries: 3 });
+    }
   }
 });
 
@@ -233,5 +247,44 @@ describe("conversations through the SDK", { concurrency: false }, () => {
     await direct.conversations.close(c.id);
     await personas.delete(p.id);
     assert.deepEqual((await personas.list()).items, []);
+  });
+
+  test("a conversation's stream goes on across a restart of the server: nothing lost or given twice", async () => {
+    const c = await direct.agent(agentId).conversations.create({ title: "restart" });
+    const runs: string[] = [];
+    let restarted = false;
+    const stop = new AbortController();
+    const reading = collect(
+      viaRelay.conversations.events(c.id, { signal: stop.signal, timeoutMs: 0 }),
+      (e) => restarted && e.type === "exit" && e.run_id === runs[1],
+    );
+    runs.push((await direct.conversations.send(c.id, "What do the notes say?")).run_id);
+    await direct.runs.wait(runs[0] ?? "", { timeoutMs: 60_000 });
+    // the server stops (its streams end with it) and another starts on the same state
+    await t.close();
+    t = await startTestServer({ listen: true, stateRoot });
+    direct = new WarrenClient({ baseUrl: t.url ?? "" });
+    restarted = true;
+    runs.push((await direct.conversations.send(c.id, "When?")).run_id);
+    const live = await reading;
+    stop.abort();
+    const all = await collect(
+      direct.conversations.events(c.id),
+      (e) => Number(e.id) >= Number(live.at(-1)?.id),
+    );
+    assert.deepEqual(
+      live.map((e) => `${e.id}:${e.type}`),
+      all.map((e) => `${e.id}:${e.type}`),
+    );
+    assert.deepEqual(
+      ids(live),
+      [...new Set(ids(live))].sort((a, b) => a - b),
+    );
+    assert.deepEqual(
+      live
+        .filter((e) => e.type === "message" && (e.data as { role: string }).role === "agent")
+        .map((e) => e.run_id),
+      runs,
+    );
   });
 });
