@@ -40,6 +40,7 @@ before(async () => {
       { text: "The notes say: tea at five." },
       { text: "Five o'clock, as the notes said." },
       { text: "Goodbye." },
+      { text: "Noted." },
     ]),
   );
   await putHomeFile(t, agentId, "notes.txt", "tea at five");
@@ -157,6 +158,21 @@ describe("warren chat", { concurrency: false }, () => {
       "Goodbye.",
     ]);
 
+    // for scripts: each event of the session's turns as a JSON line
+    const json = await cli(["--json", "chat", agentId, "--conversation", conversationId], "One more.");
+    assert.equal(json.code, 0, json.stderr);
+    assert.equal(json.stderr, "");
+    const events = json.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { id: string; type: string; run_id: string; data: any });
+    assert.equal(new Set(events.map((e) => e.run_id)).size, 1);
+    assert.equal(events.at(-1)?.type, "exit");
+    assert.equal(events.at(-1)?.data.status, "succeeded");
+    assert.ok(
+      events.some((e) => e.type === "message" && e.data.role === "agent" && e.data.text === "Noted."),
+    );
+
     const closed = await cli(["conversations", "close", conversationId]);
     assert.equal(closed.code, 0, closed.stderr);
     assert.match(closed.stdout, /^status +closed$/m);
@@ -176,5 +192,22 @@ describe("warren chat", { concurrency: false }, () => {
     );
     const list = (await t.call("GET", `/api/agents/${agentId}/conversations`)).body.items as unknown[];
     assert.equal(list.length, 1);
+  });
+
+  test("--persona by name starts the conversation as that persona; no line, no message", async () => {
+    const p = await t.call("POST", `/api/agents/${agentId}/personas`, {
+      name: "reader",
+      tools: ["read_file"],
+    });
+    assert.equal(p.status, 201, JSON.stringify(p.body));
+    const c = warren(["chat", agentId, "--persona", "reader"]);
+    c.end();
+    const out = await c.done;
+    assert.equal(out.code, 0, out.stderr);
+    assert.equal(out.stdout, "");
+    const id = /conversation (cnv_\w+)/.exec(out.stderr)?.[1] ?? "";
+    const made = await t.call("GET", `/api/conversations/${id}`);
+    assert.equal(made.body.persona_id, p.body.id);
+    assert.deepEqual((await t.call("GET", `/api/conversations/${id}/messages`)).body.items, []);
   });
 });
