@@ -38,6 +38,8 @@ export interface Stream {
   events: LiveEvent[];
   /** Open (events arriving), connecting (first time or again after a drop), or ended. */
   state: "connecting" | "open" | "ended";
+  /** How many times the connection ended (dropped, or ended by the server). */
+  drops: number;
 }
 
 /**
@@ -51,6 +53,7 @@ export function useEventStream(
 ): Stream {
   const [events, setEvents] = useState<LiveEvent[]>([]);
   const [state, setState] = useState<Stream["state"]>("connecting");
+  const [drops, setDrops] = useState(0);
   const overRef = useRef(over);
   overRef.current = over;
   useEffect(() => {
@@ -77,6 +80,7 @@ export function useEventStream(
     for (const t of TYPES) source.addEventListener(t, onMessage);
     source.onopen = () => setState("open");
     source.onerror = () => {
+      setDrops((n) => n + 1);
       // ended by the server once everything was sent, or dropped (the browser tries again)
       if (source.readyState === EventSource.CLOSED || overRef.current(kept)) {
         source.close();
@@ -85,5 +89,5 @@ export function useEventStream(
     };
     return () => source.close();
   }, [url, enabled]);
-  return { events, state };
+  return { events, state, drops };
 }

@@ -2,7 +2,7 @@
 // them, from the run's event stream), its trace as a timeline, its receipt.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect } from "react";
-import { isTerminalRunStatus, type RunEvent } from "warren/sdk";
+import { isTerminalRunStatus, type Run, type RunEvent } from "warren/sdk";
 import { keys, useCan, warren } from "../api";
 import { Link, useTitle } from "../router";
 import { useEventStream, type LiveEvent } from "../stream";
@@ -59,9 +59,13 @@ export function RunPage({ agentId, runId }: { agentId: string; runId: string }) 
   // the trace streams to whoever may see it; the run's record is read again when the stream
   // says it changed (started, exit), and asked for until it shows the end the stream told
   const live = agent.data !== undefined && can.inspect;
-  const trace = useEventStream(`/api/runs/${encodeURIComponent(runId)}/events`, live, (events) =>
-    events.some((e) => e.type === "exit"),
-  );
+  // over once the exit came or the record says it ended (a run cancelled before it started has no exit)
+  const trace = useEventStream(`/api/runs/${encodeURIComponent(runId)}/events`, live, (events) => {
+    const known = qc.getQueryData<Run>(keys.run(runId));
+    return (
+      events.some((e) => e.type === "exit") || (known !== undefined && isTerminalRunStatus(known.status))
+    );
+  });
   const exited = trace.events.some((e) => e.type === "exit");
   const run = useQuery({
     queryKey: keys.run(runId),
@@ -73,9 +77,10 @@ export function RunPage({ agentId, runId }: { agentId: string; runId: string }) 
   useTitle(`Run ${runId}`);
   const ended = r ? isTerminalRunStatus(r.status) : false;
   const started = trace.events.some((e) => e.type === "started");
+  // the record is read again when the stream says it changed, or when the server ended the stream
   useEffect(() => {
-    if (started || exited) void qc.invalidateQueries({ queryKey: keys.run(runId) });
-  }, [started, exited, runId, qc]);
+    if (started || exited || trace.drops > 0) void qc.invalidateQueries({ queryKey: keys.run(runId) });
+  }, [started, exited, trace.drops, runId, qc]);
   const cancel = useMutation({
     mutationFn: () => warren.runs.cancel(runId),
     onSuccess: (next) => qc.setQueryData(keys.run(runId), next),
