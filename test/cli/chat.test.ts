@@ -7,18 +7,24 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { putHomeFile } from "../support/agent-runs.js";
+import { startHeldModel, type HeldModel } from "../support/held-model.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const ALLOW_READS = '@id("reads") permit(principal, action, resource == Tool::"read_file");';
 
 let t: TestServer;
+let held: HeldModel;
 let agentId = "";
+let where = { org_id: "", machine_id: "" };
 
 before(async () => {
-  t = await startTestServer({ listen: true });
+  held = await startHeldModel("Tea is served ", "in the garden.");
+  // the held model's port, and nothing else of this host
+  t = await startTestServer({ listen: true, env: { WARREN_EGRESS_PRIVATE_ALLOW: `127.0.0.1:${held.port}` } });
   const org = (await t.call("POST", "/api/orgs", { name: "chat" })).body;
   const machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "chat-m" })).body;
+  where = { org_id: org.id, machine_id: machine.id };
   const a = await t.call("POST", "/api/agents", {
     org_id: org.id,
     machine_id: machine.id,
@@ -47,7 +53,11 @@ before(async () => {
 });
 
 after(async () => {
-  await t?.close();
+  try {
+    await t?.close();
+  } finally {
+    await held?.close();
+  }
 });
 
 interface Chat {
@@ -209,5 +219,24 @@ describe("warren chat", { concurrency: false }, () => {
     const made = await t.call("GET", `/api/conversations/${id}`);
     assert.equal(made.body.persona_id, p.body.id);
     assert.deepEqual((await t.call("GET", `/api/conversations/${id}/messages`)).body.items, []);
+  });
+
+  test("the answer is printed as the model writes it, before it has finished", async () => {
+    const a = await t.call("POST", "/api/agents", {
+      ...where,
+      name: "teller",
+      kind: "assistant",
+      model: { provider: "openai-compatible", name: "held", base_url: held.baseUrl },
+    });
+    assert.equal(a.status, 201, JSON.stringify(a.body));
+    const c = warren(["chat", a.body.id]);
+    c.write("Where is tea?");
+    await c.saw("Tea is served ");
+    held.release();
+    await c.saw("Tea is served in the garden.\n");
+    c.end();
+    const out = await c.done;
+    assert.equal(out.code, 0, out.stderr);
+    assert.equal(out.stdout, "Tea is served in the garden.\n");
   });
 });

@@ -7,13 +7,12 @@ import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { chromium, type BrowserContext, type Page, type Request } from "playwright-core";
+import { startHeldModel, type HeldModel } from "../support/held-model.js";
 import { builtCli, freePort } from "../support/serve.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -30,49 +29,9 @@ let profile = "";
 let ctx: BrowserContext | undefined;
 let serveLog = "";
 
-/**
- * A model on loopback speaking the OpenAI chat completions stream: it sends the first words
- * of its answer at once and the rest only once the test lets it (`release`).
- */
 const FIRST = "Tea is served ";
 const REST = "in the garden.";
-let release: () => void = () => {};
-const released = new Promise<void>((r) => (release = r));
-const held = http.createServer((req, res) => {
-  const chunks: Buffer[] = [];
-  req.on("data", (c: Buffer) => chunks.push(c));
-  req.on("end", () => {
-    const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { model: string; stream?: boolean };
-    const base = { id: "chatcmpl-held", object: "chat.completion.chunk", created: 0, model: body.model };
-    const usage = { prompt_tokens: 10, completion_tokens: 8, total_tokens: 18 };
-    if (!body.stream) {
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(
-        JSON.stringify({
-          ...base,
-          object: "chat.completion",
-          choices: [
-            { index: 0, message: { role: "assistant", content: FIRST + REST }, finish_reason: "stop" },
-          ],
-          usage,
-        }),
-      );
-      return;
-    }
-    const send = (data: unknown) => res.write(`data: ${JSON.stringify(data)}\n\n`);
-    const delta = (d: unknown, finish_reason: string | null = null) =>
-      send({ ...base, choices: [{ index: 0, delta: d, finish_reason }] });
-    res.writeHead(200, { "content-type": "text/event-stream" });
-    delta({ role: "assistant", content: "" });
-    delta({ content: FIRST });
-    void released.then(() => {
-      delta({ content: REST });
-      delta({}, "stop");
-      send({ ...base, choices: [], usage });
-      res.end("data: [DONE]\n\n");
-    });
-  });
-});
+let held: HeldModel | undefined;
 
 async function api(method: string, url: string, body?: object | string, raw = false): Promise<any> {
   const r = await fetch(`${base}${url}`, {
@@ -94,7 +53,7 @@ before(async () => {
   assert.ok(existsSync(path.join(repo, "dist/web/index.html")), "the app is not built: run `npm run build`");
   assert.ok(existsSync(CHROMIUM), "chromium is missing: scripts/setup.sh installs it");
   await mkdir(shots, { recursive: true });
-  await new Promise<void>((r) => held.listen(0, "127.0.0.1", r));
+  held = await startHeldModel(FIRST, REST);
   stateRoot = await mkdtemp(path.join(os.tmpdir(), "warren-web-conv-"));
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
@@ -111,7 +70,7 @@ before(async () => {
       LOG_LEVEL: "warn",
       WARREN_SHUTDOWN_GRACE_S: "1",
       // the held model's port, and nothing else of this host
-      WARREN_EGRESS_PRIVATE_ALLOW: `127.0.0.1:${(held.address() as AddressInfo).port}`,
+      WARREN_EGRESS_PRIVATE_ALLOW: `127.0.0.1:${held.port}`,
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -143,9 +102,7 @@ after(async () => {
     await exited;
     clearTimeout(timer);
   }
-  release();
-  held.closeAllConnections();
-  await new Promise<void>((r) => held.close(() => r()));
+  await held?.close();
   for (const d of [profile, stateRoot]) if (d) await rm(d, { recursive: true, force: true, maxRetries: 3 });
 });
 
@@ -305,7 +262,7 @@ describe("a conversation in the app", { concurrency: false }, () => {
       model: {
         provider: "openai-compatible",
         name: "held",
-        base_url: `http://127.0.0.1:${(held.address() as AddressInfo).port}/v1`,
+        base_url: held?.baseUrl,
       },
     });
     assert.equal(teller.status, 201, JSON.stringify(teller.body));
@@ -320,7 +277,7 @@ describe("a conversation in the app", { concurrency: false }, () => {
     await page.getByTestId("streamed").getByText(FIRST.trim()).waitFor();
     assert.equal(await page.getByTestId("agent-message").count(), 0);
     await page.screenshot({ path: path.join(shots, "conversation-streaming.png"), fullPage: true });
-    release();
+    held?.release();
     await page
       .getByTestId("agent-message")
       .getByText(FIRST + REST)
