@@ -31,6 +31,7 @@ const TYPES = [
   "interrupted",
   "exit",
   "measurement",
+  "refused",
   "closed",
 ];
 

@@ -39,6 +39,8 @@ function turnsOf(events: readonly LiveEvent[]): Map<string, Turn> {
     else if (e.type === "tool_call" || e.type === "approval") t.tools.push(e);
     else if (e.type === "interrupted") t.interrupted = str(d.reason);
     else if (e.type === "exit") t.exit = { status: str(d.status), reason: str(d.reason) };
+    // the turn could not start (the home full, the organisation at its cap, ...)
+    else if (e.type === "refused") t.exit = { status: "refused", reason: str(d.reason) };
   }
   return turns;
 }
