@@ -32,6 +32,38 @@ export interface TurnDeps {
 export const isInterruption = (reason: string | null | undefined): boolean =>
   typeof reason === "string" && reason.startsWith("interrupted");
 
+/** How long an interrupted turn's runner has to answer before the turn ends without it. */
+const INTERRUPT_GRACE_MS = 5000;
+
+const reasonOf = (signal: AbortSignal): string | null => {
+  const r: unknown = signal.reason;
+  return r instanceof Error ? r.message : null;
+};
+
+/**
+ * Resolves a while after `signal` aborts with an interruption: a command whose box went away
+ * may never answer, and the turn ends as interrupted all the same.
+ */
+function interruption(signal: AbortSignal): { ended: Promise<string>; stop: () => void } {
+  let timer: NodeJS.Timeout | undefined;
+  let on: () => void = () => undefined;
+  const ended = new Promise<string>((resolve) => {
+    on = () => {
+      const why = reasonOf(signal);
+      if (isInterruption(why)) timer = setTimeout(() => resolve(why ?? "interrupted"), INTERRUPT_GRACE_MS);
+    };
+    if (signal.aborted) on();
+    else signal.addEventListener("abort", on, { once: true });
+  });
+  return {
+    ended,
+    stop: () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", on);
+    },
+  };
+}
+
 export class TurnRunner implements RunRunner {
   constructor(
     private readonly d: TurnDeps,
@@ -72,30 +104,47 @@ export class TurnRunner implements RunRunner {
       const { messages, turnStarts } = await this.#history();
       const { messages: history, cut } = cutHistory(messages, turnStarts, d.historyBytes);
       if (cut) await ctx.events("history_cut", { ...cut });
-      const append = (m: ModelMessage[]) => d.records.transcript(this.conversationId, runId, m);
-      let outcome: RunOutcome;
-      if (this.plan.spec.kind === "assistant") {
-        const stream = new TextStream(ctx.recording.redactor, (delta) =>
-          ctx.events("output", { stream: "text", data: delta }),
-        );
-        try {
-          outcome = await new ModelRunner(this.plan, d.gateway, d.runners, {
-            history,
-            append,
-            onText: (delta) => stream.push(delta),
-          }).run(ctx);
-        } finally {
-          await stream.end();
+      // once the turn ended, a runner that answers late writes nothing more
+      let over = false;
+      const append = async (m: ModelMessage[]) => {
+        if (!over) await d.records.transcript(this.conversationId, runId, m);
+      };
+      const events: RunnerContext["events"] = async (type, data) => {
+        if (!over) await ctx.events(type, data);
+      };
+      const work = async (): Promise<RunOutcome> => {
+        if (this.plan.spec.kind === "assistant") {
+          const stream = new TextStream(ctx.recording.redactor, (delta) =>
+            events("output", { stream: "text", data: delta }),
+          );
+          try {
+            return await new ModelRunner(this.plan, d.gateway, d.runners, {
+              history,
+              append,
+              onText: (delta) => stream.push(delta),
+            }).run({ ...ctx, events });
+          } finally {
+            await stream.end();
+          }
         }
-      } else {
         // a harness CLI starts fresh each turn: the conversation is replayed in its input
         const input = Buffer.from(replayInput(history, text), "utf8");
         await append([{ role: "user", content: text }]);
-        outcome = await new ModelRunner(this.plan, d.gateway, d.runners).run({ ...ctx, input });
-        if (outcome.output) await append([{ role: "assistant", content: outcome.output }]);
-      }
-      const reason = ctx.signal.aborted ? ctx.signal.reason : null;
-      const why = reason instanceof Error ? reason.message : null;
+        const out = await new ModelRunner(this.plan, d.gateway, d.runners).run({ ...ctx, input, events });
+        if (out.output) await append([{ role: "assistant", content: out.output }]);
+        return out;
+      };
+      const cutShort = interruption(ctx.signal);
+      const running = work();
+      const first = await Promise.race([running, cutShort.ended]);
+      cutShort.stop();
+      let outcome: RunOutcome;
+      if (typeof first === "string") {
+        over = true;
+        running.catch((err: unknown) => void err);
+        outcome = { status: "cancelled", reason: first, exitCode: null, output: "" };
+      } else outcome = first;
+      const why = ctx.signal.aborted ? reasonOf(ctx.signal) : null;
       if (isInterruption(why)) {
         await d.db
           .update(schema.conversationTurns)
