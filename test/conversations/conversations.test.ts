@@ -30,8 +30,9 @@ describe("conversations", { skip: boxSkipReason() ?? false }, () => {
     fake = await startFakeOpenAI();
     t = await startTestServer({ listen: true, env: { WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(fake) } });
     const org = (await t.call("POST", "/api/orgs", { name: "talk" })).body;
-    const machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", max_workspace_mib: 500 }))
-      .body;
+    const machine = (
+      await t.call("POST", "/api/machines", { org_id: org.id, name: "m", max_workspace_mib: 500 })
+    ).body;
     where = { org: org.id, machine: machine.id };
   });
   after(async () => {
@@ -47,7 +48,11 @@ describe("conversations", { skip: boxSkipReason() ?? false }, () => {
       { text: "Two: noted." },
       { text: "Three: here." },
     ]);
-    const agent = await assistantAgent(t, where, `a${n}`, { baseUrl: fake.baseUrl, model, tools: ["run_command"] });
+    const agent = await assistantAgent(t, where, `a${n}`, {
+      baseUrl: fake.baseUrl,
+      model,
+      tools: ["run_command"],
+    });
     const c = await conversationOf(agent.id, { title: "three" });
     assert.equal(c.status, "open");
     assert.equal(c.started_by.email, "operator@localhost");
@@ -59,7 +64,14 @@ describe("conversations", { skip: boxSkipReason() ?? false }, () => {
     assert.equal(calls.length, 4, "two calls for the first turn, one for each other");
     const third = calls[3]!.body.messages as any[];
     const said = JSON.stringify(third);
-    for (const piece of ["run the echo", "first-tool-answer", "One: done.", "remember the word kestrel", "Two: noted.", "what did we do?"])
+    for (const piece of [
+      "run the echo",
+      "first-tool-answer",
+      "One: done.",
+      "remember the word kestrel",
+      "Two: noted.",
+      "what did we do?",
+    ])
       assert.ok(said.includes(piece), `the third turn's call holds ${piece}`);
     // in order: user, assistant (tool call), tool, assistant, user, assistant, user
     const roles = third.filter((m) => m.role !== "system").map((m) => m.role);
@@ -81,10 +93,17 @@ describe("conversations", { skip: boxSkipReason() ?? false }, () => {
     // the stream holds every turn's events, ids strictly increasing, text deltas among them
     const events = await allEvents(t, c.id);
     const ids = events.map((e) => e.id);
-    assert.deepEqual(ids, ids.map((_, i) => i + 1), "ids 1..n, none missing or doubled");
+    assert.deepEqual(
+      ids,
+      ids.map((_, i) => i + 1),
+      "ids 1..n, none missing or doubled",
+    );
     const types = new Set(events.map((e) => e.event));
-    for (const ty of ["message", "started", "model_call", "tool_call", "output", "exit"]) assert.ok(types.has(ty), ty);
-    const deltas = events.filter((e) => e.event === "output" && e.data.data.stream === "text").map((e) => e.data.data.data);
+    for (const ty of ["message", "started", "model_call", "tool_call", "output", "exit"])
+      assert.ok(types.has(ty), ty);
+    const deltas = events
+      .filter((e) => e.event === "output" && e.data.data.stream === "text")
+      .map((e) => e.data.data.data);
     assert.ok(deltas.join("").includes("Three: here."), "the answer streamed as text");
   });
 
@@ -93,13 +112,20 @@ describe("conversations", { skip: boxSkipReason() ?? false }, () => {
     fake.script([
       {
         tool_calls: [
-          { name: "run_command", input: { command: "touch started; while [ ! -f go ]; do sleep 0.05; done; echo went" } },
+          {
+            name: "run_command",
+            input: { command: "touch started; while [ ! -f go ]; do sleep 0.05; done; echo went" },
+          },
         ],
       },
       { text: "first answer" },
       { text: "second answer" },
     ]);
-    const agent = await assistantAgent(t, where, `a${n}`, { baseUrl: fake.baseUrl, model, tools: ["run_command"] });
+    const agent = await assistantAgent(t, where, `a${n}`, {
+      baseUrl: fake.baseUrl,
+      model,
+      tools: ["run_command"],
+    });
     const c = await conversationOf(agent.id);
     const first = await say(t, c.id, "wait for go");
     await waitFor("the first turn's command to start", async () => {
@@ -115,7 +141,10 @@ describe("conversations", { skip: boxSkipReason() ?? false }, () => {
     const r2 = await runEnded(t, second);
     assert.equal(r1.status, "succeeded");
     assert.equal(r2.status, "succeeded");
-    assert.ok(new Date(r2.started_at) >= new Date(r1.ended_at), "the second turn started after the first ended");
+    assert.ok(
+      new Date(r2.started_at) >= new Date(r1.ended_at),
+      "the second turn started after the first ended",
+    );
     const calls = sent(model);
     const last = JSON.stringify(calls[calls.length - 1]!.body.messages);
     assert.ok(last.includes("first answer") && last.includes("went"), "the second turn saw the first");
@@ -133,7 +162,11 @@ describe("conversations", { skip: boxSkipReason() ?? false }, () => {
       { tool_calls: [{ name: "run_command", input: { command: "ls running && echo home-in-place" } }] },
       { text: "back after the stop" },
     ]);
-    const agent = await assistantAgent(t, where, `a${n}`, { baseUrl: fake.baseUrl, model, tools: ["run_command"] });
+    const agent = await assistantAgent(t, where, `a${n}`, {
+      baseUrl: fake.baseUrl,
+      model,
+      tools: ["run_command"],
+    });
     const c = await conversationOf(agent.id);
     const first = await say(t, c.id, "sleep long");
     await waitFor("the command to run", async () => {
@@ -146,7 +179,10 @@ describe("conversations", { skip: boxSkipReason() ?? false }, () => {
     assert.equal(r1.status, "cancelled");
     assert.match(r1.status_reason, /^interrupted: the box stopped/);
     const events = await allEvents(t, c.id);
-    assert.ok(events.some((e) => e.event === "interrupted" && e.data.run_id === first), "an interrupted event");
+    assert.ok(
+      events.some((e) => e.event === "interrupted" && e.data.run_id === first),
+      "an interrupted event",
+    );
     const second = await say(t, c.id, "are you there?");
     const r2 = await runEnded(t, second);
     assert.equal(r2.status, "succeeded", r2.status_reason);
@@ -177,7 +213,9 @@ describe("conversations", { skip: boxSkipReason() ?? false }, () => {
     const model = `limits-${++n}`;
     const agent = await assistantAgent(t, where, `a${n}`, { baseUrl: fake.baseUrl, model });
     const c = await conversationOf(agent.id);
-    const big = await t.call("POST", `/api/conversations/${c.id}/messages`, { text: "x".repeat(256 * 1024 + 1) });
+    const big = await t.call("POST", `/api/conversations/${c.id}/messages`, {
+      text: "x".repeat(256 * 1024 + 1),
+    });
     assert.equal(big.status, 413);
     assert.equal(big.body.error.code, "run.input_too_large");
     const closed = await t.call("POST", `/api/conversations/${c.id}/close`);
@@ -186,7 +224,11 @@ describe("conversations", { skip: boxSkipReason() ?? false }, () => {
     const late = await t.call("POST", `/api/conversations/${c.id}/messages`, { text: "hello?" });
     assert.equal(late.status, 409);
     assert.equal(late.body.error.code, "conversation.closed");
-    const plain = await t.call("POST", "/api/agents", { org_id: where.org, machine_id: where.machine, name: `c${n}` });
+    const plain = await t.call("POST", "/api/agents", {
+      org_id: where.org,
+      machine_id: where.machine,
+      name: `c${n}`,
+    });
     const refused = await t.call("POST", `/api/agents/${plain.body.id}/conversations`, {});
     assert.equal(refused.status, 400);
     assert.equal(refused.body.error.code, "request.invalid");
@@ -268,7 +310,10 @@ describe("conversations", { skip: boxSkipReason() ?? false }, () => {
     assert.ok(system.includes("You are the agent.") && system.includes("Speak as the narrow one."));
     const toolAnswer = JSON.stringify(calls[1]!.body.messages.find((m: any) => m.role === "tool"));
     assert.ok(toolAnswer.includes(`ALPHA_${n}=`), toolAnswer);
-    assert.ok(!toolAnswer.includes(`BETA_${n}=`), "the secret the persona leaves out never reaches the command");
+    assert.ok(
+      !toolAnswer.includes(`BETA_${n}=`),
+      "the secret the persona leaves out never reaches the command",
+    );
     assert.ok(toolAnswer.includes("beta:none"), toolAnswer);
     // the same agent without the persona keeps both
     fake.script([
@@ -278,10 +323,10 @@ describe("conversations", { skip: boxSkipReason() ?? false }, () => {
     const full = await conversationOf(agent.id);
     assert.equal((await runEnded(t, await say(t, full.id, "and you?"))).status, "succeeded");
     const all = sent(model);
-    assert.deepEqual(
-      (all[2]!.body.tools as any[]).map((x) => x.function.name).sort(),
-      ["read_file", "run_command"],
-    );
+    assert.deepEqual((all[2]!.body.tools as any[]).map((x) => x.function.name).sort(), [
+      "read_file",
+      "run_command",
+    ]);
     const both = JSON.stringify(all[3]!.body.messages.find((m: any) => m.role === "tool"));
     assert.ok(both.includes(`ALPHA_${n}=`) && both.includes(`BETA_${n}=`), both);
     // deleted, the persona leaves its conversations with nothing, never with the whole agent
@@ -296,7 +341,11 @@ describe("conversations", { skip: boxSkipReason() ?? false }, () => {
   test("a secret typed into a message, echoed by a command and said by the model is never stored or streamed", async () => {
     const model = `redact-${++n}`;
     const value = "s3cr3t-value-9f8e7d";
-    const agent = await assistantAgent(t, where, `a${n}`, { baseUrl: fake.baseUrl, model, tools: ["run_command"] });
+    const agent = await assistantAgent(t, where, `a${n}`, {
+      baseUrl: fake.baseUrl,
+      model,
+      tools: ["run_command"],
+    });
     await secret(`TOKEN_${n}`, value, agent.id);
     fake.script([
       { tool_calls: [{ name: "run_command", input: { command: `echo "echoed \${TOKEN_${n}}"` } }] },

@@ -10,7 +10,11 @@ export interface SseEvent {
 }
 
 /** Polls `check` until it answers something truthy; throws with `what` past `ms`. */
-export async function waitFor<T>(what: string, check: () => Promise<T | null | undefined | false>, ms = 60_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | null | undefined | false>,
+  ms = 60_000,
+): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
     const v = await check();
@@ -29,7 +33,10 @@ export async function readSse(
   opts: { lastEventId?: number; until: (events: SseEvent[]) => boolean; ms?: number },
 ): Promise<{ events: SseEvent[]; contentType: string | null }> {
   const abort = new AbortController();
-  const timer = setTimeout(() => abort.abort(new Error(`no end of the stream of ${url} in time`)), opts.ms ?? 60_000);
+  const timer = setTimeout(
+    () => abort.abort(new Error(`no end of the stream of ${url} in time`)),
+    opts.ms ?? 60_000,
+  );
   const events: SseEvent[] = [];
   try {
     const res = await fetch(url, {
@@ -58,7 +65,8 @@ export async function readSse(
           else if (line.startsWith("event: ")) e.event = line.slice(7);
           else if (line.startsWith("data: ")) e.lines.push(line.slice(6));
         }
-        if (e.id !== undefined) events.push({ id: e.id, event: e.event ?? "message", data: JSON.parse(e.lines.join("\n")) });
+        if (e.id !== undefined)
+          events.push({ id: e.id, event: e.event ?? "message", data: JSON.parse(e.lines.join("\n")) });
         if (opts.until(events)) break;
       }
     }
