@@ -9,7 +9,9 @@ const call = (id: string): ModelMessage => ({
 });
 const answer = (id: string, value: string): ModelMessage => ({
   role: "tool",
-  content: [{ type: "tool-result", toolCallId: id, toolName: "run_command", output: { type: "text", value } }],
+  content: [
+    { type: "tool-result", toolCallId: id, toolName: "run_command", output: { type: "text", value } },
+  ],
 });
 
 describe("a conversation's history", () => {
@@ -56,10 +58,18 @@ describe("a conversation's history", () => {
 
   it("replays the thread as text for a harness kind", () => {
     const text = replayInput(
-      [{ role: "user", content: "hi" }, call("c1"), answer("c1", "out"), { role: "assistant", content: "hello" }],
+      [
+        { role: "user", content: "hi" },
+        call("c1"),
+        answer("c1", "out"),
+        { role: "assistant", content: "hello" },
+      ],
       "next",
     );
-    assert.match(text, /User: hi\nAssistant: \[tool call run_command .*\]\nTool: \[tool answer run_command: out\]\nAssistant: hello/);
+    assert.match(
+      text,
+      /User: hi\nAssistant: \[tool call run_command .*\]\nTool: \[tool answer run_command: out\]\nAssistant: hello/,
+    );
     assert.ok(text.endsWith("next"));
     assert.equal(replayInput([], "only"), "only");
   });

@@ -139,7 +139,14 @@ function textOf(m: ModelMessage): string {
 export function replayInput(history: readonly ModelMessage[], message: string): string {
   if (history.length === 0) return message;
   const lines = history.map((m) => {
-    const who = m.role === "user" ? "User" : m.role === "assistant" ? "Assistant" : m.role === "tool" ? "Tool" : "System";
+    const who =
+      m.role === "user"
+        ? "User"
+        : m.role === "assistant"
+          ? "Assistant"
+          : m.role === "tool"
+            ? "Tool"
+            : "System";
     return `${who}: ${textOf(m)}`;
   });
   return [

@@ -1,2 +1,2 @@
-export { Conversations, type ConversationsOptions } from "./service.js";
-export { Personas, type PersonasOptions } from "./personas.js";
+export { Conversations } from "./service.js";
+export { Personas } from "./personas.js";

@@ -155,7 +155,11 @@ export class Conversations {
       .returning();
     if (!row) throw new WarrenError("not_found", "conversation was not found");
     if (c.status !== "closed")
-      await this.#o.records.conversationEvent(c.id, { runId: null, type: "closed", data: {} }, { redactText: (s) => s });
+      await this.#o.records.conversationEvent(
+        c.id,
+        { runId: null, type: "closed", data: {} },
+        { redactText: (s) => s },
+      );
     return view(row);
   }
 
@@ -172,7 +176,10 @@ export class Conversations {
     if (c.status === "closed")
       throw new WarrenError("conversation.closed", "the conversation is closed; start a new one to go on");
     const agent = await o.agents.load(who, c.agentId, "write");
-    const [machine] = await o.db.select().from(schema.machines).where(eq(schema.machines.id, agent.machineId));
+    const [machine] = await o.db
+      .select()
+      .from(schema.machines)
+      .where(eq(schema.machines.id, agent.machineId));
     if (!machine) throw new WarrenError("not_found", "machine was not found");
     const current = await o.agents.specOf(agent);
     const persona = await o.personas.find(c.personaId);
@@ -240,11 +247,20 @@ export class Conversations {
       .select()
       .from(schema.conversationEvents)
       .where(
-        and(eq(schema.conversationEvents.conversationId, conversationId), gt(schema.conversationEvents.seq, after)),
+        and(
+          eq(schema.conversationEvents.conversationId, conversationId),
+          gt(schema.conversationEvents.seq, after),
+        ),
       )
       .orderBy(asc(schema.conversationEvents.seq))
       .limit(limit);
-    return rows.map((e) => ({ id: e.seq, type: e.type, run_id: e.runId, at: e.at.toISOString(), data: e.data }));
+    return rows.map((e) => ({
+      id: e.seq,
+      type: e.type,
+      run_id: e.runId,
+      at: e.at.toISOString(),
+      data: e.data,
+    }));
   }
 
   watch(conversationId: string, fn: () => void): () => void {
@@ -267,7 +283,10 @@ export class Conversations {
   async recover(): Promise<number> {
     const o = this.#o;
     const rows = await o.db
-      .select({ runId: schema.conversationTurns.runId, conversationId: schema.conversationTurns.conversationId })
+      .select({
+        runId: schema.conversationTurns.runId,
+        conversationId: schema.conversationTurns.conversationId,
+      })
       .from(schema.conversationTurns)
       .innerJoin(schema.runs, eq(schema.runs.id, schema.conversationTurns.runId))
       .where(and(eq(schema.conversationTurns.interrupted, false), inArray(schema.runs.status, ["lost"])));

@@ -85,7 +85,10 @@ export class TurnRunner implements RunRunner {
       .from(schema.conversationTranscript)
       .where(eq(schema.conversationTranscript.conversationId, this.conversationId))
       .orderBy(asc(schema.conversationTranscript.id));
-    const entries: TranscriptEntry[] = rows.map((r) => ({ runId: r.runId, message: r.message as ModelMessage }));
+    const entries: TranscriptEntry[] = rows.map((r) => ({
+      runId: r.runId,
+      message: r.message as ModelMessage,
+    }));
     const messages = wholeHistory(entries);
     // where each turn's messages begin (a user message that follows another turn's)
     const turnStarts: number[] = [];

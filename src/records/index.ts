@@ -1,2 +1,1 @@
-export { Records, redactDeep, type Redacts, type RunRecording } from "./writer.js";
-export type { ConversationRecords } from "./conversations.js";
+export { Records, type Redacts, type RunRecording } from "./writer.js";

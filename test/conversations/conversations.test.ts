@@ -11,7 +11,7 @@ import { putHomeFile } from "../support/agent-runs.js";
 import { privateAllow } from "../support/bound.js";
 import { startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
 import { startTestServer, type TestServer } from "../support/server.js";
-import { allEvents, assistantAgent, readSse, runEnded, say, waitFor } from "./support.js";
+import { allEvents, assistantAgent, runEnded, say, waitFor } from "./support.js";
 
 describe("conversations", { skip: boxSkipReason() ?? false }, () => {
   let t: TestServer;
