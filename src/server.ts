@@ -86,7 +86,10 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
       base.logger.warn({ runs: lost }, "runs that were going on when the server stopped are now lost");
     const interrupted = await s.conversations.recover();
     if (interrupted > 0)
-      base.logger.warn({ turns: interrupted }, "conversations' turns cut short by the server's stop are interrupted");
+      base.logger.warn(
+        { turns: interrupted },
+        "conversations' turns cut short by the server's stop are interrupted",
+      );
     const recovered = await s.runtime.recover();
     if (recovered.adopted.length || recovered.reaped.length) base.logger.info(recovered, "boxes recovered");
     s.runtime.startIdleTimer();

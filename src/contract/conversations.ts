@@ -23,7 +23,9 @@ export const Conversation = z
     base: z.string().nullable().optional(),
     created_at: z.string(),
     last_message_at: z.string().nullable(),
-    last_event_id: z.number().describe("the id of its latest event (0: none yet); the stream resumes after one"),
+    last_event_id: z
+      .number()
+      .describe("the id of its latest event (0: none yet); the stream resumes after one"),
   })
   .meta({ id: "Conversation" });
 export const ConversationList = items(Conversation, "ConversationList");
@@ -89,7 +91,10 @@ export const ConversationEventsQuery = z
   .strict();
 
 const toolName = z.string().regex(/^[a-z][a-z0-9_]{0,47}$/, "must be a tool's name");
-const secretName = z.string().regex(/^[A-Z_][A-Z0-9_]*$/, "must be a secret's name").max(128);
+const secretName = z
+  .string()
+  .regex(/^[A-Z_][A-Z0-9_]*$/, "must be a secret's name")
+  .max(128);
 
 export const PersonaCreateRequest = z
   .object({

@@ -110,7 +110,9 @@ export function serveEvents<E extends StoredEvent>(
   loop()
     .catch((err: unknown) => {
       req.log.error({ err }, "an event stream failed");
-      out.write(`event: error\ndata: ${JSON.stringify({ message: "the stream failed; take it up again" })}\n\n`);
+      out.write(
+        `event: error\ndata: ${JSON.stringify({ message: "the stream failed; take it up again" })}\n\n`,
+      );
     })
     .finally(() => {
       unwatch();
