@@ -119,7 +119,8 @@ export class Conversations {
         id: newId("cnv"),
         orgId: agent.orgId,
         agentId: agent.id,
-        title: body.title ?? "",
+        // stored like every record of the agent's work: redacted of its secrets
+        title: await o.records.redactedFor(agent.id, body.title ?? ""),
         startedBy: authorOf(who),
         personaId: persona?.id ?? null,
         // the starter's areas, kept for the conversation's whole life

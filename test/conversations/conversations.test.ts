@@ -352,7 +352,8 @@ describe("conversations", { skip: boxSkipReason() ?? false }, () => {
       { text: `I saw ${value} in your message and in the command` },
       { text: "fine" },
     ]);
-    const c = await conversationOf(agent.id);
+    const c = await conversationOf(agent.id, { title: `about ${value}` });
+    assert.ok(c.title.startsWith("about ") && !c.title.includes(value), "the title is stored redacted");
     const r1 = await runEnded(t, await say(t, c.id, `my token is ${value} please keep it`));
     assert.equal(r1.status, "succeeded", r1.status_reason);
     const r2 = await runEnded(t, await say(t, c.id, "and now?"));
