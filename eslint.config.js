@@ -17,6 +17,7 @@ const tiers = [
   ["exec", "workloads", "egress", "preview", "models"],
   ["terminal", "tools"],
   ["runs"],
+  ["conversations"],
 ];
 const services = ["boot", ...tiers.flat()];
 const list = (names) => names.map((n) => `${n}/`).join(", ");

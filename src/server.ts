@@ -84,6 +84,12 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
     const lost = await s.recorder.markLost();
     if (lost > 0)
       base.logger.warn({ runs: lost }, "runs that were going on when the server stopped are now lost");
+    const interrupted = await s.conversations.recover();
+    if (interrupted > 0)
+      base.logger.warn(
+        { turns: interrupted },
+        "conversations' turns cut short by the server's stop are interrupted",
+      );
     const recovered = await s.runtime.recover();
     if (recovered.adopted.length || recovered.reaped.length) base.logger.info(recovered, "boxes recovered");
     s.runtime.startIdleTimer();

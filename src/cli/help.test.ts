@@ -35,19 +35,21 @@ test("the texts themselves: the overview and a command's help, word for word", (
     "usage: warren <command> [options]\n" +
       "\n" +
       "commands:\n" +
-      "  serve     run the control plane\n" +
-      "  doctor    check this host for what boxes need\n" +
-      "  orgs      organisations and their members\n" +
-      "  machines  machines: where agents live, one box each\n" +
-      "  agents    agents: a home, a slot and a port block on a machine\n" +
-      "  guilds    named groups of agents\n" +
-      "  exec      run a command in an agent's box\n" +
-      "  shell     a terminal in an agent's box\n" +
-      "  runs      recorded runs of commands\n" +
-      "  files     files of an agent's home\n" +
-      "  usage     disk use of an agent's home\n" +
-      "  egress    an agent's connections out of its box\n" +
-      "  secrets   secrets: values commands get as variables\n" +
+      "  serve          run the control plane\n" +
+      "  doctor         check this host for what boxes need\n" +
+      "  orgs           organisations and their members\n" +
+      "  machines       machines: where agents live, one box each\n" +
+      "  agents         agents: a home, a slot and a port block on a machine\n" +
+      "  guilds         named groups of agents\n" +
+      "  exec           run a command in an agent's box\n" +
+      "  shell          a terminal in an agent's box\n" +
+      "  runs           recorded runs of commands\n" +
+      "  chat           talk with an agent\n" +
+      "  conversations  an agent's conversations (talk with `warren chat`)\n" +
+      "  files          files of an agent's home\n" +
+      "  usage          disk use of an agent's home\n" +
+      "  egress         an agent's connections out of its box\n" +
+      "  secrets        secrets: values commands get as variables\n" +
       "\n" +
       "global options:\n" +
       "  --url <url>               the server (default $WARREN_URL, else http://127.0.0.1:8080)\n" +

@@ -4,6 +4,8 @@
 import type http from "node:http";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../http/app.js";
+import { conversationRoutes } from "../http/routes/conversations.js";
+import { EventStreams } from "../http/sse.js";
 import { agentRoutes, guildRoutes } from "../http/routes/agents.js";
 import { egressRoutes } from "../http/routes/egress.js";
 import { execRoutes } from "../http/routes/exec.js";
@@ -23,6 +25,8 @@ export interface Faces {
   preview: http.Server;
   /** Whether /health answers ready. */
   ready: { now: boolean };
+  /** The server-sent event streams being served (ended when the server stops). */
+  streams: EventStreams;
 }
 
 export async function buildFaces(base: Base, s: Services, version: string): Promise<Faces> {
@@ -38,6 +42,7 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
   });
   own.addServer(preview);
   const ready = { now: false };
+  const streams = new EventStreams();
   const app = await buildApp({
     config,
     access,
@@ -55,7 +60,8 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
       ...execRoutes(s.exec),
       ...egressRoutes(s.egress),
       ...terminalRoutes(s.terminals),
-      ...runRoutes(s.runs),
+      ...runRoutes(s.runs, { streams, watch: (runId, fn) => s.records.watchRun(runId, fn) }),
+      ...conversationRoutes(s.conversations, s.personas, streams),
       ...secretRoutes(base.secrets),
       ...portRoutes(s.agents, {
         grants: s.previewGrants,
@@ -69,7 +75,7 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
   });
   await app.ready();
   own.addServer(app.server);
-  return { app, preview, ready };
+  return { app, preview, ready, streams };
 }
 
 /** Starts the API's listener and the previews'. */
@@ -106,6 +112,7 @@ export async function stop(
   f.ready.now = false;
   const graceMs = o.graceMs ?? 0;
   s.terminals.close(); // a terminal does not outlive its server: its viewers are told why
+  f.streams.close(); // nor does an event stream: its client takes it up again after the last id it got
   const requests = f.app.close(); // stops accepting; in-flight requests finish
   // a preview does not outlive its server either (its requests and WebSockets are cut)
   const previews = new Promise<void>((r) => (f.preview.listening ? f.preview.close(() => r()) : r()));

@@ -5,6 +5,7 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { Agents } from "../agents/service.js";
 import { Bridges } from "../bridges/index.js";
+import { Conversations, Personas } from "../conversations/index.js";
 import { Egress } from "../egress/service.js";
 import { Exec } from "../exec/service.js";
 import { Guilds } from "../guilds/service.js";
@@ -177,6 +178,22 @@ export async function buildServices(
   );
   const runs = new Runs({ db, access, agents, recorder, gateway, runners });
   const homes = new Homes(db, agents, layout, config.WORKSPACE_MAX_MIB);
+  const personas = new Personas({ db, access, agents, secrets });
+  // conversations: each message a turn, a run the recorder drives, its history the thread so far
+  const conversations = new Conversations({
+    db,
+    access,
+    agents,
+    personas,
+    records,
+    recorder,
+    gateway,
+    runners,
+    historyBytes: config.WARREN_CONVERSATION_HISTORY_BYTES,
+    logger,
+  });
+  // a box that stops interrupts the turns going on in it
+  runtime.onStopped((machineId, reason) => conversations.boxStopped(machineId, reason));
 
   return {
     registry,
@@ -198,6 +215,8 @@ export async function buildServices(
     runners,
     runs,
     homes,
+    personas,
+    conversations,
     previewGrants: new PreviewGrants(),
   };
 }

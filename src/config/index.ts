@@ -202,6 +202,12 @@ export const configSchema = z
       .int("WARREN_ORG_MAX_RUNS must be a whole number of runs")
       .min(1, "WARREN_ORG_MAX_RUNS must be at least 1")
       .default(16),
+    /** The most bytes of model history a conversation's turn sends (docs/api.md, "Conversations"). */
+    WARREN_CONVERSATION_HISTORY_BYTES: z.coerce
+      .number({ message: "WARREN_CONVERSATION_HISTORY_BYTES must be a whole number of bytes" })
+      .int("WARREN_CONVERSATION_HISTORY_BYTES must be a whole number of bytes")
+      .min(1024, "WARREN_CONVERSATION_HISTORY_BYTES must be at least 1024")
+      .default(512 * 1024),
     WARREN_HARNESS_KINDS: z
       .string()
       .optional()

@@ -13,6 +13,7 @@ export const errorStatus = {
   "machine.not_empty": 409,
   "secret.limit": 409,
   "run.not_cancellable": 409,
+  "conversation.closed": 409,
   "file.invalid_path": 400,
   "file.link": 400,
   "file.not_regular": 400,

@@ -3,6 +3,7 @@
 import type { z } from "zod";
 import type * as agents from "./agents.js";
 import type * as common from "./common.js";
+import type * as conversations from "./conversations.js";
 import type * as egress from "./egress.js";
 import type * as exec from "./exec.js";
 import type * as homes from "./homes.js";
@@ -94,3 +95,12 @@ export type SecretListQuery = In<typeof secrets.SecretListQuery>;
 export type TerminalReady = Out<typeof terminal.TerminalReady>;
 export type TerminalMessage = Out<typeof terminal.TerminalMessage>;
 export type TerminalSignal = Out<typeof terminal.TerminalSignal>;
+
+export type ConversationAuthor = Out<typeof conversations.ConversationAuthor>;
+export type Conversation = Out<typeof conversations.Conversation>;
+export type ConversationCreateRequest = In<typeof conversations.ConversationCreateRequest>;
+export type ConversationMessage = Out<typeof conversations.ConversationMessage>;
+export type ConversationMessageCreated = Out<typeof conversations.ConversationMessageCreated>;
+export type ConversationEvent = Out<typeof conversations.ConversationEvent>;
+export type Persona = Out<typeof conversations.Persona>;
+export type PersonaCreateRequest = In<typeof conversations.PersonaCreateRequest>;

@@ -28,6 +28,8 @@ export interface TurnRequest {
    */
   lastCallNote?: string;
   via?: ModelCallRecord["via"];
+  /** The answer's text as it streams (stream: true), piece by piece. */
+  onText?: (delta: string) => void;
 }
 
 export interface TurnToolCall {
@@ -103,6 +105,7 @@ export async function modelTurn(session: GatewaySession, req: TurnRequest): Prom
         const r = streamText({ ...common, onError: ({ error }) => void (failure ??= error) });
         for await (const part of r.fullStream) {
           plan.chars += charsOf(part);
+          if (part.type === "text-delta" && part.text) req.onText?.(part.text);
           if (part.type === "error") failure ??= part.error;
         }
         if (failure !== undefined)

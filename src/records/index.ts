@@ -1,1 +1,1 @@
-export { Records, type RunRecording } from "./writer.js";
+export { Records, type Redacts, type RunRecording } from "./writer.js";

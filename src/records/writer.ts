@@ -3,14 +3,16 @@
 // Every string in them (keys of objects too) is redacted first with the agent's redaction
 // set: the value of every secret that reaches the agent (use env, model and tool alike) and,
 // while a run goes on, its workload token and each value the agent stores from its box
-// (openRun). Nothing else inserts those rows; grep for `schema.runEvents` and
-// `schema.egressEvents` to check.
+// (openRun). A run that is a conversation's turn has each event stored in its conversation's
+// stream too (conversations.ts), in the same transaction. Nothing else inserts those rows;
+// grep for `schema.runEvents`, `schema.egressEvents` and `schema.conversationEvents` to check.
 import { and, eq, type SQL } from "drizzle-orm";
 import { SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
 import { Redactor, withCaseForms } from "../secrets/redact.js";
 import type { ResolvedSecrets } from "../secrets/service.js";
 import type { Db, EgressInsert, RunInsert } from "../store/index.js";
 import { schema } from "../store/index.js";
+import { ConversationRecords } from "./conversations.js";
 
 export interface Redacts {
   redactText(s: string): string;
@@ -94,9 +96,19 @@ export class Records {
    * redacted after its run as during it.
    */
   readonly #recent = new Map<string, { agentId: string; redactor: Redacts; until: number }>();
+  /** Conversations' events, messages and transcripts. */
+  readonly conversations: ConversationRecords;
+  /**
+   * Per run: the write of its last event. A run's events are inserted one after another, so
+   * that their ids are committed in order and a reader after id n misses none.
+   */
+  readonly #tails = new Map<string, Promise<unknown>>();
+  /** Per run: who waits for its next event (the streams). */
+  readonly #runWatchers = new Map<string, Set<() => void>>();
 
   constructor(o: RecordsOptions) {
     this.#o = o;
+    this.conversations = new ConversationRecords(o.db);
   }
 
   /**
@@ -161,12 +173,108 @@ export class Records {
     return redactDeep(value, agentId ? await this.forAgent(agentId) : none) as T;
   }
 
-  /** One event of a run's trace. */
+  /**
+   * One event of a run's trace; a turn's event is its conversation's too. The events of one
+   * run are inserted in the order they were written.
+   */
   async runEvent(runId: string, type: string, data: unknown, at?: Date): Promise<void> {
     const r = await this.forRun(runId);
+    const row = { runId, type: storable(type, r), data: redactDeep(data, r), ...(at ? { at } : {}) };
+    const conversationId = await this.conversations.turnOf(runId);
+    const write = async () => {
+      if (!conversationId) {
+        await this.#o.db.insert(schema.runEvents).values(row);
+        return;
+      }
+      await this.#o.db.transaction(async (tx) => {
+        await tx.insert(schema.runEvents).values(row);
+        await this.conversations.insert(tx, conversationId, row);
+      });
+    };
+    const before = this.#tails.get(runId) ?? Promise.resolve();
+    const mine = before.then(write, write);
+    this.#tails.set(runId, mine);
+    try {
+      await mine;
+    } finally {
+      if (this.#tails.get(runId) === mine) this.#tails.delete(runId);
+      for (const fn of this.#runWatchers.get(runId) ?? []) fn();
+      if (conversationId) this.conversations.notify(conversationId);
+    }
+  }
+
+  /** Calls `fn` at each new event of a run until the answered function is called. */
+  watchRun(runId: string, fn: () => void): () => void {
+    let set = this.#runWatchers.get(runId);
+    if (!set) this.#runWatchers.set(runId, (set = new Set()));
+    set.add(fn);
+    return () => {
+      set.delete(fn);
+      if (set.size === 0) this.#runWatchers.delete(runId);
+    };
+  }
+
+  /**
+   * One event of a conversation outside its turns' traces (a message, an interruption),
+   * redacted by `redactor` (the agent's set, or its turn's).
+   */
+  async conversationEvent(
+    conversationId: string,
+    e: { runId: string | null; type: string; data: unknown },
+    redactor: Redacts,
+  ): Promise<number> {
+    const seq = await this.#o.db.transaction((tx) =>
+      this.conversations.insert(tx, conversationId, {
+        runId: e.runId,
+        type: storable(e.type, redactor),
+        data: redactDeep(e.data, redactor),
+      }),
+    );
+    this.conversations.notify(conversationId);
+    return seq;
+  }
+
+  /**
+   * A message of a conversation (the person's or the agent's), its text redacted, with its
+   * `message` event in the same transaction.
+   */
+  async conversationMessage(
+    row: typeof schema.conversationMessages.$inferInsert,
+    redactor: Redacts,
+  ): Promise<typeof schema.conversationMessages.$inferSelect> {
+    const clean = { ...row, text: storable(row.text, redactor) };
+    const stored = await this.#o.db.transaction(async (tx) => {
+      const [m] = await tx.insert(schema.conversationMessages).values(clean).returning();
+      if (!m) throw new Error("message insert returned nothing");
+      await tx
+        .update(schema.conversations)
+        .set({ lastMessageAt: m.at })
+        .where(eq(schema.conversations.id, m.conversationId));
+      await this.conversations.insert(tx, m.conversationId, {
+        runId: m.runId,
+        type: "message",
+        data: {
+          id: m.id,
+          role: m.role,
+          text: m.text,
+          author: m.author,
+          run_id: m.runId,
+          at: m.at.toISOString(),
+        },
+      });
+      return m;
+    });
+    this.conversations.notify(stored.conversationId);
+    return stored;
+  }
+
+  /** Appends to a conversation's model history, every string redacted by the turn's set. */
+  async transcript(conversationId: string, runId: string, messages: readonly unknown[]): Promise<void> {
+    if (messages.length === 0) return;
+    const r = await this.forRun(runId);
     await this.#o.db
-      .insert(schema.runEvents)
-      .values({ runId, type: storable(type, r), data: redactDeep(data, r), ...(at ? { at } : {}) });
+      .insert(schema.conversationTranscript)
+      .values(messages.map((m) => ({ conversationId, runId, message: redactDeep(m, r) })));
   }
 
   /**

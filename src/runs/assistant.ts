@@ -65,8 +65,15 @@ export class AssistantRunner implements AgentRunner {
       task: spec.instructions.trim() || "(no standing instructions: follow the user's message)",
       memory: memory?.trim() || "(empty)",
     });
-    const messages: ModelMessage[] = [{ role: "user", content: ctx.input }];
-    await events("prompt", { system, user: ctx.input });
+    // a conversation's turn: the whole thread so far, then this message, appended as it goes
+    const history = ctx.history ?? [];
+    const first: ModelMessage = { role: "user", content: ctx.input };
+    const messages: ModelMessage[] = [...history, first];
+    const append = async (m: ModelMessage[]) => {
+      if (ctx.append) await ctx.append(m);
+    };
+    await events("prompt", { system, user: ctx.input, history_messages: history.length });
+    await append([first]);
 
     const counts = { steps: 0, tool_calls: 0, tool_refusals: 0 };
     const models: string[] = [];
@@ -97,6 +104,7 @@ export class AssistantRunner implements AgentRunner {
         signal,
         stream,
         lastCallNote: LAST_CALL_NOTE,
+        ...(ctx.onText ? { onText: ctx.onText } : {}),
       });
       counts.steps++;
       if (!models.includes(answer.model.label)) models.push(answer.model.label);
@@ -109,6 +117,7 @@ export class AssistantRunner implements AgentRunner {
         finish_reason: answer.finishReason,
       });
       messages.push(...answer.messages);
+      await append(answer.messages);
       ctx.progress?.(usage());
       return answer;
     };
@@ -164,7 +173,9 @@ export class AssistantRunner implements AgentRunner {
             output: { type: "text", value: outcome.output },
           });
         }
-        messages.push({ role: "tool", content: results });
+        const answers: ToolModelMessage = { role: "tool", content: results };
+        messages.push(answers);
+        await append([answers]);
         ctx.progress?.(usage());
       }
     } catch (err) {

@@ -1,6 +1,7 @@
 // Run kinds beyond command: a runner per agent kind (assistant: the loop in the server;
 // claude-code, codex, opencode: a harness CLI in the box). The runs service gives each the
 // run's context and writes what it answers.
+import type { ModelMessage } from "ai";
 import type { AgentSpec } from "../contract/spec.js";
 import type { GatewaySession, ModelUsage, RunEventSink } from "../models/types.js";
 import type { Workload } from "../workloads/index.js";
@@ -23,7 +24,16 @@ export interface AgentRunContext {
   gateway: GatewaySession;
   /** Tells the run's record what the run used so far (GET /api/runs/:id while it runs). */
   progress?: (usage: RunUsage) => void;
+  /** A conversation's turn: the model history before this turn's message (the assistant's loop). */
+  history?: readonly ModelMessage[] | undefined;
+  /** A conversation's turn: what the turn adds to the model history, as it is added. */
+  append?: ((messages: ModelMessage[]) => Promise<void>) | undefined;
+  /** The model's text as it streams, piece by piece. */
+  onText?: ((delta: string) => void) | undefined;
 }
+
+/** What a conversation's turn adds to an agent run: its history, its transcript, its text as it streams. */
+export type TurnHooks = Pick<AgentRunContext, "history" | "append" | "onText">;
 
 export interface AgentRunResult {
   status: "succeeded" | "failed" | "timed_out" | "cancelled";

@@ -7,7 +7,7 @@ import type { RunReceipt, RunUsage as RunUsageView } from "../contract/types.js"
 import { WarrenError } from "../errors.js";
 import type { ModelGateway } from "../models/types.js";
 import type { Workload } from "../workloads/index.js";
-import type { AgentRunners, AgentRunResult, RunUsage } from "./kinds.js";
+import type { AgentRunners, AgentRunResult, RunUsage, TurnHooks } from "./kinds.js";
 import type { RunnerContext, RunOutcome, RunRunner } from "./recorder.js";
 
 /** What an agent run is made from, settled before its row is written. */
@@ -64,6 +64,8 @@ export class ModelRunner implements RunRunner {
     private readonly plan: AgentRunPlan,
     private readonly gateway: ModelGateway,
     private readonly runners: AgentRunners,
+    /** A conversation's turn: its history and transcript (src/conversations). */
+    private readonly turn: TurnHooks = {},
   ) {}
 
   started(): Record<string, unknown> {
@@ -105,6 +107,7 @@ export class ModelRunner implements RunRunner {
         signal: ctx.signal,
         events: ctx.events,
         gateway: session,
+        ...this.turn,
         progress: (u) => {
           usage = u;
           ctx.progress(usageView(u));

@@ -68,6 +68,10 @@ export interface RunRequest {
   /** false: refuse the run when it cannot start now, instead of queueing it. */
   wait: boolean;
   runner: RunRunner;
+  /** The run's id, when its caller wrote about it first (a conversation's turn); else a new one. */
+  id?: string | undefined;
+  /** The door's narrowing of the run's secrets (a persona's): only these names reach its commands. */
+  secrets?: readonly string[] | undefined;
 }
 
 export interface RunRecorderOptions {
@@ -142,7 +146,7 @@ export class RunRecorder {
   async start(req: RunRequest): Promise<Run> {
     const o = this.#o;
     const { agent, machine } = req;
-    const id = newId("run");
+    const id = req.id ?? newId("run");
     // a home over its cap refuses the run now, queued or not (and again when it starts)
     const gated = await o.caps.gate(agent, machine);
     let recorded!: (row: RunRow | null) => void;
@@ -243,7 +247,7 @@ export class RunRecorder {
     const o = this.#o;
     const { agent, machine } = req;
     // opened once, as the generation starts: a change of secrets reaches the next generation
-    const work = await o.workloads.open(agent, { machine, run: { id: run.id } });
+    const work = await o.workloads.open(agent, { machine, run: { id: run.id }, secrets: req.secrets });
     const recording = o.records.openRun(run.id, agent.id, work.secrets);
     work.recordInto(recording);
     const pending: Promise<void>[] = [];

@@ -1,6 +1,7 @@
 // One agent as an object: its commands, its home's files, its usage and its runs.
 import { envelopeOf, WarrenApiError } from "./errors.js";
 import { ndjson } from "./ndjson.js";
+import { AgentConversations, AgentPersonas, ConversationsApi, PersonasApi } from "./conversations.js";
 import type { RunsApi } from "./runs.js";
 import { AgentTerminal } from "./terminal.js";
 import { homePath, seg, type RequestOptions, type Transport } from "./transport.js";
@@ -116,6 +117,10 @@ export class AgentHandle {
   readonly runs: AgentRuns;
   /** The agent's terminal: start it, connect to its WebSocket. */
   readonly terminal: AgentTerminal;
+  /** Threads of turns with the agent: start one, post messages, follow its events. */
+  readonly conversations: AgentConversations;
+  /** Narrowings of the agent that a conversation may be started as. */
+  readonly personas: AgentPersonas;
 
   constructor(
     private readonly http: Transport,
@@ -125,6 +130,8 @@ export class AgentHandle {
     this.files = new AgentFiles(http, id);
     this.runs = new AgentRuns(runs, id);
     this.terminal = new AgentTerminal(http, id);
+    this.conversations = new AgentConversations(new ConversationsApi(http), id);
+    this.personas = new AgentPersonas(new PersonasApi(http), id);
   }
 
   /** Runs a command in the agent's box as the agent and answers once it ended, with its output. */

@@ -1,5 +1,6 @@
 // The typed client of a warren server.
 import { AgentHandle } from "./agent.js";
+import { ConversationsApi, PersonasApi } from "./conversations.js";
 import { AgentsApi, GuildsApi, MachinesApi, OrgsApi } from "./resources.js";
 import { RunsApi } from "./runs.js";
 import { SecretsApi } from "./secrets.js";
@@ -14,6 +15,8 @@ export class WarrenClient {
   readonly guilds: GuildsApi;
   readonly runs: RunsApi;
   readonly secrets: SecretsApi;
+  readonly conversations: ConversationsApi;
+  readonly personas: PersonasApi;
   private readonly http: Transport;
 
   constructor(options: WarrenClientOptions) {
@@ -25,6 +28,8 @@ export class WarrenClient {
     this.guilds = new GuildsApi(this.http);
     this.runs = new RunsApi(this.http);
     this.secrets = new SecretsApi(this.http);
+    this.conversations = new ConversationsApi(this.http);
+    this.personas = new PersonasApi(this.http);
   }
 
   /** One agent's commands, files, usage and runs. No request is made until one of them is used. */

@@ -3,6 +3,16 @@ export { WarrenClient } from "./client.js";
 export { AgentHandle, AgentFiles, AgentRuns, execBody, isExecExit } from "./agent.js";
 export { OrgsApi, MachinesApi, AgentsApi, GuildsApi } from "./resources.js";
 export { SecretsApi } from "./secrets.js";
+export {
+  AgentConversations,
+  AgentPersonas,
+  ConversationsApi,
+  MAX_MESSAGE_BYTES,
+  PersonasApi,
+} from "./conversations.js";
+export type { ConversationStreamEvent } from "./conversations.js";
+export { sseMessages, streamEventOf } from "./sse.js";
+export type { SseMessage, StreamEvent, StreamOptions } from "./sse.js";
 export { AgentTerminal, TerminalConnection } from "./terminal.js";
 export type { TerminalConnectOptions, TerminalEnd } from "./terminal.js";
 export { RunsApi, TERMINAL_RUN_STATUSES, isTerminalRunStatus } from "./runs.js";
@@ -18,6 +28,14 @@ export type {
   AgentKind,
   AgentRunCreateRequest,
   CommandRunCreateRequest,
+  Conversation,
+  ConversationAuthor,
+  ConversationCreateRequest,
+  ConversationEvent,
+  ConversationMessage,
+  ConversationMessageCreated,
+  Persona,
+  PersonaCreateRequest,
   ModelSpec,
   ModelSpecInput,
   RunLimits,

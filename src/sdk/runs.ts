@@ -1,6 +1,7 @@
 // Runs: commands recorded by the server, started now and read, waited for or cancelled later.
 import { TERMINAL_RUN_STATUSES } from "./lists.js";
 import { WarrenApiError } from "./errors.js";
+import { eventStream, type StreamEvent, type StreamOptions } from "./sse.js";
 import { pause, seg, type RequestOptions, type Transport } from "./transport.js";
 import type {
   List,
@@ -48,6 +49,21 @@ export class RunsApi {
   /** The run's trace (started, output, exit, measurement), oldest first. */
   events(id: string, query: RunEventsQuery = {}, opts: RequestOptions = {}): Promise<List<RunEvent>> {
     return this.http.json("GET", `/api/runs/${seg(id)}/events`, { ...opts, query: { ...query } });
+  }
+  /**
+   * The run's events as they happen (server-sent events), from the first or after `opts.after`;
+   * a dropped connection is opened again where it left off. It ends after the run's `exit`
+   * event once the server closes the stream, or when the loop is left.
+   */
+  stream(id: string, opts: StreamOptions = {}): AsyncGenerator<StreamEvent, void> {
+    let exited = false;
+    return eventStream(this.http, `/api/runs/${seg(id)}/events`, {
+      ...opts,
+      seen: (e) => {
+        if (e.type === "exit") exited = true;
+      },
+      over: () => exited,
+    });
   }
   /** Stops a queued or running run (`run.not_cancellable` once it ended). */
   cancel(id: string, opts: RequestOptions = {}): Promise<Run> {

@@ -46,6 +46,8 @@ export interface Call extends RequestOptions {
   /** Sent as is, `application/octet-stream`. */
   bytes?: Uint8Array;
   accept?: string;
+  /** This request's own headers, besides the client's. */
+  headers?: Record<string, string>;
 }
 
 /**
@@ -119,7 +121,11 @@ export class Transport {
    * the wait for the answer to begin (a stream may then run as long as it runs).
    */
   async send(method: string, path: string, call: Call = {}): Promise<Response> {
-    const headers: Record<string, string> = { accept: call.accept ?? "application/json", ...this.headers };
+    const headers: Record<string, string> = {
+      accept: call.accept ?? "application/json",
+      ...this.headers,
+      ...call.headers,
+    };
     let body: string | Uint8Array | undefined;
     if (call.json !== undefined) {
       headers["content-type"] = "application/json";

@@ -284,3 +284,127 @@ export const secretGrants = pgTable(
     index("secret_grants_target_idx").on(t.scope, t.targetId),
   ],
 );
+
+/**
+ * Personas of an agent: a named narrowing of its conversations' turns (tools and secrets a
+ * subset of the agent's, extra instructions, the area it is homed in). Never a widening.
+ */
+export const personas = pgTable(
+  "personas",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id").notNull(),
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    instructions: text("instructions").notNull().default(""),
+    area: text("area"),
+    /** null: every tool of the agent; else the names of the tools it keeps. */
+    tools: jsonb("tools").$type<string[] | null>(),
+    /** null: every secret that reaches the agent; else the names of those it keeps. */
+    secrets: jsonb("secrets").$type<string[] | null>(),
+    createdAt: created(),
+  },
+  (t) => [index("personas_agent_idx").on(t.agentId)],
+);
+
+/**
+ * Conversations: a thread of turns with one agent. `eventSeq` is the last id given to one of
+ * its events: each event takes the next one under the conversation's row lock, so the order
+ * of ids is the order in which they were committed (conversation_events).
+ */
+export const conversations = pgTable(
+  "conversations",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id").notNull(),
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    title: text("title").notNull().default(""),
+    startedBy: jsonb("started_by").$type<{ user_id: string; email: string; name: string }>().notNull(),
+    personaId: text("persona_id"),
+    areas: jsonb("areas").$type<string[]>().notNull(),
+    repo: text("repo"),
+    status: text("status", { enum: ["open", "closed"] })
+      .notNull()
+      .default("open"),
+    eventSeq: bigint("event_seq", { mode: "number" }).notNull().default(0),
+    createdAt: created(),
+    lastMessageAt: timestamp("last_message_at", { withTimezone: true, mode: "date" }),
+  },
+  (t) => [index("conversations_agent_idx").on(t.agentId, t.createdAt)],
+);
+
+/** What people see of a conversation: the person's messages and the agent's answers. */
+export const conversationMessages = pgTable(
+  "conversation_messages",
+  {
+    id: text("id").primaryKey(),
+    conversationId: text("conversation_id")
+      .notNull()
+      .references(() => conversations.id, { onDelete: "cascade" }),
+    role: text("role", { enum: ["user", "agent"] }).notNull(),
+    text: text("text").notNull(),
+    author: jsonb("author").$type<{ user_id: string; email: string; name: string } | null>(),
+    runId: text("run_id"),
+    at: timestamp("at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+  },
+  (t) => [index("conversation_messages_conv_idx").on(t.conversationId, t.at)],
+);
+
+/**
+ * A conversation's turns: each is a run of the agent (runs.id), its author as it was when the
+ * message was sent, and how it ended for the conversation (interrupted: its box or the server
+ * stopped under it).
+ */
+export const conversationTurns = pgTable(
+  "conversation_turns",
+  {
+    runId: text("run_id").primaryKey(),
+    conversationId: text("conversation_id")
+      .notNull()
+      .references(() => conversations.id, { onDelete: "cascade" }),
+    messageId: text("message_id").notNull(),
+    personaId: text("persona_id"),
+    author: jsonb("author").$type<{ user_id: string; email: string; name: string }>().notNull(),
+    interrupted: boolean("interrupted").notNull().default(false),
+    createdAt: created(),
+  },
+  (t) => [index("conversation_turns_conv_idx").on(t.conversationId, t.createdAt)],
+);
+
+/**
+ * The model history of a conversation, appended and never rewritten: the person's messages,
+ * the model's answers with their tool calls, and the tools' answers, in order (`seq`).
+ */
+export const conversationTranscript = pgTable(
+  "conversation_transcript",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    conversationId: text("conversation_id")
+      .notNull()
+      .references(() => conversations.id, { onDelete: "cascade" }),
+    runId: text("run_id").notNull(),
+    message: jsonb("message").notNull(),
+    at: timestamp("at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+  },
+  (t) => [index("conversation_transcript_conv_idx").on(t.conversationId, t.id)],
+);
+
+/** Every event of a conversation (its messages and every event of its turns), by `seq`. */
+export const conversationEvents = pgTable(
+  "conversation_events",
+  {
+    conversationId: text("conversation_id")
+      .notNull()
+      .references(() => conversations.id, { onDelete: "cascade" }),
+    seq: bigint("seq", { mode: "number" }).notNull(),
+    runId: text("run_id"),
+    type: text("type").notNull(),
+    at: timestamp("at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    data: jsonb("data").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.conversationId, t.seq] })],
+);

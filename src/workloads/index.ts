@@ -94,9 +94,13 @@ export class Workloads {
    * The door for one unit of the agent's work: its machine (given, or read here) and its
    * secrets, resolved now (a grant or a value changed reaches the next unit of work).
    */
-  async open(agent: AgentRow, opts: { machine?: MachineRef; run?: RunScope } = {}): Promise<Workload> {
+  async open(
+    agent: AgentRow,
+    opts: { machine?: MachineRef; run?: RunScope; secrets?: readonly string[] | undefined } = {},
+  ): Promise<Workload> {
     const machine = opts.machine ?? (await this.#machineOf(agent));
-    const secrets = await this.o.secrets.resolve(agent);
+    const resolved = await this.o.secrets.resolve(agent);
+    const secrets = opts.secrets ? narrowed(resolved, opts.secrets) : resolved;
     return new Workload(this.o, agent, machine, secrets, opts.run);
   }
 
@@ -119,6 +123,18 @@ export class Workloads {
     this.#machines.set(m.id, m);
     return m;
   }
+}
+
+/**
+ * The secrets of a narrowed unit of work (a persona's turn): only the named variables reach
+ * its commands; every value that reaches the agent is still redacted. Never a widening: a
+ * name that does not reach the agent adds nothing.
+ */
+function narrowed(s: ResolvedSecrets, names: readonly string[]): ResolvedSecrets {
+  const keep = new Set(names);
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(s.env)) if (keep.has(k)) env[k] = v;
+  return { ...s, env };
 }
 
 export class Workload {

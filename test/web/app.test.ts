@@ -583,7 +583,19 @@ describe("the operator app", { concurrency: false }, () => {
     await viewer.getByTestId("runs").waitFor();
     assert.equal(await viewer.getByRole("button", { name: "Start run" }).count(), 0);
     const tabs = await viewer.getByRole("navigation", { name: "agent" }).getByRole("link").allInnerTexts();
-    assert.deepEqual(tabs, ["Overview", "Runs", "Files", "Terminal", "Usage", "Egress", "Settings"]);
+    assert.deepEqual(tabs, [
+      "Overview",
+      "Runs",
+      "Conversations",
+      "Files",
+      "Terminal",
+      "Usage",
+      "Egress",
+      "Settings",
+    ]);
+    await viewer.goto(`${base}/agents/${agentId}/conversations`);
+    await viewer.getByText(/No conversations yet\. An editor can start one\./).waitFor();
+    assert.equal(await viewer.getByRole("button", { name: "Start conversation" }).count(), 0);
     await viewer.goto(`${base}/agents/${agentId}/runs/${runId}`);
     await viewer
       .getByTestId("run-output")

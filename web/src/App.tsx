@@ -8,6 +8,7 @@ import { AgentPage } from "./pages/Agent";
 import { SecretsPage } from "./pages/Secrets";
 import { Loading } from "./ui";
 
+const ThreadPage = lazy(() => import("./pages/Thread").then((m) => ({ default: m.ThreadPage })));
 const RunPage = lazy(() => import("./pages/Run").then((m) => ({ default: m.RunPage })));
 
 function Page() {
@@ -20,6 +21,12 @@ function Page() {
     return (
       <Suspense fallback={<Loading />}>
         <RunPage agentId={m.id ?? ""} runId={m.run ?? ""} />
+      </Suspense>
+    );
+  if ((m = match("/agents/:id/conversations/:conversation", path)))
+    return (
+      <Suspense fallback={<Loading />}>
+        <ThreadPage agentId={m.id ?? ""} conversationId={m.conversation ?? ""} />
       </Suspense>
     );
   if ((m = match("/agents/:id/:tab", path))) return <AgentPage id={m.id ?? ""} tab={m.tab ?? "overview"} />;

@@ -17,6 +17,10 @@ export const keys = {
   folder: (agent: string, path: string) => ["folder", agent, path] as const,
   secrets: (org: string) => ["secrets", org] as const,
   guilds: (org: string) => ["guilds", org] as const,
+  conversations: (agent: string) => ["conversations", agent] as const,
+  personas: (agent: string) => ["personas", agent] as const,
+  conversation: (id: string) => ["conversation", id] as const,
+  messages: (conversation: string) => ["messages", conversation] as const,
 };
 
 export function useOrgs() {

@@ -5,6 +5,8 @@
 // module of its own (defineGroup, or defineSingle for a one-word command) and its name below.
 import type { Group } from "../command.js";
 import { agents } from "./agents.js";
+import { chat } from "./chat.js";
+import { conversations } from "./conversations.js";
 import { doctor } from "./doctor.js";
 import { egress } from "./egress.js";
 import { exec } from "./exec.js";
@@ -28,6 +30,8 @@ export const groups: readonly Group[] = [
   exec,
   shell,
   runs,
+  chat,
+  conversations,
   files,
   usage,
   egress,

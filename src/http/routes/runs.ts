@@ -2,15 +2,21 @@ import { idParams } from "../../contract/common.js";
 import {
   Run,
   RunCreateRequest,
+  RunEvent,
   RunEventList,
   RunEventsQuery,
   RunList,
   RunListQuery,
 } from "../../contract/runs.js";
+import { TERMINAL_RUN_STATUSES } from "../../contract/lists.js";
 import type { Runs } from "../../runs/service.js";
 import { route, type AnyRoute } from "../route.js";
+import { resumeAfter, serveEvents, wantsEventStream, type EventStreams } from "../sse.js";
 
-export function runRoutes(runs: Runs): AnyRoute[] {
+export function runRoutes(
+  runs: Runs,
+  live: { streams: EventStreams; watch: (runId: string, fn: () => void) => () => void },
+): AnyRoute[] {
   return [
     route({
       method: "POST",
@@ -59,11 +65,29 @@ export function runRoutes(runs: Runs): AnyRoute[] {
       url: "/api/runs/:id/events",
       id: "runs.events",
       tag: "runs",
-      summary: "The run's trace: started, output, exit, measurement",
+      summary:
+        "The run's trace: started, output, exit, measurement; with Accept: text/event-stream, as server-sent events (Last-Event-ID resumes)",
       params: idParams("run"),
       query: RunEventsQuery,
       response: RunEventList,
-      handler: async ({ who, params, query }) => ({ items: await runs.events(who, params.id, query.after) }),
+      stream: { type: "text/event-stream", schema: RunEvent },
+      handler: async ({ who, params, query, req, reply }) => {
+        if (!wantsEventStream(req)) return { items: await runs.events(who, params.id, query.after) };
+        await runs.events(who, params.id, Number.MAX_SAFE_INTEGER);
+        const terminal: readonly string[] = TERMINAL_RUN_STATUSES;
+        return serveEvents(
+          live.streams,
+          req,
+          reply,
+          {
+            read: async (after, limit) => (await runs.events(who, params.id, after)).slice(0, limit),
+            watch: (fn) => live.watch(params.id, fn),
+            done: async () => terminal.includes((await runs.get(who, params.id)).status),
+          },
+          resumeAfter(req, query.after),
+          (e) => ({ type: e.type, body: e }),
+        );
+      },
     }),
     route({
       method: "POST",

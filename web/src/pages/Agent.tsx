@@ -11,12 +11,14 @@ import { SettingsTab } from "./Settings";
 import { FilesTab } from "./Files";
 import { SpecView } from "./Spec";
 import { EgressTab } from "./Egress";
+import { ConversationsTab } from "./Conversations";
 
 const TerminalTab = lazy(() => import("../terminal/TerminalTab").then((m) => ({ default: m.TerminalTab })));
 
 const TABS = [
   { id: "overview", label: "Overview", needs: "read" },
   { id: "runs", label: "Runs", needs: "read" },
+  { id: "conversations", label: "Conversations", needs: "inspect" },
   { id: "files", label: "Files", needs: "inspect" },
   { id: "terminal", label: "Terminal", needs: "inspect" },
   { id: "usage", label: "Usage", needs: "read" },
@@ -134,6 +136,8 @@ export function AgentPage({ id, tab }: { id: string; tab: string }) {
           </section>
         ) : current.id === "runs" ? (
           <RunsTab agentId={id} kind={a.kind} runs={runs} can={can} />
+        ) : current.id === "conversations" ? (
+          <ConversationsTab agentId={id} can={can} />
         ) : current.id === "files" ? (
           <FilesTab agentId={id} can={can} />
         ) : current.id === "terminal" ? (

@@ -1,46 +1,12 @@
-// `/agents/:id/runs/:run_id`: one run: status and output live (the run and its events polled,
-// events with `after` so each poll brings only what is new), its trace as a timeline, its receipt.
+// `/agents/:id/runs/:run_id`: one run: status and output live (its events as the server sends
+// them, from the run's event stream), its trace as a timeline, its receipt.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useEffect, useRef, useState } from "react";
-import { isTerminalRunStatus, type RunEvent } from "warren/sdk";
+import { useEffect } from "react";
+import { isTerminalRunStatus, type Run, type RunEvent } from "warren/sdk";
 import { keys, useCan, warren } from "../api";
 import { Link, useTitle } from "../router";
+import { useEventStream, type LiveEvent } from "../stream";
 import { Action, bytes, Empty, ErrorBox, Loading, StatusBadge, when } from "../ui";
-
-/** Polls the run's events with `after`, keeping all of them; stops once the run ended and the last came. */
-function useTrace(runId: string, enabled: boolean, ended: boolean) {
-  const [events, setEvents] = useState<RunEvent[]>([]);
-  const [error, setError] = useState<unknown>(null);
-  const last = useRef(0);
-  useEffect(() => {
-    if (!enabled) return;
-    let stopped = false;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const poll = async () => {
-      try {
-        const page = await warren.runs.events(runId, last.current ? { after: last.current } : {});
-        if (stopped) return;
-        if (page.items.length) {
-          last.current = page.items[page.items.length - 1]?.id ?? last.current;
-          setEvents((prev) => [...prev, ...page.items]);
-        }
-        setError(null);
-        if (ended && page.items.length === 0) return;
-      } catch (err) {
-        if (stopped) return;
-        setError(err);
-        if (ended) return;
-      }
-      timer = setTimeout(() => void poll(), 700);
-    };
-    void poll();
-    return () => {
-      stopped = true;
-      clearTimeout(timer);
-    };
-  }, [runId, enabled, ended]);
-  return { events, error };
-}
 
 /** A value of an event as short text. */
 const text = (v: unknown): string =>
@@ -52,7 +18,7 @@ const text = (v: unknown): string =>
         ? String(v)
         : JSON.stringify(v);
 
-function summary(e: RunEvent): string {
+function summary(e: RunEvent | LiveEvent): string {
   const d = (e.data ?? {}) as Record<string, unknown>;
   switch (e.type) {
     case "output":
@@ -88,17 +54,33 @@ function summary(e: RunEvent): string {
 
 export function RunPage({ agentId, runId }: { agentId: string; runId: string }) {
   const qc = useQueryClient();
+  const agent = useQuery({ queryKey: keys.agent(agentId), queryFn: () => warren.agents.get(agentId) });
+  const can = useCan(agent.data?.org_id);
+  // the trace streams to whoever may see it; the run's record is read again when the stream
+  // says it changed (started, exit), and asked for until it shows the end the stream told
+  const live = agent.data !== undefined && can.inspect;
+  // over once the exit came or the record says it ended (a run cancelled before it started has no exit)
+  const trace = useEventStream(`/api/runs/${encodeURIComponent(runId)}/events`, live, (events) => {
+    const known = qc.getQueryData<Run>(keys.run(runId));
+    return (
+      events.some((e) => e.type === "exit") || (known !== undefined && isTerminalRunStatus(known.status))
+    );
+  });
+  const exited = trace.events.some((e) => e.type === "exit");
   const run = useQuery({
     queryKey: keys.run(runId),
     queryFn: () => warren.runs.get(runId),
-    refetchInterval: (q) => (q.state.data && isTerminalRunStatus(q.state.data.status) ? false : 1000),
+    refetchInterval: (q) =>
+      q.state.data && isTerminalRunStatus(q.state.data.status) ? false : live && !exited ? false : 1000,
   });
-  const agent = useQuery({ queryKey: keys.agent(agentId), queryFn: () => warren.agents.get(agentId) });
-  const can = useCan(agent.data?.org_id);
   const r = run.data;
   useTitle(`Run ${runId}`);
   const ended = r ? isTerminalRunStatus(r.status) : false;
-  const trace = useTrace(runId, agent.data !== undefined && can.inspect, ended);
+  const started = trace.events.some((e) => e.type === "started");
+  // the record is read again when the stream says it changed, or when the server ended the stream
+  useEffect(() => {
+    if (started || exited || trace.drops > 0) void qc.invalidateQueries({ queryKey: keys.run(runId) });
+  }, [started, exited, trace.drops, runId, qc]);
   const cancel = useMutation({
     mutationFn: () => warren.runs.cancel(runId),
     onSuccess: (next) => qc.setQueryData(keys.run(runId), next),
@@ -106,13 +88,16 @@ export function RunPage({ agentId, runId }: { agentId: string; runId: string }) 
   useEffect(() => {
     if (ended) void qc.invalidateQueries({ queryKey: keys.runs(agentId) });
   }, [ended, agentId, qc]);
-  const liveOutput = trace.events
-    .filter((e) => e.type === "output")
-    .map((e) => {
-      const d = (e.data as { data?: unknown } | null)?.data;
-      return typeof d === "string" ? d : "";
-    })
-    .join("");
+  // what it printed; the model's text as it streams (stream "text") while nothing is printed yet
+  const pieces = (stream: (s: unknown) => boolean) =>
+    trace.events
+      .filter((e) => e.type === "output" && stream((e.data as { stream?: unknown } | null)?.stream))
+      .map((e) => {
+        const d = (e.data as { data?: unknown } | null)?.data;
+        return typeof d === "string" ? d : "";
+      })
+      .join("");
+  const liveOutput = pieces((s) => s !== "text") || pieces((s) => s === "text");
 
   return (
     <section>
@@ -162,7 +147,6 @@ export function RunPage({ agentId, runId }: { agentId: string; runId: string }) 
           {can.inspect && (
             <>
               <h2>Trace</h2>
-              <ErrorBox error={trace.error} />
               {trace.events.length === 0 ? (
                 <Empty>No events yet: they appear as the run goes.</Empty>
               ) : (

@@ -1,0 +1,76 @@
+// `warren conversations ...`: an agent's threads, read and closed (talk in one with `warren chat`).
+import type { Conversation, ConversationMessage } from "../../sdk/index.js";
+import { defineCommand, defineGroup, type Input } from "../command.js";
+import { detailView, listView, short, visible, type Column } from "../format.js";
+
+export const conversationColumns: Column<Conversation>[] = [
+  { header: "ID", value: (c) => c.id },
+  { header: "STATUS", value: (c) => c.status },
+  { header: "TITLE", value: (c) => short(c.title, 40) },
+  { header: "STARTED BY", value: (c) => c.started_by.email },
+  { header: "PERSONA", value: (c) => c.persona_id },
+  { header: "LAST MESSAGE", value: (c) => c.last_message_at },
+];
+
+/** The thread as people read it: who said it and when, then what they said. */
+export function threadView(items: readonly ConversationMessage[]): string {
+  if (items.length === 0) return "no messages\n";
+  return items
+    .map((m) => {
+      const who = m.role === "agent" ? "agent" : (m.author?.email ?? "user");
+      const turn = m.run_id ? `  (${m.run_id})` : "";
+      // the text as sent, indented, with control characters other than tabs made visible
+      const body = m.text
+        .split("\n")
+        // eslint-disable-next-line no-control-regex
+        .map((l) => `  ${l.replace(/[\u0000-\u0008\u000a-\u001f\u007f]/g, (c) => visible(c))}`)
+        .join("\n");
+      return `${who}  ${m.at}${turn}\n${body}\n`;
+    })
+    .join("\n");
+}
+
+const conversationArg = (i: Input) => ({ id: i.arg("conversation") });
+
+export const conversations = defineGroup(
+  "conversations",
+  "an agent's conversations (talk with `warren chat`)",
+  {
+    list: defineCommand({
+      summary: "list an agent's conversations",
+      args: ["agent"],
+      parse: (i) => ({ agentId: i.arg("agent") }),
+      run: async (ctx, p) => {
+        const list = await ctx.client.agent(p.agentId).conversations.list();
+        return ctx.show(list, () => listView("conversations", conversationColumns, list.items));
+      },
+    }),
+    get: defineCommand({
+      summary: "show a conversation",
+      args: ["conversation"],
+      parse: conversationArg,
+      run: async (ctx, p) => {
+        const c = await ctx.client.conversations.get(p.id);
+        return ctx.show(c, () => detailView(c));
+      },
+    }),
+    messages: defineCommand({
+      summary: "print a conversation's messages, oldest first",
+      args: ["conversation"],
+      parse: conversationArg,
+      run: async (ctx, p) => {
+        const list = await ctx.client.conversations.messages(p.id);
+        return ctx.show(list, () => threadView(list.items));
+      },
+    }),
+    close: defineCommand({
+      summary: "close a conversation: it takes no more messages",
+      args: ["conversation"],
+      parse: conversationArg,
+      run: async (ctx, p) => {
+        const c = await ctx.client.conversations.close(p.id);
+        return ctx.show(c, () => detailView(c));
+      },
+    }),
+  },
+);

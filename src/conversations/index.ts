@@ -1,0 +1,2 @@
+export { Conversations } from "./service.js";
+export { Personas } from "./personas.js";

@@ -1,0 +1,306 @@
+// Conversations: threads of turns with one agent. A message is stored (redacted) and starts
+// a turn, a run of the agent by its kind that the run recorder drives like every run, queued
+// behind what the agent runs already (one generation per agent, in order: a later message
+// waits for the turn before it, whose answer is in its history). Every event of every turn is
+// the conversation's too (src/records/conversations.ts), in one stream with ids in commit
+// order. A turn cut short by its box stopping or the server stopping is marked interrupted;
+// the next message goes on from the transcript, on a fresh box if need be.
+import { and, asc, desc, eq, gt, inArray } from "drizzle-orm";
+import type { Access, Identity } from "../access/index.js";
+import type { Agents } from "../agents/service.js";
+import type {
+  Conversation,
+  ConversationCreateRequest,
+  ConversationEvent,
+  ConversationMessage,
+  ConversationMessageCreated,
+} from "../contract/types.js";
+import { WarrenError } from "../errors.js";
+import { newId } from "../ids.js";
+import type { ModelGateway } from "../models/types.js";
+import type { Logger } from "../observability/log.js";
+import type { Records } from "../records/index.js";
+import type { AgentRunners } from "../runs/kinds.js";
+import { planAgentRun } from "../runs/model-run.js";
+import type { RunRecorder } from "../runs/recorder.js";
+import { MAX_INPUT_BYTES } from "../runs/service.js";
+import type { Db } from "../store/index.js";
+import { schema } from "../store/index.js";
+import { narrowSpec, type Personas } from "./personas.js";
+import { TurnRunner, type TurnDeps } from "./turn.js";
+
+type ConversationRow = typeof schema.conversations.$inferSelect;
+type MessageRow = typeof schema.conversationMessages.$inferSelect;
+
+export interface ConversationsOptions {
+  db: Db;
+  access: Access;
+  agents: Pick<Agents, "load" | "specOf">;
+  personas: Personas;
+  records: Records;
+  recorder: RunRecorder;
+  gateway: ModelGateway;
+  runners: AgentRunners;
+  /** The most bytes of model history a turn sends (history.ts says what is cut). */
+  historyBytes: number;
+  logger: Logger;
+}
+
+/** Who someone is in a conversation: their identity and a name (the email's local part). */
+function authorOf(who: Identity): { user_id: string; email: string; name: string } {
+  return { user_id: who.userId, email: who.email, name: who.email.split("@")[0] ?? who.email };
+}
+
+function view(c: ConversationRow): Conversation {
+  return {
+    id: c.id,
+    agent_id: c.agentId,
+    org_id: c.orgId,
+    title: c.title,
+    started_by: c.startedBy,
+    persona_id: c.personaId,
+    areas: c.areas,
+    status: c.status,
+    repo: c.repo,
+    branch: null,
+    base: null,
+    created_at: c.createdAt.toISOString(),
+    last_message_at: c.lastMessageAt?.toISOString() ?? null,
+    last_event_id: c.eventSeq,
+  };
+}
+
+function messageView(m: MessageRow): ConversationMessage {
+  return {
+    id: m.id,
+    role: m.role,
+    text: m.text,
+    author: m.author,
+    run_id: m.runId,
+    at: m.at.toISOString(),
+  };
+}
+
+export class Conversations {
+  readonly #o: ConversationsOptions;
+  /** The turns going on, by run, with their machine. */
+  readonly #active = new Map<string, { machineId: string; conversationId: string }>();
+  readonly #turns: TurnDeps;
+
+  constructor(o: ConversationsOptions) {
+    this.#o = o;
+    this.#turns = {
+      db: o.db,
+      records: o.records,
+      gateway: o.gateway,
+      runners: o.runners,
+      historyBytes: o.historyBytes,
+      active: this.#active,
+    };
+  }
+
+  async #load(who: Identity, id: string, perm: "read" | "inspect" | "write"): Promise<ConversationRow> {
+    const [c] = await this.#o.db.select().from(schema.conversations).where(eq(schema.conversations.id, id));
+    if (!c) throw new WarrenError("not_found", "conversation was not found");
+    await this.#o.access.require(c.orgId, who, perm, "conversation");
+    return c;
+  }
+
+  async create(who: Identity, agentId: string, body: ConversationCreateRequest): Promise<Conversation> {
+    const o = this.#o;
+    const agent = await o.agents.load(who, agentId, "write");
+    const { spec, version } = await o.agents.specOf(agent);
+    // an agent that does not think (kind command) holds no conversation
+    planAgentRun(spec, version, o.runners, undefined);
+    const persona = body.persona_id ? await o.personas.of(agent.id, body.persona_id) : null;
+    const [row] = await o.db
+      .insert(schema.conversations)
+      .values({
+        id: newId("cnv"),
+        orgId: agent.orgId,
+        agentId: agent.id,
+        // stored like every record of the agent's work: redacted of its secrets
+        title: await o.records.redactedFor(agent.id, body.title ?? ""),
+        startedBy: authorOf(who),
+        personaId: persona?.id ?? null,
+        // the starter's areas, kept for the conversation's whole life
+        areas: persona?.area ? [persona.area] : [],
+        repo: body.repo ?? null,
+      })
+      .returning();
+    if (!row) throw new Error("conversation insert returned nothing");
+    return view(row);
+  }
+
+  async list(who: Identity, agentId: string): Promise<Conversation[]> {
+    const agent = await this.#o.agents.load(who, agentId, "read");
+    const rows = await this.#o.db
+      .select()
+      .from(schema.conversations)
+      .where(eq(schema.conversations.agentId, agent.id))
+      .orderBy(desc(schema.conversations.createdAt), desc(schema.conversations.id))
+      .limit(500);
+    return rows.map(view);
+  }
+
+  async get(who: Identity, id: string): Promise<Conversation> {
+    return view(await this.#load(who, id, "read"));
+  }
+
+  async close(who: Identity, id: string): Promise<Conversation> {
+    const c = await this.#load(who, id, "write");
+    const [row] = await this.#o.db
+      .update(schema.conversations)
+      .set({ status: "closed" })
+      .where(eq(schema.conversations.id, c.id))
+      .returning();
+    if (!row) throw new WarrenError("not_found", "conversation was not found");
+    if (c.status !== "closed")
+      await this.#o.records.conversationEvent(
+        c.id,
+        { runId: null, type: "closed", data: {} },
+        { redactText: (s) => s },
+      );
+    return view(row);
+  }
+
+  /** A person's message: stored, then its turn started (or queued behind the agent's work). */
+  async post(who: Identity, id: string, text: string): Promise<ConversationMessageCreated> {
+    const o = this.#o;
+    const bytes = Buffer.byteLength(text, "utf8");
+    if (bytes > MAX_INPUT_BYTES)
+      throw new WarrenError(
+        "run.input_too_large",
+        `the message is ${bytes} bytes, above the ${MAX_INPUT_BYTES}-byte limit; put large text in a file of the home and name it`,
+      );
+    const c = await this.#load(who, id, "write");
+    if (c.status === "closed")
+      throw new WarrenError("conversation.closed", "the conversation is closed; start a new one to go on");
+    const agent = await o.agents.load(who, c.agentId, "write");
+    const [machine] = await o.db
+      .select()
+      .from(schema.machines)
+      .where(eq(schema.machines.id, agent.machineId));
+    if (!machine) throw new WarrenError("not_found", "machine was not found");
+    const current = await o.agents.specOf(agent);
+    const persona = await o.personas.find(c.personaId);
+    const plan = planAgentRun(narrowSpec(current.spec, persona), current.version, o.runners, undefined);
+    const runId = newId("run");
+    const messageId = newId("msg");
+    const author = authorOf(who);
+    // the turn is known before its run's first event, which is the conversation's too
+    o.records.conversations.knowTurn(runId, c.id);
+    await o.db.insert(schema.conversationTurns).values({
+      runId,
+      conversationId: c.id,
+      messageId,
+      personaId: c.personaId,
+      author,
+    });
+    const message = await o.records.conversationMessage(
+      { id: messageId, conversationId: c.id, role: "user", text, author, runId },
+      await o.records.forAgent(agent.id),
+    );
+    try {
+      await o.recorder.start({
+        id: runId,
+        agent,
+        machine,
+        kind: plan.spec.kind,
+        argv: [],
+        specVersion: plan.version,
+        timeoutS: plan.timeoutS,
+        input: Buffer.from(text, "utf8"),
+        wait: true,
+        runner: new TurnRunner(this.#turns, c.id, plan),
+        secrets: persona?.secrets ?? undefined,
+      });
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      await o.records.conversationEvent(
+        c.id,
+        { runId, type: "refused", data: { reason } },
+        await o.records.forAgent(agent.id),
+      );
+      throw err;
+    }
+    return { message: messageView(message), run_id: runId };
+  }
+
+  async messages(who: Identity, id: string): Promise<ConversationMessage[]> {
+    const c = await this.#load(who, id, "inspect");
+    const rows = await this.#o.db
+      .select()
+      .from(schema.conversationMessages)
+      .where(eq(schema.conversationMessages.conversationId, c.id))
+      .orderBy(asc(schema.conversationMessages.at), asc(schema.conversationMessages.id));
+    return rows.map(messageView);
+  }
+
+  /** Checks the caller may read the conversation's events (before a stream starts). */
+  async openEvents(who: Identity, id: string): Promise<ConversationRow> {
+    return this.#load(who, id, "inspect");
+  }
+
+  /** The conversation's events after `after`, in order. */
+  async events(conversationId: string, after: number, limit: number): Promise<ConversationEvent[]> {
+    const rows = await this.#o.db
+      .select()
+      .from(schema.conversationEvents)
+      .where(
+        and(
+          eq(schema.conversationEvents.conversationId, conversationId),
+          gt(schema.conversationEvents.seq, after),
+        ),
+      )
+      .orderBy(asc(schema.conversationEvents.seq))
+      .limit(limit);
+    return rows.map((e) => ({
+      id: e.seq,
+      type: e.type,
+      run_id: e.runId,
+      at: e.at.toISOString(),
+      data: e.data,
+    }));
+  }
+
+  watch(conversationId: string, fn: () => void): () => void {
+    return this.#o.records.conversations.watch(conversationId, fn);
+  }
+
+  /** A box stopped: the turns going on in it are interrupted (cancelled, and marked so). */
+  boxStopped(machineId: string, reason: string): void {
+    for (const [runId, t] of this.#active)
+      if (t.machineId === machineId)
+        void this.#o.recorder
+          .cancel(runId, `interrupted: the box stopped (${reason})`)
+          .catch((err: unknown) => this.#o.logger.error({ err, runId }, "interrupting a turn failed"));
+  }
+
+  /**
+   * At boot, after the recorder marked what was going on as lost: those of them that were
+   * turns are interrupted, and say so in their conversation.
+   */
+  async recover(): Promise<number> {
+    const o = this.#o;
+    const rows = await o.db
+      .select({
+        runId: schema.conversationTurns.runId,
+        conversationId: schema.conversationTurns.conversationId,
+      })
+      .from(schema.conversationTurns)
+      .innerJoin(schema.runs, eq(schema.runs.id, schema.conversationTurns.runId))
+      .where(and(eq(schema.conversationTurns.interrupted, false), inArray(schema.runs.status, ["lost"])));
+    for (const r of rows) {
+      await o.db
+        .update(schema.conversationTurns)
+        .set({ interrupted: true })
+        .where(eq(schema.conversationTurns.runId, r.runId));
+      await o.records.runEvent(r.runId, "interrupted", {
+        reason: "interrupted: the server stopped while the turn was going on",
+        conversation_id: r.conversationId,
+      });
+    }
+    return rows.length;
+  }
+}

@@ -1,0 +1,302 @@
+// A conversation in the operator app, in a real browser (Debian's chromium, driven by
+// playwright-core) against a real `warren serve` (the built CLI, trusted-header mode, real
+// boxes) and an assistant on the scripted model: started as a persona, a message sent, the
+// answer arriving over the conversation's event stream, the turn's tool call folded under it,
+// a second turn, then closed; and the turn's run page following the run's event stream.
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { chromium, type BrowserContext, type Page, type Request } from "playwright-core";
+import { startHeldModel, type HeldModel } from "../support/held-model.js";
+import { builtCli, freePort } from "../support/serve.js";
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const shots = path.join(repo, "test-results", "web");
+const CHROMIUM = "/usr/bin/chromium";
+const OWNER = "owner@example.com";
+const ALLOW_READS = '@id("reads") permit(principal, action, resource == Tool::"read_file");';
+const ANSWER = "The notes say: tea at five, in the garden, with the good cups.";
+
+let serve: ChildProcess | undefined;
+let base = "";
+let stateRoot = "";
+let profile = "";
+let ctx: BrowserContext | undefined;
+let serveLog = "";
+
+const FIRST = "Tea is served ";
+const REST = "in the garden.";
+let held: HeldModel | undefined;
+
+async function api(method: string, url: string, body?: object | string, raw = false): Promise<any> {
+  const r = await fetch(`${base}${url}`, {
+    method,
+    headers: {
+      "x-forwarded-email": OWNER,
+      ...(body === undefined
+        ? {}
+        : { "content-type": raw ? "application/octet-stream" : "application/json" }),
+    },
+    body: body === undefined ? undefined : typeof body === "string" && raw ? body : JSON.stringify(body),
+  });
+  const text = await r.text();
+  return { status: r.status, body: text ? JSON.parse(text) : undefined };
+}
+
+before(async () => {
+  assert.ok(existsSync(builtCli), "run `npm run build` before the browser tests");
+  assert.ok(existsSync(path.join(repo, "dist/web/index.html")), "the app is not built: run `npm run build`");
+  assert.ok(existsSync(CHROMIUM), "chromium is missing: scripts/setup.sh installs it");
+  await mkdir(shots, { recursive: true });
+  held = await startHeldModel(FIRST, REST);
+  stateRoot = await mkdtemp(path.join(os.tmpdir(), "warren-web-conv-"));
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  serve = spawn(process.execPath, [builtCli, "serve", "--stop-boxes"], {
+    cwd: repo,
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: process.env.HOME ?? "/root",
+      STATE_ROOT: stateRoot,
+      WARREN_HOST: "127.0.0.1",
+      WARREN_PORT: String(port),
+      WARREN_PREVIEW_PORT: "0",
+      AUTH_MODE: "trusted-header",
+      LOG_LEVEL: "warn",
+      WARREN_SHUTDOWN_GRACE_S: "1",
+      // the held model's port, and nothing else of this host
+      WARREN_EGRESS_PRIVATE_ALLOW: `127.0.0.1:${held.port}`,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  serve.stdout?.setEncoding("utf8").on("data", (c: string) => (serveLog += c));
+  serve.stderr?.setEncoding("utf8").on("data", (c: string) => (serveLog += c));
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    assert.ok(serve.exitCode === null, `warren serve exited:\n${serveLog}`);
+    const ok = await fetch(`${base}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) break;
+    assert.ok(Date.now() < deadline, `warren serve never became healthy:\n${serveLog}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+});
+
+after(async () => {
+  await ctx?.close().catch(() => {});
+  if (base) {
+    const ms = await api("GET", "/api/machines").catch(() => undefined);
+    for (const m of ms?.body?.items ?? []) await api("POST", `/api/machines/${m.id}/stop`).catch(() => {});
+  }
+  if (serve && serve.exitCode === null && serve.pid) {
+    const exited = new Promise((r) => serve?.once("exit", r));
+    process.kill(serve.pid, "SIGTERM");
+    const timer = setTimeout(() => serve?.pid && process.kill(serve.pid, "SIGKILL"), 20_000);
+    await exited;
+    clearTimeout(timer);
+  }
+  await held?.close();
+  for (const d of [profile, stateRoot]) if (d) await rm(d, { recursive: true, force: true, maxRetries: 3 });
+});
+
+describe("a conversation in the app", { concurrency: false }, () => {
+  let page: Page;
+  let agentId = "";
+  let conversationId = "";
+  let personaId = "";
+  const requests: Request[] = [];
+
+  test("set-up: an assistant with a tool, its script and notes, and a persona", async () => {
+    const org = await api("POST", "/api/orgs", { name: "Tea" });
+    const machine = await api("POST", "/api/machines", { org_id: org.body.id, name: "kitchen" });
+    const agent = await api("POST", "/api/agents", {
+      org_id: org.body.id,
+      machine_id: machine.body.id,
+      name: "butler",
+      kind: "assistant",
+      model: { provider: "script", name: "turns.json" },
+      tools: [{ type: "builtin", name: "read_file" }],
+      tool_policy: ALLOW_READS,
+    });
+    assert.equal(agent.status, 201, JSON.stringify(agent.body));
+    agentId = agent.body.id;
+    const script = [
+      { tool_calls: [{ name: "read_file", input: { path: "notes.txt" } }] },
+      { text: ANSWER },
+      { text: "You are welcome." },
+    ];
+    for (const [file, content] of [
+      ["turns.json", JSON.stringify(script)],
+      ["notes.txt", "tea at five"],
+    ] as const)
+      assert.equal((await api("PUT", `/api/agents/${agentId}/files/${file}`, content, true)).status, 204);
+    const persona = await api("POST", `/api/agents/${agentId}/personas`, {
+      name: "reader",
+      instructions: "Answer from the notes.",
+      tools: ["read_file"],
+    });
+    assert.equal(persona.status, 201, JSON.stringify(persona.body));
+    personaId = persona.body.id;
+
+    profile = await mkdtemp(path.join(os.tmpdir(), "warren-web-profile-"));
+    ctx = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+      ],
+      viewport: { width: 1280, height: 800 },
+      extraHTTPHeaders: { "x-forwarded-email": OWNER },
+    });
+    page = ctx.pages()[0] ?? (await ctx.newPage());
+    page.setDefaultTimeout(30_000);
+    page.on("request", (r) => requests.push(r));
+  });
+
+  test("a conversation is started as a persona from the agent's Conversations tab", async () => {
+    await page.goto(`${base}/agents/${agentId}`);
+    await page
+      .getByRole("navigation", { name: "agent" })
+      .getByRole("link", { name: "Conversations" })
+      .click();
+    await page.waitForURL(`${base}/agents/${agentId}/conversations`);
+    await page.getByText("No conversations yet").waitFor();
+    await page.locator('input[name="conversation_title"]').fill("Tea time");
+    await page.locator('select[name="conversation_persona"]').selectOption({ label: "persona reader" });
+    await page.getByRole("button", { name: "Start conversation" }).click();
+    await page.waitForURL(/\/conversations\/cnv_[0-9a-z]{16}$/);
+    conversationId = page.url().split("/conversations/")[1] ?? "";
+    await page.getByRole("heading", { name: /Tea time/ }).waitFor();
+    await page.getByTestId("stream-state").getByText("live").waitFor();
+    await page.getByText("No messages yet").waitFor();
+    const c = await api("GET", `/api/conversations/${conversationId}`);
+    assert.equal(c.body.persona_id, personaId);
+    assert.equal(c.body.title, "Tea time");
+  });
+
+  test("a message sent: the answer comes over the event stream, the tool call folded under the turn", async () => {
+    const from = requests.length;
+    const box = page.locator('textarea[name="conversation_message"]');
+    await box.fill("What do the notes say?");
+    await box.press("Enter");
+    await page.getByTestId("user-message").getByText("What do the notes say?").waitFor();
+    assert.equal(await box.inputValue(), "", "the composer is emptied once the message is sent");
+    await page.getByTestId("agent-message").getByText(ANSWER).waitFor();
+    // the answer was not asked for again: the stream brought it
+    const after = requests.slice(from).map((r) => `${r.method()} ${new URL(r.url()).pathname}`);
+    assert.deepEqual(
+      after.filter((r) => r.startsWith("GET ") && r.includes("/messages")),
+      [],
+      after.join("\n"),
+    );
+    const streams = requests.filter((r) => r.url().endsWith(`/api/conversations/${conversationId}/events`));
+    assert.ok(streams.length >= 1);
+    assert.equal(streams[0]?.headers().accept, "text/event-stream");
+
+    const folded = page.getByTestId("tool-calls");
+    await folded.waitFor();
+    assert.equal(await folded.getAttribute("open"), null, "the tool calls are folded");
+    assert.equal(await folded.locator("summary").innerText(), "1 tool call");
+    assert.equal(await folded.getByTestId("tool-call").isVisible(), false);
+    await folded.locator("summary").click();
+    const call = folded.getByTestId("tool-call");
+    await call.waitFor();
+    assert.match(await call.innerText(), /read_file allow \{"path":"notes\.txt"\}/);
+    await page.screenshot({ path: path.join(shots, "conversation-thread.png"), fullPage: true });
+  });
+
+  test("a second turn sees the thread; the page opened again shows the same thread", async () => {
+    const box = page.locator('textarea[name="conversation_message"]');
+    await box.fill("Thank you!");
+    await page.getByRole("button", { name: "Send" }).click();
+    await page.getByTestId("agent-message").getByText("You are welcome.").waitFor();
+    await page.reload();
+    await page.getByTestId("agent-message").getByText("You are welcome.").waitFor();
+    assert.deepEqual(await page.getByTestId("user-message").allInnerTexts(), [
+      "What do the notes say?",
+      "Thank you!",
+    ]);
+    assert.deepEqual(await page.getByTestId("agent-message").locator(".text").allInnerTexts(), [
+      ANSWER,
+      "You are welcome.",
+    ]);
+    assert.equal(await page.getByTestId("tool-calls").count(), 1);
+  });
+
+  test("a turn's run page follows the run's event stream, without polling", async () => {
+    const messages = await api("GET", `/api/conversations/${conversationId}/messages`);
+    const runId = messages.body.items[0].run_id as string;
+    const from = requests.length;
+    await page.goto(`${base}/agents/${agentId}/runs/${runId}`);
+    const trace = page.getByTestId("trace");
+    await trace.getByText("exit", { exact: true }).waitFor();
+    await trace.getByText("tool_call", { exact: true }).waitFor();
+    await page.getByTestId("run-status").getByText("succeeded").waitFor();
+    const mine = requests
+      .slice(from)
+      .filter((r) => new URL(r.url()).pathname.startsWith(`/api/runs/${runId}`));
+    const events = mine.filter((r) => new URL(r.url()).pathname.endsWith("/events"));
+    assert.ok(events.length >= 1);
+    for (const r of events) assert.equal(r.headers().accept, "text/event-stream");
+    assert.ok(!events.some((r) => r.url().includes("after=")), "the events were polled");
+  });
+
+  test("the answer streams in as the model writes it", async () => {
+    const agent = (await api("GET", `/api/agents/${agentId}`)).body;
+    const teller = await api("POST", "/api/agents", {
+      org_id: agent.org_id,
+      machine_id: agent.machine_id,
+      name: "teller",
+      kind: "assistant",
+      model: {
+        provider: "openai-compatible",
+        name: "held",
+        base_url: held?.baseUrl,
+      },
+    });
+    assert.equal(teller.status, 201, JSON.stringify(teller.body));
+    await page.goto(`${base}/agents/${teller.body.id}/conversations`);
+    await page.getByRole("button", { name: "Start conversation" }).click();
+    await page.waitForURL(/\/conversations\/cnv_[0-9a-z]{16}$/);
+    await page.getByTestId("stream-state").getByText("live").waitFor();
+    const box = page.locator('textarea[name="conversation_message"]');
+    await box.fill("Where is tea?");
+    await box.press("Enter");
+    // the first words are on the page while the model still holds the rest
+    await page.getByTestId("streamed").getByText(FIRST.trim()).waitFor();
+    assert.equal(await page.getByTestId("agent-message").count(), 0);
+    await page.screenshot({ path: path.join(shots, "conversation-streaming.png"), fullPage: true });
+    held?.release();
+    await page
+      .getByTestId("agent-message")
+      .getByText(FIRST + REST)
+      .waitFor();
+    assert.equal(await page.getByTestId("streamed").count(), 0);
+  });
+
+  test("close: the composer goes, the list says closed, the API refuses a message", async () => {
+    await page.goto(`${base}/agents/${agentId}/conversations/${conversationId}`);
+    await page.getByRole("button", { name: "Close conversation" }).click();
+    await page.getByText("This conversation is closed").waitFor();
+    assert.equal(await page.locator('textarea[name="conversation_message"]').count(), 0);
+    await page.getByRole("link", { name: "conversations" }).click();
+    const row = page.getByTestId("conversations").getByRole("row", { name: /Tea time/ });
+    await row.getByText("closed").waitFor();
+    await row.getByText("reader").waitFor();
+    await page.screenshot({ path: path.join(shots, "conversations-list.png"), fullPage: true });
+    const refused = await api("POST", `/api/conversations/${conversationId}/messages`, { text: "Hello?" });
+    assert.equal(refused.status, 409);
+    assert.equal(refused.body.error.code, "conversation.closed");
+  });
+});
