@@ -9,8 +9,10 @@
 // HTTP API and the phases of one (bench/phases.ts), its cold start, reads of one resource,
 // density (20 machines x 10 agents live at once, boxd's memory), throughput (50 clients
 // driving 50 agents), a
-// Cedar tool-policy decision, the home measurement against du, and the egress proxy against a
-// direct connection (added latency of a request, throughput of one CONNECT tunnel). Targets
+// Cedar tool-policy decision, the home measurement against du, the egress proxy against a
+// direct connection (added latency of a request, throughput of one CONNECT tunnel), and a
+// conversation's live stream (bench/conversations.ts: a message to its first event, the
+// model's first token to the first piece of text, reading the stream back). Targets
 // missed print "no"; they never fail the run. An error of warren itself (a failed request, an
 // exec that does not succeed, a box that does
 // not come up, measure() disagreeing with du) exits non-zero. A peer that cannot run is a
@@ -28,6 +30,7 @@ import type { PingResult } from "../src/boxd/protocol.js";
 import { startTestServer, type TestServer } from "../test/support/server.js";
 import { benchCedar } from "./cedar.js";
 import { jsonClient, runClients } from "./clients.js";
+import { benchConversations } from "./conversations.js";
 import { buildFloor, timeFloor } from "./floor.js";
 import { tracePhases } from "./phases.js";
 import { benchEgress, egressTable } from "./egress.js";
@@ -337,6 +340,37 @@ async function egressRows(): Promise<void> {
     log,
   });
   for (const r of egressTable(e)) rows.push({ ...r, vsFloor: "" });
+}
+
+async function conversationRows(): Promise<void> {
+  const c = await benchConversations({ turns: quick ? 3 : 20, tokens: 400, log });
+  rows.push({
+    what: `conversation: a message posted to its turn's first event on the stream (${c.turns} turns)`,
+    p50: fmt(c.firstEvent.p50),
+    p99: fmt(c.firstEvent.p99),
+    vsFloor: "",
+    target: "",
+    met: "",
+    data: { ...c.firstEvent },
+  });
+  rows.push({
+    what: "conversation: the model's first token to the stream's first piece of text",
+    p50: fmt(c.firstText.p50),
+    p99: fmt(c.firstText.p99),
+    vsFloor: "",
+    target: "p50 ≤ 50",
+    met: yesNo(c.firstText.p50 <= 50),
+    data: { ...c.firstText },
+  });
+  rows.push({
+    what: `conversation: a client reading the whole stream from its start (${c.events} events)`,
+    p50: `${c.eventsPerS.toFixed(0)} events/s`,
+    p99: "",
+    vsFloor: "",
+    target: "",
+    met: "",
+    data: { events_per_s: c.eventsPerS, events: c.events },
+  });
 }
 
 async function warren(): Promise<void> {
@@ -675,6 +709,7 @@ async function main(): Promise<number> {
     await cleanup(); // server, boxes, container: before the disk-bound measurement
 
     await egressRows();
+    await conversationRows();
 
     log(`measurement: a home of ${N.files} files, ${N.measureRuns} runs each`);
     const r = await benchMeasure(N.files, N.measureRuns, log);

@@ -8,7 +8,10 @@ const HOLD_MAX = 4096;
 
 export class TextStream {
   #held = "";
-  #writing: Promise<void> = Promise.resolve();
+  /** Text let out while a piece's event was being written: the next event, all of it. */
+  #waiting = "";
+  /** The event being written, if one is. */
+  #writing: Promise<void> | null = null;
 
   constructor(
     private readonly redactor: Redacts,
@@ -28,15 +31,29 @@ export class TextStream {
   async end(): Promise<void> {
     if (this.#held) this.#emit(this.#held);
     this.#held = "";
-    await this.#writing.catch(() => undefined);
+    while (this.#writing) await this.#writing;
   }
 
+  /**
+   * One event at a time: what comes while one is written goes out as the next, whole. A
+   * model that streams faster than events are stored makes fewer, longer pieces, and the
+   * first piece is never queued behind the others.
+   */
   #emit(text: string): void {
-    const clean = this.redactor.redactText(text);
-    this.#writing = this.#writing.then(
-      () => this.write(clean),
-      () => this.write(clean),
-    );
+    this.#waiting += text;
+    if (!this.#writing) this.#next();
+  }
+
+  #next(): void {
+    // pieces end at whitespace (or are whole), so pieces joined split no secret's value
+    const clean = this.redactor.redactText(this.#waiting);
+    this.#waiting = "";
+    this.#writing = this.write(clean)
+      .catch(() => undefined)
+      .then(() => {
+        this.#writing = null;
+        if (this.#waiting) this.#next();
+      });
   }
 }
 
