@@ -20,6 +20,7 @@ import { newId } from "../ids.js";
 import type { ModelGateway } from "../models/types.js";
 import type { Logger } from "../observability/log.js";
 import type { Records } from "../records/index.js";
+import { messageData } from "../records/index.js";
 import type { AgentRunners } from "../runs/kinds.js";
 import { planAgentRun } from "../runs/model-run.js";
 import type { RunRecorder } from "../runs/recorder.js";
@@ -71,14 +72,7 @@ function view(c: ConversationRow): Conversation {
 }
 
 function messageView(m: MessageRow): ConversationMessage {
-  return {
-    id: m.id,
-    role: m.role,
-    text: m.text,
-    author: m.author,
-    run_id: m.runId,
-    at: m.at.toISOString(),
-  };
+  return messageData(m);
 }
 
 export class Conversations {

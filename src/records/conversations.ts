@@ -14,6 +14,18 @@ type Tx = Pick<Db, "update" | "insert">;
 /** The run of a turn's conversation, cached: a run never changes conversation. */
 const TURNS_MAX = 4096;
 
+/** A stored message as the API and the stream show it. */
+export function messageData(m: typeof schema.conversationMessages.$inferSelect) {
+  return {
+    id: m.id,
+    role: m.role,
+    text: m.text,
+    author: m.author,
+    run_id: m.runId,
+    at: m.at.toISOString(),
+  };
+}
+
 export class ConversationRecords {
   readonly #db: Db;
   /** Per run: its conversation, or null when it is no turn. */

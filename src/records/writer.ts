@@ -12,7 +12,7 @@ import { Redactor, withCaseForms } from "../secrets/redact.js";
 import type { ResolvedSecrets } from "../secrets/service.js";
 import type { Db, EgressInsert, RunInsert } from "../store/index.js";
 import { schema } from "../store/index.js";
-import { ConversationRecords } from "./conversations.js";
+import { ConversationRecords, messageData } from "./conversations.js";
 
 export interface Redacts {
   redactText(s: string): string;
@@ -253,14 +253,7 @@ export class Records {
       await this.conversations.insert(tx, m.conversationId, {
         runId: m.runId,
         type: "message",
-        data: {
-          id: m.id,
-          role: m.role,
-          text: m.text,
-          author: m.author,
-          run_id: m.runId,
-          at: m.at.toISOString(),
-        },
+        data: messageData(m),
       });
       return m;
     });
