@@ -7,7 +7,7 @@ import type { HomeLayout } from "../boxes/index.js";
 import type { MachineControl } from "../runtime/index.js";
 import { homeOf, lowestFreeSlot, portsOf, UID_BASE, uidOf, type AgentAt } from "../machines/placement.js";
 import type { Machines } from "../machines/service.js";
-import type { AgentInsert, AgentRow, Db } from "../store/index.js";
+import type { AgentInsert, AgentRow, Db, MachineRow } from "../store/index.js";
 import { isForeignKeyViolation, isUniqueViolation, memo, schema } from "../store/index.js";
 import { parseNetworkEntry, SandboxPolicy } from "../contract/policy.js";
 import type { AddressRule } from "../net/rule.js";
@@ -284,6 +284,11 @@ export class Agents {
     if (!row) throw new WarrenError("not_found", "agent was not found");
     await this.access.require(row.orgId, who, perm, "agent");
     return row;
+  }
+
+  /** The machine of an agent its caller has loaded (and so checked access to). */
+  machineOf(agent: AgentRow): Promise<MachineRow> {
+    return this.machines.row(agent.machineId);
   }
 
   /** The agent's current spec and its version (null: never given one). */

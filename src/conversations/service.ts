@@ -36,7 +36,7 @@ type MessageRow = typeof schema.conversationMessages.$inferSelect;
 export interface ConversationsOptions {
   db: Db;
   access: Access;
-  agents: Pick<Agents, "load" | "specOf">;
+  agents: Pick<Agents, "load" | "specOf" | "machineOf">;
   personas: Personas;
   records: Records;
   recorder: RunRecorder;
@@ -171,19 +171,13 @@ export class Conversations {
     if (c.status === "closed")
       throw new WarrenError("conversation.closed", "the conversation is closed; start a new one to go on");
     const agent = await o.agents.load(who, c.agentId, "write");
-    const [machine] = await o.db
-      .select()
-      .from(schema.machines)
-      .where(eq(schema.machines.id, agent.machineId));
-    if (!machine) throw new WarrenError("not_found", "machine was not found");
+    const machine = await o.agents.machineOf(agent);
     const current = await o.agents.specOf(agent);
     const persona = await o.personas.find(c.personaId);
     const plan = planAgentRun(narrowSpec(current.spec, persona), current.version, o.runners, undefined);
     const runId = newId("run");
     const messageId = newId("msg");
     const author = authorOf(who);
-    // the turn is known before its run's first event, which is the conversation's too
-    o.records.conversations.knowTurn(runId, c.id);
     await o.db.insert(schema.conversationTurns).values({
       runId,
       conversationId: c.id,
@@ -208,6 +202,7 @@ export class Conversations {
         wait: true,
         runner: new TurnRunner(this.#turns, c.id, plan),
         secrets: persona?.secrets ?? undefined,
+        conversationId: c.id,
       });
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);

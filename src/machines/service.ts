@@ -98,12 +98,18 @@ export class Machines {
 
   /** The row, after checking the caller may `perm` it; not_found for non-members. */
   async load(who: Identity, id: string, perm: "read" | "write"): Promise<MachineRow> {
+    const row = await this.row(id);
+    await this.access.require(row.orgId, who, perm, "machine");
+    return row;
+  }
+
+  /** The row (kept while the table is unchanged), for a caller that checked access to it (its agent's). */
+  async row(id: string): Promise<MachineRow> {
     const row = await this.#rows.get(id, async () => {
       const [r] = await this.db.select().from(schema.machines).where(eq(schema.machines.id, id));
       return r ? Object.freeze(r) : null;
     });
     if (!row) throw new WarrenError("not_found", "machine was not found");
-    await this.access.require(row.orgId, who, perm, "machine");
     return row;
   }
 

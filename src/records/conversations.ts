@@ -37,8 +37,8 @@ export class ConversationRecords {
     this.#db = db;
   }
 
-  /** Says that a run is a turn of a conversation (before its first event). */
-  knowTurn(runId: string, conversationId: string): void {
+  /** Says whether a run is a turn of a conversation (null: it is none), before its first event. */
+  knowTurn(runId: string, conversationId: string | null): void {
     if (this.#turns.size >= TURNS_MAX) this.#turns.clear();
     this.#turns.set(runId, conversationId);
   }

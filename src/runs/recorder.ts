@@ -72,6 +72,8 @@ export interface RunRequest {
   id?: string | undefined;
   /** The door's narrowing of the run's secrets (a persona's): only these names reach its commands. */
   secrets?: readonly string[] | undefined;
+  /** The conversation the run is a turn of: its events are the conversation's too. */
+  conversationId?: string | undefined;
 }
 
 export interface RunRecorderOptions {
@@ -147,6 +149,9 @@ export class RunRecorder {
     const o = this.#o;
     const { agent, machine } = req;
     const id = req.id ?? newId("run");
+    // the record writer learns here whether the run's events are a conversation's too, so
+    // that no event of any run asks the store
+    o.records.conversations.knowTurn(id, req.conversationId ?? null);
     // a home over its cap refuses the run now, queued or not (and again when it starts)
     const gated = await o.caps.gate(agent, machine);
     let recorded!: (row: RunRow | null) => void;

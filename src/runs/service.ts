@@ -46,7 +46,7 @@ export interface CommandRunInput {
 export interface RunsOptions {
   db: Db;
   access: Access;
-  agents: Pick<Agents, "load" | "specOf">;
+  agents: Pick<Agents, "load" | "specOf" | "machineOf">;
   /** Every run's lifecycle: queue, start, trace, timeout, cancel, measurement, receipt, end. */
   recorder: RunRecorder;
   /** Agent runs: the model gateway and the runners of agent kinds. */
@@ -71,11 +71,7 @@ export class Runs {
         `the input is ${inputBytes.length} bytes, above the ${MAX_INPUT_BYTES}-byte limit; pass large data as a file in the home`,
       );
     }
-    const [machine] = await o.db
-      .select()
-      .from(schema.machines)
-      .where(eq(schema.machines.id, agent.machineId));
-    if (!machine) throw new WarrenError("not_found", "machine was not found");
+    const machine = await o.agents.machineOf(agent);
     const common = { agent, machine, input: inputBytes, wait: input.wait ?? true };
     if (input.kind === "agent") {
       const current = await o.agents.specOf(agent);

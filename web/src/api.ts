@@ -27,6 +27,18 @@ export function useOrgs() {
   return useQuery({ queryKey: keys.orgs, queryFn: () => warren.orgs.list().then((l) => l.items) });
 }
 
+/** An agent's personas (the conversation list's picker, a thread's persona name). */
+export function usePersonas(agentId: string) {
+  return useQuery({
+    queryKey: keys.personas(agentId),
+    queryFn: () =>
+      warren
+        .agent(agentId)
+        .personas.list()
+        .then((l) => l.items),
+  });
+}
+
 /** What the caller's role lets it do in an organisation, as the API enforces it. */
 export interface Can {
   role: Role | undefined;

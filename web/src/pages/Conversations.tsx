@@ -2,7 +2,7 @@
 // personas). A thread is its own page (Thread.tsx).
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { keys, warren, type Can } from "../api";
+import { keys, usePersonas, warren, type Can } from "../api";
 import { Link, navigate } from "../router";
 import { Action, Empty, ErrorBox, Loading, StatusBadge, when } from "../ui";
 
@@ -16,14 +16,7 @@ export function ConversationsTab({ agentId, can }: { agentId: string; can: Can }
         .conversations.list()
         .then((l) => l.items),
   });
-  const personas = useQuery({
-    queryKey: keys.personas(agentId),
-    queryFn: () =>
-      warren
-        .agent(agentId)
-        .personas.list()
-        .then((l) => l.items),
-  });
+  const personas = usePersonas(agentId);
   const [title, setTitle] = useState("");
   const [persona, setPersona] = useState("");
   const start = useMutation({

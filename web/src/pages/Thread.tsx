@@ -4,7 +4,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
 import type { ConversationMessage } from "warren/sdk";
-import { keys, useCan, warren } from "../api";
+import { keys, useCan, usePersonas, warren } from "../api";
 import { Link, useTitle } from "../router";
 import { useEventStream, type LiveEvent } from "../stream";
 import { Action, Empty, ErrorBox, Loading, Spinner, StatusBadge, when } from "../ui";
@@ -106,14 +106,7 @@ export function ThreadPage({ agentId, conversationId }: { agentId: string; conve
     queryKey: keys.conversation(conversationId),
     queryFn: () => warren.conversations.get(conversationId),
   });
-  const personas = useQuery({
-    queryKey: keys.personas(agentId),
-    queryFn: () =>
-      warren
-        .agent(agentId)
-        .personas.list()
-        .then((l) => l.items),
-  });
+  const personas = usePersonas(agentId);
   const messages = useQuery({
     queryKey: keys.messages(conversationId),
     queryFn: () => warren.conversations.messages(conversationId).then((l) => l.items),
