@@ -1,4 +1,6 @@
-// What tests that start a real `warren serve` share: the built CLI and a free loopback port.
+// What tests that start a real `warren serve` share: the built CLI, a free loopback port, and
+// the server itself started and stopped.
+import { spawn } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -14,3 +16,63 @@ export const freePort = () =>
       s.close(() => resolve(p));
     });
   });
+
+/** A `warren serve --stop-boxes` of the built CLI, running for a test. */
+export interface Served {
+  base: string;
+  /** What it printed so far (for a failure's message). */
+  log(): string;
+  /** SIGTERM (SIGKILL after 20 s); it stops the boxes still running. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the built CLI's server on a free loopback port in trusted-header mode, and waits
+ * until /health answers (it fails with the server's output if it exits or never does).
+ */
+export async function startServe(o: { stateRoot: string; env?: Record<string, string> }): Promise<Served> {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const child = spawn(process.execPath, [builtCli, "serve", "--stop-boxes"], {
+    cwd: path.resolve(path.dirname(builtCli), "../.."),
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: process.env.HOME ?? "/root",
+      STATE_ROOT: o.stateRoot,
+      WARREN_HOST: "127.0.0.1",
+      WARREN_PORT: String(port),
+      WARREN_PREVIEW_PORT: "0",
+      AUTH_MODE: "trusted-header",
+      LOG_LEVEL: "warn",
+      WARREN_SHUTDOWN_GRACE_S: "1",
+      ...o.env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let log = "";
+  child.stdout?.setEncoding("utf8").on("data", (c: string) => (log += c));
+  child.stderr?.setEncoding("utf8").on("data", (c: string) => (log += c));
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null || !child.pid) return;
+    const exited = new Promise((r) => child.once("exit", r));
+    process.kill(child.pid, "SIGTERM");
+    const timer = setTimeout(() => child.pid && process.kill(child.pid, "SIGKILL"), 20_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`warren serve exited:\n${log}`);
+    const ok = await fetch(`${base}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) break;
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`warren serve never became healthy:\n${log}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return { base, log: () => log, stop };
+}

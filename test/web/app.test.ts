@@ -3,7 +3,6 @@
 // with real boxes: a new user's first session, then a viewer's and an auditor's reduced pages.
 // Screenshots of each page go to test-results/.
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
@@ -11,7 +10,7 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
-import { builtCli, freePort } from "../support/serve.js";
+import { builtCli, startServe, type Served } from "../support/serve.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const shots = path.join(repo, "test-results", "web");
@@ -31,12 +30,11 @@ const VIEWER = "viewer@example.com";
 const AUDITOR = "auditor@example.com";
 const SECRET_VALUE = "s3cr3t-app-value-7731";
 
-let serve: ChildProcess | undefined;
+let serve: Served | undefined;
 let base = "";
 let stateRoot = "";
 const dirs: string[] = [];
 const contexts: BrowserContext[] = [];
-let serveLog = "";
 
 /** One person's browser: a fresh profile, their email sent as the trusted header. */
 async function personAt(email: string, size = { width: 1280, height: 800 }): Promise<Page> {
@@ -88,37 +86,8 @@ before(async () => {
   assert.ok(existsSync(CHROMIUM), "chromium is missing: scripts/setup.sh installs it");
   await mkdir(shots, { recursive: true });
   stateRoot = await mkdtemp(path.join(os.tmpdir(), "warren-web-state-"));
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  serve = spawn(process.execPath, [builtCli, "serve", "--stop-boxes"], {
-    cwd: repo,
-    env: {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
-      HOME: process.env.HOME ?? "/root",
-      STATE_ROOT: stateRoot,
-      WARREN_HOST: "127.0.0.1",
-      WARREN_PORT: String(port),
-      WARREN_PREVIEW_PORT: "0",
-      AUTH_MODE: "trusted-header",
-      BOX_ORPHAN_S: "20",
-      LOG_LEVEL: "warn",
-      WARREN_SHUTDOWN_GRACE_S: "1",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  serve.stdout?.setEncoding("utf8").on("data", (c: string) => (serveLog += c));
-  serve.stderr?.setEncoding("utf8").on("data", (c: string) => (serveLog += c));
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    assert.ok(serve.exitCode === null, `warren serve exited:\n${serveLog}`);
-    const ok = await fetch(`${base}/health`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) break;
-    assert.ok(Date.now() < deadline, `warren serve never became healthy:\n${serveLog}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  serve = await startServe({ stateRoot, env: { BOX_ORPHAN_S: "20" } });
+  base = serve.base;
 });
 
 after(async () => {
@@ -129,13 +98,7 @@ after(async () => {
     for (const m of ms?.body?.items ?? [])
       await api(OWNER, "POST", `/api/machines/${m.id}/stop`).catch(() => {});
   }
-  if (serve && serve.exitCode === null && serve.pid) {
-    const exited = new Promise((r) => serve?.once("exit", r));
-    process.kill(serve.pid, "SIGTERM");
-    const timer = setTimeout(() => serve?.pid && process.kill(serve.pid, "SIGKILL"), 20_000);
-    await exited;
-    clearTimeout(timer);
-  }
+  await serve?.stop();
   for (const d of [...dirs, stateRoot]) if (d) await rm(d, { recursive: true, force: true, maxRetries: 3 });
 });
 

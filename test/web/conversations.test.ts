@@ -4,7 +4,6 @@
 // answer arriving over the conversation's event stream, the turn's tool call folded under it,
 // a second turn, then closed; and the turn's run page following the run's event stream.
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
@@ -13,7 +12,7 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { chromium, type BrowserContext, type Page, type Request } from "playwright-core";
 import { startHeldModel, type HeldModel } from "../support/held-model.js";
-import { builtCli, freePort } from "../support/serve.js";
+import { builtCli, startServe, type Served } from "../support/serve.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const shots = path.join(repo, "test-results", "web");
@@ -22,12 +21,11 @@ const OWNER = "owner@example.com";
 const ALLOW_READS = '@id("reads") permit(principal, action, resource == Tool::"read_file");';
 const ANSWER = "The notes say: tea at five, in the garden, with the good cups.";
 
-let serve: ChildProcess | undefined;
+let serve: Served | undefined;
 let base = "";
 let stateRoot = "";
 let profile = "";
 let ctx: BrowserContext | undefined;
-let serveLog = "";
 
 const FIRST = "Tea is served ";
 const REST = "in the garden.";
@@ -55,38 +53,14 @@ before(async () => {
   await mkdir(shots, { recursive: true });
   held = await startHeldModel(FIRST, REST);
   stateRoot = await mkdtemp(path.join(os.tmpdir(), "warren-web-conv-"));
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  serve = spawn(process.execPath, [builtCli, "serve", "--stop-boxes"], {
-    cwd: repo,
+  serve = await startServe({
+    stateRoot,
     env: {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
-      HOME: process.env.HOME ?? "/root",
-      STATE_ROOT: stateRoot,
-      WARREN_HOST: "127.0.0.1",
-      WARREN_PORT: String(port),
-      WARREN_PREVIEW_PORT: "0",
-      AUTH_MODE: "trusted-header",
-      LOG_LEVEL: "warn",
-      WARREN_SHUTDOWN_GRACE_S: "1",
       // the held model's port, and nothing else of this host
       WARREN_EGRESS_PRIVATE_ALLOW: `127.0.0.1:${held.port}`,
     },
-    stdio: ["ignore", "pipe", "pipe"],
   });
-  serve.stdout?.setEncoding("utf8").on("data", (c: string) => (serveLog += c));
-  serve.stderr?.setEncoding("utf8").on("data", (c: string) => (serveLog += c));
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    assert.ok(serve.exitCode === null, `warren serve exited:\n${serveLog}`);
-    const ok = await fetch(`${base}/health`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) break;
-    assert.ok(Date.now() < deadline, `warren serve never became healthy:\n${serveLog}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  base = serve.base;
 });
 
 after(async () => {
@@ -95,13 +69,7 @@ after(async () => {
     const ms = await api("GET", "/api/machines").catch(() => undefined);
     for (const m of ms?.body?.items ?? []) await api("POST", `/api/machines/${m.id}/stop`).catch(() => {});
   }
-  if (serve && serve.exitCode === null && serve.pid) {
-    const exited = new Promise((r) => serve?.once("exit", r));
-    process.kill(serve.pid, "SIGTERM");
-    const timer = setTimeout(() => serve?.pid && process.kill(serve.pid, "SIGKILL"), 20_000);
-    await exited;
-    clearTimeout(timer);
-  }
+  await serve?.stop();
   await held?.close();
   for (const d of [profile, stateRoot]) if (d) await rm(d, { recursive: true, force: true, maxRetries: 3 });
 });
