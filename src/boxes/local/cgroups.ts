@@ -93,25 +93,21 @@ export function boxPids(boxDirs: string[]): number[] {
   return [...pids];
 }
 
-/** SIGKILLs every process of the box until none is left, then removes its cgroups. */
-export async function destroyBoxCgroups(boxDirs: string[], timeoutMs = 10_000): Promise<void> {
+/**
+ * Ends every process of the box at once, then removes its cgroups. The whole tree is frozen
+ * first, so boxd and its commands die together: boxd never sees a command end before it
+ * goes, and a command running when its box stops is answered "box gone", not a kill signal.
+ * `first` is called while the tree stands still (the provider kills the box's outer process).
+ */
+export async function destroyBoxCgroups(
+  boxDirs: string[],
+  timeoutMs = 10_000,
+  first?: () => void,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   // a tree left frozen (a kill cut short) would never end: thaw everything first
   for (const root of boxDirs) freezeCgroup(treeDeepestFirst(root), false);
-  for (;;) {
-    const pids = boxPids(boxDirs);
-    if (pids.length === 0) break;
-    for (const pid of pids) {
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {
-        // gone already
-      }
-    }
-    if (Date.now() > deadline)
-      throw new Error(`processes ${pids.slice(0, 10).join(", ")} of the box survive SIGKILL`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
+  await killFrozen(boxDirs, () => boxPids(boxDirs), deadline, first);
   for (;;) {
     let busy = false;
     for (const root of boxDirs) {
@@ -267,34 +263,61 @@ export async function killCgroup(dirs: string[], timeoutMs = 10_000): Promise<nu
       // not the pids hierarchy
     }
   }
-  const deadline = Date.now() + timeoutMs;
   const seen = new Set<number>();
+  await killFrozen(
+    dirs,
+    () => {
+      const pids = new Set<number>();
+      for (const d of dirs) for (const p of procsOf(d)) pids.add(p);
+      for (const p of pids) seen.add(p);
+      return [...pids];
+    },
+    Date.now() + timeoutMs,
+  );
+  return seen.size;
+}
+
+/**
+ * Freezes `dirs` where they have a freezer (up to 2 s for the freeze to take), calls
+ * `first`, SIGKILLs every process `pids` lists while they stand still, thaws (the
+ * signalled processes end together), then SIGKILL rounds until `pids` lists none.
+ */
+async function killFrozen(
+  dirs: string[],
+  pids: () => number[],
+  deadline: number,
+  first?: () => void,
+): Promise<void> {
   const signal = (): number => {
-    const pids = new Set<number>();
-    for (const d of dirs) for (const p of procsOf(d)) pids.add(p);
-    for (const pid of pids) {
-      seen.add(pid);
+    const now = pids();
+    for (const pid of now) {
       try {
         process.kill(pid, "SIGKILL");
       } catch {
         // gone already
       }
     }
-    return pids.size;
+    return now.length;
   };
   let frozen = freezeCgroup(dirs, true);
   try {
     if (frozen) {
       const until = Math.min(deadline, Date.now() + 2000);
-      while (!isFrozen(dirs) && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
-      signal();
+      while (!isFrozen(dirs) && Date.now() < until) await new Promise((r) => setTimeout(r, 2));
+    }
+    first?.();
+    signal();
+    if (frozen) {
       freezeCgroup(dirs, false);
       frozen = false;
     }
     for (;;) {
-      if (signal() === 0) return seen.size;
-      if (Date.now() > deadline) throw new Error(`processes of ${dirs[0] ?? "?"} survive SIGKILL`);
-      await new Promise((r) => setTimeout(r, 5));
+      const left = pids();
+      if (left.length === 0) return;
+      if (Date.now() > deadline)
+        throw new Error(`processes ${left.slice(0, 10).join(", ")} of ${dirs[0] ?? "?"} survive SIGKILL`);
+      signal();
+      await new Promise((r) => setTimeout(r, 2));
     }
   } finally {
     if (frozen) freezeCgroup(dirs, false);

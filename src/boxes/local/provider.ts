@@ -328,14 +328,16 @@ export class LocalProvider implements BoxProvider {
       for (const d of cgroupPlan(rec.spec.limits, layout, { parent: this.cgroupParent, boxId: rec.spec.id })
         .boxDirs)
         dirs.add(d);
-    if (rec.pid !== null && rec.pidStart !== null && isSameProcess(rec.pid, rec.pidStart)) {
+    const outer =
+      rec.pid !== null && rec.pidStart !== null && isSameProcess(rec.pid, rec.pidStart) ? rec.pid : null;
+    // the box's outer process is killed while its tree stands frozen: it all ends together
+    await destroyBoxCgroups([...dirs], undefined, () => {
       try {
-        process.kill(rec.pid, "SIGKILL");
+        if (outer !== null) process.kill(outer, "SIGKILL");
       } catch {
         // gone
       }
-    }
-    await destroyBoxCgroups([...dirs]);
+    });
     fs.rmSync(this.endpoint(rec.spec.id).path, { force: true });
   }
 
