@@ -130,10 +130,13 @@ export class TurnRunner implements RunRunner {
             await stream.end();
           }
         }
-        // a harness CLI starts fresh each turn: the conversation is replayed in its input
+        // a harness CLI resumes its own session of the conversation, kept in the home; one
+        // with none yet (the first turn, a home reset) is given the conversation replayed
         const input = Buffer.from(replayInput(history, text), "utf8");
         await append([{ role: "user", content: text }]);
-        const out = await new ModelRunner(this.plan, d.gateway, d.runners).run({ ...ctx, input, events });
+        const out = await new ModelRunner(this.plan, d.gateway, d.runners, {
+          session: { id: this.conversationId, message: text },
+        }).run({ ...ctx, input, events });
         if (out.output) await append([{ role: "assistant", content: out.output }]);
         return out;
       };

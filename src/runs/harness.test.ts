@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ConfigError, parseConfig } from "../config/index.js";
 import { AgentSpec } from "../contract/spec.js";
-import { planHarness } from "./harness.js";
+import { planHarness, sessionUuid } from "./harness.js";
 
 const spec = (kind: string, tools: unknown[] = [], model: Record<string, unknown> = {}) =>
   AgentSpec.parse({
@@ -88,4 +88,53 @@ test("WARREN_HARNESS_KINDS takes known kinds only; WARREN_HARNESS_DIR defaults u
       /WARREN_HARNESS_KINDS is a comma-separated list of: claude-code, codex, opencode/.test(e.message),
   );
   assert.throws(() => parseConfig({ WARREN_ORG_MAX_RUNS: "0" }), /WARREN_ORG_MAX_RUNS must be at least 1/);
+});
+
+test("a conversation's turn: each kind keeps its session under the home and resumes it, replaying only without one", () => {
+  const session = { id: "cnv_0123456789abcdef", message: "which word?" };
+  const uuid = sessionUuid(session.id);
+  assert.match(uuid, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  assert.equal(sessionUuid(session.id), uuid, "the same for every turn");
+  assert.notEqual(sessionUuid("cnv_0123456789abcdeg"), uuid);
+  const folder = `"$HOME"/.warren/conversations/${session.id}`;
+  const plans = {
+    codex: planHarness("codex", spec("codex"), {
+      input: "replayed",
+      tools: false,
+      agentDir: "/agent",
+      session,
+    }),
+    "claude-code": planHarness("claude-code", spec("claude-code"), {
+      input: "replayed",
+      tools: false,
+      agentDir: "/agent",
+      session,
+    }),
+    opencode: planHarness("opencode", spec("opencode"), {
+      input: "replayed",
+      tools: false,
+      agentDir: "/agent",
+      session,
+    }),
+  };
+  for (const [kind, p] of Object.entries(plans)) {
+    assert.equal(p.files.input!.toString(), "replayed", kind);
+    assert.equal(p.files.message!.toString(), "which word?", kind);
+    assert.ok(p.script.includes(`mkdir -p ${folder}/${kind}`), kind);
+    assert.doesNotMatch(p.script, /rm -rf "\$(CODEX_HOME|CLAUDE_CONFIG_DIR)"/, `${kind} keeps its session`);
+  }
+  assert.match(plans.codex.script, /codex exec resume --last .* - < \/agent\/message/);
+  assert.match(plans["claude-code"].script, new RegExp(`--resume ${uuid} < /agent/message`));
+  assert.match(plans["claude-code"].script, new RegExp(`--session-id ${uuid} < /agent/input`));
+  assert.match(plans.opencode.script, /run --continue "\$\(cat \/agent\/message\)"/);
+  assert.throws(
+    () =>
+      planHarness("codex", spec("codex"), {
+        input: "x",
+        tools: false,
+        agentDir: "/agent",
+        session: { id: "cnv_../../etc", message: "x" },
+      }),
+    /bad conversation id/,
+  );
 });

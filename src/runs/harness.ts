@@ -7,6 +7,7 @@
 // The CLIs are installed once per host (scripts/harness.sh, by `make up` for the kinds in
 // WARREN_HARNESS_KINDS) into a folder every box sees read-only at /opt/warren/harness; a run
 // never downloads anything.
+import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { and, asc, eq } from "drizzle-orm";
@@ -63,7 +64,7 @@ export interface HarnessPlan {
 export function planHarness(
   kind: HarnessKind,
   spec: AgentSpec,
-  o: { input: string; tools: boolean; agentDir: string },
+  o: { input: string; tools: boolean; agentDir: string; session?: HarnessSession | undefined },
 ): HarnessPlan {
   const model = spec.model;
   if (!model) throw new Error(`kind ${kind} needs a model`);
@@ -74,6 +75,13 @@ export function planHarness(
     "instructions.md": Buffer.from(spec.instructions, "utf8"),
   };
   const dir = o.agentDir;
+  const session = o.session;
+  // a conversation's CLI state lives in the home, one folder per conversation and kind, so
+  // that the next turn resumes the CLI's own session (on a fresh box too); its first turn,
+  // or one whose state is gone, starts a session with the transcript replayed as its input
+  const state = session ? `"$HOME"/${sessionFolder(session.id, kind)}` : null;
+  if (session) files.message = Buffer.from(session.message, "utf8");
+  const keep = state ? [`mkdir -p ${state}`, `chmod 700 ${state}`] : [];
   // the model name the CLI asks for; the gateway calls the run's own models whatever it says
   const name = model.name;
   if (kind === "codex") {
@@ -99,12 +107,23 @@ export function planHarness(
     files["codex.toml"] = Buffer.from(toml, "utf8");
     // codex keeps its state in CODEX_HOME: a fresh folder in the box's /tmp, removed after;
     // the instructions are its global AGENTS.md
+    const fresh = `${cli} exec --skip-git-repo-check --sandbox danger-full-access --color never - < ${dir}/input`;
     const script = [
-      `export CODEX_HOME="$(mktemp -d /tmp/warren-codex.XXXXXX)"`,
+      ...keep,
+      state ? `export CODEX_HOME=${state}` : `export CODEX_HOME="$(mktemp -d /tmp/warren-codex.XXXXXX)"`,
       `cp ${dir}/codex.toml "$CODEX_HOME/config.toml"`,
+      `rm -f "$CODEX_HOME/AGENTS.md"`,
       `if [ -s ${dir}/instructions.md ]; then cp ${dir}/instructions.md "$CODEX_HOME/AGENTS.md"; fi`,
-      `${cli} exec --skip-git-repo-check --sandbox danger-full-access --color never - < ${dir}/input`,
-      `rc=$?; rm -rf "$CODEX_HOME"; exit $rc`,
+      ...(state
+        ? [
+            `if [ -n "$(find "$CODEX_HOME/sessions" -name '*.jsonl' -print -quit 2>/dev/null)" ]; then`,
+            `  ${cli} exec resume --last --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox - < ${dir}/message`,
+            `else`,
+            `  ${fresh}`,
+            `fi`,
+            `exit $?`,
+          ]
+        : [fresh, `rc=$?; rm -rf "$CODEX_HOME"; exit $rc`]),
     ].join("\n");
     return { files, script, env: {} };
   }
@@ -115,11 +134,24 @@ export function planHarness(
         : {},
     };
     files["mcp.json"] = Buffer.from(JSON.stringify(mcp, null, 2), "utf8");
+    const claude = `${cli} -p --output-format text --model ${shellQuote(name)} --mcp-config ${dir}/mcp.json --strict-mcp-config --dangerously-skip-permissions --append-system-prompt "$(cat ${dir}/instructions.md)"`;
+    const id = session ? sessionUuid(session.id) : null;
     const script = [
-      `export CLAUDE_CONFIG_DIR="$(mktemp -d /tmp/warren-claude.XXXXXX)"`,
+      ...keep,
+      state
+        ? `export CLAUDE_CONFIG_DIR=${state}`
+        : `export CLAUDE_CONFIG_DIR="$(mktemp -d /tmp/warren-claude.XXXXXX)"`,
       `export ANTHROPIC_API_KEY="$${TOKEN_VAR}"`,
-      `${cli} -p --output-format text --model ${shellQuote(name)} --mcp-config ${dir}/mcp.json --strict-mcp-config --dangerously-skip-permissions --append-system-prompt "$(cat ${dir}/instructions.md)" < ${dir}/input`,
-      `rc=$?; rm -rf "$CLAUDE_CONFIG_DIR"; exit $rc`,
+      ...(state
+        ? [
+            `if [ -n "$(find "$CLAUDE_CONFIG_DIR/projects" -name '${id}.jsonl' -print -quit 2>/dev/null)" ]; then`,
+            `  ${claude} --resume ${id} < ${dir}/message`,
+            `else`,
+            `  ${claude} --session-id ${id} < ${dir}/input`,
+            `fi`,
+            `exit $?`,
+          ]
+        : [`${claude} < ${dir}/input`, `rc=$?; rm -rf "$CLAUDE_CONFIG_DIR"; exit $rc`]),
     ].join("\n");
     return {
       files,
@@ -162,16 +194,48 @@ export function planHarness(
   };
   files["opencode.json"] = Buffer.from(JSON.stringify(config, null, 2), "utf8");
   const script = [
+    ...keep,
     `export XDG_DATA_HOME="$(mktemp -d /tmp/warren-opencode.XXXXXX)"`,
     `export XDG_CACHE_HOME="$XDG_DATA_HOME/cache" XDG_STATE_HOME="$XDG_DATA_HOME/state" XDG_CONFIG_HOME="$XDG_DATA_HOME/config"`,
-    `${cli} run "$(cat ${dir}/input)"`,
-    `rc=$?; rm -rf "$XDG_DATA_HOME"; exit $rc`,
+    ...(state
+      ? [
+          // the conversation's sessions live in its folder; the cache stays a throwaway
+          `scratch="$XDG_DATA_HOME"; export XDG_DATA_HOME=${state}/data XDG_STATE_HOME=${state}/state`,
+          `if [ -e ${state}/started ]; then`,
+          `  ${cli} run --continue "$(cat ${dir}/message)"`,
+          `else`,
+          `  ${cli} run "$(cat ${dir}/input)" && touch ${state}/started`,
+          `fi`,
+          `rc=$?; rm -rf "$scratch"; exit $rc`,
+        ]
+      : [`${cli} run "$(cat ${dir}/input)"`, `rc=$?; rm -rf "$XDG_DATA_HOME"; exit $rc`]),
   ].join("\n");
   return {
     files,
     script,
     env: { OPENCODE_CONFIG: `${dir}/opencode.json`, OPENCODE_DISABLE_AUTOUPDATE: "1" },
   };
+}
+
+/** A conversation's turn of a harness kind: the CLI resumes its own session of the conversation. */
+export interface HarnessSession {
+  /** The conversation's id: the CLI's state is kept under the home for it. */
+  id: string;
+  /** This turn's message (the run's input is the transcript replayed, for a CLI with no session yet). */
+  message: string;
+}
+
+/** Where, relative to the home, a conversation's CLI keeps its state. */
+export function sessionFolder(conversationId: string, kind: HarnessKind): string {
+  if (!/^[a-z]{3}_[0-9a-z]{16}$/.test(conversationId))
+    throw new Error(`bad conversation id ${conversationId}`);
+  return `.warren/conversations/${conversationId}/${kind}`;
+}
+
+/** A conversation's session id for a CLI that takes a UUID: the same for every turn. */
+export function sessionUuid(conversationId: string): string {
+  const h = createHash("sha256").update(`warren conversation ${conversationId}`).digest("hex");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
 function shellQuote(s: string): string {
@@ -225,6 +289,7 @@ export class HarnessRunner implements AgentRunner {
         input: ctx.input,
         tools: toolset !== null,
         agentDir: boxDir,
+        session: ctx.session,
       });
       await work.stage(plan.files);
       await ctx.events("harness", {

@@ -5,6 +5,7 @@ import type { ModelMessage } from "ai";
 import type { AgentSpec } from "../contract/spec.js";
 import type { GatewaySession, ModelUsage, RunEventSink } from "../models/types.js";
 import type { Workload } from "../workloads/index.js";
+import type { HarnessSession } from "./harness.js";
 
 export interface RunUsage extends ModelUsage {
   steps: number;
@@ -30,10 +31,12 @@ export interface AgentRunContext {
   append?: ((messages: ModelMessage[]) => Promise<void>) | undefined;
   /** The model's text as it streams, piece by piece. */
   onText?: ((delta: string) => void) | undefined;
+  /** A conversation's turn of a harness kind: its CLI resumes its own session of the conversation. */
+  session?: HarnessSession | undefined;
 }
 
-/** What a conversation's turn adds to an agent run: its history, its transcript, its text as it streams. */
-export type TurnHooks = Pick<AgentRunContext, "history" | "append" | "onText">;
+/** What a conversation's turn adds to an agent run: its history, its transcript, its text as it streams, its CLI session. */
+export type TurnHooks = Pick<AgentRunContext, "history" | "append" | "onText" | "session">;
 
 export interface AgentRunResult {
   status: "succeeded" | "failed" | "timed_out" | "cancelled";

@@ -1,13 +1,18 @@
-// A harness kind holding a conversation with its real CLI: codex (installed by
-// scripts/harness.sh) runs headless in a real box for each turn, against the scripted
-// Responses server on loopback behind the gateway. It keeps no state between turns: the
-// second turn's input replays the first (the person's message and codex's answer).
+// Harness kinds holding a conversation with their real CLIs (installed by scripts/harness.sh),
+// each run headless in a real box for every turn against a scripted provider on loopback
+// behind the gateway. The CLI keeps its own session of the conversation in the agent's home
+// (.warren/conversations/<id>/<kind>) and resumes it on the next turn; when that state is
+// gone (a home reset), the turn starts a new session with the transcript replayed as input.
+//
+// The fakes answer by the number of model answers already in the request: a resumed second
+// turn (its first answer in the history) gets the second answer, a replayed one the first.
 import assert from "node:assert/strict";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { installedVersion } from "../../src/runs/harness.js";
+import { installedVersion, type HarnessKind } from "../../src/runs/harness.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { privateAllow } from "../support/bound.js";
+import { startFakeAnthropic, startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
 import {
   startFakeResponses,
   type FakeResponsesServer,
@@ -18,84 +23,173 @@ import { runEnded, say } from "./support.js";
 
 const HARNESS_DIR = process.env.WARREN_TEST_HARNESS_DIR ?? path.resolve(".state/harness");
 const KEY = "sk-proj-conv-9c1e4a7b2d";
-const skip =
-  boxSkipReason() ??
-  (installedVersion(HARNESS_DIR, "codex") || process.env.WARREN_TEST_HARNESS_DIR
+const kindSkip = (kind: HarnessKind) =>
+  installedVersion(HARNESS_DIR, kind) || process.env.WARREN_TEST_HARNESS_DIR
     ? false
-    : `the codex CLI is not installed in ${HARNESS_DIR}: run scripts/harness.sh ${HARNESS_DIR} codex (make test does)`);
+    : `the ${kind} CLI is not installed in ${HARNESS_DIR}: run scripts/harness.sh ${HARNESS_DIR} ${kind} (make test does)`;
+const skip = boxSkipReason() ?? false;
+const REPLAY = /This is a conversation that goes on/;
 
-describe("a codex conversation", { skip }, () => {
+describe("harness conversations: each CLI resumes its own session", { skip }, () => {
   let t: TestServer;
-  let fake: FakeResponsesServer;
+  let responses: FakeResponsesServer;
+  let anth: FakeModelServer;
+  let oai: FakeModelServer;
   let turns: ResponsesTurn[] = [];
+  let org: { id: string };
+  let machine: { id: string };
+  const ms = Number(process.env.HARNESS_TEST_MS ?? 180_000);
 
   before(async () => {
-    fake = await startFakeResponses(
+    responses = await startFakeResponses(
       new Proxy([] as ResponsesTurn[], { get: (_t, k) => Reflect.get(turns, k) }),
     );
+    anth = await startFakeAnthropic();
+    oai = await startFakeOpenAI();
     t = await startTestServer({
       env: {
-        WARREN_HARNESS_KINDS: "codex",
+        WARREN_HARNESS_KINDS: "codex,claude-code,opencode",
         WARREN_HARNESS_DIR: HARNESS_DIR,
-        WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(fake),
+        WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(responses, anth, oai),
       },
     });
-  });
-  after(async () => {
-    await t?.close();
-    await fake?.close();
-  });
-
-  test("two turns: the second turn's input replays the first", async () => {
-    const org = (await t.call("POST", "/api/orgs", { name: "codex" })).body;
-    const machine = (
-      await t.call("POST", "/api/machines", { org_id: org.id, name: "m", max_workspace_mib: 500 })
-    ).body;
+    org = (await t.call("POST", "/api/orgs", { name: "harness-conv" })).body;
+    machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", max_workspace_mib: 500 }))
+      .body;
     const key = await t.call("POST", "/api/secrets", {
       org_id: org.id,
       name: "MODEL_KEY",
       description: "",
       value: KEY,
       use: "model",
-      hosts: [new URL(fake.baseUrl).host],
+      hosts: [responses, anth, oai].map((f) => new URL(f.baseUrl).host),
       grants: [{ scope: "org", id: org.id }],
     });
     assert.equal(key.status, 201, JSON.stringify(key.body));
+  });
+  after(async () => {
+    await t?.close();
+    await responses?.close();
+    await anth?.close();
+    await oai?.close();
+  });
+
+  async function agent(kind: HarnessKind, model: Record<string, unknown>): Promise<string> {
     const a = await t.call("POST", "/api/agents", {
       org_id: org.id,
       machine_id: machine.id,
-      name: "codex",
-      kind: "codex",
-      model: { provider: "openai", name: "gpt-5-mini", base_url: fake.baseUrl, key_secret: "MODEL_KEY" },
+      name: kind,
+      kind,
+      model: { ...model, key_secret: "MODEL_KEY" },
     });
     assert.equal(a.status, 201, JSON.stringify(a.body));
-    const c = (await t.call("POST", `/api/agents/${a.body.id}/conversations`, {})).body;
-    const ms = Number(process.env.HARNESS_TEST_MS ?? 180_000);
+    return a.body.id;
+  }
+  async function turn(conversationId: string, text: string): Promise<any> {
+    const r = await runEnded(t, await say(t, conversationId, text), ms);
+    assert.equal(r.status, "succeeded", JSON.stringify(r).slice(0, 3000));
+    return r;
+  }
+  async function sh(agentId: string, command: string): Promise<string> {
+    const r = await t.call("POST", `/api/agents/${agentId}/exec`, { command });
+    assert.equal(r.body.exit_code, 0, JSON.stringify(r.body));
+    return r.body.stdout as string;
+  }
+  async function agentTexts(conversationId: string): Promise<string[]> {
+    const items = (await t.call("GET", `/api/conversations/${conversationId}/messages`)).body.items;
+    return items.filter((m: any) => m.role === "agent").map((m: any) => m.text.trim());
+  }
 
-    turns = [{ text: "FIRST-ANSWER noted" }];
-    const r1 = await runEnded(t, await say(t, c.id, "remember the word heron"), ms);
-    assert.equal(r1.status, "succeeded", JSON.stringify(r1).slice(0, 2000));
-    assert.equal(r1.kind, "codex");
-    const firstCall = JSON.stringify(fake.requests[fake.requests.length - 1]!.body.input);
-    assert.match(firstCall, /remember the word heron/);
+  test(
+    "codex: exec resume on the second turn, the transcript replayed once its state is gone",
+    {
+      skip: kindSkip("codex"),
+    },
+    async () => {
+      const id = await agent("codex", {
+        provider: "openai",
+        name: "gpt-5-mini",
+        base_url: responses.baseUrl,
+      });
+      const c = (await t.call("POST", `/api/agents/${id}/conversations`, {})).body;
+      turns = [{ text: "FIRST-ANSWER noted" }, { text: "SECOND-ANSWER heron" }];
+      await turn(c.id, "remember the word heron");
+      assert.match(
+        await sh(id, `find .warren/conversations/${c.id}/codex/sessions -name '*.jsonl'`),
+        /\.jsonl/,
+        "codex's session is kept in the home",
+      );
 
-    turns = [{ text: "SECOND-ANSWER heron" }];
-    const r2 = await runEnded(t, await say(t, c.id, "which word?"), ms);
-    assert.equal(r2.status, "succeeded", JSON.stringify(r2).slice(0, 2000));
-    const secondCall = JSON.stringify(fake.requests[fake.requests.length - 1]!.body.input);
-    assert.match(secondCall, /User: remember the word heron/, "the first message is replayed");
-    assert.match(secondCall, /Assistant: FIRST-ANSWER noted/, "and codex's first answer");
-    assert.match(secondCall, /which word\?/);
+      await turn(c.id, "which word?");
+      const second = responses.requests[responses.requests.length - 1]!.body.input as any[];
+      assert.doesNotMatch(JSON.stringify(second), REPLAY, "a resumed turn replays nothing");
+      const said = (role: string, re: RegExp) =>
+        second.some((it) => it.role === role && re.test(JSON.stringify(it.content)));
+      assert.ok(said("user", /remember the word heron/), "codex's own history holds the first message");
+      assert.ok(said("assistant", /FIRST-ANSWER noted/), "and its first answer, as an answer");
+      assert.ok(said("user", /which word\?/));
 
-    const messages = (await t.call("GET", `/api/conversations/${c.id}/messages`)).body.items;
-    assert.deepEqual(
-      messages.map((m: any) => [m.role, m.text.trim()]),
-      [
-        ["user", "remember the word heron"],
-        ["agent", "FIRST-ANSWER noted"],
-        ["user", "which word?"],
-        ["agent", "SECOND-ANSWER heron"],
-      ],
+      // the home reset: the CLI's state is gone, the transcript is not
+      await sh(id, `rm -rf .warren/conversations/${c.id}`);
+      turns = [{ text: "THIRD-ANSWER replayed" }];
+      await turn(c.id, "and now?");
+      const third = JSON.stringify(responses.requests[responses.requests.length - 1]!.body.input);
+      assert.match(third, REPLAY);
+      assert.match(third, /User: remember the word heron/);
+      assert.match(third, /Assistant: SECOND-ANSWER heron/);
+      assert.deepEqual(await agentTexts(c.id), [
+        "FIRST-ANSWER noted",
+        "SECOND-ANSWER heron",
+        "THIRD-ANSWER replayed",
+      ]);
+    },
+  );
+
+  test(
+    "claude-code: --resume of the conversation's session on the second turn",
+    {
+      skip: kindSkip("claude-code"),
+    },
+    async () => {
+      const id = await agent("claude-code", {
+        provider: "anthropic",
+        name: "claude-sonnet-4-5",
+        base_url: anth.baseUrl,
+      });
+      const c = (await t.call("POST", `/api/agents/${id}/conversations`, {})).body;
+      anth.script([{ text: "CLAUDE-FIRST kestrel" }, { text: "CLAUDE-SECOND kestrel" }]);
+      await turn(c.id, "remember the word kestrel");
+      anth.requests.length = 0;
+      await turn(c.id, "which word?");
+      const calls = anth.requests.filter((r) => /which word/.test(JSON.stringify(r.body.messages)));
+      assert.ok(calls.length >= 1, "the second turn reached the model");
+      const messages = calls[calls.length - 1]!.body.messages as any[];
+      assert.doesNotMatch(JSON.stringify(messages), REPLAY);
+      assert.ok(
+        messages.some(
+          (m) => m.role === "assistant" && /CLAUDE-FIRST kestrel/.test(JSON.stringify(m.content)),
+        ),
+        "Claude Code's own session holds its first answer",
+      );
+      assert.deepEqual(await agentTexts(c.id), ["CLAUDE-FIRST kestrel", "CLAUDE-SECOND kestrel"]);
+    },
+  );
+
+  test("opencode: run --continue on the second turn", { skip: kindSkip("opencode") }, async () => {
+    const id = await agent("opencode", { provider: "openai", name: "gpt-4o-mini", base_url: oai.baseUrl });
+    const c = (await t.call("POST", `/api/agents/${id}/conversations`, {})).body;
+    oai.script([{ text: "OPENCODE-FIRST plover" }, { text: "OPENCODE-SECOND plover" }]);
+    await turn(c.id, "remember the word plover");
+    oai.requests.length = 0;
+    await turn(c.id, "which word?");
+    const calls = oai.requests.filter((r) => /which word/.test(JSON.stringify(r.body.messages)));
+    assert.ok(calls.length >= 1, "the second turn reached the model");
+    const messages = calls[calls.length - 1]!.body.messages as any[];
+    assert.doesNotMatch(JSON.stringify(messages), REPLAY);
+    assert.ok(
+      messages.some((m) => m.role === "assistant" && /OPENCODE-FIRST plover/.test(JSON.stringify(m.content))),
+      "opencode's own session holds its first answer",
     );
+    assert.deepEqual(await agentTexts(c.id), ["OPENCODE-FIRST plover", "OPENCODE-SECOND plover"]);
   });
 });
