@@ -5,7 +5,7 @@
 // the conversation's too (src/records/conversations.ts), in one stream with ids in commit
 // order. A turn cut short by its box stopping or the server stopping is marked interrupted;
 // the next message goes on from the transcript, on a fresh box if need be.
-import { and, asc, desc, eq, gt, inArray } from "drizzle-orm";
+import { and, asc, desc, eq, gt, isNull, like, or } from "drizzle-orm";
 import type { Access, Identity } from "../access/index.js";
 import type { Agents } from "../agents/service.js";
 import type {
@@ -28,7 +28,7 @@ import { MAX_INPUT_BYTES } from "../runs/service.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import { narrowSpec, type Personas } from "./personas.js";
-import { TurnRunner, type TurnDeps } from "./turn.js";
+import { INTERRUPTED, TurnRunner, type TurnDeps } from "./turn.js";
 
 type ConversationRow = typeof schema.conversations.$inferSelect;
 type MessageRow = typeof schema.conversationMessages.$inferSelect;
@@ -268,7 +268,8 @@ export class Conversations {
 
   /**
    * At boot, after the recorder marked what was going on as lost: those of them that were
-   * turns are interrupted, and say so in their conversation.
+   * turns are interrupted, and say so in their conversation; so are turns that still waited
+   * in line when the server stopped (cancelled before they started, as interrupted).
    */
   async recover(): Promise<number> {
     const o = this.#o;
@@ -279,7 +280,19 @@ export class Conversations {
       })
       .from(schema.conversationTurns)
       .innerJoin(schema.runs, eq(schema.runs.id, schema.conversationTurns.runId))
-      .where(and(eq(schema.conversationTurns.interrupted, false), inArray(schema.runs.status, ["lost"])));
+      .where(
+        and(
+          eq(schema.conversationTurns.interrupted, false),
+          or(
+            eq(schema.runs.status, "lost"),
+            and(
+              eq(schema.runs.status, "cancelled"),
+              isNull(schema.runs.startedAt),
+              like(schema.runs.statusReason, `${INTERRUPTED}%`),
+            ),
+          ),
+        ),
+      );
     for (const r of rows) {
       await o.db
         .update(schema.conversationTurns)

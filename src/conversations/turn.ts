@@ -29,8 +29,11 @@ export interface TurnDeps {
 }
 
 /** Whether a run's end was an interruption (its box or its server stopped under it). */
+/** How the reason of a turn cut short by its box or its server stopping begins. */
+export const INTERRUPTED = "interrupted";
+
 export const isInterruption = (reason: string | null | undefined): boolean =>
-  typeof reason === "string" && reason.startsWith("interrupted");
+  typeof reason === "string" && reason.startsWith(INTERRUPTED);
 
 /** How long an interrupted turn's runner has to answer before the turn ends without it. */
 const INTERRUPT_GRACE_MS = 5000;

@@ -97,6 +97,11 @@ for (const leg of dbLegs)
         const r = await s.inject({ method: "GET", url: `/api/agents/${agent.id}/files/started` });
         return r.statusCode === 200;
       });
+      // and one waiting in line behind it: interrupted too, never started
+      const r2q = await say(s, c.id, "second, queued");
+      await waitFor("the queued turn's message in the stream", async () =>
+        (await allEvents(s, c.id)).some((e) => e.event === "queued" && e.data.run_id === r2q),
+      );
       const before = await allEvents(s, c.id);
       const seen = before[before.length - 1]!.id;
       await s.close();
@@ -105,6 +110,10 @@ for (const leg of dbLegs)
       const turn = (await s.call("GET", `/api/runs/${r2}`)).body;
       assert.ok(["cancelled", "lost"].includes(turn.status), turn.status);
       assert.match(turn.status_reason, /^interrupted/);
+      const queued = (await s.call("GET", `/api/runs/${r2q}`)).body;
+      assert.equal(queued.status, "cancelled");
+      assert.equal(queued.started_at, null, "it never started");
+      assert.match(queued.status_reason, /^interrupted: the server stopped/);
       const r3 = await say(s, c.id, "third");
       assert.equal((await runEnded(s, r3)).status, "succeeded");
       const full = await allEvents(s, c.id);
@@ -125,6 +134,10 @@ for (const leg of dbLegs)
         resumed.events.some((e) => e.event === "interrupted" && e.data.run_id === r2),
         "the interrupted turn says so in the stream",
       );
+      assert.ok(
+        resumed.events.some((e) => e.event === "interrupted" && e.data.run_id === r2q),
+        "so does the turn that waited in line",
+      );
       const messages = (await s.call("GET", `/api/conversations/${c.id}/messages`)).body.items.map(
         (m: any) => m.text,
       );
@@ -132,6 +145,7 @@ for (const leg of dbLegs)
         "first",
         "first turn answered with several words in it",
         "second",
+        "second, queued",
         "third",
         "after the restart",
       ]);
