@@ -41,7 +41,10 @@
  * With --spec-fd the helper joins its cgroups at once, then waits for the rest of its
  * options (NUL-separated, same syntax) on fd N until EOF: boxd keeps one such helper
  * ready, so the cgroup migration (slow on cgroup v1: it waits for an RCU grace period)
- * is not paid while a command waits.
+ * is not paid while a command waits. The spec may begin with the command's walls alone,
+ * "--walls" ... "--end-walls" (uid, gid, groups, seccomp, file and port rules): the ready
+ * helper applies them at once (3-8, but the cwd) and makes itself undumpable, so that its
+ * command, when it comes, brings only --cwd, --trace-fd, --env and argv (native/boxd/exec.h).
  *
  * boxd runs the same code without an execve of this file (native/boxd/exec.h,
  * helper_become): a forked boxd becomes the helper by calling boxd_spawn_main, which saves
@@ -258,13 +261,32 @@ struct opts {
   char **argv; /* the command, NULL-terminated */
 };
 
+/* Which options a part of the command line may hold. */
+enum {
+  OPT_LINE = 1,    /* the helper's own command line: --cgroup, --spec-fd, --trace-fd */
+  OPT_WALLS = 2,   /* who runs, the filter, the file and port rules */
+  OPT_COMMAND = 4, /* the command's cwd, /agent, trace, environment */
+};
+
+static int is_walls_option(const char *a) {
+  static const char *const walls[] = {"--uid",           "--gid",   "--seccomp", "--groups", "--files", "--read",
+                                      "--write",         "--scope", "--bind-ports", "--connect-ports", NULL};
+  for (int i = 0; walls[i]; i++)
+    if (strcmp(a, walls[i]) == 0) return 1;
+  return 0;
+}
+
 /* Parses options up to "--"; returns the index after "--" (or argc). */
-static int parse_opts(int argc, char **argv, struct opts *o, int allow_cgroups) {
+static int parse_opts(int argc, char **argv, struct opts *o, int allowed) {
   int i = 0;
   for (; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--") == 0) return i + 1;
     if (i + 1 >= argc) die(126, "arguments", "%s needs a value", a);
+    int walls = is_walls_option(a), line = !strcmp(a, "--cgroup") || !strcmp(a, "--spec-fd");
+    if ((walls && !(allowed & OPT_WALLS)) || (line && !(allowed & OPT_LINE)) ||
+        (!walls && !line && strcmp(a, "--trace-fd") != 0 && !(allowed & OPT_COMMAND)))
+      die(126, "arguments", "%s is not allowed here", a);
     char *v = argv[++i];
     if (strcmp(a, "--uid") == 0) o->uid = parse_id(v, "uid");
     else if (strcmp(a, "--gid") == 0) o->gid = parse_id(v, "gid");
@@ -306,7 +328,6 @@ static int parse_opts(int argc, char **argv, struct opts *o, int allow_cgroups) 
     } else if (strcmp(a, "--spec-fd") == 0) o->spec_fd = (int)parse_id(v, "fd");
     else if (strcmp(a, "--trace-fd") == 0) o->trace_fd = (int)parse_id(v, "fd");
     else if (strcmp(a, "--cgroup") == 0) {
-      if (!allow_cgroups) die(126, "arguments", "--cgroup only on the command line");
       if (o->ncgroups == MAX_CGROUPS) die(126, "arguments", "too many cgroups");
       o->cgroups[o->ncgroups++] = v;
     } else if (strcmp(a, "--groups") == 0) {
@@ -321,31 +342,63 @@ static int parse_opts(int argc, char **argv, struct opts *o, int allow_cgroups) 
   return argc;
 }
 
-/* Reads NUL-separated strings from fd until EOF into a NULL-terminated vector. */
-static char **read_spec(int fd, int *count) {
-  size_t cap = 65536, len = 0;
-  char *buf = malloc(cap);
-  if (!buf) die(126, "spec", "out of memory");
-  for (;;) {
-    if (len == cap) {
-      if (cap >= (64u << 20)) die(126, "spec", "too large");
-      cap *= 2;
-      buf = realloc(buf, cap);
-      if (!buf) die(126, "spec", "out of memory");
-    }
-    ssize_t n = read(fd, buf + len, cap - len);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      die(126, "spec", "read: %s", strerror(errno));
-    }
-    if (n == 0) break;
-    len += (size_t)n;
+/* The options read from the spec fd: NUL-separated strings, kept until taken. */
+static struct {
+  char *p;
+  size_t len, cap;
+  int eof;
+} in;
+
+static void spec_read(int fd) {
+  if (in.len == in.cap) {
+    if (in.cap >= (64u << 20)) die(126, "spec", "too large");
+    in.cap = in.cap ? in.cap * 2 : 65536;
+    in.p = realloc(in.p, in.cap);
+    if (!in.p) die(126, "spec", "out of memory");
   }
-  close(fd);
-  if (len == 0) _exit(0); /* boxd let this helper go unused */
-  if (buf[len - 1] != '\0') die(126, "spec", "not NUL-terminated");
+  ssize_t n = read(fd, in.p + in.len, in.cap - in.len);
+  if (n < 0) {
+    if (errno == EINTR) return;
+    die(126, "spec", "read: %s", strerror(errno));
+  }
+  if (n == 0) in.eof = 1;
+  in.len += (size_t)n;
+}
+
+/* Where the string `stop` ends among the complete strings read so far (0: not there). */
+static size_t spec_find(const char *stop) {
+  size_t at = 0, l = strlen(stop);
+  while (at < in.len) {
+    const char *z = memchr(in.p + at, '\0', in.len - at);
+    if (!z) return 0;
+    if ((size_t)(z - (in.p + at)) == l && memcmp(in.p + at, stop, l) == 0) return at + l + 1;
+    at = (size_t)(z - in.p) + 1;
+  }
+  return 0;
+}
+
+/* Takes the strings read up to and including `stop` (to EOF when stop is NULL, or when it
+   never comes) as a NULL-terminated vector of their own; *count strings. An EOF with
+   nothing read: boxd let this helper go unused. */
+static char **spec_take(int fd, const char *stop, int *count) {
+  size_t end;
+  for (;;) {
+    if (stop && (end = spec_find(stop))) break;
+    if (in.eof) {
+      end = in.len;
+      break;
+    }
+    spec_read(fd);
+  }
+  if (end == 0) _exit(0);
+  if (in.p[end - 1] != '\0') die(126, "spec", "not NUL-terminated");
+  char *buf = malloc(end);
+  if (!buf) die(126, "spec", "out of memory");
+  memcpy(buf, in.p, end);
+  memmove(in.p, in.p + end, in.len - end);
+  in.len -= end;
   size_t n = 0;
-  for (size_t k = 0; k < len; k++) n += buf[k] == '\0';
+  for (size_t k = 0; k < end; k++) n += buf[k] == '\0';
   char **vec = calloc(n + 1, sizeof(char *));
   if (!vec) die(126, "spec", "out of memory");
   size_t at = 0;
@@ -355,6 +408,13 @@ static char **read_spec(int fd, int *count) {
   }
   *count = (int)n;
   return vec;
+}
+
+/* Whether the first string of the spec is `word` (waits for it, or for EOF). */
+static int spec_starts(int fd, const char *word) {
+  while (!memchr(in.p ? in.p : "", '\0', in.len) && !in.eof) spec_read(fd);
+  size_t l = strlen(word);
+  return in.len > l && memcmp(in.p, word, l + 1) == 0;
 }
 
 static void port_rule(int ruleset, long port, unsigned long long access) {
@@ -416,6 +476,40 @@ static int probe(void) {
   return 0;
 }
 
+/* Steps 3-8: /agent, the filter, the agent's ids, its cwd (when given: a helper walled
+   ahead enters it when its command comes), Landlock and seccomp; t: when privileges were
+   dropped, Landlock applied, seccomp loaded. */
+static void apply_walls(const struct opts *o, const char *cwd, double *t) {
+  /* 3. /agent for this tree only. */
+  if (o->agent_dir) {
+    if (unshare(CLONE_NEWNS) != 0) die(126, "agent-dir", "unshare: %s", strerror(errno));
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) die(126, "agent-dir", "make private: %s", strerror(errno));
+    if (mount(o->agent_dir, "/agent", NULL, MS_BIND | MS_REC, NULL) != 0) die(126, "agent-dir", "bind %s: %s", o->agent_dir, strerror(errno));
+    if (mount(NULL, "/agent", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) != 0)
+      die(126, "agent-dir", "read-only: %s", strerror(errno));
+  }
+
+  /* 4. the filter, read while the file is still readable (root-only folder): a filter
+     made unreadable or wrong stops the very next command. */
+  static struct sock_filter filter[MAX_FILTER];
+  size_t nfilter = read_filter(o->seccomp_path, filter);
+  struct sock_fprog prog = {(unsigned short)nfilter, filter};
+
+  /* 5. become the agent. */
+  drop_privileges((uid_t)o->uid, (gid_t)o->gid, (gid_t *)o->groups, o->ngroups);
+
+  /* 6. enter the working directory with the agent's rights. */
+  if (cwd && chdir(cwd) != 0) die(126, "cwd", "%s: %s", cwd, strerror(errno));
+  if (t) t[0] = now_us();
+
+  /* 7, 8. no way back up, the command's file access, and the filter. */
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die(126, "no_new_privs", "%s", strerror(errno));
+  if (o->files_restrict || o->port_first > 0 || o->nconnect > 0 || o->scope_abstract_unix) restrict_files(o);
+  if (t) t[1] = now_us();
+  if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0) die(126, "seccomp", "load: %s", strerror(errno));
+  if (t) t[2] = now_us();
+}
+
 int boxd_spawn_main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--probe") == 0) return probe();
   double t_start = now_us();
@@ -423,7 +517,7 @@ int boxd_spawn_main(int argc, char **argv) {
   memset(&o, 0, sizeof o);
   o.uid = o.gid = -1;
   o.spec_fd = o.trace_fd = -1;
-  int rest = parse_opts(argc - 1, argv + 1, &o, 1) + 1;
+  int rest = parse_opts(argc - 1, argv + 1, &o, OPT_LINE | OPT_WALLS | OPT_COMMAND) + 1;
 
   /* 1. cgroups first: nothing has been forked yet. */
   char pidtext[32];
@@ -445,12 +539,28 @@ int boxd_spawn_main(int argc, char **argv) {
   drop_bounding();
 
   double t_joined = now_us();
+  /* a ready helper may be given its walls first ("--walls ... --end-walls"), applied while
+     it waits (3-8 but the cwd); its command then brings only cwd, environment and argv */
+  int ahead = 0;
+  if (o.spec_fd >= 0 && spec_starts(o.spec_fd, "--walls")) {
+    int n = 0;
+    char **walls = spec_take(o.spec_fd, "--end-walls", &n);
+    if (n < 2 || strcmp(walls[n - 1], "--end-walls") != 0) die(126, "spec", "walls without their end");
+    walls[n - 1] = NULL;
+    if (parse_opts(n - 2, walls + 1, &o, OPT_WALLS) != n - 2) die(126, "arguments", "a command among the walls");
+    if (o.uid < 0 || o.gid < 0 || !o.seccomp_path) die(126, "arguments", "--uid, --gid and --seccomp are required");
+    apply_walls(&o, NULL, NULL);
+    /* nothing of the agent's may look into it while it waits for the next command */
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) die(126, "dumpable", "%s", strerror(errno));
+    ahead = 1;
+  }
   if (o.spec_fd >= 0) {
     if (rest < argc) die(126, "arguments", "no command with --spec-fd");
     int n = 0;
-    char **spec = read_spec(o.spec_fd, &n);
+    char **spec = spec_take(o.spec_fd, NULL, &n);
+    close(o.spec_fd);
     o.spec_fd = -1;
-    int at = parse_opts(n, spec, &o, 0);
+    int at = parse_opts(n, spec, &o, ahead ? OPT_COMMAND : OPT_WALLS | OPT_COMMAND);
     o.argv = spec + at;
     if (at >= n) die(126, "arguments", "no command after --");
   } else {
@@ -458,39 +568,17 @@ int boxd_spawn_main(int argc, char **argv) {
     o.argv = argv + rest;
   }
   if (o.uid < 0 || o.gid < 0 || !o.cwd || !o.seccomp_path) die(126, "arguments", "--uid, --gid, --cwd and --seccomp are required");
+  if (ahead && o.agent_dir) die(126, "arguments", "--agent-dir with walls applied ahead");
   o.env[o.nenv] = NULL;
   double t_spec = now_us();
-
-  /* 3. /agent for this tree only. */
-  if (o.agent_dir) {
-    if (unshare(CLONE_NEWNS) != 0) die(126, "agent-dir", "unshare: %s", strerror(errno));
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) die(126, "agent-dir", "make private: %s", strerror(errno));
-    if (mount(o.agent_dir, "/agent", NULL, MS_BIND | MS_REC, NULL) != 0) die(126, "agent-dir", "bind %s: %s", o.agent_dir, strerror(errno));
-    if (mount(NULL, "/agent", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) != 0)
-      die(126, "agent-dir", "read-only: %s", strerror(errno));
-  }
-
-  /* 4. the filter, read while the file is still readable (root-only folder), as the
-     command comes: a filter made unreadable or wrong stops the very next command. */
-  static struct sock_filter filter[MAX_FILTER];
-  size_t nfilter = read_filter(o.seccomp_path, filter);
-  struct sock_fprog prog = {(unsigned short)nfilter, filter};
-
-  /* 5. become the agent. */
-  drop_privileges((uid_t)o.uid, (gid_t)o.gid, o.groups, o.ngroups);
-
-  /* 6. enter the working directory with the agent's rights. */
-  if (chdir(o.cwd) != 0) die(126, "cwd", "%s: %s", o.cwd, strerror(errno));
-
-  double t_privileges = now_us();
-
-  /* 7, 8. no way back up, the command's file access, and the filter. */
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die(126, "no_new_privs", "%s", strerror(errno));
-  if (o.files_restrict || o.port_first > 0 || o.nconnect > 0 || o.scope_abstract_unix) restrict_files(&o);
-  double t_landlock = now_us();
-  if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0) die(126, "seccomp", "load: %s", strerror(errno));
+  double t[3];
+  if (ahead) {
+    /* 6. the working directory, as the agent, under the walls already there */
+    if (chdir(o.cwd) != 0) die(126, "cwd", "%s: %s", o.cwd, strerror(errno));
+    t[0] = t[1] = t[2] = now_us();
+  } else apply_walls(&o, o.cwd, t);
   if (o.trace_fd >= 0)
-    dprintf(o.trace_fd, "%.0f %.0f %.0f %.0f %.0f %.0f\n", t_start, t_joined, t_spec, t_privileges, t_landlock, now_us());
+    dprintf(o.trace_fd, "%.0f %.0f %.0f %.0f %.0f %.0f\n", t_start, t_joined, t_spec, t[0], t[1], t[2]);
 
   /* 9. run it, with exactly its environment (PATH lookup uses that environment too). */
   close_fds_above_2();

@@ -105,6 +105,23 @@ static void helper_close(struct helper *h) {
   close_fd(h->bd, &h->err, 1);
   close_fd(h->bd, &h->spec, 1);
   if (h->trace >= 0) close(h->trace), h->trace = -1;
+  buf_free(&h->walls);
+  buf_free(&h->filter);
+}
+
+/* The whole of a small file (the seccomp program); -1 when it cannot be read. */
+static int read_whole(const char *path, struct buf *out) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char chunk[4096];
+  for (;;) {
+    ssize_t n = read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || buf_put(out, chunk, (size_t)n) || out->len > (1u << 20)) {
+      close(fd);
+      return n == 0 ? 0 : -1;
+    }
+  }
 }
 
 /* A name for a new helper's cgroup: x<n>-<ms since the epoch in base 36>. */
@@ -198,12 +215,29 @@ fail:
   return NULL;
 }
 
+/* A helper no command will take: its pipes closed unwatched, it reads the end of its
+   options and exits; the reaper frees it and the sweep removes its cgroup. */
+static void helper_let_go(struct helper *h) {
+  close_fd(h->bd, &h->spec, 0);
+  close_fd(h->bd, &h->in, 0);
+  close_fd(h->bd, &h->out, 0);
+  close_fd(h->bd, &h->err, 0);
+}
+
 void helper_prepare(struct boxd *bd) {
   if (bd->prepared) return;
   struct buf err = {0};
-  bd->prepared = helper_spawn(bd, &err);
-  if (!bd->prepared) logf_("cannot prepare a helper: %s", err.p ? err.p : "?");
+  struct helper *h = helper_spawn(bd, &err);
+  if (!h) logf_("cannot prepare a helper: %s", err.p ? err.p : "?");
   buf_free(&err);
+  bd->prepared = h;
+  if (!h || !bd->walls_next.len || read_whole(bd->cfg.seccomp, &h->filter)) return;
+  /* the last command's walls, applied while it waits; a fresh pipe holds them whole (a
+     write that does not fit leaves the helper without walls ahead: let go) */
+  ssize_t n = write(h->spec, bd->walls_next.p, bd->walls_next.len);
+  if (n == (ssize_t)bd->walls_next.len && !buf_put(&h->walls, bd->walls_next.p, bd->walls_next.len)) return;
+  bd->prepared = NULL;
+  helper_let_go(h);
 }
 
 static void helper_unlink(struct helper *h) {
@@ -547,8 +581,43 @@ void exec_start(struct conn *c, const struct spec *s) {
     conn_fail(c, "internal", "out of memory");
     return;
   }
+  /* the ready helper has applied these walls already, or none: it takes the command;
+     walled for another command, it is let go and a fresh helper is given everything */
+  struct buf walls = {0};
+  int ahead = spec_walls(s, bd->cfg.seccomp, &walls);
+  if (ahead < 0) {
+    buf_free(&walls);
+    buf_free(&options);
+    conn_fail(c, "internal", "out of memory");
+    return;
+  }
   struct helper *h = bd->prepared;
   bd->prepared = NULL;
+  if (h && h->walls.len) {
+    struct buf filter = {0};
+    int same = ahead == 0 && walls.len == h->walls.len && !memcmp(walls.p, h->walls.p, walls.len) &&
+               !read_whole(bd->cfg.seccomp, &filter) && filter.len == h->filter.len &&
+               (filter.len == 0 || !memcmp(filter.p, h->filter.p, filter.len));
+    buf_free(&filter);
+    if (same) {
+      buf_free(&options);
+      if (spec_command(s, &options)) {
+        buf_free(&walls);
+        helper_let_go(h);
+        conn_fail(c, "internal", "out of memory");
+        return;
+      }
+    } else {
+      helper_let_go(h);
+      h = NULL;
+    }
+  }
+  /* the next ready helper is walled like this command (a command with its own /agent
+     leaves the walls as they were) */
+  if (ahead == 0) {
+    buf_free(&bd->walls_next);
+    bd->walls_next = walls;
+  } else buf_free(&walls);
   if (!h) h = helper_spawn(bd, &err);
   if (!h) {
     char m[1200];
@@ -560,10 +629,7 @@ void exec_start(struct conn *c, const struct spec *s) {
   }
   if (cg_limit(&bd->cfg, h->name, s->has_mem, s->mem_mib, s->has_pids, s->pids, &err)) {
     /* the helper exits unused (its fds were never watched); the sweep removes its cgroup */
-    close_fd(bd, &h->spec, 0);
-    close_fd(bd, &h->in, 0);
-    close_fd(bd, &h->out, 0);
-    close_fd(bd, &h->err, 0);
+    helper_let_go(h);
     char m[1200];
     snprintf(m, sizeof m, "cannot set the command's limits: %s", err.p ? err.p : "?");
     buf_free(&err);

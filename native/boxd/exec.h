@@ -4,7 +4,13 @@
  * A helper is boxd-spawn started ahead of time in a fresh cgroup (x<n>-<time>): it has
  * joined its cgroups and waits on its fd 3 for the command's options. boxd keeps one
  * ready (bd->prepared); a command takes it, and another is prepared at the end of the
- * loop's iteration.
+ * loop's iteration. The ready helper is given the walls of the last command that could
+ * have them ahead (bd->walls_next: uid, groups, seccomp, Landlock rules, nothing of the
+ * command itself) and applies them while it waits; a command with exactly those walls
+ * sends it only its cwd, environment and argv. A command with other walls lets it go
+ * and starts a fresh helper, given everything, as before; so does any command once the
+ * seccomp program's file changed since the walls were sent (a broken or new filter
+ * reaches the very next command, as without walls ahead).
  *
  * The lifecycle of a command is one state, changed only by exec_event(), which looks the
  * (state, event) pair up in the table below and aborts on a pair that is not in it (a bug
@@ -70,6 +76,8 @@ struct helper {
   int trace;              /* where it writes its phase times when asked (fd 4 in it) */
   int exited, code, sig;  /* its wait status, once reaped */
   struct exec *exec;      /* the command that took it; NULL while ready or let go */
+  struct buf walls;       /* the walls it applied ahead of its command (spec_walls); empty: none */
+  struct buf filter;      /* with walls: the seccomp program as it was when they were sent */
   struct helper *next;    /* in bd->helpers until reaped */
 };
 

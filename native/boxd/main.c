@@ -104,8 +104,9 @@ void ping_answer(struct conn *c) {
   struct buf j = {0};
   buf_printf(&j,
              "{\"type\":\"pong\",\"pid\":%d,\"rssBytes\":%ld,\"anonBytes\":%ld,\"pssBytes\":%ld,\"uptimeMs\":%lld,"
-             "\"execs\":%d,\"processes\":%ld,\"generationProcesses\":%ld}",
-             getpid(), rss, anon, pss, (long long)(now_ms() - bd->started_at), bd->active_count, processes, gen);
+             "\"execs\":%d,\"processes\":%ld,\"generationProcesses\":%ld,\"readyCgroup\":\"%s\"}",
+             getpid(), rss, anon, pss, (long long)(now_ms() - bd->started_at), bd->active_count, processes, gen,
+             bd->prepared ? bd->prepared->name : "");
   conn_send_json(c, &j);
   conn_end(c);
 }

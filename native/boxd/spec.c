@@ -174,14 +174,14 @@ static int opt(struct buf *o, const char *s, size_t len) { return buf_put(o, s, 
 static int opts(struct buf *o, const char *s) { return opt(o, s, strlen(s)); }
 static int optv(struct buf *o, const struct jv *v) { return opt(o, v->s, v->len); }
 
-int spec_options(const struct spec *s, const char *seccomp, struct buf *o) {
+/* The options of the command's walls: who it runs as, its filter, its file and port rules. */
+static int walls_options(const struct spec *s, const char *seccomp, struct buf *o) {
   char num[64];
   int bad = 0;
   snprintf(num, sizeof num, "%ld", s->uid);
   bad |= opts(o, "--uid") || opts(o, num);
   snprintf(num, sizeof num, "%ld", s->gid);
   bad |= opts(o, "--gid") || opts(o, num);
-  bad |= opts(o, "--cwd") || optv(o, s->cwd);
   bad |= opts(o, "--seccomp") || opts(o, seccomp);
   if (s->ngroups) {
     struct buf g = {0};
@@ -189,8 +189,6 @@ int spec_options(const struct spec *s, const char *seccomp, struct buf *o) {
     bad |= opts(o, "--groups") || opt(o, g.p, g.len);
     buf_free(&g);
   }
-  if (s->agent_dir) bad |= opts(o, "--agent-dir") || optv(o, s->agent_dir);
-  if (s->trace) bad |= opts(o, "--trace-fd") || opts(o, "4");
   if (s->port_first > 0) {
     snprintf(num, sizeof num, "%ld-%ld", s->port_first, s->port_last);
     bad |= opts(o, "--bind-ports") || opts(o, num);
@@ -205,6 +203,18 @@ int spec_options(const struct spec *s, const char *seccomp, struct buf *o) {
     for (size_t i = 0; i < s->fs_read->count; i++) bad |= opts(o, "--read") || optv(o, s->fs_read->items[i]);
     for (size_t i = 0; i < s->fs_write->count; i++) bad |= opts(o, "--write") || optv(o, s->fs_write->items[i]);
   }
+  return bad;
+}
+
+int spec_walls(const struct spec *s, const char *seccomp, struct buf *o) {
+  if (s->agent_dir) return 1;
+  return opts(o, "--walls") || walls_options(s, seccomp, o) || opts(o, "--end-walls") ? -1 : 0;
+}
+
+int spec_command(const struct spec *s, struct buf *o) {
+  int bad = opts(o, "--cwd") || optv(o, s->cwd);
+  if (s->agent_dir) bad |= opts(o, "--agent-dir") || optv(o, s->agent_dir);
+  if (s->trace) bad |= opts(o, "--trace-fd") || opts(o, "4");
   for (size_t i = 0; i < s->env->count; i++) {
     bad |= opts(o, "--env") || buf_put(o, s->env->keys[i], s->env->klens[i]) || buf_put(o, "=", 1) ||
            optv(o, s->env->items[i]);
@@ -212,4 +222,8 @@ int spec_options(const struct spec *s, const char *seccomp, struct buf *o) {
   bad |= opts(o, "--");
   for (size_t i = 0; i < s->argv->count; i++) bad |= optv(o, s->argv->items[i]);
   return bad ? -1 : 0;
+}
+
+int spec_options(const struct spec *s, const char *seccomp, struct buf *o) {
+  return walls_options(s, seccomp, o) || spec_command(s, o) ? -1 : 0;
 }

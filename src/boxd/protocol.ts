@@ -189,6 +189,11 @@ export interface PingResult {
   processes: number;
   /** Of those, the processes that generations started (and may have left running). */
   generationProcesses: number;
+  /**
+   * The cgroup of boxd's ready helper ("" when none): not counted in `processes`. It may
+   * run as the last command's agent already, its walls applied ahead of its command.
+   */
+  readyCgroup: string;
 }
 
 /**

@@ -172,7 +172,7 @@ describe("a local box", { skip: skip ?? false }, () => {
     assert.equal(r.out, "started\n");
     const ping = await box.client().ping();
     assert.equal(ping.processes, 0, "processes left in agents' cgroups");
-    assert.deepEqual(hostPidsOfUid(a1().uid), []);
+    assert.deepEqual(hostPidsOfUid(a1().uid, ping), []);
   });
 
   it("cancels a command through an AbortSignal", async () => {

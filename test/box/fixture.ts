@@ -8,7 +8,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { BoxdClient, ExecOutcome, ExecRequest } from "../../src/boxd/index.js";
+import type { BoxdClient, ExecOutcome, ExecRequest, PingResult } from "../../src/boxd/index.js";
 import type { BoxBridge, BoxLimits, BoxSpec, Trust } from "../../src/boxes/index.js";
 import { detectLayout } from "../../src/boxes/local/cgroups.js";
 import { agentGroups, prepareHome, prepareMachineDir } from "../../src/boxes/local/homes.js";
@@ -225,8 +225,8 @@ function isZombie(pid: number): boolean {
   }
 }
 
-/** Host pids whose real uid is `uid` (agents' uids exist only in boxes). */
-export function hostPidsOfUid(uid: number): number[] {
+/** Host pids whose real uid is `uid` (agents' uids exist only in boxes), but for boxd's ready helper named by `ready` (a ping). */
+export function hostPidsOfUid(uid: number, ready?: PingResult): number[] {
   const out: number[] = [];
   for (const name of fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
@@ -234,7 +234,15 @@ export function hostPidsOfUid(uid: number): number[] {
       const status = fs.readFileSync(`/proc/${name}/status`, "utf8");
       const m = /^Uid:\s+(\d+)/m.exec(status);
       const state = /^State:\s+(\S)/m.exec(status)?.[1];
-      if (m && Number(m[1]) === uid && state !== "Z") out.push(Number(name));
+      if (!m || Number(m[1]) !== uid || state === "Z") continue;
+      // boxd's ready helper, walled ahead as the last command's agent: boxd's, not the agent's
+      // (no agent's process can enter its cgroup)
+      if (
+        ready?.readyCgroup &&
+        fs.readFileSync(`/proc/${name}/cgroup`, "utf8").includes(`/${ready.readyCgroup}\n`)
+      )
+        continue;
+      out.push(Number(name));
     } catch {
       // gone
     }

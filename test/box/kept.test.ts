@@ -124,3 +124,65 @@ describe("a command whose box stops", { skip: skip ?? false }, () => {
     }
   });
 });
+
+describe("a ready helper walled ahead", { skip: skip ?? false }, () => {
+  let box: TestBox;
+  before(async () => {
+    box = await makeBox({ agents: 2 });
+  });
+  after(async () => {
+    await box?.cleanup();
+  });
+
+  it("runs the next command of the same walls without applying them again, and never one of other walls", async () => {
+    const client = box.client();
+    const [a, b] = [box.agents[0]!, box.agents[1]!];
+    const as = (who: typeof a, argv: string[], extra: Partial<ExecRequest> = {}): ExecRequest => ({
+      argv,
+      env: { PATH },
+      cwd: who.home,
+      uid: who.uid,
+      gid: who.gid,
+      timeoutMs: 30_000,
+      trace: true,
+      ...extra,
+    });
+    const ownHome = (who: typeof a) => ({
+      read: ["/usr", "/bin", "/lib", "/lib64", "/etc"],
+      write: [who.home],
+    });
+    const probe = (who: typeof a, other: typeof a, files = ownHome(who)) =>
+      client.exec(
+        as(who, ["/bin/sh", "-c", `id -u; cat ${other.home}/x 2>/dev/null || echo refused; echo hi > own`], {
+          files,
+        }),
+      );
+    await client.exec(as(a, ["/bin/sh", "-c", "echo a > x"]));
+    await client.exec(as(b, ["/bin/sh", "-c", "echo b > x"]));
+    // a, a, b, a, then a with other rules: each runs as itself, under its own rules
+    const runs = [
+      ["a", await probe(a, b)],
+      ["a", await probe(a, b)],
+      ["b", await probe(b, a)],
+      ["a", await probe(a, b)],
+      ["a, its home read-only", await probe(a, b, { read: [...ownHome(a).read, a.home], write: [] })],
+    ] as const;
+    const uid = { a: a.uid, b: b.uid };
+    for (const [who, r] of runs) {
+      const lines = r.stdout.toString().split("\n");
+      assert.equal(lines[0], String(uid[who[0] as "a" | "b"]), `${who}: its own uid`);
+      assert.equal(lines[1], "refused", `${who}: the other agent's file stays closed`);
+    }
+    assert.equal(runs[4][1].exitCode, 2, "the read-only rules hold: `echo hi > own` fails");
+    assert.match(runs[4][1].stderr.toString(), /Permission denied|Read-only/);
+    for (const i of [0, 1, 2, 3]) assert.equal(runs[i]![1].exitCode, 0, runs[i]![1].stderr.toString());
+    // the second of the same walls found them applied ahead: no Landlock, no seccomp on its way
+    const t = runs[1][1].trace!;
+    assert.equal(t.landlockUs, t.privilegesUs);
+    assert.equal(t.seccompUs, t.privilegesUs);
+    assert.ok(t.specReadUs <= t.privilegesUs);
+    // one of other walls (b after a) was given everything: Landlock and seccomp on its way
+    const fresh = runs[2][1].trace!;
+    assert.ok(fresh.seccompUs > fresh.privilegesUs, JSON.stringify(fresh));
+  });
+});

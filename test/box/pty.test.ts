@@ -160,7 +160,8 @@ describe("terminals in a local box", { skip: skip ?? false }, () => {
     t.pty.cancel();
     const r = await t.pty.exited;
     assert.equal(r.cancelled, true);
-    assert.deepEqual(hostPidsOfUid(a.uid), []);
+    const left = async () => hostPidsOfUid(a.uid, await box.client().ping());
+    assert.deepEqual(await left(), []);
 
     // the same when the client goes away without a word
     const endpoint = box.provider.endpoint(box.id);
@@ -175,9 +176,9 @@ describe("terminals in a local box", { skip: skip ?? false }, () => {
     sock.write(encodeControl({ v: 1, op: "pty", pty: spec() }));
     await started;
     sock.write(encodeFrame(FrameKind.data, "sleep 1004 &\n"));
-    await waitFor("a shell of the agent", () => hostPidsOfUid(a.uid).length > 0);
+    await waitFor("a shell of the agent", async () => (await left()).length > 0);
     sock.destroy();
-    await waitFor("the terminal's tree to be gone", () => hostPidsOfUid(a.uid).length === 0, 10_000);
+    await waitFor("the terminal's tree to be gone", async () => (await left()).length === 0, 10_000);
   });
 
   it("another agent cannot reach a terminal: not its device, not boxd's socket", async () => {
