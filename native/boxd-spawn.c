@@ -42,7 +42,7 @@
  * options (NUL-separated, same syntax) on fd N until EOF: boxd keeps one such helper
  * ready, so the cgroup migration (slow on cgroup v1: it waits for an RCU grace period)
  * is not paid while a command waits. The spec may begin with the command's walls alone,
- * "--walls" ... "--end-walls" (uid, gid, groups, seccomp, file and port rules): the ready
+ * "--walls" ... "--end-walls" (uid, gid, groups, seccomp, /agent, file and port rules): the ready
  * helper applies them at once (3-8, but the cwd) and makes itself undumpable, so that its
  * command, when it comes, brings only --cwd, --trace-fd, --env and argv (native/boxd/exec.h).
  *
@@ -264,13 +264,13 @@ struct opts {
 /* Which options a part of the command line may hold. */
 enum {
   OPT_LINE = 1,    /* the helper's own command line: --cgroup, --spec-fd, --trace-fd */
-  OPT_WALLS = 2,   /* who runs, the filter, the file and port rules */
-  OPT_COMMAND = 4, /* the command's cwd, /agent, trace, environment */
+  OPT_WALLS = 2,   /* who runs, the filter, /agent, the file and port rules */
+  OPT_COMMAND = 4, /* the command's cwd, trace, environment */
 };
 
 static int is_walls_option(const char *a) {
-  static const char *const walls[] = {"--uid",           "--gid",   "--seccomp", "--groups", "--files", "--read",
-                                      "--write",         "--scope", "--bind-ports", "--connect-ports", NULL};
+  static const char *const walls[] = {"--uid",   "--gid",   "--seccomp",    "--groups",        "--agent-dir", "--files",
+                                      "--read",  "--write", "--scope", "--bind-ports", "--connect-ports", NULL};
   for (int i = 0; walls[i]; i++)
     if (strcmp(a, walls[i]) == 0) return 1;
   return 0;
@@ -568,7 +568,6 @@ int boxd_spawn_main(int argc, char **argv) {
     o.argv = argv + rest;
   }
   if (o.uid < 0 || o.gid < 0 || !o.cwd || !o.seccomp_path) die(126, "arguments", "--uid, --gid, --cwd and --seccomp are required");
-  if (ahead && o.agent_dir) die(126, "arguments", "--agent-dir with walls applied ahead");
   o.env[o.nenv] = NULL;
   double t_spec = now_us();
   double t[3];

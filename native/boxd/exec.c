@@ -584,8 +584,7 @@ void exec_start(struct conn *c, const struct spec *s) {
   /* the ready helper has applied these walls already, or none: it takes the command;
      walled for another command, it is let go and a fresh helper is given everything */
   struct buf walls = {0};
-  int ahead = spec_walls(s, bd->cfg.seccomp, &walls);
-  if (ahead < 0) {
+  if (spec_walls(s, bd->cfg.seccomp, &walls)) {
     buf_free(&walls);
     buf_free(&options);
     conn_fail(c, "internal", "out of memory");
@@ -595,7 +594,7 @@ void exec_start(struct conn *c, const struct spec *s) {
   bd->prepared = NULL;
   if (h && h->walls.len) {
     struct buf filter = {0};
-    int same = ahead == 0 && walls.len == h->walls.len && !memcmp(walls.p, h->walls.p, walls.len) &&
+    int same = walls.len == h->walls.len && !memcmp(walls.p, h->walls.p, walls.len) &&
                !read_whole(bd->cfg.seccomp, &filter) && filter.len == h->filter.len &&
                (filter.len == 0 || !memcmp(filter.p, h->filter.p, filter.len));
     buf_free(&filter);
@@ -612,12 +611,9 @@ void exec_start(struct conn *c, const struct spec *s) {
       h = NULL;
     }
   }
-  /* the next ready helper is walled like this command (a command with its own /agent
-     leaves the walls as they were) */
-  if (ahead == 0) {
-    buf_free(&bd->walls_next);
-    bd->walls_next = walls;
-  } else buf_free(&walls);
+  /* the next ready helper is walled like this command */
+  buf_free(&bd->walls_next);
+  bd->walls_next = walls;
   if (!h) h = helper_spawn(bd, &err);
   if (!h) {
     char m[1200];

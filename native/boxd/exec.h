@@ -5,8 +5,8 @@
  * joined its cgroups and waits on its fd 3 for the command's options. boxd keeps one
  * ready (bd->prepared); a command takes it, and another is prepared at the end of the
  * loop's iteration. The ready helper is given the walls of the last command that could
- * have them ahead (bd->walls_next: uid, groups, seccomp, Landlock rules, nothing of the
- * command itself) and applies them while it waits; a command with exactly those walls
+ * have them ahead (bd->walls_next: uid, groups, seccomp, /agent, Landlock rules, nothing of
+ * the command itself) and applies them while it waits; a command with exactly those walls
  * sends it only its cwd, environment and argv. A command with other walls lets it go
  * and starts a fresh helper, given everything, as before; so does any command once the
  * seccomp program's file changed since the walls were sent (a broken or new filter

@@ -174,7 +174,8 @@ static int opt(struct buf *o, const char *s, size_t len) { return buf_put(o, s, 
 static int opts(struct buf *o, const char *s) { return opt(o, s, strlen(s)); }
 static int optv(struct buf *o, const struct jv *v) { return opt(o, v->s, v->len); }
 
-/* The options of the command's walls: who it runs as, its filter, its file and port rules. */
+/* The options of the command's walls: who it runs as, its filter, its mounts (/agent), its
+   file and port rules. */
 static int walls_options(const struct spec *s, const char *seccomp, struct buf *o) {
   char num[64];
   int bad = 0;
@@ -183,6 +184,7 @@ static int walls_options(const struct spec *s, const char *seccomp, struct buf *
   snprintf(num, sizeof num, "%ld", s->gid);
   bad |= opts(o, "--gid") || opts(o, num);
   bad |= opts(o, "--seccomp") || opts(o, seccomp);
+  if (s->agent_dir) bad |= opts(o, "--agent-dir") || optv(o, s->agent_dir);
   if (s->ngroups) {
     struct buf g = {0};
     for (size_t i = 0; i < s->ngroups; i++) bad |= buf_printf(&g, "%s%ld", i ? "," : "", s->groups[i]);
@@ -207,13 +209,11 @@ static int walls_options(const struct spec *s, const char *seccomp, struct buf *
 }
 
 int spec_walls(const struct spec *s, const char *seccomp, struct buf *o) {
-  if (s->agent_dir) return 1;
   return opts(o, "--walls") || walls_options(s, seccomp, o) || opts(o, "--end-walls") ? -1 : 0;
 }
 
 int spec_command(const struct spec *s, struct buf *o) {
   int bad = opts(o, "--cwd") || optv(o, s->cwd);
-  if (s->agent_dir) bad |= opts(o, "--agent-dir") || optv(o, s->agent_dir);
   if (s->trace) bad |= opts(o, "--trace-fd") || opts(o, "4");
   for (size_t i = 0; i < s->env->count; i++) {
     bad |= opts(o, "--env") || buf_put(o, s->env->keys[i], s->env->klens[i]) || buf_put(o, "=", 1) ||

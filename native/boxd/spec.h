@@ -45,9 +45,9 @@ int spec_int(const struct jv *x, const char *what, double min, double max, long 
 int spec_parse(const struct jv *x, struct spec *s, struct perr *e);
 /* The helper's options: NUL-terminated strings, "--" and then argv. */
 int spec_options(const struct spec *s, const char *seccomp, struct buf *o);
-/* The command's walls alone, between "--walls" and "--end-walls", for a ready helper to
-   apply before its command comes; 1 (nothing written) when they cannot go ahead of it
-   (a command with its own /agent). */
+/* The command's walls alone (who it runs as, its filter, its mounts, its file and port
+   rules), between "--walls" and "--end-walls", for a ready helper to apply before its
+   command comes. */
 int spec_walls(const struct spec *s, const char *seccomp, struct buf *o);
 /* The rest of the options, for a helper that applied the walls already: its cwd, trace,
    environment, "--" and argv. */
