@@ -3,7 +3,7 @@
 // revisions are for operators), the collections whose access list reaches it (records written
 // only under `write`), and its own scripts. What it writes is redacted of every secret that
 // reaches it before it is stored.
-import { and, eq, inArray, or } from "drizzle-orm";
+import { and, asc, eq, inArray, or } from "drizzle-orm";
 import { WarrenError } from "../errors.js";
 import { schema, type Db } from "../store/index.js";
 import { allowsRead, resolveAccess, type AccessMode, type AccessRow } from "./access.js";
@@ -183,7 +183,8 @@ export class AgentArtifacts {
     const rows = await this.db
       .select({ path: a.path, content: a.content })
       .from(a)
-      .where(and(eq(a.orgId, this.agent.orgId), eq(a.agentId, this.agent.id), eq(a.kind, "script")));
+      .where(and(eq(a.orgId, this.agent.orgId), eq(a.agentId, this.agent.id), eq(a.kind, "script")))
+      .orderBy(asc(a.path));
     return rows.map((r) => ({ name: r.path.slice(r.path.lastIndexOf("/") + 1), content: r.content }));
   }
 }
