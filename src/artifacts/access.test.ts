@@ -13,7 +13,10 @@ test("no row is no access", () => {
   assert.equal(resolveAccess([], agent), "none");
   // rows for others do not reach it
   assert.equal(
-    resolveAccess([row("agent", "agt_b", "write"), row("guild", "gld_x", "write"), row("org", "org_p", "write")], agent),
+    resolveAccess(
+      [row("agent", "agt_b", "write"), row("guild", "gld_x", "write"), row("org", "org_p", "write")],
+      agent,
+    ),
     "none",
   );
 });
@@ -27,7 +30,10 @@ test("the agent's own row wins, and may be none", () => {
 test("otherwise the better of its guilds' and the organisation's rows", () => {
   assert.equal(resolveAccess([row("guild", "gld_g", "none"), row("org", "org_o", "read")], agent), "read");
   assert.equal(resolveAccess([row("guild", "gld_g", "write"), row("org", "org_o", "read")], agent), "write");
-  assert.equal(resolveAccess([row("guild", "gld_g", "read"), row("guild", "gld_h", "write")], agent), "write");
+  assert.equal(
+    resolveAccess([row("guild", "gld_g", "read"), row("guild", "gld_h", "write")], agent),
+    "write",
+  );
   assert.equal(resolveAccess([row("org", "org_o", "read")], agent), "read");
   assert.equal(resolveAccess([row("guild", "gld_h", "none")], agent), "none");
 });

@@ -37,7 +37,8 @@ export class AgentArtifacts {
   notePath(raw: string): Extract<ArtifactPath, { kind: "note" }> {
     const full = raw.includes("/") ? raw : `agents/${this.agent.id}/notes/${raw}`;
     const p = parseArtifactPath(full);
-    if (p.kind !== "note") throw new WarrenError("request.invalid", `${raw} is not a note (a path ending in .md)`);
+    if (p.kind !== "note")
+      throw new WarrenError("request.invalid", `${raw} is not a note (a path ending in .md)`);
     return p;
   }
 
@@ -99,7 +100,10 @@ export class AgentArtifacts {
       agentId: this.agent.id,
       paths: shared.map(([p]) => p),
     });
-    return items.map((i) => ({ ...i, mode: this.#own(parseArtifactPath(i.path)) ? "write" : reach.get(i.path)! }));
+    return items.map((i) => ({
+      ...i,
+      mode: this.#own(parseArtifactPath(i.path)) ? "write" : reach.get(i.path)!,
+    }));
   }
 
   async readNote(raw: string): Promise<string> {
@@ -138,7 +142,8 @@ export class AgentArtifacts {
   }
 
   async #collection(name: string, need: "read" | "write"): Promise<void> {
-    if (!isName(name)) throw new WarrenError("request.invalid", `${JSON.stringify(name)} is not a collection's name`);
+    if (!isName(name))
+      throw new WarrenError("request.invalid", `${JSON.stringify(name)} is not a collection's name`);
     const mode = await this.#mode(collectionPath(name));
     if (need === "write" ? mode !== "write" : !allowsRead(mode))
       throw refused(

@@ -49,12 +49,14 @@ export function parseArtifactPath(raw: string): ArtifactPath {
   }
   if (a === "guilds") {
     if (!b || !GUILD_ID.test(b)) throw invalid(raw, "does not name a guild id");
-    if (noteName(c) && d === undefined) return { kind: "note", path: raw, owner: "guild", guildId: b, name: c };
+    if (noteName(c) && d === undefined)
+      return { kind: "note", path: raw, owner: "guild", guildId: b, name: c };
     throw invalid(raw, "is not a guild's note");
   }
   if (a === "collections") {
     if (!b || !isName(b)) throw invalid(raw, "does not name a collection");
-    if (c !== undefined && isName(c) && d === undefined) return { kind: "record", path: raw, collection: b, id: c };
+    if (c !== undefined && isName(c) && d === undefined)
+      return { kind: "record", path: raw, collection: b, id: c };
     throw invalid(raw, "is not a record of a collection");
   }
   if (noteName(a) && b === undefined) return { kind: "note", path: raw, owner: "org", name: a };
@@ -62,7 +64,11 @@ export function parseArtifactPath(raw: string): ArtifactPath {
 }
 
 /** What an access list is on: a note, or a collection (`collections/<name>`). */
-export function parseAccessPath(raw: string): { path: string; kind: "note" | "collection"; collection?: string } {
+export function parseAccessPath(raw: string): {
+  path: string;
+  kind: "note" | "collection";
+  collection?: string;
+} {
   const parts = raw.split("/");
   if (parts.length === 2 && parts[0] === "collections" && isName(parts[1]!))
     return { path: raw, kind: "collection", collection: parts[1]! };

@@ -58,7 +58,12 @@ export class Artifacts {
     return { kind: row.kind, content: row.content };
   }
 
-  async write(who: Identity, orgId: string, raw: string, text: string): Promise<{ path: string; revision: number }> {
+  async write(
+    who: Identity,
+    orgId: string,
+    raw: string,
+    text: string,
+  ): Promise<{ path: string; revision: number }> {
     await this.o.access.require(orgId, who, "write", "organisation");
     const p = parseArtifactPath(raw);
     await this.#checkOwner(orgId, p);
@@ -156,7 +161,9 @@ export class Artifacts {
       if (grants.length > 0)
         await tx
           .insert(t)
-          .values(grants.map((g) => ({ orgId, path: p.path, scope: g.scope, subjectId: g.id, mode: g.mode })));
+          .values(
+            grants.map((g) => ({ orgId, path: p.path, scope: g.scope, subjectId: g.id, mode: g.mode })),
+          );
     });
     return this.getAccess(who, orgId, raw);
   }

@@ -14,7 +14,6 @@ import { DiskCaps } from "../homes/caps.js";
 import { readAgentFile, readHomeFile } from "../homes/files.js";
 import { parseHomePath } from "../homes/paths.js";
 import { Homes } from "../homes/service.js";
-import { isWarrenError } from "../errors.js";
 import { Machines } from "../machines/service.js";
 import { Gateway } from "../models/gateway.js";
 import { ModelHttpFace } from "../models/http.js";

@@ -34,16 +34,6 @@ export const ArtifactWritten = z
   .object({ path: z.string(), revision: z.number() })
   .meta({ id: "ArtifactWritten" });
 
-export const RevisionList = items(
-  z.object({
-    revision: z.number(),
-    by: z.string().describe("an agent's id or a person's email"),
-    at: z.string(),
-    bytes: z.number(),
-  }),
-  "RevisionList",
-);
-
 export const ArtifactGrant = z
   .object({
     scope: z.enum(["org", "guild", "agent"]),

@@ -17,7 +17,6 @@ export type ArtifactTool = (typeof ARTIFACT_TOOLS)[number];
 const SCRIPT_DEFAULT_S = 60;
 const SCRIPT_MAX_S = 600;
 
-
 /** The store's refusals (a bad path, no access, nothing there) are the tool's answer. */
 async function answer<T>(work: () => Promise<T>): Promise<T> {
   try {
@@ -41,7 +40,9 @@ const NOTE_PATH = s(
 const lines = (items: { path: string; bytes: number; revision: number; mode?: string }[], empty: string) =>
   items.length === 0
     ? empty
-    : items.map((i) => `${i.path}\t${i.bytes} bytes\trevision ${i.revision}${i.mode ? `\t${i.mode}` : ""}`).join("\n");
+    : items
+        .map((i) => `${i.path}\t${i.bytes} bytes\trevision ${i.revision}${i.mode ? `\t${i.mode}` : ""}`)
+        .join("\n");
 
 const BUILDERS: Record<ArtifactTool, (env: BuiltinEnv) => ToolImpl> = {
   note_list: (env) => ({
@@ -56,7 +57,11 @@ const BUILDERS: Record<ArtifactTool, (env: BuiltinEnv) => ToolImpl> = {
   }),
   note_read: (env) => ({
     kind: "builtin",
-    tool: { name: "note_read", description: "Reads a note (Markdown).", parameters: obj({ path: NOTE_PATH }, ["path"]) },
+    tool: {
+      name: "note_read",
+      description: "Reads a note (Markdown).",
+      parameters: obj({ path: NOTE_PATH }, ["path"]),
+    },
     canonical: { path: notePath(env) },
     run: (args) => answer(() => env.artifacts.readNote(str(args, "path"))),
   }),
@@ -77,7 +82,11 @@ const BUILDERS: Record<ArtifactTool, (env: BuiltinEnv) => ToolImpl> = {
   }),
   memory_read: (env) => ({
     kind: "builtin",
-    tool: { name: "memory_read", description: "Reads your memory (Markdown), as it is now.", parameters: obj({}) },
+    tool: {
+      name: "memory_read",
+      description: "Reads your memory (Markdown), as it is now.",
+      parameters: obj({}),
+    },
     run: () => answer(async () => (await env.artifacts.readMemory()) ?? "(your memory is empty)"),
   }),
   memory_write: (env) => ({
@@ -107,7 +116,9 @@ const BUILDERS: Record<ArtifactTool, (env: BuiltinEnv) => ToolImpl> = {
         const c = str(args, "collection", { optional: true });
         if (c === undefined) {
           const cs = await env.artifacts.listCollections();
-          return cs.length === 0 ? "(no collection is shared with you)" : cs.map((x) => `${x.name}\t${x.mode}`).join("\n");
+          return cs.length === 0
+            ? "(no collection is shared with you)"
+            : cs.map((x) => `${x.name}\t${x.mode}`).join("\n");
         }
         return lines(await env.artifacts.listRecords(c), `(the collection ${c} has no records)`);
       }),
@@ -117,7 +128,10 @@ const BUILDERS: Record<ArtifactTool, (env: BuiltinEnv) => ToolImpl> = {
     tool: {
       name: "record_get",
       description: "Reads one record (JSON) of a collection shared with you.",
-      parameters: obj({ collection: s("the collection's name"), id: s("the record's id") }, ["collection", "id"]),
+      parameters: obj({ collection: s("the collection's name"), id: s("the record's id") }, [
+        "collection",
+        "id",
+      ]),
     },
     run: (args) => answer(() => env.artifacts.getRecord(str(args, "collection"), str(args, "id"))),
   }),
@@ -138,7 +152,11 @@ const BUILDERS: Record<ArtifactTool, (env: BuiltinEnv) => ToolImpl> = {
     run: (args) =>
       answer(async () => {
         if (args.record === undefined) throw new ToolFailure('the argument "record" is required');
-        const r = await env.artifacts.putRecord(str(args, "collection"), str(args, "id"), JSON.stringify(args.record));
+        const r = await env.artifacts.putRecord(
+          str(args, "collection"),
+          str(args, "id"),
+          JSON.stringify(args.record),
+        );
         return `wrote ${r.path} (revision ${r.revision})`;
       }),
   }),
@@ -153,10 +171,10 @@ const BUILDERS: Record<ArtifactTool, (env: BuiltinEnv) => ToolImpl> = {
       name: "script_write",
       description:
         "Creates or replaces one of your scripts (start it with a #! line; without one it runs with bash). Scripts outlive your home; script_run runs them.",
-      parameters: obj({ name: s("the script's name: letters, digits, ., _ and -"), content: s("the script") }, [
-        "name",
-        "content",
-      ]),
+      parameters: obj(
+        { name: s("the script's name: letters, digits, ., _ and -"), content: s("the script") },
+        ["name", "content"],
+      ),
     },
     run: (args) =>
       answer(async () => {

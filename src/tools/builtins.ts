@@ -12,7 +12,7 @@ import { parseHomePath } from "../homes/paths.js";
 import { homeFile, homeFolder, httpUrl } from "./canonical.js";
 import { uidOf } from "../machines/placement.js";
 import type { ResolvedSecrets } from "../secrets/service.js";
-import type { BoundedOutput, Workload } from "../workloads/index.js";
+import type { Workload } from "../workloads/index.js";
 import { getOnce, type EgressRoute } from "./fetch.js";
 import { bodyText, bounded, MAX_OUTPUT_BYTES, num, str, ToolFailure, type ToolImpl } from "./impl.js";
 
@@ -195,7 +195,10 @@ function webFetch(env: BuiltinEnv): ToolImpl {
   };
 }
 
-const BUILDERS: Record<Exclude<(typeof BUILTIN_TOOLS)[number], ArtifactTool>, (env: BuiltinEnv) => ToolImpl> = {
+const BUILDERS: Record<
+  Exclude<(typeof BUILTIN_TOOLS)[number], ArtifactTool>,
+  (env: BuiltinEnv) => ToolImpl
+> = {
   read_file: readFile,
   write_file: writeFile,
   list_files: listFiles,

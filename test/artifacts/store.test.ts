@@ -21,7 +21,11 @@ for (const leg of dbLegs) {
     const open: Toolset[] = [];
 
     const agent = async (): Promise<{ id: string; org_id: string }> => {
-      const r = await t.call("POST", "/api/agents", { org_id: org.id, machine_id: machine.id, name: `a${++n}` });
+      const r = await t.call("POST", "/api/agents", {
+        org_id: org.id,
+        machine_id: machine.id,
+        name: `a${++n}`,
+      });
       assert.equal(r.status, 201, JSON.stringify(r.body));
       return r.body;
     };
@@ -35,7 +39,12 @@ for (const leg of dbLegs) {
       return g.body.id;
     };
     const put = (p: string, text: string, type = "text/markdown") =>
-      t.inject({ method: "PUT", url: `/api/orgs/${org.id}/artifacts/${p}`, payload: text, headers: { "content-type": type } });
+      t.inject({
+        method: "PUT",
+        url: `/api/orgs/${org.id}/artifacts/${p}`,
+        payload: text,
+        headers: { "content-type": type },
+      });
     const get = (p: string) => t.inject({ method: "GET", url: `/api/orgs/${org.id}/artifacts/${p}` });
     const grant = async (p: string, grants: unknown[]) => {
       const r = await t.call("PUT", `/api/orgs/${org.id}/access/${p}`, { grants });
@@ -119,8 +128,14 @@ for (const leg of dbLegs) {
       // a note keeps only its current revision
       await put(`agents/${a.id}/notes/x.md`, "x");
       await put(`agents/${a.id}/notes/x.md`, "y");
-      const noteRevs = await t.call("GET", `/api/orgs/${org.id}/artifacts/agents/${a.id}/notes/x.md?revisions`);
-      assert.deepEqual(noteRevs.body.items.map((i: any) => i.revision), [2]);
+      const noteRevs = await t.call(
+        "GET",
+        `/api/orgs/${org.id}/artifacts/agents/${a.id}/notes/x.md?revisions`,
+      );
+      assert.deepEqual(
+        noteRevs.body.items.map((i: any) => i.revision),
+        [2],
+      );
       const noOld = await t.call("GET", `/api/orgs/${org.id}/artifacts/agents/${a.id}/notes/x.md?revision=1`);
       assert.equal(noOld.status, 400);
       assert.equal(noOld.body.error.code, "request.invalid");
@@ -128,7 +143,14 @@ for (const leg of dbLegs) {
 
     test("bad paths, bodies and grants are request.invalid; missing things and other organisations are 404", async () => {
       const a = await agent();
-      for (const bad of ["agents/nope/memory.md", `agents/${a.id}/other.md`, "x/y.md", "collections/leads", "notes.txt", `agents/${a.id}/notes/.md`]) {
+      for (const bad of [
+        "agents/nope/memory.md",
+        `agents/${a.id}/other.md`,
+        "x/y.md",
+        "collections/leads",
+        "notes.txt",
+        `agents/${a.id}/notes/.md`,
+      ]) {
         const r = await put(bad, "x");
         assert.equal(r.statusCode, 400, bad);
         assert.equal(r.json().error.code, "request.invalid", bad);
@@ -142,13 +164,16 @@ for (const leg of dbLegs) {
       // an agent of another organisation, and another organisation's store
       const other = (await t.call("POST", "/api/orgs", { name: "other" })).body;
       const om = (await t.call("POST", "/api/machines", { org_id: other.id, name: "m" })).body;
-      const oa = (await t.call("POST", "/api/agents", { org_id: other.id, machine_id: om.id, name: "x" })).body;
+      const oa = (await t.call("POST", "/api/agents", { org_id: other.id, machine_id: om.id, name: "x" }))
+        .body;
       const foreign = await put(`agents/${oa.id}/notes/x.md`, "x");
       assert.equal(foreign.statusCode, 404);
       const stranger = await t.call("GET", `/api/orgs/${other.id}/artifacts`, undefined, {});
       assert.equal(stranger.status, 200); // the operator is a member of both here
       // access lists are on notes and collections only, naming this organisation's own
-      const onMemory = await t.call("PUT", `/api/orgs/${org.id}/access/agents/${a.id}/memory.md`, { grants: [] });
+      const onMemory = await t.call("PUT", `/api/orgs/${org.id}/access/agents/${a.id}/memory.md`, {
+        grants: [],
+      });
       assert.equal(onMemory.status, 400);
       const foreignGrant = await t.call("PUT", `/api/orgs/${org.id}/access/handbook.md`, {
         grants: [{ scope: "agent", id: oa.id, mode: "read" }],
@@ -173,7 +198,8 @@ for (const leg of dbLegs) {
       const g = await guild(a.id, b.id);
       const note = `guilds/${g}/brief.md`;
       await put(note, "the brief");
-      const read = async (id: string, p: string) => (await (await toolsOf(id)).call("note_read", { path: p })).output;
+      const read = async (id: string, p: string) =>
+        (await (await toolsOf(id)).call("note_read", { path: p })).output;
       const write = async (id: string, p: string, content: string) =>
         (await (await toolsOf(id)).call("note_write", { path: p, content })).output;
 
@@ -223,7 +249,10 @@ for (const leg of dbLegs) {
         /wrote collections\/deals\/d1 \(revision 1\)/,
       );
       assert.deepEqual((await get("collections/deals/d1")).json(), { v: 2 });
-      assert.match((await again.call("record_list", { collection: "deals" })).output, /^collections\/deals\/d1\t7 bytes/);
+      assert.match(
+        (await again.call("record_list", { collection: "deals" })).output,
+        /^collections\/deals\/d1\t7 bytes/,
+      );
 
       // own notes: always the agent's; note_list shows its own and what reaches it
       assert.match(await write(later.id, "mine.md", "my note"), /agents\/.*\/notes\/mine.md/);

@@ -81,7 +81,10 @@ describe("the artifact tools", { skip: boxSkipReason() ?? false }, () => {
 
   test("every artifact tool is decided by the Cedar policy: none runs without a permit", async () => {
     const { set, records } = await tools("");
-    assert.deepEqual(set.tools.map((x) => x.name), [...ARTIFACT_TOOLS]);
+    assert.deepEqual(
+      set.tools.map((x) => x.name),
+      [...ARTIFACT_TOOLS],
+    );
     for (const name of ARTIFACT_TOOLS) {
       const out = await set.call(name, ARGS[name]);
       assert.match(out.output, /refused by the agent's tool policy/, name);
@@ -115,9 +118,15 @@ describe("the artifact tools", { skip: boxSkipReason() ?? false }, () => {
         when { context.arguments has path && !(context.arguments.path like "agents/*") };`);
     const own = await set.call("note_write", { path: "today.md", content: `token ${SECRET}` });
     assert.equal(own.record.decision, "allow", own.output);
-    assert.deepEqual(own.record.arguments, { path: `agents/${a.id}/notes/today.md`, content: "token [redacted]" });
+    assert.deepEqual(own.record.arguments, {
+      path: `agents/${a.id}/notes/today.md`,
+      content: "token [redacted]",
+    });
     // what the agent wrote is stored redacted of its secrets
-    const stored = await t.inject({ method: "GET", url: `/api/orgs/${org.id}/artifacts/agents/${a.id}/notes/today.md` });
+    const stored = await t.inject({
+      method: "GET",
+      url: `/api/orgs/${org.id}/artifacts/agents/${a.id}/notes/today.md`,
+    });
     assert.equal(stored.body, "token [redacted]");
     const shared = await set.call("note_write", { path: `guilds/${g.id}/shared.md`, content: "x" });
     assert.equal(shared.record.decision, "deny");
@@ -130,8 +139,12 @@ describe("the artifact tools", { skip: boxSkipReason() ?? false }, () => {
   test("script_write stores a script; script_run writes scripts/ in the home and runs it in the box as the agent", async () => {
     const { set } = await tools(ALLOW_ALL);
     assert.match(
-      (await set.call("script_write", { name: "count.sh", content: '#!/bin/sh\necho "$# args: $*"\nid -u\necho "$API_TOKEN"' }))
-        .output,
+      (
+        await set.call("script_write", {
+          name: "count.sh",
+          content: '#!/bin/sh\necho "$# args: $*"\nid -u\necho "$API_TOKEN"',
+        })
+      ).output,
       /wrote agents\/.*\/scripts\/count.sh \(revision 1\)/,
     );
     await set.call("script_write", { name: "plain", content: 'echo "no shebang, $1"' });
@@ -140,12 +153,18 @@ describe("the artifact tools", { skip: boxSkipReason() ?? false }, () => {
     assert.match(scripts, new RegExp(`^agents/${a.id}/scripts/plain\t21 bytes\trevision 1$`, "m"));
     const run = await set.call("script_run", { name: "count.sh", args: ["a", "b c"] });
     assert.equal(run.output, `exit code 0\n--- stdout\n2 args: a b c\n${a.uid}\n[redacted]\n`);
-    assert.equal((await set.call("script_run", { name: "plain", args: ["x"] })).output, "exit code 0\n--- stdout\nno shebang, x\n");
+    assert.equal(
+      (await set.call("script_run", { name: "plain", args: ["x"] })).output,
+      "exit code 0\n--- stdout\nno shebang, x\n",
+    );
     const home = t.server.provider.homes.homeDir(a.machine_id, a.id);
     const st = await fs.stat(path.join(home, "scripts/count.sh"));
     assert.equal(st.uid, a.uid);
     assert.equal(st.mode & 0o777, 0o700);
-    assert.match((await set.call("script_run", { name: "nope" })).output, /no script named nope \(count.sh, (hello.sh, )?plain\)/);
+    assert.match(
+      (await set.call("script_run", { name: "nope" })).output,
+      /no script named nope \(count.sh, (hello.sh, )?plain\)/,
+    );
     assert.match((await set.call("script_write", { name: "../x", content: "" })).output, /call failed: path/);
     // the home's copy is materialised from the store: an edit in the home is replaced on the next run
     await fs.writeFile(path.join(home, "scripts/plain"), "echo tampered");
@@ -172,7 +191,14 @@ describe("the artifact tools", { skip: boxSkipReason() ?? false }, () => {
       "s.json",
       script([
         { tool_calls: [{ name: "memory_write", input: { content: "The deploy key rotates on Fridays." } }] },
-        { tool_calls: [{ name: "memory_write", input: { content: "The deploy key rotates on Fridays.\nAsk Ana first." } }] },
+        {
+          tool_calls: [
+            {
+              name: "memory_write",
+              input: { content: "The deploy key rotates on Fridays.\nAsk Ana first." },
+            },
+          ],
+        },
         { text: "noted" },
       ]),
     );
@@ -188,7 +214,12 @@ describe("the artifact tools", { skip: boxSkipReason() ?? false }, () => {
     await layout.prepareHome(m.machine_id, m.id, m.uid, "isolated");
     assert.deepEqual(await fs.readdir(home), []);
 
-    await putHomeFile(t, m.id, "s.json", script([{ tool_calls: [{ name: "memory_read", input: {} }] }, { text: "done" }]));
+    await putHomeFile(
+      t,
+      m.id,
+      "s.json",
+      script([{ tool_calls: [{ name: "memory_read", input: {} }] }, { text: "done" }]),
+    );
     const second = await runAgent(t, m.id, "what do you know?");
     assert.equal(second.run.status, "succeeded", JSON.stringify(second.run));
     const system: string = eventsOfType(second.events, "prompt")[0].system;
@@ -206,7 +237,10 @@ describe("the artifact tools", { skip: boxSkipReason() ?? false }, () => {
         [1, m.id],
       ],
     );
-    const old = await t.inject({ method: "GET", url: `/api/orgs/${org.id}/artifacts/agents/${m.id}/memory.md?revision=1` });
+    const old = await t.inject({
+      method: "GET",
+      url: `/api/orgs/${org.id}/artifacts/agents/${m.id}/memory.md?revision=1`,
+    });
     assert.equal(old.body, "The deploy key rotates on Fridays.");
   });
 });

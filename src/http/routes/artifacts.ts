@@ -23,7 +23,9 @@ function textOf(body: unknown): string {
   try {
     return utf8.decode(body);
   } catch {
-    throw new WarrenError("request.invalid", "body: an artifact is UTF-8 text, and this is not", { field: "body" });
+    throw new WarrenError("request.invalid", "body: an artifact is UTF-8 text, and this is not", {
+      field: "body",
+    });
   }
 }
 
@@ -45,7 +47,9 @@ export function artifactRoutes(artifacts: Artifacts): AnyRoute[] {
       params: z.object({ id: idOf("org") }),
       query: ArtifactListQuery,
       response: ArtifactList,
-      handler: async ({ who, params, query }) => ({ items: await artifacts.list(who, params.id, query.prefix) }),
+      handler: async ({ who, params, query }) => ({
+        items: await artifacts.list(who, params.id, query.prefix),
+      }),
     }),
     route({
       method: "GET",
@@ -95,7 +99,9 @@ export function artifactRoutes(artifacts: Artifacts): AnyRoute[] {
       params: pathParams,
       response: AccessList,
       errors: ["request.invalid", "not_found"],
-      handler: async ({ who, params }) => ({ grants: await artifacts.getAccess(who, params.id, params["*"]) }),
+      handler: async ({ who, params }) => ({
+        grants: await artifacts.getAccess(who, params.id, params["*"]),
+      }),
     }),
     route({
       method: "PUT",
