@@ -31,7 +31,10 @@ export class OrgArtifacts {
     return new TextDecoder().decode(await this.http.bytes("GET", this.url("artifacts", path), opts));
   }
   write(path: string, text: string, opts: RequestOptions = {}): Promise<ArtifactWritten> {
-    return this.http.json("PUT", this.url("artifacts", path), { ...opts, bytes: new TextEncoder().encode(text) });
+    return this.http.json("PUT", this.url("artifacts", path), {
+      ...opts,
+      bytes: new TextEncoder().encode(text),
+    });
   }
   /** Newest first: every revision of a memory, the current one of anything else. */
   revisions(path: string, opts: RequestOptions = {}): Promise<List<ArtifactRevision>> {
