@@ -69,7 +69,7 @@ function Revisions({ orgId, path, current }: { orgId: string; path: string; curr
     <div data-testid="revisions">
       <h3>Revisions</h3>
       <ErrorBox error={revs.error} />
-      <ol className="revisions">
+      <ul className="revisions">
         {revs.data?.items.map((r) => (
           <li key={r.revision}>
             <button type="button" className="link" onClick={() => setChosen(r.revision)}>
@@ -78,7 +78,7 @@ function Revisions({ orgId, path, current }: { orgId: string; path: string; curr
             by {r.by}, {when(r.at)}, {bytes(r.bytes)}
           </li>
         ))}
-      </ol>
+      </ul>
       {chosen !== null && (
         <div data-testid="diff">
           <h4>Revision {chosen} against the current text</h4>
