@@ -7,6 +7,13 @@ import assert from "node:assert/strict";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import Fastify from "fastify";
+import { Gateway } from "../../src/models/gateway.js";
+import { Prices } from "../../src/models/prices.js";
+import { createToolGateway } from "../../src/tools/gateway.js";
+import { boundConnector } from "../support/bound.js";
 import { ARTIFACT_TOOLS, AgentSpec } from "../../src/contract/spec.js";
 import type { ToolCallRecord, Toolset } from "../../src/tools/types.js";
 import { boxSkipReason } from "../box/fixture.js";
@@ -24,11 +31,16 @@ describe("the artifact tools", { skip: boxSkipReason() ?? false }, () => {
   let n = 0;
   const open: Toolset[] = [];
 
-  const tools = async (policy: string, names: readonly string[] = ARTIFACT_TOOLS) => {
+  const tools = async (
+    policy: string,
+    names: readonly string[] = ARTIFACT_TOOLS,
+    via: "loop" | "gateway" = "loop",
+  ) => {
     const records: ToolCallRecord[] = [];
     const runId = `run_arttools${++n}`;
     const set = await t.server.tools.open({
       runId,
+      via,
       workload: await t.server.workloads.openAgent(a.id, { run: { id: runId } }),
       spec: AgentSpec.parse({
         kind: "assistant",
@@ -42,7 +54,7 @@ describe("the artifact tools", { skip: boxSkipReason() ?? false }, () => {
       },
     });
     open.push(set);
-    return { set, records };
+    return { set, records, runId };
   };
 
   const ARGS: Record<(typeof ARTIFACT_TOOLS)[number], Record<string, unknown>> = {
@@ -242,5 +254,72 @@ describe("the artifact tools", { skip: boxSkipReason() ?? false }, () => {
       url: `/api/orgs/${org.id}/artifacts/agents/${m.id}/memory.md?revision=1`,
     });
     assert.equal(old.body, "The deploy key rotates on Fridays.");
+  });
+
+  test("through the tool gateway (harness kinds): the artifact tools over MCP, each decided by the policy", async () => {
+    const { records, runId } = await tools(
+      `@id("gw-memory") permit(principal, action, resource == Tool::"memory_read") when { context.run.via == "gateway" };`,
+      ["memory_read", "memory_write"],
+      "gateway",
+    );
+    const put = await t.inject({
+      method: "PUT",
+      url: `/api/orgs/${org.id}/artifacts/agents/${a.id}/memory.md`,
+      payload: "from the operator",
+      headers: { "content-type": "text/markdown" },
+    });
+    assert.equal(put.statusCode, 200, put.body);
+    const models = new Gateway({
+      keysOf: async () => ({}),
+      readHome: async () => Buffer.alloc(0),
+      prices: new Prices(),
+      fetch: boundConnector(),
+    });
+    const session = await models.open({
+      runId,
+      agent: { id: a.id, orgId: org.id, machineId: a.machine_id },
+      spec: AgentSpec.parse({
+        kind: "codex",
+        model: { provider: "openai-compatible", name: "m", base_url: "http://127.0.0.1:9/v1" },
+      }),
+      input: "",
+      events: async () => {},
+    });
+    const handle = createToolGateway({ sessions: models, toolsets: t.server.tools });
+    const app = Fastify();
+    app.all("/mcp", async (req, reply) => {
+      reply.hijack();
+      await handle(req.raw, reply.raw, req.body);
+    });
+    const url = await app.listen({ host: "127.0.0.1", port: 0 });
+    const client = new Client({ name: "harness", version: "1" });
+    try {
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL("/mcp", url), {
+          requestInit: { headers: { authorization: `Bearer ${session.token}` } },
+        }),
+      );
+      const listed = await client.listTools();
+      assert.deepEqual(
+        listed.tools.map((x) => x.name),
+        ["memory_read", "memory_write"],
+      );
+      const read = await client.callTool({ name: "memory_read", arguments: {} });
+      assert.deepEqual(read.content, [{ type: "text", text: "from the operator" }]);
+      const write = await client.callTool({ name: "memory_write", arguments: { content: "overwritten" } });
+      assert.equal(write.isError, true);
+      assert.match(JSON.stringify(write.content), /refused by the agent's tool policy/);
+      assert.deepEqual(
+        records.map((r) => [r.tool, r.decision, r.policies]),
+        [
+          ["memory_read", "allow", ["gw-memory"]],
+          ["memory_write", "deny", []],
+        ],
+      );
+    } finally {
+      await client.close().catch(() => {});
+      await app.close();
+      session.close();
+    }
   });
 });
