@@ -27,7 +27,7 @@ export interface ArtifactWrite {
   by: string;
 }
 
-/** Refuses content no artifact can hold (too large, a NUL); throws `code` (request.invalid by default). */
+/** Refuses content no artifact can hold: too large (request.too_large), a NUL (request.invalid). */
 export function checkContent(content: string): void {
   const bytes = Buffer.byteLength(content, "utf8");
   if (bytes > ARTIFACT_MAX_BYTES)
