@@ -156,7 +156,12 @@ export async function buildServices(
       );
     runners.register(
       kind,
-      new HarnessRunner(kind, { db, toolsets: tools, hostDir: config.WARREN_HARNESS_DIR }),
+      new HarnessRunner(kind, {
+        db,
+        toolsets: tools,
+        hostDir: config.WARREN_HARNESS_DIR,
+        memoryOf: (agent) => artifacts.forAgent(agent).readMemory(),
+      }),
     );
   }
   // the operator's system.md template, when there is one (else the built-in one)

@@ -89,3 +89,16 @@ test("WARREN_HARNESS_KINDS takes known kinds only; WARREN_HARNESS_DIR defaults u
   );
   assert.throws(() => parseConfig({ WARREN_ORG_MAX_RUNS: "0" }), /WARREN_ORG_MAX_RUNS must be at least 1/);
 });
+
+test("the agent's memory follows the spec's instructions, when it has one", () => {
+  const plan = (memory: string | null) =>
+    planHarness("codex", spec("codex"), { input: "hi", tools: false, agentDir: "/agent", memory }).files[
+      "instructions.md"
+    ]!.toString();
+  assert.equal(plan(null), "Be brief.");
+  assert.equal(plan("  "), "Be brief.");
+  assert.equal(
+    plan("The key rotates on Fridays.\n"),
+    "Be brief.\n\n# Your memory\n\nThe key rotates on Fridays.\n",
+  );
+});
