@@ -141,6 +141,25 @@ for (const leg of dbLegs) {
       assert.equal(noOld.body.error.code, "request.invalid");
     });
 
+    test("writes at once are one transaction each: consecutive revisions, every memory revision kept", async () => {
+      const a = await agent();
+      const p = `agents/${a.id}/memory.md`;
+      const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => put(p, `version ${i}`)));
+      assert.deepEqual(
+        answers.map((r) => r.statusCode),
+        Array(6).fill(200),
+      );
+      assert.deepEqual(answers.map((r) => r.json().revision).sort(), [1, 2, 3, 4, 5, 6]);
+      const revs = await t.call("GET", `/api/orgs/${org.id}/artifacts/${p}?revisions`);
+      assert.deepEqual(
+        revs.body.items.map((i: any) => i.revision),
+        [6, 5, 4, 3, 2, 1],
+      );
+      // the current text is the last revision's
+      const last = await t.inject({ method: "GET", url: `/api/orgs/${org.id}/artifacts/${p}?revision=6` });
+      assert.equal((await get(p)).body, last.body);
+    });
+
     test("bad paths, bodies and grants are request.invalid; missing things and other organisations are 404", async () => {
       const a = await agent();
       for (const bad of [
