@@ -13,7 +13,7 @@ const tiers = [
   ["machines"],
   ["secrets"],
   ["agents", "orgs"],
-  ["guilds", "homes", "bridges", "records"],
+  ["guilds", "homes", "bridges", "records", "artifacts"],
   ["exec", "workloads", "egress", "preview", "models"],
   ["terminal", "tools"],
   ["runs"],

@@ -47,6 +47,7 @@ test("the texts themselves: the overview and a command's help, word for word", (
       "  chat           talk with an agent\n" +
       "  conversations  an agent's conversations (talk with `warren chat`)\n" +
       "  files          files of an agent's home\n" +
+      "  artifacts      notes, memories, scripts and collection records\n" +
       "  usage          disk use of an agent's home\n" +
       "  egress         an agent's connections out of its box\n" +
       "  secrets        secrets: values commands get as variables\n" +

@@ -4,6 +4,7 @@
 import type http from "node:http";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../http/app.js";
+import { artifactRoutes } from "../http/routes/artifacts.js";
 import { conversationRoutes } from "../http/routes/conversations.js";
 import { EventStreams } from "../http/sse.js";
 import { agentRoutes, guildRoutes } from "../http/routes/agents.js";
@@ -71,6 +72,7 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
         },
       }),
       ...homeRoutes(s.homes),
+      ...artifactRoutes(s.artifacts),
     ],
   });
   await app.ready();

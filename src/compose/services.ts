@@ -4,6 +4,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { Agents } from "../agents/service.js";
+import { Artifacts } from "../artifacts/index.js";
 import { Bridges } from "../bridges/index.js";
 import { Conversations, Personas } from "../conversations/index.js";
 import { Egress } from "../egress/service.js";
@@ -13,7 +14,6 @@ import { DiskCaps } from "../homes/caps.js";
 import { readAgentFile, readHomeFile } from "../homes/files.js";
 import { parseHomePath } from "../homes/paths.js";
 import { Homes } from "../homes/service.js";
-import { isWarrenError } from "../errors.js";
 import { Machines } from "../machines/service.js";
 import { Gateway } from "../models/gateway.js";
 import { ModelHttpFace } from "../models/http.js";
@@ -121,10 +121,12 @@ export async function buildServices(
     ...(o.egressHosts ? { hosts: o.egressHosts } : {}),
   });
   bridges.register("egress", egress.handler);
-  const tools = new Tools({ layout, secrets, logger, egress, fetch: base.connector });
+  // the artifact store (notes, memory, scripts, collections), written by agents redacted as their records
+  const artifacts = new Artifacts({ db, access, redactorOf: (agentId) => records.forAgent(agentId) });
+  const tools = new Tools({ layout, secrets, logger, egress, fetch: base.connector, artifacts });
   const terminals = new Terminals({ access, agents, workloads, runtime, logger });
 
-  // a file of an agent's home by the home rules (MEMORY.md, the scripted provider's scripts)
+  // a file of an agent's home by the home rules (the scripted provider's scripts)
   const readHome = (agent: { id: string; machineId: string }, p: string, maxBytes: number) =>
     readHomeFile(layout.homeDir(agent.machineId, agent.id), parseHomePath(agent.id, p), { maxBytes });
   const gateway = new Gateway({
@@ -154,7 +156,12 @@ export async function buildServices(
       );
     runners.register(
       kind,
-      new HarnessRunner(kind, { db, toolsets: tools, hostDir: config.WARREN_HARNESS_DIR }),
+      new HarnessRunner(kind, {
+        db,
+        toolsets: tools,
+        hostDir: config.WARREN_HARNESS_DIR,
+        memoryOf: (agent) => artifacts.forAgent(agent).readMemory(),
+      }),
     );
   }
   // the operator's system.md template, when there is one (else the built-in one)
@@ -169,11 +176,7 @@ export async function buildServices(
     new AssistantRunner({
       ...(template !== undefined ? { template } : {}),
       toolsets: tools,
-      readHome: (agent, p, maxBytes) =>
-        readHome(agent, p, maxBytes).catch((err: unknown) => {
-          if (isWarrenError(err) && err.code === "file.not_found") return null;
-          throw err;
-        }),
+      memoryOf: (agent) => artifacts.forAgent(agent).readMemory(),
     }),
   );
   const runs = new Runs({ db, access, agents, recorder, gateway, runners });
@@ -206,6 +209,7 @@ export async function buildServices(
     machines,
     agents,
     guilds,
+    artifacts,
     exec,
     egress,
     tools,

@@ -83,7 +83,28 @@ export const ModelSpec = z
   })
   .meta({ id: "ModelSpec" });
 
-export const BUILTIN_TOOLS = ["read_file", "write_file", "list_files", "run_command", "web_fetch"] as const;
+/** The artifact store's tools (notes, memory, collection records, scripts): builtins too. */
+export const ARTIFACT_TOOLS = [
+  "note_list",
+  "note_read",
+  "note_write",
+  "memory_read",
+  "memory_write",
+  "record_list",
+  "record_get",
+  "record_put",
+  "script_list",
+  "script_write",
+  "script_run",
+] as const;
+export const BUILTIN_TOOLS = [
+  "read_file",
+  "write_file",
+  "list_files",
+  "run_command",
+  "web_fetch",
+  ...ARTIFACT_TOOLS,
+] as const;
 
 const toolName = z
   .string()

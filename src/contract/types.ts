@@ -2,6 +2,7 @@
 // sends them (output), requests as a client may send them (input).
 import type { z } from "zod";
 import type * as agents from "./agents.js";
+import type * as artifacts from "./artifacts.js";
 import type * as common from "./common.js";
 import type * as conversations from "./conversations.js";
 import type * as egress from "./egress.js";
@@ -104,3 +105,8 @@ export type ConversationMessageCreated = Out<typeof conversations.ConversationMe
 export type ConversationEvent = Out<typeof conversations.ConversationEvent>;
 export type Persona = Out<typeof conversations.Persona>;
 export type PersonaCreateRequest = In<typeof conversations.PersonaCreateRequest>;
+
+export type ArtifactItem = Out<typeof artifacts.ArtifactItem>;
+export type ArtifactWritten = Out<typeof artifacts.ArtifactWritten>;
+export type ArtifactGrant = Out<typeof artifacts.ArtifactGrant>;
+export type AccessList = Out<typeof artifacts.AccessList>;

@@ -19,15 +19,14 @@ import { renderSystemPrompt, SYSTEM_TEMPLATE } from "./system-prompt.js";
 export const MAX_STEPS = 40;
 /** What of a tool's answer the trace keeps (the model is given it whole). */
 const TRACE_TOOL_OUTPUT_BYTES = 16 * 1024;
-export const MEMORY_FILE = "MEMORY.md";
 const LAST_CALL_NOTE =
   "The budget of this run is spent: answer now, with what you have, without calling a tool.";
 const MEMORY_MAX_BYTES = 64 * 1024;
 
 export interface AssistantOptions {
   toolsets: ToolsetFactory;
-  /** A file of the agent's home by the home rules; null when it is not there. */
-  readHome(agent: { id: string; machineId: string }, path: string, maxBytes: number): Promise<Buffer | null>;
+  /** The agent's memory: its memory artifact as it is now (it outlives the home); null when it has none. */
+  memoryOf(agent: { id: string; orgId: string }): Promise<string | null>;
   /** Streams each answer (server-sent events on the wire); default true. */
   stream?: boolean;
   /** The system.md template (default SYSTEM_TEMPLATE). */
@@ -53,10 +52,7 @@ export class AssistantRunner implements AgentRunner {
   async run(ctx: AgentRunContext): Promise<AgentRunResult> {
     const { gateway, events, signal, spec } = ctx;
     const agent = ctx.workload.agent;
-    const memory = await this.o
-      .readHome(agent, MEMORY_FILE, MEMORY_MAX_BYTES)
-      .then((b) => (b ? b.toString("utf8") : null))
-      .catch(() => null);
+    const memory = await this.o.memoryOf(agent).then((m) => (m === null ? null : cap(m, MEMORY_MAX_BYTES)));
     const system = renderSystemPrompt(this.o.template ?? SYSTEM_TEMPLATE, {
       agent_name: agent.name,
       agent_id: agent.id,

@@ -138,3 +138,16 @@ test("a conversation's turn: each kind keeps its session under the home and resu
     /bad conversation id/,
   );
 });
+
+test("the agent's memory follows the spec's instructions, when it has one", () => {
+  const plan = (memory: string | null) =>
+    planHarness("codex", spec("codex"), { input: "hi", tools: false, agentDir: "/agent", memory }).files[
+      "instructions.md"
+    ]!.toString();
+  assert.equal(plan(null), "Be brief.");
+  assert.equal(plan("  "), "Be brief.");
+  assert.equal(
+    plan("The key rotates on Fridays.\n"),
+    "Be brief.\n\n# Your memory\n\nThe key rotates on Fridays.\n",
+  );
+});

@@ -60,11 +60,23 @@ export interface HarnessPlan {
   env: Record<string, string>;
 }
 
+/** A harness CLI's instructions: the spec's, then the agent's memory (from the artifact store) when it has one. */
+function harnessInstructions(instructions: string, memory: string | null): string {
+  if (!memory?.trim()) return instructions;
+  return `${instructions.trimEnd()}${instructions.trim() ? "\n\n" : ""}# Your memory\n\n${memory.trim()}\n`;
+}
+
 /** The plan of a run of a kind: pure, so that it is checked without a box. */
 export function planHarness(
   kind: HarnessKind,
   spec: AgentSpec,
-  o: { input: string; tools: boolean; agentDir: string; session?: HarnessSession | undefined },
+  o: {
+    input: string;
+    tools: boolean;
+    agentDir: string;
+    session?: HarnessSession | undefined;
+    memory?: string | null;
+  },
 ): HarnessPlan {
   const model = spec.model;
   if (!model) throw new Error(`kind ${kind} needs a model`);
@@ -72,7 +84,7 @@ export function planHarness(
   const mcpUrl = `${GATEWAY_IN_BOX}/mcp`;
   const files: Record<string, Buffer> = {
     input: Buffer.from(o.input, "utf8"),
-    "instructions.md": Buffer.from(spec.instructions, "utf8"),
+    "instructions.md": Buffer.from(harnessInstructions(spec.instructions, o.memory ?? null), "utf8"),
   };
   const dir = o.agentDir;
   const session = o.session;
@@ -247,6 +259,8 @@ export interface HarnessDeps {
   toolsets: ToolsetFactory;
   /** The host folder of the installed CLIs (bound at /opt/warren/harness). */
   hostDir: string;
+  /** The agent's memory artifact as it is now, added to the CLI's instructions; null when it has none. */
+  memoryOf?: (agent: { id: string; orgId: string }) => Promise<string | null>;
 }
 
 export class HarnessRunner implements AgentRunner {
@@ -290,6 +304,7 @@ export class HarnessRunner implements AgentRunner {
         tools: toolset !== null,
         agentDir: boxDir,
         session: ctx.session,
+        memory: d.memoryOf ? await d.memoryOf(work.agent) : null,
       });
       await work.stage(plan.files);
       await ctx.events("harness", {

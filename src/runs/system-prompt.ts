@@ -1,7 +1,8 @@
 // The assistant's system prompt: warren's system.md template (or the operator's, in
 // STATE_ROOT/templates/system.md), filled with the agent (its name, id and home), the date,
 // its task (the spec's instructions, Markdown, whose own places are filled first) and its
-// memory (the file MEMORY.md of its home, when there is one). `{{name}}` places are filled
+// memory (its memory artifact, agents/<agent id>/memory.md of the artifact store, which
+// outlives its home). `{{name}}` places are filled
 // once; an unknown place stays as written.
 export const SYSTEM_TEMPLATE = `You are {{agent_name}}, an agent of warren (id {{agent_id}}). Your home is {{home}}: a folder that
 persists between runs. You act only through the tools you are given; a tool call may be refused by

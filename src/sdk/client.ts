@@ -1,5 +1,6 @@
 // The typed client of a warren server.
 import { AgentHandle } from "./agent.js";
+import { OrgArtifacts } from "./artifacts.js";
 import { ConversationsApi, PersonasApi } from "./conversations.js";
 import { AgentsApi, GuildsApi, MachinesApi, OrgsApi } from "./resources.js";
 import { RunsApi } from "./runs.js";
@@ -35,6 +36,11 @@ export class WarrenClient {
   /** One agent's commands, files, usage and runs. No request is made until one of them is used. */
   agent(id: string): AgentHandle {
     return new AgentHandle(this.http, id, this.runs);
+  }
+
+  /** An organisation's artifact store (notes, memories, scripts, collections). */
+  artifacts(orgId: string): OrgArtifacts {
+    return new OrgArtifacts(this.http, orgId);
   }
 
   /** `{ok: true}` once the server's store and provider are ready (a 503 `http.503` before). */

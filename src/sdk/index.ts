@@ -3,6 +3,8 @@ export { WarrenClient } from "./client.js";
 export { AgentHandle, AgentFiles, AgentRuns, execBody, isExecExit } from "./agent.js";
 export { OrgsApi, MachinesApi, AgentsApi, GuildsApi } from "./resources.js";
 export { SecretsApi } from "./secrets.js";
+export { OrgArtifacts } from "./artifacts.js";
+export type { ArtifactRevision } from "./artifacts.js";
 export {
   AgentConversations,
   AgentPersonas,
@@ -24,7 +26,11 @@ export type { ExecCommand, ExecOptions } from "./agent.js";
 export type { WaitOptions } from "./runs.js";
 export type { WarrenClientOptions, RequestOptions } from "./transport.js";
 export type {
+  AccessList,
   Agent,
+  ArtifactGrant,
+  ArtifactItem,
+  ArtifactWritten,
   AgentKind,
   AgentRunCreateRequest,
   CommandRunCreateRequest,

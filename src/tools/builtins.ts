@@ -2,14 +2,17 @@
 // regular files only, never a path outside the home), a command in the box as the agent (the
 // walls of exec), and a GET of a URL under the agent's network allow-list.
 import type { AgentRow } from "../agents/service.js";
+import type { AgentArtifacts } from "../artifacts/index.js";
 import type { HomeLayout, Trust } from "../boxes/index.js";
-import type { BUILTIN_TOOLS } from "../contract/spec.js";
+import { ARTIFACT_TOOLS, type BUILTIN_TOOLS } from "../contract/spec.js";
+import { commandAnswer } from "./answer.js";
+import { artifactTool, type ArtifactTool } from "./artifacts.js";
 import { listHomeFolder, readHomeFile, writeHomeFile } from "../homes/files.js";
 import { parseHomePath } from "../homes/paths.js";
 import { homeFile, homeFolder, httpUrl } from "./canonical.js";
 import { uidOf } from "../machines/placement.js";
 import type { ResolvedSecrets } from "../secrets/service.js";
-import type { BoundedOutput, Workload } from "../workloads/index.js";
+import type { Workload } from "../workloads/index.js";
 import { getOnce, type EgressRoute } from "./fetch.js";
 import { bodyText, bounded, MAX_OUTPUT_BYTES, num, str, ToolFailure, type ToolImpl } from "./impl.js";
 
@@ -35,6 +38,8 @@ export interface BuiltinEnv {
   runId: string;
   /** web_fetch's way out: the egress proxy, as the agent. */
   egress: EgressRoute;
+  /** The artifact store as this agent (the note, memory, record and script tools). */
+  artifacts: AgentArtifacts;
 }
 
 const pathParam = (what: string) => ({
@@ -147,22 +152,11 @@ function runCommand(env: BuiltinEnv): ToolImpl {
       const command = str(args, "command");
       const cwd = str(args, "cwd", { optional: true });
       const timeoutS = Math.min(COMMAND_MAX_S, Math.max(1, num(args, "timeout_s") ?? COMMAND_DEFAULT_S));
-      const { result, stdout, stderr } = await env.workload.collect(
+      const out = await env.workload.collect(
         { argv: ["/bin/bash", "-c", command], cwd, timeoutMs: timeoutS * 1000 },
         { limitBytes: MAX_OUTPUT_BYTES, signal },
       );
-      const head = result.timedOut
-        ? `timed out after ${timeoutS} s`
-        : result.cancelled
-          ? "cancelled"
-          : result.signal
-            ? `killed by ${result.signal}`
-            : `exit code ${result.exitCode}`;
-      const part = (name: string, o: BoundedOutput) =>
-        o.total === 0
-          ? ""
-          : `\n--- ${name}${o.truncated ? ` (first ${MAX_OUTPUT_BYTES} of ${o.total} bytes)` : ""}\n${o.text()}`;
-      return `${head}${part("stdout", stdout)}${part("stderr", stderr)}`;
+      return commandAnswer(out, timeoutS);
     },
   };
 }
@@ -201,7 +195,10 @@ function webFetch(env: BuiltinEnv): ToolImpl {
   };
 }
 
-const BUILDERS: Record<(typeof BUILTIN_TOOLS)[number], (env: BuiltinEnv) => ToolImpl> = {
+const BUILDERS: Record<
+  Exclude<(typeof BUILTIN_TOOLS)[number], ArtifactTool>,
+  (env: BuiltinEnv) => ToolImpl
+> = {
   read_file: readFile,
   write_file: writeFile,
   list_files: listFiles,
@@ -210,5 +207,6 @@ const BUILDERS: Record<(typeof BUILTIN_TOOLS)[number], (env: BuiltinEnv) => Tool
 };
 
 export function builtinTool(name: (typeof BUILTIN_TOOLS)[number], env: BuiltinEnv): ToolImpl {
-  return BUILDERS[name](env);
+  const artifact = ARTIFACT_TOOLS.find((t) => t === name);
+  return artifact ? artifactTool(artifact, env) : BUILDERS[name as keyof typeof BUILDERS](env);
 }

@@ -2,6 +2,7 @@
 // tools of its MCP servers. Every call is decided first by the agent's Cedar tool policy, then
 // run; a refusal or a failure is the answer the model gets, never a thrown error. Every call is
 // recorded (tool, arguments, decision and deciding policies, result size, duration, error).
+import type { Artifacts } from "../artifacts/index.js";
 import type { HomeLayout } from "../boxes/index.js";
 import { WarrenError } from "../errors.js";
 import type { Egress } from "../egress/service.js";
@@ -32,6 +33,8 @@ export interface ToolsOptions {
   egress: Pick<Egress, "handler">;
   /** The guarded connector the http and MCP tools fetch through (the address rule's). */
   fetch: GuardedFetch;
+  /** The artifact store, which the note, memory, record and script tools reach as the agent. */
+  artifacts: Pick<Artifacts, "forAgent">;
 }
 
 /** The arguments with each one a policy can test in its canonical form (canonical.ts); throws ToolFailure. */
@@ -262,6 +265,7 @@ export class Tools implements ToolsetFactory {
       workload: work,
       secrets,
       runId: ctx.runId,
+      artifacts: o.artifacts.forAgent({ id: agent.id, orgId: agent.orgId }),
       egress: {
         handler: o.egress.handler,
         who: { machineId: agent.machineId, agentId: agent.id, uid: uidOf(agent.slot) },

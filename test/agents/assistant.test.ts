@@ -171,7 +171,14 @@ describe("assistant runs", { skip: boxSkipReason() ?? false }, () => {
       tools: ["read_file", "write_file", "run_command"].map((name) => ({ type: "builtin", name })),
       tool_policy: ALLOW_ALL,
     });
-    await put(a.id, "MEMORY.md", "The plan lives in notes/.");
+    // its memory is its memory artifact (it outlives the home)
+    const mem = await t.inject({
+      method: "PUT",
+      url: `/api/orgs/${org.id}/artifacts/agents/${a.id}/memory.md`,
+      payload: "The plan lives in notes/.",
+      headers: { "content-type": "text/markdown" },
+    });
+    assert.equal(mem.statusCode, 200, mem.body);
     const { run, events } = await runAgent(a.id, "How many words has the plan?");
     assert.equal(run.status, "succeeded", JSON.stringify(run));
     assert.equal(run.kind, "assistant");

@@ -9,6 +9,8 @@ import { SecretsPage } from "./pages/Secrets";
 import { Loading } from "./ui";
 
 const ThreadPage = lazy(() => import("./pages/Thread").then((m) => ({ default: m.ThreadPage })));
+const NotesPage = lazy(() => import("./pages/Notes").then((m) => ({ default: m.NotesPage })));
+const TablesPage = lazy(() => import("./pages/Tables").then((m) => ({ default: m.TablesPage })));
 const RunPage = lazy(() => import("./pages/Run").then((m) => ({ default: m.RunPage })));
 
 function Page() {
@@ -16,6 +18,18 @@ function Page() {
   let m: Record<string, string> | null;
   if (path === "/") return <OrgsPage />;
   if ((m = match("/orgs/:id", path))) return <OrgPage id={m.id ?? ""} />;
+  if ((m = match("/orgs/:id/notes", path)))
+    return (
+      <Suspense fallback={<Loading />}>
+        <NotesPage orgId={m.id ?? ""} />
+      </Suspense>
+    );
+  if ((m = match("/orgs/:id/tables", path)))
+    return (
+      <Suspense fallback={<Loading />}>
+        <TablesPage orgId={m.id ?? ""} />
+      </Suspense>
+    );
   if ((m = match("/machines/:id", path))) return <MachinePage id={m.id ?? ""} />;
   if ((m = match("/agents/:id/runs/:run", path)))
     return (

@@ -5,6 +5,7 @@
 // module of its own (defineGroup, or defineSingle for a one-word command) and its name below.
 import type { Group } from "../command.js";
 import { agents } from "./agents.js";
+import { artifacts } from "./artifacts.js";
 import { chat } from "./chat.js";
 import { conversations } from "./conversations.js";
 import { doctor } from "./doctor.js";
@@ -33,6 +34,7 @@ export const groups: readonly Group[] = [
   chat,
   conversations,
   files,
+  artifacts,
   usage,
   egress,
   secrets,

@@ -57,7 +57,8 @@ export function OrgPage({ id }: { id: string }) {
         {org?.name ?? "…"} {org && <span className="role">you: {org.role}</span>}
       </h1>
       <p className="sub">
-        <Link href={`/secrets?org=${id}`}>Secrets of this organisation</Link>
+        <Link href={`/secrets?org=${id}`}>Secrets of this organisation</Link> ·{" "}
+        <Link href={`/orgs/${id}/notes`}>Notes</Link> · <Link href={`/orgs/${id}/tables`}>Tables</Link>
       </p>
 
       <h2>Machines</h2>

@@ -1,0 +1,2 @@
+export { Artifacts } from "./service.js";
+export type { AgentArtifacts } from "./agent.js";

@@ -1,0 +1,325 @@
+// The artifact tools on a real server with a real box: each one decided by the Cedar tool
+// policy (refused without a permit, a note path tested in its canonical form), script_run
+// writing the agent's scripts into its home and running one in the box as the agent, and an
+// assistant's memory outliving its home: written by memory_write, the home deleted and made
+// again, the next run's system prompt hydrated from the store, every revision kept.
+import assert from "node:assert/strict";
+import fs from "node:fs/promises";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import Fastify from "fastify";
+import { Gateway } from "../../src/models/gateway.js";
+import { Prices } from "../../src/models/prices.js";
+import { createToolGateway } from "../../src/tools/gateway.js";
+import { boundConnector } from "../support/bound.js";
+import { ARTIFACT_TOOLS, AgentSpec } from "../../src/contract/spec.js";
+import type { ToolCallRecord, Toolset } from "../../src/tools/types.js";
+import { boxSkipReason } from "../box/fixture.js";
+import { eventsOfType, putHomeFile, runAgent } from "../support/agent-runs.js";
+import { startTestServer, type TestServer } from "../support/server.js";
+
+const ALLOW_ALL = `@id("all") permit(principal, action, resource);`;
+const SECRET = "sekrit-8d7c6b5a4f3e2d1c";
+
+describe("the artifact tools", { skip: boxSkipReason() ?? false }, () => {
+  let t: TestServer;
+  let org: { id: string };
+  let machine: { id: string };
+  let a: { id: string; uid: number; machine_id: string };
+  let n = 0;
+  const open: Toolset[] = [];
+
+  const tools = async (
+    policy: string,
+    names: readonly string[] = ARTIFACT_TOOLS,
+    via: "loop" | "gateway" = "loop",
+  ) => {
+    const records: ToolCallRecord[] = [];
+    const runId = `run_arttools${++n}`;
+    const set = await t.server.tools.open({
+      runId,
+      via,
+      workload: await t.server.workloads.openAgent(a.id, { run: { id: runId } }),
+      spec: AgentSpec.parse({
+        kind: "assistant",
+        model: { provider: "script", name: "s.json" },
+        tools: names.map((name) => ({ type: "builtin", name })),
+        tool_policy: policy,
+      }),
+      signal: new AbortController().signal,
+      record: async (r) => {
+        records.push(r);
+      },
+    });
+    open.push(set);
+    return { set, records, runId };
+  };
+
+  const ARGS: Record<(typeof ARTIFACT_TOOLS)[number], Record<string, unknown>> = {
+    note_list: {},
+    note_read: { path: "plan.md" },
+    note_write: { path: "plan.md", content: "the plan" },
+    memory_read: {},
+    memory_write: { content: "remember" },
+    record_list: {},
+    record_get: { collection: "leads", id: "acme" },
+    record_put: { collection: "leads", id: "acme", record: { a: 1 } },
+    script_list: {},
+    script_write: { name: "hello.sh", content: "#!/bin/sh\necho hi" },
+    script_run: { name: "hello.sh" },
+  };
+
+  before(async () => {
+    t = await startTestServer({ env: { BOX_IDLE_S: "30" } });
+    org = (await t.call("POST", "/api/orgs", { name: "arts" })).body;
+    machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", memory_mib: 512 })).body;
+    const r = await t.call("POST", "/api/agents", { org_id: org.id, machine_id: machine.id, name: "a" });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    a = r.body;
+    const s = await t.call("POST", "/api/secrets", {
+      org_id: org.id,
+      name: "API_TOKEN",
+      value: SECRET,
+      grants: [{ scope: "agent", id: a.id }],
+    });
+    assert.equal(s.status, 201, JSON.stringify(s.body));
+  });
+  after(async () => {
+    for (const s of open) await s.close();
+    await t?.close();
+  });
+
+  test("every artifact tool is decided by the Cedar policy: none runs without a permit", async () => {
+    const { set, records } = await tools("");
+    assert.deepEqual(
+      set.tools.map((x) => x.name),
+      [...ARTIFACT_TOOLS],
+    );
+    for (const name of ARTIFACT_TOOLS) {
+      const out = await set.call(name, ARGS[name]);
+      assert.match(out.output, /refused by the agent's tool policy/, name);
+    }
+    assert.deepEqual(
+      records.map((r) => [r.tool, r.decision]),
+      ARTIFACT_TOOLS.map((name) => [name, "deny"]),
+    );
+    // nothing was written
+    const listed = await t.call("GET", `/api/orgs/${org.id}/artifacts?prefix=agents/${a.id}/`);
+    assert.deepEqual(listed.body.items, []);
+
+    // each permitted alone: that one runs, the others stay refused
+    for (const name of ARTIFACT_TOOLS) {
+      const one = await tools(`@id("only") permit(principal, action, resource == Tool::"${name}");`);
+      const ok = await one.set.call(name, ARGS[name]);
+      assert.equal(ok.record.decision, "allow", `${name}: ${ok.output}`);
+      assert.deepEqual(ok.record.policies, ["only"]);
+      const other = ARTIFACT_TOOLS.find((x) => x !== name)!;
+      assert.equal((await one.set.call(other, ARGS[other])).record.decision, "deny");
+    }
+  });
+
+  test("a policy tests a note's path in its canonical form", async () => {
+    const g = (await t.call("POST", "/api/guilds", { org_id: org.id, name: "g" })).body;
+    await t.call("PUT", `/api/orgs/${org.id}/access/guilds/${g.id}/shared.md`, {
+      grants: [{ scope: "agent", id: a.id, mode: "write" }],
+    });
+    const { set } = await tools(`${ALLOW_ALL}
+      @id("own-notes-only") forbid(principal, action, resource == Tool::"note_write")
+        when { context.arguments has path && !(context.arguments.path like "agents/*") };`);
+    const own = await set.call("note_write", { path: "today.md", content: `token ${SECRET}` });
+    assert.equal(own.record.decision, "allow", own.output);
+    assert.deepEqual(own.record.arguments, {
+      path: `agents/${a.id}/notes/today.md`,
+      content: "token [redacted]",
+    });
+    // what the agent wrote is stored redacted of its secrets
+    const stored = await t.inject({
+      method: "GET",
+      url: `/api/orgs/${org.id}/artifacts/agents/${a.id}/notes/today.md`,
+    });
+    assert.equal(stored.body, "token [redacted]");
+    const shared = await set.call("note_write", { path: `guilds/${g.id}/shared.md`, content: "x" });
+    assert.equal(shared.record.decision, "deny");
+    assert.deepEqual(shared.record.policies, ["own-notes-only"]);
+    const bad = await set.call("note_read", { path: "../../etc/passwd" });
+    assert.equal(bad.record.decision, "deny");
+    assert.match(bad.output, /refused before the tool policy/);
+  });
+
+  test("script_write stores a script; script_run writes scripts/ in the home and runs it in the box as the agent", async () => {
+    const { set } = await tools(ALLOW_ALL);
+    assert.match(
+      (
+        await set.call("script_write", {
+          name: "count.sh",
+          content: '#!/bin/sh\necho "$# args: $*"\nid -u\necho "$API_TOKEN"',
+        })
+      ).output,
+      /wrote agents\/.*\/scripts\/count.sh \(revision 1\)/,
+    );
+    await set.call("script_write", { name: "plain", content: 'echo "no shebang, $1"' });
+    const scripts = (await set.call("script_list", {})).output;
+    assert.match(scripts, new RegExp(`^agents/${a.id}/scripts/count.sh\t\\d+ bytes\trevision 1$`, "m"));
+    assert.match(scripts, new RegExp(`^agents/${a.id}/scripts/plain\t21 bytes\trevision 1$`, "m"));
+    const run = await set.call("script_run", { name: "count.sh", args: ["a", "b c"] });
+    assert.equal(run.output, `exit code 0\n--- stdout\n2 args: a b c\n${a.uid}\n[redacted]\n`);
+    assert.equal(
+      (await set.call("script_run", { name: "plain", args: ["x"] })).output,
+      "exit code 0\n--- stdout\nno shebang, x\n",
+    );
+    const home = t.server.provider.homes.homeDir(a.machine_id, a.id);
+    const st = await fs.stat(path.join(home, "scripts/count.sh"));
+    assert.equal(st.uid, a.uid);
+    assert.equal(st.mode & 0o777, 0o700);
+    assert.match(
+      (await set.call("script_run", { name: "nope" })).output,
+      /no script named nope \(count.sh, (hello.sh, )?plain\)/,
+    );
+    assert.match((await set.call("script_write", { name: "../x", content: "" })).output, /call failed: path/);
+    // the home's copy is materialised from the store: an edit in the home is replaced on the next run
+    await fs.writeFile(path.join(home, "scripts/plain"), "echo tampered");
+    assert.match((await set.call("script_run", { name: "plain", args: ["y"] })).output, /no shebang, y/);
+  });
+
+  test("memory outlives the home: the next run's prompt has it after the home is deleted and made again", async () => {
+    const r = await t.call("POST", "/api/agents", {
+      org_id: org.id,
+      machine_id: machine.id,
+      name: "rememberer",
+      kind: "assistant",
+      model: { provider: "script", name: "s.json" },
+      instructions: "Keep notes of what matters.",
+      tools: ["memory_read", "memory_write"].map((name) => ({ type: "builtin", name })),
+      tool_policy: ALLOW_ALL,
+    });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    const m = r.body;
+    const script = (turns: unknown[]) => JSON.stringify({ turns });
+    await putHomeFile(
+      t,
+      m.id,
+      "s.json",
+      script([
+        { tool_calls: [{ name: "memory_write", input: { content: "The deploy key rotates on Fridays." } }] },
+        {
+          tool_calls: [
+            {
+              name: "memory_write",
+              input: { content: "The deploy key rotates on Fridays.\nAsk Ana first." },
+            },
+          ],
+        },
+        { text: "noted" },
+      ]),
+    );
+    const first = await runAgent(t, m.id, "remember this");
+    assert.equal(first.run.status, "succeeded", JSON.stringify(first.run));
+    assert.match(eventsOfType(first.events, "prompt")[0].system, /# Your memory\n\n\(empty\)/);
+
+    // the home goes, and is made again, empty
+    const layout = t.server.provider.homes;
+    const home = layout.homeDir(m.machine_id, m.id);
+    await layout.removeHome(m.machine_id, m.id);
+    await assert.rejects(fs.stat(home));
+    await layout.prepareHome(m.machine_id, m.id, m.uid, "isolated");
+    assert.deepEqual(await fs.readdir(home), []);
+
+    await putHomeFile(
+      t,
+      m.id,
+      "s.json",
+      script([{ tool_calls: [{ name: "memory_read", input: {} }] }, { text: "done" }]),
+    );
+    const second = await runAgent(t, m.id, "what do you know?");
+    assert.equal(second.run.status, "succeeded", JSON.stringify(second.run));
+    const system: string = eventsOfType(second.events, "prompt")[0].system;
+    assert.match(system, /Keep notes of what matters\./);
+    assert.match(system, /# Your memory\n\nThe deploy key rotates on Fridays\.\nAsk Ana first\./);
+    const read = eventsOfType(second.events, "tool_call").find((c) => c.tool === "memory_read");
+    assert.equal(read.decision, "allow");
+
+    // every revision is kept, by the agent, and only operators read the earlier ones
+    const revs = await t.call("GET", `/api/orgs/${org.id}/artifacts/agents/${m.id}/memory.md?revisions`);
+    assert.deepEqual(
+      revs.body.items.map((i: any) => [i.revision, i.by]),
+      [
+        [2, m.id],
+        [1, m.id],
+      ],
+    );
+    const old = await t.inject({
+      method: "GET",
+      url: `/api/orgs/${org.id}/artifacts/agents/${m.id}/memory.md?revision=1`,
+    });
+    assert.equal(old.body, "The deploy key rotates on Fridays.");
+  });
+
+  test("through the tool gateway (harness kinds): the artifact tools over MCP, each decided by the policy", async () => {
+    const { records, runId } = await tools(
+      `@id("gw-memory") permit(principal, action, resource == Tool::"memory_read") when { context.run.via == "gateway" };`,
+      ["memory_read", "memory_write"],
+      "gateway",
+    );
+    const put = await t.inject({
+      method: "PUT",
+      url: `/api/orgs/${org.id}/artifacts/agents/${a.id}/memory.md`,
+      payload: "from the operator",
+      headers: { "content-type": "text/markdown" },
+    });
+    assert.equal(put.statusCode, 200, put.body);
+    const models = new Gateway({
+      keysOf: async () => ({}),
+      readHome: async () => Buffer.alloc(0),
+      prices: new Prices(),
+      fetch: boundConnector(),
+    });
+    const session = await models.open({
+      runId,
+      agent: { id: a.id, orgId: org.id, machineId: a.machine_id },
+      spec: AgentSpec.parse({
+        kind: "codex",
+        model: { provider: "openai-compatible", name: "m", base_url: "http://127.0.0.1:9/v1" },
+      }),
+      input: "",
+      events: async () => {},
+    });
+    const handle = createToolGateway({ sessions: models, toolsets: t.server.tools });
+    const app = Fastify();
+    app.all("/mcp", async (req, reply) => {
+      reply.hijack();
+      await handle(req.raw, reply.raw, req.body);
+    });
+    const url = await app.listen({ host: "127.0.0.1", port: 0 });
+    const client = new Client({ name: "harness", version: "1" });
+    try {
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL("/mcp", url), {
+          requestInit: { headers: { authorization: `Bearer ${session.token}` } },
+        }),
+      );
+      const listed = await client.listTools();
+      assert.deepEqual(
+        listed.tools.map((x) => x.name),
+        ["memory_read", "memory_write"],
+      );
+      const read = await client.callTool({ name: "memory_read", arguments: {} });
+      assert.deepEqual(read.content, [{ type: "text", text: "from the operator" }]);
+      const write = await client.callTool({ name: "memory_write", arguments: { content: "overwritten" } });
+      assert.equal(write.isError, true);
+      assert.match(JSON.stringify(write.content), /refused by the agent's tool policy/);
+      assert.deepEqual(
+        records.map((r) => [r.tool, r.decision, r.policies]),
+        [
+          ["memory_read", "allow", ["gw-memory"]],
+          ["memory_write", "deny", []],
+        ],
+      );
+    } finally {
+      await client.close().catch(() => {});
+      await app.close();
+      session.close();
+    }
+  });
+});
