@@ -476,7 +476,8 @@ describe("assistant runs", { skip: boxSkipReason() ?? false }, () => {
     const started = await t.call("POST", `/api/agents/${a.id}/runs`, { kind: "agent", input: "sleep" });
     assert.equal(started.status, 202);
     let live: any;
-    for (let i = 0; i < 200; i++) {
+    // until the model's first step is counted (a busy host may take long to get there)
+    for (const until = Date.now() + 120_000; Date.now() < until; ) {
       live = (await t.call("GET", `/api/runs/${started.body.id}`)).body;
       if (live.usage?.steps === 1) break;
       await new Promise((res) => setTimeout(res, 50));
