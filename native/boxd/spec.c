@@ -50,6 +50,22 @@ static int abs_path(const struct jv *x, const char *what, struct perr *e) {
   return 0;
 }
 
+/* A folder relative to a home: plain names joined by "/" (no "", "." or ".." component). */
+static int rel_path(const struct jv *x, const char *what, struct perr *e) {
+  if (string(x, what, "", 0, e)) return -1;
+  int bad = x->len == 0 || x->len > 1024;
+  size_t start = 0;
+  for (size_t i = 0; !bad && i <= x->len; i++) {
+    if (i < x->len && x->s[i] != '/') continue;
+    size_t n = i - start;
+    const char *c = x->s + start;
+    if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.')) bad = 1;
+    start = i + 1;
+  }
+  if (bad) return fail(e, "%s must be a folder relative to the home, plain names joined by /", what);
+  return 0;
+}
+
 int spec_parse(const struct jv *x, struct spec *s, struct perr *e) {
   memset(s, 0, sizeof *s);
   if (!x || x->t != J_OBJ) return fail(e, "exec must be an object");
@@ -96,6 +112,22 @@ int spec_parse(const struct jv *x, struct spec *s, struct perr *e) {
   if (agent) {
     if (abs_path(agent, "exec.agentDir", e)) return -1;
     s->agent_dir = agent;
+  }
+  const struct jv *fence = json_get(x, "fence");
+  if (fence) {
+    if (fence->t != J_OBJ) return fail(e, "exec.fence must be an object");
+    const struct jv *home = json_get(fence, "home");
+    if (abs_path(home, "exec.fence.home", e)) return -1;
+    const struct jv *keep = json_get(fence, "keep");
+    if (!keep || keep->t != J_ARR || keep->count > MAX_FENCE_KEEP)
+      return fail(e, "exec.fence.keep must be an array of at most %d folders", MAX_FENCE_KEEP);
+    for (size_t i = 0; i < keep->count; i++) {
+      char what[64];
+      snprintf(what, sizeof what, "exec.fence.keep[%zu]", i);
+      if (rel_path(keep->items[i], what, e)) return -1;
+    }
+    s->fence_home = home;
+    s->fence_keep = keep;
   }
   const struct jv *files = json_get(x, "files");
   if (files) {
@@ -190,6 +222,10 @@ int spec_options(const struct spec *s, const char *seccomp, struct buf *o) {
     buf_free(&g);
   }
   if (s->agent_dir) bad |= opts(o, "--agent-dir") || optv(o, s->agent_dir);
+  if (s->fence_home) {
+    bad |= opts(o, "--fence-home") || optv(o, s->fence_home);
+    for (size_t i = 0; i < s->fence_keep->count; i++) bad |= opts(o, "--keep") || optv(o, s->fence_keep->items[i]);
+  }
   if (s->trace) bad |= opts(o, "--trace-fd") || opts(o, "4");
   if (s->port_first > 0) {
     snprintf(num, sizeof num, "%ld-%ld", s->port_first, s->port_last);

@@ -17,6 +17,9 @@ struct spec {
   size_t ngroups;
   long timeout_ms; /* 0 = none */
   const struct jv *agent_dir; /* NULL = none */
+  /* fence: the home folder and the folders of it the command keeps on disk (a mount
+     namespace of its own: the rest of the home is not there); NULL = the whole home */
+  const struct jv *fence_home, *fence_keep;
   int generation;
   int trace; /* the answer carries the exec's phase times (see ExecTrace) */
   int has_mem, has_pids;

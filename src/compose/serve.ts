@@ -7,6 +7,7 @@ import { buildApp } from "../http/app.js";
 import { conversationRoutes } from "../http/routes/conversations.js";
 import { EventStreams } from "../http/sse.js";
 import { agentRoutes, guildRoutes } from "../http/routes/agents.js";
+import { areaRoutes } from "../http/routes/areas.js";
 import { egressRoutes } from "../http/routes/egress.js";
 import { execRoutes } from "../http/routes/exec.js";
 import { homeRoutes } from "../http/routes/homes.js";
@@ -71,6 +72,7 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
         },
       }),
       ...homeRoutes(s.homes),
+      ...areaRoutes(s.areas),
     ],
   });
   await app.ready();

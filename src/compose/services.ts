@@ -1,6 +1,7 @@
 // The services, constructed in dependency order on the base (base.ts): each is given what it
 // uses, nothing is set afterwards. Registries (the boxes' bridges, the runners of agent kinds)
 // are filled here too, by name.
+import { Areas } from "../areas/service.js";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { Agents } from "../agents/service.js";
@@ -177,7 +178,8 @@ export async function buildServices(
     }),
   );
   const runs = new Runs({ db, access, agents, recorder, gateway, runners });
-  const homes = new Homes(db, agents, layout, config.WORKSPACE_MAX_MIB);
+  const areas = new Areas(db, access);
+  const homes = new Homes(db, agents, layout, config.WORKSPACE_MAX_MIB, areas);
   const personas = new Personas({ db, access, agents, secrets });
   // conversations: each message a turn, a run the recorder drives, its history the thread so far
   const conversations = new Conversations({
@@ -185,6 +187,7 @@ export async function buildServices(
     access,
     agents,
     personas,
+    areas,
     records,
     recorder,
     gateway,
@@ -215,6 +218,7 @@ export async function buildServices(
     runners,
     runs,
     homes,
+    areas,
     personas,
     conversations,
     previewGrants: new PreviewGrants(),

@@ -3,6 +3,7 @@
 import type { z } from "zod";
 import type * as agents from "./agents.js";
 import type * as common from "./common.js";
+import type * as areas from "./areas.js";
 import type * as conversations from "./conversations.js";
 import type * as egress from "./egress.js";
 import type * as exec from "./exec.js";
@@ -104,3 +105,6 @@ export type ConversationMessageCreated = Out<typeof conversations.ConversationMe
 export type ConversationEvent = Out<typeof conversations.ConversationEvent>;
 export type Persona = Out<typeof conversations.Persona>;
 export type PersonaCreateRequest = In<typeof conversations.PersonaCreateRequest>;
+export type Area = Out<typeof areas.Area>;
+export type AreaPutRequest = In<typeof areas.AreaPutRequest>;
+export type AreaRevision = Out<typeof areas.AreaRevision>;

@@ -5,9 +5,11 @@
 // the conversation's too (src/records/conversations.ts), in one stream with ids in commit
 // order. A turn cut short by its box stopping or the server stopping is marked interrupted;
 // the next message goes on from the transcript, on a fresh box if need be.
-import { and, asc, desc, eq, gt, inArray } from "drizzle-orm";
+import { and, asc, desc, eq, gt, inArray, sql } from "drizzle-orm";
 import type { Access, Identity } from "../access/index.js";
 import type { Agents } from "../agents/service.js";
+import { narrow, type Fence } from "../areas/fence.js";
+import type { Areas } from "../areas/service.js";
 import type {
   Conversation,
   ConversationCreateRequest,
@@ -38,6 +40,7 @@ export interface ConversationsOptions {
   access: Access;
   agents: Pick<Agents, "load" | "specOf" | "machineOf">;
   personas: Personas;
+  areas: Pick<Areas, "foldersOf">;
   records: Records;
   recorder: RunRecorder;
   gateway: ModelGateway;
@@ -93,20 +96,51 @@ export class Conversations {
     };
   }
 
+  /**
+   * A conversation the caller may reach. A member who holds areas (a guest always does) reaches
+   * only the conversations they started, and talks in them (converse) rather than writes.
+   */
   async #load(who: Identity, id: string, perm: "read" | "inspect" | "write"): Promise<ConversationRow> {
     const [c] = await this.#o.db.select().from(schema.conversations).where(eq(schema.conversations.id, id));
     if (!c) throw new WarrenError("not_found", "conversation was not found");
+    if (await this.#fenced(c.orgId, who)) {
+      await this.#o.access.require(c.orgId, who, "converse", "conversation");
+      if (c.startedBy.user_id !== who.userId) throw new WarrenError("not_found", "conversation was not found");
+      return c;
+    }
     await this.#o.access.require(c.orgId, who, perm, "conversation");
     return c;
   }
 
+  /** Whether the caller holds areas in the organisation (owners and admins never do). */
+  async #fenced(orgId: string, who: Identity): Promise<boolean> {
+    return (await this.#o.access.areasOf(orgId, who)).length > 0;
+  }
+
+  /**
+   * The folders a turn keeps: its starter's areas, narrowed by its persona's (never widened),
+   * read now, so that an edit of an area reaches the next turn. null: the whole home.
+   */
+  async #fenceOf(c: ConversationRow, persona: { area: string | null } | null): Promise<Fence> {
+    const starter = await this.#o.areas.foldersOf(c.orgId, c.areas);
+    const homed = persona?.area ? await this.#o.areas.foldersOf(c.orgId, [persona.area]) : null;
+    return narrow(starter, homed);
+  }
+
   async create(who: Identity, agentId: string, body: ConversationCreateRequest): Promise<Conversation> {
     const o = this.#o;
-    const agent = await o.agents.load(who, agentId, "write");
+    const agent = await o.agents.load(who, agentId, "converse");
     const { spec, version } = await o.agents.specOf(agent);
     // an agent that does not think (kind command) holds no conversation
     planAgentRun(spec, version, o.runners, undefined);
     const persona = body.persona_id ? await o.personas.of(agent.id, body.persona_id) : null;
+    const held = await o.access.areasOf(agent.orgId, who);
+    const role = await o.access.roleIn(agent.orgId, who);
+    if (role === "guest" && !(persona?.area && held.includes(persona.area)))
+      throw new WarrenError(
+        "area.refused",
+        "a guest talks only through a persona homed in one of its areas; give persona_id",
+      );
     const [row] = await o.db
       .insert(schema.conversations)
       .values({
@@ -118,7 +152,7 @@ export class Conversations {
         startedBy: authorOf(who),
         personaId: persona?.id ?? null,
         // the starter's areas, kept for the conversation's whole life
-        areas: persona?.area ? [persona.area] : [],
+        areas: [...held],
         repo: body.repo ?? null,
       })
       .returning();
@@ -127,11 +161,24 @@ export class Conversations {
   }
 
   async list(who: Identity, agentId: string): Promise<Conversation[]> {
-    const agent = await this.#o.agents.load(who, agentId, "read");
+    const agent = await this.#o.agents.load(who, agentId, "converse").catch(async (err: unknown) => {
+      // an auditor or viewer lists what it may read
+      if (err instanceof WarrenError && err.code === "access.denied")
+        return this.#o.agents.load(who, agentId, "read");
+      throw err;
+    });
+    const mine = await this.#fenced(agent.orgId, who);
     const rows = await this.#o.db
       .select()
       .from(schema.conversations)
-      .where(eq(schema.conversations.agentId, agent.id))
+      .where(
+        mine
+          ? and(
+              eq(schema.conversations.agentId, agent.id),
+              sql`${schema.conversations.startedBy}->>'user_id' = ${who.userId}`,
+            )
+          : eq(schema.conversations.agentId, agent.id),
+      )
       .orderBy(desc(schema.conversations.createdAt), desc(schema.conversations.id))
       .limit(500);
     return rows.map(view);
@@ -170,7 +217,7 @@ export class Conversations {
     const c = await this.#load(who, id, "write");
     if (c.status === "closed")
       throw new WarrenError("conversation.closed", "the conversation is closed; start a new one to go on");
-    const agent = await o.agents.load(who, c.agentId, "write");
+    const agent = await o.agents.load(who, c.agentId, "converse");
     const machine = await o.agents.machineOf(agent);
     const current = await o.agents.specOf(agent);
     const persona = await o.personas.find(c.personaId);
@@ -203,6 +250,7 @@ export class Conversations {
         runner: new TurnRunner(this.#turns, c.id, plan),
         secrets: persona?.secrets ?? undefined,
         conversationId: c.id,
+        fence: await this.#fenceOf(c, persona),
       });
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);

@@ -6,6 +6,7 @@ import {
   bigserial,
   boolean,
   check,
+  foreignKey,
   index,
   integer,
   json,
@@ -407,4 +408,56 @@ export const conversationEvents = pgTable(
     data: jsonb("data").notNull(),
   },
   (t) => [primaryKey({ columns: [t.conversationId, t.seq] })],
+);
+
+// ---------------------------------------------------------------------------------------------
+// Areas and tiers: named sets of folders of an agent's home, defined once per organisation,
+// every change kept as a revision, and handed to members (who then see only those folders).
+
+/** An area as it is now: its folders (paths relative to the home) and its last revision. */
+export const areas = pgTable(
+  "areas",
+  {
+    orgId: text("org_id")
+      .notNull()
+      .references(() => orgs.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    folders: jsonb("folders").$type<string[]>().notNull(),
+    revision: integer("revision").notNull(),
+    updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.orgId, t.name] })],
+);
+
+/** Every change of an area: its folders after the change, who made it and when. */
+export const areaRevisions = pgTable(
+  "area_revisions",
+  {
+    orgId: text("org_id")
+      .notNull()
+      .references(() => orgs.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    revision: integer("revision").notNull(),
+    /** null: the area was deleted by this revision. */
+    folders: jsonb("folders").$type<string[] | null>(),
+    by: text("by").notNull(),
+    at: timestamp("at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.orgId, t.name, t.revision] })],
+);
+
+/** The areas a member holds (none: the whole home, as their role allows). */
+export const memberAreas = pgTable(
+  "member_areas",
+  {
+    orgId: text("org_id").notNull(),
+    userId: text("user_id").notNull(),
+    area: text("area").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.orgId, t.userId, t.area] }),
+    foreignKey({ columns: [t.orgId, t.userId], foreignColumns: [memberships.orgId, memberships.userId] }).onDelete(
+      "cascade",
+    ),
+  ],
 );

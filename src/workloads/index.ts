@@ -7,6 +7,7 @@
 // protects, like a run's workload token). Nothing else in src/ holds the runtime's exec or
 // pty (test/structure.test.ts checks it), so an output that skipped redaction cannot be written.
 import { eq } from "drizzle-orm";
+import type { Fence } from "../areas/fence.js";
 import { BOX_PATHS, type HomeLayout, type Trust } from "../boxes/index.js";
 import { SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
 import { WarrenError } from "../errors.js";
@@ -96,12 +97,17 @@ export class Workloads {
    */
   async open(
     agent: AgentRow,
-    opts: { machine?: MachineRef; run?: RunScope; secrets?: readonly string[] | undefined } = {},
+    opts: {
+      machine?: MachineRef;
+      run?: RunScope;
+      secrets?: readonly string[] | undefined;
+      fence?: Fence | undefined;
+    } = {},
   ): Promise<Workload> {
     const machine = opts.machine ?? (await this.#machineOf(agent));
     const resolved = await this.o.secrets.resolve(agent);
     const secrets = opts.secrets ? narrowed(resolved, opts.secrets) : resolved;
-    return new Workload(this.o, agent, machine, secrets, opts.run);
+    return new Workload(this.o, agent, machine, secrets, opts.run, opts.fence ?? null);
   }
 
   /** The door of an agent known by id (work the server starts itself, not a request). */
@@ -151,6 +157,11 @@ export class Workload {
     readonly machine: MachineRef,
     readonly secrets: ResolvedSecrets,
     readonly run: RunScope | undefined,
+    /**
+     * The folders of the home this work keeps (a fenced conversation's turn): its commands
+     * have only them on disk, its file tools reach only them; null = the whole home.
+     */
+    readonly fence: Fence = null,
   ) {}
 
   get trust(): Trust {
@@ -245,6 +256,7 @@ export class Workload {
           timeoutMs: cmd.timeoutMs,
           limits: limitsOf(cmd.limits),
           ...(main ? { agentDir: this.#staged, generation: true } : {}),
+          ...(this.fence ? { fence: { home: homeOf(this.agent.id), keep: [...this.fence] } } : {}),
         },
         io,
         { agentId: this.agent.id, runId: this.run?.id, argv: cmd.shownAs ?? cmd.argv },
