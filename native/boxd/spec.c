@@ -118,14 +118,21 @@ int spec_parse(const struct jv *x, struct spec *s, struct perr *e) {
     if (fence->t != J_OBJ) return fail(e, "exec.fence must be an object");
     const struct jv *home = json_get(fence, "home");
     if (abs_path(home, "exec.fence.home", e)) return -1;
-    const struct jv *keep = json_get(fence, "keep");
-    if (!keep || keep->t != J_ARR || keep->count > MAX_FENCE_KEEP)
-      return fail(e, "exec.fence.keep must be an array of at most %d folders", MAX_FENCE_KEEP);
-    for (size_t i = 0; i < keep->count; i++) {
-      char what[64];
-      snprintf(what, sizeof what, "exec.fence.keep[%zu]", i);
-      if (rel_path(keep->items[i], what, e)) return -1;
+    const char *names[2] = {"keep", "hide"};
+    const struct jv *lists[2];
+    for (int k = 0; k < 2; k++) {
+      const struct jv *list = lists[k] = json_get(fence, names[k]);
+      if (!list) continue;
+      if (list->t != J_ARR || list->count > MAX_FENCE_KEEP)
+        return fail(e, "exec.fence.%s must be an array of at most %d folders", names[k], MAX_FENCE_KEEP);
+      for (size_t i = 0; i < list->count; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "exec.fence.%s[%zu]", names[k], i);
+        if (rel_path(list->items[i], what, e)) return -1;
+      }
     }
+    const struct jv *keep = lists[0];
+    s->fence_hide = lists[1];
     s->fence_home = home;
     s->fence_keep = keep;
   }
@@ -224,7 +231,12 @@ int spec_options(const struct spec *s, const char *seccomp, struct buf *o) {
   if (s->agent_dir) bad |= opts(o, "--agent-dir") || optv(o, s->agent_dir);
   if (s->fence_home) {
     bad |= opts(o, "--fence-home") || optv(o, s->fence_home);
-    for (size_t i = 0; i < s->fence_keep->count; i++) bad |= opts(o, "--keep") || optv(o, s->fence_keep->items[i]);
+    if (s->fence_keep) {
+      bad |= opts(o, "--fence-cover") || opts(o, "yes");
+      for (size_t i = 0; i < s->fence_keep->count; i++) bad |= opts(o, "--keep") || optv(o, s->fence_keep->items[i]);
+    }
+    for (size_t i = 0; s->fence_hide && i < s->fence_hide->count; i++)
+      bad |= opts(o, "--hide") || optv(o, s->fence_hide->items[i]);
   }
   if (s->trace) bad |= opts(o, "--trace-fd") || opts(o, "4");
   if (s->port_first > 0) {

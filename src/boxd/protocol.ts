@@ -110,11 +110,12 @@ export interface ExecSpec {
   /** A path in the box mounted read-only at /agent for this command only. */
   agentDir?: string;
   /**
-   * The command keeps only these folders of its home on disk (a mount namespace of its own:
-   * the rest of the home is an empty tmpfs, each kept folder's top .git is covered); absent =
-   * the whole home. `keep` are relative to `home`, at most MAX_FENCE_KEEP.
+   * The command's own view of its home (a mount namespace of its own): with `keep`, only those
+   * folders are on disk (the rest of the home is an empty tmpfs, each kept folder's top .git is
+   * covered); without, the whole home; each `hide` folder (a repository's .git) is covered by
+   * an empty read-only folder. Paths relative to `home`, at most MAX_FENCE_KEEP in each list.
    */
-  fence?: { home: string; keep: string[] };
+  fence?: { home: string; keep?: string[]; hide?: string[] };
   limits?: ExecLimits;
   /**
    * The command's file access, enforced with Landlock: folders (or files) it may read and

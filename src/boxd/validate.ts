@@ -86,13 +86,15 @@ export function parseExecSpec(x: unknown): ExecSpec {
   if (x.agentDir !== undefined) spec.agentDir = absPath(x.agentDir, "exec.agentDir");
   if (x.fence !== undefined) {
     if (!isRecord(x.fence)) throw new ProtocolError("exec.fence must be an object");
-    const keep = x.fence.keep;
-    if (!Array.isArray(keep) || keep.length > MAX_FENCE_KEEP)
-      throw new ProtocolError(`exec.fence.keep must be an array of at most ${MAX_FENCE_KEEP} folders`);
-    spec.fence = {
-      home: absPath(x.fence.home, "exec.fence.home"),
-      keep: keep.map((k, i) => relPath(k, `exec.fence.keep[${i}]`)),
-    };
+    const fence: NonNullable<ExecSpec["fence"]> = { home: absPath(x.fence.home, "exec.fence.home") };
+    for (const k of ["keep", "hide"] as const) {
+      const list = x.fence[k];
+      if (list === undefined) continue;
+      if (!Array.isArray(list) || list.length > MAX_FENCE_KEEP)
+        throw new ProtocolError(`exec.fence.${k} must be an array of at most ${MAX_FENCE_KEEP} folders`);
+      fence[k] = list.map((p, i) => relPath(p, `exec.fence.${k}[${i}]`));
+    }
+    spec.fence = fence;
   }
   if (x.files !== undefined) {
     if (!isRecord(x.files)) throw new ProtocolError("exec.files must be an object");

@@ -2,6 +2,7 @@
 // uses, nothing is set afterwards. Registries (the boxes' bridges, the runners of agent kinds)
 // are filled here too, by name.
 import { Areas } from "../areas/service.js";
+import { Branches } from "../conversations/branches.js";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { Agents } from "../agents/service.js";
@@ -188,6 +189,7 @@ export async function buildServices(
     agents,
     personas,
     areas,
+    branches: new Branches(db, workloads),
     records,
     recorder,
     gateway,

@@ -108,3 +108,4 @@ export type PersonaCreateRequest = In<typeof conversations.PersonaCreateRequest>
 export type Area = Out<typeof areas.Area>;
 export type AreaPutRequest = In<typeof areas.AreaPutRequest>;
 export type AreaRevision = Out<typeof areas.AreaRevision>;
+export type ConversationDiff = Out<typeof conversations.ConversationDiff>;

@@ -9,10 +9,12 @@ import { and, asc, desc, eq, gt, inArray, sql } from "drizzle-orm";
 import type { Access, Identity } from "../access/index.js";
 import type { Agents } from "../agents/service.js";
 import { narrow, type Fence } from "../areas/fence.js";
+import type { BranchRow, Branches } from "./branches.js";
 import type { Areas } from "../areas/service.js";
 import type {
   Conversation,
   ConversationCreateRequest,
+  ConversationDiff,
   ConversationEvent,
   ConversationMessage,
   ConversationMessageCreated,
@@ -41,6 +43,7 @@ export interface ConversationsOptions {
   agents: Pick<Agents, "load" | "specOf" | "machineOf">;
   personas: Personas;
   areas: Pick<Areas, "foldersOf">;
+  branches: Branches;
   records: Records;
   recorder: RunRecorder;
   gateway: ModelGateway;
@@ -55,7 +58,7 @@ function authorOf(who: Identity): { user_id: string; email: string; name: string
   return { user_id: who.userId, email: who.email, name: who.email.split("@")[0] ?? who.email };
 }
 
-function view(c: ConversationRow): Conversation {
+function view(c: ConversationRow, b: BranchRow | null = null): Conversation {
   return {
     id: c.id,
     agent_id: c.agentId,
@@ -66,12 +69,18 @@ function view(c: ConversationRow): Conversation {
     areas: c.areas,
     status: c.status,
     repo: c.repo,
-    branch: null,
-    base: null,
+    branch: b?.branch ?? null,
+    base: b?.base ?? null,
     created_at: c.createdAt.toISOString(),
     last_message_at: c.lastMessageAt?.toISOString() ?? null,
     last_event_id: c.eventSeq,
   };
+}
+
+/** A turn's commit message: the first line of the person's message, and their name. */
+export function commitMessage(text: string, name: string): string {
+  const first = (text.split("\n").find((l) => l.trim() !== "") ?? "").trim().slice(0, 72) || "(no text)";
+  return `${first}\n\nAsked by ${name}`;
 }
 
 function messageView(m: MessageRow): ConversationMessage {
@@ -157,7 +166,14 @@ export class Conversations {
       })
       .returning();
     if (!row) throw new Error("conversation insert returned nothing");
-    return view(row);
+    if (body.repo === undefined) return view(row);
+    try {
+      const fence = await this.#fenceOf(row, persona);
+      return view(row, await o.branches.create(agent, row.id, body.repo, fence));
+    } catch (err) {
+      await o.db.delete(schema.conversations).where(eq(schema.conversations.id, row.id));
+      throw err;
+    }
   }
 
   async list(who: Identity, agentId: string): Promise<Conversation[]> {
@@ -181,11 +197,55 @@ export class Conversations {
       )
       .orderBy(desc(schema.conversations.createdAt), desc(schema.conversations.id))
       .limit(500);
-    return rows.map(view);
+    const withRepo = rows.filter((r) => r.repo !== null).map((r) => r.id);
+    const branches =
+      withRepo.length === 0
+        ? []
+        : await this.#o.db
+            .select()
+            .from(schema.conversationBranches)
+            .where(inArray(schema.conversationBranches.conversationId, withRepo));
+    return rows.map((r) => view(r, branches.find((b) => b.conversationId === r.id) ?? null));
   }
 
   async get(who: Identity, id: string): Promise<Conversation> {
-    return view(await this.#load(who, id, "read"));
+    const c = await this.#load(who, id, "read");
+    return view(c, await this.#o.branches.of(c.id));
+  }
+
+  /** The agent of a conversation, for the caller who reached the conversation. */
+  async #agentOf(who: Identity, c: ConversationRow) {
+    return this.#o.agents.load(who, c.agentId, (await this.#fenced(c.orgId, who)) ? "converse" : "inspect");
+  }
+
+  async #branch(c: ConversationRow): Promise<BranchRow> {
+    const b = await this.#o.branches.of(c.id);
+    if (!b) throw new WarrenError("not_found", "the conversation has no branch: it was created without repo");
+    return b;
+  }
+
+  /** What the conversation's branch changed against its base. */
+  async diff(who: Identity, id: string): Promise<ConversationDiff> {
+    const c = await this.#load(who, id, "inspect");
+    const b = await this.#branch(c);
+    return this.#o.branches.diff(await this.#agentOf(who, c), b);
+  }
+
+  /** Lands the conversation's branch into its base (owners and admins). */
+  async land(who: Identity, id: string): Promise<{ landed: true; commit: string }> {
+    const c = await this.#load(who, id, "inspect");
+    const role = await this.#o.access.roleIn(c.orgId, who);
+    if (role !== "owner" && role !== "admin")
+      throw new WarrenError(
+        "access.denied",
+        `your role in this organisation is ${role ?? "none"}; only an owner or admin lands a conversation's branch`,
+      );
+    const b = await this.#branch(c);
+    const agent = await this.#agentOf(who, c);
+    await this.#o.branches.commit(agent, b, `Before landing (${authorOf(who).name})`);
+    const title = c.title || c.id;
+    const commit = await this.#o.branches.land(agent, b, `Land ${b.branch}: ${title}\n\nLanded by ${authorOf(who).name}`);
+    return { landed: true, commit };
   }
 
   async close(who: Identity, id: string): Promise<Conversation> {
@@ -196,6 +256,13 @@ export class Conversations {
       .where(eq(schema.conversations.id, c.id))
       .returning();
     if (!row) throw new WarrenError("not_found", "conversation was not found");
+    const b = await this.#o.branches.of(c.id);
+    if (b?.worktree)
+      await this.#o.branches
+        .close(await this.#agentOf(who, c), b, `Closed (${authorOf(who).name})`)
+        .catch((err: unknown) =>
+          this.#o.logger.warn({ err, conversationId: c.id }, "the conversation's worktree was not removed"),
+        );
     if (c.status !== "closed")
       await this.#o.records.conversationEvent(
         c.id,
@@ -225,6 +292,8 @@ export class Conversations {
     const runId = newId("run");
     const messageId = newId("msg");
     const author = authorOf(who);
+    const branch = c.repo !== null ? await o.branches.of(c.id) : null;
+    const fence = await this.#fenceOf(c, persona);
     await o.db.insert(schema.conversationTurns).values({
       runId,
       conversationId: c.id,
@@ -247,10 +316,18 @@ export class Conversations {
         timeoutS: plan.timeoutS,
         input: Buffer.from(text, "utf8"),
         wait: true,
-        runner: new TurnRunner(this.#turns, c.id, plan),
+        runner: new TurnRunner(
+          this.#turns,
+          c.id,
+          plan,
+          branch?.worktree ? () => o.branches.commit(agent, branch, commitMessage(text, author.name)) : undefined,
+        ),
         secrets: persona?.secrets ?? undefined,
         conversationId: c.id,
-        fence: await this.#fenceOf(c, persona),
+        // its own checkout joins what the turn keeps, and is where its commands run
+        fence: branch?.worktree && fence !== null ? [...fence, branch.worktree] : fence,
+        cwd: branch?.worktree ?? undefined,
+        hide: branch?.worktree ? [`${branch.repo}/.git`] : undefined,
       });
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);

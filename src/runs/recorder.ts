@@ -77,6 +77,10 @@ export interface RunRequest {
   conversationId?: string | undefined;
   /** The folders of the home the run keeps (a fenced conversation's turn); absent: the whole home. */
   fence?: Fence | undefined;
+  /** Where the run's commands run when they name no folder (relative to the home); the home when absent. */
+  cwd?: string | undefined;
+  /** Folders of the home the run's commands find empty (a repository's .git). */
+  hide?: readonly string[] | undefined;
 }
 
 export interface RunRecorderOptions {
@@ -260,6 +264,8 @@ export class RunRecorder {
       run: { id: run.id },
       secrets: req.secrets,
       fence: req.fence,
+      cwd: req.cwd,
+      hide: req.hide,
     });
     const recording = o.records.openRun(run.id, agent.id, work.secrets);
     work.recordInto(recording);

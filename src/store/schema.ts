@@ -461,3 +461,20 @@ export const memberAreas = pgTable(
     ),
   ],
 );
+
+/**
+ * A conversation's branch: created with `repo` (a git repository folder of the home), it works
+ * on `branch` in its own worktree (a folder of the home), made from `base`, the repository's
+ * branch when it was created; null worktree: removed (the conversation closed), branch kept.
+ */
+export const conversationBranches = pgTable("conversation_branches", {
+  conversationId: text("conversation_id")
+    .primaryKey()
+    .references(() => conversations.id, { onDelete: "cascade" }),
+  repo: text("repo").notNull(),
+  branch: text("branch").notNull(),
+  base: text("base").notNull(),
+  worktree: text("worktree"),
+  landedCommit: text("landed_commit"),
+  createdAt: created(),
+});

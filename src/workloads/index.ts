@@ -102,12 +102,20 @@ export class Workloads {
       run?: RunScope;
       secrets?: readonly string[] | undefined;
       fence?: Fence | undefined;
+      /** The folder its commands run in when they name none (relative to the home). */
+      cwd?: string | undefined;
+      /** Folders of the home its commands find empty (a repository's .git: no history). */
+      hide?: readonly string[] | undefined;
     } = {},
   ): Promise<Workload> {
     const machine = opts.machine ?? (await this.#machineOf(agent));
     const resolved = await this.o.secrets.resolve(agent);
     const secrets = opts.secrets ? narrowed(resolved, opts.secrets) : resolved;
-    return new Workload(this.o, agent, machine, secrets, opts.run, opts.fence ?? null);
+    return new Workload(this.o, agent, machine, secrets, opts.run, {
+      fence: opts.fence ?? null,
+      cwd: opts.cwd,
+      hide: opts.hide ?? [],
+    });
   }
 
   /** The door of an agent known by id (work the server starts itself, not a request). */
@@ -158,11 +166,33 @@ export class Workload {
     readonly secrets: ResolvedSecrets,
     readonly run: RunScope | undefined,
     /**
-     * The folders of the home this work keeps (a fenced conversation's turn): its commands
-     * have only them on disk, its file tools reach only them; null = the whole home.
+     * The view of the home of this work (a conversation's turn). fence: the folders its
+     * commands have on disk and its file tools reach (null = the whole home); cwd: where its
+     * commands run when they name no folder (its worktree); hide: folders its commands find
+     * empty (a repository's .git).
      */
-    readonly fence: Fence = null,
+    private readonly view: { fence: Fence; cwd?: string | undefined; hide: readonly string[] } = {
+      fence: null,
+      hide: [],
+    },
   ) {}
+
+  get fence(): Fence {
+    return this.view.fence;
+  }
+
+  /** The command's own view of the home, for boxd (none: the whole home as it is). */
+  #homeView(): { fence?: { home: string; keep?: string[]; hide?: string[] } } {
+    const { fence, hide } = this.view;
+    if (fence === null && hide.length === 0) return {};
+    return {
+      fence: {
+        home: homeOf(this.agent.id),
+        ...(fence !== null ? { keep: [...fence] } : {}),
+        ...(hide.length > 0 ? { hide: [...hide] } : {}),
+      },
+    };
+  }
 
   get trust(): Trust {
     return this.machine.trust;
@@ -250,13 +280,13 @@ export class Workload {
         {
           argv: cmd.argv,
           env: this.env(cmd),
-          cwd: cwdOf(this.agent.id, cmd.cwd),
+          cwd: cwdOf(this.agent.id, cmd.cwd ?? this.view.cwd),
           ...this.walls({ main }),
           stdin: cmd.stdin,
           timeoutMs: cmd.timeoutMs,
           limits: limitsOf(cmd.limits),
           ...(main ? { agentDir: this.#staged, generation: true } : {}),
-          ...(this.fence ? { fence: { home: homeOf(this.agent.id), keep: [...this.fence] } } : {}),
+          ...this.#homeView(),
         },
         io,
         { agentId: this.agent.id, runId: this.run?.id, argv: cmd.shownAs ?? cmd.argv },
