@@ -5,7 +5,10 @@ import { idOf, items } from "./common.js";
 /** An area's name: lowercase letters, digits, "-" and "_", at most 64. */
 export const areaName = z
   .string()
-  .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, "must be 1-64 lowercase letters, digits, - or _ (a letter or digit first)");
+  .regex(
+    /^[a-z0-9][a-z0-9_-]{0,63}$/,
+    "must be 1-64 lowercase letters, digits, - or _ (a letter or digit first)",
+  );
 
 export const Area = z
   .object({
@@ -29,7 +32,10 @@ export const AreaPutRequest = z
 export const AreaRevision = z
   .object({
     revision: z.number(),
-    folders: z.array(z.string()).nullable().describe("the folders after this revision; null: it deleted the area"),
+    folders: z
+      .array(z.string())
+      .nullable()
+      .describe("the folders after this revision; null: it deleted the area"),
     by: z.string().describe("the email of who made the change"),
     at: z.string(),
   })

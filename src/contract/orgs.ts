@@ -14,7 +14,9 @@ export const Member = z
     user_id: z.string(),
     email: z.string(),
     role: Role,
-    areas: z.array(z.string()).describe("the areas the member holds (none: the whole home, as the role allows)"),
+    areas: z
+      .array(z.string())
+      .describe("the areas the member holds (none: the whole home, as the role allows)"),
   })
   .meta({ id: "Member" });
 export const MemberList = items(Member, "MemberList");

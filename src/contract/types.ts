@@ -106,6 +106,5 @@ export type ConversationEvent = Out<typeof conversations.ConversationEvent>;
 export type Persona = Out<typeof conversations.Persona>;
 export type PersonaCreateRequest = In<typeof conversations.PersonaCreateRequest>;
 export type Area = Out<typeof areas.Area>;
-export type AreaPutRequest = In<typeof areas.AreaPutRequest>;
 export type AreaRevision = Out<typeof areas.AreaRevision>;
 export type ConversationDiff = Out<typeof conversations.ConversationDiff>;

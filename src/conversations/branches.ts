@@ -92,9 +92,13 @@ export class Branches {
       home,
     );
     if (add.code !== 0)
-      throw new WarrenError("request.invalid", `repo: the conversation's worktree could not be made: ${add.err.trim()}`, {
-        field: "repo",
-      });
+      throw new WarrenError(
+        "request.invalid",
+        `repo: the conversation's worktree could not be made: ${add.err.trim()}`,
+        {
+          field: "repo",
+        },
+      );
     const [row] = await this.db
       .insert(schema.conversationBranches)
       .values({ conversationId, repo, branch, base, worktree })
@@ -123,19 +127,23 @@ export class Branches {
     const repo = `${homeOf(agent.id)}/${b.repo}`;
     const range = `${b.base}...${b.branch}`;
     const counts = await this.#git(work, ["rev-list", "--left-right", "--count", range], repo);
-    if (counts.code !== 0) throw new WarrenError("not_found", `the branch ${b.branch} or its base ${b.base} is gone`);
+    if (counts.code !== 0)
+      throw new WarrenError("not_found", `the branch ${b.branch} or its base ${b.base} is gone`);
     const [behind, ahead] = counts.out.trim().split(/\s+/).map(Number);
     const numstat = (await this.#git(work, ["diff", "--numstat", "-z", range], repo)).out;
     const status = (await this.#git(work, ["diff", "--name-status", "-z", range], repo)).out;
     const statuses = new Map<string, string>();
     const st = status.split("\0");
-    for (let i = 0; i + 1 < st.length; ) {
+    for (let i = 0; i + 1 < st.length;) {
       const code = st[i] ?? "";
       if (code.startsWith("R") || code.startsWith("C")) {
         statuses.set(st[i + 2] ?? "", code[0] === "R" ? "renamed" : "copied");
         i += 3;
       } else {
-        statuses.set(st[i + 1] ?? "", { A: "added", D: "deleted", M: "modified" }[code[0] ?? ""] ?? "modified");
+        statuses.set(
+          st[i + 1] ?? "",
+          { A: "added", D: "deleted", M: "modified" }[code[0] ?? ""] ?? "modified",
+        );
         i += 2;
       }
     }

@@ -114,7 +114,8 @@ export class Conversations {
     if (!c) throw new WarrenError("not_found", "conversation was not found");
     if (await this.#fenced(c.orgId, who)) {
       await this.#o.access.require(c.orgId, who, "converse", "conversation");
-      if (c.startedBy.user_id !== who.userId) throw new WarrenError("not_found", "conversation was not found");
+      if (c.startedBy.user_id !== who.userId)
+        throw new WarrenError("not_found", "conversation was not found");
       return c;
     }
     await this.#o.access.require(c.orgId, who, perm, "conversation");
@@ -244,7 +245,11 @@ export class Conversations {
     const agent = await this.#agentOf(who, c);
     await this.#o.branches.commit(agent, b, `Before landing (${authorOf(who).name})`);
     const title = c.title || c.id;
-    const commit = await this.#o.branches.land(agent, b, `Land ${b.branch}: ${title}\n\nLanded by ${authorOf(who).name}`);
+    const commit = await this.#o.branches.land(
+      agent,
+      b,
+      `Land ${b.branch}: ${title}\n\nLanded by ${authorOf(who).name}`,
+    );
     return { landed: true, commit };
   }
 
@@ -320,7 +325,9 @@ export class Conversations {
           this.#turns,
           c.id,
           plan,
-          branch?.worktree ? () => o.branches.commit(agent, branch, commitMessage(text, author.name)) : undefined,
+          branch?.worktree
+            ? () => o.branches.commit(agent, branch, commitMessage(text, author.name))
+            : undefined,
         ),
         secrets: persona?.secrets ?? undefined,
         conversationId: c.id,

@@ -116,8 +116,11 @@ export class Homes {
     const fence = await this.#fence(a, who, components, true);
     const listed = await listHomeFolder(this.layout.homeDir(a.machineId, a.id), components, FOLDER_LIMIT);
     // a folder on the way to held folders shows only that way
-    const onTheWay = standing(components, fence) === "above" && fence ? namesOnTheWay(components, fence) : null;
-    const shown = onTheWay ? listed.entries.filter((e) => e.type === "folder" && onTheWay.has(e.name)) : listed.entries;
+    const onTheWay =
+      standing(components, fence) === "above" && fence ? namesOnTheWay(components, fence) : null;
+    const shown = onTheWay
+      ? listed.entries.filter((e) => e.type === "folder" && onTheWay.has(e.name))
+      : listed.entries;
     const entries = shown.map((e) => ({
       name: e.name,
       type: e.type,

@@ -411,8 +411,9 @@ export const conversationEvents = pgTable(
 );
 
 // ---------------------------------------------------------------------------------------------
-// Areas and tiers: named sets of folders of an agent's home, defined once per organisation,
-// every change kept as a revision, and handed to members (who then see only those folders).
+// Areas, tiers and branches: named sets of folders of an agent's home, defined once per
+// organisation, every change kept as a revision, and handed to members (who then see only those
+// folders); and a conversation's own git branch and worktree.
 
 /** An area as it is now: its folders (paths relative to the home) and its last revision. */
 export const areas = pgTable(
@@ -456,9 +457,10 @@ export const memberAreas = pgTable(
   },
   (t) => [
     primaryKey({ columns: [t.orgId, t.userId, t.area] }),
-    foreignKey({ columns: [t.orgId, t.userId], foreignColumns: [memberships.orgId, memberships.userId] }).onDelete(
-      "cascade",
-    ),
+    foreignKey({
+      columns: [t.orgId, t.userId],
+      foreignColumns: [memberships.orgId, memberships.userId],
+    }).onDelete("cascade"),
   ],
 );
 

@@ -125,7 +125,8 @@ function listFiles(env: BuiltinEnv): ToolImpl {
       const listed = await listHomeFolder(dir, components, LIST_ENTRIES);
       const fence = env.workload.fence;
       // a folder on the way to held folders shows only that way
-      const onTheWay = fence && standing(components, fence) === "above" ? namesOnTheWay(components, fence) : null;
+      const onTheWay =
+        fence && standing(components, fence) === "above" ? namesOnTheWay(components, fence) : null;
       const entries = onTheWay
         ? listed.entries.filter((e) => e.type === "folder" && onTheWay.has(e.name))
         : listed.entries;
