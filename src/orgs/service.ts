@@ -109,10 +109,14 @@ export class Orgs {
     orgId: string,
     email: string,
     role: Role,
-    areasAsked: readonly string[] = [],
+    areasAsked?: readonly string[],
   ): Promise<Member> {
     const mine = await this.access.require(orgId, who, "manage", "organisation");
-    const areas = [...new Set(areasAsked)].sort();
+    const target = await this.access.identify(email);
+    // absent: what the member holds stays (an owner or admin holds none)
+    const kept =
+      areasAsked ?? (role === "owner" || role === "admin" ? [] : await this.access.areasOf(orgId, target));
+    const areas = [...new Set(kept)].sort();
     if ((role === "owner" || role === "admin") && areas.length > 0)
       throw new WarrenError(
         "area.not_allowed",
@@ -137,7 +141,6 @@ export class Orgs {
           { field: "areas" },
         );
     }
-    const target = await this.access.identify(email);
     const current = await this.access.roleIn(orgId, target);
     if ((role === "owner" || current === "owner") && mine !== "owner") {
       throw new WarrenError("access.denied", "only an owner can make or change an owner");
