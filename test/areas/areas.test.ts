@@ -264,6 +264,11 @@ for (const leg of dbLegs)
       assert.equal(homed.status, 201, JSON.stringify(homed.body));
       const elsewhere = await owner("POST", `/api/agents/${agent}/personas`, { name: "ops" });
       assert.equal(elsewhere.status, 201);
+      const offered = await g("GET", `/api/agents/${agent}/personas`);
+      assert.deepEqual(
+        offered.body.items.map((p: { name: string }) => p.name),
+        ["helpdesk"],
+      );
       const bare = await g("POST", `/api/agents/${agent}/conversations`, {});
       assert.equal(bare.status, 403);
       assert.equal(bare.body.error.code, "area.refused");
