@@ -59,6 +59,8 @@
 #define STDIN_HIGH_WATER (8 * 1024 * 1024)
 #define READ_CHUNK (256 * 1024)
 #define MAX_FILE_RULES 128
+/* The most folders a fenced command keeps of its home. */
+#define MAX_FENCE_KEEP 64
 #define GRAVEYARD 1024
 
 /* What an epoll event is about: every registered fd carries one of these. */

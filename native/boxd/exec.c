@@ -584,7 +584,8 @@ void exec_start(struct conn *c, const struct spec *s) {
   /* the ready helper has applied these walls already, or none: it takes the command;
      walled for another command, it is let go and a fresh helper is given everything */
   struct buf walls = {0};
-  if (spec_walls(s, bd->cfg.seccomp, &walls)) {
+  int ahead = spec_walls(s, bd->cfg.seccomp, &walls);
+  if (ahead < 0) {
     buf_free(&walls);
     buf_free(&options);
     conn_fail(c, "internal", "out of memory");
@@ -594,7 +595,7 @@ void exec_start(struct conn *c, const struct spec *s) {
   bd->prepared = NULL;
   if (h && h->walls.len) {
     struct buf filter = {0};
-    int same = walls.len == h->walls.len && !memcmp(walls.p, h->walls.p, walls.len) &&
+    int same = ahead == 0 && walls.len == h->walls.len && !memcmp(walls.p, h->walls.p, walls.len) &&
                !read_whole(bd->cfg.seccomp, &filter) && filter.len == h->filter.len &&
                (filter.len == 0 || !memcmp(filter.p, h->filter.p, filter.len));
     buf_free(&filter);
@@ -611,7 +612,8 @@ void exec_start(struct conn *c, const struct spec *s) {
       h = NULL;
     }
   }
-  /* the next ready helper is walled like this command */
+  /* the next ready helper is walled like this command (after one whose walls cannot go
+     ahead, not at all: the next such command takes it as it is) */
   buf_free(&bd->walls_next);
   bd->walls_next = walls;
   if (!h) h = helper_spawn(bd, &err);

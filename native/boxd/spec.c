@@ -50,6 +50,22 @@ static int abs_path(const struct jv *x, const char *what, struct perr *e) {
   return 0;
 }
 
+/* A folder relative to a home: plain names joined by "/" (no "", "." or ".." component). */
+static int rel_path(const struct jv *x, const char *what, struct perr *e) {
+  if (string(x, what, "", 0, e)) return -1;
+  int bad = x->len == 0 || x->len > 1024;
+  size_t start = 0;
+  for (size_t i = 0; !bad && i <= x->len; i++) {
+    if (i < x->len && x->s[i] != '/') continue;
+    size_t n = i - start;
+    const char *c = x->s + start;
+    if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.')) bad = 1;
+    start = i + 1;
+  }
+  if (bad) return fail(e, "%s must be a folder relative to the home, plain names joined by /", what);
+  return 0;
+}
+
 int spec_parse(const struct jv *x, struct spec *s, struct perr *e) {
   memset(s, 0, sizeof *s);
   if (!x || x->t != J_OBJ) return fail(e, "exec must be an object");
@@ -96,6 +112,29 @@ int spec_parse(const struct jv *x, struct spec *s, struct perr *e) {
   if (agent) {
     if (abs_path(agent, "exec.agentDir", e)) return -1;
     s->agent_dir = agent;
+  }
+  const struct jv *fence = json_get(x, "fence");
+  if (fence) {
+    if (fence->t != J_OBJ) return fail(e, "exec.fence must be an object");
+    const struct jv *home = json_get(fence, "home");
+    if (abs_path(home, "exec.fence.home", e)) return -1;
+    const char *names[2] = {"keep", "hide"};
+    const struct jv *lists[2];
+    for (int k = 0; k < 2; k++) {
+      const struct jv *list = lists[k] = json_get(fence, names[k]);
+      if (!list) continue;
+      if (list->t != J_ARR || list->count > MAX_FENCE_KEEP)
+        return fail(e, "exec.fence.%s must be an array of at most %d folders", names[k], MAX_FENCE_KEEP);
+      for (size_t i = 0; i < list->count; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "exec.fence.%s[%zu]", names[k], i);
+        if (rel_path(list->items[i], what, e)) return -1;
+      }
+    }
+    const struct jv *keep = lists[0];
+    s->fence_hide = lists[1];
+    s->fence_home = home;
+    s->fence_keep = keep;
   }
   const struct jv *files = json_get(x, "files");
   if (files) {
@@ -174,8 +213,8 @@ static int opt(struct buf *o, const char *s, size_t len) { return buf_put(o, s, 
 static int opts(struct buf *o, const char *s) { return opt(o, s, strlen(s)); }
 static int optv(struct buf *o, const struct jv *v) { return opt(o, v->s, v->len); }
 
-/* The options of the command's walls: who it runs as, its filter, its mounts (/agent), its
-   file and port rules. */
+/* The options of the command's walls: who it runs as, its filter, its mounts (/agent, the
+   fence), its file and port rules. */
 static int walls_options(const struct spec *s, const char *seccomp, struct buf *o) {
   char num[64];
   int bad = 0;
@@ -190,6 +229,15 @@ static int walls_options(const struct spec *s, const char *seccomp, struct buf *
     for (size_t i = 0; i < s->ngroups; i++) bad |= buf_printf(&g, "%s%ld", i ? "," : "", s->groups[i]);
     bad |= opts(o, "--groups") || opt(o, g.p, g.len);
     buf_free(&g);
+  }
+  if (s->fence_home) {
+    bad |= opts(o, "--fence-home") || optv(o, s->fence_home);
+    if (s->fence_keep) {
+      bad |= opts(o, "--fence-cover") || opts(o, "yes");
+      for (size_t i = 0; i < s->fence_keep->count; i++) bad |= opts(o, "--keep") || optv(o, s->fence_keep->items[i]);
+    }
+    for (size_t i = 0; s->fence_hide && i < s->fence_hide->count; i++)
+      bad |= opts(o, "--hide") || optv(o, s->fence_hide->items[i]);
   }
   if (s->port_first > 0) {
     snprintf(num, sizeof num, "%ld-%ld", s->port_first, s->port_last);
@@ -209,6 +257,9 @@ static int walls_options(const struct spec *s, const char *seccomp, struct buf *
 }
 
 int spec_walls(const struct spec *s, const char *seccomp, struct buf *o) {
+  /* the fence binds the home's folders as they are when it is made: made ahead, it could
+     hold a folder that the command before replaced */
+  if (s->fence_home) return 1;
   return opts(o, "--walls") || walls_options(s, seccomp, o) || opts(o, "--end-walls") ? -1 : 0;
 }
 

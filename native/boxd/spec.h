@@ -17,6 +17,9 @@ struct spec {
   size_t ngroups;
   long timeout_ms; /* 0 = none */
   const struct jv *agent_dir; /* NULL = none */
+  /* fence: the home folder and the folders of it the command keeps on disk (a mount
+     namespace of its own: the rest of the home is not there); NULL = the whole home */
+  const struct jv *fence_home, *fence_keep, *fence_hide; /* keep NULL: the whole home */
   int generation;
   int trace; /* the answer carries the exec's phase times (see ExecTrace) */
   int has_mem, has_pids;
@@ -47,7 +50,7 @@ int spec_parse(const struct jv *x, struct spec *s, struct perr *e);
 int spec_options(const struct spec *s, const char *seccomp, struct buf *o);
 /* The command's walls alone (who it runs as, its filter, its mounts, its file and port
    rules), between "--walls" and "--end-walls", for a ready helper to apply before its
-   command comes. */
+   command comes; 1 (nothing written) when they cannot go ahead of it (a fenced home). */
 int spec_walls(const struct spec *s, const char *seccomp, struct buf *o);
 /* The rest of the options, for a helper that applied the walls already: its cwd, trace,
    environment, "--" and argv. */

@@ -1,6 +1,6 @@
 // Identities and memberships. The HTTP layer resolves who is asking (AUTH_MODE); services
 // call `require` before touching anything of an organisation.
-import { eq } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { WarrenError } from "../errors.js";
 import { newId } from "../ids.js";
 import type { Db } from "../store/index.js";
@@ -25,6 +25,8 @@ const denied: Record<Permission, string> = {
   inspect: "see workloads (files, output, traces)",
   write: "change anything",
   manage: "manage it",
+  edit: "change files",
+  converse: "talk with agents",
 };
 
 export class Access {
@@ -32,10 +34,37 @@ export class Access {
   readonly #cache = new Map<string, Identity>();
   /** Per user: their role in each of their organisations, read again after any change of a membership. */
   readonly #roles;
+  /** Per organisation and user: the names of the areas they hold, read again after any change. */
+  readonly #areas;
 
   constructor(db: Db) {
     this.#db = db;
     this.#roles = memo<string, ReadonlyMap<string, Role>>(db, [schema.memberships]);
+    this.#areas = memo<string, readonly string[]>(db, [schema.memberAreas]);
+  }
+
+  /** The names of the areas a member holds in an organisation (none: the whole home). */
+  async areasOf(orgId: string, who: Identity): Promise<readonly string[]> {
+    return this.#areas.get(`${orgId}\n${who.userId}`, async () => {
+      const rows = await this.#db
+        .select({ area: schema.memberAreas.area })
+        .from(schema.memberAreas)
+        .where(and(eq(schema.memberAreas.orgId, orgId), eq(schema.memberAreas.userId, who.userId)));
+      return rows.map((r) => r.area).sort();
+    });
+  }
+
+  /**
+   * Requires the whole of the organisation's agents: refused (area.refused) to a member who
+   * holds areas, for what an area cannot fence (a command or a terminal in the box, an agent's
+   * configuration: its spec, secrets, policies, personas).
+   */
+  async requireUnfenced(orgId: string, who: Identity): Promise<void> {
+    if ((await this.areasOf(orgId, who)).length > 0)
+      throw new WarrenError(
+        "area.refused",
+        "you hold areas in this organisation, so you work with its agents through conversations; ask an owner or admin",
+      );
   }
 
   /** The caller's organisations and their role in each: one read per change of any membership. */
@@ -85,14 +114,21 @@ export class Access {
         `your role in this organisation is ${role}, which cannot ${denied[perm]}; ask an owner or admin`,
       );
     }
+    // what an area cannot fence (a command or terminal in the box, the configuration of
+    // agents, machines and secrets) is not for a member who holds areas
+    if (perm === "write") await this.requireUnfenced(orgId, who);
     return role;
   }
 
-  /** The organisations a list may show: all of the caller's, or the one asked for (not_found if not theirs). */
+  /**
+   * The organisations a list may show: all of the caller's where they may read, or the one
+   * asked for (not_found if not theirs; a guest reads no list).
+   */
   async visibleOrgIds(who: Identity, orgId?: string): Promise<string[]> {
-    const mine = await this.orgIdsOf(who);
-    if (orgId === undefined) return mine;
-    if (!mine.includes(orgId)) throw new WarrenError("not_found", "organisation was not found");
+    const roles = await this.#rolesOf(who);
+    if (orgId === undefined) return [...roles].filter(([, role]) => allows(role, "read")).map(([id]) => id);
+    if (!roles.has(orgId)) throw new WarrenError("not_found", "organisation was not found");
+    await this.require(orgId, who, "read", "organisation");
     return [orgId];
   }
 

@@ -256,7 +256,11 @@ export class Agents {
     return `the other agents' caps leave ${room} MiB of machine ${m.name}'s ${m.maxWorkspaceMib} MiB unreserved; the machine's disk may fill before this agent reaches its ${cap} MiB cap; lower max_workspace_mib to ${room} or pick another machine`;
   }
 
-  async load(who: Identity, id: string, perm: "read" | "inspect" | "write"): Promise<AgentRow> {
+  async load(
+    who: Identity,
+    id: string,
+    perm: "read" | "inspect" | "write" | "edit" | "converse",
+  ): Promise<AgentRow> {
     // one read brings the agents of its machine too: they tend to be asked for together
     // (a box started, a machine's agents driven at once)
     const row = await this.#rows.getAmong(

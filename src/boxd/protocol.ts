@@ -85,6 +85,9 @@ export interface FileAccess {
 /** At most this many paths in each list of a command's file access. */
 export const MAX_FILE_RULES = 128;
 
+/** At most this many folders a fenced command keeps of its home. */
+export const MAX_FENCE_KEEP = 64;
+
 export interface ExecLimits {
   /** Memory limit of this command's process tree, MiB (never above the box's). */
   memoryMib?: number;
@@ -106,6 +109,13 @@ export interface ExecSpec {
   timeoutMs: number;
   /** A path in the box mounted read-only at /agent for this command only. */
   agentDir?: string;
+  /**
+   * The command's own view of its home (a mount namespace of its own): with `keep`, only those
+   * folders are on disk (the rest of the home is an empty tmpfs, each kept folder's top .git is
+   * covered); without, the whole home; each `hide` folder (a repository's .git) is covered by
+   * an empty read-only folder. Paths relative to `home`, at most MAX_FENCE_KEEP in each list.
+   */
+  fence?: { home: string; keep?: string[]; hide?: string[] };
   limits?: ExecLimits;
   /**
    * The command's file access, enforced with Landlock: folders (or files) it may read and

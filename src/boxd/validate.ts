@@ -2,6 +2,7 @@
 // boxd applies to what clients send (native/boxd/spec.c implements them with the same
 // error messages), the shape check of boxd's own answers, and agents' calls.
 import {
+  MAX_FENCE_KEEP,
   MAX_FILE_RULES,
   MAX_PTY_SIZE,
   ProtocolError,
@@ -42,6 +43,14 @@ function absPath(x: unknown, what: string): string {
   return s;
 }
 
+/** A folder relative to a home: plain names joined by "/" (no "", "." or ".." component). */
+function relPath(x: unknown, what: string): string {
+  const s = str(x, what);
+  if (s.length === 0 || s.length > 1024 || s.split("/").some((c) => c === "" || c === "." || c === ".."))
+    throw new ProtocolError(`${what} must be a folder relative to the home, plain names joined by /`);
+  return s;
+}
+
 /** The smallest uid/gid an agent may run as; box root (0) and system ids are refused. */
 export const MIN_AGENT_ID = 1000;
 const MAX_ID = 2 ** 31 - 2;
@@ -75,6 +84,18 @@ export function parseExecSpec(x: unknown): ExecSpec {
     timeoutMs: int(x.timeoutMs ?? 0, "exec.timeoutMs", 0, 7 * 24 * 3600 * 1000),
   };
   if (x.agentDir !== undefined) spec.agentDir = absPath(x.agentDir, "exec.agentDir");
+  if (x.fence !== undefined) {
+    if (!isRecord(x.fence)) throw new ProtocolError("exec.fence must be an object");
+    const fence: NonNullable<ExecSpec["fence"]> = { home: absPath(x.fence.home, "exec.fence.home") };
+    for (const k of ["keep", "hide"] as const) {
+      const list = x.fence[k];
+      if (list === undefined) continue;
+      if (!Array.isArray(list) || list.length > MAX_FENCE_KEEP)
+        throw new ProtocolError(`exec.fence.${k} must be an array of at most ${MAX_FENCE_KEEP} folders`);
+      fence[k] = list.map((p, i) => relPath(p, `exec.fence.${k}[${i}]`));
+    }
+    spec.fence = fence;
+  }
   if (x.files !== undefined) {
     if (!isRecord(x.files)) throw new ProtocolError("exec.files must be an object");
     const lists = { read: x.files.read, write: x.files.write };

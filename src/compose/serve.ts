@@ -8,6 +8,8 @@ import { artifactRoutes } from "../http/routes/artifacts.js";
 import { conversationRoutes } from "../http/routes/conversations.js";
 import { EventStreams } from "../http/sse.js";
 import { agentRoutes, guildRoutes } from "../http/routes/agents.js";
+import { areaRoutes } from "../http/routes/areas.js";
+import { branchRoutes } from "../http/routes/branches.js";
 import { egressRoutes } from "../http/routes/egress.js";
 import { execRoutes } from "../http/routes/exec.js";
 import { homeRoutes } from "../http/routes/homes.js";
@@ -73,6 +75,8 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
       }),
       ...homeRoutes(s.homes),
       ...artifactRoutes(s.artifacts),
+      ...areaRoutes(s.areas),
+      ...branchRoutes(s.conversations),
     ],
   });
   await app.ready();

@@ -1,6 +1,8 @@
 // The services, constructed in dependency order on the base (base.ts): each is given what it
 // uses, nothing is set afterwards. Registries (the boxes' bridges, the runners of agent kinds)
 // are filled here too, by name.
+import { Areas } from "../areas/service.js";
+import { Branches } from "../conversations/branches.js";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { Agents } from "../agents/service.js";
@@ -180,7 +182,8 @@ export async function buildServices(
     }),
   );
   const runs = new Runs({ db, access, agents, recorder, gateway, runners });
-  const homes = new Homes(db, agents, layout, config.WORKSPACE_MAX_MIB);
+  const areas = new Areas(db, access);
+  const homes = new Homes(db, agents, layout, config.WORKSPACE_MAX_MIB, areas);
   const personas = new Personas({ db, access, agents, secrets });
   // conversations: each message a turn, a run the recorder drives, its history the thread so far
   const conversations = new Conversations({
@@ -188,6 +191,8 @@ export async function buildServices(
     access,
     agents,
     personas,
+    areas,
+    branches: new Branches(db, workloads),
     records,
     recorder,
     gateway,
@@ -219,6 +224,7 @@ export async function buildServices(
     runners,
     runs,
     homes,
+    areas,
     personas,
     conversations,
     previewGrants: new PreviewGrants(),

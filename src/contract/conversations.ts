@@ -134,3 +134,26 @@ export const Persona = z
   })
   .meta({ id: "Persona" });
 export const PersonaList = items(Persona, "PersonaList");
+
+export const ConversationDiff = z
+  .object({
+    base: z.string().describe("the branch it was made from, and lands into"),
+    branch: z.string().describe("warren/<conversation id>"),
+    ahead: z.number().describe("commits on the branch not on its base"),
+    behind: z.number().describe("commits on the base not on the branch"),
+    files: z.array(
+      z.object({
+        path: z.string(),
+        status: z.string().describe("added, modified, deleted, renamed or copied"),
+        additions: z.number(),
+        deletions: z.number(),
+      }),
+    ),
+    patch: z.string().describe("the unified diff from the merge base (at most 1 MiB)"),
+    patch_truncated: z.boolean(),
+  })
+  .meta({ id: "ConversationDiff" });
+
+export const ConversationLanded = z
+  .object({ landed: z.literal(true), commit: z.string() })
+  .meta({ id: "ConversationLanded" });

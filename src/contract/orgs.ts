@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { areaName } from "./areas.js";
 import { items, name, Role } from "./common.js";
 
 export const Org = z
@@ -8,7 +9,16 @@ export const OrgList = items(Org, "OrgList");
 export const OrgCreateRequest = z.object({ name }).strict().meta({ id: "OrgCreateRequest" });
 export const OrgUpdateRequest = z.object({ name }).strict().meta({ id: "OrgUpdateRequest" });
 
-export const Member = z.object({ user_id: z.string(), email: z.string(), role: Role }).meta({ id: "Member" });
+export const Member = z
+  .object({
+    user_id: z.string(),
+    email: z.string(),
+    role: Role,
+    areas: z
+      .array(z.string())
+      .describe("the areas the member holds (none: the whole home, as the role allows)"),
+  })
+  .meta({ id: "Member" });
 export const MemberList = items(Member, "MemberList");
 export const MemberSetRequest = z
   .object({
@@ -18,6 +28,13 @@ export const MemberSetRequest = z
       .toLowerCase()
       .regex(/^[^\s@<>,;"]{1,128}@[^\s@<>,;"]{1,255}$/, "must be an email address"),
     role: Role,
+    areas: z
+      .array(areaName)
+      .max(64)
+      .optional()
+      .describe(
+        "the areas the member holds: a guest needs one, an owner or admin can hold none (area.not_allowed); absent: those it holds stay",
+      ),
   })
   .strict()
   .meta({ id: "MemberSetRequest" });

@@ -91,14 +91,21 @@ export class Personas {
     return personaView(row);
   }
 
+  /** The agent's personas; a guest sees those homed in its areas, the only ones it talks through. */
   async list(who: Identity, agentId: string): Promise<Persona[]> {
-    const agent = await this.o.agents.load(who, agentId, "read");
+    const agent = await this.o.agents.load(who, agentId, "converse").catch((err: unknown) => {
+      if (err instanceof WarrenError && err.code === "access.denied")
+        return this.o.agents.load(who, agentId, "read");
+      throw err;
+    });
     const rows = await this.o.db
       .select()
       .from(schema.personas)
       .where(eq(schema.personas.agentId, agent.id))
       .orderBy(asc(schema.personas.createdAt), asc(schema.personas.id));
-    return rows.map(personaView);
+    if ((await this.o.access.roleIn(agent.orgId, who)) !== "guest") return rows.map(personaView);
+    const held = await this.o.access.areasOf(agent.orgId, who);
+    return rows.filter((p) => p.area !== null && held.includes(p.area)).map(personaView);
   }
 
   async remove(who: Identity, id: string): Promise<void> {

@@ -5,12 +5,16 @@
 // the conversation's too (src/records/conversations.ts), in one stream with ids in commit
 // order. A turn cut short by its box stopping or the server stopping is marked interrupted;
 // the next message goes on from the transcript, on a fresh box if need be.
-import { and, asc, desc, eq, gt, isNull, like, or } from "drizzle-orm";
+import { and, asc, desc, eq, gt, inArray, isNull, like, or, sql } from "drizzle-orm";
 import type { Access, Identity } from "../access/index.js";
 import type { Agents } from "../agents/service.js";
+import { narrow, type Fence } from "../areas/fence.js";
+import type { BranchRow, Branches } from "./branches.js";
+import type { Areas } from "../areas/service.js";
 import type {
   Conversation,
   ConversationCreateRequest,
+  ConversationDiff,
   ConversationEvent,
   ConversationMessage,
   ConversationMessageCreated,
@@ -38,6 +42,8 @@ export interface ConversationsOptions {
   access: Access;
   agents: Pick<Agents, "load" | "specOf" | "machineOf">;
   personas: Personas;
+  areas: Pick<Areas, "foldersOf">;
+  branches: Branches;
   records: Records;
   recorder: RunRecorder;
   gateway: ModelGateway;
@@ -52,7 +58,7 @@ function authorOf(who: Identity): { user_id: string; email: string; name: string
   return { user_id: who.userId, email: who.email, name: who.email.split("@")[0] ?? who.email };
 }
 
-function view(c: ConversationRow): Conversation {
+function view(c: ConversationRow, b: BranchRow | null = null): Conversation {
   return {
     id: c.id,
     agent_id: c.agentId,
@@ -63,12 +69,18 @@ function view(c: ConversationRow): Conversation {
     areas: c.areas,
     status: c.status,
     repo: c.repo,
-    branch: null,
-    base: null,
+    branch: b?.branch ?? null,
+    base: b?.base ?? null,
     created_at: c.createdAt.toISOString(),
     last_message_at: c.lastMessageAt?.toISOString() ?? null,
     last_event_id: c.eventSeq,
   };
+}
+
+/** A turn's commit message: the first line of the person's message, and their name. */
+export function commitMessage(text: string, name: string): string {
+  const first = (text.split("\n").find((l) => l.trim() !== "") ?? "").trim().slice(0, 72) || "(no text)";
+  return `${first}\n\nAsked by ${name}`;
 }
 
 function messageView(m: MessageRow): ConversationMessage {
@@ -93,20 +105,52 @@ export class Conversations {
     };
   }
 
+  /**
+   * A conversation the caller may reach. A member who holds areas (a guest always does) reaches
+   * only the conversations they started, and talks in them (converse) rather than writes.
+   */
   async #load(who: Identity, id: string, perm: "read" | "inspect" | "write"): Promise<ConversationRow> {
     const [c] = await this.#o.db.select().from(schema.conversations).where(eq(schema.conversations.id, id));
     if (!c) throw new WarrenError("not_found", "conversation was not found");
+    if (await this.#fenced(c.orgId, who)) {
+      await this.#o.access.require(c.orgId, who, "converse", "conversation");
+      if (c.startedBy.user_id !== who.userId)
+        throw new WarrenError("not_found", "conversation was not found");
+      return c;
+    }
     await this.#o.access.require(c.orgId, who, perm, "conversation");
     return c;
   }
 
+  /** Whether the caller holds areas in the organisation (owners and admins never do). */
+  async #fenced(orgId: string, who: Identity): Promise<boolean> {
+    return (await this.#o.access.areasOf(orgId, who)).length > 0;
+  }
+
+  /**
+   * The folders a turn keeps: its starter's areas, narrowed by its persona's (never widened),
+   * read now, so that an edit of an area reaches the next turn. null: the whole home.
+   */
+  async #fenceOf(c: ConversationRow, persona: { area: string | null } | null): Promise<Fence> {
+    const starter = await this.#o.areas.foldersOf(c.orgId, c.areas);
+    const homed = persona?.area ? await this.#o.areas.foldersOf(c.orgId, [persona.area]) : null;
+    return narrow(starter, homed);
+  }
+
   async create(who: Identity, agentId: string, body: ConversationCreateRequest): Promise<Conversation> {
     const o = this.#o;
-    const agent = await o.agents.load(who, agentId, "write");
+    const agent = await o.agents.load(who, agentId, "converse");
     const { spec, version } = await o.agents.specOf(agent);
     // an agent that does not think (kind command) holds no conversation
     planAgentRun(spec, version, o.runners, undefined);
     const persona = body.persona_id ? await o.personas.of(agent.id, body.persona_id) : null;
+    const held = await o.access.areasOf(agent.orgId, who);
+    const role = await o.access.roleIn(agent.orgId, who);
+    if (role === "guest" && !(persona?.area && held.includes(persona.area)))
+      throw new WarrenError(
+        "area.refused",
+        "a guest talks only through a persona homed in one of its areas; give persona_id",
+      );
     const [row] = await o.db
       .insert(schema.conversations)
       .values({
@@ -118,27 +162,95 @@ export class Conversations {
         startedBy: authorOf(who),
         personaId: persona?.id ?? null,
         // the starter's areas, kept for the conversation's whole life
-        areas: persona?.area ? [persona.area] : [],
+        areas: [...held],
         repo: body.repo ?? null,
       })
       .returning();
     if (!row) throw new Error("conversation insert returned nothing");
-    return view(row);
+    if (body.repo === undefined) return view(row);
+    try {
+      const fence = await this.#fenceOf(row, persona);
+      return view(row, await o.branches.create(agent, row.id, body.repo, fence));
+    } catch (err) {
+      await o.db.delete(schema.conversations).where(eq(schema.conversations.id, row.id));
+      throw err;
+    }
   }
 
   async list(who: Identity, agentId: string): Promise<Conversation[]> {
-    const agent = await this.#o.agents.load(who, agentId, "read");
+    const agent = await this.#o.agents.load(who, agentId, "converse").catch(async (err: unknown) => {
+      // an auditor or viewer lists what it may read
+      if (err instanceof WarrenError && err.code === "access.denied")
+        return this.#o.agents.load(who, agentId, "read");
+      throw err;
+    });
+    const mine = await this.#fenced(agent.orgId, who);
     const rows = await this.#o.db
       .select()
       .from(schema.conversations)
-      .where(eq(schema.conversations.agentId, agent.id))
+      .where(
+        mine
+          ? and(
+              eq(schema.conversations.agentId, agent.id),
+              sql`${schema.conversations.startedBy}->>'user_id' = ${who.userId}`,
+            )
+          : eq(schema.conversations.agentId, agent.id),
+      )
       .orderBy(desc(schema.conversations.createdAt), desc(schema.conversations.id))
       .limit(500);
-    return rows.map(view);
+    const withRepo = rows.filter((r) => r.repo !== null).map((r) => r.id);
+    const branches =
+      withRepo.length === 0
+        ? []
+        : await this.#o.db
+            .select()
+            .from(schema.conversationBranches)
+            .where(inArray(schema.conversationBranches.conversationId, withRepo));
+    return rows.map((r) => view(r, branches.find((b) => b.conversationId === r.id) ?? null));
   }
 
   async get(who: Identity, id: string): Promise<Conversation> {
-    return view(await this.#load(who, id, "read"));
+    const c = await this.#load(who, id, "read");
+    return view(c, await this.#o.branches.of(c.id));
+  }
+
+  /** The agent of a conversation, for the caller who reached the conversation. */
+  async #agentOf(who: Identity, c: ConversationRow) {
+    return this.#o.agents.load(who, c.agentId, (await this.#fenced(c.orgId, who)) ? "converse" : "inspect");
+  }
+
+  async #branch(c: ConversationRow): Promise<BranchRow> {
+    const b = await this.#o.branches.of(c.id);
+    if (!b) throw new WarrenError("not_found", "the conversation has no branch: it was created without repo");
+    return b;
+  }
+
+  /** What the conversation's branch changed against its base. */
+  async diff(who: Identity, id: string): Promise<ConversationDiff> {
+    const c = await this.#load(who, id, "inspect");
+    const b = await this.#branch(c);
+    return this.#o.branches.diff(await this.#agentOf(who, c), b);
+  }
+
+  /** Lands the conversation's branch into its base (owners and admins). */
+  async land(who: Identity, id: string): Promise<{ landed: true; commit: string }> {
+    const c = await this.#load(who, id, "inspect");
+    const role = await this.#o.access.roleIn(c.orgId, who);
+    if (role !== "owner" && role !== "admin")
+      throw new WarrenError(
+        "access.denied",
+        `your role in this organisation is ${role ?? "none"}; only an owner or admin lands a conversation's branch`,
+      );
+    const b = await this.#branch(c);
+    const agent = await this.#agentOf(who, c);
+    await this.#o.branches.commit(agent, b, `Before landing (${authorOf(who).name})`);
+    const title = c.title || c.id;
+    const commit = await this.#o.branches.land(
+      agent,
+      b,
+      `Land ${b.branch}: ${title}\n\nLanded by ${authorOf(who).name}`,
+    );
+    return { landed: true, commit };
   }
 
   async close(who: Identity, id: string): Promise<Conversation> {
@@ -149,6 +261,13 @@ export class Conversations {
       .where(eq(schema.conversations.id, c.id))
       .returning();
     if (!row) throw new WarrenError("not_found", "conversation was not found");
+    const b = await this.#o.branches.of(c.id);
+    if (b?.worktree)
+      await this.#o.branches
+        .close(await this.#agentOf(who, c), b, `Closed (${authorOf(who).name})`)
+        .catch((err: unknown) =>
+          this.#o.logger.warn({ err, conversationId: c.id }, "the conversation's worktree was not removed"),
+        );
     if (c.status !== "closed")
       await this.#o.records.conversationEvent(
         c.id,
@@ -170,7 +289,7 @@ export class Conversations {
     const c = await this.#load(who, id, "write");
     if (c.status === "closed")
       throw new WarrenError("conversation.closed", "the conversation is closed; start a new one to go on");
-    const agent = await o.agents.load(who, c.agentId, "write");
+    const agent = await o.agents.load(who, c.agentId, "converse");
     const machine = await o.agents.machineOf(agent);
     const current = await o.agents.specOf(agent);
     const persona = await o.personas.find(c.personaId);
@@ -178,6 +297,8 @@ export class Conversations {
     const runId = newId("run");
     const messageId = newId("msg");
     const author = authorOf(who);
+    const branch = c.repo !== null ? await o.branches.of(c.id) : null;
+    const fence = await this.#fenceOf(c, persona);
     await o.db.insert(schema.conversationTurns).values({
       runId,
       conversationId: c.id,
@@ -200,9 +321,20 @@ export class Conversations {
         timeoutS: plan.timeoutS,
         input: Buffer.from(text, "utf8"),
         wait: true,
-        runner: new TurnRunner(this.#turns, c.id, plan),
+        runner: new TurnRunner(
+          this.#turns,
+          c.id,
+          plan,
+          branch?.worktree
+            ? () => o.branches.commit(agent, branch, commitMessage(text, author.name))
+            : undefined,
+        ),
         secrets: persona?.secrets ?? undefined,
         conversationId: c.id,
+        // its own checkout joins what the turn keeps, and is where its commands run
+        fence: branch?.worktree && fence !== null ? [...fence, branch.worktree] : fence,
+        cwd: branch?.worktree ?? undefined,
+        hide: branch?.worktree ? [`${branch.repo}/.git`] : undefined,
       });
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);

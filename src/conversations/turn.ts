@@ -72,6 +72,8 @@ export class TurnRunner implements RunRunner {
     private readonly d: TurnDeps,
     private readonly conversationId: string,
     private readonly plan: AgentRunPlan,
+    /** After the turn (not one interrupted): commits what it changed on its branch, if it has one. */
+    private readonly commit?: () => Promise<string | null>,
   ) {}
 
   started(work: Workload): Record<string, unknown> {
@@ -160,7 +162,14 @@ export class TurnRunner implements RunRunner {
           .set({ interrupted: true })
           .where(eq(schema.conversationTurns.runId, runId));
         await ctx.events("interrupted", { reason: why, conversation_id: this.conversationId });
-      } else if (outcome.output) {
+      } else if (this.commit) {
+        await this.commit().then(
+          (commit) => (commit ? ctx.events("commit", { commit }) : undefined),
+          (err: unknown) =>
+            ctx.events("commit_failed", { reason: err instanceof Error ? err.message : String(err) }),
+        );
+      }
+      if (!isInterruption(why) && outcome.output) {
         await d.records.conversationMessage(
           {
             id: newId("msg"),

@@ -2,7 +2,9 @@
 // written on the host by the rules of ./files.ts, owned as its machine's provider says.
 import { eq, sum } from "drizzle-orm";
 import type { Identity } from "../access/index.js";
-import type { Agents } from "../agents/service.js";
+import type { AgentRow, Agents } from "../agents/service.js";
+import { namesOnTheWay, standing, type Fence } from "../areas/fence.js";
+import type { Areas } from "../areas/service.js";
 import type { HomeLayout } from "../boxes/index.js";
 import { WarrenError } from "../errors.js";
 import { uidOf } from "../machines/placement.js";
@@ -51,7 +53,19 @@ export class Homes {
     private readonly agents: Agents,
     private readonly layout: HomeLayout,
     private readonly hostMaxMib: number,
+    private readonly areas: Pick<Areas, "fenceOf">,
   ) {}
+
+  /**
+   * Checks a path of the home against the asker's areas: inside them, or (for a folder
+   * listing) on the way to one; else area.refused, which says nothing of what is there.
+   */
+  async #fence(a: AgentRow, who: Identity, components: readonly string[], listing: boolean): Promise<Fence> {
+    const fence = await this.areas.fenceOf(a.orgId, who);
+    const where = standing(components, fence);
+    if (where === "inside" || (listing && where === "above")) return fence;
+    throw new WarrenError("area.refused", "that path is outside your areas");
+  }
 
   async #machine(id: string) {
     const [m] = await this.db.select().from(schema.machines).where(eq(schema.machines.id, id));
@@ -89,6 +103,7 @@ export class Homes {
   async readFile(who: Identity, agentId: string, rawPath: string): Promise<Buffer> {
     const a = await this.agents.load(who, agentId, "inspect");
     const components = parseHomePath(a.id, rawPath);
+    await this.#fence(a, who, components, false);
     return readHomeFile(this.layout.homeDir(a.machineId, a.id), components, { maxBytes: FILE_LIMIT_BYTES });
   }
 
@@ -98,8 +113,15 @@ export class Homes {
     const trimmed = rawPath.replace(/^\/+|\/+$/g, "");
     const home = `/home/${a.id}`;
     const components = trimmed === "" || `/${trimmed}` === home ? [] : parseHomePath(a.id, rawPath);
+    const fence = await this.#fence(a, who, components, true);
     const listed = await listHomeFolder(this.layout.homeDir(a.machineId, a.id), components, FOLDER_LIMIT);
-    const entries = listed.entries.map((e) => ({
+    // a folder on the way to held folders shows only that way
+    const onTheWay =
+      standing(components, fence) === "above" && fence ? namesOnTheWay(components, fence) : null;
+    const shown = onTheWay
+      ? listed.entries.filter((e) => e.type === "folder" && onTheWay.has(e.name))
+      : listed.entries;
+    const entries = shown.map((e) => ({
       name: e.name,
       type: e.type,
       size_bytes: e.size,
@@ -112,9 +134,10 @@ export class Homes {
 
   /** Creates or replaces a file of the agent's home, owned by the agent. */
   async writeFile(who: Identity, agentId: string, rawPath: string, data: Buffer): Promise<void> {
-    const a = await this.agents.load(who, agentId, "write");
-    const m = await this.#machine(a.machineId);
+    const a = await this.agents.load(who, agentId, "edit");
     const components = parseHomePath(a.id, rawPath);
+    await this.#fence(a, who, components, false);
+    const m = await this.#machine(a.machineId);
     await writeHomeFile(this.layout.homeDir(a.machineId, a.id), components, data, {
       maxBytes: FILE_LIMIT_BYTES,
       ...this.layout.fileOwner(uidOf(a.slot), m.trust),

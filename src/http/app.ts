@@ -168,9 +168,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.setErrorHandler(async (err: unknown, req, reply) => {
     let code: ErrorCode;
     let message: string;
+    // a conflicting land names its files in the envelope: {error: {code, message, files}}
+    let extra: { files?: unknown } = {};
     if (err instanceof WarrenError) {
       code = err.code;
       message = err.message;
+      if (code === "branch.conflict") extra = { files: err.details?.files ?? [] };
     } else if (
       err &&
       typeof err === "object" &&
@@ -187,7 +190,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     const status = errorStatus[code];
     if (status >= 500) req.log.error({ err, code, route: req.routeOptions.url }, "request failed");
     metrics.errors.inc({ code });
-    return reply.code(status).send({ error: { code, message } });
+    return reply.code(status).send({ error: { code, message, ...extra } });
   });
 
   const webRoot = opts.webRoot ?? DEFAULT_WEB_ROOT;

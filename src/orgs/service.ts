@@ -86,26 +86,83 @@ export class Orgs {
       .innerJoin(schema.users, eq(schema.users.id, schema.memberships.userId))
       .where(eq(schema.memberships.orgId, orgId))
       .orderBy(schema.memberships.createdAt);
-    return rows;
+    const held = await this.db
+      .select({ userId: schema.memberAreas.userId, area: schema.memberAreas.area })
+      .from(schema.memberAreas)
+      .where(eq(schema.memberAreas.orgId, orgId));
+    return rows.map((r) => ({
+      ...r,
+      areas: held
+        .filter((h) => h.userId === r.user_id)
+        .map((h) => h.area)
+        .sort(),
+    }));
   }
 
-  /** Adds a member or changes their role. Only an owner makes or unmakes owners. */
-  async setMember(who: Identity, orgId: string, email: string, role: Role): Promise<Member> {
+  /**
+   * Adds a member or changes their role and areas. Only an owner makes or unmakes owners. An
+   * owner or admin holds no area (a fence on the tier that reads every credential would be only
+   * a line on a screen); a guest needs one (its personas are those homed in its areas).
+   */
+  async setMember(
+    who: Identity,
+    orgId: string,
+    email: string,
+    role: Role,
+    areasAsked?: readonly string[],
+  ): Promise<Member> {
     const mine = await this.access.require(orgId, who, "manage", "organisation");
     const target = await this.access.identify(email);
+    // absent: what the member holds stays (an owner or admin holds none)
+    const kept =
+      areasAsked ?? (role === "owner" || role === "admin" ? [] : await this.access.areasOf(orgId, target));
+    const areas = [...new Set(kept)].sort();
+    if ((role === "owner" || role === "admin") && areas.length > 0)
+      throw new WarrenError(
+        "area.not_allowed",
+        `an ${role} cannot be given areas: that tier reads every credential, so a folder fence on it would only be a line on a screen; give the areas to an editor, viewer or guest`,
+      );
+    if (role === "guest" && areas.length === 0)
+      throw new WarrenError(
+        "request.invalid",
+        "areas: a guest needs at least one area (it talks through the personas homed in its areas)",
+        { field: "areas" },
+      );
+    if (areas.length > 0) {
+      const known = await this.db
+        .select({ name: schema.areas.name })
+        .from(schema.areas)
+        .where(and(eq(schema.areas.orgId, orgId), inArray(schema.areas.name, areas)));
+      const missing = areas.filter((a) => !known.some((k) => k.name === a));
+      if (missing.length > 0)
+        throw new WarrenError(
+          "request.invalid",
+          `areas: the organisation has no area ${missing.join(", ")}; define it first (PUT /api/orgs/:id/areas/:name)`,
+          { field: "areas" },
+        );
+    }
     const current = await this.access.roleIn(orgId, target);
     if ((role === "owner" || current === "owner") && mine !== "owner") {
       throw new WarrenError("access.denied", "only an owner can make or change an owner");
     }
     if (current === "owner" && role !== "owner") await this.#keepOneOwner(orgId, target.userId);
-    await this.db
-      .insert(schema.memberships)
-      .values({ orgId, userId: target.userId, role })
-      .onConflictDoUpdate({
-        target: [schema.memberships.orgId, schema.memberships.userId],
-        set: { role },
-      });
-    return { user_id: target.userId, email: target.email, role };
+    await this.db.transaction(async (tx) => {
+      await tx
+        .insert(schema.memberships)
+        .values({ orgId, userId: target.userId, role })
+        .onConflictDoUpdate({
+          target: [schema.memberships.orgId, schema.memberships.userId],
+          set: { role },
+        });
+      await tx
+        .delete(schema.memberAreas)
+        .where(and(eq(schema.memberAreas.orgId, orgId), eq(schema.memberAreas.userId, target.userId)));
+      if (areas.length > 0)
+        await tx
+          .insert(schema.memberAreas)
+          .values(areas.map((area) => ({ orgId, userId: target.userId, area })));
+    });
+    return { user_id: target.userId, email: target.email, role, areas };
   }
 
   async removeMember(who: Identity, orgId: string, userId: string): Promise<void> {

@@ -3,6 +3,7 @@
 // cancelled, measured, given its receipt and ended here, once. What a kind does is its runner
 // (RunRunner): given the run's door (a Workload), its input and a signal, it answers an
 // outcome; the recorder writes everything around it through the one record writer.
+import type { Fence } from "../areas/fence.js";
 import { and, eq, inArray } from "drizzle-orm";
 import type { AgentRow } from "../agents/service.js";
 import type { Run, RunReceipt, RunUsage } from "../contract/types.js";
@@ -74,6 +75,12 @@ export interface RunRequest {
   secrets?: readonly string[] | undefined;
   /** The conversation the run is a turn of: its events are the conversation's too. */
   conversationId?: string | undefined;
+  /** The folders of the home the run keeps (a fenced conversation's turn); absent: the whole home. */
+  fence?: Fence | undefined;
+  /** Where the run's commands run when they name no folder (relative to the home); the home when absent. */
+  cwd?: string | undefined;
+  /** Folders of the home the run's commands find empty (a repository's .git). */
+  hide?: readonly string[] | undefined;
 }
 
 export interface RunRecorderOptions {
@@ -252,7 +259,14 @@ export class RunRecorder {
     const o = this.#o;
     const { agent, machine } = req;
     // opened once, as the generation starts: a change of secrets reaches the next generation
-    const work = await o.workloads.open(agent, { machine, run: { id: run.id }, secrets: req.secrets });
+    const work = await o.workloads.open(agent, {
+      machine,
+      run: { id: run.id },
+      secrets: req.secrets,
+      fence: req.fence,
+      cwd: req.cwd,
+      hide: req.hide,
+    });
     const recording = o.records.openRun(run.id, agent.id, work.secrets);
     work.recordInto(recording);
     const pending: Promise<void>[] = [];

@@ -5,6 +5,7 @@ import { seg, type RequestOptions, type Transport } from "./transport.js";
 import type {
   Conversation,
   ConversationCreateRequest,
+  ConversationDiff,
   ConversationMessage,
   ConversationMessageCreated,
   List,
@@ -47,6 +48,14 @@ export class ConversationsApi {
   /** Closes it: a new message is then `conversation.closed`. */
   close(id: string, opts: RequestOptions = {}): Promise<Conversation> {
     return this.http.json("POST", `/api/conversations/${seg(id)}/close`, opts);
+  }
+  /** What its branch changed against its base (a conversation made with `repo`). */
+  diff(id: string, opts: RequestOptions = {}): Promise<ConversationDiff> {
+    return this.http.json("GET", `/api/conversations/${seg(id)}/diff`, opts);
+  }
+  /** Lands its branch into its base (owners and admins); a conflict is `branch.conflict`. */
+  land(id: string, opts: RequestOptions = {}): Promise<{ landed: true; commit: string }> {
+    return this.http.json("POST", `/api/conversations/${seg(id)}/land`, opts);
   }
   /**
    * Every event of every turn, as it happens, from the first (or after `opts.after`). A dropped

@@ -5,6 +5,8 @@ import type {
   AgentCreateRequest,
   AgentListQuery,
   AgentUpdateRequest,
+  Area,
+  AreaRevision,
   Guild,
   GuildCreateRequest,
   GuildListQuery,
@@ -50,6 +52,22 @@ export class OrgsApi {
   }
   removeMember(id: string, userId: string, opts: RequestOptions = {}): Promise<void> {
     return this.http.empty("DELETE", `/api/orgs/${seg(id)}/members/${seg(userId)}`, opts);
+  }
+  /** The organisation's areas (a member who holds areas sees only theirs). */
+  areas(id: string, opts: RequestOptions = {}): Promise<List<Area>> {
+    return this.http.json("GET", `/api/orgs/${seg(id)}/areas`, opts);
+  }
+  /** Defines an area or changes its folders (owner, admin): a new revision. */
+  putArea(id: string, name: string, folders: string[], opts: RequestOptions = {}): Promise<Area> {
+    return this.http.json("PUT", `/api/orgs/${seg(id)}/areas/${seg(name)}`, { ...opts, json: { folders } });
+  }
+  /** Every change of an area, oldest first. */
+  areaRevisions(id: string, name: string, opts: RequestOptions = {}): Promise<List<AreaRevision>> {
+    return this.http.json("GET", `/api/orgs/${seg(id)}/areas/${seg(name)}/revisions`, opts);
+  }
+  /** Deletes an area no member holds (owner, admin). */
+  deleteArea(id: string, name: string, opts: RequestOptions = {}): Promise<void> {
+    return this.http.empty("DELETE", `/api/orgs/${seg(id)}/areas/${seg(name)}`, opts);
   }
 }
 

@@ -3,6 +3,7 @@
 // walls of exec), and a GET of a URL under the agent's network allow-list.
 import type { AgentRow } from "../agents/service.js";
 import type { AgentArtifacts } from "../artifacts/index.js";
+import { namesOnTheWay, standing } from "../areas/fence.js";
 import type { HomeLayout, Trust } from "../boxes/index.js";
 import { ARTIFACT_TOOLS, type BUILTIN_TOOLS } from "../contract/spec.js";
 import { commandAnswer } from "./answer.js";
@@ -47,8 +48,17 @@ const pathParam = (what: string) => ({
   description: `${what}: relative to the home (or /home/<agent id>/...), inside it`,
 });
 
-function homePath(env: BuiltinEnv, raw: string): string[] {
-  return parseHomePath(env.agent.id, raw);
+/** A path of the home the tool may reach: inside the work's fence (a listing: or on the way to it). */
+function homePath(env: BuiltinEnv, raw: string, listing = false): string[] {
+  const components = parseHomePath(env.agent.id, raw);
+  fenced(env, components, listing);
+  return components;
+}
+
+function fenced(env: BuiltinEnv, components: readonly string[], listing: boolean): void {
+  const where = standing(components, env.workload.fence);
+  if (where === "inside" || (listing && where === "above")) return;
+  throw new ToolFailure("that path is outside the folders this conversation holds");
 }
 
 function readFile(env: BuiltinEnv): ToolImpl {
@@ -114,9 +124,18 @@ function listFiles(env: BuiltinEnv): ToolImpl {
     async run(args) {
       // canonical: "." for the home itself
       const raw = str(args, "path", { optional: true }) ?? ".";
-      const components = raw === "." ? [] : homePath(env, raw);
+      const components = raw === "." ? [] : homePath(env, raw, true);
+      fenced(env, components, true);
       const dir = env.layout.homeDir(env.agent.machineId, env.agent.id);
-      const { entries, truncated } = await listHomeFolder(dir, components, LIST_ENTRIES);
+      const listed = await listHomeFolder(dir, components, LIST_ENTRIES);
+      const fence = env.workload.fence;
+      // a folder on the way to held folders shows only that way
+      const onTheWay =
+        fence && standing(components, fence) === "above" ? namesOnTheWay(components, fence) : null;
+      const entries = onTheWay
+        ? listed.entries.filter((e) => e.type === "folder" && onTheWay.has(e.name))
+        : listed.entries;
+      const truncated = listed.truncated;
       if (entries.length === 0) return "(empty folder)";
       const lines = entries.map((e) =>
         e.type === "file"

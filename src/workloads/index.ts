@@ -7,6 +7,7 @@
 // protects, like a run's workload token). Nothing else in src/ holds the runtime's exec or
 // pty (test/structure.test.ts checks it), so an output that skipped redaction cannot be written.
 import { eq } from "drizzle-orm";
+import type { Fence } from "../areas/fence.js";
 import { BOX_PATHS, type HomeLayout, type Trust } from "../boxes/index.js";
 import { SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
 import { WarrenError } from "../errors.js";
@@ -96,12 +97,25 @@ export class Workloads {
    */
   async open(
     agent: AgentRow,
-    opts: { machine?: MachineRef; run?: RunScope; secrets?: readonly string[] | undefined } = {},
+    opts: {
+      machine?: MachineRef;
+      run?: RunScope;
+      secrets?: readonly string[] | undefined;
+      fence?: Fence | undefined;
+      /** The folder its commands run in when they name none (relative to the home). */
+      cwd?: string | undefined;
+      /** Folders of the home its commands find empty (a repository's .git: no history). */
+      hide?: readonly string[] | undefined;
+    } = {},
   ): Promise<Workload> {
     const machine = opts.machine ?? (await this.#machineOf(agent));
     const resolved = await this.o.secrets.resolve(agent);
     const secrets = opts.secrets ? narrowed(resolved, opts.secrets) : resolved;
-    return new Workload(this.o, agent, machine, secrets, opts.run);
+    return new Workload(this.o, agent, machine, secrets, opts.run, {
+      fence: opts.fence ?? null,
+      cwd: opts.cwd,
+      hide: opts.hide ?? [],
+    });
   }
 
   /** The door of an agent known by id (work the server starts itself, not a request). */
@@ -151,7 +165,34 @@ export class Workload {
     readonly machine: MachineRef,
     readonly secrets: ResolvedSecrets,
     readonly run: RunScope | undefined,
+    /**
+     * The view of the home of this work (a conversation's turn). fence: the folders its
+     * commands have on disk and its file tools reach (null = the whole home); cwd: where its
+     * commands run when they name no folder (its worktree); hide: folders its commands find
+     * empty (a repository's .git).
+     */
+    private readonly view: { fence: Fence; cwd?: string | undefined; hide: readonly string[] } = {
+      fence: null,
+      hide: [],
+    },
   ) {}
+
+  get fence(): Fence {
+    return this.view.fence;
+  }
+
+  /** The command's own view of the home, for boxd (none: the whole home as it is). */
+  #homeView(): { fence?: { home: string; keep?: string[]; hide?: string[] } } {
+    const { fence, hide } = this.view;
+    if (fence === null && hide.length === 0) return {};
+    return {
+      fence: {
+        home: homeOf(this.agent.id),
+        ...(fence !== null ? { keep: [...fence] } : {}),
+        ...(hide.length > 0 ? { hide: [...hide] } : {}),
+      },
+    };
+  }
 
   get trust(): Trust {
     return this.machine.trust;
@@ -239,12 +280,13 @@ export class Workload {
         {
           argv: cmd.argv,
           env: this.env(cmd),
-          cwd: cwdOf(this.agent.id, cmd.cwd),
+          cwd: cwdOf(this.agent.id, cmd.cwd ?? this.view.cwd),
           ...this.walls({ main }),
           stdin: cmd.stdin,
           timeoutMs: cmd.timeoutMs,
           limits: limitsOf(cmd.limits),
           ...(main ? { agentDir: this.#staged, generation: true } : {}),
+          ...this.#homeView(),
         },
         io,
         { agentId: this.agent.id, runId: this.run?.id, argv: cmd.shownAs ?? cmd.argv },

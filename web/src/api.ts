@@ -21,6 +21,8 @@ export const keys = {
   personas: (agent: string) => ["personas", agent] as const,
   conversation: (id: string) => ["conversation", id] as const,
   messages: (conversation: string) => ["messages", conversation] as const,
+  areas: (org: string) => ["areas", org] as const,
+  diff: (conversation: string) => ["diff", conversation] as const,
 };
 
 export function useOrgs() {

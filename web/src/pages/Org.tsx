@@ -4,6 +4,7 @@ import { useState } from "react";
 import { ROLES, type Machine, type Role } from "warren/sdk";
 import { keys, useCan, useOrgs, warren } from "../api";
 import { MaxDisk, startingMaxDisk, type DiskFigures } from "../disk";
+import { AreasSection } from "./Areas";
 import { Link, navigate, useTitle } from "../router";
 import { Action, Dialog, Empty, ErrorBox, Loading, mib, StatusBadge } from "../ui";
 
@@ -166,6 +167,7 @@ export function OrgPage({ id }: { id: string }) {
             <tr>
               <th>Email</th>
               <th>Role</th>
+              <th>Areas</th>
             </tr>
           </thead>
           <tbody>
@@ -197,6 +199,7 @@ export function OrgPage({ id }: { id: string }) {
                     </button>
                   )}
                 </td>
+                <td data-testid={`areas of ${m.email}`}>{m.areas.join(", ") || "whole home"}</td>
               </tr>
             ))}
           </tbody>
@@ -204,6 +207,8 @@ export function OrgPage({ id }: { id: string }) {
       )}
       <ErrorBox error={setRole.error ?? removeMember.error} />
       {can.manage && <AddMember orgId={id} />}
+
+      <AreasSection orgId={id} manage={can.manage} members={members.data ?? []} />
     </section>
   );
 }
@@ -361,10 +366,20 @@ function AddMember({ orgId }: { orgId: string }) {
   const qc = useQueryClient();
   const [email, setEmail] = useState("");
   const [role, setRole] = useState<Role>("viewer");
+  const [areas, setAreas] = useState("");
   const add = useMutation({
-    mutationFn: () => warren.orgs.setMember(orgId, { email, role }),
+    mutationFn: () =>
+      warren.orgs.setMember(orgId, {
+        email,
+        role,
+        areas: areas
+          .split(",")
+          .map((a) => a.trim())
+          .filter((a) => a !== ""),
+      }),
     onSuccess: async () => {
       setEmail("");
+      setAreas("");
       await qc.invalidateQueries({ queryKey: keys.members(orgId) });
     },
   });
@@ -393,6 +408,10 @@ function AddMember({ orgId }: { orgId: string }) {
             <option key={r}>{r}</option>
           ))}
         </select>
+      </label>
+      <label>
+        Areas (comma-separated; none: the whole home)
+        <input name="member_areas" value={areas} onChange={(e) => setAreas(e.target.value)} />
       </label>
       <Action type="submit" busy={add.isPending} busyLabel="Saving…">
         Add or change member

@@ -7,6 +7,7 @@ import type { ConversationMessage } from "warren/sdk";
 import { keys, useCan, usePersonas, warren } from "../api";
 import { Link, useTitle } from "../router";
 import { useEventStream, type LiveEvent } from "../stream";
+import { Changes } from "./Changes";
 import { Action, Empty, ErrorBox, Loading, Spinner, StatusBadge, when } from "../ui";
 
 const record = (v: unknown): Record<string, unknown> =>
@@ -165,6 +166,7 @@ export function ThreadPage({ agentId, conversationId }: { agentId: string; conve
             {" · "}
             <span data-testid="stream-state">{stream.state === "open" ? "live" : stream.state}</span>
           </p>
+          {c.branch && <Changes conversation={c} />}
           {thread.length === 0 ? (
             <Empty>No messages yet. Write the first below.</Empty>
           ) : (

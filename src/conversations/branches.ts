@@ -1,0 +1,256 @@
+// A branch per conversation. A conversation created with `repo` (a git repository folder of the
+// home) works on `warren/<conversation id>` in its own worktree (`.warren/worktrees/<id>` of the
+// home), made from the repository's current branch; after each turn the server commits what the
+// turn changed there (author: the agent; message: the turn's first line and the person's name).
+// Landing merges the branch into its base without touching anyone's work: the merge is computed
+// apart (git merge-tree), a conflict is refused with its files, and the base moves only by a
+// fast-forward that git itself refuses when it would overwrite an uncommitted change. Every git
+// command is the agent's, in its box, through the door (never with a turn's fence).
+import { eq } from "drizzle-orm";
+import type { AgentRow } from "../agents/service.js";
+import { standing, type Fence } from "../areas/fence.js";
+import type { ConversationDiff } from "../contract/types.js";
+import { WarrenError } from "../errors.js";
+import { parseHomePath } from "../homes/paths.js";
+import { homeOf } from "../machines/placement.js";
+import type { Db } from "../store/index.js";
+import { schema } from "../store/index.js";
+import type { Workload, Workloads } from "../workloads/index.js";
+
+export type BranchRow = typeof schema.conversationBranches.$inferSelect;
+
+/** The most bytes of a diff's patch answered. */
+const PATCH_BYTES = 1024 * 1024;
+const GIT_TIMEOUT_MS = 60_000;
+
+interface GitResult {
+  code: number | null;
+  out: string;
+  err: string;
+}
+
+/** The worktree of a conversation, relative to the home. */
+export const worktreeOf = (conversationId: string): string => `.warren/worktrees/${conversationId}`;
+
+export class Branches {
+  constructor(
+    private readonly db: Db,
+    private readonly workloads: Pick<Workloads, "open">,
+  ) {}
+
+  async #git(work: Workload, args: string[], cwd: string): Promise<GitResult> {
+    const { result, stdout, stderr } = await work.collect(
+      {
+        argv: ["git", "-c", "core.quotepath=off", ...args],
+        cwd,
+        env: { GIT_TERMINAL_PROMPT: "0", GIT_CONFIG_NOSYSTEM: "1" },
+        timeoutMs: GIT_TIMEOUT_MS,
+      },
+      { limitBytes: PATCH_BYTES + 64 * 1024 },
+    );
+    return { code: result.exitCode, out: stdout.text(), err: stderr.text() };
+  }
+
+  async #door(agent: AgentRow): Promise<Workload> {
+    const work = await this.workloads.open(agent);
+    await work.ready();
+    return work;
+  }
+
+  async of(conversationId: string): Promise<BranchRow | null> {
+    const [b] = await this.db
+      .select()
+      .from(schema.conversationBranches)
+      .where(eq(schema.conversationBranches.conversationId, conversationId));
+    return b ?? null;
+  }
+
+  /**
+   * Checks `repo` (inside the starter's fence, a git repository on a branch) and makes the
+   * conversation's worktree on its own branch from the repository's current branch.
+   */
+  async create(agent: AgentRow, conversationId: string, rawRepo: string, fence: Fence): Promise<BranchRow> {
+    const components = parseHomePath(agent.id, rawRepo);
+    if (standing(components, fence) !== "inside")
+      throw new WarrenError("area.refused", "that path is outside your areas");
+    const repo = components.join("/");
+    const home = homeOf(agent.id);
+    const work = await this.#door(agent);
+    const head = await this.#git(work, ["-C", `${home}/${repo}`, "symbolic-ref", "--short", "HEAD"], home);
+    if (head.code !== 0)
+      throw new WarrenError(
+        "request.invalid",
+        `repo: ${repo} is not a git repository on a branch of the home; give the folder of one`,
+        { field: "repo" },
+      );
+    const base = head.out.trim();
+    const branch = `warren/${conversationId}`;
+    const worktree = worktreeOf(conversationId);
+    const add = await this.#git(
+      work,
+      ["-C", `${home}/${repo}`, "worktree", "add", "-q", "-b", branch, `${home}/${worktree}`, base],
+      home,
+    );
+    if (add.code !== 0)
+      throw new WarrenError(
+        "request.invalid",
+        `repo: the conversation's worktree could not be made: ${add.err.trim()}`,
+        {
+          field: "repo",
+        },
+      );
+    const [row] = await this.db
+      .insert(schema.conversationBranches)
+      .values({ conversationId, repo, branch, base, worktree })
+      .returning();
+    if (!row) throw new Error("branch insert returned nothing");
+    return row;
+  }
+
+  /** Commits what changed in the worktree; answers the commit, or null when nothing changed. */
+  async commit(agent: AgentRow, b: BranchRow, message: string): Promise<string | null> {
+    if (!b.worktree) return null;
+    const work = await this.#door(agent);
+    const wt = `${homeOf(agent.id)}/${b.worktree}`;
+    const add = await this.#git(work, ["add", "-A"], wt);
+    if (add.code !== 0) throw new Error(`git add failed: ${add.err.trim()}`);
+    const staged = await this.#git(work, ["diff", "--cached", "--quiet"], wt);
+    if (staged.code === 0) return null;
+    const who = ["-c", `user.name=${agent.name}`, "-c", `user.email=${agent.id}@agents.warren`];
+    const c = await this.#git(work, [...who, "commit", "-q", "--no-verify", "-m", message], wt);
+    if (c.code !== 0) throw new Error(`git commit failed: ${c.err.trim()}`);
+    return (await this.#git(work, ["rev-parse", "HEAD"], wt)).out.trim();
+  }
+
+  async diff(agent: AgentRow, b: BranchRow): Promise<ConversationDiff> {
+    const work = await this.#door(agent);
+    const repo = `${homeOf(agent.id)}/${b.repo}`;
+    const range = `${b.base}...${b.branch}`;
+    const counts = await this.#git(work, ["rev-list", "--left-right", "--count", range], repo);
+    if (counts.code !== 0)
+      throw new WarrenError("not_found", `the branch ${b.branch} or its base ${b.base} is gone`);
+    const [behind, ahead] = counts.out.trim().split(/\s+/).map(Number);
+    const numstat = (await this.#git(work, ["diff", "--numstat", "-z", range], repo)).out;
+    const status = (await this.#git(work, ["diff", "--name-status", "-z", range], repo)).out;
+    const statuses = new Map<string, string>();
+    const st = status.split("\0");
+    for (let i = 0; i + 1 < st.length;) {
+      const code = st[i] ?? "";
+      if (code.startsWith("R") || code.startsWith("C")) {
+        statuses.set(st[i + 2] ?? "", code[0] === "R" ? "renamed" : "copied");
+        i += 3;
+      } else {
+        statuses.set(
+          st[i + 1] ?? "",
+          { A: "added", D: "deleted", M: "modified" }[code[0] ?? ""] ?? "modified",
+        );
+        i += 2;
+      }
+    }
+    const files: ConversationDiff["files"] = [];
+    const ns = numstat.split("\0");
+    for (let i = 0; i < ns.length; i++) {
+      const line = ns[i] ?? "";
+      if (line === "") continue;
+      const [add, del, name] = line.split("\t");
+      let path = name ?? "";
+      // a rename: "add\tdel\t" then the old and new names
+      if (path === "") {
+        path = ns[i + 2] ?? "";
+        i += 2;
+      }
+      files.push({
+        path,
+        status: statuses.get(path) ?? "modified",
+        additions: add === "-" ? 0 : Number(add),
+        deletions: del === "-" ? 0 : Number(del),
+      });
+    }
+    const patch = await this.#git(work, ["diff", range], repo);
+    return {
+      base: b.base,
+      branch: b.branch,
+      ahead: ahead ?? 0,
+      behind: behind ?? 0,
+      files,
+      patch: patch.out.slice(0, PATCH_BYTES),
+      patch_truncated: patch.out.length > PATCH_BYTES,
+    };
+  }
+
+  /**
+   * Merges the branch into its base. The merge is computed apart; a conflict is 409
+   * branch.conflict with its files; the base moves by a fast-forward only (in the repository's
+   * own checkout when the base is checked out there, which git refuses when it would overwrite
+   * an uncommitted change: then 409 too, nothing touched).
+   */
+  async land(agent: AgentRow, b: BranchRow, message: string): Promise<string> {
+    const work = await this.#door(agent);
+    const repo = `${homeOf(agent.id)}/${b.repo}`;
+    const who = ["-c", `user.name=${agent.name}`, "-c", `user.email=${agent.id}@agents.warren`];
+    const baseRef = `refs/heads/${b.base}`;
+    const old = await this.#git(work, ["rev-parse", "--verify", baseRef], repo);
+    if (old.code !== 0) throw new WarrenError("not_found", `the base branch ${b.base} is gone`);
+    const merged = await this.#git(
+      work,
+      ["merge-tree", "--write-tree", "--name-only", "--no-messages", b.base, b.branch],
+      repo,
+    );
+    const lines = merged.out.split("\n").filter((l) => l !== "");
+    if (merged.code === 1) {
+      throw new WarrenError(
+        "branch.conflict",
+        `the branch conflicts with ${b.base} in: ${[...new Set(lines.slice(1))].join(", ")}; nothing was changed`,
+        { files: [...new Set(lines.slice(1))] },
+      );
+    }
+    if (merged.code !== 0 || !lines[0]) throw new Error(`git merge-tree failed: ${merged.err.trim()}`);
+    const tree = lines[0];
+    const commit = await this.#git(
+      work,
+      [...who, "commit-tree", tree, "-p", b.base, "-p", b.branch, "-m", message],
+      repo,
+    );
+    if (commit.code !== 0) throw new Error(`git commit-tree failed: ${commit.err.trim()}`);
+    const sha = commit.out.trim();
+    const head = await this.#git(work, ["symbolic-ref", "-q", "HEAD"], repo);
+    if (head.code === 0 && head.out.trim() === baseRef) {
+      // the base is checked out: its checkout moves with it, or nothing moves
+      const ff = await this.#git(work, ["merge", "--ff-only", "-q", sha], repo);
+      if (ff.code !== 0) {
+        const files = ff.err
+          .split("\n")
+          .filter((l) => l.startsWith("\t"))
+          .map((l) => l.trim());
+        throw new WarrenError(
+          "branch.conflict",
+          `landing would overwrite uncommitted changes in ${b.repo}${files.length ? `: ${files.join(", ")}` : ""}; commit or move them first, nothing was changed`,
+          { files },
+        );
+      }
+    } else {
+      const moved = await this.#git(work, ["update-ref", baseRef, sha, old.out.trim()], repo);
+      if (moved.code !== 0)
+        throw new WarrenError("branch.conflict", `${b.base} moved meanwhile; land again`, { files: [] });
+    }
+    await this.db
+      .update(schema.conversationBranches)
+      .set({ landedCommit: sha })
+      .where(eq(schema.conversationBranches.conversationId, b.conversationId));
+    return sha;
+  }
+
+  /** A closed conversation: its last changes committed, its worktree removed, its branch kept. */
+  async close(agent: AgentRow, b: BranchRow, message: string): Promise<void> {
+    if (!b.worktree) return;
+    await this.commit(agent, b, message);
+    const work = await this.#door(agent);
+    const repo = `${homeOf(agent.id)}/${b.repo}`;
+    const r = await this.#git(work, ["worktree", "remove", `${homeOf(agent.id)}/${b.worktree}`], repo);
+    if (r.code !== 0) throw new Error(`git worktree remove failed: ${r.err.trim()}`);
+    await this.db
+      .update(schema.conversationBranches)
+      .set({ worktree: null })
+      .where(eq(schema.conversationBranches.conversationId, b.conversationId));
+  }
+}
