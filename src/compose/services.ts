@@ -34,6 +34,7 @@ import { Terminals } from "../terminal/index.js";
 import { createToolGateway } from "../tools/gateway.js";
 import { toolPolicyProblem } from "../tools/policy.js";
 import { Tools } from "../tools/service.js";
+import { Versions } from "../versions/service.js";
 import { Workloads } from "../workloads/index.js";
 import type { Base } from "./base.js";
 
@@ -115,6 +116,10 @@ export async function buildServices(
     agents,
     logger,
     runOf: (agentId) => registry.forAgent(agentId)?.runId,
+    pinnedPolicy: (agentId) => {
+      const runId = registry.forAgent(agentId)?.runId;
+      return runId === undefined ? undefined : recorder.policyOfRun(runId);
+    },
     maxConnections: config.EGRESS_MAX_CONNECTIONS,
     rule: base.addressRule,
     own: base.own,
@@ -176,7 +181,22 @@ export async function buildServices(
         }),
     }),
   );
-  const runs = new Runs({ db, access, agents, recorder, gateway, runners });
+  // versions of agents' specs, and the one a run keeps (asked by number, a canary's, the current)
+  const versions = new Versions({
+    db,
+    agents,
+    checkToolPolicy: (text) => toolPolicyProblem(text),
+    addressRule: base.addressRule,
+  });
+  const runs = new Runs({
+    db,
+    access,
+    agents,
+    recorder,
+    gateway,
+    runners,
+    versionFor: (agent, ask) => versions.forRun(agent, ask),
+  });
   const homes = new Homes(db, agents, layout, config.WORKSPACE_MAX_MIB);
   const personas = new Personas({ db, access, agents, secrets });
   // conversations: each message a turn, a run the recorder drives, its history the thread so far
@@ -214,6 +234,7 @@ export async function buildServices(
     face,
     runners,
     runs,
+    versions,
     homes,
     personas,
     conversations,

@@ -4,7 +4,7 @@ import { SandboxPolicy } from "./policy.js";
 import { AgentKind, ModelSpec, RunLimits, ToolSpec, MAX_TOOLS } from "./spec.js";
 
 /** The spec's fields as a request may give them (POST: all optional; PATCH: what changes). */
-const specFields = {
+export const specFields = {
   kind: AgentKind.optional(),
   model: ModelSpec.nullable().optional(),
   instructions: z

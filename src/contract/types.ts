@@ -14,6 +14,7 @@ import type * as runs from "./runs.js";
 import type * as secrets from "./secrets.js";
 import type * as spec from "./spec.js";
 import type * as terminal from "./terminal.js";
+import type * as versions from "./versions.js";
 
 type Out<T extends z.ZodType> = z.output<T>;
 type In<T extends z.ZodType> = z.input<T>;
@@ -104,3 +105,9 @@ export type ConversationMessageCreated = Out<typeof conversations.ConversationMe
 export type ConversationEvent = Out<typeof conversations.ConversationEvent>;
 export type Persona = Out<typeof conversations.Persona>;
 export type PersonaCreateRequest = In<typeof conversations.PersonaCreateRequest>;
+
+export type VersionSummary = Out<typeof versions.VersionSummary>;
+export type Version = Out<typeof versions.Version>;
+export type VersionCreateRequest = In<typeof versions.VersionCreateRequest>;
+export type Canary = Out<typeof versions.Canary>;
+export type CanaryRequest = In<typeof versions.CanaryRequest>;

@@ -203,6 +203,7 @@ export class Conversations {
         runner: new TurnRunner(this.#turns, c.id, plan),
         secrets: persona?.secrets ?? undefined,
         conversationId: c.id,
+        sandboxPolicy: current.spec.sandbox_policy,
       });
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);

@@ -5,6 +5,7 @@
 // outcome; the recorder writes everything around it through the one record writer.
 import { and, eq, inArray } from "drizzle-orm";
 import type { AgentRow } from "../agents/service.js";
+import type { SandboxPolicy } from "../contract/policy.js";
 import type { Run, RunReceipt, RunUsage } from "../contract/types.js";
 import type { DiskCaps } from "../homes/caps.js";
 import { newId } from "../ids.js";
@@ -74,6 +75,8 @@ export interface RunRequest {
   secrets?: readonly string[] | undefined;
   /** The conversation the run is a turn of: its events are the conversation's too. */
   conversationId?: string | undefined;
+  /** The sandbox policy of the run's version, kept for its whole life; default the agent's as it is. */
+  sandboxPolicy?: SandboxPolicy | undefined;
 }
 
 export interface RunRecorderOptions {
@@ -100,7 +103,10 @@ export class RunRecorder {
   /** The bookkeeping of each run this server started, by run id, until it is recorded. */
   readonly #pending = new Map<string, Promise<void>>();
   /** What each run going on uses: its command tree, its models and tools so far. */
-  readonly #live = new Map<string, { command?: { machineId: string; cgroup: string }; usage?: RunUsage }>();
+  readonly #live = new Map<
+    string,
+    { command?: { machineId: string; cgroup: string }; usage?: RunUsage; policy?: SandboxPolicy }
+  >();
 
   constructor(o: RunRecorderOptions) {
     this.#o = o;
@@ -230,6 +236,11 @@ export class RunRecorder {
     return { ...(box ? { box_usage: box } : {}), ...(l.usage ? { usage: l.usage } : {}) };
   }
 
+  /** The sandbox policy a run going on keeps (its version's), or undefined. */
+  policyOfRun(runId: string): SandboxPolicy | undefined {
+    return this.#live.get(runId)?.policy;
+  }
+
   #waitingView(runId: string): Run["waiting"] {
     const w = this.#o.registry.waiting(runId);
     return w ? { reason: w.reason, since: w.since.toISOString(), position: w.position } : undefined;
@@ -252,7 +263,8 @@ export class RunRecorder {
     const o = this.#o;
     const { agent, machine } = req;
     // opened once, as the generation starts: a change of secrets reaches the next generation
-    const work = await o.workloads.open(agent, { machine, run: { id: run.id }, secrets: req.secrets });
+    const scope = { id: run.id, ...(req.sandboxPolicy ? { policy: req.sandboxPolicy } : {}) };
+    const work = await o.workloads.open(agent, { machine, run: scope, secrets: req.secrets });
     const recording = o.records.openRun(run.id, agent.id, work.secrets);
     work.recordInto(recording);
     const pending: Promise<void>[] = [];
@@ -261,7 +273,11 @@ export class RunRecorder {
       pending.push(p);
       await p;
     };
-    const live: { command?: { machineId: string; cgroup: string }; usage?: RunUsage } = {};
+    const live: {
+      command?: { machineId: string; cgroup: string };
+      usage?: RunUsage;
+      policy?: SandboxPolicy;
+    } = req.sandboxPolicy ? { policy: req.sandboxPolicy } : {};
     this.#live.set(run.id, live);
     const timer = new AbortController();
     let t: NodeJS.Timeout | undefined;

@@ -408,3 +408,30 @@ export const conversationEvents = pgTable(
   },
   (t) => [primaryKey({ columns: [t.conversationId, t.seq] })],
 );
+
+// ---- Versions, canary, evaluations, approvals (src/versions) ----
+
+/** Who wrote each version of an agent's spec (agent_specs), and when. */
+export const agentVersionAuthors = pgTable(
+  "agent_version_authors",
+  {
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    version: integer("version").notNull(),
+    createdBy: text("created_by").notNull(),
+    createdAt: created(),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.version] })],
+);
+
+/** An agent's canary: a share of its runs sent to another version, sticky by routing key. */
+export const agentCanaries = pgTable("agent_canaries", {
+  agentId: text("agent_id")
+    .primaryKey()
+    .references(() => agents.id, { onDelete: "cascade" }),
+  version: integer("version").notNull(),
+  share: real("share").notNull(),
+  startedBy: text("started_by").notNull(),
+  createdAt: created(),
+});

@@ -1,0 +1,99 @@
+// Versions of an agent's spec (its sandbox policy included), and its canary.
+import { z } from "zod";
+import { idOf, items } from "./common.js";
+import { SandboxPolicy } from "./policy.js";
+import { AgentKind, ModelSpec, RunLimits, ToolSpec } from "./spec.js";
+import { specFields } from "./agents.js";
+
+export const VersionSummary = z
+  .object({
+    version: z.number(),
+    created_at: z.string(),
+    created_by: z
+      .string()
+      .nullable()
+      .describe("the email of who wrote it (null: written before authors were kept)"),
+    current: z.boolean(),
+    canary_share: z.number().optional().describe("the share of runs it takes as the agent's canary"),
+  })
+  .meta({ id: "VersionSummary" });
+export const VersionList = items(VersionSummary, "VersionList");
+
+/** One version: the whole spec, sandbox policy included. */
+export const Version = z
+  .object({
+    agent_id: z.string(),
+    version: z.number(),
+    created_at: z.string(),
+    created_by: z.string().nullable(),
+    current: z.boolean(),
+    canary_share: z.number().optional(),
+    kind: AgentKind,
+    model: ModelSpec.nullable(),
+    instructions: z.string(),
+    tools: z.array(ToolSpec),
+    tool_policy: z.string(),
+    limits: RunLimits,
+    sandbox_policy: SandboxPolicy,
+  })
+  .meta({ id: "Version" });
+
+export const VersionCreateRequest = z
+  .object({
+    ...specFields,
+    sandbox_policy: SandboxPolicy.optional(),
+    make_current: z
+      .boolean()
+      .default(false)
+      .describe("false (default): written beside the current one, to run by number, canary or promote"),
+  })
+  .strict()
+  .meta({ id: "VersionCreateRequest" });
+
+export const VersionCreated = z.object({ version: z.number() }).meta({ id: "VersionCreated" });
+
+export const VersionParams = z.object({
+  id: idOf("agt"),
+  n: z.coerce.number().int().min(1),
+});
+
+export const CurrentRequest = z
+  .object({ version: z.number().int().min(1) })
+  .strict()
+  .meta({ id: "CurrentRequest" });
+
+export const Canary = z
+  .object({
+    agent_id: z.string(),
+    current: z.number().nullable(),
+    canary: z
+      .object({ version: z.number(), share: z.number(), started_by: z.string(), started_at: z.string() })
+      .nullable(),
+    stats: z
+      .array(
+        z.object({
+          version: z.number(),
+          runs: z.number(),
+          failures: z.number(),
+          usd: z.number(),
+        }),
+      )
+      .describe("each version's runs, failures and cost since the canary started (or all, without one)"),
+  })
+  .meta({ id: "Canary" });
+
+export const CanaryRequest = z
+  .object({
+    version: z.number().int().min(1).optional(),
+    share: z
+      .number()
+      .gt(0, "must be above 0")
+      .lt(1, "must be below 1 (to send every run, make the version current)")
+      .optional(),
+  })
+  .strict()
+  .refine((b) => (b.version === undefined) === (b.share === undefined), {
+    message: "give both version and share, or neither to end the canary",
+    path: ["share"],
+  })
+  .meta({ id: "CanaryRequest" });

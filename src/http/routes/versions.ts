@@ -1,0 +1,87 @@
+import { idParams } from "../../contract/common.js";
+import {
+  Canary,
+  CanaryRequest,
+  CurrentRequest,
+  Version,
+  VersionCreated,
+  VersionCreateRequest,
+  VersionList,
+  VersionParams,
+} from "../../contract/versions.js";
+import type { Versions } from "../../versions/service.js";
+import { route, type AnyRoute } from "../route.js";
+
+export function versionRoutes(versions: Versions): AnyRoute[] {
+  return [
+    route({
+      method: "GET",
+      url: "/api/agents/:id/versions",
+      id: "versions.list",
+      tag: "versions",
+      summary:
+        "The agent's versions, oldest first: who wrote each and when, which is current, the canary's share",
+      params: idParams("agt"),
+      response: VersionList,
+      handler: async ({ who, params }) => ({ items: await versions.list(who, params.id) }),
+    }),
+    route({
+      method: "GET",
+      url: "/api/agents/:id/versions/:n",
+      id: "versions.get",
+      tag: "versions",
+      summary: "One version: the whole spec, sandbox policy included",
+      params: VersionParams,
+      response: Version,
+      handler: ({ who, params }) => versions.get(who, params.id, params.n),
+    }),
+    route({
+      method: "POST",
+      url: "/api/agents/:id/versions",
+      id: "versions.create",
+      tag: "versions",
+      summary:
+        "Write a new version from the current one and the fields given; current only with make_current",
+      params: idParams("agt"),
+      body: VersionCreateRequest,
+      status: 201,
+      response: VersionCreated,
+      errors: ["access.denied", "egress.forbidden"],
+      handler: ({ who, params, body }) => versions.create(who, params.id, body),
+    }),
+    route({
+      method: "PUT",
+      url: "/api/agents/:id/current",
+      id: "versions.current",
+      tag: "versions",
+      summary: "Make a version current (promote or roll back); a canary of that version ends",
+      params: idParams("agt"),
+      body: CurrentRequest,
+      response: Version,
+      errors: ["access.denied", "version.gate"],
+      handler: ({ who, params, body }) => versions.makeCurrent(who, params.id, body.version),
+    }),
+    route({
+      method: "GET",
+      url: "/api/agents/:id/canary",
+      id: "versions.canary.get",
+      tag: "versions",
+      summary: "The agent's canary, and each version's runs, failures and cost side by side",
+      params: idParams("agt"),
+      response: Canary,
+      handler: ({ who, params }) => versions.canary(who, params.id),
+    }),
+    route({
+      method: "PUT",
+      url: "/api/agents/:id/canary",
+      id: "versions.canary.set",
+      tag: "versions",
+      summary: "Send a share of runs to a version, sticky by routing key; {} ends the canary",
+      params: idParams("agt"),
+      body: CanaryRequest,
+      response: Canary,
+      errors: ["access.denied"],
+      handler: ({ who, params, body }) => versions.setCanary(who, params.id, body),
+    }),
+  ];
+}
