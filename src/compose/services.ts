@@ -34,6 +34,7 @@ import { Terminals } from "../terminal/index.js";
 import { createToolGateway } from "../tools/gateway.js";
 import { toolPolicyProblem } from "../tools/policy.js";
 import { Tools } from "../tools/service.js";
+import { Approvals } from "../versions/approvals.js";
 import { Versions } from "../versions/service.js";
 import { Workloads } from "../workloads/index.js";
 import type { Base } from "./base.js";
@@ -126,7 +127,9 @@ export async function buildServices(
     ...(o.egressHosts ? { hosts: o.egressHosts } : {}),
   });
   bridges.register("egress", egress.handler);
-  const tools = new Tools({ layout, secrets, logger, egress, fetch: base.connector });
+  // a tool call a permit asks approval for waits for a person's decision there
+  const approvals = new Approvals({ db, access, records });
+  const tools = new Tools({ layout, secrets, logger, egress, fetch: base.connector, approvals });
   const terminals = new Terminals({ access, agents, workloads, runtime, logger });
 
   // a file of an agent's home by the home rules (MEMORY.md, the scripted provider's scripts)
@@ -196,6 +199,7 @@ export async function buildServices(
     gateway,
     runners,
     versionFor: (agent, ask) => versions.forRun(agent, ask),
+    approvalWaiting: (runId) => approvals.waitingOf(runId),
   });
   const homes = new Homes(db, agents, layout, config.WORKSPACE_MAX_MIB);
   const personas = new Personas({ db, access, agents, secrets });
@@ -235,6 +239,7 @@ export async function buildServices(
     runners,
     runs,
     versions,
+    approvals,
     homes,
     personas,
     conversations,

@@ -65,9 +65,9 @@ export const RunReceipt = z
 export const RunWaiting = z
   .object({
     reason: z
-      .enum(["agent_busy", "org_limit"])
+      .enum(["agent_busy", "org_limit", "approval"])
       .describe(
-        "agent_busy: its agent has a run going on or an earlier one waiting; org_limit: its organisation runs as many as WARREN_ORG_MAX_RUNS",
+        "agent_busy: its agent has a run going on or an earlier one waiting; org_limit: its organisation runs as many as WARREN_ORG_MAX_RUNS; approval: a tool call waits for a person's decision (status waiting)",
       ),
     since: z.string(),
     position: z

@@ -111,3 +111,5 @@ export type Version = Out<typeof versions.Version>;
 export type VersionCreateRequest = In<typeof versions.VersionCreateRequest>;
 export type Canary = Out<typeof versions.Canary>;
 export type CanaryRequest = In<typeof versions.CanaryRequest>;
+export type Approval = Out<typeof versions.Approval>;
+export type ApprovalDecision = In<typeof versions.ApprovalDecision>;

@@ -97,3 +97,36 @@ export const CanaryRequest = z
     path: ["share"],
   })
   .meta({ id: "CanaryRequest" });
+
+export const Approval = z
+  .object({
+    id: z.string(),
+    run_id: z.string(),
+    agent_id: z.string(),
+    tool_call_id: z.string().describe("the model's id of the call"),
+    tool: z.string(),
+    arguments: z.unknown().describe("the call's arguments as the policy decided on them (redacted)"),
+    args_sha256: z.string().describe("SHA-256 of the canonical arguments: a decision must carry it"),
+    policy_version: z.number().nullable().describe("the spec version whose tool policy asked"),
+    policies: z.array(z.string()).describe("the permits that asked"),
+    status: z.enum(["waiting", "allowed", "denied", "expired"]),
+    message: z.string().nullable().describe("the decider's message (a denial's is the model's answer)"),
+    decided_by: z.string().optional(),
+    created_at: z.string(),
+    decided_at: z.string().nullable(),
+  })
+  .meta({ id: "Approval" });
+export const ApprovalList = items(Approval, "ApprovalList");
+
+export const ApprovalDecision = z
+  .object({
+    decision: z.enum(["allow", "deny"]),
+    message: z.string().max(4096).optional().describe("said to the model with a denial"),
+    args_sha256: z.string().regex(/^[0-9a-fA-F]{64}$/, "must be the approval's args_sha256 (64 hex digits)"),
+  })
+  .strict()
+  .meta({ id: "ApprovalDecision" });
+
+export const ApprovalListQuery = z
+  .object({ status: z.enum(["waiting", "allowed", "denied", "expired"]).optional() })
+  .strict();

@@ -136,6 +136,7 @@ export class RunRecorder {
     let n = 0;
     for (const [status, why] of [
       ["running", reason],
+      ["waiting", reason],
       ["queued", queued],
     ] as const) {
       const ids = await this.#o.records.updateRuns(eq(schema.runs.status, status), {

@@ -65,6 +65,8 @@ export interface RunsOptions {
   runners: AgentRunners;
   /** Picks each run's version (src/versions); default the agent's current one. */
   versionFor?: VersionForRun;
+  /** Why a `waiting` run waits: a tool call's approval (src/versions/approvals.ts). */
+  approvalWaiting?: (runId: string) => Run["waiting"];
 }
 
 export class Runs {
@@ -135,6 +137,10 @@ export class Runs {
   async get(who: Identity, id: string): Promise<Run> {
     const { row, role } = await this.#loadWithRole(who, id, "read");
     const view = this.#o.recorder.withWaiting(viewFor(role, row));
+    if (row.status === "waiting") {
+      const waiting = this.#o.approvalWaiting?.(id);
+      return { ...view, ...this.#o.recorder.live(id), ...(waiting ? { waiting } : {}) };
+    }
     return row.status === "running" ? { ...view, ...this.#o.recorder.live(id) } : view;
   }
 

@@ -435,3 +435,29 @@ export const agentCanaries = pgTable("agent_canaries", {
   startedBy: text("started_by").notNull(),
   createdAt: created(),
 });
+
+/**
+ * A person's decision on one exact tool call: the run and the model's call id, the tool, its
+ * arguments (as recorded, redacted) and their SHA-256, the spec version whose policy asked.
+ */
+export const approvals = pgTable(
+  "approvals",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id").notNull(),
+    agentId: text("agent_id").notNull(),
+    runId: text("run_id").notNull(),
+    toolCallId: text("tool_call_id").notNull(),
+    tool: text("tool").notNull(),
+    arguments: jsonb("arguments").notNull(),
+    argsSha256: text("args_sha256").notNull(),
+    policyVersion: integer("policy_version"),
+    policies: jsonb("policies").$type<string[]>().notNull(),
+    status: text("status", { enum: ["waiting", "allowed", "denied", "expired"] }).notNull(),
+    message: text("message"),
+    decidedBy: text("decided_by"),
+    createdAt: created(),
+    decidedAt: timestamp("decided_at", { withTimezone: true, mode: "date" }),
+  },
+  (t) => [index("approvals_run_idx").on(t.runId), index("approvals_org_status_idx").on(t.orgId, t.status)],
+);

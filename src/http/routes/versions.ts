@@ -1,5 +1,9 @@
 import { idParams } from "../../contract/common.js";
 import {
+  Approval,
+  ApprovalDecision,
+  ApprovalList,
+  ApprovalListQuery,
   Canary,
   CanaryRequest,
   CurrentRequest,
@@ -9,6 +13,7 @@ import {
   VersionList,
   VersionParams,
 } from "../../contract/versions.js";
+import type { Approvals } from "../../versions/approvals.js";
 import type { Versions } from "../../versions/service.js";
 import { route, type AnyRoute } from "../route.js";
 
@@ -82,6 +87,46 @@ export function versionRoutes(versions: Versions): AnyRoute[] {
       response: Canary,
       errors: ["access.denied"],
       handler: ({ who, params, body }) => versions.setCanary(who, params.id, body),
+    }),
+  ];
+}
+
+export function approvalRoutes(approvals: Approvals): AnyRoute[] {
+  return [
+    route({
+      method: "GET",
+      url: "/api/runs/:id/approvals",
+      id: "approvals.run",
+      tag: "approvals",
+      summary: "The run's approvals: each tool call that asked a person, and what was decided",
+      params: idParams("run"),
+      response: ApprovalList,
+      handler: async ({ who, params }) => ({ items: await approvals.forRun(who, params.id) }),
+    }),
+    route({
+      method: "GET",
+      url: "/api/orgs/:id/approvals",
+      id: "approvals.org",
+      tag: "approvals",
+      summary: "The organisation's approvals, newest first (status=waiting: those waiting now)",
+      params: idParams("org"),
+      query: ApprovalListQuery,
+      response: ApprovalList,
+      handler: async ({ who, params, query }) => ({
+        items: await approvals.forOrg(who, params.id, query.status),
+      }),
+    }),
+    route({
+      method: "POST",
+      url: "/api/approvals/:id",
+      id: "approvals.decide",
+      tag: "approvals",
+      summary: "Allow or deny the waiting call, naming its arguments' SHA-256",
+      params: idParams("apr"),
+      body: ApprovalDecision,
+      response: Approval,
+      errors: ["access.denied", "approval.stale"],
+      handler: ({ who, params, body }) => approvals.decide(who, params.id, body),
     }),
   ];
 }
