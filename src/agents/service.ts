@@ -128,6 +128,10 @@ export interface AgentsOptions {
   cancelGeneration?: (agentId: string) => Promise<void>;
   /** The address rule: a sandbox policy is checked against it when saved. */
   addressRule?: Pick<AddressRule, "entryProblem">;
+  /** Throws version.gate when the agent's evaluation gate is on: a change then goes through a version (src/versions). */
+  gate?: (agentId: string, version: null) => Promise<void>;
+  /** Turns the agent's evaluation gate on (a suite's name) or off (null). */
+  setGate?: (who: Identity, agentId: string, suite: string | null) => Promise<unknown>;
 }
 
 /** How many agents of a machine one read of an agent brings along. */
@@ -143,6 +147,8 @@ export class Agents {
   private readonly checkToolPolicy: PolicyCheck;
   private readonly cancelGeneration: (agentId: string) => Promise<void>;
   private readonly addressRule: Pick<AddressRule, "entryProblem"> | undefined;
+  readonly #gate: AgentsOptions["gate"];
+  readonly #setGate: AgentsOptions["setGate"];
   /** Rows by id (null: none), read again after any change of an agent. */
   readonly #rows;
   /** Specs by agent and version, read again after any change of a spec. */
@@ -160,6 +166,8 @@ export class Agents {
     this.checkToolPolicy = o.checkToolPolicy;
     this.cancelGeneration = o.cancelGeneration ?? (async () => {});
     this.addressRule = o.addressRule;
+    this.#gate = o.gate;
+    this.#setGate = o.setGate;
     this.#rows = memo<string, Readonly<AgentRow> | null>(o.db, [schema.agents]);
     this.#specs = memo<string, AgentSpec | null>(o.db, [schema.agentSpecs]);
     this.#atUid = memo<string, AgentAt | null>(o.db, [schema.agents]);
@@ -382,9 +390,11 @@ export class Agents {
       name?: string | undefined;
       max_workspace_mib?: number | undefined;
       sandbox_policy?: SandboxPolicy | undefined;
+      eval_gate?: string | null | undefined;
     } & SpecPatch,
   ): Promise<Agent> {
     const row = await this.load(who, id, "write");
+    if (patch.eval_gate !== undefined) await this.#setGate?.(who, id, patch.eval_gate);
     if (patch.sandbox_policy !== undefined && this.addressRule)
       checkNetworkPolicy(patch.sandbox_policy, this.addressRule);
     const current = await this.specOf(row);
@@ -402,6 +412,7 @@ export class Agents {
     // (older versions stay as they were)
     const changed = spec !== null && JSON.stringify(spec) !== JSON.stringify(current.spec);
     if (changed) {
+      await this.#gate?.(id, null);
       updated = (await appendVersion(this.db, id, spec, who.email, { current: true, set })).row;
     } else if (Object.keys(set).length > 0) {
       const [u] = await this.db.update(schema.agents).set(set).where(eq(schema.agents.id, id)).returning();

@@ -35,6 +35,7 @@ import { createToolGateway } from "../tools/gateway.js";
 import { toolPolicyProblem } from "../tools/policy.js";
 import { Tools } from "../tools/service.js";
 import { Approvals } from "../versions/approvals.js";
+import { Evals } from "../versions/evals.js";
 import { Versions } from "../versions/service.js";
 import { Workloads } from "../workloads/index.js";
 import type { Base } from "./base.js";
@@ -107,6 +108,9 @@ export async function buildServices(
     checkToolPolicy: (text) => toolPolicyProblem(text),
     cancelGeneration: (agentId) => recorder.stopAgent(agentId, "the agent is being deleted"),
     addressRule: base.addressRule,
+    // the evaluation gate (made below): with it on, a change goes through a version
+    gate: (agentId, version) => evals.gate(agentId, version),
+    setGate: (who, agentId, suite) => evals.setGate(who, agentId, suite),
   });
   const guilds = new Guilds(db, access, agents);
   const exec = new Exec(agents, workloads, metrics);
@@ -190,6 +194,7 @@ export async function buildServices(
     agents,
     checkToolPolicy: (text) => toolPolicyProblem(text),
     addressRule: base.addressRule,
+    gate: (agentId, version) => evals.gate(agentId, version),
   });
   const runs = new Runs({
     db,
@@ -200,6 +205,15 @@ export async function buildServices(
     runners,
     versionFor: (agent, ask) => versions.forRun(agent, ask),
     approvalWaiting: (runId) => approvals.waitingOf(runId),
+  });
+  // evaluation suites: each case a real run of the version evaluated; the gate on promotion
+  const evals: Evals = new Evals({
+    db,
+    access,
+    agents,
+    runs,
+    settled: (runId) => recorder.settled(runId),
+    logger,
   });
   const homes = new Homes(db, agents, layout, config.WORKSPACE_MAX_MIB);
   const personas = new Personas({ db, access, agents, secrets });
@@ -240,6 +254,7 @@ export async function buildServices(
     runs,
     versions,
     approvals,
+    evals,
     homes,
     personas,
     conversations,

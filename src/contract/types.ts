@@ -113,3 +113,7 @@ export type Canary = Out<typeof versions.Canary>;
 export type CanaryRequest = In<typeof versions.CanaryRequest>;
 export type Approval = Out<typeof versions.Approval>;
 export type ApprovalDecision = In<typeof versions.ApprovalDecision>;
+export type EvalSuite = Out<typeof versions.EvalSuite>;
+export type EvalSuiteRequest = In<typeof versions.EvalSuiteRequest>;
+export type EvalRun = Out<typeof versions.EvalRun>;
+export type EvalGate = Out<typeof versions.EvalGate>;

@@ -130,3 +130,105 @@ export const ApprovalDecision = z
 export const ApprovalListQuery = z
   .object({ status: z.enum(["waiting", "allowed", "denied", "expired"]).optional() })
   .strict();
+
+const EvalExpect = z
+  .object({
+    contains: z.string().min(1).max(4096).optional(),
+    equals: z.string().max(65536).optional(),
+    regex: z
+      .string()
+      .min(1)
+      .max(512)
+      .refine((r) => {
+        try {
+          new RegExp(r);
+          return true;
+        } catch {
+          return false;
+        }
+      }, "must be a valid regular expression")
+      .optional(),
+    tool_called: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .describe("a tool the run must have called (and been allowed)"),
+  })
+  .strict()
+  .refine((e) => Object.values(e).some((v) => v !== undefined), { message: "give at least one expectation" });
+
+export const EvalCase = z
+  .object({
+    input: z
+      .string()
+      .min(1)
+      .max(256 * 1024),
+    expect: EvalExpect,
+  })
+  .strict()
+  .meta({ id: "EvalCase" });
+
+export const EvalSuiteRequest = z
+  .object({
+    name: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, "must be lowercase letters, digits, _ . - (at most 64)"),
+    cases: z.array(EvalCase).min(1).max(200),
+    pass_rate: z.number().min(0).max(1).describe("the share of cases that must pass, 0-1"),
+  })
+  .strict()
+  .meta({ id: "EvalSuiteRequest" });
+
+export const EvalSuite = z
+  .object({
+    id: z.string(),
+    agent_id: z.string(),
+    name: z.string(),
+    cases: z.array(EvalCase),
+    pass_rate: z.number(),
+    created_by: z.string(),
+    created_at: z.string(),
+  })
+  .meta({ id: "EvalSuite" });
+export const EvalSuiteList = items(EvalSuite, "EvalSuiteList");
+
+export const EvaluateRequest = z
+  .object({ suite: z.string().min(1).max(64).describe("the suite's name") })
+  .strict()
+  .meta({ id: "EvaluateRequest" });
+
+export const EvalRunCase = z.object({
+  input: z.string(),
+  run_id: z.string().nullable(),
+  status: z.string().describe("the run's status, or pending"),
+  passed: z.boolean().nullable(),
+  reasons: z.array(z.string()).describe("what did not hold"),
+});
+
+export const EvalRun = z
+  .object({
+    id: z.string(),
+    agent_id: z.string(),
+    suite: z.string(),
+    version: z.number(),
+    status: z.enum(["running", "passed", "failed", "error"]),
+    passed: z.boolean().nullable().describe("null while running"),
+    pass_rate: z.number().nullable().describe("the share of cases that passed, once ended"),
+    required_pass_rate: z.number(),
+    cases: z.array(EvalRunCase),
+    started_by: z.string(),
+    created_at: z.string(),
+    ended_at: z.string().nullable(),
+  })
+  .meta({ id: "EvalRun" });
+
+export const EvalGateRequest = z
+  .object({
+    suite: z.string().min(1).max(64).nullable().describe("a suite's name, or null to turn the gate off"),
+  })
+  .strict()
+  .meta({ id: "EvalGateRequest" });
+export const EvalGate = z
+  .object({ agent_id: z.string(), eval_gate: z.string().nullable() })
+  .meta({ id: "EvalGate" });

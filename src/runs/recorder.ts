@@ -237,6 +237,11 @@ export class RunRecorder {
     return { ...(box ? { box_usage: box } : {}), ...(l.usage ? { usage: l.usage } : {}) };
   }
 
+  /** The bookkeeping of a run that has started in this server, until its record is written; else undefined. */
+  settled(runId: string): Promise<void> | undefined {
+    return this.#pending.get(runId);
+  }
+
   /** The sandbox policy a run going on keeps (its version's), or undefined. */
   policyOfRun(runId: string): SandboxPolicy | undefined {
     return this.#live.get(runId)?.policy;

@@ -461,3 +461,49 @@ export const approvals = pgTable(
   },
   (t) => [index("approvals_run_idx").on(t.runId), index("approvals_org_status_idx").on(t.orgId, t.status)],
 );
+
+/** An agent's evaluation suites: cases (an input and what the answer must hold) and a pass rate. */
+export const evalSuites = pgTable(
+  "eval_suites",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id").notNull(),
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    cases: jsonb("cases").notNull(),
+    passRate: real("pass_rate").notNull(),
+    createdBy: text("created_by").notNull(),
+    createdAt: created(),
+  },
+  (t) => [uniqueIndex("eval_suites_agent_name_uq").on(t.agentId, t.name)],
+);
+
+/** One evaluation of a version by a suite: each case a real run of that version, and the verdict. */
+export const evalRuns = pgTable(
+  "eval_runs",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id").notNull(),
+    agentId: text("agent_id").notNull(),
+    suiteId: text("suite_id").notNull(),
+    suiteName: text("suite_name").notNull(),
+    version: integer("version").notNull(),
+    status: text("status", { enum: ["running", "passed", "failed", "error"] }).notNull(),
+    passRate: real("pass_rate"),
+    cases: jsonb("cases").notNull(),
+    startedBy: text("started_by").notNull(),
+    createdAt: created(),
+    endedAt: timestamp("ended_at", { withTimezone: true, mode: "date" }),
+  },
+  (t) => [index("eval_runs_agent_idx").on(t.agentId, t.version)],
+);
+
+/** An agent's evaluation gate: making a version current needs a passed evaluation by this suite. */
+export const agentEvalGates = pgTable("agent_eval_gates", {
+  agentId: text("agent_id")
+    .primaryKey()
+    .references(() => agents.id, { onDelete: "cascade" }),
+  suiteName: text("suite_name").notNull(),
+});

@@ -25,6 +25,8 @@ export interface VersionsOptions {
   agents: Pick<Agents, "load" | "specOf" | "specAt">;
   checkToolPolicy: PolicyCheck;
   addressRule?: Pick<AddressRule, "entryProblem">;
+  /** Throws version.gate unless the agent's gate lets `version` become current (null: a version never evaluated). */
+  gate?: (agentId: string, version: number | null) => Promise<void>;
 }
 
 /** Where a routing key falls in [0, 1): the same key, the same place, for one agent. */
@@ -94,6 +96,8 @@ export class Versions {
     const spec = (await nextSpec(current.spec, patch, this.#o.checkToolPolicy)) ?? current.spec;
     if (this.#o.addressRule) checkNetworkPolicy(spec.sandbox_policy, this.#o.addressRule);
     await checkToolHeaders(this.#o.db, agent.orgId, spec, current.spec);
+    // made current as it is written: it cannot have passed an evaluation yet
+    if (makeCurrent === true) await this.#o.gate?.(agent.id, null);
     const { version } = await appendVersion(this.#o.db, agent.id, spec, who.email, {
       current: makeCurrent === true,
     });
@@ -105,6 +109,7 @@ export class Versions {
     const agent = await this.#o.agents.load(who, agentId, "write");
     const spec = await this.#o.agents.specAt(agent.id, version);
     if (!spec) throw new WarrenError("not_found", `the agent has no version ${version}`);
+    await this.#o.gate?.(agent.id, version);
     await this.#o.db.transaction(async (tx) => {
       await tx.update(schema.agents).set(currentSet(version, spec)).where(eq(schema.agents.id, agent.id));
       await tx

@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { idParams } from "../../contract/common.js";
 import {
   Approval,
@@ -6,6 +7,13 @@ import {
   ApprovalListQuery,
   Canary,
   CanaryRequest,
+  EvalGate,
+  EvalGateRequest,
+  EvalRun,
+  EvalSuite,
+  EvalSuiteList,
+  EvalSuiteRequest,
+  EvaluateRequest,
   CurrentRequest,
   Version,
   VersionCreated,
@@ -14,6 +22,7 @@ import {
   VersionParams,
 } from "../../contract/versions.js";
 import type { Approvals } from "../../versions/approvals.js";
+import type { Evals } from "../../versions/evals.js";
 import type { Versions } from "../../versions/service.js";
 import { route, type AnyRoute } from "../route.js";
 
@@ -127,6 +136,69 @@ export function approvalRoutes(approvals: Approvals): AnyRoute[] {
       response: Approval,
       errors: ["access.denied", "approval.stale"],
       handler: ({ who, params, body }) => approvals.decide(who, params.id, body),
+    }),
+  ];
+}
+
+export function evalRoutes(evals: Evals): AnyRoute[] {
+  return [
+    route({
+      method: "POST",
+      url: "/api/agents/:id/evals",
+      id: "evals.suite.save",
+      tag: "evals",
+      summary: "Write an evaluation suite (cases and a pass rate); one of the same name is replaced",
+      params: idParams("agt"),
+      body: EvalSuiteRequest,
+      status: 201,
+      response: EvalSuite,
+      errors: ["access.denied"],
+      handler: ({ who, params, body }) => evals.saveSuite(who, params.id, body),
+    }),
+    route({
+      method: "GET",
+      url: "/api/agents/:id/evals",
+      id: "evals.suite.list",
+      tag: "evals",
+      summary: "The agent's evaluation suites",
+      params: idParams("agt"),
+      response: EvalSuiteList,
+      handler: async ({ who, params }) => ({ items: await evals.suites(who, params.id) }),
+    }),
+    route({
+      method: "POST",
+      url: "/api/agents/:id/versions/:n/evaluate",
+      id: "evals.evaluate",
+      tag: "evals",
+      summary: "Evaluate a version by a suite: each case a real run of that version",
+      params: VersionParams,
+      body: EvaluateRequest,
+      status: 202,
+      response: z.object({ eval_run_id: z.string() }).meta({ id: "EvaluateStarted" }),
+      errors: ["access.denied"],
+      handler: ({ who, params, body }) => evals.evaluate(who, params.id, params.n, body.suite),
+    }),
+    route({
+      method: "GET",
+      url: "/api/eval-runs/:id",
+      id: "evals.run.get",
+      tag: "evals",
+      summary: "An evaluation: its status, whether it passed, its pass rate and each case",
+      params: idParams("evr"),
+      response: EvalRun,
+      handler: ({ who, params }) => evals.get(who, params.id),
+    }),
+    route({
+      method: "PUT",
+      url: "/api/agents/:id/eval-gate",
+      id: "evals.gate",
+      tag: "evals",
+      summary: "Turn the agent's evaluation gate on (a suite's name) or off (null)",
+      params: idParams("agt"),
+      body: EvalGateRequest,
+      response: EvalGate,
+      errors: ["access.denied"],
+      handler: ({ who, params, body }) => evals.setGate(who, params.id, body.suite),
     }),
   ];
 }
