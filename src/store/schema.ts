@@ -436,32 +436,6 @@ export const agentCanaries = pgTable("agent_canaries", {
   createdAt: created(),
 });
 
-/**
- * A person's decision on one exact tool call: the run and the model's call id, the tool, its
- * arguments (as recorded, redacted) and their SHA-256, the spec version whose policy asked.
- */
-export const approvals = pgTable(
-  "approvals",
-  {
-    id: text("id").primaryKey(),
-    orgId: text("org_id").notNull(),
-    agentId: text("agent_id").notNull(),
-    runId: text("run_id").notNull(),
-    toolCallId: text("tool_call_id").notNull(),
-    tool: text("tool").notNull(),
-    arguments: jsonb("arguments").notNull(),
-    argsSha256: text("args_sha256").notNull(),
-    policyVersion: integer("policy_version"),
-    policies: jsonb("policies").$type<string[]>().notNull(),
-    status: text("status", { enum: ["waiting", "allowed", "denied", "expired"] }).notNull(),
-    message: text("message"),
-    decidedBy: text("decided_by"),
-    createdAt: created(),
-    decidedAt: timestamp("decided_at", { withTimezone: true, mode: "date" }),
-  },
-  (t) => [index("approvals_run_idx").on(t.runId), index("approvals_org_status_idx").on(t.orgId, t.status)],
-);
-
 /** An agent's evaluation suites: cases (an input and what the answer must hold) and a pass rate. */
 export const evalSuites = pgTable(
   "eval_suites",
@@ -480,26 +454,6 @@ export const evalSuites = pgTable(
   (t) => [uniqueIndex("eval_suites_agent_name_uq").on(t.agentId, t.name)],
 );
 
-/** One evaluation of a version by a suite: each case a real run of that version, and the verdict. */
-export const evalRuns = pgTable(
-  "eval_runs",
-  {
-    id: text("id").primaryKey(),
-    orgId: text("org_id").notNull(),
-    agentId: text("agent_id").notNull(),
-    suiteId: text("suite_id").notNull(),
-    suiteName: text("suite_name").notNull(),
-    version: integer("version").notNull(),
-    status: text("status", { enum: ["running", "passed", "failed", "error"] }).notNull(),
-    passRate: real("pass_rate"),
-    cases: jsonb("cases").notNull(),
-    startedBy: text("started_by").notNull(),
-    createdAt: created(),
-    endedAt: timestamp("ended_at", { withTimezone: true, mode: "date" }),
-  },
-  (t) => [index("eval_runs_agent_idx").on(t.agentId, t.version)],
-);
-
 /** An agent's evaluation gate: making a version current needs a passed evaluation by this suite. */
 export const agentEvalGates = pgTable("agent_eval_gates", {
   agentId: text("agent_id")
@@ -507,3 +461,6 @@ export const agentEvalGates = pgTable("agent_eval_gates", {
     .references(() => agents.id, { onDelete: "cascade" }),
   suiteName: text("suite_name").notNull(),
 });
+
+// the approvals and evaluation runs (records without a foreign key: they outlive their agent)
+export * from "./schema-versions.js";

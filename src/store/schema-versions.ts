@@ -1,0 +1,51 @@
+// Versions, canary, evaluations, approvals (src/versions): the records that outlive their agent,
+// kept apart from schema.ts (which re-exports them) so that no file grows past its bound.
+import { index, integer, jsonb, pgTable, real, text, timestamp } from "drizzle-orm/pg-core";
+
+const created = () => timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow();
+
+/**
+ * A person's decision on one exact tool call: the run and the model's call id, the tool, its
+ * arguments (as recorded, redacted) and their SHA-256, the spec version whose policy asked.
+ */
+export const approvals = pgTable(
+  "approvals",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id").notNull(),
+    agentId: text("agent_id").notNull(),
+    runId: text("run_id").notNull(),
+    toolCallId: text("tool_call_id").notNull(),
+    tool: text("tool").notNull(),
+    arguments: jsonb("arguments").notNull(),
+    argsSha256: text("args_sha256").notNull(),
+    policyVersion: integer("policy_version"),
+    policies: jsonb("policies").$type<string[]>().notNull(),
+    status: text("status", { enum: ["waiting", "allowed", "denied", "expired"] }).notNull(),
+    message: text("message"),
+    decidedBy: text("decided_by"),
+    createdAt: created(),
+    decidedAt: timestamp("decided_at", { withTimezone: true, mode: "date" }),
+  },
+  (t) => [index("approvals_run_idx").on(t.runId), index("approvals_org_status_idx").on(t.orgId, t.status)],
+);
+
+/** One evaluation of a version by a suite: each case a real run of that version, and the verdict. */
+export const evalRuns = pgTable(
+  "eval_runs",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id").notNull(),
+    agentId: text("agent_id").notNull(),
+    suiteId: text("suite_id").notNull(),
+    suiteName: text("suite_name").notNull(),
+    version: integer("version").notNull(),
+    status: text("status", { enum: ["running", "passed", "failed", "error"] }).notNull(),
+    passRate: real("pass_rate"),
+    cases: jsonb("cases").notNull(),
+    startedBy: text("started_by").notNull(),
+    createdAt: created(),
+    endedAt: timestamp("ended_at", { withTimezone: true, mode: "date" }),
+  },
+  (t) => [index("eval_runs_agent_idx").on(t.agentId, t.version)],
+);
