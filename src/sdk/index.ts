@@ -3,6 +3,7 @@ export { WarrenClient } from "./client.js";
 export { AgentHandle, AgentFiles, AgentRuns, execBody, isExecExit } from "./agent.js";
 export { OrgsApi, MachinesApi, AgentsApi, GuildsApi } from "./resources.js";
 export { SecretsApi } from "./secrets.js";
+export { AgentVersions, ApprovalsApi } from "./versions.js";
 export {
   AgentConversations,
   AgentPersonas,
@@ -24,6 +25,12 @@ export type { ExecCommand, ExecOptions } from "./agent.js";
 export type { WaitOptions } from "./runs.js";
 export type { WarrenClientOptions, RequestOptions } from "./transport.js";
 export type {
+  Approval,
+  Canary,
+  EvalRun,
+  EvalSuite,
+  Version,
+  VersionSummary,
   Agent,
   AgentKind,
   AgentRunCreateRequest,

@@ -2,7 +2,9 @@
 // as real runs (a scripted model, no key); with the agent's gate on, a version without a
 // passed evaluation cannot become current (409 version.gate), one that passed can.
 import assert from "node:assert/strict";
+import { Readable, Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
+import { runCli } from "../../src/cli/run.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { putHomeFile } from "../support/agent-runs.js";
 import { startTestServer, type TestServer } from "../support/server.js";
@@ -33,7 +35,7 @@ describe("evaluations and the gate", { skip: boxSkipReason() ?? false }, () => {
   };
 
   before(async () => {
-    t = await startTestServer();
+    t = await startTestServer({ listen: true });
     const org = (await t.call("POST", "/api/orgs", { name: "evals" })).body;
     const m = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
     const a = await t.call("POST", "/api/agents", {
@@ -109,5 +111,31 @@ describe("evaluations and the gate", { skip: boxSkipReason() ?? false }, () => {
     const off = await t.call("PUT", `/api/agents/${agent.id}/eval-gate`, { suite: null });
     assert.deepEqual(off.body, { agent_id: agent.id, eval_gate: null });
     assert.equal((await t.call("PUT", `/api/agents/${agent.id}/current`, { version: 2 })).status, 200);
+  });
+
+  test("`warren evals run AGENT --version N` exits non-zero when the version fails, zero when it passes", async () => {
+    const warren = async (argv: string[]) => {
+      let out = "";
+      const sink = () =>
+        new Writable({
+          write(chunk: Buffer, _enc, done) {
+            out += chunk.toString();
+            done();
+          },
+        });
+      const code = await runCli(argv, {
+        stdout: sink(),
+        stderr: sink(),
+        stdin: Readable.from([]),
+        env: { WARREN_URL: t.url! },
+      });
+      return { code, out };
+    };
+    const failing = await warren(["evals", "run", agent.id, "--version", "2"]);
+    assert.equal(failing.code, 1, failing.out);
+    assert.match(failing.out, /version 2 by math: failed/);
+    const passing = await warren(["evals", "run", agent.id, "--version", "3", "--suite", "math"]);
+    assert.equal(passing.code, 0, passing.out);
+    assert.match(passing.out, /version 3 by math: passed/);
   });
 });

@@ -9,6 +9,7 @@ import { chat } from "./chat.js";
 import { conversations } from "./conversations.js";
 import { doctor } from "./doctor.js";
 import { egress } from "./egress.js";
+import { evals } from "./evals.js";
 import { exec } from "./exec.js";
 import { files } from "./files.js";
 import { guilds } from "./guilds.js";
@@ -32,6 +33,7 @@ export const groups: readonly Group[] = [
   runs,
   chat,
   conversations,
+  evals,
   files,
   usage,
   egress,
