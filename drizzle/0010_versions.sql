@@ -63,6 +63,19 @@ CREATE TABLE "eval_runs" (
 	"ended_at" timestamp with time zone
 );
 --> statement-breakpoint
+CREATE TABLE "evidence_packs" (
+	"id" text PRIMARY KEY NOT NULL,
+	"org_id" text NOT NULL,
+	"from_at" timestamp with time zone NOT NULL,
+	"to_at" timestamp with time zone NOT NULL,
+	"agent_ids" jsonb,
+	"created_by" text NOT NULL,
+	"sha256" text NOT NULL,
+	"bytes" integer NOT NULL,
+	"content" text NOT NULL,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
 ALTER TABLE "agent_canaries" ADD CONSTRAINT "agent_canaries_agent_id_agents_id_fk" FOREIGN KEY ("agent_id") REFERENCES "public"."agents"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "agent_eval_gates" ADD CONSTRAINT "agent_eval_gates_agent_id_agents_id_fk" FOREIGN KEY ("agent_id") REFERENCES "public"."agents"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "agent_version_authors" ADD CONSTRAINT "agent_version_authors_agent_id_agents_id_fk" FOREIGN KEY ("agent_id") REFERENCES "public"."agents"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
@@ -70,4 +83,5 @@ ALTER TABLE "eval_suites" ADD CONSTRAINT "eval_suites_agent_id_agents_id_fk" FOR
 CREATE UNIQUE INDEX "eval_suites_agent_name_uq" ON "eval_suites" USING btree ("agent_id","name");--> statement-breakpoint
 CREATE INDEX "approvals_run_idx" ON "approvals" USING btree ("run_id");--> statement-breakpoint
 CREATE INDEX "approvals_org_status_idx" ON "approvals" USING btree ("org_id","status");--> statement-breakpoint
-CREATE INDEX "eval_runs_agent_idx" ON "eval_runs" USING btree ("agent_id","version");
+CREATE INDEX "eval_runs_agent_idx" ON "eval_runs" USING btree ("agent_id","version");--> statement-breakpoint
+CREATE INDEX "evidence_packs_org_idx" ON "evidence_packs" USING btree ("org_id","created_at");

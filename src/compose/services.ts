@@ -36,6 +36,7 @@ import { toolPolicyProblem } from "../tools/policy.js";
 import { Tools } from "../tools/service.js";
 import { Approvals } from "../versions/approvals.js";
 import { Evals } from "../versions/evals.js";
+import { Evidence } from "../versions/evidence.js";
 import { Versions } from "../versions/service.js";
 import { Workloads } from "../workloads/index.js";
 import type { Base } from "./base.js";
@@ -255,6 +256,7 @@ export async function buildServices(
     versions,
     approvals,
     evals,
+    evidence: new Evidence(db, access),
     homes,
     personas,
     conversations,

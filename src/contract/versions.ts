@@ -232,3 +232,20 @@ export const EvalGateRequest = z
 export const EvalGate = z
   .object({ agent_id: z.string(), eval_gate: z.string().nullable() })
   .meta({ id: "EvalGate" });
+
+export const EvidenceRequest = z
+  .object({
+    from: z.iso.datetime({ offset: true }).describe("the period's start (ISO-8601)"),
+    to: z.iso.datetime({ offset: true }).describe("the period's end, excluded"),
+    agent_ids: z.array(idOf("agt")).max(500).optional().describe("only these agents (default: all)"),
+  })
+  .strict()
+  .meta({ id: "EvidenceRequest" });
+
+export const EvidenceCreated = z
+  .object({
+    id: z.string(),
+    sha256: z.string().describe("SHA-256 of the gzipped pack: keep it to check the download"),
+    bytes: z.number(),
+  })
+  .meta({ id: "EvidenceCreated" });

@@ -49,3 +49,22 @@ export const evalRuns = pgTable(
   },
   (t) => [index("eval_runs_agent_idx").on(t.agentId, t.version)],
 );
+
+/** Evidence packs: the governance record of a period, as gzipped JSON Lines chained by SHA-256. */
+export const evidencePacks = pgTable(
+  "evidence_packs",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id").notNull(),
+    fromAt: timestamp("from_at", { withTimezone: true, mode: "date" }).notNull(),
+    toAt: timestamp("to_at", { withTimezone: true, mode: "date" }).notNull(),
+    agentIds: jsonb("agent_ids").$type<string[] | null>(),
+    createdBy: text("created_by").notNull(),
+    sha256: text("sha256").notNull(),
+    bytes: integer("bytes").notNull(),
+    /** The gzipped pack, base64. */
+    content: text("content").notNull(),
+    createdAt: created(),
+  },
+  (t) => [index("evidence_packs_org_idx").on(t.orgId, t.createdAt)],
+);

@@ -10,6 +10,7 @@ import { conversations } from "./conversations.js";
 import { doctor } from "./doctor.js";
 import { egress } from "./egress.js";
 import { evals } from "./evals.js";
+import { evidence } from "./evidence.js";
 import { exec } from "./exec.js";
 import { files } from "./files.js";
 import { guilds } from "./guilds.js";
@@ -34,6 +35,7 @@ export const groups: readonly Group[] = [
   chat,
   conversations,
   evals,
+  evidence,
   files,
   usage,
   egress,

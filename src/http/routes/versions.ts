@@ -14,6 +14,8 @@ import {
   EvalSuiteList,
   EvalSuiteRequest,
   EvaluateRequest,
+  EvidenceCreated,
+  EvidenceRequest,
   CurrentRequest,
   Version,
   VersionCreated,
@@ -23,6 +25,7 @@ import {
 } from "../../contract/versions.js";
 import type { Approvals } from "../../versions/approvals.js";
 import type { Evals } from "../../versions/evals.js";
+import type { Evidence } from "../../versions/evidence.js";
 import type { Versions } from "../../versions/service.js";
 import { route, type AnyRoute } from "../route.js";
 
@@ -199,6 +202,42 @@ export function evalRoutes(evals: Evals): AnyRoute[] {
       response: EvalGate,
       errors: ["access.denied"],
       handler: ({ who, params, body }) => evals.setGate(who, params.id, body.suite),
+    }),
+  ];
+}
+
+export function evidenceRoutes(evidence: Evidence): AnyRoute[] {
+  return [
+    route({
+      method: "POST",
+      url: "/api/orgs/:id/evidence",
+      id: "evidence.make",
+      tag: "evidence",
+      summary: "Make an evidence pack of a period (owners, admins, auditors)",
+      params: idParams("org"),
+      body: EvidenceRequest,
+      status: 201,
+      response: EvidenceCreated,
+      errors: ["access.denied"],
+      handler: ({ who, params, body }) => evidence.make(who, params.id, body),
+    }),
+    route({
+      method: "GET",
+      url: "/api/evidence/:id",
+      id: "evidence.download",
+      tag: "evidence",
+      summary: "Download an evidence pack: gzipped JSON Lines, chained by SHA-256, closed by a manifest",
+      produces: "application/gzip",
+      params: idParams("evd"),
+      errors: ["access.denied"],
+      handler: async ({ who, params, reply }) => {
+        const data = await evidence.download(who, params.id);
+        return reply
+          .code(200)
+          .type("application/gzip")
+          .header("content-disposition", `attachment; filename="${params.id}.jsonl.gz"`)
+          .send(data);
+      },
     }),
   ];
 }
