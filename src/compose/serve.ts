@@ -16,7 +16,13 @@ import { portRoutes } from "../http/routes/ports.js";
 import { runRoutes } from "../http/routes/runs.js";
 import { secretRoutes } from "../http/routes/secrets.js";
 import { terminalRoutes } from "../http/routes/terminal.js";
-import { approvalRoutes, evalRoutes, evidenceRoutes, versionRoutes } from "../http/routes/versions.js";
+import {
+  approvalRoutes,
+  evalRoutes,
+  evidenceRoutes,
+  guardrailRoutes,
+  versionRoutes,
+} from "../http/routes/versions.js";
 import { createPreviewServer, previewOrigin } from "../preview/index.js";
 import type { Base } from "./base.js";
 import type { Services } from "./services.js";
@@ -76,6 +82,7 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
       ...approvalRoutes(s.approvals),
       ...evalRoutes(s.evals),
       ...evidenceRoutes(s.evidence),
+      ...guardrailRoutes(s.guardrails),
     ],
   });
   await app.ready();

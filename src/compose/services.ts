@@ -37,6 +37,7 @@ import { Tools } from "../tools/service.js";
 import { Approvals } from "../versions/approvals.js";
 import { Evals } from "../versions/evals.js";
 import { Evidence } from "../versions/evidence.js";
+import { Guardrails, guardrailPolicy } from "../versions/guardrails.js";
 import { Versions } from "../versions/service.js";
 import { Workloads } from "../workloads/index.js";
 import type { Base } from "./base.js";
@@ -134,7 +135,20 @@ export async function buildServices(
   bridges.register("egress", egress.handler);
   // a tool call a permit asks approval for waits for a person's decision there
   const approvals = new Approvals({ db, access, records });
-  const tools = new Tools({ layout, secrets, logger, egress, fetch: base.connector, approvals });
+  // the organisations' guardrails: every tool decision must also pass them
+  const guardrails = new Guardrails(db, access, (text) => toolPolicyProblem(text));
+  const tools = new Tools({
+    layout,
+    secrets,
+    logger,
+    egress,
+    fetch: base.connector,
+    approvals,
+    guardrailOf: async (orgId) => {
+      const text = await guardrails.toolPolicyOf(orgId);
+      return text.trim() === "" ? null : guardrailPolicy(text);
+    },
+  });
   const terminals = new Terminals({ access, agents, workloads, runtime, logger });
 
   // a file of an agent's home by the home rules (MEMORY.md, the scripted provider's scripts)
@@ -256,6 +270,7 @@ export async function buildServices(
     versions,
     approvals,
     evals,
+    guardrails,
     evidence: new Evidence(db, access),
     homes,
     personas,

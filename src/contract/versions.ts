@@ -249,3 +249,23 @@ export const EvidenceCreated = z
     bytes: z.number(),
   })
   .meta({ id: "EvidenceCreated" });
+
+export const GuardrailsRequest = z
+  .object({
+    tool_policy: z
+      .string()
+      .max(64 * 1024)
+      .describe(
+        "Cedar policies (the tool policy's schema) every tool decision must also pass; its forbids deny",
+      ),
+  })
+  .strict()
+  .meta({ id: "GuardrailsRequest" });
+export const Guardrails = z
+  .object({
+    org_id: z.string(),
+    tool_policy: z.string(),
+    updated_by: z.string().nullable(),
+    updated_at: z.string().nullable(),
+  })
+  .meta({ id: "Guardrails" });

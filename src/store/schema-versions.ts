@@ -68,3 +68,11 @@ export const evidencePacks = pgTable(
   },
   (t) => [index("evidence_packs_org_idx").on(t.orgId, t.createdAt)],
 );
+
+/** An organisation's guardrails, written by its admins: a Cedar policy every tool decision must also pass. */
+export const orgGuardrails = pgTable("org_guardrails", {
+  orgId: text("org_id").primaryKey(),
+  toolPolicy: text("tool_policy").notNull(),
+  updatedBy: text("updated_by").notNull(),
+  updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+});

@@ -36,6 +36,11 @@ export interface ToolsOptions {
   fetch: GuardedFetch;
   /** Where a call a permit asks approval for waits for a person's decision; without it, such a call is refused. */
   approvals?: ApprovalDoor | undefined;
+  /**
+   * The organisation's guardrail, as the policy it is decided by (null: none): every call the
+   * agent's policy allows must pass it too.
+   */
+  guardrailOf?: (orgId: string) => Promise<string | null>;
 }
 
 /** JSON with every object's keys in order: the same arguments, the same text, the same digest. */
@@ -116,9 +121,31 @@ class RunToolset implements Toolset {
     private readonly onClose: () => void,
     private readonly logger: Logger,
     private readonly approvals: ApprovalDoor | undefined,
+    private readonly guardrail: ToolPolicy | null,
   ) {
     this.#byName = new Map(impls.map((i) => [i.tool.name, i]));
     this.tools = impls.map((i) => i.tool);
+  }
+
+  /** The organisation's guardrail's refusal of a call, or null when it passes (or there is none). */
+  async #guard(
+    name: string,
+    impl: ToolImpl,
+    canonical: Record<string, unknown>,
+  ): Promise<{ output: string; policies: string[] } | null> {
+    if (!this.guardrail) return null;
+    const g = await this.guardrail.decide({
+      agent: { id: this.ctx.workload.agent.id, orgId: this.ctx.workload.agent.orgId },
+      tool: { name, kind: impl.kind, ...(impl.server ? { server: impl.server } : {}) },
+      run: { id: this.ctx.runId, via: this.ctx.via ?? "loop" },
+      arguments: canonical,
+    });
+    if (g.decision === "allow") return null;
+    const why = g.policies.length > 0 ? `forbidden by ${g.policies.join(", ")}` : g.errors.join("; ");
+    return {
+      output: `the call was refused by the organisation's guardrail (${why}); the agent's own policy cannot allow it`,
+      policies: g.policies,
+    };
   }
 
   async call(name: string, given: unknown, callId?: string): Promise<ToolOutcome> {
@@ -203,6 +230,8 @@ class RunToolset implements Toolset {
         "denied by policy",
       );
     }
+    const guarded = await this.#guard(name, impl, canonical);
+    if (guarded) return finish(guarded.output, "deny", guarded.policies, "denied by guardrail");
     if (d.ask) {
       // a permit asks a person first: the call waits for a decision on exactly these arguments
       const door = this.approvals;
@@ -243,6 +272,8 @@ class RunToolset implements Toolset {
           again.policies,
           "denied by policy",
         );
+      const guardedNow = await this.#guard(name, impl, canonical);
+      if (guardedNow) return finish(guardedNow.output, "deny", guardedNow.policies, "denied by guardrail");
     }
     try {
       const out = await impl.run(canonical, this.ctx.signal);
@@ -353,6 +384,8 @@ export class Tools implements ToolsetFactory {
       }
     }
     const policy = await ToolPolicy.compile(ctx.spec.tool_policy);
+    const guardText = o.guardrailOf ? await o.guardrailOf(agent.orgId) : null;
+    const guardrail = guardText === null ? null : await ToolPolicy.compile(guardText);
     if (policy.problem)
       warnings.push(`the tool policy does not validate, so every call is denied: ${policy.problem}`);
     const set = new RunToolset(
@@ -367,6 +400,7 @@ export class Tools implements ToolsetFactory {
       },
       o.logger,
       o.approvals,
+      guardrail,
     );
     this.#open.set(ctx.runId, set);
     return set;

@@ -219,4 +219,35 @@ describe("approvals", { skip: boxSkipReason() ?? false }, () => {
     assert.equal(late.status, 409);
     assert.equal(await homeFile(a.id, "c.txt"), null);
   });
+
+  test("a guardrail denies what the agent's own policy allows", async () => {
+    const bad = await t.call("PUT", `/api/orgs/${org.id}/guardrails`, { tool_policy: "forbid(" });
+    assert.equal(bad.status, 400);
+    const g = await t.call("PUT", `/api/orgs/${org.id}/guardrails`, {
+      tool_policy: `@id("no-secrets") forbid(principal, action, resource == Tool::"read_file") when { context.arguments has path && context.arguments.path like "*secret*" };`,
+    });
+    assert.equal(g.status, 200, JSON.stringify(g.body));
+    assert.equal(g.body.updated_by, "operator@localhost");
+    const a = await agentWith([
+      {
+        tool_calls: [
+          { name: "read_file", input: { path: "secret.txt" } },
+          { name: "read_file", input: { path: "open.txt" } },
+        ],
+      },
+      { text: "done" },
+    ]);
+    await putHomeFile(t, a.id, "secret.txt", "the launch code");
+    await putHomeFile(t, a.id, "open.txt", "open words");
+    const done = await ended(await start(a.id));
+    assert.equal(done.status, "succeeded", JSON.stringify(done));
+    const calls = eventsOfType((await t.call("GET", `/api/runs/${done.id}/events`)).body.items, "tool_call");
+    assert.equal(calls[0].decision, "deny");
+    assert.deepEqual(calls[0].policies, ["no-secrets"]);
+    assert.match(calls[0].output, /organisation's guardrail/);
+    assert.doesNotMatch(calls[0].output, /launch code/);
+    assert.equal(calls[1].decision, "allow", "the guardrail narrows only what it forbids");
+    assert.match(calls[1].output, /open words/);
+    assert.equal((await t.call("PUT", `/api/orgs/${org.id}/guardrails`, { tool_policy: "" })).status, 200);
+  });
 });

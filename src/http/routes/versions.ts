@@ -16,6 +16,8 @@ import {
   EvaluateRequest,
   EvidenceCreated,
   EvidenceRequest,
+  Guardrails,
+  GuardrailsRequest,
   CurrentRequest,
   Version,
   VersionCreated,
@@ -26,6 +28,7 @@ import {
 import type { Approvals } from "../../versions/approvals.js";
 import type { Evals } from "../../versions/evals.js";
 import type { Evidence } from "../../versions/evidence.js";
+import type { Guardrails as GuardrailsService } from "../../versions/guardrails.js";
 import type { Versions } from "../../versions/service.js";
 import { route, type AnyRoute } from "../route.js";
 
@@ -238,6 +241,33 @@ export function evidenceRoutes(evidence: Evidence): AnyRoute[] {
           .header("content-disposition", `attachment; filename="${params.id}.jsonl.gz"`)
           .send(data);
       },
+    }),
+  ];
+}
+
+export function guardrailRoutes(guardrails: GuardrailsService): AnyRoute[] {
+  return [
+    route({
+      method: "GET",
+      url: "/api/orgs/:id/guardrails",
+      id: "guardrails.get",
+      tag: "guardrails",
+      summary: "The organisation's guardrails: a Cedar policy every tool decision must also pass",
+      params: idParams("org"),
+      response: Guardrails,
+      handler: ({ who, params }) => guardrails.get(who, params.id),
+    }),
+    route({
+      method: "PUT",
+      url: "/api/orgs/:id/guardrails",
+      id: "guardrails.put",
+      tag: "guardrails",
+      summary: "Write the organisation's guardrails (owners and admins)",
+      params: idParams("org"),
+      body: GuardrailsRequest,
+      response: Guardrails,
+      errors: ["access.denied"],
+      handler: ({ who, params, body }) => guardrails.put(who, params.id, body),
     }),
   ];
 }
