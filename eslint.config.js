@@ -17,7 +17,7 @@ const tiers = [
   ["exec", "workloads", "egress", "preview", "models"],
   ["terminal", "tools"],
   ["runs"],
-  ["conversations"],
+  ["conversations", "versions"],
 ];
 const services = ["boot", ...tiers.flat()];
 const list = (names) => names.map((n) => `${n}/`).join(", ");

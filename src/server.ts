@@ -84,6 +84,9 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
     const lost = await s.recorder.markLost();
     if (lost > 0)
       base.logger.warn({ runs: lost }, "runs that were going on when the server stopped are now lost");
+    const expired = await s.approvals.expireOrphans();
+    if (expired > 0)
+      base.logger.warn({ approvals: expired }, "approvals whose runs the server's stop cut short expired");
     const interrupted = await s.conversations.recover();
     if (interrupted > 0)
       base.logger.warn(

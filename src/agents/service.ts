@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, ne, or, sum } from "drizzle-orm";
+import { and, asc, eq, inArray, ne, or, sum } from "drizzle-orm";
 import type { Access, Identity } from "../access/index.js";
 import type { Config } from "../config/index.js";
 import { WarrenError } from "../errors.js";
@@ -14,6 +14,7 @@ import type { AddressRule } from "../net/rule.js";
 import { AgentSpec } from "../contract/spec.js";
 import { checkToolHeaders, toolHeaderWarnings } from "../secrets/tool-headers.js";
 import { emptyPolicy } from "./policy.js";
+import { appendVersion } from "./versions.js";
 import type { Agent } from "../contract/types.js";
 
 export type { AgentRow };
@@ -23,7 +24,15 @@ export const DEFAULT_SPEC: AgentSpec = AgentSpec.parse({});
 
 /** The spec fields a create or an update may carry. */
 export type SpecPatch = Partial<{ [K in keyof AgentSpec]: unknown }>;
-const SPEC_KEYS = ["kind", "model", "instructions", "tools", "tool_policy", "limits"] as const;
+const SPEC_KEYS = [
+  "kind",
+  "model",
+  "instructions",
+  "tools",
+  "tool_policy",
+  "limits",
+  "sandbox_policy",
+] as const;
 
 /** What is wrong with a tool policy's text (Cedar's words), or null when it holds. */
 export type PolicyCheck = (text: string) => Promise<string | null>;
@@ -32,7 +41,11 @@ export type PolicyCheck = (text: string) => Promise<string | null>;
  * The spec a patch makes of the current one, checked whole by the one schema, the tool policy
  * by `check` (Cedar); null when the patch holds no spec field. Throws request.invalid naming the field.
  */
-async function nextSpec(current: AgentSpec, patch: SpecPatch, check: PolicyCheck): Promise<AgentSpec | null> {
+export async function nextSpec(
+  current: AgentSpec,
+  patch: SpecPatch,
+  check: PolicyCheck,
+): Promise<AgentSpec | null> {
   const given = SPEC_KEYS.filter((k) => patch[k] !== undefined);
   if (given.length === 0) return null;
   const merged: Record<string, unknown> = { ...current };
@@ -115,6 +128,10 @@ export interface AgentsOptions {
   cancelGeneration?: (agentId: string) => Promise<void>;
   /** The address rule: a sandbox policy is checked against it when saved. */
   addressRule?: Pick<AddressRule, "entryProblem">;
+  /** Throws version.gate when the agent's evaluation gate is on: a change then goes through a version (src/versions). */
+  gate?: (agentId: string, version: null) => Promise<void>;
+  /** Turns the agent's evaluation gate on (a suite's name) or off (null). */
+  setGate?: (who: Identity, agentId: string, suite: string | null) => Promise<unknown>;
 }
 
 /** How many agents of a machine one read of an agent brings along. */
@@ -130,6 +147,8 @@ export class Agents {
   private readonly checkToolPolicy: PolicyCheck;
   private readonly cancelGeneration: (agentId: string) => Promise<void>;
   private readonly addressRule: Pick<AddressRule, "entryProblem"> | undefined;
+  readonly #gate: AgentsOptions["gate"];
+  readonly #setGate: AgentsOptions["setGate"];
   /** Rows by id (null: none), read again after any change of an agent. */
   readonly #rows;
   /** Specs by agent and version, read again after any change of a spec. */
@@ -147,8 +166,10 @@ export class Agents {
     this.checkToolPolicy = o.checkToolPolicy;
     this.cancelGeneration = o.cancelGeneration ?? (async () => {});
     this.addressRule = o.addressRule;
+    this.#gate = o.gate;
+    this.#setGate = o.setGate;
     this.#rows = memo<string, Readonly<AgentRow> | null>(o.db, [schema.agents]);
-    this.#specs = memo<string, AgentSpec>(o.db, [schema.agentSpecs]);
+    this.#specs = memo<string, AgentSpec | null>(o.db, [schema.agentSpecs]);
     this.#atUid = memo<string, AgentAt | null>(o.db, [schema.agents]);
   }
 
@@ -214,7 +235,12 @@ export class Agents {
       }
     }
     if (!row) throw new Error("could not place the agent after several attempts");
-    if (spec) await this.db.insert(schema.agentSpecs).values({ agentId: id, version: 1, spec });
+    if (spec) {
+      await this.db.insert(schema.agentSpecs).values({ agentId: id, version: 1, spec });
+      await this.db
+        .insert(schema.agentVersionAuthors)
+        .values({ agentId: id, version: 1, createdBy: who.email });
+    }
     try {
       await this.layout.prepareHome(machine.id, id, uidOf(row.slot), machine.trust);
     } catch (e) {
@@ -298,15 +324,23 @@ export class Agents {
   /** The agent's current spec and its version (null: never given one). */
   async specOf(agent: AgentRow): Promise<{ spec: AgentSpec; version: number | null }> {
     const version = agent.specVersion;
-    if (version === null) return { spec: DEFAULT_SPEC, version: null };
-    const spec = await this.#specs.get(`${agent.id}\n${version}`, async () => {
+    // the agent's row keeps its current version's sandbox policy (and an agent never given a
+    // spec has its policy there alone)
+    if (version === null)
+      return { spec: { ...DEFAULT_SPEC, sandbox_policy: policyOf(agent) }, version: null };
+    const spec = (await this.specAt(agent.id, version)) ?? DEFAULT_SPEC;
+    return { spec: { ...spec, sandbox_policy: policyOf(agent) }, version };
+  }
+
+  /** One version of an agent's spec, or null when it has none of that number. */
+  specAt(agentId: string, version: number): Promise<AgentSpec | null> {
+    return this.#specs.get(`${agentId}\n${version}`, async () => {
       const [r] = await this.db
         .select()
         .from(schema.agentSpecs)
-        .where(and(eq(schema.agentSpecs.agentId, agent.id), eq(schema.agentSpecs.version, version)));
-      return r ? parseStored(r.spec) : DEFAULT_SPEC;
+        .where(and(eq(schema.agentSpecs.agentId, agentId), eq(schema.agentSpecs.version, version)));
+      return r ? parseStored(r.spec) : null;
     });
-    return { spec, version };
   }
 
   async #specsOf(rows: AgentRow[]): Promise<Map<string, AgentSpec>> {
@@ -360,9 +394,11 @@ export class Agents {
       name?: string | undefined;
       max_workspace_mib?: number | undefined;
       sandbox_policy?: SandboxPolicy | undefined;
+      eval_gate?: string | null | undefined;
     } & SpecPatch,
   ): Promise<Agent> {
     const row = await this.load(who, id, "write");
+    if (patch.eval_gate !== undefined) await this.#setGate?.(who, id, patch.eval_gate);
     if (patch.sandbox_policy !== undefined && this.addressRule)
       checkNetworkPolicy(patch.sandbox_policy, this.addressRule);
     const current = await this.specOf(row);
@@ -375,34 +411,17 @@ export class Agents {
         ? undefined
         : Math.min(patch.max_workspace_mib, this.config.WORKSPACE_MAX_MIB);
     if (cap !== undefined) set.maxWorkspaceMib = cap;
-    if (patch.sandbox_policy !== undefined) set.sandboxPolicy = patch.sandbox_policy;
     let updated = row;
-    // a changed spec is a new version; the agent points at it (older versions stay as they were)
+    // a changed spec (its sandbox policy included) is a new version; the agent points at it
+    // (older versions stay as they were)
     const changed = spec !== null && JSON.stringify(spec) !== JSON.stringify(current.spec);
-    if (Object.keys(set).length > 0 || changed) {
-      const r = await this.db.transaction(async (tx) => {
-        if (changed) {
-          // one new version at a time per agent: the agent's row is held until the commit
-          await tx
-            .select({ id: schema.agents.id })
-            .from(schema.agents)
-            .where(eq(schema.agents.id, id))
-            .for("update");
-          const [last] = await tx
-            .select({ version: schema.agentSpecs.version })
-            .from(schema.agentSpecs)
-            .where(eq(schema.agentSpecs.agentId, id))
-            .orderBy(desc(schema.agentSpecs.version))
-            .limit(1);
-          const version = (last?.version ?? 0) + 1;
-          await tx.insert(schema.agentSpecs).values({ agentId: id, version, spec });
-          set.specVersion = version;
-        }
-        const [u] = await tx.update(schema.agents).set(set).where(eq(schema.agents.id, id)).returning();
-        return u;
-      });
-      if (!r) throw new WarrenError("not_found", "agent was not found");
-      updated = r;
+    if (changed) {
+      await this.#gate?.(id, null);
+      updated = (await appendVersion(this.db, id, spec, who.email, { current: true, set })).row;
+    } else if (Object.keys(set).length > 0) {
+      const [u] = await this.db.update(schema.agents).set(set).where(eq(schema.agents.id, id)).returning();
+      if (!u) throw new WarrenError("not_found", "agent was not found");
+      updated = u;
     }
     const view = agentView(updated, changed ? spec : current.spec);
     const warnings = [

@@ -46,6 +46,8 @@ test("the texts themselves: the overview and a command's help, word for word", (
       "  runs           recorded runs of commands\n" +
       "  chat           talk with an agent\n" +
       "  conversations  an agent's conversations (talk with `warren chat`)\n" +
+      "  evals          an agent's evaluation suites and runs\n" +
+      "  evidence       evidence packs: the governance record of a period\n" +
       "  files          files of an agent's home\n" +
       "  artifacts      notes, memories, scripts and collection records\n" +
       "  usage          disk use of an agent's home\n" +

@@ -19,6 +19,13 @@ import { portRoutes } from "../http/routes/ports.js";
 import { runRoutes } from "../http/routes/runs.js";
 import { secretRoutes } from "../http/routes/secrets.js";
 import { terminalRoutes } from "../http/routes/terminal.js";
+import {
+  approvalRoutes,
+  evalRoutes,
+  evidenceRoutes,
+  guardrailRoutes,
+  versionRoutes,
+} from "../http/routes/versions.js";
 import { createPreviewServer, previewOrigin } from "../preview/index.js";
 import type { Base } from "./base.js";
 import type { Services } from "./services.js";
@@ -77,6 +84,11 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
       ...artifactRoutes(s.artifacts),
       ...areaRoutes(s.areas),
       ...branchRoutes(s.conversations),
+      ...versionRoutes(s.versions),
+      ...approvalRoutes(s.approvals),
+      ...evalRoutes(s.evals),
+      ...evidenceRoutes(s.evidence),
+      ...guardrailRoutes(s.guardrails),
     ],
   });
   await app.ready();

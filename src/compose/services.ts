@@ -36,6 +36,11 @@ import { Terminals } from "../terminal/index.js";
 import { createToolGateway } from "../tools/gateway.js";
 import { toolPolicyProblem } from "../tools/policy.js";
 import { Tools } from "../tools/service.js";
+import { Approvals } from "../versions/approvals.js";
+import { Evals } from "../versions/evals.js";
+import { Evidence } from "../versions/evidence.js";
+import { Guardrails, guardrailPolicy } from "../versions/guardrails.js";
+import { Versions } from "../versions/service.js";
 import { Workloads } from "../workloads/index.js";
 import type { Base } from "./base.js";
 
@@ -107,6 +112,9 @@ export async function buildServices(
     checkToolPolicy: (text) => toolPolicyProblem(text),
     cancelGeneration: (agentId) => recorder.stopAgent(agentId, "the agent is being deleted"),
     addressRule: base.addressRule,
+    // the evaluation gate (made below): with it on, a change goes through a version
+    gate: (agentId, version) => evals.gate(agentId, version),
+    setGate: (who, agentId, suite) => evals.setGate(who, agentId, suite),
   });
   const guilds = new Guilds(db, access, agents);
   const exec = new Exec(agents, workloads, metrics);
@@ -117,6 +125,10 @@ export async function buildServices(
     agents,
     logger,
     runOf: (agentId) => registry.forAgent(agentId)?.runId,
+    pinnedPolicy: (agentId) => {
+      const runId = registry.forAgent(agentId)?.runId;
+      return runId === undefined ? undefined : recorder.policyOfRun(runId);
+    },
     maxConnections: config.EGRESS_MAX_CONNECTIONS,
     rule: base.addressRule,
     own: base.own,
@@ -125,7 +137,23 @@ export async function buildServices(
   bridges.register("egress", egress.handler);
   // the artifact store (notes, memory, scripts, collections), written by agents redacted as their records
   const artifacts = new Artifacts({ db, access, redactorOf: (agentId) => records.forAgent(agentId) });
-  const tools = new Tools({ layout, secrets, logger, egress, fetch: base.connector, artifacts });
+  // a tool call a permit asks approval for waits for a person's decision there
+  const approvals = new Approvals({ db, access, records });
+  // the organisations' guardrails: every tool decision must also pass them
+  const guardrails = new Guardrails(db, access, (text) => toolPolicyProblem(text));
+  const tools = new Tools({
+    layout,
+    secrets,
+    logger,
+    egress,
+    fetch: base.connector,
+    artifacts,
+    approvals,
+    guardrailOf: async (orgId) => {
+      const text = await guardrails.toolPolicyOf(orgId);
+      return text.trim() === "" ? null : guardrailPolicy(text);
+    },
+  });
   const terminals = new Terminals({ access, agents, workloads, runtime, logger });
 
   // a file of an agent's home by the home rules (the scripted provider's scripts)
@@ -181,7 +209,33 @@ export async function buildServices(
       memoryOf: (agent) => artifacts.forAgent(agent).readMemory(),
     }),
   );
-  const runs = new Runs({ db, access, agents, recorder, gateway, runners });
+  // versions of agents' specs, and the one a run keeps (asked by number, a canary's, the current)
+  const versions = new Versions({
+    db,
+    agents,
+    checkToolPolicy: (text) => toolPolicyProblem(text),
+    addressRule: base.addressRule,
+    gate: (agentId, version) => evals.gate(agentId, version),
+  });
+  const runs = new Runs({
+    db,
+    access,
+    agents,
+    recorder,
+    gateway,
+    runners,
+    versionFor: (agent, ask) => versions.forRun(agent, ask),
+    approvalWaiting: (runId) => approvals.waitingOf(runId),
+  });
+  // evaluation suites: each case a real run of the version evaluated; the gate on promotion
+  const evals: Evals = new Evals({
+    db,
+    access,
+    agents,
+    runs,
+    settled: (runId) => recorder.settled(runId),
+    logger,
+  });
   const areas = new Areas(db, access);
   const homes = new Homes(db, agents, layout, config.WORKSPACE_MAX_MIB, areas);
   const personas = new Personas({ db, access, agents, secrets });
@@ -223,6 +277,11 @@ export async function buildServices(
     face,
     runners,
     runs,
+    versions,
+    approvals,
+    evals,
+    guardrails,
+    evidence: new Evidence(db, access),
     homes,
     areas,
     personas,

@@ -4,7 +4,7 @@ import { SandboxPolicy } from "./policy.js";
 import { AgentKind, ModelSpec, RunLimits, ToolSpec, MAX_TOOLS } from "./spec.js";
 
 /** The spec's fields as a request may give them (POST: all optional; PATCH: what changes). */
-const specFields = {
+export const specFields = {
   kind: AgentKind.optional(),
   model: ModelSpec.nullable().optional(),
   instructions: z
@@ -66,6 +66,15 @@ export const AgentUpdateRequest = z
     name: name.optional(),
     max_workspace_mib: mibField(MAX_MIB).optional(),
     sandbox_policy: SandboxPolicy.optional(),
+    eval_gate: z
+      .string()
+      .min(1)
+      .max(64)
+      .nullable()
+      .optional()
+      .describe(
+        "an evaluation suite's name: making a version current then needs a passed evaluation by it; null: off",
+      ),
     ...specFields,
   })
   .strict()

@@ -18,6 +18,8 @@ export const errorStatus = {
   "secret.limit": 409,
   "run.not_cancellable": 409,
   "conversation.closed": 409,
+  "version.gate": 409,
+  "approval.stale": 409,
   "file.invalid_path": 400,
   "file.link": 400,
   "file.not_regular": 400,

@@ -65,9 +65,9 @@ export const RunReceipt = z
 export const RunWaiting = z
   .object({
     reason: z
-      .enum(["agent_busy", "org_limit"])
+      .enum(["agent_busy", "org_limit", "approval"])
       .describe(
-        "agent_busy: its agent has a run going on or an earlier one waiting; org_limit: its organisation runs as many as WARREN_ORG_MAX_RUNS",
+        "agent_busy: its agent has a run going on or an earlier one waiting; org_limit: its organisation runs as many as WARREN_ORG_MAX_RUNS; approval: a tool call waits for a person's decision (status waiting)",
       ),
     since: z.string(),
     position: z
@@ -119,6 +119,11 @@ export const Run = z
       "while the run is running: what its command tree (with what it started in the background) uses now",
     ),
     usage: RunUsage.optional().describe("an agent run: what it used so far, then in all"),
+    version: z
+      .number()
+      .nullable()
+      .optional()
+      .describe("the agent's spec version the run keeps for its whole life (its sandbox policy too)"),
   })
   .meta({ id: "Run" });
 export const RunList = items(Run, "RunList");
@@ -130,6 +135,24 @@ const runInput = z
   .max(4 * 1024 * 1024)
   .describe("becomes the file /agent/input in the run; at most 256 KiB");
 const runTimeout = z.number().int().min(1).max(COMMAND_LIMITS.runTimeoutSMax);
+
+/** Which version of the agent a run runs, and the key that keeps it on one side of a canary. */
+const runVersion = {
+  version: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe(
+      "a version of the agent's spec to run by number; default the current one (or the canary's share)",
+    ),
+  routing_key: z
+    .string()
+    .min(1)
+    .max(256)
+    .optional()
+    .describe("runs with the same key go to the same side of a canary; default a new key per run"),
+};
 
 const runWait = z
   .boolean()
@@ -145,6 +168,7 @@ export const AgentRunCreateRequest = z
     input: runInput.describe("the user's message to the agent; at most 256 KiB"),
     timeout_s: runTimeout.optional().describe("at most the spec's limits.max_run_s (its default)"),
     wait: runWait,
+    ...runVersion,
   })
   .strict()
   .meta({ id: "AgentRunCreateRequest" });
@@ -163,6 +187,7 @@ export const CommandRunCreateRequest = z
     timeout_s: z.number().int().min(1).max(COMMAND_LIMITS.runTimeoutSMax).optional(),
     limits: CommandLimits.optional(),
     wait: runWait,
+    ...runVersion,
   })
   .strict()
   .refine(exactlyOneCommand.check, { message: exactlyOneCommand.message, path: exactlyOneCommand.path })

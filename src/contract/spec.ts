@@ -3,6 +3,7 @@
 // One schema: the API validates with it, the store keeps its output, the SDK types it.
 import { z } from "zod";
 import { AGENT_KINDS, COMMAND_LIMITS } from "./lists.js";
+import { SandboxPolicy } from "./policy.js";
 
 export const AgentKind = z.enum(AGENT_KINDS).meta({ id: "AgentKind" });
 
@@ -186,6 +187,10 @@ export const AgentSpec = z
       .default("")
       .describe("Cedar policies; empty: every tool call is denied"),
     limits: RunLimits.default({ max_run_s: 3600, on_limit: "stop" }),
+    sandbox_policy: SandboxPolicy.default({
+      files: { read: [], write: [] },
+      network: { allow: [] },
+    }).describe("the version's sandbox policy: a run keeps its version's for its whole life"),
   })
   .strict()
   .superRefine((s, ctx) => {

@@ -335,6 +335,7 @@ export class Conversations {
         fence: branch?.worktree && fence !== null ? [...fence, branch.worktree] : fence,
         cwd: branch?.worktree ?? undefined,
         hide: branch?.worktree ? [`${branch.repo}/.git`] : undefined,
+        sandboxPolicy: current.spec.sandbox_policy,
       });
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);

@@ -9,7 +9,7 @@ import type { Identity } from "../access/index.js";
 import type { Agents } from "../agents/service.js";
 import { policyOf } from "../agents/service.js";
 import type { BridgeStreamHandler } from "../bridges/index.js";
-import { parseIp } from "../contract/policy.js";
+import { parseIp, type SandboxPolicy } from "../contract/policy.js";
 import type { OwnEndpoints } from "../net/own.js";
 import type { AddressRule } from "../net/rule.js";
 import type { EgressEvent, EgressList } from "../contract/types.js";
@@ -28,6 +28,11 @@ export interface EgressOptions {
   records: Pick<Records, "egress">;
   /** The run going on for an agent now, if any. */
   runOf: (agentId: string) => string | undefined;
+  /**
+   * The sandbox policy the run going on for an agent keeps (its version's), if any: it wins
+   * over the agent's policy as it is now, so a change does not reach a run already going.
+   */
+  pinnedPolicy?: (agentId: string) => SandboxPolicy | undefined;
   /** Where a connection may go at all, whatever a policy says (the one rule of src/net/rule.ts). */
   rule: AddressRule;
   /** The server's own endpoints: every upstream socket of the proxy is tracked there. */
@@ -72,7 +77,8 @@ export class Egress {
   }
 
   #compile(agentId: string, row: { sandboxPolicy: unknown } | undefined): CompiledPolicy {
-    const network = row ? policyOf(row).network : { allow: [] };
+    const pinned = row ? this.#o.pinnedPolicy?.(agentId) : undefined;
+    const network = pinned ? pinned.network : row ? policyOf(row).network : { allow: [] };
     const key = JSON.stringify(network);
     const last = this.#compiled.get(agentId);
     if (last?.key === key) return last;

@@ -153,7 +153,7 @@ export class AssistantRunner implements AgentRunner {
         // one after another, in the order the model asked
         for (const call of answer.toolCalls) {
           signal.throwIfAborted();
-          const outcome = await toolset.call(call.name, call.input);
+          const outcome = await toolset.call(call.name, call.input, call.id);
           counts.tool_calls++;
           if (outcome.record.decision === "deny") counts.tool_refusals++;
           await events("tool_call", {

@@ -6,6 +6,7 @@
 import type { Fence } from "../areas/fence.js";
 import { and, eq, inArray } from "drizzle-orm";
 import type { AgentRow } from "../agents/service.js";
+import type { SandboxPolicy } from "../contract/policy.js";
 import type { Run, RunReceipt, RunUsage } from "../contract/types.js";
 import type { DiskCaps } from "../homes/caps.js";
 import { newId } from "../ids.js";
@@ -81,6 +82,8 @@ export interface RunRequest {
   cwd?: string | undefined;
   /** Folders of the home the run's commands find empty (a repository's .git). */
   hide?: readonly string[] | undefined;
+  /** The sandbox policy of the run's version, kept for its whole life; default the agent's as it is. */
+  sandboxPolicy?: SandboxPolicy | undefined;
 }
 
 export interface RunRecorderOptions {
@@ -107,7 +110,10 @@ export class RunRecorder {
   /** The bookkeeping of each run this server started, by run id, until it is recorded. */
   readonly #pending = new Map<string, Promise<void>>();
   /** What each run going on uses: its command tree, its models and tools so far. */
-  readonly #live = new Map<string, { command?: { machineId: string; cgroup: string }; usage?: RunUsage }>();
+  readonly #live = new Map<
+    string,
+    { command?: { machineId: string; cgroup: string }; usage?: RunUsage; policy?: SandboxPolicy }
+  >();
 
   constructor(o: RunRecorderOptions) {
     this.#o = o;
@@ -137,6 +143,7 @@ export class RunRecorder {
     let n = 0;
     for (const [status, why] of [
       ["running", reason],
+      ["waiting", reason],
       ["queued", queued],
     ] as const) {
       const ids = await this.#o.records.updateRuns(eq(schema.runs.status, status), {
@@ -237,6 +244,16 @@ export class RunRecorder {
     return { ...(box ? { box_usage: box } : {}), ...(l.usage ? { usage: l.usage } : {}) };
   }
 
+  /** The bookkeeping of a run that has started in this server, until its record is written; else undefined. */
+  settled(runId: string): Promise<void> | undefined {
+    return this.#pending.get(runId);
+  }
+
+  /** The sandbox policy a run going on keeps (its version's), or undefined. */
+  policyOfRun(runId: string): SandboxPolicy | undefined {
+    return this.#live.get(runId)?.policy;
+  }
+
   #waitingView(runId: string): Run["waiting"] {
     const w = this.#o.registry.waiting(runId);
     return w ? { reason: w.reason, since: w.since.toISOString(), position: w.position } : undefined;
@@ -259,9 +276,10 @@ export class RunRecorder {
     const o = this.#o;
     const { agent, machine } = req;
     // opened once, as the generation starts: a change of secrets reaches the next generation
+    const scope = { id: run.id, ...(req.sandboxPolicy ? { policy: req.sandboxPolicy } : {}) };
     const work = await o.workloads.open(agent, {
       machine,
-      run: { id: run.id },
+      run: scope,
       secrets: req.secrets,
       fence: req.fence,
       cwd: req.cwd,
@@ -275,7 +293,11 @@ export class RunRecorder {
       pending.push(p);
       await p;
     };
-    const live: { command?: { machineId: string; cgroup: string }; usage?: RunUsage } = {};
+    const live: {
+      command?: { machineId: string; cgroup: string };
+      usage?: RunUsage;
+      policy?: SandboxPolicy;
+    } = req.sandboxPolicy ? { policy: req.sandboxPolicy } : {};
     this.#live.set(run.id, live);
     const timer = new AbortController();
     let t: NodeJS.Timeout | undefined;

@@ -4,7 +4,8 @@
 // kind's runner: a command (command.ts) or the agent's kind (model-run.ts).
 import { and, asc, desc, eq, gt, lt } from "drizzle-orm";
 import type { Access, Identity, Role } from "../access/index.js";
-import type { Agents } from "../agents/service.js";
+import type { AgentRow, Agents } from "../agents/service.js";
+import type { AgentSpec } from "../contract/spec.js";
 import { WarrenError } from "../errors.js";
 import type { Run } from "../contract/types.js";
 import type { ModelGateway } from "../models/types.js";
@@ -28,6 +29,8 @@ export interface AgentRunInput {
   timeout_s?: number | undefined;
   /** false: refuse the run when it cannot start now, instead of queueing it. */
   wait?: boolean | undefined;
+  version?: number | undefined;
+  routing_key?: string | undefined;
 }
 
 export interface CommandRunInput {
@@ -41,7 +44,15 @@ export interface CommandRunInput {
   limits?: CommandLimits | undefined;
   /** false: refuse the run when it cannot start now, instead of queueing it. */
   wait?: boolean | undefined;
+  version?: number | undefined;
+  routing_key?: string | undefined;
 }
+
+/** The version a run runs (asked by number, a canary's, or the current one) with its spec. */
+export type VersionForRun = (
+  agent: AgentRow,
+  ask: { version?: number | undefined; routing_key?: string | undefined },
+) => Promise<{ spec: AgentSpec; version: number | null }>;
 
 export interface RunsOptions {
   db: Db;
@@ -52,6 +63,10 @@ export interface RunsOptions {
   /** Agent runs: the model gateway and the runners of agent kinds. */
   gateway: ModelGateway;
   runners: AgentRunners;
+  /** Picks each run's version (src/versions); default the agent's current one. */
+  versionFor?: VersionForRun;
+  /** Why a `waiting` run waits: a tool call's approval (src/versions/approvals.ts). */
+  approvalWaiting?: (runId: string) => Run["waiting"];
 }
 
 export class Runs {
@@ -72,10 +87,17 @@ export class Runs {
       );
     }
     const machine = await o.agents.machineOf(agent);
-    const common = { agent, machine, input: inputBytes, wait: input.wait ?? true };
+    // the run keeps this version (its sandbox policy too) for its whole life
+    const chosen = await (o.versionFor ?? ((a: AgentRow) => o.agents.specOf(a)))(agent, input);
+    const common = {
+      agent,
+      machine,
+      input: inputBytes,
+      wait: input.wait ?? true,
+      sandboxPolicy: chosen.spec.sandbox_policy,
+    };
     if (input.kind === "agent") {
-      const current = await o.agents.specOf(agent);
-      const plan = planAgentRun(current.spec, current.version, o.runners, input.timeout_s);
+      const plan = planAgentRun(chosen.spec, chosen.version, o.runners, input.timeout_s);
       return o.recorder.start({
         ...common,
         kind: plan.spec.kind,
@@ -90,7 +112,7 @@ export class Runs {
       ...common,
       kind: "command",
       argv,
-      specVersion: null,
+      specVersion: chosen.version,
       timeoutS: input.timeout_s ?? 3600,
       runner: new CommandRunner({ argv, env: input.env, limits: input.limits }),
     });
@@ -115,6 +137,10 @@ export class Runs {
   async get(who: Identity, id: string): Promise<Run> {
     const { row, role } = await this.#loadWithRole(who, id, "read");
     const view = this.#o.recorder.withWaiting(viewFor(role, row));
+    if (row.status === "waiting") {
+      const waiting = this.#o.approvalWaiting?.(id);
+      return { ...view, ...this.#o.recorder.live(id), ...(waiting ? { waiting } : {}) };
+    }
     return row.status === "running" ? { ...view, ...this.#o.recorder.live(id) } : view;
   }
 

@@ -29,6 +29,7 @@ export function runView(r: RunRow): Run {
     // written by the run recorder in the contract's shape
     receipt: r.receipt as RunReceipt | null,
     ...(r.usage ? { usage: r.usage as RunUsage } : {}),
+    version: r.specVersion,
   };
 }
 

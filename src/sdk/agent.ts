@@ -4,6 +4,7 @@ import { ndjson } from "./ndjson.js";
 import { AgentConversations, AgentPersonas, ConversationsApi, PersonasApi } from "./conversations.js";
 import type { RunsApi } from "./runs.js";
 import { AgentTerminal } from "./terminal.js";
+import { AgentVersions } from "./versions.js";
 import { homePath, seg, type RequestOptions, type Transport } from "./transport.js";
 import type {
   EgressList,
@@ -121,6 +122,8 @@ export class AgentHandle {
   readonly conversations: AgentConversations;
   /** Narrowings of the agent that a conversation may be started as. */
   readonly personas: AgentPersonas;
+  /** Its versions, canary and evaluations. */
+  readonly versions: AgentVersions;
 
   constructor(
     private readonly http: Transport,
@@ -132,6 +135,7 @@ export class AgentHandle {
     this.terminal = new AgentTerminal(http, id);
     this.conversations = new AgentConversations(new ConversationsApi(http), id);
     this.personas = new AgentPersonas(new PersonasApi(http), id);
+    this.versions = new AgentVersions(http, id);
   }
 
   /** Runs a command in the agent's box as the agent and answers once it ended, with its output. */

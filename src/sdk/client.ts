@@ -2,6 +2,7 @@
 import { AgentHandle } from "./agent.js";
 import { OrgArtifacts } from "./artifacts.js";
 import { ConversationsApi, PersonasApi } from "./conversations.js";
+import { ApprovalsApi } from "./versions.js";
 import { AgentsApi, GuildsApi, MachinesApi, OrgsApi } from "./resources.js";
 import { RunsApi } from "./runs.js";
 import { SecretsApi } from "./secrets.js";
@@ -18,6 +19,8 @@ export class WarrenClient {
   readonly secrets: SecretsApi;
   readonly conversations: ConversationsApi;
   readonly personas: PersonasApi;
+  /** Approvals of tool calls: list those waiting, decide one. */
+  readonly approvals: ApprovalsApi;
   private readonly http: Transport;
 
   constructor(options: WarrenClientOptions) {
@@ -31,6 +34,7 @@ export class WarrenClient {
     this.secrets = new SecretsApi(this.http);
     this.conversations = new ConversationsApi(this.http);
     this.personas = new PersonasApi(this.http);
+    this.approvals = new ApprovalsApi(this.http);
   }
 
   /** One agent's commands, files, usage and runs. No request is made until one of them is used. */

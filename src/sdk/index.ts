@@ -5,6 +5,7 @@ export { OrgsApi, MachinesApi, AgentsApi, GuildsApi } from "./resources.js";
 export { SecretsApi } from "./secrets.js";
 export { OrgArtifacts } from "./artifacts.js";
 export type { ArtifactRevision } from "./artifacts.js";
+export { AgentVersions, ApprovalsApi } from "./versions.js";
 export {
   AgentConversations,
   AgentPersonas,
@@ -27,6 +28,12 @@ export type { WaitOptions } from "./runs.js";
 export type { WarrenClientOptions, RequestOptions } from "./transport.js";
 export type {
   AccessList,
+  Approval,
+  Canary,
+  EvalRun,
+  EvalSuite,
+  Version,
+  VersionSummary,
   Agent,
   ArtifactGrant,
   ArtifactItem,

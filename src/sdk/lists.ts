@@ -14,10 +14,11 @@ export const HARNESS_KINDS = ["claude-code", "codex", "opencode"] as const;
 /** Every kind of agent: a command, warren's assistant, or a harness. */
 export const AGENT_KINDS = ["command", "assistant", ...HARNESS_KINDS] as const;
 
-/** A run's statuses; the last five are terminal (it will not change again). */
+/** A run's statuses (waiting: for a person's approval of a tool call); the last five are terminal. */
 export const RUN_STATUSES = [
   "queued",
   "running",
+  "waiting",
   "succeeded",
   "failed",
   "timed_out",

@@ -412,3 +412,4 @@ export const conversationEvents = pgTable(
 // the schema's other parts, one file a feature
 export * from "./schema-artifacts.js";
 export * from "./schema-areas.js";
+export * from "./schema-versions.js";

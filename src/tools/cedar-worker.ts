@@ -31,7 +31,7 @@ export type ToWorker =
 export type FromWorker =
   | { type: "ready" }
   | { type: "checked"; id: number; problem: string; policies?: undefined; forbids?: undefined }
-  | { type: "checked"; id: number; problem: null; policies: Policies; forbids: string[] }
+  | { type: "checked"; id: number; problem: null; policies: Policies; forbids: string[]; asks: string[] }
   | {
       type: "decided";
       id: number;
@@ -62,6 +62,8 @@ function check(text: string, schema: string): FromWorker & { type: "checked" } {
     return problem("policy templates are not supported in a tool policy");
   const policies: Policies = {};
   const forbids: string[] = [];
+  // permits annotated @approval("required"): a call they allow waits for a person's decision
+  const asks: string[] = [];
   for (const [i, p] of split.policies.entries()) {
     const json = cedar.policyToJson(p);
     if (json.type === "failure") return problem(json.errors.map(describe).join("; "));
@@ -69,8 +71,19 @@ function check(text: string, schema: string): FromWorker & { type: "checked" } {
     if (id in policies) return problem(`two policies have the id "${id}"`);
     policies[id] = p;
     if (json.json.effect === "forbid") forbids.push(id);
+    const approval = json.json.annotations?.approval;
+    if (approval !== undefined) {
+      if (approval !== "required")
+        return problem(
+          `policy "${id}": @approval takes only "required" (a call it permits waits for a decision)`,
+        );
+      if (json.json.effect !== "permit")
+        return problem(`policy "${id}": @approval("required") belongs on a permit, not a forbid`);
+      asks.push(id);
+    }
   }
-  if (Object.keys(policies).length === 0) return { type: "checked", id: 0, problem: null, policies, forbids };
+  if (Object.keys(policies).length === 0)
+    return { type: "checked", id: 0, problem: null, policies, forbids, asks };
   const answer = cedar.validate({
     schema,
     policies: { staticPolicies: policies },
@@ -79,7 +92,7 @@ function check(text: string, schema: string): FromWorker & { type: "checked" } {
   if (answer.type === "failure") return problem(answer.errors.map(describe).join("; "));
   if (answer.validationErrors.length > 0)
     return problem(answer.validationErrors.map((v) => describe(v.error)).join("; "));
-  return { type: "checked", id: 0, problem: null, policies, forbids };
+  return { type: "checked", id: 0, problem: null, policies, forbids, asks };
 }
 
 /**

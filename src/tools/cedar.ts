@@ -14,6 +14,8 @@ import type { FromWorker, ToWorker } from "./cedar-worker.js";
 export interface CheckedPolicies {
   policies: Record<string, string>;
   forbids: string[];
+  /** The permits annotated `@approval("required")`: a call they allow waits for a decision. */
+  asks: string[];
 }
 
 /** A check's answer: the policy set, or why the text is not one. */
@@ -179,7 +181,7 @@ export class CedarEngine {
         failure: true,
       };
     if (a.type !== "checked") return { problem: `Cedar answered ${a.type} to a check` };
-    return a.problem === null ? { problem: null, policies: a.policies, forbids: a.forbids } : a;
+    return a.problem === null ? { problem: null, policies: a.policies, forbids: a.forbids, asks: a.asks } : a;
   }
 
   /** Decides a request by a policy set. A failing worker answers the failure (which denies). */

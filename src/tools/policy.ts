@@ -119,6 +119,8 @@ export interface ToolDecision {
   policies: string[];
   /** Errors Cedar met evaluating policies (a policy that errors does not apply), or why it could not decide. */
   errors: string[];
+  /** Allowed by a permit annotated `@approval("required")`: the call waits for a person's decision. */
+  ask?: true;
 }
 
 /** The context of a request: typed arguments where their name and type fit, all of them as JSON. */
@@ -146,6 +148,7 @@ const compiled = new Map<string, ToolPolicy>();
 export class ToolPolicy {
   readonly #key = newPolicySetKey();
   readonly #forbids: Set<string>;
+  readonly #asks: Set<string>;
 
   private constructor(
     private readonly parsed: CheckedPolicies,
@@ -154,6 +157,7 @@ export class ToolPolicy {
     private readonly engine: CedarEngine,
   ) {
     this.#forbids = new Set(parsed.forbids);
+    this.#asks = new Set(parsed.asks);
   }
 
   /** Compiles policy text. Text that does not validate denies every call (its problem is kept). */
@@ -165,7 +169,7 @@ export class ToolPolicy {
       compiled.set(text, known);
       return known;
     }
-    const empty: CheckedPolicies = { policies: {}, forbids: [] };
+    const empty: CheckedPolicies = { policies: {}, forbids: [], asks: [] };
     const c: Checked = text.trim() === "" ? { problem: null, ...empty } : await checked(text, engine);
     const made =
       c.problem !== null ? new ToolPolicy(empty, c.problem, engine) : new ToolPolicy(c, null, engine);
@@ -206,6 +210,12 @@ export class ToolPolicy {
     // A forbid that could not be evaluated denies: an error never opens a door.
     const erredForbids = answer.errors.map((e) => e.policyId).filter((id) => this.#forbids.has(id));
     if (erredForbids.length > 0) return { decision: "deny", policies: erredForbids, errors };
-    return { decision: answer.decision, policies: answer.reason, errors };
+    const ask = answer.decision === "allow" && answer.reason.some((id) => this.#asks.has(id));
+    return {
+      decision: answer.decision,
+      policies: answer.reason,
+      errors,
+      ...(ask ? { ask: true as const } : {}),
+    };
   }
 }

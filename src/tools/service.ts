@@ -3,6 +3,7 @@
 // run; a refusal or a failure is the answer the model gets, never a thrown error. Every call is
 // recorded (tool, arguments, decision and deciding policies, result size, duration, error).
 import type { Artifacts } from "../artifacts/index.js";
+import { createHash, randomUUID } from "node:crypto";
 import type { HomeLayout } from "../boxes/index.js";
 import { WarrenError } from "../errors.js";
 import type { Egress } from "../egress/service.js";
@@ -16,6 +17,7 @@ import { bounded, ToolFailure, type ToolImpl } from "./impl.js";
 import { connectMcp, type McpConnection } from "./mcp.js";
 import { ToolPolicy } from "./policy.js";
 import type {
+  ApprovalDoor,
   RunTool,
   ToolCallRecord,
   ToolOutcome,
@@ -35,7 +37,29 @@ export interface ToolsOptions {
   fetch: GuardedFetch;
   /** The artifact store, which the note, memory, record and script tools reach as the agent. */
   artifacts: Pick<Artifacts, "forAgent">;
+  /** Where a call a permit asks approval for waits for a person's decision; without it, such a call is refused. */
+  approvals?: ApprovalDoor | undefined;
+  /**
+   * The organisation's guardrail, as the policy it is decided by (null: none): every call the
+   * agent's policy allows must pass it too.
+   */
+  guardrailOf?: (orgId: string) => Promise<string | null>;
 }
+
+/** JSON with every object's keys in order: the same arguments, the same text, the same digest. */
+function stableJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(stableJson).join(",")}]`;
+  if (v && typeof v === "object")
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${stableJson((v as Record<string, unknown>)[k])}`)
+      .join(",")}}`;
+  return JSON.stringify(v ?? null);
+}
+
+/** SHA-256 (hex) of a call's canonical arguments: what an approval's decision must carry. */
+export const argsDigest = (args: unknown): string =>
+  createHash("sha256").update(stableJson(args)).digest("hex");
 
 /** The arguments with each one a policy can test in its canonical form (canonical.ts); throws ToolFailure. */
 function canonicalArguments(impl: ToolImpl, args: Record<string, unknown>): Record<string, unknown> {
@@ -99,12 +123,35 @@ class RunToolset implements Toolset {
     readonly warnings: readonly string[],
     private readonly onClose: () => void,
     private readonly logger: Logger,
+    private readonly approvals: ApprovalDoor | undefined,
+    private readonly guardrail: ToolPolicy | null,
   ) {
     this.#byName = new Map(impls.map((i) => [i.tool.name, i]));
     this.tools = impls.map((i) => i.tool);
   }
 
-  async call(name: string, given: unknown): Promise<ToolOutcome> {
+  /** The organisation's guardrail's refusal of a call, or null when it passes (or there is none). */
+  async #guard(
+    name: string,
+    impl: ToolImpl,
+    canonical: Record<string, unknown>,
+  ): Promise<{ output: string; policies: string[] } | null> {
+    if (!this.guardrail) return null;
+    const g = await this.guardrail.decide({
+      agent: { id: this.ctx.workload.agent.id, orgId: this.ctx.workload.agent.orgId },
+      tool: { name, kind: impl.kind, ...(impl.server ? { server: impl.server } : {}) },
+      run: { id: this.ctx.runId, via: this.ctx.via ?? "loop" },
+      arguments: canonical,
+    });
+    if (g.decision === "allow") return null;
+    const why = g.policies.length > 0 ? `forbidden by ${g.policies.join(", ")}` : g.errors.join("; ");
+    return {
+      output: `the call was refused by the organisation's guardrail (${why}); the agent's own policy cannot allow it`,
+      policies: g.policies,
+    };
+  }
+
+  async call(name: string, given: unknown, callId?: string): Promise<ToolOutcome> {
     const started = performance.now();
     // some providers hand the arguments over as JSON text
     let args = given;
@@ -185,6 +232,51 @@ class RunToolset implements Toolset {
         d.policies,
         "denied by policy",
       );
+    }
+    const guarded = await this.#guard(name, impl, canonical);
+    if (guarded) return finish(guarded.output, "deny", guarded.policies, "denied by guardrail");
+    if (d.ask) {
+      // a permit asks a person first: the call waits for a decision on exactly these arguments
+      const door = this.approvals;
+      if (!door)
+        return finish(
+          "the call needs a person's approval, which this run cannot wait for",
+          "deny",
+          d.policies,
+          "approval unavailable",
+        );
+      const answer = await door.ask(
+        {
+          runId: this.ctx.runId,
+          toolCallId: callId ?? randomUUID(),
+          tool: name,
+          arguments: shownArgs,
+          argsSha256: argsDigest(canonical),
+          policies: d.policies,
+        },
+        this.ctx.signal,
+      );
+      if (answer.decision === "deny") {
+        const by = answer.decidedBy ?? "a person";
+        const said = answer.message ? `: ${answer.message}` : "";
+        return finish(`the call was declined by ${by}${said}`, "deny", d.policies, "declined");
+      }
+      // at execution the policy decides again: what it allows now, and nothing else, runs
+      const again = await this.policy.decide({
+        agent: { id: this.ctx.workload.agent.id, orgId: this.ctx.workload.agent.orgId },
+        tool: { name, kind: impl.kind, ...(impl.server ? { server: impl.server } : {}) },
+        run: { id: this.ctx.runId, via: this.ctx.via ?? "loop" },
+        arguments: canonical,
+      });
+      if (again.decision === "deny")
+        return finish(
+          "the call was approved, but the tool policy no longer allows it",
+          "deny",
+          again.policies,
+          "denied by policy",
+        );
+      const guardedNow = await this.#guard(name, impl, canonical);
+      if (guardedNow) return finish(guardedNow.output, "deny", guardedNow.policies, "denied by guardrail");
     }
     try {
       const out = await impl.run(canonical, this.ctx.signal);
@@ -296,6 +388,8 @@ export class Tools implements ToolsetFactory {
       }
     }
     const policy = await ToolPolicy.compile(ctx.spec.tool_policy);
+    const guardText = o.guardrailOf ? await o.guardrailOf(agent.orgId) : null;
+    const guardrail = guardText === null ? null : await ToolPolicy.compile(guardText);
     if (policy.problem)
       warnings.push(`the tool policy does not validate, so every call is denied: ${policy.problem}`);
     const set = new RunToolset(
@@ -309,6 +403,8 @@ export class Tools implements ToolsetFactory {
         if (this.#open.get(ctx.runId) === set) this.#open.delete(ctx.runId);
       },
       o.logger,
+      o.approvals,
+      guardrail,
     );
     this.#open.set(ctx.runId, set);
     return set;

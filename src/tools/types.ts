@@ -58,11 +58,39 @@ export interface Toolset {
   readonly tools: readonly RunTool[];
   /** What went wrong while opening (an MCP server that could not be listed, a policy that does not validate). */
   readonly warnings: readonly string[];
-  /** Decides the call by the policy, then runs it; never throws for a refusal or a tool's failure. */
-  call(name: string, args: unknown): Promise<ToolOutcome>;
+  /**
+   * Decides the call by the policy (waiting for a person's decision when a permit asks for
+   * one), then runs it; never throws for a refusal or a tool's failure. `callId` is the
+   * model's id of the call, which an approval names.
+   */
+  call(name: string, args: unknown, callId?: string): Promise<ToolOutcome>;
   close(): Promise<void>;
 }
 
 export interface ToolsetFactory {
   open(ctx: ToolRunContext): Promise<Toolset>;
+}
+
+/** One exact tool call that waits for a person's decision (a permit annotated `@approval("required")`). */
+export interface ApprovalAsk {
+  runId: string;
+  toolCallId: string;
+  tool: string;
+  /** The arguments as the record shows them (redacted). */
+  arguments: unknown;
+  /** SHA-256 of the canonical arguments the call would run with (hex). */
+  argsSha256: string;
+  /** The deciding policies' ids. */
+  policies: string[];
+}
+
+export interface ApprovalAnswer {
+  decision: "allow" | "deny";
+  message: string | null;
+  decidedBy: string | null;
+}
+
+/** Where a call that asks waits for its decision (src/versions/approvals.ts). */
+export interface ApprovalDoor {
+  ask(req: ApprovalAsk, signal: AbortSignal): Promise<ApprovalAnswer>;
 }

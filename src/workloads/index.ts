@@ -13,6 +13,7 @@ import { SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
 import { WarrenError } from "../errors.js";
 import { homeOf, uidOf } from "../machines/placement.js";
 import type { Logger } from "../observability/log.js";
+import type { SandboxPolicy } from "../contract/policy.js";
 import type { BoxExecResult, ExecIo, MachineRuntime, PtyStream } from "../runtime/index.js";
 import { Redactor, withCaseForms } from "../secrets/redact.js";
 import type { ResolvedSecrets, Secrets } from "../secrets/service.js";
@@ -83,6 +84,8 @@ export interface WorkloadsOptions {
 /** The run a workload belongs to. */
 export interface RunScope {
   id: string;
+  /** The sandbox policy of the run's version, for its whole life (default: the agent's as it is). */
+  policy?: SandboxPolicy | undefined;
 }
 
 export class Workloads {
@@ -204,7 +207,10 @@ export class Workload {
 
   /** The walls of the agent's commands (a run's own command also reads its /agent). */
   walls(opts: { main?: boolean } = {}): Walls {
-    return commandWalls(this.agent, this.trust, this.o.homes, { run: opts.main === true });
+    return commandWalls(this.agent, this.trust, this.o.homes, {
+      run: opts.main === true,
+      policy: this.run?.policy,
+    });
   }
 
   /** What every record and every output of this work is redacted of: the secrets and what it protects. */

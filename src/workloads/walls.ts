@@ -3,6 +3,7 @@
 import path from "node:path";
 import { fileAccessOf } from "../agents/policy.js";
 import { policyOf, type AgentRow } from "../agents/service.js";
+import type { SandboxPolicy } from "../contract/policy.js";
 import { BOX_BRIDGES, BOX_PATHS, type HomeLayout, type Trust } from "../boxes/index.js";
 import { WarrenError } from "../errors.js";
 import { homeOf, portsOf, uidOf } from "../machines/placement.js";
@@ -33,12 +34,12 @@ export function commandWalls(
   agent: AgentRow,
   trust: Trust,
   homes: Pick<HomeLayout, "identity">,
-  opts: { run?: boolean } = {},
+  opts: { run?: boolean; policy?: SandboxPolicy | undefined } = {},
 ): Walls {
   const ports = portsOf(agent.slot);
   return {
     ...homes.identity(uidOf(agent.slot), trust),
-    files: fileAccessOf(policyOf(agent), {
+    files: fileAccessOf(opts.policy ?? policyOf(agent), {
       home: homeOf(agent.id),
       shared: trust === "shared",
       agentDir: opts.run === true,

@@ -10,6 +10,8 @@ import { chat } from "./chat.js";
 import { conversations } from "./conversations.js";
 import { doctor } from "./doctor.js";
 import { egress } from "./egress.js";
+import { evals } from "./evals.js";
+import { evidence } from "./evidence.js";
 import { exec } from "./exec.js";
 import { files } from "./files.js";
 import { guilds } from "./guilds.js";
@@ -33,6 +35,8 @@ export const groups: readonly Group[] = [
   runs,
   chat,
   conversations,
+  evals,
+  evidence,
   files,
   artifacts,
   usage,

@@ -1,0 +1,190 @@
+// Approvals: a person's decision on one exact tool call. A call that a permit annotated
+// `@approval("required")` allows waits here: its run is `waiting` (waiting.reason approval),
+// an approval record names the call (its id, tool, arguments, their SHA-256, the policy's
+// version), and only a decision that carries that digest, for that call while it still
+// waits, decides it; anything else is approval.stale. A decline is the tool's answer to the
+// model; the tool never runs.
+import { and, desc, eq } from "drizzle-orm";
+import type { Access, Identity } from "../access/index.js";
+import type { Approval } from "../contract/types.js";
+import { WarrenError } from "../errors.js";
+import { newId } from "../ids.js";
+import type { Records } from "../records/index.js";
+import type { Db } from "../store/index.js";
+import { schema } from "../store/index.js";
+import type { ApprovalAnswer, ApprovalAsk, ApprovalDoor } from "../tools/types.js";
+
+type ApprovalRow = typeof schema.approvals.$inferSelect;
+
+export interface ApprovalsOptions {
+  db: Db;
+  access: Access;
+  records: Pick<Records, "runEvent" | "updateRun">;
+}
+
+function view(r: ApprovalRow): Approval {
+  return {
+    id: r.id,
+    run_id: r.runId,
+    agent_id: r.agentId,
+    tool_call_id: r.toolCallId,
+    tool: r.tool,
+    arguments: r.arguments,
+    args_sha256: r.argsSha256,
+    policy_version: r.policyVersion,
+    policies: r.policies,
+    status: r.status,
+    message: r.message,
+    ...(r.decidedBy !== null ? { decided_by: r.decidedBy } : {}),
+    created_at: r.createdAt.toISOString(),
+    decided_at: r.decidedAt?.toISOString() ?? null,
+  };
+}
+
+export class Approvals implements ApprovalDoor {
+  readonly #o: ApprovalsOptions;
+  /** The calls waiting in this process, by approval id: their decision is handed over here. */
+  readonly #waiting = new Map<string, { runId: string; since: Date; decide: (a: ApprovalAnswer) => void }>();
+
+  constructor(o: ApprovalsOptions) {
+    this.#o = o;
+  }
+
+  /** A call waits for its decision (or its run's end); the run is `waiting` meanwhile. */
+  async ask(req: ApprovalAsk, signal: AbortSignal): Promise<ApprovalAnswer> {
+    const o = this.#o;
+    const [run] = await o.db
+      .select({ orgId: schema.runs.orgId, agentId: schema.runs.agentId, version: schema.runs.specVersion })
+      .from(schema.runs)
+      .where(eq(schema.runs.id, req.runId));
+    if (!run) return { decision: "deny", message: "the run has no record", decidedBy: null };
+    const id = newId("apr");
+    const since = new Date();
+    const answered = new Promise<ApprovalAnswer>((resolve) => {
+      this.#waiting.set(id, { runId: req.runId, since, decide: resolve });
+    });
+    const [row] = await o.db
+      .insert(schema.approvals)
+      .values({
+        id,
+        orgId: run.orgId,
+        agentId: run.agentId,
+        runId: req.runId,
+        toolCallId: req.toolCallId,
+        tool: req.tool,
+        arguments: req.arguments ?? {},
+        argsSha256: req.argsSha256,
+        policyVersion: run.version,
+        policies: req.policies,
+        status: "waiting",
+        createdAt: since,
+      })
+      .returning();
+    await o.records.updateRun(req.runId, { status: "waiting" }, eq(schema.runs.status, "running"));
+    await o.records.runEvent(req.runId, "approval", view(row!));
+    const onAbort = () => void this.#expire(id, "the run ended before a decision");
+    signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      const answer = await answered;
+      return answer;
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+      this.#waiting.delete(id);
+      await o.records.updateRun(req.runId, { status: "running" }, eq(schema.runs.status, "waiting"));
+    }
+  }
+
+  async #expire(id: string, why: string): Promise<void> {
+    const w = this.#waiting.get(id);
+    if (!w) return;
+    this.#waiting.delete(id);
+    await this.#o.db
+      .update(schema.approvals)
+      .set({ status: "expired", message: why, decidedAt: new Date() })
+      .where(and(eq(schema.approvals.id, id), eq(schema.approvals.status, "waiting")));
+    w.decide({ decision: "deny", message: why, decidedBy: null });
+  }
+
+  /** Why a run waits, while one of its calls waits for a decision. */
+  waitingOf(runId: string): { reason: "approval"; since: string; position: number } | undefined {
+    for (const w of this.#waiting.values())
+      if (w.runId === runId) return { reason: "approval", since: w.since.toISOString(), position: 1 };
+    return undefined;
+  }
+
+  /**
+   * Decides a waiting call. The decision must carry the digest of the arguments it waits
+   * with; a call no longer waiting (decided, or its run ended) or other arguments are stale.
+   */
+  async decide(
+    who: Identity,
+    id: string,
+    body: { decision: "allow" | "deny"; message?: string | undefined; args_sha256: string },
+  ): Promise<Approval> {
+    const o = this.#o;
+    const [row] = await o.db.select().from(schema.approvals).where(eq(schema.approvals.id, id));
+    if (!row) throw new WarrenError("not_found", "approval was not found");
+    await o.access.require(row.orgId, who, "write", "approval");
+    if (row.status !== "waiting" || !this.#waiting.has(id))
+      throw new WarrenError(
+        "approval.stale",
+        `the call ${row.toolCallId} no longer waits for a decision (it is ${row.status === "waiting" ? "no longer waiting" : row.status}); see the run's approvals for the one waiting now`,
+      );
+    if (body.args_sha256.toLowerCase() !== row.argsSha256)
+      throw new WarrenError(
+        "approval.stale",
+        `the decision names other arguments (sha256 ${body.args_sha256}) than the call waits with (${row.argsSha256}); read the approval again and decide on what it shows`,
+      );
+    const status = body.decision === "allow" ? "allowed" : "denied";
+    const [decided] = await o.db
+      .update(schema.approvals)
+      .set({ status, message: body.message ?? null, decidedBy: who.email, decidedAt: new Date() })
+      .where(and(eq(schema.approvals.id, id), eq(schema.approvals.status, "waiting")))
+      .returning();
+    const w = this.#waiting.get(id);
+    if (!decided || !w)
+      throw new WarrenError("approval.stale", `the call ${row.toolCallId} was decided meanwhile`);
+    this.#waiting.delete(id);
+    await o.records.runEvent(row.runId, "approval", view(decided));
+    w.decide({ decision: body.decision, message: body.message ?? null, decidedBy: who.email });
+    return view(decided);
+  }
+
+  async forRun(who: Identity, runId: string): Promise<Approval[]> {
+    const [run] = await this.#o.db
+      .select({ orgId: schema.runs.orgId })
+      .from(schema.runs)
+      .where(eq(schema.runs.id, runId));
+    if (!run) throw new WarrenError("not_found", "run was not found");
+    await this.#o.access.require(run.orgId, who, "read", "run");
+    const rows = await this.#o.db
+      .select()
+      .from(schema.approvals)
+      .where(eq(schema.approvals.runId, runId))
+      .orderBy(schema.approvals.createdAt);
+    return rows.map(view);
+  }
+
+  async forOrg(who: Identity, orgId: string, status: ApprovalRow["status"] | undefined): Promise<Approval[]> {
+    await this.#o.access.require(orgId, who, "read", "organisation");
+    const where = [eq(schema.approvals.orgId, orgId)];
+    if (status) where.push(eq(schema.approvals.status, status));
+    const rows = await this.#o.db
+      .select()
+      .from(schema.approvals)
+      .where(and(...where))
+      .orderBy(desc(schema.approvals.createdAt))
+      .limit(500);
+    return rows.map(view);
+  }
+
+  /** At boot: approvals whose runs were cut short by the server's stop expire, saying so. */
+  async expireOrphans(): Promise<number> {
+    const rows = await this.#o.db
+      .update(schema.approvals)
+      .set({ status: "expired", message: "the server stopped while the call waited", decidedAt: new Date() })
+      .where(eq(schema.approvals.status, "waiting"))
+      .returning({ id: schema.approvals.id });
+    return rows.length;
+  }
+}

@@ -1,0 +1,66 @@
+// An organisation's guardrails: a Cedar policy, written by its owners and admins, that every
+// tool decision of every agent of the organisation must also pass, above the agents' own
+// policies. It is read with a permit of everything beneath it, so that it narrows (its
+// forbids deny) and never widens: what an agent's policy does not permit stays denied.
+import { eq } from "drizzle-orm";
+import type { Access, Identity } from "../access/index.js";
+import { WarrenError } from "../errors.js";
+import type { Db } from "../store/index.js";
+import { schema } from "../store/index.js";
+
+/** The policy a guardrail is decided by: everything permitted, but what its forbids deny. */
+export const guardrailPolicy = (text: string): string =>
+  `@id("warren.guardrail.base") permit(principal, action, resource);\n${text}`;
+
+export interface GuardrailsView {
+  org_id: string;
+  tool_policy: string;
+  updated_by: string | null;
+  updated_at: string | null;
+}
+
+export class Guardrails {
+  constructor(
+    private readonly db: Db,
+    private readonly access: Access,
+    private readonly check: (text: string) => Promise<string | null>,
+  ) {}
+
+  /** The organisation's guardrail policy text ("" when it has none). */
+  async toolPolicyOf(orgId: string): Promise<string> {
+    const [g] = await this.db
+      .select()
+      .from(schema.orgGuardrails)
+      .where(eq(schema.orgGuardrails.orgId, orgId));
+    return g?.toolPolicy ?? "";
+  }
+
+  async get(who: Identity, orgId: string): Promise<GuardrailsView> {
+    await this.access.require(orgId, who, "read", "organisation");
+    const [g] = await this.db
+      .select()
+      .from(schema.orgGuardrails)
+      .where(eq(schema.orgGuardrails.orgId, orgId));
+    return {
+      org_id: orgId,
+      tool_policy: g?.toolPolicy ?? "",
+      updated_by: g?.updatedBy ?? null,
+      updated_at: g?.updatedAt.toISOString() ?? null,
+    };
+  }
+
+  async put(who: Identity, orgId: string, body: { tool_policy: string }): Promise<GuardrailsView> {
+    await this.access.require(orgId, who, "manage", "organisation");
+    if (body.tool_policy.trim() !== "") {
+      const problem = await this.check(guardrailPolicy(body.tool_policy));
+      if (problem !== null)
+        throw new WarrenError("request.invalid", `tool_policy: ${problem}`, { field: "tool_policy" });
+    }
+    const row = { toolPolicy: body.tool_policy, updatedBy: who.email, updatedAt: new Date() };
+    await this.db
+      .insert(schema.orgGuardrails)
+      .values({ orgId, ...row })
+      .onConflictDoUpdate({ target: schema.orgGuardrails.orgId, set: row });
+    return this.get(who, orgId);
+  }
+}

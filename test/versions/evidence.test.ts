@@ -1,0 +1,131 @@
+// Evidence packs on both databases: made by an auditor (an editor may not), downloaded as
+// gzipped JSON Lines chained by SHA-256 with a manifest; `warren evidence verify` passes the
+// pack as made and fails it with a line edited, removed or moved.
+import assert from "node:assert/strict";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { Readable, Writable } from "node:stream";
+import { after, before, describe, test } from "node:test";
+import { gunzipSync, gzipSync } from "node:zlib";
+import { createHash } from "node:crypto";
+import { runCli } from "../../src/cli/run.js";
+import { dbLegs } from "../support/db.js";
+import { startTestServer, type TestServer } from "../support/server.js";
+
+const OWNER = "owner@example.com";
+const AUDITOR = "auditor@example.com";
+const EDITOR = "editor@example.com";
+
+for (const leg of dbLegs) {
+  describe(`evidence packs on ${leg.name}`, { skip: leg.skip ?? false }, () => {
+    let t: TestServer;
+    let dir: string;
+    let org: string;
+    let agent: string;
+    const as = (email: string) => (method: string, url: string, body?: unknown) =>
+      t.call(method, url, body, { "x-forwarded-email": email });
+
+    const verify = async (file: string, extra: string[] = []) => {
+      let out = "";
+      const sink = () =>
+        new Writable({
+          write(chunk: Buffer, _enc, done) {
+            out += chunk.toString();
+            done();
+          },
+        });
+      const code = await runCli(["evidence", "verify", file, ...extra], {
+        stdout: sink(),
+        stderr: sink(),
+        stdin: Readable.from([]),
+        env: {},
+      });
+      return { code, out };
+    };
+
+    before(async () => {
+      dir = await mkdtemp(path.join(os.tmpdir(), "warren-evidence-"));
+      t = await startTestServer({ leg, env: { AUTH_MODE: "trusted-header" } });
+      const owner = as(OWNER);
+      org = (await owner("POST", "/api/orgs", { name: "acme" })).body.id;
+      const m = (await owner("POST", "/api/machines", { org_id: org, name: "m" })).body;
+      agent = (
+        await owner("POST", "/api/agents", { org_id: org, machine_id: m.id, name: "a", instructions: "one" })
+      ).body.id;
+      assert.equal((await owner("PATCH", `/api/agents/${agent}`, { instructions: "two" })).status, 200);
+      for (const [email, role] of [
+        [AUDITOR, "auditor"],
+        [EDITOR, "editor"],
+      ]) {
+        const r = await owner("PUT", `/api/orgs/${org}/members`, {
+          email,
+          role,
+        });
+        assert.ok(r.status === 200 || r.status === 201, JSON.stringify(r.body));
+      }
+    });
+    after(async () => {
+      await t?.close();
+      await rm(dir, { recursive: true, force: true });
+    });
+
+    test("an auditor makes and downloads a pack that verifies; an edited, removed or moved line fails", async () => {
+      const period = {
+        from: new Date(Date.now() - 3600_000).toISOString(),
+        to: new Date(Date.now() + 60_000).toISOString(),
+      };
+      const denied = await as(EDITOR)("POST", `/api/orgs/${org}/evidence`, period);
+      assert.equal(denied.status, 403);
+      assert.equal(denied.body.error.code, "access.denied");
+      const made = await as(AUDITOR)("POST", `/api/orgs/${org}/evidence`, period);
+      assert.equal(made.status, 201, JSON.stringify(made.body));
+      const got = await t.inject({
+        method: "GET",
+        url: `/api/evidence/${made.body.id}`,
+        headers: { "x-forwarded-email": AUDITOR },
+      });
+      assert.equal(got.statusCode, 200);
+      assert.equal(got.headers["content-type"], "application/gzip");
+      const gz = got.rawPayload;
+      assert.equal(gz.length, made.body.bytes);
+      assert.equal(createHash("sha256").update(gz).digest("hex"), made.body.sha256);
+
+      const lines = gunzipSync(gz).toString("utf8").trimEnd().split("\n");
+      const parsed = lines.map((l) => JSON.parse(l));
+      assert.deepEqual(
+        parsed.map((p) => p.type),
+        ["header", "agent", "version", "version", "manifest"],
+      );
+      assert.equal(parsed[3].data.version, 2);
+      assert.deepEqual(parsed[3].data.diff.instructions, { before: "one", after: "two" });
+      assert.equal(parsed[3].data.created_by, OWNER);
+      assert.ok(!lines.some((l) => l.includes('"output"')), "no outputs in a pack");
+
+      const file = path.join(dir, "pack.jsonl.gz");
+      await writeFile(file, gz);
+      const ok = await verify(file, ["--sha256", made.body.sha256]);
+      assert.equal(ok.code, 0, ok.out);
+      assert.match(ok.out, /verified/);
+
+      const tampered = async (name: string, edit: (l: string[]) => string[]) => {
+        const f = path.join(dir, name);
+        await writeFile(f, gzipSync(Buffer.from(`${edit([...lines]).join("\n")}\n`)));
+        return verify(f);
+      };
+      const edited = await tampered("edited.gz", (l) => {
+        l[3] = l[3]!.replace('"two"', '"TWO"');
+        return l;
+      });
+      assert.equal(edited.code, 1, edited.out);
+      assert.match(edited.out, /line 4: its SHA-256 is not the manifest's/);
+      const removed = await tampered("removed.gz", (l) => [...l.slice(0, 2), ...l.slice(3)]);
+      assert.equal(removed.code, 1);
+      assert.match(removed.out, /chain is broken|manifest lists/);
+      const moved = await tampered("moved.gz", (l) => [l[0]!, l[2]!, l[1]!, ...l.slice(3)]);
+      assert.equal(moved.code, 1);
+      const wrongDigest = await verify(file, ["--sha256", "0".repeat(64)]);
+      assert.equal(wrongDigest.code, 1);
+    });
+  });
+}
