@@ -14,6 +14,7 @@ import { machineRoutes } from "../http/routes/machines.js";
 import { orgRoutes } from "../http/routes/orgs.js";
 import { portRoutes } from "../http/routes/ports.js";
 import { runRoutes } from "../http/routes/runs.js";
+import { scheduleRoutes } from "../http/routes/schedules.js";
 import { secretRoutes } from "../http/routes/secrets.js";
 import { terminalRoutes } from "../http/routes/terminal.js";
 import { createPreviewServer, previewOrigin } from "../preview/index.js";
@@ -71,6 +72,7 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
         },
       }),
       ...homeRoutes(s.homes),
+      ...scheduleRoutes(s.schedules),
     ],
   });
   await app.ready();
@@ -110,6 +112,7 @@ export async function stop(
   o: { graceMs?: number | undefined; stopBoxes?: boolean | undefined },
 ): Promise<void> {
   f.ready.now = false;
+  s.firer.stop(); // no schedule fires while the server stops
   const graceMs = o.graceMs ?? 0;
   s.terminals.close(); // a terminal does not outlive its server: its viewers are told why
   f.streams.close(); // nor does an event stream: its client takes it up again after the last id it got

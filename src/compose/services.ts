@@ -29,6 +29,7 @@ import { GenerationRegistry } from "../runs/registry.js";
 import { Runs } from "../runs/service.js";
 import { DirRunStaging } from "../runs/staging.js";
 import { connectBoxd, MachineRuntime } from "../runtime/index.js";
+import { ScheduleFirer, Schedules } from "../schedules/index.js";
 import { AgentCalls } from "../secrets/calls.js";
 import { Terminals } from "../terminal/index.js";
 import { createToolGateway } from "../tools/gateway.js";
@@ -177,6 +178,10 @@ export async function buildServices(
     }),
   );
   const runs = new Runs({ db, access, agents, recorder, gateway, runners });
+  // schedules: one ticker fires them, each fire a run through the runs service
+  const firer = new ScheduleFirer({ db, runs, registry, logger });
+  recorder.onEnded((runId, status) => firer.ended(runId, status));
+  const schedules = new Schedules({ db, access, agents, firer });
   const homes = new Homes(db, agents, layout, config.WORKSPACE_MAX_MIB);
   const personas = new Personas({ db, access, agents, secrets });
   // conversations: each message a turn, a run the recorder drives, its history the thread so far
@@ -217,6 +222,8 @@ export async function buildServices(
     homes,
     personas,
     conversations,
+    firer,
+    schedules,
     previewGrants: new PreviewGrants(),
   };
 }

@@ -119,6 +119,8 @@ export const Run = z
       "while the run is running: what its command tree (with what it started in the background) uses now",
     ),
     usage: RunUsage.optional().describe("an agent run: what it used so far, then in all"),
+    schedule_id: z.string().optional().describe("a run a schedule started: the schedule"),
+    scheduled_for: z.string().optional().describe("a run a schedule started: the slot it was for"),
   })
   .meta({ id: "Run" });
 export const RunList = items(Run, "RunList");

@@ -11,6 +11,7 @@ import type * as machines from "./machines.js";
 import type * as orgs from "./orgs.js";
 import type * as policy from "./policy.js";
 import type * as runs from "./runs.js";
+import type * as schedules from "./schedules.js";
 import type * as secrets from "./secrets.js";
 import type * as spec from "./spec.js";
 import type * as terminal from "./terminal.js";
@@ -104,3 +105,10 @@ export type ConversationMessageCreated = Out<typeof conversations.ConversationMe
 export type ConversationEvent = Out<typeof conversations.ConversationEvent>;
 export type Persona = Out<typeof conversations.Persona>;
 export type PersonaCreateRequest = In<typeof conversations.PersonaCreateRequest>;
+
+export type Schedule = Out<typeof schedules.Schedule>;
+export type ScheduleCreateRequest = In<typeof schedules.ScheduleCreateRequest>;
+export type ScheduleUpdateRequest = In<typeof schedules.ScheduleUpdateRequest>;
+export type ScheduleTriggered = Out<typeof schedules.ScheduleTriggered>;
+export type GuildMessage = Out<typeof schedules.GuildMessage>;
+export type GuildMessageRequest = In<typeof schedules.GuildMessageRequest>;
