@@ -206,7 +206,7 @@ export class ScheduleFirer {
 
   /** A run's end (the run recorder tells every one): a schedule's counts toward its failures. */
   ended(runId: string, status: RunStatus): void {
-    const id = this.#untrack(runId);
+    const id = this.#owner.get(runId);
     if (id === undefined) return;
     const done = FAILED.includes(status)
       ? this.#failed(id, `run ${runId} ended ${status}`, false)
@@ -216,10 +216,12 @@ export class ScheduleFirer {
             .set({ failures: 0 })
             .where(and(eq(schema.schedules.id, id), sql`${schema.schedules.failures} > 0`))
         : Promise.resolve();
-    done.then(
-      () => undefined,
-      (err: unknown) => this.#o.logger.error({ err, scheduleId: id }, "a schedule's run end was not counted"),
-    );
+    // the run counts as going on until its end is counted: no fire slips in before a pause
+    done
+      .catch((err: unknown) =>
+        this.#o.logger.error({ err, scheduleId: id }, "a schedule's run end was not counted"),
+      )
+      .finally(() => this.#untrack(runId));
   }
 
   /** One more failure in a row; the third pauses the schedule, saying why. */
