@@ -2,6 +2,7 @@
 import { envelopeOf, WarrenApiError } from "./errors.js";
 import { ndjson } from "./ndjson.js";
 import { AgentConversations, AgentPersonas, ConversationsApi, PersonasApi } from "./conversations.js";
+import { AgentSchedules, SchedulesApi } from "./schedules.js";
 import type { RunsApi } from "./runs.js";
 import { AgentTerminal } from "./terminal.js";
 import { homePath, seg, type RequestOptions, type Transport } from "./transport.js";
@@ -121,6 +122,8 @@ export class AgentHandle {
   readonly conversations: AgentConversations;
   /** Narrowings of the agent that a conversation may be started as. */
   readonly personas: AgentPersonas;
+  /** Standing orders to run the agent. */
+  readonly schedules: AgentSchedules;
 
   constructor(
     private readonly http: Transport,
@@ -132,6 +135,7 @@ export class AgentHandle {
     this.terminal = new AgentTerminal(http, id);
     this.conversations = new AgentConversations(new ConversationsApi(http), id);
     this.personas = new AgentPersonas(new PersonasApi(http), id);
+    this.schedules = new AgentSchedules(new SchedulesApi(http), id);
   }
 
   /** Runs a command in the agent's box as the agent and answers once it ended, with its output. */

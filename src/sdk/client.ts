@@ -3,6 +3,7 @@ import { AgentHandle } from "./agent.js";
 import { ConversationsApi, PersonasApi } from "./conversations.js";
 import { AgentsApi, GuildsApi, MachinesApi, OrgsApi } from "./resources.js";
 import { RunsApi } from "./runs.js";
+import { SchedulesApi } from "./schedules.js";
 import { SecretsApi } from "./secrets.js";
 import { Transport, type RequestOptions, type WarrenClientOptions } from "./transport.js";
 import type { Health } from "./types.js";
@@ -17,6 +18,7 @@ export class WarrenClient {
   readonly secrets: SecretsApi;
   readonly conversations: ConversationsApi;
   readonly personas: PersonasApi;
+  readonly schedules: SchedulesApi;
   private readonly http: Transport;
 
   constructor(options: WarrenClientOptions) {
@@ -30,6 +32,7 @@ export class WarrenClient {
     this.secrets = new SecretsApi(this.http);
     this.conversations = new ConversationsApi(this.http);
     this.personas = new PersonasApi(this.http);
+    this.schedules = new SchedulesApi(this.http);
   }
 
   /** One agent's commands, files, usage and runs. No request is made until one of them is used. */

@@ -11,6 +11,7 @@ export {
   PersonasApi,
 } from "./conversations.js";
 export type { ConversationStreamEvent } from "./conversations.js";
+export { AgentSchedules, SchedulesApi } from "./schedules.js";
 export { sseMessages, streamEventOf } from "./sse.js";
 export type { SseMessage, StreamEvent, StreamOptions } from "./sse.js";
 export { AgentTerminal, TerminalConnection } from "./terminal.js";
@@ -81,6 +82,10 @@ export type {
   RunStatus,
   SandboxPolicy,
   SandboxPolicyInput,
+  Schedule,
+  ScheduleCreateRequest,
+  ScheduleTriggered,
+  ScheduleUpdateRequest,
   Secret,
   SecretCreateRequest,
   SecretGrant,

@@ -15,6 +15,7 @@ import { guilds } from "./guilds.js";
 import { machines } from "./machines.js";
 import { orgs } from "./orgs.js";
 import { runs } from "./runs.js";
+import { schedules } from "./schedules.js";
 import { secrets } from "./secrets.js";
 import { serve } from "./serve.js";
 import { shell } from "./shell.js";
@@ -30,6 +31,7 @@ export const groups: readonly Group[] = [
   exec,
   shell,
   runs,
+  schedules,
   chat,
   conversations,
   files,
