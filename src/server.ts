@@ -94,6 +94,8 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
     if (recovered.adopted.length || recovered.reaped.length) base.logger.info(recovered, "boxes recovered");
     // the schedule ticker, after the runs of the last server are recorded as lost
     await s.firer.start();
+    // and the guilds' dispatchers, for messages still queued when the last server stopped
+    await s.dispatch.start();
     s.runtime.startIdleTimer();
     s.runtime.startHealth(config.BOX_HEALTH_MS);
     const faces = await buildFaces(base, s, ver);

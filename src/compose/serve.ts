@@ -15,6 +15,7 @@ import { orgRoutes } from "../http/routes/orgs.js";
 import { portRoutes } from "../http/routes/ports.js";
 import { runRoutes } from "../http/routes/runs.js";
 import { scheduleRoutes } from "../http/routes/schedules.js";
+import { dispatchRoutes } from "../http/routes/dispatch.js";
 import { secretRoutes } from "../http/routes/secrets.js";
 import { terminalRoutes } from "../http/routes/terminal.js";
 import { createPreviewServer, previewOrigin } from "../preview/index.js";
@@ -73,6 +74,7 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
       }),
       ...homeRoutes(s.homes),
       ...scheduleRoutes(s.schedules),
+      ...dispatchRoutes(s.dispatch),
     ],
   });
   await app.ready();
@@ -113,6 +115,7 @@ export async function stop(
 ): Promise<void> {
   f.ready.now = false;
   s.firer.stop(); // no schedule fires while the server stops
+  s.dispatch.stop(); // nor is a guild's message dispatched (it stays queued for the next server)
   const graceMs = o.graceMs ?? 0;
   s.terminals.close(); // a terminal does not outlive its server: its viewers are told why
   f.streams.close(); // nor does an event stream: its client takes it up again after the last id it got

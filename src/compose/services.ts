@@ -8,6 +8,7 @@ import { Bridges } from "../bridges/index.js";
 import { Conversations, Personas } from "../conversations/index.js";
 import { Egress } from "../egress/service.js";
 import { Exec } from "../exec/service.js";
+import { GuildDispatch } from "../guilds/dispatch.js";
 import { Guilds } from "../guilds/service.js";
 import { DiskCaps } from "../homes/caps.js";
 import { readAgentFile, readHomeFile } from "../homes/files.js";
@@ -107,7 +108,7 @@ export async function buildServices(
     cancelGeneration: (agentId) => recorder.stopAgent(agentId, "the agent is being deleted"),
     addressRule: base.addressRule,
   });
-  const guilds = new Guilds(db, access, agents);
+  const guilds = new Guilds(db, access, agents, (guildId) => dispatch.wake(guildId));
   const exec = new Exec(agents, workloads, metrics);
   // the agents' way out of their boxes: the `egress` bridge into the filtering proxy
   const egress = new Egress({
@@ -197,6 +198,8 @@ export async function buildServices(
     historyBytes: config.WARREN_CONVERSATION_HISTORY_BYTES,
     logger,
   });
+  // guild dispatch: a guild's messages, each a turn of one of its agents' conversations
+  const dispatch = new GuildDispatch({ db, access, agents, conversations, runners, registry, logger });
   // a box that stops interrupts the turns going on in it
   runtime.onStopped((machineId, reason) => conversations.boxStopped(machineId, reason));
 
@@ -224,6 +227,7 @@ export async function buildServices(
     conversations,
     firer,
     schedules,
+    dispatch,
     previewGrants: new PreviewGrants(),
   };
 }
