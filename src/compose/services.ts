@@ -8,7 +8,7 @@ import { Bridges } from "../bridges/index.js";
 import { Conversations, Personas } from "../conversations/index.js";
 import { Egress } from "../egress/service.js";
 import { Exec } from "../exec/service.js";
-import { GuildDispatch } from "../guilds/dispatch.js";
+import { GuildDispatch } from "../dispatch/service.js";
 import { Guilds } from "../guilds/service.js";
 import { DiskCaps } from "../homes/caps.js";
 import { readAgentFile, readHomeFile } from "../homes/files.js";

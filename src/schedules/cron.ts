@@ -153,7 +153,7 @@ function wallOf(ms: number, tz: string): number {
   const p: Record<string, number> = {};
   for (const part of formatter(tz).formatToParts(new Date(ms)))
     if (part.type !== "literal") p[part.type] = Number(part.value);
-  return Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!, p.second!) + (ms % 1000);
+  return Date.UTC(p.year!, p.month! - 1, p.day, p.hour, p.minute, p.second) + (ms % 1000);
 }
 
 /** The instant whose wall-clock time in `tz` is `wall` (for a skipped wall time, the one after the jump). */

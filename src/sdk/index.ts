@@ -58,6 +58,8 @@ export type {
   FolderListing,
   Guild,
   GuildCreateRequest,
+  GuildMessage,
+  GuildMessageRequest,
   GuildListQuery,
   Health,
   List,

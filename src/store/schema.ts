@@ -411,12 +411,7 @@ export const conversationEvents = pgTable(
 
 // ---- Schedules and guild dispatch ----
 
-/**
- * A standing order to run an agent, by cron in a time zone or every N seconds, fired by the
- * in-process ticker (src/schedules). `run` is the body of the run it starts; `last_slot_at`
- * the latest slot fired or passed over (catch-up after a stop starts from it); `failures`
- * how many of its runs failed in a row (three pause it, with `paused_reason`).
- */
+/** A standing order to run an agent (src/schedules); catch-up starts from `last_slot_at`. */
 export const schedules = pgTable(
   "schedules",
   {
@@ -460,10 +455,7 @@ export const scheduleRuns = pgTable(
   (t) => [index("schedule_runs_schedule_idx").on(t.scheduleId, t.createdAt)],
 );
 
-/**
- * Messages to a guild, queued durably until the guild's dispatcher hands them to its agents
- * as conversation turns; `targets` says where each went.
- */
+/** Messages to a guild, queued durably until its dispatcher hands them out (src/dispatch). */
 export const guildMessages = pgTable(
   "guild_messages",
   {

@@ -1,6 +1,6 @@
 import { idParams } from "../../contract/common.js";
 import { GuildMessage, GuildMessageList, GuildMessageRequest } from "../../contract/schedules.js";
-import type { GuildDispatch } from "../../guilds/dispatch.js";
+import type { GuildDispatch } from "../../dispatch/service.js";
 import { route, type AnyRoute } from "../route.js";
 
 export function dispatchRoutes(dispatch: GuildDispatch): AnyRoute[] {
