@@ -23,7 +23,16 @@ export { bootProbes } from "./compose/base.js";
 
 export type Server = Pick<
   Services,
-  "runtime" | "bridges" | "registry" | "runs" | "recorder" | "tools" | "gateway" | "runners" | "workloads"
+  | "runtime"
+  | "bridges"
+  | "registry"
+  | "runs"
+  | "recorder"
+  | "tools"
+  | "gateway"
+  | "runners"
+  | "workloads"
+  | "firer"
 > & {
   app: FastifyInstance;
   config: Config;

@@ -60,7 +60,7 @@ export class ScheduleFirer {
   /** The runs each schedule has queued or going on, and the schedule of each such run. */
   readonly #inflight = new Map<string, Set<string>>();
   readonly #owner = new Map<string, string>();
-  /** How late each fire started its run, in ms after its slot (the bench reads them). */
+  /** How late the ticker handed over each of the latest fires, in ms after its slot (the bench reads them). */
   readonly delays: number[] = [];
 
   constructor(o: FirerOptions) {
@@ -128,6 +128,8 @@ export class ScheduleFirer {
     const a = this.#active.get(id);
     if (!a) return;
     const now = Date.now();
+    if (this.delays.length >= 10_000) this.delays.shift();
+    this.delays.push(now - slot);
     // every slot missed up to now is one fire, for the latest of them
     const due = latestSlot(a.timing, slot, now);
     this.#ticker.set(id, nextSlot(a.timing, now));
@@ -171,10 +173,6 @@ export class ScheduleFirer {
     this.#track(row.id, runId);
     try {
       await o.runs.start(who, row.agentId, runInputOf(row), { id: runId });
-      if (!manual) {
-        if (this.delays.length >= 10_000) this.delays.shift();
-        this.delays.push(Date.now() - slot);
-      }
       if (row.lastError !== null)
         await o.db.update(schema.schedules).set({ lastError: null }).where(eq(schema.schedules.id, row.id));
       return runId;
