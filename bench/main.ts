@@ -12,7 +12,8 @@
 // Cedar tool-policy decision, the home measurement against du, the egress proxy against a
 // direct connection (added latency of a request, throughput of one CONNECT tunnel), and a
 // conversation's live stream (bench/conversations.ts: a message to its first event, the
-// model's first token to the first piece of text, reading the stream back). Targets
+// model's first token to the first piece of text, reading the stream back), and the schedule
+// ticker with 1,000 schedules (bench/schedules.ts: a fire's delay after its slot). Targets
 // missed print "no"; they never fail the run. An error of warren itself (a failed request, an
 // exec that does not succeed, a box that does
 // not come up, measure() disagreeing with du) exits non-zero. A peer that cannot run is a
@@ -36,6 +37,7 @@ import { tracePhases } from "./phases.js";
 import { benchEgress, egressTable } from "./egress.js";
 import { benchMeasure } from "./measure.js";
 import { benchRedaction, median } from "./redact.js";
+import { benchSchedules } from "./schedules.js";
 import { fmt, percentile, summarize, table, timeMany, type Sample } from "./stats.js";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -370,6 +372,28 @@ async function conversationRows(): Promise<void> {
     target: "",
     met: "",
     data: { events_per_s: c.eventsPerS, events: c.events },
+  });
+}
+
+async function scheduleRows(): Promise<void> {
+  const c = await benchSchedules({ schedules: 1000, agents: 50, windowS: quick ? 20 : 60, log });
+  rows.push({
+    what: `schedule ticker: a fire handed over after its slot (${c.schedules} schedules, ${c.windowS} s)`,
+    p50: fmt(c.ticker.p50),
+    p99: fmt(c.ticker.p99),
+    vsFloor: "",
+    target: "p99 ≤ 1000",
+    met: yesNo(c.ticker.p99 <= 1000),
+    data: { ...c.ticker },
+  });
+  rows.push({
+    what: `schedule fire: its run made after its slot (${c.fired} runs, ${c.skipped} fires skipped)`,
+    p50: fmt(c.delay.p50),
+    p99: fmt(c.delay.p99),
+    vsFloor: "",
+    target: "p99 ≤ 1000",
+    met: yesNo(c.delay.p99 <= 1000),
+    data: { ...c.delay, fired: c.fired, skipped: c.skipped },
   });
 }
 
@@ -710,6 +734,7 @@ async function main(): Promise<number> {
 
     await egressRows();
     await conversationRows();
+    await scheduleRows();
 
     log(`measurement: a home of ${N.files} files, ${N.measureRuns} runs each`);
     const r = await benchMeasure(N.files, N.measureRuns, log);

@@ -18,7 +18,9 @@ export function newId(
     | "apr"
     | "evs"
     | "evr"
-    | "evd",
+    | "evd"
+    | "sch"
+    | "gms",
 ): string {
   const bytes = randomBytes(16);
   let out = "";

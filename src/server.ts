@@ -23,7 +23,16 @@ export { bootProbes } from "./compose/base.js";
 
 export type Server = Pick<
   Services,
-  "runtime" | "bridges" | "registry" | "runs" | "recorder" | "tools" | "gateway" | "runners" | "workloads"
+  | "runtime"
+  | "bridges"
+  | "registry"
+  | "runs"
+  | "recorder"
+  | "tools"
+  | "gateway"
+  | "runners"
+  | "workloads"
+  | "firer"
 > & {
   app: FastifyInstance;
   config: Config;
@@ -95,6 +104,10 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
       );
     const recovered = await s.runtime.recover();
     if (recovered.adopted.length || recovered.reaped.length) base.logger.info(recovered, "boxes recovered");
+    // the schedule ticker, after the runs of the last server are recorded as lost
+    await s.firer.start();
+    // and the guilds' dispatchers, for messages still queued when the last server stopped
+    await s.dispatch.start();
     s.runtime.startIdleTimer();
     s.runtime.startHealth(config.BOX_HEALTH_MS);
     const faces = await buildFaces(base, s, ver);

@@ -44,6 +44,7 @@ test("the texts themselves: the overview and a command's help, word for word", (
       "  exec           run a command in an agent's box\n" +
       "  shell          a terminal in an agent's box\n" +
       "  runs           recorded runs of commands\n" +
+      "  schedules      standing orders to run an agent (cron or every N seconds)\n" +
       "  chat           talk with an agent\n" +
       "  conversations  an agent's conversations (talk with `warren chat`)\n" +
       "  evals          an agent's evaluation suites and runs\n" +

@@ -17,6 +17,8 @@ import { machineRoutes } from "../http/routes/machines.js";
 import { orgRoutes } from "../http/routes/orgs.js";
 import { portRoutes } from "../http/routes/ports.js";
 import { runRoutes } from "../http/routes/runs.js";
+import { scheduleRoutes } from "../http/routes/schedules.js";
+import { dispatchRoutes } from "../http/routes/dispatch.js";
 import { secretRoutes } from "../http/routes/secrets.js";
 import { terminalRoutes } from "../http/routes/terminal.js";
 import {
@@ -89,6 +91,8 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
       ...evalRoutes(s.evals),
       ...evidenceRoutes(s.evidence),
       ...guardrailRoutes(s.guardrails),
+      ...scheduleRoutes(s.schedules),
+      ...dispatchRoutes(s.dispatch),
     ],
   });
   await app.ready();
@@ -128,6 +132,8 @@ export async function stop(
   o: { graceMs?: number | undefined; stopBoxes?: boolean | undefined },
 ): Promise<void> {
   f.ready.now = false;
+  s.firer.stop(); // no schedule fires while the server stops
+  s.dispatch.stop(); // nor is a guild's message dispatched (it stays queued for the next server)
   const graceMs = o.graceMs ?? 0;
   s.terminals.close(); // a terminal does not outlive its server: its viewers are told why
   f.streams.close(); // nor does an event stream: its client takes it up again after the last id it got

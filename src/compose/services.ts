@@ -11,6 +11,7 @@ import { Bridges } from "../bridges/index.js";
 import { Conversations, Personas } from "../conversations/index.js";
 import { Egress } from "../egress/service.js";
 import { Exec } from "../exec/service.js";
+import { GuildDispatch } from "../dispatch/service.js";
 import { Guilds } from "../guilds/service.js";
 import { DiskCaps } from "../homes/caps.js";
 import { readAgentFile, readHomeFile } from "../homes/files.js";
@@ -31,6 +32,7 @@ import { GenerationRegistry } from "../runs/registry.js";
 import { Runs } from "../runs/service.js";
 import { DirRunStaging } from "../runs/staging.js";
 import { connectBoxd, MachineRuntime } from "../runtime/index.js";
+import { ScheduleFirer, Schedules } from "../schedules/index.js";
 import { AgentCalls } from "../secrets/calls.js";
 import { Terminals } from "../terminal/index.js";
 import { createToolGateway } from "../tools/gateway.js";
@@ -116,7 +118,7 @@ export async function buildServices(
     gate: (agentId, version) => evals.gate(agentId, version),
     setGate: (who, agentId, suite) => evals.setGate(who, agentId, suite),
   });
-  const guilds = new Guilds(db, access, agents);
+  const guilds = new Guilds(db, access, agents, (guildId) => dispatch.wake(guildId));
   const exec = new Exec(agents, workloads, metrics);
   // the agents' way out of their boxes: the `egress` bridge into the filtering proxy
   const egress = new Egress({
@@ -236,6 +238,10 @@ export async function buildServices(
     settled: (runId) => recorder.settled(runId),
     logger,
   });
+  // schedules: one ticker fires them, each fire a run through the runs service
+  const firer = new ScheduleFirer({ db, runs, registry, logger });
+  recorder.onEnded((runId, status) => firer.ended(runId, status));
+  const schedules = new Schedules({ db, access, agents, firer });
   const areas = new Areas(db, access);
   const homes = new Homes(db, agents, layout, config.WORKSPACE_MAX_MIB, areas);
   const personas = new Personas({ db, access, agents, secrets });
@@ -254,6 +260,8 @@ export async function buildServices(
     historyBytes: config.WARREN_CONVERSATION_HISTORY_BYTES,
     logger,
   });
+  // guild dispatch: a guild's messages, each a turn of one of its agents' conversations
+  const dispatch = new GuildDispatch({ db, access, agents, conversations, runners, registry, logger });
   // a box that stops interrupts the turns going on in it
   runtime.onStopped((machineId, reason) => conversations.boxStopped(machineId, reason));
 
@@ -286,6 +294,9 @@ export async function buildServices(
     areas,
     personas,
     conversations,
+    firer,
+    schedules,
+    dispatch,
     previewGrants: new PreviewGrants(),
   };
 }

@@ -124,6 +124,8 @@ export const Run = z
       .nullable()
       .optional()
       .describe("the agent's spec version the run keeps for its whole life (its sandbox policy too)"),
+    schedule_id: z.string().optional().describe("a run a schedule started: the schedule"),
+    scheduled_for: z.string().optional().describe("a run a schedule started: the slot it was for"),
   })
   .meta({ id: "Run" });
 export const RunList = items(Run, "RunList");

@@ -12,6 +12,8 @@ export class Guilds {
     private readonly db: Db,
     private readonly access: Access,
     private readonly agents: Agents,
+    /** Told when an agent joins a guild (its dispatcher may have messages waiting for one). */
+    private readonly joined: (guildId: string) => void = () => undefined,
   ) {}
 
   async create(who: Identity, input: { org_id: string; name: string }): Promise<Guild> {
@@ -63,6 +65,7 @@ export class Guilds {
     const agent = await this.agents.load(who, agentId, "read");
     if (agent.orgId !== g.orgId) throw new WarrenError("not_found", "agent was not found");
     await this.db.insert(schema.guildAgents).values({ guildId, agentId }).onConflictDoNothing();
+    this.joined(guildId);
   }
 
   async removeAgent(who: Identity, guildId: string, agentId: string): Promise<void> {

@@ -114,6 +114,8 @@ export class RunRecorder {
     string,
     { command?: { machineId: string; cgroup: string }; usage?: RunUsage; policy?: SandboxPolicy }
   >();
+  /** Who hears of each run's end, once its record is written (a schedule counts its failures). */
+  readonly #ended = new Set<(runId: string, status: RunStatus) => void>();
 
   constructor(o: RunRecorderOptions) {
     this.#o = o;
@@ -189,7 +191,8 @@ export class RunRecorder {
           o.registry.release(gen);
           this.#pending.delete(id);
           this.#live.delete(id);
-        });
+        })
+        .then(() => this.#tellEnded([id]));
       this.#pending.set(id, p);
     };
     const placed = o.registry.enqueue(
@@ -415,6 +418,25 @@ export class RunRecorder {
       { status: "cancelled", statusReason: reason, endedAt: new Date() },
     );
     for (const id of ids) await this.#o.records.runEvent(id, "cancelled", { reason, queued: true });
+    await this.#tellEnded(ids);
+  }
+
+  /** Calls `fn` with each run's id and final status once its record is written. */
+  onEnded(fn: (runId: string, status: RunStatus) => void): void {
+    this.#ended.add(fn);
+  }
+
+  async #tellEnded(runIds: string[]): Promise<void> {
+    if (this.#ended.size === 0 || runIds.length === 0) return;
+    try {
+      const rows = await this.#o.db
+        .select({ id: schema.runs.id, status: schema.runs.status })
+        .from(schema.runs)
+        .where(inArray(schema.runs.id, runIds));
+      for (const r of rows) for (const fn of this.#ended) fn(r.id, r.status);
+    } catch (err) {
+      this.#o.logger.error({ err, runIds }, "telling of the runs' end failed");
+    }
   }
 
   /** Cancels a run: taken out of line (true) or its generation aborted (false). */

@@ -16,7 +16,7 @@ import { CommandRunner } from "./command.js";
 import type { AgentRunners } from "./kinds.js";
 import { ModelRunner, planAgentRun } from "./model-run.js";
 import type { RunRecorder } from "./recorder.js";
-import { runView, terminal, viewFor, type RunRow } from "./view.js";
+import { runView, terminal, viewFor, withSchedules, type RunRow } from "./view.js";
 
 export const MAX_INPUT_BYTES = 256 * 1024;
 
@@ -76,7 +76,8 @@ export class Runs {
     this.#o = o;
   }
 
-  async start(who: Identity, agentId: string, input: RunInput): Promise<Run> {
+  /** Starts a run; `opts.id` is its id when its caller wrote about it first (a schedule's fire). */
+  async start(who: Identity, agentId: string, input: RunInput, opts: { id?: string } = {}): Promise<Run> {
     const o = this.#o;
     const agent = await o.agents.load(who, agentId, "write");
     const inputBytes = Buffer.from(input.input ?? "", "utf8");
@@ -95,6 +96,7 @@ export class Runs {
       input: inputBytes,
       wait: input.wait ?? true,
       sandboxPolicy: chosen.spec.sandbox_policy,
+      id: opts.id,
     };
     if (input.kind === "agent") {
       const plan = planAgentRun(chosen.spec, chosen.version, o.runners, input.timeout_s);
@@ -136,12 +138,12 @@ export class Runs {
 
   async get(who: Identity, id: string): Promise<Run> {
     const { row, role } = await this.#loadWithRole(who, id, "read");
-    const view = this.#o.recorder.withWaiting(viewFor(role, row));
+    const [view] = await withSchedules(this.#o.db, [this.#o.recorder.withWaiting(viewFor(role, row))]);
     if (row.status === "waiting") {
       const waiting = this.#o.approvalWaiting?.(id);
-      return { ...view, ...this.#o.recorder.live(id), ...(waiting ? { waiting } : {}) };
+      return { ...view!, ...this.#o.recorder.live(id), ...(waiting ? { waiting } : {}) };
     }
-    return row.status === "running" ? { ...view, ...this.#o.recorder.live(id) } : view;
+    return row.status === "running" ? { ...view!, ...this.#o.recorder.live(id) } : view!;
   }
 
   async events(
@@ -184,7 +186,10 @@ export class Runs {
       .where(and(...where))
       .orderBy(desc(schema.runs.createdAt), desc(schema.runs.id))
       .limit(opts.limit);
-    return rows.map((r) => this.#o.recorder.withWaiting(viewFor(role, r)));
+    return withSchedules(
+      this.#o.db,
+      rows.map((r) => this.#o.recorder.withWaiting(viewFor(role, r))),
+    );
   }
 
   async cancel(who: Identity, id: string): Promise<Run> {

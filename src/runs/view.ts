@@ -2,7 +2,9 @@
 import type { Role } from "../access/index.js";
 import { TERMINAL_RUN_STATUSES } from "../contract/lists.js";
 import type { Run, RunReceipt, RunUsage } from "../contract/types.js";
-import type { schema } from "../store/index.js";
+import { inArray } from "drizzle-orm";
+import type { Db } from "../store/index.js";
+import { schema } from "../store/index.js";
 
 export type RunRow = typeof schema.runs.$inferSelect;
 export type RunStatus = RunRow["status"];
@@ -38,4 +40,24 @@ export function viewFor(role: Role | null, r: RunRow): Run {
   const v = runView(r);
   if (role === "auditor") return { ...v, output: "", output_withheld: true };
   return v;
+}
+
+/** Runs a schedule started say which schedule and which slot (src/schedules). */
+export async function withSchedules(db: Db, views: Run[]): Promise<Run[]> {
+  if (views.length === 0) return views;
+  const rows = await db
+    .select()
+    .from(schema.scheduleRuns)
+    .where(
+      inArray(
+        schema.scheduleRuns.runId,
+        views.map((v) => v.id),
+      ),
+    );
+  if (rows.length === 0) return views;
+  const by = new Map(rows.map((r) => [r.runId, r]));
+  return views.map((v) => {
+    const s = by.get(v.id);
+    return s ? { ...v, schedule_id: s.scheduleId, scheduled_for: s.scheduledFor.toISOString() } : v;
+  });
 }

@@ -2,6 +2,7 @@
 import { envelopeOf, WarrenApiError } from "./errors.js";
 import { ndjson } from "./ndjson.js";
 import { AgentConversations, AgentPersonas, ConversationsApi, PersonasApi } from "./conversations.js";
+import { AgentSchedules, SchedulesApi } from "./schedules.js";
 import type { RunsApi } from "./runs.js";
 import { AgentTerminal } from "./terminal.js";
 import { AgentVersions } from "./versions.js";
@@ -124,6 +125,8 @@ export class AgentHandle {
   readonly personas: AgentPersonas;
   /** Its versions, canary and evaluations. */
   readonly versions: AgentVersions;
+  /** Standing orders to run the agent. */
+  readonly schedules: AgentSchedules;
 
   constructor(
     private readonly http: Transport,
@@ -136,6 +139,7 @@ export class AgentHandle {
     this.conversations = new AgentConversations(new ConversationsApi(http), id);
     this.personas = new AgentPersonas(new PersonasApi(http), id);
     this.versions = new AgentVersions(http, id);
+    this.schedules = new AgentSchedules(new SchedulesApi(http), id);
   }
 
   /** Runs a command in the agent's box as the agent and answers once it ended, with its output. */

@@ -5,6 +5,7 @@ import { ConversationsApi, PersonasApi } from "./conversations.js";
 import { ApprovalsApi } from "./versions.js";
 import { AgentsApi, GuildsApi, MachinesApi, OrgsApi } from "./resources.js";
 import { RunsApi } from "./runs.js";
+import { SchedulesApi } from "./schedules.js";
 import { SecretsApi } from "./secrets.js";
 import { Transport, type RequestOptions, type WarrenClientOptions } from "./transport.js";
 import type { Health } from "./types.js";
@@ -21,6 +22,7 @@ export class WarrenClient {
   readonly personas: PersonasApi;
   /** Approvals of tool calls: list those waiting, decide one. */
   readonly approvals: ApprovalsApi;
+  readonly schedules: SchedulesApi;
   private readonly http: Transport;
 
   constructor(options: WarrenClientOptions) {
@@ -35,6 +37,7 @@ export class WarrenClient {
     this.conversations = new ConversationsApi(this.http);
     this.personas = new PersonasApi(this.http);
     this.approvals = new ApprovalsApi(this.http);
+    this.schedules = new SchedulesApi(this.http);
   }
 
   /** One agent's commands, files, usage and runs. No request is made until one of them is used. */

@@ -14,6 +14,7 @@ export {
   PersonasApi,
 } from "./conversations.js";
 export type { ConversationStreamEvent } from "./conversations.js";
+export { AgentSchedules, SchedulesApi } from "./schedules.js";
 export { sseMessages, streamEventOf } from "./sse.js";
 export type { SseMessage, StreamEvent, StreamOptions } from "./sse.js";
 export { AgentTerminal, TerminalConnection } from "./terminal.js";
@@ -73,6 +74,8 @@ export type {
   FolderListing,
   Guild,
   GuildCreateRequest,
+  GuildMessage,
+  GuildMessageRequest,
   GuildListQuery,
   Health,
   List,
@@ -97,6 +100,10 @@ export type {
   RunStatus,
   SandboxPolicy,
   SandboxPolicyInput,
+  Schedule,
+  ScheduleCreateRequest,
+  ScheduleTriggered,
+  ScheduleUpdateRequest,
   Secret,
   SecretCreateRequest,
   SecretGrant,

@@ -9,6 +9,8 @@ import type {
   AreaRevision,
   Guild,
   GuildCreateRequest,
+  GuildMessage,
+  GuildMessageRequest,
   GuildListQuery,
   List,
   Machine,
@@ -141,5 +143,13 @@ export class GuildsApi {
   }
   removeAgent(id: string, agentId: string, opts: RequestOptions = {}): Promise<void> {
     return this.http.empty("DELETE", `/api/guilds/${seg(id)}/agents/${seg(agentId)}`, opts);
+  }
+  /** A message to the guild: a turn of its least busy agent (or of all with `fan_out: true`), queued durably. */
+  send(id: string, body: GuildMessageRequest, opts: RequestOptions = {}): Promise<GuildMessage> {
+    return this.http.json("POST", `/api/guilds/${seg(id)}/messages`, { ...opts, json: body });
+  }
+  /** The guild's messages, newest first, each with where it went. */
+  messages(id: string, opts: RequestOptions = {}): Promise<List<GuildMessage>> {
+    return this.http.json("GET", `/api/guilds/${seg(id)}/messages`, opts);
   }
 }

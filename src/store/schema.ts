@@ -413,3 +413,4 @@ export const conversationEvents = pgTable(
 export * from "./schema-artifacts.js";
 export * from "./schema-areas.js";
 export * from "./schema-versions.js";
+export * from "./schema-schedules.js";

@@ -550,6 +550,7 @@ describe("the operator app", { concurrency: false }, () => {
       "Overview",
       "Runs",
       "Conversations",
+      "Schedules",
       "Files",
       "Terminal",
       "Usage",
@@ -598,7 +599,7 @@ describe("the operator app", { concurrency: false }, () => {
     await auditor.goto(`${base}/agents/${agentId}/runs`);
     await auditor.getByTestId("runs").getByText("succeeded").waitFor();
     const tabs = await auditor.getByRole("navigation", { name: "agent" }).getByRole("link").allInnerTexts();
-    assert.deepEqual(tabs, ["Overview", "Runs", "Usage", "Settings"]);
+    assert.deepEqual(tabs, ["Overview", "Runs", "Schedules", "Usage", "Settings"]);
     await auditor.goto(`${base}/agents/${agentId}/runs/${runId}`);
     await auditor
       .getByText(/Your role \(auditor\) sees the record of a run without its output or trace/)

@@ -1,7 +1,7 @@
 // `warren guilds ...`: named groups of agents.
-import type { Guild } from "../../sdk/index.js";
+import type { Guild, GuildMessage } from "../../sdk/index.js";
 import { defineCommand, defineGroup, type Input } from "../command.js";
-import { detailView, listView, type Column } from "../format.js";
+import { detailView, listView, short, type Column } from "../format.js";
 import { orgOption } from "../options.js";
 
 export const guildColumns: Column<Guild>[] = [
@@ -9,6 +9,14 @@ export const guildColumns: Column<Guild>[] = [
   { header: "NAME", value: (g) => g.name },
   { header: "ORG", value: (g) => g.org_id },
   { header: "AGENTS", value: (g) => g.agent_ids.length },
+];
+
+const messageColumns: Column<GuildMessage>[] = [
+  { header: "ID", value: (m) => m.id },
+  { header: "STATUS", value: (m) => m.status },
+  { header: "TO", value: (m) => m.targets.map((t) => t.agent_id).join(",") || (m.status_reason ?? "") },
+  { header: "TEXT", value: (m) => short(m.text, 40) },
+  { header: "AT", value: (m) => m.created_at },
 ];
 
 const guildArg = (i: Input) => ({ id: i.arg("guild") });
@@ -60,6 +68,25 @@ export const guilds = defineGroup("guilds", "named groups of agents", {
     run: async (ctx, p) => {
       await ctx.client.guilds.addAgent(p.id, p.agentId);
       return ctx.show(undefined, () => `added ${p.agentId} to ${p.id}\n`);
+    },
+  }),
+  send: defineCommand({
+    summary: "send a message to a guild: a turn of its least busy agent (all of them with --fan-out)",
+    args: ["guild", "text"],
+    options: [{ name: "fan-out", help: "to every agent of the guild that holds conversations" }],
+    parse: (i) => ({ id: i.arg("guild"), text: i.arg("text"), fanOut: i.flag("fan-out") }),
+    run: async (ctx, p) => {
+      const m = await ctx.client.guilds.send(p.id, { text: p.text, ...(p.fanOut ? { fan_out: true } : {}) });
+      return ctx.show(m, () => `${m.id} ${m.status}\n`);
+    },
+  }),
+  messages: defineCommand({
+    summary: "a guild's messages, newest first, and where each went",
+    args: ["guild"],
+    parse: guildArg,
+    run: async (ctx, p) => {
+      const list = await ctx.client.guilds.messages(p.id);
+      return ctx.show(list, () => listView("messages", messageColumns, list.items));
     },
   }),
   "remove-agent": defineCommand({

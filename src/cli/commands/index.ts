@@ -18,6 +18,7 @@ import { guilds } from "./guilds.js";
 import { machines } from "./machines.js";
 import { orgs } from "./orgs.js";
 import { runs } from "./runs.js";
+import { schedules } from "./schedules.js";
 import { secrets } from "./secrets.js";
 import { serve } from "./serve.js";
 import { shell } from "./shell.js";
@@ -33,6 +34,7 @@ export const groups: readonly Group[] = [
   exec,
   shell,
   runs,
+  schedules,
   chat,
   conversations,
   evals,

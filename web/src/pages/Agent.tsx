@@ -12,6 +12,7 @@ import { FilesTab } from "./Files";
 import { SpecView } from "./Spec";
 import { EgressTab } from "./Egress";
 import { ConversationsTab } from "./Conversations";
+import { SchedulesTab } from "./Schedules";
 
 const TerminalTab = lazy(() => import("../terminal/TerminalTab").then((m) => ({ default: m.TerminalTab })));
 
@@ -19,6 +20,7 @@ const TABS = [
   { id: "overview", label: "Overview", needs: "read" },
   { id: "runs", label: "Runs", needs: "read" },
   { id: "conversations", label: "Conversations", needs: "inspect" },
+  { id: "schedules", label: "Schedules", needs: "read" },
   { id: "files", label: "Files", needs: "inspect" },
   { id: "terminal", label: "Terminal", needs: "inspect" },
   { id: "usage", label: "Usage", needs: "read" },
@@ -138,6 +140,8 @@ export function AgentPage({ id, tab }: { id: string; tab: string }) {
           <RunsTab agentId={id} kind={a.kind} runs={runs} can={can} />
         ) : current.id === "conversations" ? (
           <ConversationsTab agentId={id} can={can} />
+        ) : current.id === "schedules" ? (
+          <SchedulesTab agentId={id} can={can} />
         ) : current.id === "files" ? (
           <FilesTab agentId={id} can={can} />
         ) : current.id === "terminal" ? (

@@ -1,0 +1,2 @@
+export { ScheduleFirer } from "./firing.js";
+export { Schedules } from "./service.js";
