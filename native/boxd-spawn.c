@@ -239,7 +239,7 @@ struct opts {
   long uid, gid;
   gid_t groups[MAX_GROUPS];
   size_t ngroups;
-  const char *cwd, *seccomp_path, *agent_dir;
+  const char *cwd, *seccomp_path, *agent_dir, *workspace_dir;
   int files_restrict;
   const char *fs_read[MAX_FILE_RULES], *fs_write[MAX_FILE_RULES];
   size_t nread, nwrite;
@@ -271,6 +271,7 @@ static int parse_opts(int argc, char **argv, struct opts *o, int allow_cgroups) 
     else if (strcmp(a, "--cwd") == 0) o->cwd = v;
     else if (strcmp(a, "--seccomp") == 0) o->seccomp_path = v;
     else if (strcmp(a, "--agent-dir") == 0) o->agent_dir = v;
+    else if (strcmp(a, "--workspace-dir") == 0) o->workspace_dir = v;
     else if (strcmp(a, "--files") == 0) {
       if (strcmp(v, "restrict") != 0) die(126, "arguments", "--files takes 'restrict'");
       o->files_restrict = 1;
@@ -461,13 +462,20 @@ int boxd_spawn_main(int argc, char **argv) {
   o.env[o.nenv] = NULL;
   double t_spec = now_us();
 
-  /* 3. /agent for this tree only. */
+  /* 3. /agent (read-only) and /workspace (read-write) for this tree only. */
+  if (o.agent_dir || o.workspace_dir) {
+    if (unshare(CLONE_NEWNS) != 0) die(126, "mounts", "unshare: %s", strerror(errno));
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) die(126, "mounts", "make private: %s", strerror(errno));
+  }
   if (o.agent_dir) {
-    if (unshare(CLONE_NEWNS) != 0) die(126, "agent-dir", "unshare: %s", strerror(errno));
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) die(126, "agent-dir", "make private: %s", strerror(errno));
     if (mount(o.agent_dir, "/agent", NULL, MS_BIND | MS_REC, NULL) != 0) die(126, "agent-dir", "bind %s: %s", o.agent_dir, strerror(errno));
     if (mount(NULL, "/agent", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) != 0)
       die(126, "agent-dir", "read-only: %s", strerror(errno));
+  }
+  if (o.workspace_dir) {
+    /* not recursive: nothing mounted beneath the workspace's folder comes with it */
+    if (mount(o.workspace_dir, "/workspace", NULL, MS_BIND, NULL) != 0)
+      die(126, "workspace-dir", "bind %s: %s", o.workspace_dir, strerror(errno));
   }
 
   /* 4. the filter, read while the file is still readable (root-only folder), as the

@@ -75,6 +75,7 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
   await mkdir(state.workspaces, { recursive: true, mode: 0o711 });
   await mkdir(state.data, { recursive: true, mode: 0o755 });
   await mkdir(state.contracts, { recursive: true, mode: 0o755 });
+  await mkdir(state.flows, { recursive: true, mode: 0o711 });
   // one server per STATE_ROOT; released by close() or when the start fails
   const lock = lockStateRoot(state.root, state.run);
   try {

@@ -97,6 +97,11 @@ int spec_parse(const struct jv *x, struct spec *s, struct perr *e) {
     if (abs_path(agent, "exec.agentDir", e)) return -1;
     s->agent_dir = agent;
   }
+  const struct jv *workspace = json_get(x, "workspaceDir");
+  if (workspace) {
+    if (abs_path(workspace, "exec.workspaceDir", e)) return -1;
+    s->workspace_dir = workspace;
+  }
   const struct jv *files = json_get(x, "files");
   if (files) {
     if (files->t != J_OBJ) return fail(e, "exec.files must be an object");
@@ -190,6 +195,7 @@ int spec_options(const struct spec *s, const char *seccomp, struct buf *o) {
     buf_free(&g);
   }
   if (s->agent_dir) bad |= opts(o, "--agent-dir") || optv(o, s->agent_dir);
+  if (s->workspace_dir) bad |= opts(o, "--workspace-dir") || optv(o, s->workspace_dir);
   if (s->trace) bad |= opts(o, "--trace-fd") || opts(o, "4");
   if (s->port_first > 0) {
     snprintf(num, sizeof num, "%ld-%ld", s->port_first, s->port_last);

@@ -17,6 +17,7 @@ struct spec {
   size_t ngroups;
   long timeout_ms; /* 0 = none */
   const struct jv *agent_dir; /* NULL = none */
+  const struct jv *workspace_dir; /* bound read-write at /workspace; NULL = none */
   int generation;
   int trace; /* the answer carries the exec's phase times (see ExecTrace) */
   int has_mem, has_pids;

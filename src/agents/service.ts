@@ -15,6 +15,7 @@ import { AgentSpec } from "../contract/spec.js";
 import { checkToolHeaders, toolHeaderWarnings } from "../secrets/tool-headers.js";
 import { emptyPolicy } from "./policy.js";
 import type { Agent } from "../contract/types.js";
+import type { Workspaces } from "../workspaces/service.js";
 
 export type { AgentRow };
 
@@ -23,7 +24,16 @@ export const DEFAULT_SPEC: AgentSpec = AgentSpec.parse({});
 
 /** The spec fields a create or an update may carry. */
 export type SpecPatch = Partial<{ [K in keyof AgentSpec]: unknown }>;
-const SPEC_KEYS = ["kind", "model", "instructions", "tools", "tool_policy", "limits"] as const;
+const SPEC_KEYS = [
+  "kind",
+  "model",
+  "instructions",
+  "tools",
+  "tool_policy",
+  "limits",
+  "workspace_class",
+  "memory",
+] as const;
 
 /** What is wrong with a tool policy's text (Cedar's words), or null when it holds. */
 export type PolicyCheck = (text: string) => Promise<string | null>;
@@ -97,6 +107,8 @@ export function agentView(a: AgentRow, spec: AgentSpec = DEFAULT_SPEC): Agent {
     tools: spec.tools,
     tool_policy: spec.tool_policy,
     limits: spec.limits,
+    workspace_class: spec.workspace_class,
+    memory: spec.memory,
     spec_version: a.specVersion,
     created_at: a.createdAt.toISOString(),
   };
@@ -115,6 +127,8 @@ export interface AgentsOptions {
   cancelGeneration?: (agentId: string) => Promise<void>;
   /** The address rule: a sandbox policy is checked against it when saved. */
   addressRule?: Pick<AddressRule, "entryProblem">;
+  /** Workspace classes: a spec's class is checked when saved, its per-agent workspace made. */
+  workspaces?: Pick<Workspaces, "checkSpec" | "agentSaved" | "agentDeleted">;
 }
 
 /** How many agents of a machine one read of an agent brings along. */
@@ -130,6 +144,7 @@ export class Agents {
   private readonly checkToolPolicy: PolicyCheck;
   private readonly cancelGeneration: (agentId: string) => Promise<void>;
   private readonly addressRule: Pick<AddressRule, "entryProblem"> | undefined;
+  private readonly workspaces: AgentsOptions["workspaces"];
   /** Rows by id (null: none), read again after any change of an agent. */
   readonly #rows;
   /** Specs by agent and version, read again after any change of a spec. */
@@ -147,6 +162,7 @@ export class Agents {
     this.checkToolPolicy = o.checkToolPolicy;
     this.cancelGeneration = o.cancelGeneration ?? (async () => {});
     this.addressRule = o.addressRule;
+    this.workspaces = o.workspaces;
     this.#rows = memo<string, Readonly<AgentRow> | null>(o.db, [schema.agents]);
     this.#specs = memo<string, AgentSpec>(o.db, [schema.agentSpecs]);
     this.#atUid = memo<string, AgentAt | null>(o.db, [schema.agents]);
@@ -180,6 +196,7 @@ export class Agents {
     await this.access.require(input.org_id, who, "write", "organisation");
     const spec = await nextSpec(DEFAULT_SPEC, input, this.checkToolPolicy);
     if (spec) await checkToolHeaders(this.db, input.org_id, spec, null);
+    if (spec) this.workspaces?.checkSpec(spec);
     const machine = await this.machines.load(who, input.machine_id, "write");
     if (machine.orgId !== input.org_id) throw new WarrenError("not_found", "machine was not found");
     const host = this.config.WORKSPACE_MAX_MIB;
@@ -217,6 +234,7 @@ export class Agents {
     if (spec) await this.db.insert(schema.agentSpecs).values({ agentId: id, version: 1, spec });
     try {
       await this.layout.prepareHome(machine.id, id, uidOf(row.slot), machine.trust);
+      if (spec) await this.workspaces?.agentSaved(row, spec);
     } catch (e) {
       await this.db.delete(schema.agents).where(eq(schema.agents.id, id));
       throw e;
@@ -364,6 +382,7 @@ export class Agents {
     const current = await this.specOf(row);
     const spec = await nextSpec(current.spec, patch, this.checkToolPolicy);
     if (spec) await checkToolHeaders(this.db, row.orgId, spec, current.spec);
+    if (spec && patch.workspace_class !== undefined) this.workspaces?.checkSpec(spec);
     const set: Partial<AgentInsert> = {};
     if (patch.name !== undefined) set.name = patch.name;
     const cap =
@@ -400,6 +419,8 @@ export class Agents {
       if (!r) throw new WarrenError("not_found", "agent was not found");
       updated = r;
     }
+    if (changed && spec.workspace_class !== current.spec.workspace_class)
+      await this.workspaces?.agentSaved(updated, spec);
     const view = agentView(updated, changed ? spec : current.spec);
     const warnings = [
       this.#hostCapWarning(patch.max_workspace_mib),
@@ -424,6 +445,7 @@ export class Agents {
       await tx.delete(schema.agents).where(eq(schema.agents.id, id));
     });
     await this.layout.removeHome(row.machineId, id);
+    await this.workspaces?.agentDeleted(row);
     await this.control.agentsChanged(row.machineId);
   }
 }

@@ -106,6 +106,8 @@ export interface ExecSpec {
   timeoutMs: number;
   /** A path in the box mounted read-only at /agent for this command only. */
   agentDir?: string;
+  /** A path in the box mounted read-write at /workspace for this command only. */
+  workspaceDir?: string;
   limits?: ExecLimits;
   /**
    * The command's file access, enforced with Landlock: folders (or files) it may read and

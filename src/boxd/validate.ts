@@ -75,6 +75,7 @@ export function parseExecSpec(x: unknown): ExecSpec {
     timeoutMs: int(x.timeoutMs ?? 0, "exec.timeoutMs", 0, 7 * 24 * 3600 * 1000),
   };
   if (x.agentDir !== undefined) spec.agentDir = absPath(x.agentDir, "exec.agentDir");
+  if (x.workspaceDir !== undefined) spec.workspaceDir = absPath(x.workspaceDir, "exec.workspaceDir");
   if (x.files !== undefined) {
     if (!isRecord(x.files)) throw new ProtocolError("exec.files must be an object");
     const lists = { read: x.files.read, write: x.files.write };

@@ -9,6 +9,7 @@ import { EventStreams } from "../http/sse.js";
 import { agentRoutes, guildRoutes } from "../http/routes/agents.js";
 import { egressRoutes } from "../http/routes/egress.js";
 import { execRoutes } from "../http/routes/exec.js";
+import { flowRoutes } from "../http/routes/flows.js";
 import { homeRoutes } from "../http/routes/homes.js";
 import { machineRoutes } from "../http/routes/machines.js";
 import { orgRoutes } from "../http/routes/orgs.js";
@@ -71,6 +72,7 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
         },
       }),
       ...homeRoutes(s.homes),
+      ...flowRoutes(s.flows),
     ],
   });
   await app.ready();

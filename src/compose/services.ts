@@ -35,6 +35,8 @@ import { createToolGateway } from "../tools/gateway.js";
 import { toolPolicyProblem } from "../tools/policy.js";
 import { Tools } from "../tools/service.js";
 import { Workloads } from "../workloads/index.js";
+import { Workspaces } from "../workspaces/service.js";
+import { Flows } from "../flows/service.js";
 import type { Base } from "./base.js";
 
 export type Services = Awaited<ReturnType<typeof buildServices>>;
@@ -66,7 +68,12 @@ export async function buildServices(
     logger,
     metrics,
     connect: connectBoxd,
-    paths: { data: base.state.data, contracts: base.state.contracts, harness: config.WARREN_HARNESS_DIR },
+    paths: {
+      data: base.state.data,
+      contracts: base.state.contracts,
+      flows: base.state.flows,
+      harness: config.WARREN_HARNESS_DIR,
+    },
     idleMs: config.BOX_IDLE_S * 1000,
     busyAgents: () => registry.activeAgents(),
     pids: config.BOX_PIDS,
@@ -80,7 +87,14 @@ export async function buildServices(
 
   const staging = new DirRunStaging((machineId) => provider.runFilesDir(machineId));
   // the one door of every agent's work in its box
-  const workloads = new Workloads({ db, runtime, homes: layout, secrets, staging, logger });
+  // each unit of work's /workspace by the agent's class (the spec is Agents', made below)
+  const workspaces = new Workspaces({
+    policy: base.policy,
+    layout: base.workspaceLayout,
+    specOf: (agent) => agents.specOf(agent),
+    logger,
+  });
+  const workloads = new Workloads({ db, runtime, homes: layout, secrets, staging, logger, workspaces });
   const caps = new DiskCaps(db, layout, config.WORKSPACE_MAX_MIB);
   const recorder = new RunRecorder({
     db,
@@ -105,6 +119,7 @@ export async function buildServices(
     checkToolPolicy: (text) => toolPolicyProblem(text),
     cancelGeneration: (agentId) => recorder.stopAgent(agentId, "the agent is being deleted"),
     addressRule: base.addressRule,
+    workspaces,
   });
   const guilds = new Guilds(db, access, agents);
   const exec = new Exec(agents, workloads, metrics);
@@ -178,6 +193,7 @@ export async function buildServices(
   );
   const runs = new Runs({ db, access, agents, recorder, gateway, runners });
   const homes = new Homes(db, agents, layout, config.WORKSPACE_MAX_MIB);
+  const flows = new Flows({ db, access, runs, layout: base.workspaceLayout });
   const personas = new Personas({ db, access, agents, secrets });
   // conversations: each message a turn, a run the recorder drives, its history the thread so far
   const conversations = new Conversations({
@@ -217,6 +233,8 @@ export async function buildServices(
     homes,
     personas,
     conversations,
+    workspaces,
+    flows,
     previewGrants: new PreviewGrants(),
   };
 }

@@ -14,6 +14,8 @@ export const errorStatus = {
   "secret.limit": 409,
   "run.not_cancellable": 409,
   "conversation.closed": 409,
+  "workspace.class_unknown": 409,
+  "flow.instance_ended": 409,
   "file.invalid_path": 400,
   "file.link": 400,
   "file.not_regular": 400,

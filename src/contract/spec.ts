@@ -165,6 +165,16 @@ export const AgentSpec = z
       .default("")
       .describe("Cedar policies; empty: every tool call is denied"),
     limits: RunLimits.default({ max_run_s: 3600, on_limit: "stop" }),
+    workspace_class: z
+      .string()
+      .regex(/^[a-z][a-z0-9_-]{0,63}$/, "must be a workspace class's name")
+      .nullable()
+      .default(null)
+      .describe("a class of the policy file's workspace_classes: the scope of /workspace; null: none"),
+    memory: z
+      .boolean()
+      .default(true)
+      .describe("false: a per-agent /workspace is fresh for each run (and each command or terminal)"),
   })
   .strict()
   .superRefine((s, ctx) => {

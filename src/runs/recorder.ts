@@ -15,6 +15,7 @@ import type { MachineRuntime } from "../runtime/index.js";
 import { schema } from "../store/index.js";
 import type { Db } from "../store/index.js";
 import type { MachineRow, Workload, Workloads } from "../workloads/index.js";
+import type { InstanceRef } from "../workspaces/service.js";
 import type { Generation, GenerationRegistry } from "./registry.js";
 import { runView, type RunRow, type RunStatus } from "./view.js";
 
@@ -74,6 +75,8 @@ export interface RunRequest {
   secrets?: readonly string[] | undefined;
   /** The conversation the run is a turn of: its events are the conversation's too. */
   conversationId?: string | undefined;
+  /** The flow instance the run is made in: its /workspace is the instance's. */
+  instance?: InstanceRef | undefined;
 }
 
 export interface RunRecorderOptions {
@@ -252,7 +255,12 @@ export class RunRecorder {
     const o = this.#o;
     const { agent, machine } = req;
     // opened once, as the generation starts: a change of secrets reaches the next generation
-    const work = await o.workloads.open(agent, { machine, run: { id: run.id }, secrets: req.secrets });
+    const work = await o.workloads.open(agent, {
+      machine,
+      run: { id: run.id },
+      secrets: req.secrets,
+      instance: req.instance,
+    });
     const recording = o.records.openRun(run.id, agent.id, work.secrets);
     work.recordInto(recording);
     const pending: Promise<void>[] = [];
@@ -356,6 +364,7 @@ export class RunRecorder {
       });
     } finally {
       await work.unstage();
+      await work.release();
       recording.close();
     }
   }

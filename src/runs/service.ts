@@ -11,6 +11,7 @@ import type { ModelGateway } from "../models/types.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import { argvOf, type CommandLimits } from "../workloads/index.js";
+import type { InstanceRef } from "../workspaces/service.js";
 import { CommandRunner } from "./command.js";
 import type { AgentRunners } from "./kinds.js";
 import { ModelRunner, planAgentRun } from "./model-run.js";
@@ -61,7 +62,12 @@ export class Runs {
     this.#o = o;
   }
 
-  async start(who: Identity, agentId: string, input: RunInput): Promise<Run> {
+  async start(
+    who: Identity,
+    agentId: string,
+    input: RunInput,
+    opts: { instance?: InstanceRef | undefined } = {},
+  ): Promise<Run> {
     const o = this.#o;
     const agent = await o.agents.load(who, agentId, "write");
     const inputBytes = Buffer.from(input.input ?? "", "utf8");
@@ -72,7 +78,7 @@ export class Runs {
       );
     }
     const machine = await o.agents.machineOf(agent);
-    const common = { agent, machine, input: inputBytes, wait: input.wait ?? true };
+    const common = { agent, machine, input: inputBytes, wait: input.wait ?? true, instance: opts.instance };
     if (input.kind === "agent") {
       const current = await o.agents.specOf(agent);
       const plan = planAgentRun(current.spec, current.version, o.runners, input.timeout_s);
