@@ -304,6 +304,8 @@ export class RunRecorder {
       } finally {
         clearTimeout(t);
       }
+      // a memory: false workspace goes before the run is measured and recorded as ended
+      await work.release();
       // the run's own end wins over what the runner made of the abort
       let status: RunStatus = out.status;
       let reason = out.reason ?? null;
