@@ -4,7 +4,8 @@ const alphabet = "0123456789abcdefghjkmnpqrstvwxyz";
 
 /** A new id such as `agt_5k2m9x7q1d3f8h0c`: a short prefix and 16 lowercase base32 characters. */
 export function newId(
-  prefix: "org" | "usr" | "mch" | "agt" | "gld" | "run" | "sec" | "cnv" | "msg" | "prs" | "flw" | "fli" | "wsp",
+  prefix:
+    "org" | "usr" | "mch" | "agt" | "gld" | "run" | "sec" | "cnv" | "msg" | "prs" | "flw" | "fli" | "wsp",
 ): string {
   const bytes = randomBytes(16);
   let out = "";

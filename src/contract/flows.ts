@@ -2,7 +2,7 @@
 // shared /workspace (kept when the instance ends).
 import { z } from "zod";
 import { idOf, items, name } from "./common.js";
-import { AgentRunCreateRequest, CommandRunCreateRequest, Run } from "./runs.js";
+import { AgentRunCreateRequest, CommandRunCreateRequest } from "./runs.js";
 
 export const Flow = z
   .object({
@@ -59,7 +59,8 @@ const agentId = { agent_id: idOf("agt").describe("one of the flow's agents") };
 
 /** The body of POST /api/agents/:id/runs, and the agent of the flow that makes the run. */
 export const FlowRunCreateRequest = z
-  .discriminatedUnion("kind", [CommandRunCreateRequest.safeExtend(agentId), AgentRunCreateRequest.extend(agentId)])
+  .discriminatedUnion("kind", [
+    CommandRunCreateRequest.safeExtend(agentId),
+    AgentRunCreateRequest.extend(agentId),
+  ])
   .meta({ id: "FlowRunCreateRequest" });
-
-export const FlowInstanceRuns = items(Run, "FlowInstanceRunList");

@@ -50,7 +50,10 @@ export interface FlowsOptions {
 export class Flows {
   constructor(private readonly o: FlowsOptions) {}
 
-  async create(who: Identity, input: { org_id: string; name: string; agent_ids: string[] }): Promise<FlowView> {
+  async create(
+    who: Identity,
+    input: { org_id: string; name: string; agent_ids: string[] },
+  ): Promise<FlowView> {
     const { db, access } = this.o;
     await access.require(input.org_id, who, "write", "organisation");
     const ids = [...new Set(input.agent_ids)];
@@ -61,12 +64,19 @@ export class Flows {
     const known = new Set(found.map((a) => a.id));
     const missing = ids.filter((id) => !known.has(id));
     if (missing.length > 0)
-      throw new WarrenError("request.invalid", `agent_ids: no agent ${missing.join(", ")} in the organisation`, {
-        field: "agent_ids",
-      });
+      throw new WarrenError(
+        "request.invalid",
+        `agent_ids: no agent ${missing.join(", ")} in the organisation`,
+        {
+          field: "agent_ids",
+        },
+      );
     const id = newId("flw");
     const row = await db.transaction(async (tx) => {
-      const [f] = await tx.insert(schema.flows).values({ id, orgId: input.org_id, name: input.name }).returning();
+      const [f] = await tx
+        .insert(schema.flows)
+        .values({ id, orgId: input.org_id, name: input.name })
+        .returning();
       await tx.insert(schema.flowAgents).values(ids.map((agentId) => ({ flowId: id, agentId })));
       return f;
     });
@@ -135,7 +145,9 @@ export class Flows {
   /** The lowest group no instance holds (from a random place after a collision). */
   async #freeGid(attempt: number): Promise<number> {
     const taken = new Set(
-      (await this.o.db.select({ gid: schema.flowInstances.gid }).from(schema.flowInstances)).map((r) => r.gid),
+      (await this.o.db.select({ gid: schema.flowInstances.gid }).from(schema.flowInstances)).map(
+        (r) => r.gid,
+      ),
     );
     const span = INSTANCE_GID_LAST - INSTANCE_GID_FIRST + 1;
     const from = attempt === 0 ? 0 : Math.floor(Math.random() * span);
@@ -207,7 +219,9 @@ export class Flows {
       });
     const instance: InstanceRef = { id: i.id, flowId: i.flowId, gid: i.gid };
     const started = await this.o.runs.start(who, agent_id, run, { instance });
-    await this.o.db.insert(schema.flowInstanceRuns).values({ runId: started.id, instanceId: i.id, agentId: agent_id });
+    await this.o.db
+      .insert(schema.flowInstanceRuns)
+      .values({ runId: started.id, instanceId: i.id, agentId: agent_id });
     return started;
   }
 
@@ -225,5 +239,11 @@ export class Flows {
 }
 
 function flowView(f: FlowRow, agentIds: string[]): FlowView {
-  return { id: f.id, org_id: f.orgId, name: f.name, agent_ids: agentIds, created_at: f.createdAt.toISOString() };
+  return {
+    id: f.id,
+    org_id: f.orgId,
+    name: f.name,
+    agent_ids: agentIds,
+    created_at: f.createdAt.toISOString(),
+  };
 }

@@ -186,7 +186,9 @@ export class Workload {
     return {
       ...walls,
       groups: [...(walls.groups ?? []), ...ws.groups],
-      files: walls.files ? { read: walls.files.read, write: [...walls.files.write, BOX_PATHS.workspace] } : walls.files,
+      files: walls.files
+        ? { read: walls.files.read, write: [...walls.files.write, BOX_PATHS.workspace] }
+        : walls.files,
     };
   }
 

@@ -68,7 +68,8 @@ export function workspaceProbes(o: {
         : { ok: false, detail: problem, fix: `correct the policy file ${o.policy.file}` },
     workspace_class_exists: async () => {
       const unknown = (await agentsWithClasses(o.db)).filter((a) => !policy.classes.has(a.workspaceClass));
-      if (unknown.length === 0) return { ok: true, detail: `${policy.classes.size} class(es) declared`, fix: "" };
+      if (unknown.length === 0)
+        return { ok: true, detail: `${policy.classes.size} class(es) declared`, fix: "" };
       const named = unknown
         .slice(0, 10)
         .map((a) => `agent ${a.id} names workspace_class "${a.workspaceClass}"`)
@@ -87,7 +88,9 @@ export function workspaceProbes(o: {
         fs.writeFileSync(probe, "");
         fs.rmSync(probe);
       } catch (err) {
-        problems.push(`flow instances' workspaces cannot be made under ${o.layout.flowsRoot}: ${(err as Error).message}`);
+        problems.push(
+          `flow instances' workspaces cannot be made under ${o.layout.flowsRoot}: ${(err as Error).message}`,
+        );
       }
       for (const a of await agentsWithClasses(o.db)) {
         if (policy.classes.get(a.workspaceClass)?.workspace_scope !== "per-agent") continue;

@@ -6,12 +6,14 @@ import { parse, YAMLParseError } from "yaml";
 import { z } from "zod";
 
 export const WORKSPACE_SCOPES = ["per-agent", "per-flow-instance"] as const;
-export type WorkspaceScope = (typeof WORKSPACE_SCOPES)[number];
 
 /** A class's name, as agents' specs name it. */
 export const workspaceClassName = z
   .string()
-  .regex(/^[a-z][a-z0-9_-]{0,63}$/, "must be lowercase letters, digits, _ and - (at most 64), starting with a letter");
+  .regex(
+    /^[a-z][a-z0-9_-]{0,63}$/,
+    "must be lowercase letters, digits, _ and - (at most 64), starting with a letter",
+  );
 
 export const WorkspaceClass = z
   .object({
@@ -53,7 +55,8 @@ export function loadPolicy(file: string, explicit: boolean): Policy {
   try {
     text = fs.readFileSync(file, "utf8");
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT" && !explicit) return { file: null, classes: new Map() };
+    if ((err as NodeJS.ErrnoException).code === "ENOENT" && !explicit)
+      return { file: null, classes: new Map() };
     throw new PolicyError(`the policy file ${file} cannot be read: ${(err as Error).message}`);
   }
   return parsePolicy(text, file);
@@ -65,7 +68,9 @@ export function parsePolicy(text: string, file: string): Policy {
     doc = parse(text, { maxAliasCount: 100 });
   } catch (err) {
     const where = err instanceof YAMLParseError && err.linePos ? ` (line ${err.linePos[0].line})` : "";
-    throw new PolicyError(`the policy file ${file} is not YAML${where}: ${(err as Error).message.split("\n")[0]}`);
+    throw new PolicyError(
+      `the policy file ${file} is not YAML${where}: ${(err as Error).message.split("\n")[0]}`,
+    );
   }
   const r = PolicyFile.safeParse(doc ?? {});
   if (!r.success) {

@@ -38,7 +38,10 @@ export interface WorkspacesOptions {
 }
 
 /** The labels of an agent's workspace. */
-export function agentLabels(agent: Pick<AgentRow, "id" | "orgId" | "machineId">, runId?: string): WorkspaceLabels {
+export function agentLabels(
+  agent: Pick<AgentRow, "id" | "orgId" | "machineId">,
+  runId?: string,
+): WorkspaceLabels {
   return {
     "warren.kind": "agent",
     "warren.owner": agent.orgId,
@@ -94,7 +97,10 @@ export class Workspaces {
    * else by its class: per-agent, its own (kept, or this work's for `memory: false`);
    * per-flow-instance outside an instance, or no class: none.
    */
-  async mount(agent: AgentRow, opts: { run?: { id: string }; instance?: InstanceRef }): Promise<WorkspaceMount | null> {
+  async mount(
+    agent: AgentRow,
+    opts: { run?: { id: string }; instance?: InstanceRef },
+  ): Promise<WorkspaceMount | null> {
     const layout = this.o.layout;
     if (opts.instance) {
       const inst = opts.instance;
@@ -144,7 +150,9 @@ export class Workspaces {
         made = undefined;
         await layout
           .removeEphemeral(agent.machineId, agent.id, workId)
-          .catch((err: unknown) => this.o.logger.warn({ err, agentId: agent.id }, "a workspace could not be removed"));
+          .catch((err: unknown) =>
+            this.o.logger.warn({ err, agentId: agent.id }, "a workspace could not be removed"),
+          );
       },
     };
   }

@@ -35,7 +35,11 @@ async function runCommand(
   instanceId?: string,
 ): Promise<{ status: string; output: string; id: string }> {
   const r = instanceId
-    ? await t.call("POST", `/api/flow-instances/${instanceId}/runs`, { agent_id: agentId, kind: "command", command })
+    ? await t.call("POST", `/api/flow-instances/${instanceId}/runs`, {
+        agent_id: agentId,
+        kind: "command",
+        command,
+      })
     : await t.call("POST", `/api/agents/${agentId}/runs`, { kind: "command", command });
   assert.equal(r.status, 202, JSON.stringify(r.body));
   const end = Date.now() + 60_000;
@@ -139,9 +143,16 @@ describe("workspaces on real boxes", { skip: boxSkipReason() ?? false }, () => {
   }
 
   test("memory: false gets a fresh workspace for every run, gone after it", async () => {
-    const c = await agent(machines.isolated, "forgetful", { workspace_class: "private_scratch", memory: false });
+    const c = await agent(machines.isolated, "forgetful", {
+      workspace_class: "private_scratch",
+      memory: false,
+    });
     assert.equal(c.memory, false);
-    const first = await runCommand(t, c.id, "ls -A /workspace; echo was-here > /workspace/x; cat /workspace/x");
+    const first = await runCommand(
+      t,
+      c.id,
+      "ls -A /workspace; echo was-here > /workspace/x; cat /workspace/x",
+    );
     assert.equal(first.status, "succeeded", JSON.stringify(first));
     assert.equal(first.output, "was-here\n");
     const second = await runCommand(t, c.id, "ls -A /workspace; echo ok");
@@ -158,7 +169,11 @@ describe("workspaces on real boxes", { skip: boxSkipReason() ?? false }, () => {
     const f1 = await agent(machines.isolated, "f1", { workspace_class: "shared_instance" });
     const f2 = await agent(machines.shared, "f2", { workspace_class: "shared_instance" });
     const outsider = await agent(machines.isolated, "outsider", { workspace_class: "shared_instance" });
-    const flow = await t.call("POST", "/api/flows", { org_id: org.id, name: "fulfilment", agent_ids: [f1.id, f2.id] });
+    const flow = await t.call("POST", "/api/flows", {
+      org_id: org.id,
+      name: "fulfilment",
+      agent_ids: [f1.id, f2.id],
+    });
     assert.equal(flow.status, 201, JSON.stringify(flow.body));
     assert.deepEqual([...flow.body.agent_ids].sort(), [f1.id, f2.id].sort());
     const i1 = await t.call("POST", `/api/flows/${flow.body.id}/instances`, { name: "order-1" });
@@ -169,9 +184,19 @@ describe("workspaces on real boxes", { skip: boxSkipReason() ?? false }, () => {
     const i2 = (await t.call("POST", `/api/flows/${flow.body.id}/instances`, {})).body;
 
     // two agents (on two machines) of one instance share it
-    const w = await runCommand(t, f1.id, "echo from-f1 > /workspace/shared.txt && cat /workspace/shared.txt", i1.body.id);
+    const w = await runCommand(
+      t,
+      f1.id,
+      "echo from-f1 > /workspace/shared.txt && cat /workspace/shared.txt",
+      i1.body.id,
+    );
     assert.equal(w.status, "succeeded", JSON.stringify(w));
-    const r = await runCommand(t, f2.id, "cat /workspace/shared.txt && echo from-f2 > /workspace/f2.txt", i1.body.id);
+    const r = await runCommand(
+      t,
+      f2.id,
+      "cat /workspace/shared.txt && echo from-f2 > /workspace/f2.txt",
+      i1.body.id,
+    );
     assert.equal(r.output, "from-f1\n");
     assert.equal(r.status, "succeeded", JSON.stringify(r));
     // a second instance sees none of it, by /workspace or by the first one's path
@@ -205,7 +230,10 @@ describe("workspaces on real boxes", { skip: boxSkipReason() ?? false }, () => {
     assert.equal(ended.body.status, "ended");
     assert.ok(ended.body.ended_at);
     assert.equal(ended.body.workspace.host_path, path.join(root, "flows", i1.body.id, "workspace"));
-    assert.equal(fs.readFileSync(path.join(ended.body.workspace.host_path, "shared.txt"), "utf8"), "from-f1\n");
+    assert.equal(
+      fs.readFileSync(path.join(ended.body.workspace.host_path, "shared.txt"), "utf8"),
+      "from-f1\n",
+    );
     assert.equal(fs.readFileSync(path.join(ended.body.workspace.host_path, "f2.txt"), "utf8"), "from-f2\n");
     assert.equal(ended.body.workspace.labels["warren.kind"], "flow");
     assert.equal(ended.body.workspace.labels["warren.flow_instance"], i1.body.id);
@@ -223,10 +251,15 @@ describe("workspaces on real boxes", { skip: boxSkipReason() ?? false }, () => {
 
   test("/data and the contracts stay global and read-only under every class", async () => {
     const kept = await agent(machines.isolated, "ro-kept", { workspace_class: "private_scratch" });
-    const fresh = await agent(machines.shared, "ro-fresh", { workspace_class: "private_scratch", memory: false });
+    const fresh = await agent(machines.shared, "ro-fresh", {
+      workspace_class: "private_scratch",
+      memory: false,
+    });
     const flowAgent = await agent(machines.isolated, "ro-flow", { workspace_class: "shared_instance" });
     const none = await agent(machines.shared, "ro-none");
-    const flow = (await t.call("POST", "/api/flows", { org_id: org.id, name: "ro", agent_ids: [flowAgent.id] })).body;
+    const flow = (
+      await t.call("POST", "/api/flows", { org_id: org.id, name: "ro", agent_ids: [flowAgent.id] })
+    ).body;
     const inst = (await t.call("POST", `/api/flows/${flow.id}/instances`, {})).body;
     const probe =
       "cat /data/ref.txt /opt/warren/contracts/flow.yaml; " +
@@ -265,14 +298,23 @@ describe("boot checks of workspaces", { skip: boxSkipReason() ?? false }, () => 
       } finally {
         await t.close();
       }
-      await writeFile(path.join(root, "policy.yaml"), "workspace_classes:\n  private_scratch:\n    workspace_scope: per-agent\n");
+      await writeFile(
+        path.join(root, "policy.yaml"),
+        "workspace_classes:\n  private_scratch:\n    workspace_scope: per-agent\n",
+      );
       await assert.rejects(startTestServer({ stateRoot: root }), (err: Error) => {
         assert.equal(err.name, "BootCheckError");
-        assert.match(err.message, /cannot start: workspace_class_exists: agent \S+ names workspace_class "shared_instance"/);
+        assert.match(
+          err.message,
+          /cannot start: workspace_class_exists: agent \S+ names workspace_class "shared_instance"/,
+        );
         assert.ok(err.message.includes(agentId));
         return true;
       });
-      const d = await startTestServer({ stateRoot: root, env: { WARREN_ALLOW_DEGRADED: "workspace_class_exists" } });
+      const d = await startTestServer({
+        stateRoot: root,
+        env: { WARREN_ALLOW_DEGRADED: "workspace_class_exists" },
+      });
       try {
         const h = await d.call("GET", "/health");
         assert.equal(h.status, 200);
@@ -295,12 +337,18 @@ describe("boot checks of workspaces", { skip: boxSkipReason() ?? false }, () => 
       fs.chmodSync(path.join(root, "data"), 0o700);
       await assert.rejects(startTestServer({ stateRoot: root }), (err: Error) => {
         assert.equal(err.name, "BootCheckError");
-        assert.match(err.message, /cannot start: data: the data folder \S+ is not readable by the boxes' agents/);
+        assert.match(
+          err.message,
+          /cannot start: data: the data folder \S+ is not readable by the boxes' agents/,
+        );
         return true;
       });
       fs.chmodSync(path.join(root, "data"), 0o755);
       await assert.rejects(startTestServer({ stateRoot: root }), (err: Error) => {
-        assert.match(err.message, /cannot start: policy: the policy file \S+policy.yaml does not hold: workspace_classes.x.workspace_scope/);
+        assert.match(
+          err.message,
+          /cannot start: policy: the policy file \S+policy.yaml does not hold: workspace_classes.x.workspace_scope/,
+        );
         return true;
       });
     } finally {

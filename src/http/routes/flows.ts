@@ -85,7 +85,8 @@ export function flowRoutes(flows: Flows): AnyRoute[] {
       url: "/api/flow-instances/:id/runs",
       id: "flows.instances.run",
       tag: "flows",
-      summary: "Start a run of one of the flow's agents inside the instance (its /workspace is the instance's)",
+      summary:
+        "Start a run of one of the flow's agents inside the instance (its /workspace is the instance's)",
       params: idParams("fli"),
       body: FlowRunCreateRequest,
       status: 202,
