@@ -1,6 +1,6 @@
 // The composition root: config -> state tree -> base (store, secrets, log, address rule) ->
 // services -> the API and the previews. Each step is a module of src/compose.
-import { mkdir, readFile } from "node:fs/promises";
+import { mkdir, readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type http from "node:http";
@@ -23,7 +23,16 @@ export { bootProbes } from "./compose/base.js";
 
 export type Server = Pick<
   Services,
-  "runtime" | "bridges" | "registry" | "runs" | "recorder" | "tools" | "gateway" | "runners" | "workloads"
+  | "runtime"
+  | "bridges"
+  | "registry"
+  | "runs"
+  | "recorder"
+  | "tools"
+  | "gateway"
+  | "runners"
+  | "workloads"
+  | "workspaces"
 > & {
   app: FastifyInstance;
   config: Config;
@@ -91,6 +100,9 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
         { turns: interrupted },
         "conversations' turns cut short by the server's stop are interrupted",
       );
+    const machineDirs = (await readdir(state.workspaces)).map((n) => path.join(state.workspaces, n));
+    const swept = await s.workspaces.sweep(machineDirs);
+    if (swept > 0) base.logger.info({ workspaces: swept }, "workspaces of interrupted runs removed");
     const recovered = await s.runtime.recover();
     if (recovered.adopted.length || recovered.reaped.length) base.logger.info(recovered, "boxes recovered");
     s.runtime.startIdleTimer();

@@ -95,7 +95,9 @@ export async function buildServices(
     logger,
   });
   const workloads = new Workloads({ db, runtime, homes: layout, secrets, staging, logger, workspaces });
-  const caps = new DiskCaps(db, layout, config.WORKSPACE_MAX_MIB);
+  const caps = new DiskCaps(db, layout, config.WORKSPACE_MAX_MIB, (m, a) =>
+    base.workspaceLayout.agentRoot(m, a),
+  );
   const recorder = new RunRecorder({
     db,
     records,

@@ -2,6 +2,7 @@
 // (src/workloads) asks here for each unit of work and binds what it answers at /workspace,
 // read-write, for that work's commands only: the agent's own (kept, or fresh for each unit
 // of work when its spec says `memory: false`), or the flow instance's it works in.
+import { rm } from "node:fs/promises";
 import type { AgentSpec } from "../contract/spec.js";
 import { WarrenError } from "../errors.js";
 import { newId } from "../ids.js";
@@ -85,6 +86,20 @@ export class Workspaces {
     const c = this.checkSpec(spec);
     if (c?.workspace_scope !== "per-agent") return;
     await this.o.layout.prepareAgent(agent.machineId, agent.id, uidOf(agent.slot), agentLabels(agent));
+  }
+
+  /**
+   * At boot: the workspaces of units of work that never ended (the server stopped during a
+   * `memory: false` run) are found by their labels, never by their names, and removed.
+   * Flow instances' workspaces are never eligible. Answers how many went.
+   */
+  async sweep(machineDirs: string[]): Promise<number> {
+    const found = await this.o.layout.find(machineDirs, {
+      "warren.kind": "agent",
+      "warren.reset.eligible": "true",
+    });
+    for (const w of found) await rm(w.dir, { recursive: true, force: true });
+    return found.length;
   }
 
   /** The agent's workspaces go with it. */

@@ -9,6 +9,7 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { boxSkipReason } from "../box/fixture.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { agentLabels } from "../../src/workspaces/service.js";
 
 const POLICY = `workspace_classes:
   private_scratch:
@@ -141,6 +142,20 @@ describe("workspaces on real boxes", { skip: boxSkipReason() ?? false }, () => {
       assert.equal(fs.existsSync(host), false);
     });
   }
+
+  test("the disk caps and measurement count an agent's workspace like its home", async () => {
+    const a = await agent(machines.isolated, "big", { workspace_class: "private_scratch" });
+    const r = await runCommand(t, a.id, "head -c 3145728 /dev/urandom > /workspace/big && echo ok");
+    assert.equal(r.output, "ok\n");
+    const usage = (await t.call("GET", `/api/agents/${a.id}/usage`)).body;
+    assert.ok(usage.workspace_mib >= 3, JSON.stringify(usage));
+    assert.ok(usage.machine.workspace_mib >= 3, JSON.stringify(usage));
+    // over its cap, the next generation is refused like for a home
+    assert.equal((await t.call("PATCH", `/api/agents/${a.id}`, { max_workspace_mib: 1 })).status, 200);
+    const refused = await t.call("POST", `/api/agents/${a.id}/runs`, { kind: "command", command: "true" });
+    assert.equal(refused.status, 507, JSON.stringify(refused.body));
+    assert.equal(refused.body.error.code, "workspace.full");
+  });
 
   test("memory: false gets a fresh workspace for every run, gone after it", async () => {
     const c = await agent(machines.isolated, "forgetful", {
@@ -325,6 +340,46 @@ describe("boot checks of workspaces", { skip: boxSkipReason() ?? false }, () => 
       } finally {
         await d.close();
       }
+    } finally {
+      await rm(root, { recursive: true, force: true, maxRetries: 3 });
+    }
+  });
+
+  test("recovery finds an interrupted run's workspace by its labels and removes it; kept ones stay", async () => {
+    const root = await stateWithPolicy();
+    try {
+      const t = await startTestServer({ stateRoot: root });
+      let leftover: string;
+      let kept: string;
+      try {
+        const org = (await t.call("POST", "/api/orgs", { name: "sweep" })).body;
+        const m = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
+        const a = (
+          await t.call("POST", "/api/agents", {
+            org_id: org.id,
+            machine_id: m.id,
+            name: "a",
+            workspace_class: "private_scratch",
+          })
+        ).body;
+        // what a run cut short by a stop leaves: a unit of work's workspace with its labels
+        const layout = t.server.workspaces.layout;
+        leftover = await layout.prepareAgent(
+          m.id,
+          a.id,
+          a.uid,
+          agentLabels(a, "run_0000000000000000"),
+          "run_0000000000000000",
+        );
+        kept = layout.agentHostDir(m.id, a.id);
+        fs.writeFileSync(path.join(leftover, "x"), "x");
+      } finally {
+        await t.close();
+      }
+      const again = await startTestServer({ stateRoot: root });
+      await again.close();
+      assert.equal(fs.existsSync(leftover), false);
+      assert.equal(fs.existsSync(kept), true);
     } finally {
       await rm(root, { recursive: true, force: true, maxRetries: 3 });
     }
