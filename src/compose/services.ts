@@ -195,7 +195,6 @@ export async function buildServices(
   );
   const runs = new Runs({ db, access, agents, recorder, gateway, runners });
   const homes = new Homes(db, agents, layout, config.WORKSPACE_MAX_MIB);
-  const flows = new Flows({ db, access, runs, layout: base.workspaceLayout });
   const personas = new Personas({ db, access, agents, secrets });
   // conversations: each message a turn, a run the recorder drives, its history the thread so far
   const conversations = new Conversations({
@@ -209,7 +208,10 @@ export async function buildServices(
     runners,
     historyBytes: config.WARREN_CONVERSATION_HISTORY_BYTES,
     logger,
+    // a conversation held in a flow instance: its turns work in the instance's /workspace
+    instanceOf: (conversationId) => flows.instanceOf(conversationId),
   });
+  const flows: Flows = new Flows({ db, access, runs, conversations, layout: base.workspaceLayout });
   // a box that stops interrupts the turns going on in it
   runtime.onStopped((machineId, reason) => conversations.boxStopped(machineId, reason));
 

@@ -24,6 +24,15 @@ export const FlowCreateRequest = z
   .strict()
   .meta({ id: "FlowCreateRequest" });
 
+export const FlowConversationCreateRequest = z
+  .object({
+    agent_id: idOf("agt").describe("one of the flow's agents"),
+    title: z.string().max(200).optional(),
+    persona_id: idOf("prs").optional(),
+  })
+  .strict()
+  .meta({ id: "FlowConversationCreateRequest" });
+
 export const FlowListQuery = z.object({ org_id: idOf("org") }).strict();
 
 export const FlowWorkspace = z
@@ -44,6 +53,9 @@ export const FlowInstance = z
     agent_ids: z.array(z.string()),
     workspace: FlowWorkspace,
     run_ids: z.array(z.string()).describe("the runs made inside the instance, oldest first"),
+    conversation_ids: z
+      .array(z.string())
+      .describe("the conversations held inside the instance, oldest first"),
     created_at: z.string(),
     ended_at: z.string().nullable(),
   })

@@ -4,7 +4,8 @@
 // the run recorder like every run; ending an instance keeps its workspace and says where.
 import { and, asc, desc, eq, inArray } from "drizzle-orm";
 import type { Access, Identity } from "../access/index.js";
-import type { Run } from "../contract/types.js";
+import type { Conversation, Run } from "../contract/types.js";
+import type { Conversations } from "../conversations/index.js";
 import { WarrenError } from "../errors.js";
 import { newId } from "../ids.js";
 import type { RunInput, Runs } from "../runs/service.js";
@@ -36,6 +37,7 @@ export interface InstanceView {
   agent_ids: string[];
   workspace: { path: "/workspace"; host_path: string; labels: Record<string, string> };
   run_ids: string[];
+  conversation_ids: string[];
   created_at: string;
   ended_at: string | null;
 }
@@ -44,6 +46,7 @@ export interface FlowsOptions {
   db: Db;
   access: Access;
   runs: Pick<Runs, "start">;
+  conversations: Pick<Conversations, "create">;
   layout: WorkspaceLayout;
 }
 
@@ -184,6 +187,13 @@ export class Flows {
         labels: flowLabels(i.orgId, i),
       },
       run_ids: runs.map((r) => r.runId),
+      conversation_ids: (
+        await this.o.db
+          .select({ id: schema.flowInstanceConversations.conversationId })
+          .from(schema.flowInstanceConversations)
+          .where(eq(schema.flowInstanceConversations.instanceId, i.id))
+          .orderBy(asc(schema.flowInstanceConversations.createdAt))
+      ).map((r) => r.id),
       created_at: i.createdAt.toISOString(),
       ended_at: i.endedAt ? i.endedAt.toISOString() : null,
     };
@@ -203,25 +213,56 @@ export class Flows {
     return Promise.all(rows.map((r) => this.#view(r)));
   }
 
-  /** A run of one of the flow's agents inside the instance: its /workspace is the instance's. */
-  async run(who: Identity, instanceId: string, input: RunInput & { agent_id: string }): Promise<Run> {
+  /** The running instance, and the agent's place in its flow, for new work in it. */
+  async #forWork(who: Identity, instanceId: string, agentId: string): Promise<InstanceRef> {
     const i = await this.#loadInstance(who, instanceId, "write");
-    if (i.status !== "running")
-      throw new WarrenError(
-        "flow.instance_ended",
-        "the flow instance has ended (its workspace is kept); start a new instance to run again",
-      );
-    const { agent_id, ...run } = input;
+    if (i.status !== "running") throw ended();
     const members = await this.#agentsOf(i.flowId);
-    if (!members.includes(agent_id))
-      throw new WarrenError("request.invalid", `agent_id: ${agent_id} is not one of the flow's agents`, {
+    if (!members.includes(agentId))
+      throw new WarrenError("request.invalid", `agent_id: ${agentId} is not one of the flow's agents`, {
         field: "agent_id",
       });
-    const instance: InstanceRef = { id: i.id, flowId: i.flowId, gid: i.gid };
+    return { id: i.id, flowId: i.flowId, gid: i.gid };
+  }
+
+  /** A conversation with one of the flow's agents inside the instance: its turns' /workspace is the instance's. */
+  async conversation(
+    who: Identity,
+    instanceId: string,
+    input: { agent_id: string; title?: string | undefined; persona_id?: string | undefined },
+  ): Promise<Conversation> {
+    const { agent_id, ...body } = input;
+    const instance = await this.#forWork(who, instanceId, agent_id);
+    const c = await this.o.conversations.create(who, agent_id, body);
+    await this.o.db
+      .insert(schema.flowInstanceConversations)
+      .values({ conversationId: c.id, instanceId: instance.id });
+    return c;
+  }
+
+  /** The instance a conversation is held in (Conversations asks at each turn); an ended one refuses the turn. */
+  async instanceOf(conversationId: string): Promise<InstanceRef | undefined> {
+    const [r] = await this.o.db
+      .select({ i: schema.flowInstances })
+      .from(schema.flowInstanceConversations)
+      .innerJoin(
+        schema.flowInstances,
+        eq(schema.flowInstances.id, schema.flowInstanceConversations.instanceId),
+      )
+      .where(eq(schema.flowInstanceConversations.conversationId, conversationId));
+    if (!r) return undefined;
+    if (r.i.status !== "running") throw ended();
+    return { id: r.i.id, flowId: r.i.flowId, gid: r.i.gid };
+  }
+
+  /** A run of one of the flow's agents inside the instance: its /workspace is the instance's. */
+  async run(who: Identity, instanceId: string, input: RunInput & { agent_id: string }): Promise<Run> {
+    const { agent_id, ...run } = input;
+    const instance = await this.#forWork(who, instanceId, agent_id);
     const started = await this.o.runs.start(who, agent_id, run, { instance });
     await this.o.db
       .insert(schema.flowInstanceRuns)
-      .values({ runId: started.id, instanceId: i.id, agentId: agent_id });
+      .values({ runId: started.id, instanceId: instance.id, agentId: agent_id });
     return started;
   }
 
@@ -237,6 +278,12 @@ export class Flows {
     return this.#view(u ?? i);
   }
 }
+
+const ended = () =>
+  new WarrenError(
+    "flow.instance_ended",
+    "the flow instance has ended (its workspace is kept); start a new instance to work in it again",
+  );
 
 function flowView(f: FlowRow, agentIds: string[]): FlowView {
   return {

@@ -464,6 +464,21 @@ export const flowInstances = pgTable(
   ],
 );
 
+/** The conversations held inside a flow instance (their turns' /workspace is the instance's). */
+export const flowInstanceConversations = pgTable(
+  "flow_instance_conversations",
+  {
+    conversationId: text("conversation_id")
+      .primaryKey()
+      .references(() => conversations.id, { onDelete: "cascade" }),
+    instanceId: text("instance_id")
+      .notNull()
+      .references(() => flowInstances.id, { onDelete: "cascade" }),
+    createdAt: created(),
+  },
+  (t) => [index("flow_instance_conversations_instance_idx").on(t.instanceId, t.createdAt)],
+);
+
 /** The runs made inside a flow instance (their /workspace was the instance's). */
 export const flowInstanceRuns = pgTable(
   "flow_instance_runs",

@@ -264,6 +264,59 @@ describe("workspaces on real boxes", { skip: boxSkipReason() ?? false }, () => {
     assert.ok(fs.existsSync(path.join(ended.body.workspace.host_path, "shared.txt")));
   });
 
+  test("a conversation held in an instance: its turns work in the instance's workspace", async () => {
+    const writer = await agent(machines.isolated, "writer", { workspace_class: "shared_instance" });
+    const thinker = await agent(machines.shared, "thinker", {
+      workspace_class: "shared_instance",
+      kind: "assistant",
+      model: { provider: "script", name: "s.json" },
+      tools: [{ type: "builtin", name: "run_command" }],
+      tool_policy: `permit(principal, action, resource);`,
+    });
+    const put = await t.inject({
+      method: "PUT",
+      url: `/api/agents/${thinker.id}/files/s.json`,
+      payload: JSON.stringify([
+        {
+          tool_calls: [
+            { name: "run_command", input: { command: "cat /workspace/notes.txt > /workspace/seen.txt" } },
+          ],
+        },
+        { text: "done" },
+      ]),
+      headers: { "content-type": "application/octet-stream" },
+    });
+    assert.equal(put.statusCode, 204, put.body);
+    const flow = (
+      await t.call("POST", "/api/flows", { org_id: org.id, name: "talk", agent_ids: [writer.id, thinker.id] })
+    ).body;
+    const inst = (await t.call("POST", `/api/flows/${flow.id}/instances`, {})).body;
+    const w = await runCommand(t, writer.id, "echo the-notes > /workspace/notes.txt", inst.id);
+    assert.equal(w.status, "succeeded", JSON.stringify(w));
+
+    const c = await t.call("POST", `/api/flow-instances/${inst.id}/conversations`, { agent_id: thinker.id });
+    assert.equal(c.status, 201, JSON.stringify(c.body));
+    const m = await t.call("POST", `/api/conversations/${c.body.id}/messages`, { text: "read the notes" });
+    assert.equal(m.status, 202, JSON.stringify(m.body));
+    const end = Date.now() + 60_000;
+    let run: any;
+    for (;;) {
+      run = (await t.call("GET", `/api/runs/${m.body.run_id}`)).body;
+      if (TERMINAL.includes(run.status) || Date.now() > end) break;
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    assert.equal(run.status, "succeeded", JSON.stringify(run));
+    assert.equal(fs.readFileSync(path.join(inst.workspace.host_path, "seen.txt"), "utf8"), "the-notes\n");
+    const seen = (await t.call("GET", `/api/flow-instances/${inst.id}`)).body;
+    assert.deepEqual(seen.conversation_ids, [c.body.id]);
+
+    // once the instance ended, no turn starts in it
+    assert.equal((await t.call("POST", `/api/flow-instances/${inst.id}/end`)).status, 200);
+    const late = await t.call("POST", `/api/conversations/${c.body.id}/messages`, { text: "again" });
+    assert.equal(late.status, 409);
+    assert.equal(late.body.error.code, "flow.instance_ended");
+  });
+
   test("/data and the contracts stay global and read-only under every class", async () => {
     const kept = await agent(machines.isolated, "ro-kept", { workspace_class: "private_scratch" });
     const fresh = await agent(machines.shared, "ro-fresh", {

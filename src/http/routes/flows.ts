@@ -1,6 +1,7 @@
 import { idParams } from "../../contract/common.js";
 import {
   Flow,
+  FlowConversationCreateRequest,
   FlowCreateRequest,
   FlowInstance,
   FlowInstanceCreateRequest,
@@ -10,6 +11,7 @@ import {
   FlowRunCreateRequest,
 } from "../../contract/flows.js";
 import { Run } from "../../contract/runs.js";
+import { Conversation } from "../../contract/conversations.js";
 import type { Flows } from "../../flows/service.js";
 import { route, type AnyRoute } from "../route.js";
 
@@ -101,6 +103,20 @@ export function flowRoutes(flows: Flows): AnyRoute[] {
         "access.denied",
       ],
       handler: ({ who, params, body }) => flows.run(who, params.id, body),
+    }),
+    route({
+      method: "POST",
+      url: "/api/flow-instances/:id/conversations",
+      id: "flows.instances.conversation",
+      tag: "flows",
+      summary:
+        "Start a conversation with one of the flow's agents inside the instance (its turns' /workspace is the instance's)",
+      params: idParams("fli"),
+      body: FlowConversationCreateRequest,
+      status: 201,
+      response: Conversation,
+      errors: ["flow.instance_ended", "access.denied"],
+      handler: ({ who, params, body }) => flows.conversation(who, params.id, body),
     }),
     route({
       method: "POST",
