@@ -4,6 +4,7 @@ import type { z } from "zod";
 import type * as agents from "./agents.js";
 import type * as common from "./common.js";
 import type * as conversations from "./conversations.js";
+import type * as flows from "./flows.js";
 import type * as egress from "./egress.js";
 import type * as exec from "./exec.js";
 import type * as homes from "./homes.js";
@@ -104,3 +105,10 @@ export type ConversationMessageCreated = Out<typeof conversations.ConversationMe
 export type ConversationEvent = Out<typeof conversations.ConversationEvent>;
 export type Persona = Out<typeof conversations.Persona>;
 export type PersonaCreateRequest = In<typeof conversations.PersonaCreateRequest>;
+
+export type Flow = Out<typeof flows.Flow>;
+export type FlowCreateRequest = In<typeof flows.FlowCreateRequest>;
+export type FlowInstance = Out<typeof flows.FlowInstance>;
+export type FlowInstanceCreateRequest = In<typeof flows.FlowInstanceCreateRequest>;
+export type FlowRunCreateRequest = In<typeof flows.FlowRunCreateRequest>;
+export type FlowConversationCreateRequest = In<typeof flows.FlowConversationCreateRequest>;

@@ -1,6 +1,7 @@
 // The typed client of a warren server.
 import { AgentHandle } from "./agent.js";
 import { ConversationsApi, PersonasApi } from "./conversations.js";
+import { FlowsApi } from "./flows.js";
 import { AgentsApi, GuildsApi, MachinesApi, OrgsApi } from "./resources.js";
 import { RunsApi } from "./runs.js";
 import { SecretsApi } from "./secrets.js";
@@ -17,6 +18,7 @@ export class WarrenClient {
   readonly secrets: SecretsApi;
   readonly conversations: ConversationsApi;
   readonly personas: PersonasApi;
+  readonly flows: FlowsApi;
   private readonly http: Transport;
 
   constructor(options: WarrenClientOptions) {
@@ -30,6 +32,7 @@ export class WarrenClient {
     this.secrets = new SecretsApi(this.http);
     this.conversations = new ConversationsApi(this.http);
     this.personas = new PersonasApi(this.http);
+    this.flows = new FlowsApi(this.http);
   }
 
   /** One agent's commands, files, usage and runs. No request is made until one of them is used. */

@@ -3,6 +3,7 @@ export { WarrenClient } from "./client.js";
 export { AgentHandle, AgentFiles, AgentRuns, execBody, isExecExit } from "./agent.js";
 export { OrgsApi, MachinesApi, AgentsApi, GuildsApi } from "./resources.js";
 export { SecretsApi } from "./secrets.js";
+export { FlowsApi } from "./flows.js";
 export {
   AgentConversations,
   AgentPersonas,
@@ -36,6 +37,12 @@ export type {
   ConversationMessageCreated,
   Persona,
   PersonaCreateRequest,
+  Flow,
+  FlowConversationCreateRequest,
+  FlowCreateRequest,
+  FlowInstance,
+  FlowInstanceCreateRequest,
+  FlowRunCreateRequest,
   ModelSpec,
   ModelSpecInput,
   RunLimits,

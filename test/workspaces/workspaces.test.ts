@@ -10,6 +10,7 @@ import { after, before, describe, test } from "node:test";
 import { boxSkipReason } from "../box/fixture.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { agentLabels } from "../../src/workspaces/service.js";
+import { WarrenClient } from "../../src/sdk/index.js";
 
 const POLICY = `workspace_classes:
   private_scratch:
@@ -460,6 +461,49 @@ describe("boot checks of workspaces", { skip: boxSkipReason() ?? false }, () => 
         return true;
       });
     } finally {
+      await rm(root, { recursive: true, force: true, maxRetries: 3 });
+    }
+  });
+});
+
+describe("flows through the SDK", { skip: boxSkipReason() ?? false }, () => {
+  test("a flow, an instance, a run in it, the end: the workspace kept where it says", async () => {
+    const root = await stateWithPolicy();
+    const t = await startTestServer({ stateRoot: root, listen: true });
+    try {
+      const client = new WarrenClient({ baseUrl: t.url! });
+      const org = await client.orgs.create({ name: "sdk" });
+      const m = await client.machines.create({ org_id: org.id, name: "m" });
+      const a = await client.agents.create({
+        org_id: org.id,
+        machine_id: m.id,
+        name: "a",
+        workspace_class: "shared_instance",
+      });
+      assert.equal(a.workspace_class, "shared_instance");
+      const flow = await client.flows.create({ org_id: org.id, name: "f", agent_ids: [a.id] });
+      assert.deepEqual(
+        (await client.flows.list(org.id)).items.map((f) => f.id),
+        [flow.id],
+      );
+      const inst = await client.flows.start(flow.id, { name: "one" });
+      const run = await client.flows.run(inst.id, {
+        agent_id: a.id,
+        kind: "command",
+        command: "echo kept > /workspace/k",
+      });
+      const done = await client.runs.wait(run.id);
+      assert.equal(done.status, "succeeded");
+      const ended = await client.flows.end(inst.id);
+      assert.equal(ended.status, "ended");
+      assert.deepEqual(ended.run_ids, [run.id]);
+      assert.equal(fs.readFileSync(path.join(ended.workspace.host_path, "k"), "utf8"), "kept\n");
+      assert.deepEqual(
+        (await client.flows.instances(flow.id)).items.map((i) => i.status),
+        ["ended"],
+      );
+    } finally {
+      await t.close();
       await rm(root, { recursive: true, force: true, maxRetries: 3 });
     }
   });
