@@ -119,11 +119,15 @@ export class Workspaces {
     const layout = this.o.layout;
     if (opts.instance) {
       const inst = opts.instance;
+      let made = false;
       return {
         boxDir: layout.flowBoxDir(inst.id),
         groups: [inst.gid],
+        // made with the instance; made again (once per unit of work) if it went meanwhile
         ensure: async () => {
+          if (made) return;
           await layout.prepareFlow(inst.id, inst.gid, flowLabels(agent.orgId, inst));
+          made = true;
         },
         release: async () => {},
       };
