@@ -12,6 +12,7 @@ import { dbLegs } from "../support/db.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { agentLabels } from "../../src/workspaces/service.js";
 import { WarrenClient } from "../../src/sdk/index.js";
+import { tty, type Tty } from "../terminal/ws.js";
 
 const POLICY = `workspace_classes:
   private_scratch:
@@ -516,6 +517,40 @@ describe("flows through the SDK", { skip: boxSkipReason() ?? false }, () => {
         ["ended"],
       );
     } finally {
+      await t.close();
+      await rm(root, { recursive: true, force: true, maxRetries: 3 });
+    }
+  });
+});
+
+describe("a terminal's /workspace", { skip: boxSkipReason() ?? false }, () => {
+  test("a terminal of an agent with a class works in the same /workspace as its commands", async () => {
+    const root = await stateWithPolicy();
+    const t = await startTestServer({ stateRoot: root, listen: true });
+    let x: Tty | undefined;
+    try {
+      const org = (await t.call("POST", "/api/orgs", { name: "tty" })).body;
+      const m = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
+      const a = (
+        await t.call("POST", "/api/agents", {
+          org_id: org.id,
+          machine_id: m.id,
+          name: "a",
+          workspace_class: "private_scratch",
+        })
+      ).body;
+      const w = await t.call("POST", `/api/agents/${a.id}/exec`, {
+        command: "echo from-exec > /workspace/e.txt",
+      });
+      assert.equal(w.body.exit_code, 0, JSON.stringify(w.body));
+      x = await tty(`${t.url!.replace(/^http/, "ws")}/api/agents/${a.id}/cli/tty`);
+      await x.message("attached");
+      x.type("cat /workspace/e.txt; echo from-tty > /workspace/t.txt && echo wrote-$((6*7))\r");
+      await x.expect(/from-exec[\s\S]*wrote-42/);
+      const r = await t.call("POST", `/api/agents/${a.id}/exec`, { command: "cat /workspace/t.txt" });
+      assert.equal(r.body.stdout, "from-tty\n");
+    } finally {
+      x?.ws.close();
       await t.close();
       await rm(root, { recursive: true, force: true, maxRetries: 3 });
     }
