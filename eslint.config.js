@@ -12,12 +12,12 @@ const tiers = [
   ["access", "net"],
   ["machines"],
   ["secrets"],
-  ["agents", "orgs"],
+  ["agents", "orgs", "workspaces"],
   ["guilds", "homes", "bridges", "records", "artifacts"],
   ["exec", "workloads", "egress", "preview", "models"],
   ["terminal", "tools"],
   ["runs"],
-  ["conversations", "versions"],
+  ["conversations", "versions", "flows"],
 ];
 const services = ["boot", ...tiers.flat()];
 const list = (names) => names.map((n) => `${n}/`).join(", ");

@@ -254,7 +254,7 @@ struct opts {
   long uid, gid;
   gid_t groups[MAX_GROUPS];
   size_t ngroups;
-  const char *cwd, *seccomp_path, *agent_dir, *fence_home;
+  const char *cwd, *seccomp_path, *agent_dir, *fence_home, *workspace_dir;
   const char *keep[MAX_FENCE_KEEP], *hide[MAX_FENCE_KEEP];
   size_t nkeep, nhide;
   int fence_cover;
@@ -285,7 +285,7 @@ enum {
 
 static int is_walls_option(const char *a) {
   static const char *const walls[] = {"--uid",        "--gid",         "--seccomp", "--groups", "--agent-dir",
-                                      "--fence-home", "--fence-cover", "--keep",    "--hide",   "--files",
+                                      "--fence-home", "--fence-cover", "--keep",    "--hide",   "--workspace-dir", "--files",
                                       "--read",       "--write",       "--scope",   "--bind-ports",
                                       "--connect-ports", NULL};
   for (int i = 0; walls[i]; i++)
@@ -319,6 +319,7 @@ static int parse_opts(int argc, char **argv, struct opts *o, int allowed) {
       if (o->nkeep == MAX_FENCE_KEEP) die(126, "arguments", "too many --keep");
       o->keep[o->nkeep++] = v;
     }
+    else if (strcmp(a, "--workspace-dir") == 0) o->workspace_dir = v;
     else if (strcmp(a, "--files") == 0) {
       if (strcmp(v, "restrict") != 0) die(126, "arguments", "--files takes 'restrict'");
       o->files_restrict = 1;
@@ -602,8 +603,8 @@ static int probe(void) {
    ahead enters it when its command comes), Landlock and seccomp; t: when privileges were
    dropped, Landlock applied, seccomp loaded. */
 static void apply_walls(const struct opts *o, const char *cwd, double *t) {
-  /* 3. /agent and the fence, for this tree only. */
-  if (o->agent_dir || o->fence_home) {
+  /* 3. /agent, the fence and /workspace, for this tree only. */
+  if (o->agent_dir || o->fence_home || o->workspace_dir) {
     if (unshare(CLONE_NEWNS) != 0) die(126, "mounts", "unshare: %s", strerror(errno));
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) die(126, "mounts", "make private: %s", strerror(errno));
   }
@@ -612,6 +613,11 @@ static void apply_walls(const struct opts *o, const char *cwd, double *t) {
     if (mount(o->agent_dir, "/agent", NULL, MS_BIND | MS_REC, NULL) != 0) die(126, "agent-dir", "bind %s: %s", o->agent_dir, strerror(errno));
     if (mount(NULL, "/agent", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) != 0)
       die(126, "agent-dir", "read-only: %s", strerror(errno));
+  }
+  if (o->workspace_dir) {
+    /* not recursive: nothing mounted beneath the workspace's folder comes with it */
+    if (mount(o->workspace_dir, "/workspace", NULL, MS_BIND, NULL) != 0)
+      die(126, "workspace-dir", "bind %s: %s", o->workspace_dir, strerror(errno));
   }
 
   /* 4. the filter, read while the file is still readable (root-only folder): a filter

@@ -20,7 +20,10 @@ export function newId(
     | "evr"
     | "evd"
     | "sch"
-    | "gms",
+    | "gms"
+    | "flw"
+    | "fli"
+    | "wsp",
 ): string {
   const bytes = randomBytes(16);
   let out = "";

@@ -1,6 +1,6 @@
 // The composition root: config -> state tree -> base (store, secrets, log, address rule) ->
 // services -> the API and the previews. Each step is a module of src/compose.
-import { mkdir, readFile } from "node:fs/promises";
+import { mkdir, readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type http from "node:http";
@@ -33,6 +33,7 @@ export type Server = Pick<
   | "runners"
   | "workloads"
   | "firer"
+  | "workspaces"
 > & {
   app: FastifyInstance;
   config: Config;
@@ -84,6 +85,7 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
   await mkdir(state.workspaces, { recursive: true, mode: 0o711 });
   await mkdir(state.data, { recursive: true, mode: 0o755 });
   await mkdir(state.contracts, { recursive: true, mode: 0o755 });
+  await mkdir(state.flows, { recursive: true, mode: 0o711 });
   // one server per STATE_ROOT; released by close() or when the start fails
   const lock = lockStateRoot(state.root, state.run);
   try {
@@ -102,6 +104,9 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
         { turns: interrupted },
         "conversations' turns cut short by the server's stop are interrupted",
       );
+    const machineDirs = (await readdir(state.workspaces)).map((n) => path.join(state.workspaces, n));
+    const swept = await s.workspaces.sweep(machineDirs);
+    if (swept > 0) base.logger.info({ workspaces: swept }, "workspaces of interrupted runs removed");
     const recovered = await s.runtime.recover();
     if (recovered.adopted.length || recovered.reaped.length) base.logger.info(recovered, "boxes recovered");
     // the schedule ticker, after the runs of the last server are recorded as lost

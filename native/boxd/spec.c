@@ -136,6 +136,11 @@ int spec_parse(const struct jv *x, struct spec *s, struct perr *e) {
     s->fence_home = home;
     s->fence_keep = keep;
   }
+  const struct jv *workspace = json_get(x, "workspaceDir");
+  if (workspace) {
+    if (abs_path(workspace, "exec.workspaceDir", e)) return -1;
+    s->workspace_dir = workspace;
+  }
   const struct jv *files = json_get(x, "files");
   if (files) {
     if (files->t != J_OBJ) return fail(e, "exec.files must be an object");
@@ -239,6 +244,7 @@ static int walls_options(const struct spec *s, const char *seccomp, struct buf *
     for (size_t i = 0; s->fence_hide && i < s->fence_hide->count; i++)
       bad |= opts(o, "--hide") || optv(o, s->fence_hide->items[i]);
   }
+  if (s->workspace_dir) bad |= opts(o, "--workspace-dir") || optv(o, s->workspace_dir);
   if (s->port_first > 0) {
     snprintf(num, sizeof num, "%ld-%ld", s->port_first, s->port_last);
     bad |= opts(o, "--bind-ports") || opts(o, num);

@@ -16,6 +16,7 @@ import { checkToolHeaders, toolHeaderWarnings } from "../secrets/tool-headers.js
 import { emptyPolicy } from "./policy.js";
 import { appendVersion } from "./versions.js";
 import type { Agent } from "../contract/types.js";
+import type { Workspaces } from "../workspaces/service.js";
 
 export type { AgentRow };
 
@@ -32,6 +33,8 @@ const SPEC_KEYS = [
   "tool_policy",
   "limits",
   "sandbox_policy",
+  "workspace_class",
+  "memory",
 ] as const;
 
 /** What is wrong with a tool policy's text (Cedar's words), or null when it holds. */
@@ -110,6 +113,8 @@ export function agentView(a: AgentRow, spec: AgentSpec = DEFAULT_SPEC): Agent {
     tools: spec.tools,
     tool_policy: spec.tool_policy,
     limits: spec.limits,
+    workspace_class: spec.workspace_class,
+    memory: spec.memory,
     spec_version: a.specVersion,
     created_at: a.createdAt.toISOString(),
   };
@@ -132,6 +137,8 @@ export interface AgentsOptions {
   gate?: (agentId: string, version: null) => Promise<void>;
   /** Turns the agent's evaluation gate on (a suite's name) or off (null). */
   setGate?: (who: Identity, agentId: string, suite: string | null) => Promise<unknown>;
+  /** Workspace classes: a spec's class is checked when saved, its per-agent workspace made. */
+  workspaces?: Pick<Workspaces, "checkSpec" | "agentSaved" | "agentDeleted">;
 }
 
 /** How many agents of a machine one read of an agent brings along. */
@@ -149,6 +156,7 @@ export class Agents {
   private readonly addressRule: Pick<AddressRule, "entryProblem"> | undefined;
   readonly #gate: AgentsOptions["gate"];
   readonly #setGate: AgentsOptions["setGate"];
+  private readonly workspaces: AgentsOptions["workspaces"];
   /** Rows by id (null: none), read again after any change of an agent. */
   readonly #rows;
   /** Specs by agent and version, read again after any change of a spec. */
@@ -168,6 +176,7 @@ export class Agents {
     this.addressRule = o.addressRule;
     this.#gate = o.gate;
     this.#setGate = o.setGate;
+    this.workspaces = o.workspaces;
     this.#rows = memo<string, Readonly<AgentRow> | null>(o.db, [schema.agents]);
     this.#specs = memo<string, AgentSpec | null>(o.db, [schema.agentSpecs]);
     this.#atUid = memo<string, AgentAt | null>(o.db, [schema.agents]);
@@ -201,6 +210,7 @@ export class Agents {
     await this.access.require(input.org_id, who, "write", "organisation");
     const spec = await nextSpec(DEFAULT_SPEC, input, this.checkToolPolicy);
     if (spec) await checkToolHeaders(this.db, input.org_id, spec, null);
+    if (spec) this.workspaces?.checkSpec(spec);
     const machine = await this.machines.load(who, input.machine_id, "write");
     if (machine.orgId !== input.org_id) throw new WarrenError("not_found", "machine was not found");
     const host = this.config.WORKSPACE_MAX_MIB;
@@ -243,6 +253,7 @@ export class Agents {
     }
     try {
       await this.layout.prepareHome(machine.id, id, uidOf(row.slot), machine.trust);
+      if (spec) await this.workspaces?.agentSaved(row, spec);
     } catch (e) {
       await this.db.delete(schema.agents).where(eq(schema.agents.id, id));
       throw e;
@@ -404,6 +415,7 @@ export class Agents {
     const current = await this.specOf(row);
     const spec = await nextSpec(current.spec, patch, this.checkToolPolicy);
     if (spec) await checkToolHeaders(this.db, row.orgId, spec, current.spec);
+    if (spec && patch.workspace_class !== undefined) this.workspaces?.checkSpec(spec);
     const set: Partial<AgentInsert> = {};
     if (patch.name !== undefined) set.name = patch.name;
     const cap =
@@ -423,6 +435,8 @@ export class Agents {
       if (!u) throw new WarrenError("not_found", "agent was not found");
       updated = u;
     }
+    if (changed && spec.workspace_class !== current.spec.workspace_class)
+      await this.workspaces?.agentSaved(updated, spec);
     const view = agentView(updated, changed ? spec : current.spec);
     const warnings = [
       this.#hostCapWarning(patch.max_workspace_mib),
@@ -447,6 +461,7 @@ export class Agents {
       await tx.delete(schema.agents).where(eq(schema.agents.id, id));
     });
     await this.layout.removeHome(row.machineId, id);
+    await this.workspaces?.agentDeleted(row);
     await this.control.agentsChanged(row.machineId);
   }
 }

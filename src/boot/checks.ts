@@ -54,6 +54,14 @@ export function stateProbes(paths: {
       try {
         fs.readdirSync(dir);
         fs.accessSync(dir, fs.constants.R_OK | fs.constants.X_OK);
+        // agents read it under their own uids, neither its owner nor its group
+        const mode = fs.statSync(dir).mode & 0o777;
+        if ((mode & 0o005) !== 0o005)
+          return {
+            ok: false,
+            detail: `${what} ${dir} is not readable by the boxes' agents (mode ${mode.toString(8).padStart(4, "0")})`,
+            fix: `let every user read and enter ${dir} (chmod o+rx), or point STATE_ROOT at a readable tree`,
+          };
         return ok(dir);
       } catch (err) {
         return {

@@ -116,6 +116,8 @@ export interface ExecSpec {
    * an empty read-only folder. Paths relative to `home`, at most MAX_FENCE_KEEP in each list.
    */
   fence?: { home: string; keep?: string[]; hide?: string[] };
+  /** A path in the box mounted read-write at /workspace for this command only. */
+  workspaceDir?: string;
   limits?: ExecLimits;
   /**
    * The command's file access, enforced with Landlock: folders (or files) it may read and

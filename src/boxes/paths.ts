@@ -33,4 +33,8 @@ export const BOX_PATHS = {
   tmp: "/tmp",
   /** A run's input and instructions, read-only, that run only. */
   agent: "/agent",
+  /** The agent's workspace by its class, read-write, bound per command. */
+  workspace: "/workspace",
+  /** Every flow instance's workspace, bound per command at /workspace for its agents only. */
+  flows: "/opt/warren/flows",
 } as const;

@@ -16,6 +16,9 @@ import { SealError } from "../secrets/crypto.js";
 import { MasterKeyError, resolveMasterKey } from "../secrets/master-key.js";
 import { Secrets } from "../secrets/service.js";
 import { openStore, type Store } from "../store/index.js";
+import { readPolicy, workspaceProbes } from "../workspaces/boot.js";
+import { WorkspaceLayout } from "../workspaces/layout.js";
+import type { Policy } from "../workspaces/policy.js";
 
 export interface BaseOptions {
   logger?: Logger | undefined;
@@ -44,7 +47,14 @@ export interface Base {
   addressRule: AddressRule;
   /** The guarded fetch of every server-side fetch on an agent's behalf (http and MCP tools, model APIs). */
   connector: GuardedFetch;
+  /** The operator's policy file (workspace classes), read once at boot. */
+  policy: Policy;
+  /** Where agents' and flow instances' workspaces are. */
+  workspaceLayout: WorkspaceLayout;
 }
+
+/** The checks that need the store: the policy file, the classes agents name, their workspaces. */
+const STORE_CHECKS = new Set(["policy", "workspace_class_exists", "workspaces"]);
 
 /** The boot checks of a configuration: the provider's probes of the host, the state tree's. */
 export function bootProbes(
@@ -70,6 +80,28 @@ export async function openBase(config: Config, state: StatePaths, opts: BaseOpti
   const { degraded } = enforce(checks);
 
   const store = await openStore({ databaseUrl: config.DATABASE_URL, pgliteDir: state.pglite });
+  // workspaces: refused like the host's parts, once the store says which classes agents name
+  const workspaceLayout = new WorkspaceLayout({
+    machineDir: (m) => provider.homes.machineDir(m),
+    flowsRoot: state.flows,
+  });
+  const policyFile = config.WARREN_POLICY ?? state.policy;
+  const policy = readPolicy(policyFile, config.WARREN_POLICY !== undefined);
+  const given = Object.entries(opts.probes ?? {}).filter(([k]) => STORE_CHECKS.has(k));
+  const storeChecks = await runChecks(
+    {
+      ...workspaceProbes({ policy: { ...policy, file: policyFile }, db: store.db, layout: workspaceLayout }),
+      ...Object.fromEntries(given),
+    },
+    config.WARREN_ALLOW_DEGRADED,
+  );
+  try {
+    degraded.push(...enforce(storeChecks).degraded);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  checks.push(...storeChecks);
   const access = new Access(store.db);
   const secrets = new Secrets(store.db, access, masterKey.key);
   // the server's log passes through the redaction of every secret value it holds (a logger
@@ -121,5 +153,7 @@ export async function openBase(config: Config, state: StatePaths, opts: BaseOpti
     own,
     addressRule,
     connector: createConnector({ rule: addressRule, own }),
+    policy: policy.policy,
+    workspaceLayout,
   };
 }

@@ -12,6 +12,7 @@ import { areaRoutes } from "../http/routes/areas.js";
 import { branchRoutes } from "../http/routes/branches.js";
 import { egressRoutes } from "../http/routes/egress.js";
 import { execRoutes } from "../http/routes/exec.js";
+import { flowRoutes } from "../http/routes/flows.js";
 import { homeRoutes } from "../http/routes/homes.js";
 import { machineRoutes } from "../http/routes/machines.js";
 import { orgRoutes } from "../http/routes/orgs.js";
@@ -93,6 +94,7 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
       ...guardrailRoutes(s.guardrails),
       ...scheduleRoutes(s.schedules),
       ...dispatchRoutes(s.dispatch),
+      ...flowRoutes(s.flows),
     ],
   });
   await app.ready();

@@ -44,6 +44,8 @@ import { Evidence } from "../versions/evidence.js";
 import { Guardrails, guardrailPolicy } from "../versions/guardrails.js";
 import { Versions } from "../versions/service.js";
 import { Workloads } from "../workloads/index.js";
+import { Workspaces } from "../workspaces/service.js";
+import { Flows } from "../flows/service.js";
 import type { Base } from "./base.js";
 
 export type Services = Awaited<ReturnType<typeof buildServices>>;
@@ -75,7 +77,12 @@ export async function buildServices(
     logger,
     metrics,
     connect: connectBoxd,
-    paths: { data: base.state.data, contracts: base.state.contracts, harness: config.WARREN_HARNESS_DIR },
+    paths: {
+      data: base.state.data,
+      contracts: base.state.contracts,
+      flows: base.state.flows,
+      harness: config.WARREN_HARNESS_DIR,
+    },
     idleMs: config.BOX_IDLE_S * 1000,
     busyAgents: () => registry.activeAgents(),
     pids: config.BOX_PIDS,
@@ -89,8 +96,17 @@ export async function buildServices(
 
   const staging = new DirRunStaging((machineId) => provider.runFilesDir(machineId));
   // the one door of every agent's work in its box
-  const workloads = new Workloads({ db, runtime, homes: layout, secrets, staging, logger });
-  const caps = new DiskCaps(db, layout, config.WORKSPACE_MAX_MIB);
+  // each unit of work's /workspace by the agent's class (the spec is Agents', made below)
+  const workspaces = new Workspaces({
+    policy: base.policy,
+    layout: base.workspaceLayout,
+    specOf: (agent) => agents.specOf(agent),
+    logger,
+  });
+  const workloads = new Workloads({ db, runtime, homes: layout, secrets, staging, logger, workspaces });
+  const caps = new DiskCaps(db, layout, config.WORKSPACE_MAX_MIB, (m, a) =>
+    base.workspaceLayout.agentRoot(m, a),
+  );
   const recorder = new RunRecorder({
     db,
     records,
@@ -117,6 +133,7 @@ export async function buildServices(
     // the evaluation gate (made below): with it on, a change goes through a version
     gate: (agentId, version) => evals.gate(agentId, version),
     setGate: (who, agentId, suite) => evals.setGate(who, agentId, suite),
+    workspaces,
   });
   const guilds = new Guilds(db, access, agents, (guildId) => dispatch.wake(guildId));
   const exec = new Exec(agents, workloads, metrics);
@@ -259,9 +276,12 @@ export async function buildServices(
     runners,
     historyBytes: config.WARREN_CONVERSATION_HISTORY_BYTES,
     logger,
+    // a conversation held in a flow instance: its turns work in the instance's /workspace
+    instanceOf: (conversationId) => flows.instanceOf(conversationId),
   });
   // guild dispatch: a guild's messages, each a turn of one of its agents' conversations
   const dispatch = new GuildDispatch({ db, access, agents, conversations, runners, registry, logger });
+  const flows: Flows = new Flows({ db, access, runs, conversations, layout: base.workspaceLayout });
   // a box that stops interrupts the turns going on in it
   runtime.onStopped((machineId, reason) => conversations.boxStopped(machineId, reason));
 
@@ -297,6 +317,8 @@ export async function buildServices(
     firer,
     schedules,
     dispatch,
+    workspaces,
+    flows,
     previewGrants: new PreviewGrants(),
   };
 }

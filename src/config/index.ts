@@ -16,6 +16,9 @@ export const BOOT_CHECK_NAMES = [
   "state",
   "data",
   "contracts",
+  "policy",
+  "workspace_class_exists",
+  "workspaces",
 ] as const;
 export type BootCheckName = (typeof BOOT_CHECK_NAMES)[number];
 
@@ -225,6 +228,11 @@ export const configSchema = z
       .string()
       .optional()
       .transform((v) => (v === "" ? undefined : v)),
+    WARREN_POLICY: z
+      .string()
+      .optional()
+      .transform((v) => (v === "" ? undefined : v))
+      .describe("the policy file (workspace classes); default STATE_ROOT/policy.yaml"),
     WARREN_ALLOW_DEGRADED: z
       .string()
       .optional()

@@ -15,6 +15,10 @@ export interface StatePaths {
   pglite: string;
   /** The operator's templates (system.md). */
   templates: string;
+  /** Flow instances' shared workspaces (`<instance id>/workspace`), kept after they end. */
+  flows: string;
+  /** The operator's policy file (workspace classes); WARREN_POLICY overrides it. */
+  policy: string;
 }
 
 export function statePaths(root: string): StatePaths {
@@ -26,5 +30,7 @@ export function statePaths(root: string): StatePaths {
     contracts: path.join(root, "contracts"),
     pglite: path.join(root, "pglite"),
     templates: path.join(root, "templates"),
+    flows: path.join(root, "flows"),
+    policy: path.join(root, "policy.yaml"),
   };
 }

@@ -19,6 +19,12 @@ export const specFields = {
     .optional()
     .describe("Cedar policies, validated when saved; empty: every tool call is denied"),
   limits: RunLimits.optional(),
+  workspace_class: z
+    .string()
+    .nullable()
+    .optional()
+    .describe("a class of the policy file's workspace_classes (the scope of /workspace); null: none"),
+  memory: z.boolean().optional().describe("false: a per-agent /workspace is fresh for each run"),
 };
 
 export const Agent = z
@@ -40,6 +46,8 @@ export const Agent = z
     tools: z.array(ToolSpec),
     tool_policy: z.string(),
     limits: RunLimits,
+    workspace_class: z.string().nullable(),
+    memory: z.boolean(),
     spec_version: z
       .number()
       .nullable()

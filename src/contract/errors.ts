@@ -20,6 +20,8 @@ export const errorStatus = {
   "conversation.closed": 409,
   "version.gate": 409,
   "approval.stale": 409,
+  "workspace.class_unknown": 409,
+  "flow.instance_ended": 409,
   "file.invalid_path": 400,
   "file.link": 400,
   "file.not_regular": 400,

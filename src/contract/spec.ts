@@ -191,6 +191,16 @@ export const AgentSpec = z
       files: { read: [], write: [] },
       network: { allow: [] },
     }).describe("the version's sandbox policy: a run keeps its version's for its whole life"),
+    workspace_class: z
+      .string()
+      .regex(/^[a-z][a-z0-9_-]{0,63}$/, "must be a workspace class's name")
+      .nullable()
+      .default(null)
+      .describe("a class of the policy file's workspace_classes: the scope of /workspace; null: none"),
+    memory: z
+      .boolean()
+      .default(true)
+      .describe("false: a per-agent /workspace is fresh for each run (and each command or terminal)"),
   })
   .strict()
   .superRefine((s, ctx) => {

@@ -33,6 +33,7 @@ import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import { narrowSpec, type Personas } from "./personas.js";
 import { INTERRUPTED, TurnRunner, type TurnDeps } from "./turn.js";
+import type { InstanceRef } from "../workspaces/service.js";
 
 type ConversationRow = typeof schema.conversations.$inferSelect;
 type MessageRow = typeof schema.conversationMessages.$inferSelect;
@@ -51,6 +52,8 @@ export interface ConversationsOptions {
   /** The most bytes of model history a turn sends (history.ts says what is cut). */
   historyBytes: number;
   logger: Logger;
+  /** The flow instance a conversation is held in (its turns' /workspace is the instance's). */
+  instanceOf?: ((conversationId: string) => Promise<InstanceRef | undefined>) | undefined;
 }
 
 /** Who someone is in a conversation: their identity and a name (the email's local part). */
@@ -289,6 +292,8 @@ export class Conversations {
     const c = await this.#load(who, id, "write");
     if (c.status === "closed")
       throw new WarrenError("conversation.closed", "the conversation is closed; start a new one to go on");
+    // held in a flow instance: its turns work in the instance's /workspace (none once it ended)
+    const instance = await o.instanceOf?.(c.id);
     const agent = await o.agents.load(who, c.agentId, "converse");
     const machine = await o.agents.machineOf(agent);
     const current = await o.agents.specOf(agent);
@@ -336,6 +341,7 @@ export class Conversations {
         cwd: branch?.worktree ?? undefined,
         hide: branch?.worktree ? [`${branch.repo}/.git`] : undefined,
         sandboxPolicy: current.spec.sandbox_policy,
+        instance,
       });
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);

@@ -40,17 +40,20 @@ export class Exec {
     const work = await this.workloads.open(agent);
     await work.ready();
     return async (io) => {
-      const result = await work.exec(
-        {
-          argv,
-          env: input.env,
-          cwd: input.cwd,
-          stdin: input.stdin !== undefined ? Buffer.from(input.stdin, "utf8") : undefined,
-          timeoutMs: input.timeout_ms ?? COMMAND_LIMITS.execTimeoutMsDefault,
-          limits: input.limits,
-        },
-        io,
-      );
+      const result = await work
+        .exec(
+          {
+            argv,
+            env: input.env,
+            cwd: input.cwd,
+            stdin: input.stdin !== undefined ? Buffer.from(input.stdin, "utf8") : undefined,
+            timeoutMs: input.timeout_ms ?? COMMAND_LIMITS.execTimeoutMsDefault,
+            limits: input.limits,
+          },
+          io,
+        )
+        // the unit of work ends with its command (a memory: false workspace goes)
+        .finally(() => work.release());
       this.metrics.execs.inc({
         outcome: result.timedOut ? "timed_out" : result.cancelled ? "cancelled" : "exited",
       });

@@ -5,7 +5,8 @@ import { WarrenError } from "../errors.js";
 import type { HomeLayout } from "../boxes/index.js";
 import type { AgentRow, Db, MachineRow } from "../store/index.js";
 import { schema } from "../store/index.js";
-import { measure } from "./measure.js";
+import { existsSync } from "node:fs";
+import { measure, toMib } from "./measure.js";
 
 /** The agent's effective cap: its own, never above the host's WORKSPACE_MAX_MIB. */
 export const effectiveCap = (agentMax: number, hostMax: number): number => Math.min(agentMax, hostMax);
@@ -34,20 +35,28 @@ export class DiskCaps {
     private readonly db: Db,
     private readonly layout: HomeLayout,
     private readonly hostMaxMib: number,
+    /** The agent's own /workspace folders (its workspace class's), counted with its home. */
+    private readonly workspaceDir?: (machineId: string, agentId: string) => string,
   ) {}
 
-  /** Measures the agent's home and its machine's folder and stores both sizes. */
+  /**
+   * Measures the agent's home (with its per-agent workspaces) and its machine's folder (which
+   * holds them too) and stores both sizes.
+   */
   async measureAndStore(agent: AgentRow, machine: MachineRow): Promise<Sizes> {
-    const [home, folder] = await Promise.all([
+    const ws = this.workspaceDir?.(machine.id, agent.id);
+    const [home, folder, workspace] = await Promise.all([
       measure(this.layout.homeDir(machine.id, agent.id)),
       measure(this.layout.machineDir(machine.id)),
+      ws !== undefined && existsSync(ws) ? measure(ws) : null,
     ]);
-    await this.db.update(schema.agents).set({ workspaceMib: home.mib }).where(eq(schema.agents.id, agent.id));
+    const agentMib = workspace ? toMib(home.bytes + workspace.bytes) : home.mib;
+    await this.db.update(schema.agents).set({ workspaceMib: agentMib }).where(eq(schema.agents.id, agent.id));
     await this.db
       .update(schema.machines)
       .set({ workspaceMib: folder.mib })
       .where(eq(schema.machines.id, machine.id));
-    return { agentMib: home.mib, machineMib: folder.mib };
+    return { agentMib, machineMib: folder.mib };
   }
 
   /**

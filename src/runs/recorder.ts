@@ -17,6 +17,7 @@ import type { MachineRuntime } from "../runtime/index.js";
 import { schema } from "../store/index.js";
 import type { Db } from "../store/index.js";
 import type { MachineRow, Workload, Workloads } from "../workloads/index.js";
+import type { InstanceRef } from "../workspaces/service.js";
 import type { Generation, GenerationRegistry } from "./registry.js";
 import { runView, type RunRow, type RunStatus } from "./view.js";
 
@@ -84,6 +85,8 @@ export interface RunRequest {
   hide?: readonly string[] | undefined;
   /** The sandbox policy of the run's version, kept for its whole life; default the agent's as it is. */
   sandboxPolicy?: SandboxPolicy | undefined;
+  /** The flow instance the run is made in: its /workspace is the instance's. */
+  instance?: InstanceRef | undefined;
 }
 
 export interface RunRecorderOptions {
@@ -287,6 +290,7 @@ export class RunRecorder {
       fence: req.fence,
       cwd: req.cwd,
       hide: req.hide,
+      instance: req.instance,
     });
     const recording = o.records.openRun(run.id, agent.id, work.secrets);
     work.recordInto(recording);
@@ -335,6 +339,8 @@ export class RunRecorder {
       } finally {
         clearTimeout(t);
       }
+      // a memory: false workspace goes before the run is measured and recorded as ended
+      await work.release();
       // the run's own end wins over what the runner made of the abort
       let status: RunStatus = out.status;
       let reason = out.reason ?? null;
@@ -395,6 +401,7 @@ export class RunRecorder {
       });
     } finally {
       await work.unstage();
+      await work.release();
       recording.close();
     }
   }

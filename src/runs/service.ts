@@ -12,6 +12,7 @@ import type { ModelGateway } from "../models/types.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import { argvOf, type CommandLimits } from "../workloads/index.js";
+import type { InstanceRef } from "../workspaces/service.js";
 import { CommandRunner } from "./command.js";
 import type { AgentRunners } from "./kinds.js";
 import { ModelRunner, planAgentRun } from "./model-run.js";
@@ -77,7 +78,12 @@ export class Runs {
   }
 
   /** Starts a run; `opts.id` is its id when its caller wrote about it first (a schedule's fire). */
-  async start(who: Identity, agentId: string, input: RunInput, opts: { id?: string } = {}): Promise<Run> {
+  async start(
+    who: Identity,
+    agentId: string,
+    input: RunInput,
+    opts: { id?: string; instance?: InstanceRef | undefined } = {},
+  ): Promise<Run> {
     const o = this.#o;
     const agent = await o.agents.load(who, agentId, "write");
     const inputBytes = Buffer.from(input.input ?? "", "utf8");
@@ -97,6 +103,7 @@ export class Runs {
       wait: input.wait ?? true,
       sandboxPolicy: chosen.spec.sandbox_policy,
       id: opts.id,
+      instance: opts.instance,
     };
     if (input.kind === "agent") {
       const plan = planAgentRun(chosen.spec, chosen.version, o.runners, input.timeout_s);

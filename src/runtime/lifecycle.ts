@@ -21,7 +21,7 @@ export interface LifecycleOptions {
   /** Opens boxd on a running box. */
   connect: (box: BoxHandle) => BoxExec;
   /** `harness`: the host folder of the harness CLIs, bound read-only when it exists. */
-  paths: { data: string; contracts: string; harness?: string | undefined };
+  paths: { data: string; contracts: string; flows?: string | undefined; harness?: string | undefined };
   tmpMib?: number | undefined;
   /** The agents' pids limit of every box (default 4096). */
   pids?: number | undefined;
@@ -78,6 +78,10 @@ export class BoxLifecycle {
         { kind: "bind", source: provider.homes.machineDir(m.id), target: BOX_PATHS.homes, readOnly: false },
         { kind: "bind", source: paths.data, target: BOX_PATHS.data, readOnly: true },
         { kind: "bind", source: paths.contracts, target: BOX_PATHS.contracts, readOnly: true },
+        // flow instances' workspaces: each bound at /workspace for its own agents' commands only
+        ...(paths.flows
+          ? [{ kind: "bind" as const, source: paths.flows, target: BOX_PATHS.flows, readOnly: false }]
+          : []),
         ...(paths.harness && existsSync(paths.harness)
           ? [{ kind: "bind" as const, source: paths.harness, target: BOX_PATHS.harness, readOnly: true }]
           : []),

@@ -34,7 +34,7 @@ export interface RuntimeOptions {
   /** Opens boxd on a running box. */
   connect: (box: BoxHandle) => BoxExec;
   /** `harness`: the host folder of the harness CLIs, bound read-only when it exists. */
-  paths: { data: string; contracts: string; harness?: string };
+  paths: { data: string; contracts: string; flows?: string; harness?: string };
   idleMs: number;
   tmpMib?: number;
   /** Agents with a generation running now (their machines are never idle). */

@@ -3,6 +3,7 @@ import { AgentHandle } from "./agent.js";
 import { OrgArtifacts } from "./artifacts.js";
 import { ConversationsApi, PersonasApi } from "./conversations.js";
 import { ApprovalsApi } from "./versions.js";
+import { FlowsApi } from "./flows.js";
 import { AgentsApi, GuildsApi, MachinesApi, OrgsApi } from "./resources.js";
 import { RunsApi } from "./runs.js";
 import { SchedulesApi } from "./schedules.js";
@@ -23,6 +24,7 @@ export class WarrenClient {
   /** Approvals of tool calls: list those waiting, decide one. */
   readonly approvals: ApprovalsApi;
   readonly schedules: SchedulesApi;
+  readonly flows: FlowsApi;
   private readonly http: Transport;
 
   constructor(options: WarrenClientOptions) {
@@ -38,6 +40,7 @@ export class WarrenClient {
     this.personas = new PersonasApi(this.http);
     this.approvals = new ApprovalsApi(this.http);
     this.schedules = new SchedulesApi(this.http);
+    this.flows = new FlowsApi(this.http);
   }
 
   /** One agent's commands, files, usage and runs. No request is made until one of them is used. */

@@ -6,6 +6,7 @@ export { SecretsApi } from "./secrets.js";
 export { OrgArtifacts } from "./artifacts.js";
 export type { ArtifactRevision } from "./artifacts.js";
 export { AgentVersions, ApprovalsApi } from "./versions.js";
+export { FlowsApi } from "./flows.js";
 export {
   AgentConversations,
   AgentPersonas,
@@ -51,6 +52,12 @@ export type {
   ConversationMessageCreated,
   Persona,
   PersonaCreateRequest,
+  Flow,
+  FlowConversationCreateRequest,
+  FlowCreateRequest,
+  FlowInstance,
+  FlowInstanceCreateRequest,
+  FlowRunCreateRequest,
   ModelSpec,
   ModelSpecInput,
   RunLimits,

@@ -21,6 +21,7 @@ import { schema, type AgentRow, type Db, type MachineRow } from "../store/index.
 import { BoundedOutput } from "./output.js";
 import { redactedIo } from "./redacted-io.js";
 import { TerminalRedaction } from "./terminal-redaction.js";
+import type { InstanceRef, WorkspaceMount, Workspaces } from "../workspaces/service.js";
 import { agentEnv, commandWalls, cwdOf, limitsOf, type CommandLimits, type Walls } from "./walls.js";
 
 export { BoundedOutput } from "./output.js";
@@ -79,6 +80,8 @@ export interface WorkloadsOptions {
   secrets: Pick<Secrets, "resolve" | "onChange">;
   staging: RunStaging;
   logger: Logger;
+  /** The /workspace of each unit of work, by the agent's class (none when absent). */
+  workspaces?: Pick<Workspaces, "mount"> | undefined;
 }
 
 /** The run a workload belongs to. */
@@ -109,16 +112,27 @@ export class Workloads {
       cwd?: string | undefined;
       /** Folders of the home its commands find empty (a repository's .git: no history). */
       hide?: readonly string[] | undefined;
+      /** The flow instance the work is done in: its /workspace is the instance's. */
+      instance?: InstanceRef | undefined;
     } = {},
   ): Promise<Workload> {
     const machine = opts.machine ?? (await this.#machineOf(agent));
     const resolved = await this.o.secrets.resolve(agent);
     const secrets = opts.secrets ? narrowed(resolved, opts.secrets) : resolved;
-    return new Workload(this.o, agent, machine, secrets, opts.run, {
-      fence: opts.fence ?? null,
-      cwd: opts.cwd,
-      hide: opts.hide ?? [],
-    });
+    const workspace =
+      (await this.o.workspaces?.mount(agent, {
+        ...(opts.run ? { run: opts.run } : {}),
+        ...(opts.instance ? { instance: opts.instance } : {}),
+      })) ?? null;
+    return new Workload(
+      this.o,
+      agent,
+      machine,
+      secrets,
+      opts.run,
+      { fence: opts.fence ?? null, cwd: opts.cwd, hide: opts.hide ?? [] },
+      workspace,
+    );
   }
 
   /** The door of an agent known by id (work the server starts itself, not a request). */
@@ -178,6 +192,8 @@ export class Workload {
       fence: null,
       hide: [],
     },
+    /** What is bound at /workspace for this work's commands; null: none. */
+    readonly workspace: WorkspaceMount | null = null,
   ) {}
 
   get fence(): Fence {
@@ -207,10 +223,25 @@ export class Workload {
 
   /** The walls of the agent's commands (a run's own command also reads its /agent). */
   walls(opts: { main?: boolean } = {}): Walls {
-    return commandWalls(this.agent, this.trust, this.o.homes, {
+    const walls = commandWalls(this.agent, this.trust, this.o.homes, {
       run: opts.main === true,
       policy: this.run?.policy,
     });
+    const ws = this.workspace;
+    if (!ws) return walls;
+    // /workspace read-write, and the groups that reach it (a flow instance's)
+    return {
+      ...walls,
+      groups: [...(walls.groups ?? []), ...ws.groups],
+      files: walls.files
+        ? { read: walls.files.read, write: [...walls.files.write, BOX_PATHS.workspace] }
+        : walls.files,
+    };
+  }
+
+  /** The end of this unit of work: a `memory: false` workspace goes with it. */
+  async release(): Promise<void> {
+    await this.workspace?.release();
   }
 
   /** What every record and every output of this work is redacted of: the secrets and what it protects. */
@@ -276,6 +307,7 @@ export class Workload {
     const main = cmd.main === true;
     if (main && (!this.run || this.#staged === undefined))
       throw new Error("a run's own command needs its files staged first");
+    await this.workspace?.ensure();
     const io = redactedIo(plain, {
       redactor: this.redactor(),
       ...(this.secrets.follow ? { follow: this.secrets.follow } : {}),
@@ -293,6 +325,7 @@ export class Workload {
           limits: limitsOf(cmd.limits),
           ...(main ? { agentDir: this.#staged, generation: true } : {}),
           ...this.#homeView(),
+          ...(this.workspace ? { workspaceDir: this.workspace.boxDir } : {}),
         },
         io,
         { agentId: this.agent.id, runId: this.run?.id, argv: cmd.shownAs ?? cmd.argv },
@@ -352,9 +385,11 @@ export class Workload {
       stopFollowing?.();
       stopWatching();
       redaction.end();
+      void this.release();
     };
     const walls = this.walls();
     try {
+      await this.workspace?.ensure();
       const stream = await this.o.runtime.pty(
         this.agent.machineId,
         {
@@ -368,6 +403,7 @@ export class Workload {
           cwd: homeOf(this.agent.id),
           ...walls,
           groups: walls.groups ?? [],
+          ...(this.workspace ? { workspaceDir: this.workspace.boxDir } : {}),
           cols: req.cols,
           rows: req.rows,
         },

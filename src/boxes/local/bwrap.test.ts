@@ -275,7 +275,8 @@ describe("bwrapArgv", () => {
 
   it("refuses mounts over reserved paths, relative paths and duplicates", () => {
     const withMount = (m: BoxSpec["mounts"][number]): BoxSpec => ({ ...spec, mounts: [...spec.mounts, m] });
-    for (const target of ["/", "/proc", "/run/boxd", "/usr/lib", "/etc", "/agent"])
+    // /workspace too: it is bound per command (by the agent's workspace class), never for the box
+    for (const target of ["/", "/proc", "/run/boxd", "/usr/lib", "/etc", "/agent", "/workspace"])
       assert.throws(
         () => bwrapArgv(withMount({ kind: "bind", source: "/x", target, readOnly: true }), paths),
         /reserved/,
@@ -299,7 +300,7 @@ describe("bwrapArgv", () => {
     );
     assert.doesNotThrow(() =>
       bwrapArgv(
-        withMount({ kind: "bind", source: "/state/flows/f1", target: "/workspace", readOnly: false }),
+        withMount({ kind: "bind", source: "/state/flows", target: "/opt/warren/flows", readOnly: false }),
         paths,
       ),
     );

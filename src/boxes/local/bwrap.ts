@@ -48,6 +48,7 @@ const RESERVED = [
   "/dev",
   "/run",
   "/agent",
+  BOX_PATHS.workspace,
   "/usr",
   "/bin",
   "/lib",
@@ -271,6 +272,8 @@ export function bwrapArgv(spec: BoxSpec, paths: BwrapPaths): string[] {
   if (paths.warrenSecret)
     a.push("--ro-bind", clean(paths.warrenSecret, "warren-secret"), `${IN_BOX.binDir}/warren-secret`);
   a.push("--dir", IN_BOX.agentDir);
+  // the mount point of a command's /workspace (bound per command by the helper)
+  a.push("--perms", "0755", "--dir", BOX_PATHS.workspace);
   // Nothing may be created at the root of the box after this.
   a.push("--remount-ro", "/");
   // boxd's own filter (and so of everything in the box): socket families by list.

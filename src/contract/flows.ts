@@ -1,0 +1,78 @@
+// Flows and their instances: a named set of agents, and one working of it with its own
+// shared /workspace (kept when the instance ends).
+import { z } from "zod";
+import { idOf, items, name } from "./common.js";
+import { AgentRunCreateRequest, CommandRunCreateRequest } from "./runs.js";
+
+export const Flow = z
+  .object({
+    id: z.string(),
+    org_id: z.string(),
+    name: z.string(),
+    agent_ids: z.array(z.string()),
+    created_at: z.string(),
+  })
+  .meta({ id: "Flow" });
+export const FlowList = items(Flow, "FlowList");
+
+export const FlowCreateRequest = z
+  .object({
+    org_id: idOf("org"),
+    name,
+    agent_ids: z.array(idOf("agt")).min(1, "name at least one agent").max(64),
+  })
+  .strict()
+  .meta({ id: "FlowCreateRequest" });
+
+export const FlowConversationCreateRequest = z
+  .object({
+    agent_id: idOf("agt").describe("one of the flow's agents"),
+    title: z.string().max(200).optional(),
+    persona_id: idOf("prs").optional(),
+  })
+  .strict()
+  .meta({ id: "FlowConversationCreateRequest" });
+
+export const FlowListQuery = z.object({ org_id: idOf("org") }).strict();
+
+export const FlowWorkspace = z
+  .object({
+    path: z.literal("/workspace").describe("where the instance's agents see it"),
+    host_path: z.string().describe("where it is kept on the server's host (STATE_ROOT/flows/<id>/workspace)"),
+    labels: z.record(z.string(), z.string()).describe("how recovery and reset find it"),
+  })
+  .meta({ id: "FlowWorkspace" });
+
+export const FlowInstance = z
+  .object({
+    id: z.string(),
+    flow_id: z.string(),
+    org_id: z.string(),
+    name: z.string().nullable(),
+    status: z.enum(["running", "ended"]),
+    agent_ids: z.array(z.string()),
+    workspace: FlowWorkspace,
+    run_ids: z.array(z.string()).describe("the runs made inside the instance, oldest first"),
+    conversation_ids: z
+      .array(z.string())
+      .describe("the conversations held inside the instance, oldest first"),
+    created_at: z.string(),
+    ended_at: z.string().nullable(),
+  })
+  .meta({ id: "FlowInstance" });
+export const FlowInstanceList = items(FlowInstance, "FlowInstanceList");
+
+export const FlowInstanceCreateRequest = z
+  .object({ name: name.optional() })
+  .strict()
+  .meta({ id: "FlowInstanceCreateRequest" });
+
+const agentId = { agent_id: idOf("agt").describe("one of the flow's agents") };
+
+/** The body of POST /api/agents/:id/runs, and the agent of the flow that makes the run. */
+export const FlowRunCreateRequest = z
+  .discriminatedUnion("kind", [
+    CommandRunCreateRequest.safeExtend(agentId),
+    AgentRunCreateRequest.extend(agentId),
+  ])
+  .meta({ id: "FlowRunCreateRequest" });

@@ -1,0 +1,89 @@
+// A part of the schema (re-exported by schema.ts, which would pass its bound of lines).
+import { index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import { orgs, agents, conversations } from "./schema.js";
+
+const created = () => timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow();
+
+// ---- Workspaces and flows (issue 25) ------------------------------------------------------
+
+/** A flow: a named set of agents of one organisation. */
+export const flows = pgTable(
+  "flows",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id")
+      .notNull()
+      .references(() => orgs.id, { onDelete: "restrict" }),
+    name: text("name").notNull(),
+    createdAt: created(),
+  },
+  (t) => [index("flows_org_idx").on(t.orgId)],
+);
+
+/** The agents a flow names (an agent deleted leaves its flows). */
+export const flowAgents = pgTable(
+  "flow_agents",
+  {
+    flowId: text("flow_id")
+      .notNull()
+      .references(() => flows.id, { onDelete: "cascade" }),
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+  },
+  (t) => [primaryKey({ columns: [t.flowId, t.agentId] }), index("flow_agents_agent_idx").on(t.agentId)],
+);
+
+/**
+ * One working of a flow, with its own shared workspace (STATE_ROOT/flows/<id>/workspace), which
+ * belongs to the instance's own group (`gid`): the commands of the instance's agents carry it.
+ * Ending an instance keeps its workspace.
+ */
+export const flowInstances = pgTable(
+  "flow_instances",
+  {
+    id: text("id").primaryKey(),
+    flowId: text("flow_id")
+      .notNull()
+      .references(() => flows.id, { onDelete: "restrict" }),
+    orgId: text("org_id").notNull(),
+    name: text("name"),
+    status: text("status", { enum: ["running", "ended"] }).notNull(),
+    gid: integer("gid").notNull(),
+    createdAt: created(),
+    endedAt: timestamp("ended_at", { withTimezone: true, mode: "date" }),
+  },
+  (t) => [
+    uniqueIndex("flow_instances_gid_uq").on(t.gid),
+    index("flow_instances_flow_idx").on(t.flowId, t.createdAt),
+  ],
+);
+
+/** The conversations held inside a flow instance (their turns' /workspace is the instance's). */
+export const flowInstanceConversations = pgTable(
+  "flow_instance_conversations",
+  {
+    conversationId: text("conversation_id")
+      .primaryKey()
+      .references(() => conversations.id, { onDelete: "cascade" }),
+    instanceId: text("instance_id")
+      .notNull()
+      .references(() => flowInstances.id, { onDelete: "cascade" }),
+    createdAt: created(),
+  },
+  (t) => [index("flow_instance_conversations_instance_idx").on(t.instanceId, t.createdAt)],
+);
+
+/** The runs made inside a flow instance (their /workspace was the instance's). */
+export const flowInstanceRuns = pgTable(
+  "flow_instance_runs",
+  {
+    runId: text("run_id").primaryKey(),
+    instanceId: text("instance_id")
+      .notNull()
+      .references(() => flowInstances.id, { onDelete: "cascade" }),
+    agentId: text("agent_id").notNull(),
+    createdAt: created(),
+  },
+  (t) => [index("flow_instance_runs_instance_idx").on(t.instanceId, t.createdAt)],
+);
