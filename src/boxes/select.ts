@@ -43,6 +43,8 @@ export function createProvider(config: Pick<Config, "WARREN_PROVIDER">, paths: P
         create: async () => unavailable(),
         start: async () => unavailable(),
         stop: async () => {},
+        pause: async () => unavailable(),
+        resume: async () => unavailable(),
         inspect: async () => null,
         list: async () => [],
         remove: async () => {},

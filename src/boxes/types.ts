@@ -9,7 +9,8 @@ import type { TRUSTS } from "../contract/lists.js";
 
 export type ProviderName = "local" | "oci" | "kubernetes";
 
-export type BoxState = "created" | "running" | "stopped";
+/** `paused`: every process of the box stands frozen in memory (resume thaws it). */
+export type BoxState = "created" | "running" | "paused" | "stopped";
 
 /** Labels every box carries so that a restarted server adopts or reaps it by label. */
 export interface BoxLabels {
@@ -139,6 +140,10 @@ export interface BoxProvider {
   start(id: string): Promise<BoxHandle>;
   /** Stops every process of the box; files in its mounts stay. */
   stop(id: string): Promise<void>;
+  /** Freezes every process of a running box in memory (a no-op when it is paused already). */
+  pause(id: string): Promise<void>;
+  /** Thaws a paused box and resolves once boxd answers; a running box is left as it is. */
+  resume(id: string): Promise<BoxHandle>;
   inspect(id: string): Promise<BoxHandle | null>;
   /** Every box this provider knows, optionally filtered by labels (all must match). */
   list(labels?: Partial<BoxLabels>): Promise<BoxHandle[]>;
