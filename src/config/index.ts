@@ -170,6 +170,11 @@ export const configSchema = z
       .int()
       .positive("BOX_IDLE_S must be above 0")
       .default(300),
+    BOX_PAUSE_S: z.coerce
+      .number({ message: "BOX_PAUSE_S must be a number of seconds" })
+      .int("BOX_PAUSE_S must be a whole number of seconds")
+      .min(0, "BOX_PAUSE_S must be 0 (never pause) or more")
+      .default(60),
     WARREN_SHUTDOWN_GRACE_S: z.coerce
       .number({ message: "WARREN_SHUTDOWN_GRACE_S must be a number of seconds" })
       .int("WARREN_SHUTDOWN_GRACE_S must be a whole number of seconds")

@@ -96,13 +96,14 @@ export class BoxLifecycle {
   /** The machine's boxd, starting the box first when it is not running. */
   async ensure(machineId: string): Promise<BoxExec> {
     const live = this.live.get(machineId);
-    if (live) {
+    if (live && !live.paused) {
       live.lastActivity = Date.now();
       return live.boxd;
     }
     return this.live.serial(machineId, async () => {
       const again = this.live.get(machineId);
-      if (again) return again.boxd;
+      if (again && !again.paused) return again.boxd;
+      if (again && (await this.#resume(machineId, again))) return again.boxd;
       const [m] = await this.o.db.select().from(schema.machines).where(eq(schema.machines.id, machineId));
       if (!m) throw new WarrenError("not_found", "machine was not found");
       await this.#setState(machineId, "starting", "started on demand");
@@ -132,11 +133,48 @@ export class BoxLifecycle {
     });
   }
 
+  /**
+   * Freezes the machine's running box in memory (its processes, files and channels stay);
+   * the next command resumes it. A box that is not running is left as it is.
+   */
+  async pause(machineId: string, reason: string): Promise<void> {
+    await this.live.serial(machineId, async () => {
+      const live = this.live.get(machineId);
+      if (!live || live.paused) return;
+      await this.o.provider.pause(machineId);
+      live.paused = true;
+      await this.#setState(machineId, "paused", reason);
+    });
+  }
+
+  /** Thaws a paused box (in the machine's queue); false when it is gone (then forgotten and stopped). */
+  async #resume(machineId: string, live: Live): Promise<boolean> {
+    const t0 = process.hrtime.bigint();
+    try {
+      live.box = await this.o.provider.resume(machineId);
+    } catch (err) {
+      this.o.logger.warn({ err, machineId }, "a paused box did not resume; starting it afresh");
+      this.drop(machineId);
+      this.#stopped(machineId, "the paused box did not resume");
+      await this.o.provider.stop(machineId);
+      return false;
+    }
+    this.o.metrics.boxResumes.observe(Number(process.hrtime.bigint() - t0) / 1e9);
+    live.paused = false;
+    live.lastActivity = Date.now();
+    if (live.channelsClosed) {
+      live.channelsClosed = false;
+      await this.channels.open(machineId, live);
+    }
+    await this.#setState(machineId, "running", "resumed on demand");
+    return true;
+  }
+
   /** True when the machine's box was believed running but is gone; it is then marked stopped. */
   async forgetIfDead(machineId: string): Promise<boolean> {
     if (!this.live.has(machineId)) return false;
     const handle = await this.o.provider.inspect(machineId);
-    if (handle?.state === "running") return false;
+    if (handle?.state === "running" || handle?.state === "paused") return false;
     await this.live.serial(machineId, async () => {
       this.drop(machineId);
       this.#stopped(machineId, "the box stopped on its own");
@@ -184,6 +222,22 @@ export class BoxLifecycle {
     for (const box of boxes) {
       const m = byId.get(box.labels["warren.machine"]);
       const ours = m && m.orgId === box.labels["warren.org"] && box.id === m.id;
+      if (ours && box.state === "paused" && !this.live.has(m.id)) {
+        // a frozen boxd answers nothing: adopted as it is, its channels open at its resume
+        const boxd = this.o.connect(box);
+        const live: Live = {
+          box,
+          boxd,
+          lastActivity: Date.now(),
+          liveExecs: 0,
+          paused: true,
+          channelsClosed: true,
+        };
+        this.live.set(m.id, live);
+        await this.#setState(m.id, "paused", "adopted paused after a server restart");
+        adopted.push(m.id);
+        continue;
+      }
       if (ours && box.state === "running" && !this.live.has(m.id)) {
         try {
           const boxd = this.o.connect(box);
