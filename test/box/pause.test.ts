@@ -12,8 +12,9 @@ const skip = boxSkipReason();
 
 /** The box's freezer state from its record's cgroups (v1 freezer.state, v2 cgroup.events). */
 function freezerState(box: TestBox): string {
+  const folder = box.provider.name === "oci" ? "oci-boxes" : "boxes";
   const rec = JSON.parse(
-    fs.readFileSync(path.join(box.stateRoot, "run", "boxes", box.id, "box.json"), "utf8"),
+    fs.readFileSync(path.join(box.stateRoot, "run", folder, box.id, "box.json"), "utf8"),
   ) as { cgroupDirs: string[] };
   for (const d of rec.cgroupDirs) {
     const v1 = path.join(d, "freezer.state");
