@@ -119,6 +119,17 @@ export const configSchema = z
         message: "WARREN_PROVIDER must be one of local, oci, kubernetes",
       })
       .default("local"),
+    /** The container engine's API socket of WARREN_PROVIDER=oci (Podman's service, or Docker's). */
+    WARREN_OCI_SOCKET: z
+      .string()
+      .default("/run/warren-oci/podman.sock")
+      .refine((v) => v.startsWith("/"), { message: "WARREN_OCI_SOCKET must be an absolute socket path" }),
+    WARREN_OCI_IMAGE: z
+      .string()
+      .default("warren-box:latest")
+      .refine((v) => /^[a-z0-9][a-z0-9._\/:-]*$/.test(v), {
+        message: "WARREN_OCI_IMAGE must be an image name such as warren-box:latest (scripts/oci.sh image)",
+      }),
     WARREN_MASTER_KEY: z
       .string()
       .optional()
