@@ -16,6 +16,9 @@ export const BOOT_CHECK_NAMES = [
   "state",
   "data",
   "contracts",
+  // WARREN_PROVIDER=oci: the engine answers at WARREN_OCI_SOCKET, the boxes' image exists
+  "oci_engine",
+  "oci_image",
 ] as const;
 export type BootCheckName = (typeof BOOT_CHECK_NAMES)[number];
 
@@ -127,7 +130,7 @@ export const configSchema = z
     WARREN_OCI_IMAGE: z
       .string()
       .default("warren-box:latest")
-      .refine((v) => /^[a-z0-9][a-z0-9._\/:-]*$/.test(v), {
+      .refine((v) => /^[a-z0-9][a-z0-9._/:-]*$/.test(v), {
         message: "WARREN_OCI_IMAGE must be an image name such as warren-box:latest (scripts/oci.sh image)",
       }),
     WARREN_MASTER_KEY: z

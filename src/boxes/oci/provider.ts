@@ -310,7 +310,7 @@ export class OciProvider implements BoxProvider {
 
   hostProbes(): Record<string, HostProbe> {
     return {
-      "oci engine": async () => {
+      oci_engine: async () => {
         const r = await this.engine.request("GET", "/_ping", undefined, 5000).catch((err: unknown) => err);
         const ok = !(r instanceof Error) && (r as { status: number }).status === 200;
         return {
@@ -321,7 +321,7 @@ export class OciProvider implements BoxProvider {
           fix: "start Podman's service with `scripts/oci.sh service` (or point WARREN_OCI_SOCKET at Docker's socket)",
         };
       },
-      "oci image": async () => {
+      oci_image: async () => {
         const r = await this.engine
           .request("GET", `/images/${encodeURIComponent(this.image)}/json`, undefined, 5000)
           .catch(() => ({ status: 0 }));
