@@ -159,6 +159,12 @@ export interface BoxProvider {
   hostProbes(opts: { repair: boolean }): Record<string, HostProbe>;
   /** Ends every process of one command tree (by its cgroup name); returns how many were ended. */
   killCommand(id: string, name: string): Promise<number>;
+  /**
+   * Gives a running warm box (started ahead under an id of its own) to a machine that has
+   * no box: its folder, users, labels and limits become the machine's. Providers that
+   * cannot do so leave it out, and their machines always start cold.
+   */
+  claim?(warmId: string, spec: BoxSpec): Promise<BoxHandle>;
   /** Lets go of what the provider holds in this process (boxes go on running). */
   close?(): void;
 }

@@ -9,12 +9,10 @@
 //   boxd/         (0700) bound at /run/boxd in the box: boxd's socket
 //
 // and, once per server, STATE_ROOT/run/box-files/ (seccomp filters, /etc files). Boxes are
-// started by a small launcher process (./launcher.ts), never by forking the server; a box
-// is paused by freezing its cgroup tree (its record says `paused`).
-//
-// A box survives the server (it is started in its own session, without
-// --die-with-parent); a new provider on the same STATE_ROOT finds it by its record and
-// checks it is the same process (pid + start time) and that boxd answers.
+// started by a launcher process (./launcher.ts), never forked by the server; a box is paused
+// by freezing its cgroup tree (record: `paused`); a warm box is claimed by ./warm.ts. A box
+// survives the server (its own session, no --die-with-parent): a new provider finds it by
+// its record, the same process (pid + start time), and boxd's answer.
 
 import fs from "node:fs";
 import path from "node:path";
@@ -46,6 +44,7 @@ import {
 } from "./cgroups.js";
 import { localProbes, requireLaunchParts } from "./checks.js";
 import { FsHomeLayout } from "./layout.js";
+import { claimWarm, killBoxTree } from "./warm.js";
 import { BoxFiles } from "./box-files.js";
 import { BoxLauncher } from "./launcher.js";
 import { isSameProcess, pidStartTime } from "./proc.js";
@@ -298,6 +297,19 @@ export class LocalProvider implements BoxProvider {
     return this.handle(running, "running");
   }
 
+  async claim(warmId: string, spec: BoxSpec): Promise<BoxHandle> {
+    return this.locked(warmId, () =>
+      this.locked(spec.id, async () => {
+        const rec = await claimWarm({
+          ...{ warmBoxDir: this.boxDir(warmId), boxDir: this.boxDir(spec.id), spec },
+          ...{ warmMachineDir: this.homes.machineDir(warmId), machineDir: this.homes.machineDir(spec.id) },
+          ...{ layout: this.cgroupLayout(), cgroupParent: this.cgroupParent },
+        });
+        return this.handle(rec, "running");
+      }),
+    );
+  }
+
   async inspect(id: string): Promise<BoxHandle | null> {
     const rec = this.readRecord(id);
     if (!rec) return null;
@@ -374,16 +386,7 @@ export class LocalProvider implements BoxProvider {
       for (const d of cgroupPlan(rec.spec.limits, layout, { parent: this.cgroupParent, boxId: rec.spec.id })
         .boxDirs)
         dirs.add(d);
-    const outer =
-      rec.pid !== null && rec.pidStart !== null && isSameProcess(rec.pid, rec.pidStart) ? rec.pid : null;
-    // the box's outer process is killed while its tree stands frozen: it all ends together
-    await destroyBoxCgroups([...dirs], undefined, () => {
-      try {
-        if (outer !== null) process.kill(outer, "SIGKILL");
-      } catch {
-        // gone
-      }
-    });
+    await killBoxTree(rec, [...dirs]);
     fs.rmSync(this.endpoint(rec.spec.id).path, { force: true });
   }
 
