@@ -184,6 +184,12 @@ export const configSchema = z
       .int()
       .positive("BOX_IDLE_S must be above 0")
       .default(300),
+    BOX_WARM_POOL: z.coerce
+      .number({ message: "BOX_WARM_POOL must be a whole number of boxes" })
+      .int("BOX_WARM_POOL must be a whole number of boxes")
+      .min(0, "BOX_WARM_POOL must be 0 (no warm boxes) or more")
+      .max(64, "BOX_WARM_POOL must be at most 64")
+      .default(0),
     BOX_PAUSE_S: z.coerce
       .number({ message: "BOX_PAUSE_S must be a number of seconds" })
       .int("BOX_PAUSE_S must be a whole number of seconds")

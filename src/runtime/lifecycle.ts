@@ -12,6 +12,10 @@ import type { StandingChannels } from "./channels.js";
 import type { BoxExec } from "./exec-port.js";
 import type { BoxHealth } from "./health.js";
 import type { Live, LiveBoxes } from "./live.js";
+import { WARM_LABEL, WarmPool } from "./warm.js";
+
+/** The tier of a warm box until it is claimed (a claim gives it its machine's limits). */
+const MACHINE_WARM = { memoryMib: 2048, cpus: 1 };
 
 export interface LifecycleOptions {
   db: Db;
@@ -25,19 +29,37 @@ export interface LifecycleOptions {
   tmpMib?: number | undefined;
   /** The agents' pids limit of every box (default 4096). */
   pids?: number | undefined;
+  /** Warm boxes kept started for machines' first starts (default 0: none). */
+  warmPool?: number | undefined;
 }
 
 type MachineRow = typeof schema.machines.$inferSelect;
 
 export class BoxLifecycle {
   readonly #stopListeners: ((machineId: string, reason: string) => void)[] = [];
+  readonly warm: WarmPool;
 
   constructor(
     private readonly o: LifecycleOptions,
     private readonly live: LiveBoxes,
     private readonly channels: StandingChannels,
     private readonly health: BoxHealth,
-  ) {}
+  ) {
+    this.warm = new WarmPool({
+      provider: o.provider,
+      logger: o.logger,
+      size: o.warmPool ?? 0,
+      specFor: (id) => {
+        const spec = this.specFor({
+          id,
+          orgId: "warm",
+          memoryMib: MACHINE_WARM.memoryMib,
+          cpus: MACHINE_WARM.cpus,
+        });
+        return { ...spec, labels: { ...spec.labels, [WARM_LABEL]: "1" } };
+      },
+    });
+  }
 
   /** Called with the reason whenever a machine's box is stopped (idle, by a request, gone). */
   onStopped(fn: (machineId: string, reason: string) => void): void {
@@ -64,7 +86,7 @@ export class BoxLifecycle {
       .where(eq(schema.machines.id, machineId));
   }
 
-  specFor(m: MachineRow): BoxSpec {
+  specFor(m: Pick<MachineRow, "id" | "orgId" | "memoryMib" | "cpus">): BoxSpec {
     const { provider, paths } = this.o;
     return {
       id: m.id,
@@ -111,8 +133,14 @@ export class BoxLifecycle {
       let box: BoxHandle;
       try {
         await this.o.provider.homes.prepareMachine(machineId);
-        await this.o.provider.create(this.specFor(m));
-        box = await this.o.provider.start(machineId);
+        // a machine's first start takes a warm box when there is one
+        const first = (await this.o.provider.inspect(machineId)) === null;
+        const warm = first ? await this.warm.claim(this.specFor(m)) : null;
+        if (warm) box = warm;
+        else {
+          await this.o.provider.create(this.specFor(m));
+          box = await this.o.provider.start(machineId);
+        }
       } catch (err) {
         await this.#setState(machineId, "stopped", `start failed: ${messageOf(err)}`);
         this.o.logger.error({ err, machineId }, "box start failed");
@@ -255,8 +283,11 @@ export class BoxLifecycle {
       await this.o.provider
         .remove(box.id)
         .catch((err: unknown) => this.o.logger.error({ err, box: box.id }, "reaping a box failed"));
+      // a warm box of an earlier server: its folder goes with it
+      if (box.labels[WARM_LABEL]) await this.o.provider.homes.removeMachine(box.id).catch(() => undefined);
       reaped.push(box.id);
     }
+    void this.warm.fill();
     const all = await this.o.db
       .select({ id: schema.machines.id, state: schema.machines.state })
       .from(schema.machines);
@@ -269,6 +300,7 @@ export class BoxLifecycle {
 
   /** Stops every running box (`warren serve --stop-boxes`). */
   async stopAll(reason: string): Promise<void> {
+    await this.warm.close();
     for (const id of this.live.ids())
       await this.stop(id, reason).catch((err: unknown) =>
         this.o.logger.error({ err, machineId: id }, "stopping a box failed"),

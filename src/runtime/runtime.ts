@@ -43,6 +43,8 @@ export interface RuntimeOptions {
   busyAgents: () => string[];
   /** The agents' pids limit of every box (default 4096). */
   pids?: number;
+  /** Warm boxes kept started for machines' first starts (BOX_WARM_POOL, default 0). */
+  warmPool?: number;
   /** How often boxd is pinged so that it knows its server is there (default 10 s). */
   keepaliveMs?: number;
   /** Who answers agents' calls (warren-secret); each running box keeps a channel to it. */
@@ -202,8 +204,19 @@ export class MachineRuntime implements MachineControl {
     return this.#reach.forward(machineId, port);
   }
 
-  /** Stops watching; boxes keep running so that the next server adopts them. */
+  /** Fills the warm pool now (it also fills after recover() and after each claim). */
+  fillWarm(): Promise<void> {
+    return this.#lifecycle.warm.fill();
+  }
+
+  /** Warm boxes ready now. */
+  get warmReady(): number {
+    return this.#lifecycle.warm.ready;
+  }
+
+  /** Stops watching; boxes keep running so that the next server adopts them (warm ones are removed). */
   close(): void {
+    void this.#lifecycle.warm.close();
     this.#idle.stop();
     this.#health.stop();
     for (const id of this.#live.ids()) this.#lifecycle.drop(id);

@@ -59,8 +59,8 @@ export async function claimWarm(c: WarmClaim): Promise<BoxRecord> {
   // the machine's limits on the box's cgroups (named for the warm box)
   const warmId = rec.spec.id;
   applyPlan(cgroupPlan(c.spec.limits, c.layout, { parent: c.cgroupParent, boxId: warmId }));
-  refreshBoxUsers(c.boxDir);
   const claimed: BoxRecord = { ...rec, spec: c.spec };
   await writeBoxRecord(c.boxDir, claimed);
+  refreshBoxUsers(c.boxDir);
   return claimed;
 }

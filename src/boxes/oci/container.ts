@@ -102,6 +102,8 @@ export function containerConfig(spec: BoxSpec, p: ContainerParts): ContainerCrea
   for (const m of spec.mounts) mounts.push(specMount(m));
   if (!targets.has("/tmp"))
     mounts.push(specMount({ kind: "tmpfs", target: "/tmp", sizeMib: spec.limits.tmpMib, mode: 0o1777 }));
+  // nothing of the host's sysfs (its cgroups, devices): an empty folder, as in a local box
+  mounts.push({ Type: "tmpfs", Target: "/sys", TmpfsOptions: { SizeBytes: 4096, Mode: 0o555 } });
   mounts.push(bind(p.boxdBinary, IN_BOX.boxd, true));
   mounts.push(bind(p.spawnHelper, IN_BOX.spawnHelper, true));
   mounts.push(bind(p.userns, IN_BOX.userns, true));

@@ -345,7 +345,9 @@ export class OciProvider implements BoxProvider {
       for (const d of cgroupPlan(rec.spec.limits, layout, { parent: this.cgroupParent, boxId: rec.spec.id })
         .boxDirs)
         dirs.add(d);
-    // a frozen command tree would hold its container's end: thawed and killed first
+    // boxd (pid 1) goes first, and with it its pid namespace: a command running as its box
+    // stops is answered "box gone", not a signal; then what is left of the commands' cgroups
+    await this.engine.request("POST", `/containers/${containerName(rec.spec.id)}/kill?signal=KILL`);
     await destroyBoxCgroups([...dirs]);
     await this.engine.expect(
       "DELETE",
