@@ -31,8 +31,7 @@ export class WarmPool {
 
   /** Starts boxes until the pool is full; settles when it is (errors are logged). */
   fill(): Promise<void> {
-    const claim = this.o.provider.claim;
-    if (this.o.size <= 0 || !claim || this.#closed) return Promise.resolve();
+    if (this.o.size <= 0 || !this.o.provider.claim || this.#closed) return Promise.resolve();
     this.#filling ??= (async () => {
       try {
         while (!this.#closed && this.#ready.length < this.o.size) {
