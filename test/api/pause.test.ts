@@ -3,6 +3,9 @@
 // process as it was, and the idle timer pauses a box first (BOX_PAUSE_S) and stops it
 // after a longer idle (BOX_IDLE_S).
 import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { newId } from "../../src/ids.js";
 import { boxSkipReason } from "../box/fixture.js";
@@ -103,5 +106,41 @@ describe("the idle timer pauses first, then stops", { skip: boxSkipReason() ?? f
     const stopped = await until("stopped");
     assert.equal(stopped.state_reason, "idle for 4 s");
     assert.equal((await t.server.provider.list()).filter((x) => x.state !== "stopped").length, 0);
+  });
+});
+
+describe("a paused box across a server restart", { skip: boxSkipReason() ?? false }, () => {
+  test("is adopted paused, and the next command resumes it as it was", async () => {
+    const stateRoot = await mkdtemp(path.join(os.tmpdir(), "warren-test-"));
+    const env = { BOX_IDLE_S: "3600", BOX_PAUSE_S: "0" };
+    let second: TestServer | undefined;
+    const first = await startTestServer({ listen: true, stateRoot, env });
+    try {
+      const org = (await first.call("POST", "/api/orgs", { name: "restart" })).body;
+      const m = (await first.call("POST", "/api/machines", { org_id: org.id, name: "m", memory_mib: 512 }))
+        .body;
+      const a = (await first.call("POST", "/api/agents", { org_id: org.id, machine_id: m.id, name: "a" }))
+        .body;
+      const setup = await first.call("POST", `/api/agents/${a.id}/exec`, {
+        command: "echo kept > /tmp/kept; setsid sleep 600 > /dev/null 2>&1 < /dev/null & echo $! > pid",
+      });
+      assert.equal(setup.body.exit_code, 0, setup.body.stderr);
+      assert.equal((await first.call("POST", `/api/machines/${m.id}/pause`)).body.state, "paused");
+      await first.server.close(); // boxes go on, paused
+      second = await startTestServer({ listen: true, stateRoot, env });
+      const adopted = (await second.call("GET", `/api/machines/${m.id}`)).body;
+      assert.equal(adopted.state, "paused");
+      assert.equal(adopted.state_reason, "adopted paused after a server restart");
+      const r = await second.call("POST", `/api/agents/${a.id}/exec`, {
+        command: "cat /tmp/kept; kill -0 $(cat pid) && echo alive",
+      });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.equal(r.body.stdout, "kept\nalive\n");
+      assert.equal((await second.call("GET", `/api/machines/${m.id}`)).body.state, "running");
+    } finally {
+      if (second) await second.close();
+      else for (const b of await first.server.provider.list()) await first.server.provider.remove(b.id);
+      await rm(stateRoot, { recursive: true, force: true });
+    }
   });
 });
