@@ -32,6 +32,7 @@ import { startTestServer, type TestServer } from "../test/support/server.js";
 import { benchCedar } from "./cedar.js";
 import { jsonClient, runClients } from "./clients.js";
 import { benchConversations } from "./conversations.js";
+import { benchProviders } from "./providers.js";
 import { buildFloor, timeFloor } from "./floor.js";
 import { tracePhases } from "./phases.js";
 import { benchEgress, egressTable } from "./egress.js";
@@ -332,6 +333,20 @@ function httpApi(baseUrl: string, maxSockets: number): Api {
     },
     close,
   };
+}
+
+/** Resume from pause, a warm-pool claim, oci's cold start and warm exec (bench/providers.ts). */
+async function providerRows(): Promise<void> {
+  for (const r of await benchProviders({ n: quick ? 3 : 20, log })) {
+    if (!r.sample) skipRow(r.what, r.skipped ?? "not measured");
+    else
+      timeRow(
+        r.what,
+        r.sample,
+        { target: r.target, met: r.met },
+        r.samples_ms ? { samples_ms: r.samples_ms } : {},
+      );
+  }
 }
 
 async function egressRows(): Promise<void> {
@@ -735,6 +750,7 @@ async function main(): Promise<number> {
     await egressRows();
     await conversationRows();
     await scheduleRows();
+    await providerRows();
 
     log(`measurement: a home of ${N.files} files, ${N.measureRuns} runs each`);
     const r = await benchMeasure(N.files, N.measureRuns, log);

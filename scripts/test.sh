@@ -37,3 +37,24 @@ if [[ -z ${TEST_FILES:-} ]]; then
   WARREN_TEST_SANITIZE=1 node --import tsx --test --test-concurrency=1 --test-timeout=600000 \
     test/box/box.test.ts test/box/pty.test.ts test/hostile/hostile.test.ts
 fi
+
+# The box suites once more on the oci provider: real Podman containers through the Docker
+# Engine API (docs/boxes.md, "oci", lists the cases that differ and why).
+if [[ -z ${TEST_FILES:-} ]]; then
+  if command -v podman >/dev/null; then
+    echo "== box suites on the oci provider (Podman)"
+    read -r oci_socket oci_pid < <(scripts/oci.sh service "$PWD/.state/oci/podman.sock")
+    trap 'kill "$oci_pid"; cleanup' EXIT
+    scripts/oci.sh image warren-box:latest
+    WARREN_PROVIDER=oci WARREN_OCI_SOCKET=$oci_socket WARREN_OCI_IMAGE=warren-box:latest \
+      node --import tsx --test --test-concurrency=1 --test-timeout=600000 \
+      test/box/*.test.ts test/api/exec.test.ts test/api/pause.test.ts test/homes/files-api.test.ts \
+      test/runs/runs.test.ts test/terminal/shell.test.ts test/egress/record.test.ts \
+      test/secrets/secrets.test.ts test/hostile/apart.test.ts test/hostile/egress-wall.test.ts
+    # not yet: test/hostile/hostile.test.ts fails 3 cases on oci (docs/boxes.md, "oci"): the
+    # engine's /sys/fs/cgroup is visible in the box, and two cases find boxd's host pid
+    # through the local box's cgroup folders
+  else
+    echo "== box suites on the oci provider: skipped, podman is not installed (scripts/setup.sh installs it)"
+  fi
+fi

@@ -5,6 +5,7 @@ import { statePaths } from "../config/paths.js";
 import { WarrenError } from "../errors.js";
 import { FsHomeLayout } from "./local/layout.js";
 import { LocalProvider, type LoggerLike } from "./local/provider.js";
+import { OciProvider } from "./oci/provider.js";
 import type { BoxProvider } from "./types.js";
 
 export interface ProviderPaths {
@@ -17,7 +18,10 @@ export interface ProviderPaths {
   orphanAfterS?: number;
 }
 
-export function createProvider(config: Pick<Config, "WARREN_PROVIDER">, paths: ProviderPaths): BoxProvider {
+export function createProvider(
+  config: Pick<Config, "WARREN_PROVIDER"> & Partial<Pick<Config, "WARREN_OCI_SOCKET" | "WARREN_OCI_IMAGE">>,
+  paths: ProviderPaths,
+): BoxProvider {
   const workspacesRoot = paths.workspacesRoot ?? statePaths(paths.stateRoot).workspaces;
   switch (config.WARREN_PROVIDER) {
     case "local":
@@ -29,11 +33,20 @@ export function createProvider(config: Pick<Config, "WARREN_PROVIDER">, paths: P
         ...(paths.orphanAfterS === undefined ? {} : { orphanAfterS: paths.orphanAfterS }),
       });
     case "oci":
+      return new OciProvider({
+        stateRoot: paths.stateRoot,
+        runRoot: paths.runRoot,
+        workspacesRoot,
+        socket: config.WARREN_OCI_SOCKET ?? "/run/warren-oci/podman.sock",
+        image: config.WARREN_OCI_IMAGE ?? "warren-box:latest",
+        logger: paths.logger,
+        ...(paths.orphanAfterS === undefined ? {} : { orphanAfterS: paths.orphanAfterS }),
+      });
     case "kubernetes": {
       const unavailable = (): never => {
         throw new WarrenError(
           "box.unavailable",
-          `the ${config.WARREN_PROVIDER} provider is not available yet; use WARREN_PROVIDER=local`,
+          `the ${config.WARREN_PROVIDER} provider is not available yet; use WARREN_PROVIDER=local or oci`,
         );
       };
       return {
@@ -43,6 +56,8 @@ export function createProvider(config: Pick<Config, "WARREN_PROVIDER">, paths: P
         create: async () => unavailable(),
         start: async () => unavailable(),
         stop: async () => {},
+        pause: async () => unavailable(),
+        resume: async () => unavailable(),
         inspect: async () => null,
         list: async () => [],
         remove: async () => {},

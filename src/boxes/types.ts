@@ -9,7 +9,8 @@ import type { TRUSTS } from "../contract/lists.js";
 
 export type ProviderName = "local" | "oci" | "kubernetes";
 
-export type BoxState = "created" | "running" | "stopped";
+/** `paused`: every process of the box stands frozen in memory (resume thaws it). */
+export type BoxState = "created" | "running" | "paused" | "stopped";
 
 /** Labels every box carries so that a restarted server adopts or reaps it by label. */
 export interface BoxLabels {
@@ -139,6 +140,10 @@ export interface BoxProvider {
   start(id: string): Promise<BoxHandle>;
   /** Stops every process of the box; files in its mounts stay. */
   stop(id: string): Promise<void>;
+  /** Freezes every process of a running box in memory (a no-op when it is paused already). */
+  pause(id: string): Promise<void>;
+  /** Thaws a paused box and resolves once boxd answers; a running box is left as it is. */
+  resume(id: string): Promise<BoxHandle>;
   inspect(id: string): Promise<BoxHandle | null>;
   /** Every box this provider knows, optionally filtered by labels (all must match). */
   list(labels?: Partial<BoxLabels>): Promise<BoxHandle[]>;
@@ -154,6 +159,12 @@ export interface BoxProvider {
   hostProbes(opts: { repair: boolean }): Record<string, HostProbe>;
   /** Ends every process of one command tree (by its cgroup name); returns how many were ended. */
   killCommand(id: string, name: string): Promise<number>;
+  /**
+   * Gives a running warm box (started ahead under an id of its own) to a machine that has
+   * no box: its folder, users, labels and limits become the machine's. Providers that
+   * cannot do so leave it out, and their machines always start cold.
+   */
+  claim?(warmId: string, spec: BoxSpec): Promise<BoxHandle>;
   /** Lets go of what the provider holds in this process (boxes go on running). */
   close?(): void;
 }

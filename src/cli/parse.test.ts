@@ -86,6 +86,7 @@ test("resource commands become typed commands", () => {
   );
   assert.deepEqual(cmd(["machines", "list"]), { kind: "machines.list", orgId: undefined });
   assert.deepEqual(cmd(["machines", "stop", "mch_1"]), { kind: "machines.stop", id: "mch_1" });
+  assert.deepEqual(cmd(["machines", "pause", "mch_1"]), { kind: "machines.pause", id: "mch_1" });
   assert.deepEqual(cmd(["machines", "update", "mch_1", "--max-workspace-mib", "2048"]), {
     kind: "machines.update",
     id: "mch_1",

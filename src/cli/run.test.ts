@@ -446,6 +446,11 @@ describe("warren CLI", () => {
     assert.equal((await json<{ items: unknown[] }>(["secrets", "list", "--org", org])).items.length, 0);
   });
 
+  test("machines pause", async () => {
+    const paused = await json<{ state: string }>(["machines", "pause", machine]);
+    assert.ok(["paused", "stopped"].includes(paused.state), paused.state);
+  });
+
   test("machines stop", async () => {
     const stopped = await json<{ state: string }>(["machines", "stop", machine]);
     assert.equal(stopped.state, "stopped");

@@ -84,6 +84,9 @@ export async function buildServices(
       harness: config.WARREN_HARNESS_DIR,
     },
     idleMs: config.BOX_IDLE_S * 1000,
+    // idle boxes are paused first (frozen in memory), stopped at BOX_IDLE_S
+    pauseMs: config.BOX_PAUSE_S * 1000,
+    warmPool: config.BOX_WARM_POOL,
     busyAgents: () => registry.activeAgents(),
     pids: config.BOX_PIDS,
     // boxd hears from its server well within BOX_ORPHAN_S

@@ -19,6 +19,9 @@ export const BOOT_CHECK_NAMES = [
   "policy",
   "workspace_class_exists",
   "workspaces",
+  // WARREN_PROVIDER=oci: the engine answers at WARREN_OCI_SOCKET, the boxes' image exists
+  "oci_engine",
+  "oci_image",
 ] as const;
 export type BootCheckName = (typeof BOOT_CHECK_NAMES)[number];
 
@@ -122,6 +125,17 @@ export const configSchema = z
         message: "WARREN_PROVIDER must be one of local, oci, kubernetes",
       })
       .default("local"),
+    /** The container engine's API socket of WARREN_PROVIDER=oci (Podman's service, or Docker's). */
+    WARREN_OCI_SOCKET: z
+      .string()
+      .default("/run/warren-oci/podman.sock")
+      .refine((v) => v.startsWith("/"), { message: "WARREN_OCI_SOCKET must be an absolute socket path" }),
+    WARREN_OCI_IMAGE: z
+      .string()
+      .default("warren-box:latest")
+      .refine((v) => /^[a-z0-9][a-z0-9._/:-]*$/.test(v), {
+        message: "WARREN_OCI_IMAGE must be an image name such as warren-box:latest (scripts/oci.sh image)",
+      }),
     WARREN_MASTER_KEY: z
       .string()
       .optional()
@@ -173,6 +187,17 @@ export const configSchema = z
       .int()
       .positive("BOX_IDLE_S must be above 0")
       .default(300),
+    BOX_WARM_POOL: z.coerce
+      .number({ message: "BOX_WARM_POOL must be a whole number of boxes" })
+      .int("BOX_WARM_POOL must be a whole number of boxes")
+      .min(0, "BOX_WARM_POOL must be 0 (no warm boxes) or more")
+      .max(64, "BOX_WARM_POOL must be at most 64")
+      .default(0),
+    BOX_PAUSE_S: z.coerce
+      .number({ message: "BOX_PAUSE_S must be a number of seconds" })
+      .int("BOX_PAUSE_S must be a whole number of seconds")
+      .min(0, "BOX_PAUSE_S must be 0 (never pause) or more")
+      .default(60),
     WARREN_SHUTDOWN_GRACE_S: z.coerce
       .number({ message: "WARREN_SHUTDOWN_GRACE_S must be a number of seconds" })
       .int("WARREN_SHUTDOWN_GRACE_S must be a whole number of seconds")

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { idOf, items, MAX_MIB, mibField, name } from "./common.js";
 import { TRUSTS } from "./lists.js";
 
-export const MachineState = z.enum(["stopped", "starting", "running"]).meta({ id: "MachineState" });
+export const MachineState = z.enum(["stopped", "starting", "running", "paused"]).meta({ id: "MachineState" });
 export const MachineTrust = z.enum(TRUSTS).meta({ id: "MachineTrust" });
 
 export const BoxUsage = z

@@ -172,6 +172,13 @@ export class Machines {
     return this.get(who, id);
   }
 
+  /** Freezes the machine's running box in memory; a box that is not running is left as it is. */
+  async pause(who: Identity, id: string): Promise<Machine> {
+    await this.load(who, id, "write");
+    await this.control.pause(id, "paused by an operator");
+    return this.get(who, id);
+  }
+
   async delete(who: Identity, id: string): Promise<void> {
     await this.load(who, id, "write");
     const [a] = await this.db

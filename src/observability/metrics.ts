@@ -34,6 +34,12 @@ export class Metrics {
     buckets: [0.025, 0.05, 0.1, 0.2, 0.5, 1, 2, 5],
     registers: [this.registry],
   });
+  readonly boxResumes = new Histogram({
+    name: "warren_box_resume_seconds",
+    help: "Time to resume a machine's paused box until boxd answers",
+    buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5],
+    registers: [this.registry],
+  });
 
   // Box health, sampled every few seconds from the boxes' cgroups; labelled by machine and
   // organisation only (one series per running box).

@@ -4,7 +4,7 @@ import type { HealthNow } from "./health.js";
 
 /** A machine's box as the API shows it. */
 export type BoxView = HealthNow & {
-  state: "stopped" | "starting" | "running";
+  state: "stopped" | "starting" | "running" | "paused";
   events: { at: string; type: string; detail: string; data: Record<string, unknown> }[];
 };
 
@@ -13,6 +13,8 @@ export interface MachineControl {
   /** The box's state, usage, limit and latest events. */
   box(machineId: string, state: BoxView["state"]): Promise<BoxView>;
   stop(machineId: string, reason: string): Promise<void>;
+  /** Freezes the machine's running box in memory; the next command resumes it. */
+  pause(machineId: string, reason: string): Promise<void>;
   /** Stops and forgets the machine's box (machine deleted). */
   remove(machineId: string): Promise<void>;
   /** Tells a running box that its agents changed (users, groups). */

@@ -12,6 +12,10 @@ import type { StandingChannels } from "./channels.js";
 import type { BoxExec } from "./exec-port.js";
 import type { BoxHealth } from "./health.js";
 import type { Live, LiveBoxes } from "./live.js";
+import { WARM_LABEL, WarmPool } from "./warm.js";
+
+/** The tier of a warm box until it is claimed (a claim gives it its machine's limits). */
+const MACHINE_WARM = { memoryMib: 2048, cpus: 1 };
 
 export interface LifecycleOptions {
   db: Db;
@@ -25,19 +29,37 @@ export interface LifecycleOptions {
   tmpMib?: number | undefined;
   /** The agents' pids limit of every box (default 4096). */
   pids?: number | undefined;
+  /** Warm boxes kept started for machines' first starts (default 0: none). */
+  warmPool?: number | undefined;
 }
 
 type MachineRow = typeof schema.machines.$inferSelect;
 
 export class BoxLifecycle {
   readonly #stopListeners: ((machineId: string, reason: string) => void)[] = [];
+  readonly warm: WarmPool;
 
   constructor(
     private readonly o: LifecycleOptions,
     private readonly live: LiveBoxes,
     private readonly channels: StandingChannels,
     private readonly health: BoxHealth,
-  ) {}
+  ) {
+    this.warm = new WarmPool({
+      provider: o.provider,
+      logger: o.logger,
+      size: o.warmPool ?? 0,
+      specFor: (id) => {
+        const spec = this.specFor({
+          id,
+          orgId: "warm",
+          memoryMib: MACHINE_WARM.memoryMib,
+          cpus: MACHINE_WARM.cpus,
+        });
+        return { ...spec, labels: { ...spec.labels, [WARM_LABEL]: "1" } };
+      },
+    });
+  }
 
   /** Called with the reason whenever a machine's box is stopped (idle, by a request, gone). */
   onStopped(fn: (machineId: string, reason: string) => void): void {
@@ -64,7 +86,7 @@ export class BoxLifecycle {
       .where(eq(schema.machines.id, machineId));
   }
 
-  specFor(m: MachineRow): BoxSpec {
+  specFor(m: Pick<MachineRow, "id" | "orgId" | "memoryMib" | "cpus">): BoxSpec {
     const { provider, paths } = this.o;
     return {
       id: m.id,
@@ -100,13 +122,14 @@ export class BoxLifecycle {
   /** The machine's boxd, starting the box first when it is not running. */
   async ensure(machineId: string): Promise<BoxExec> {
     const live = this.live.get(machineId);
-    if (live) {
+    if (live && !live.paused) {
       live.lastActivity = Date.now();
       return live.boxd;
     }
     return this.live.serial(machineId, async () => {
       const again = this.live.get(machineId);
-      if (again) return again.boxd;
+      if (again && !again.paused) return again.boxd;
+      if (again && (await this.#resume(machineId, again))) return again.boxd;
       const [m] = await this.o.db.select().from(schema.machines).where(eq(schema.machines.id, machineId));
       if (!m) throw new WarrenError("not_found", "machine was not found");
       await this.#setState(machineId, "starting", "started on demand");
@@ -114,8 +137,14 @@ export class BoxLifecycle {
       let box: BoxHandle;
       try {
         await this.o.provider.homes.prepareMachine(machineId);
-        await this.o.provider.create(this.specFor(m));
-        box = await this.o.provider.start(machineId);
+        // a machine's first start takes a warm box when there is one
+        const first = (await this.o.provider.inspect(machineId)) === null;
+        const warm = first ? await this.warm.claim(this.specFor(m)) : null;
+        if (warm) box = warm;
+        else {
+          await this.o.provider.create(this.specFor(m));
+          box = await this.o.provider.start(machineId);
+        }
       } catch (err) {
         await this.#setState(machineId, "stopped", `start failed: ${messageOf(err)}`);
         this.o.logger.error({ err, machineId }, "box start failed");
@@ -136,11 +165,48 @@ export class BoxLifecycle {
     });
   }
 
+  /**
+   * Freezes the machine's running box in memory (its processes, files and channels stay);
+   * the next command resumes it. A box that is not running is left as it is.
+   */
+  async pause(machineId: string, reason: string): Promise<void> {
+    await this.live.serial(machineId, async () => {
+      const live = this.live.get(machineId);
+      if (!live || live.paused) return;
+      await this.o.provider.pause(machineId);
+      live.paused = true;
+      await this.#setState(machineId, "paused", reason);
+    });
+  }
+
+  /** Thaws a paused box (in the machine's queue); false when it is gone (then forgotten and stopped). */
+  async #resume(machineId: string, live: Live): Promise<boolean> {
+    const t0 = process.hrtime.bigint();
+    try {
+      live.box = await this.o.provider.resume(machineId);
+    } catch (err) {
+      this.o.logger.warn({ err, machineId }, "a paused box did not resume; starting it afresh");
+      this.drop(machineId);
+      this.#stopped(machineId, "the paused box did not resume");
+      await this.o.provider.stop(machineId);
+      return false;
+    }
+    this.o.metrics.boxResumes.observe(Number(process.hrtime.bigint() - t0) / 1e9);
+    live.paused = false;
+    live.lastActivity = Date.now();
+    if (live.channelsClosed) {
+      live.channelsClosed = false;
+      await this.channels.open(machineId, live);
+    }
+    await this.#setState(machineId, "running", "resumed on demand");
+    return true;
+  }
+
   /** True when the machine's box was believed running but is gone; it is then marked stopped. */
   async forgetIfDead(machineId: string): Promise<boolean> {
     if (!this.live.has(machineId)) return false;
     const handle = await this.o.provider.inspect(machineId);
-    if (handle?.state === "running") return false;
+    if (handle?.state === "running" || handle?.state === "paused") return false;
     await this.live.serial(machineId, async () => {
       this.drop(machineId);
       this.#stopped(machineId, "the box stopped on its own");
@@ -188,6 +254,22 @@ export class BoxLifecycle {
     for (const box of boxes) {
       const m = byId.get(box.labels["warren.machine"]);
       const ours = m && m.orgId === box.labels["warren.org"] && box.id === m.id;
+      if (ours && box.state === "paused" && !this.live.has(m.id)) {
+        // a frozen boxd answers nothing: adopted as it is, its channels open at its resume
+        const boxd = this.o.connect(box);
+        const live: Live = {
+          box,
+          boxd,
+          lastActivity: Date.now(),
+          liveExecs: 0,
+          paused: true,
+          channelsClosed: true,
+        };
+        this.live.set(m.id, live);
+        await this.#setState(m.id, "paused", "adopted paused after a server restart");
+        adopted.push(m.id);
+        continue;
+      }
       if (ours && box.state === "running" && !this.live.has(m.id)) {
         try {
           const boxd = this.o.connect(box);
@@ -205,8 +287,11 @@ export class BoxLifecycle {
       await this.o.provider
         .remove(box.id)
         .catch((err: unknown) => this.o.logger.error({ err, box: box.id }, "reaping a box failed"));
+      // a warm box of an earlier server: its folder goes with it
+      if (box.labels[WARM_LABEL]) await this.o.provider.homes.removeMachine(box.id).catch(() => undefined);
       reaped.push(box.id);
     }
+    void this.warm.fill();
     const all = await this.o.db
       .select({ id: schema.machines.id, state: schema.machines.state })
       .from(schema.machines);
@@ -219,6 +304,7 @@ export class BoxLifecycle {
 
   /** Stops every running box (`warren serve --stop-boxes`). */
   async stopAll(reason: string): Promise<void> {
+    await this.warm.close();
     for (const id of this.live.ids())
       await this.stop(id, reason).catch((err: unknown) =>
         this.o.logger.error({ err, machineId: id }, "stopping a box failed"),

@@ -10,6 +10,10 @@ export interface Live {
   boxd: BoxExec;
   lastActivity: number;
   liveExecs: number;
+  /** Frozen in memory (the provider's pause): boxd answers nothing until it is resumed. */
+  paused?: boolean;
+  /** Adopted paused after a server restart: its standing channels open once it is resumed. */
+  channelsClosed?: boolean;
   calls?: CallsChannel;
   bridges?: CallsChannel;
 }
@@ -42,6 +46,11 @@ export class LiveBoxes {
 
   entries(): [string, Live][] {
     return [...this.#live];
+  }
+
+  /** The boxes running now (not paused). */
+  running(): [string, Live][] {
+    return [...this.#live].filter(([, l]) => !l.paused);
   }
 
   ids(): string[] {

@@ -36,11 +36,15 @@ export interface RuntimeOptions {
   /** `harness`: the host folder of the harness CLIs, bound read-only when it exists. */
   paths: { data: string; contracts: string; flows?: string; harness?: string };
   idleMs: number;
+  /** Boxes idle this long are paused first (stopped at idleMs); unset or not below idleMs: never. */
+  pauseMs?: number | undefined;
   tmpMib?: number;
   /** Agents with a generation running now (their machines are never idle). */
   busyAgents: () => string[];
   /** The agents' pids limit of every box (default 4096). */
   pids?: number;
+  /** Warm boxes kept started for machines' first starts (BOX_WARM_POOL, default 0). */
+  warmPool?: number;
   /** How often boxd is pinged so that it knows its server is there (default 10 s). */
   keepaliveMs?: number;
   /** Who answers agents' calls (warren-secret); each running box keeps a channel to it. */
@@ -68,7 +72,7 @@ export class MachineRuntime implements MachineControl {
       logger: o.logger,
       metrics: o.metrics,
       keepaliveMs: o.keepaliveMs ?? 10_000,
-      live: () => live.entries().map(([machineId, l]) => ({ machineId, ping: () => l.boxd.ping() })),
+      live: () => live.running().map(([machineId, l]) => ({ machineId, ping: () => l.boxd.ping() })),
       ownerOf: (machineId, command) => live.ownerOf(machineId, command),
       gone: (machineId, present) => live.keepOwners(machineId, present),
       onRunaway: (e) => this.#events.recordRunaway(e),
@@ -79,9 +83,11 @@ export class MachineRuntime implements MachineControl {
       db: o.db,
       logger: o.logger,
       idleMs: o.idleMs,
+      pauseMs: o.pauseMs,
       busyAgents: o.busyAgents,
       live,
       stop: (machineId, reason) => this.#lifecycle.stop(machineId, reason),
+      pause: (machineId, reason) => this.#lifecycle.pause(machineId, reason),
     });
     this.#reach = new BoxdReach(live, this.#lifecycle);
   }
@@ -122,7 +128,8 @@ export class MachineRuntime implements MachineControl {
   }
 
   isRunning(machineId: string): boolean {
-    return this.#live.has(machineId);
+    const live = this.#live.get(machineId);
+    return live !== undefined && !live.paused;
   }
 
   /** Called with the reason whenever a machine's box is stopped (idle, by a request, gone). */
@@ -132,6 +139,11 @@ export class MachineRuntime implements MachineControl {
 
   stop(machineId: string, reason: string): Promise<void> {
     return this.#lifecycle.stop(machineId, reason);
+  }
+
+  /** Freezes the machine's running box in memory; the next command resumes it. */
+  pause(machineId: string, reason: string): Promise<void> {
+    return this.#lifecycle.pause(machineId, reason);
   }
 
   remove(machineId: string): Promise<void> {
@@ -159,7 +171,7 @@ export class MachineRuntime implements MachineControl {
     this.#live.touch(machineId);
   }
 
-  /** Stops boxes idle for longer than idleMs: no exec, no generation, no terminal input. */
+  /** Pauses boxes idle for pauseMs and stops those idle for idleMs: no exec, no generation, no terminal input. */
   reapIdle(now?: number): Promise<string[]> {
     return this.#idle.reap(now);
   }
@@ -192,8 +204,19 @@ export class MachineRuntime implements MachineControl {
     return this.#reach.forward(machineId, port);
   }
 
-  /** Stops watching; boxes keep running so that the next server adopts them. */
+  /** Fills the warm pool now (it also fills after recover() and after each claim). */
+  fillWarm(): Promise<void> {
+    return this.#lifecycle.warm.fill();
+  }
+
+  /** Warm boxes ready now. */
+  get warmReady(): number {
+    return this.#lifecycle.warm.ready;
+  }
+
+  /** Stops watching; boxes keep running so that the next server adopts them (warm ones are removed). */
   close(): void {
+    void this.#lifecycle.warm.close();
     this.#idle.stop();
     this.#health.stop();
     for (const id of this.#live.ids()) this.#lifecycle.drop(id);

@@ -93,6 +93,10 @@ export class MachinesApi {
   stop(id: string, opts: RequestOptions = {}): Promise<Machine> {
     return this.http.json("POST", `/api/machines/${seg(id)}/stop`, opts);
   }
+  /** Pauses the machine's box (frozen in memory); the next command resumes it. */
+  pause(id: string, opts: RequestOptions = {}): Promise<Machine> {
+    return this.http.json("POST", `/api/machines/${seg(id)}/pause`, opts);
+  }
   /** Deletes a machine; `machine.not_empty` while it has agents. */
   delete(id: string, opts: RequestOptions = {}): Promise<void> {
     return this.http.empty("DELETE", `/api/machines/${seg(id)}`, opts);

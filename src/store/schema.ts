@@ -63,7 +63,7 @@ export const machines = pgTable(
     workspaceMib: integer("workspace_mib"),
     /** How long a command tree may hold the box at its pids or memory limit before it is stopped. */
     runawayAfterS: integer("runaway_after_s").notNull().default(60),
-    state: text("state", { enum: ["stopped", "starting", "running"] })
+    state: text("state", { enum: ["stopped", "starting", "running", "paused"] })
       .notNull()
       .default("stopped"),
     stateReason: text("state_reason").notNull().default("created"),

@@ -12,12 +12,16 @@ import {
   makeBox,
   PATH,
   testBoxdBinary,
+  testProvider,
   waitFor,
   type Agent,
   type TestBox,
 } from "./fixture.js";
 
 const skip = boxSkipReason();
+/** The cases that differ on `oci` (docs/boxes.md, "oci"): skipped there, with the reason. */
+const localOnly = (why: string): string | false =>
+  testProvider === "oci" ? `local provider only: ${why}` : false;
 
 describe("a local box", { skip: skip ?? false }, () => {
   let box: TestBox;
@@ -240,7 +244,7 @@ describe("a local box", { skip: skip ?? false }, () => {
   });
 
   it("binds an agent folder read-only at /agent for one command only", async () => {
-    const hostRun = path.join(box.stateRoot, "run", "boxes", box.id, "boxd", "runs", "r1");
+    const hostRun = path.join(box.provider.runFilesDir(box.id).hostDir, "runs", "r1");
     // as the run staging makes it: runs/ 0711 (box root passes), the run's own folder the agent's
     fs.mkdirSync(path.dirname(hostRun), { recursive: true, mode: 0o711 });
     fs.mkdirSync(hostRun, { mode: 0o500 });
@@ -298,58 +302,69 @@ describe("a local box", { skip: skip ?? false }, () => {
     console.log(`# cold start (start() to first exec returning): ${cold.toFixed(1)} ms`);
   });
 
-  it("is adopted by a fresh provider (a restarted server)", async () => {
-    const first = await box.provider.inspect(box.id);
-    assert.equal(first?.state, "running");
-    const fresh = new LocalProvider({
-      stateRoot: box.stateRoot,
-      cgroupParent: "warren-test",
-      boxdBinary: testBoxdBinary,
+  it(
+    "is adopted by a fresh provider (a restarted server)",
+    { skip: localOnly("a LocalProvider's record and its host pid") },
+    async () => {
+      const first = await box.provider.inspect(box.id);
+      assert.equal(first?.state, "running");
+      const fresh = new LocalProvider({
+        stateRoot: box.stateRoot,
+        cgroupParent: "warren-test",
+        boxdBinary: testBoxdBinary,
+      });
+      const listed = await fresh.list({ "warren.machine": box.id });
+      assert.equal(listed.length, 1);
+      assert.equal(listed[0]?.state, "running");
+      assert.equal(listed[0]?.pid, first?.pid);
+      assert.deepEqual(await fresh.list({ "warren.org": "someone-else" }), []);
+      const started = await fresh.start(box.id);
+      assert.equal(started.pid, first?.pid, "adoption must not start a second box");
+      const r = await fresh
+        .client(box.id)
+        .exec({ argv: ["/bin/echo", "adopted"], env: {}, cwd: "/", uid: a1().uid, gid: a1().gid });
+      assert.equal(r.stdout.toString(), "adopted\n");
+    },
+  );
+});
+
+describe(
+  "a box whose boxd died",
+  { skip: skip ?? localOnly("boxd's host pid in the local box's boxd cgroup") },
+  () => {
+    it("is reported stopped, leaves no process, and starts again", async () => {
+      const box = await makeBox();
+      try {
+        const h = await box.provider.inspect(box.id);
+        const cgroup = `/sys/fs/cgroup/pids/warren-test/${box.id}/boxd/cgroup.procs`;
+        const pids = fs.readFileSync(cgroup, "utf8").trim().split("\n").map(Number);
+        const boxd = pids.find((p) =>
+          /^\/run\/warren\/boxd\0/.test(fs.readFileSync(`/proc/${p}/cmdline`, "utf8")),
+        );
+        assert.ok(boxd && h?.pid);
+        process.kill(boxd, "SIGKILL");
+        await waitFor("the box to end with boxd", () => fs.readFileSync(cgroup, "utf8").trim() === "", 5000);
+        assert.equal((await box.provider.inspect(box.id))?.state, "stopped");
+        const again = await box.provider.start(box.id);
+        assert.notEqual(again.pid, h.pid);
+        assert.equal((await box.sh("echo back")).out, "back\n");
+      } finally {
+        await box.cleanup();
+      }
     });
-    const listed = await fresh.list({ "warren.machine": box.id });
-    assert.equal(listed.length, 1);
-    assert.equal(listed[0]?.state, "running");
-    assert.equal(listed[0]?.pid, first?.pid);
-    assert.deepEqual(await fresh.list({ "warren.org": "someone-else" }), []);
-    const started = await fresh.start(box.id);
-    assert.equal(started.pid, first?.pid, "adoption must not start a second box");
-    const r = await fresh
-      .client(box.id)
-      .exec({ argv: ["/bin/echo", "adopted"], env: {}, cwd: "/", uid: a1().uid, gid: a1().gid });
-    assert.equal(r.stdout.toString(), "adopted\n");
-  });
-});
+  },
+);
 
-describe("a box whose boxd died", { skip: skip ?? false }, () => {
-  it("is reported stopped, leaves no process, and starts again", async () => {
-    const box = await makeBox();
-    try {
-      const h = await box.provider.inspect(box.id);
-      const cgroup = `/sys/fs/cgroup/pids/warren-test/${box.id}/boxd/cgroup.procs`;
-      const pids = fs.readFileSync(cgroup, "utf8").trim().split("\n").map(Number);
-      const boxd = pids.find((p) =>
-        /^\/run\/warren\/boxd\0/.test(fs.readFileSync(`/proc/${p}/cmdline`, "utf8")),
-      );
-      assert.ok(boxd && h?.pid);
-      process.kill(boxd, "SIGKILL");
-      await waitFor("the box to end with boxd", () => fs.readFileSync(cgroup, "utf8").trim() === "", 5000);
-      assert.equal((await box.provider.inspect(box.id))?.state, "stopped");
-      const again = await box.provider.start(box.id);
-      assert.notEqual(again.pid, h.pid);
-      assert.equal((await box.sh("echo back")).out, "back\n");
-    } finally {
-      await box.cleanup();
-    }
-  });
-});
-
-describe("a box whose server was SIGKILLed", { skip: skip ?? false }, () => {
-  it("keeps running and is adopted by the next server", async () => {
-    const box = await makeBox({ start: false });
-    try {
-      // Start the box from a separate Node process, then SIGKILL that process.
-      const { spawn } = await import("node:child_process");
-      const script = `
+describe(
+  "a box whose server was SIGKILLed",
+  { skip: skip ?? localOnly("a local warren serve's boxes") },
+  () => {
+    it("keeps running and is adopted by the next server", async () => {
+      const box = await makeBox({ start: false });
+      try {
+        // Start the box from a separate Node process, then SIGKILL that process.
+        const { spawn } = await import("node:child_process");
+        const script = `
         import { LocalProvider } from ${JSON.stringify(path.resolve("src/boxes/local/provider.ts"))};
         const p = new LocalProvider({
           stateRoot: ${JSON.stringify(box.stateRoot)},
@@ -360,32 +375,33 @@ describe("a box whose server was SIGKILLed", { skip: skip ?? false }, () => {
         process.stdout.write("up\\n");
         setInterval(() => {}, 1000);
       `;
-      const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
-        stdio: ["ignore", "pipe", "inherit"],
-      });
-      await new Promise<void>((resolve, reject) => {
-        child.stdout.on("data", (d: Buffer) => d.toString().includes("up") && resolve());
-        child.once("exit", (code) => reject(new Error(`server exited with ${code}`)));
-      });
-      child.kill("SIGKILL");
-      await new Promise((r) => child.once("exit", r));
-      const fresh = new LocalProvider({
-        stateRoot: box.stateRoot,
-        cgroupParent: "warren-test",
-        boxdBinary: testBoxdBinary,
-      });
-      const h = await fresh.inspect(box.id);
-      assert.equal(h?.state, "running");
-      const r = await fresh.client(box.id).exec({
-        argv: ["/bin/echo", "alive"],
-        env: {},
-        cwd: "/",
-        uid: box.agents[0]!.uid,
-        gid: box.agents[0]!.gid,
-      });
-      assert.equal(r.stdout.toString(), "alive\n");
-    } finally {
-      await box.cleanup();
-    }
-  });
-});
+        const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+          stdio: ["ignore", "pipe", "inherit"],
+        });
+        await new Promise<void>((resolve, reject) => {
+          child.stdout.on("data", (d: Buffer) => d.toString().includes("up") && resolve());
+          child.once("exit", (code) => reject(new Error(`server exited with ${code}`)));
+        });
+        child.kill("SIGKILL");
+        await new Promise((r) => child.once("exit", r));
+        const fresh = new LocalProvider({
+          stateRoot: box.stateRoot,
+          cgroupParent: "warren-test",
+          boxdBinary: testBoxdBinary,
+        });
+        const h = await fresh.inspect(box.id);
+        assert.equal(h?.state, "running");
+        const r = await fresh.client(box.id).exec({
+          argv: ["/bin/echo", "alive"],
+          env: {},
+          cwd: "/",
+          uid: box.agents[0]!.uid,
+          gid: box.agents[0]!.gid,
+        });
+        assert.equal(r.stdout.toString(), "alive\n");
+      } finally {
+        await box.cleanup();
+      }
+    });
+  },
+);

@@ -13,6 +13,13 @@ import type { BoxBridge, BoxLimits, BoxSpec, Trust } from "../../src/boxes/index
 import { detectLayout } from "../../src/boxes/local/cgroups.js";
 import { agentGroups, prepareHome, prepareMachineDir } from "../../src/boxes/local/homes.js";
 import { LocalProvider } from "../../src/boxes/local/provider.js";
+import { OciProvider } from "../../src/boxes/oci/provider.js";
+
+/**
+ * WARREN_PROVIDER=oci: the box tests' boxes are containers of the engine at
+ * WARREN_OCI_SOCKET, from WARREN_OCI_IMAGE (scripts/oci.sh service and image).
+ */
+export const testProvider = process.env.WARREN_PROVIDER === "oci" ? "oci" : "local";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -22,6 +29,8 @@ export function boxSkipReason(): string | null {
   if (process.getuid?.() !== 0) return "box tests need root (bubblewrap without user namespaces, cgroups)";
   if (!fs.existsSync("/usr/bin/bwrap")) return "bubblewrap is not installed (/usr/bin/bwrap)";
   if (!detectLayout()) return "no usable cgroups on this host";
+  if (testProvider === "oci" && !process.env.WARREN_OCI_SOCKET)
+    return "WARREN_PROVIDER=oci needs WARREN_OCI_SOCKET (scripts/oci.sh service)";
   try {
     execFileSync("gcc", ["--version"], { stdio: "ignore" });
   } catch {
@@ -65,7 +74,7 @@ export interface Agent {
 }
 
 export interface TestBox {
-  provider: LocalProvider;
+  provider: LocalProvider | OciProvider;
   id: string;
   stateRoot: string;
   machineDir: string;
@@ -117,19 +126,29 @@ export async function makeBox(
     const hostHome = await prepareHome(machineDir, agentId, uid, trust);
     agents.push({ id: agentId, uid, ...agentGroups(uid, trust), home: `/home/${agentId}`, hostHome });
   }
-  const provider = new LocalProvider({
-    stateRoot,
-    cgroupParent: opts.cgroupParent ?? "warren-test",
-    boxdBinary: testBoxdBinary,
-    ...(opts.orphanAfterS === undefined ? {} : { orphanAfterS: opts.orphanAfterS }),
-  });
+  const provider =
+    testProvider === "oci"
+      ? new OciProvider({
+          stateRoot,
+          socket: process.env.WARREN_OCI_SOCKET ?? "",
+          image: process.env.WARREN_OCI_IMAGE ?? "warren-box:latest",
+          cgroupParent: opts.cgroupParent ?? "warren-test",
+          boxdBinary: testBoxdBinary,
+          ...(opts.orphanAfterS === undefined ? {} : { orphanAfterS: opts.orphanAfterS }),
+        })
+      : new LocalProvider({
+          stateRoot,
+          cgroupParent: opts.cgroupParent ?? "warren-test",
+          boxdBinary: testBoxdBinary,
+          ...(opts.orphanAfterS === undefined ? {} : { orphanAfterS: opts.orphanAfterS }),
+        });
   const spec: BoxSpec = {
     id,
     labels: {
       "warren.kind": "machine",
       "warren.org": "org-test",
       "warren.machine": id,
-      "warren.provider": "local",
+      "warren.provider": testProvider,
     },
     mounts: [
       { kind: "bind", source: machineDir, target: "/home", readOnly: false },

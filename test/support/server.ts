@@ -45,6 +45,12 @@ export async function startTestServer(
     LOG_LEVEL: process.env.WARREN_TEST_LOG ?? "silent",
     WARREN_PORT: "0",
     ...(db.url ? { DATABASE_URL: db.url } : {}),
+    // the box provider of the run (`WARREN_PROVIDER=oci`: the suites on containers)
+    ...Object.fromEntries(
+      ["WARREN_PROVIDER", "WARREN_OCI_SOCKET", "WARREN_OCI_IMAGE"].flatMap((k) =>
+        process.env[k] ? [[k, process.env[k]]] : [],
+      ),
+    ),
     ...opts.env,
   });
   let server: Server;

@@ -54,7 +54,7 @@ export const boxSpecSchema = z.object({
 export interface BoxRecord {
   version: 1;
   spec: BoxSpec;
-  state: "created" | "running" | "stopped";
+  state: "created" | "running" | "paused" | "stopped";
   pid: number | null;
   pidStart: string | null;
   startedAt: string | null;
@@ -148,4 +148,38 @@ export function refreshBoxUsers(boxDir: string): { passwd: string; group: string
   fs.writeFileSync(files.passwd, passwdText(users), { mode: 0o644 });
   fs.writeFileSync(files.group, groupText(users, shared), { mode: 0o644 });
   return files;
+}
+
+/** The box's record in its folder, or null when it has none. */
+export function readBoxRecord(dir: string): BoxRecord | null {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(dir, "box.json"), "utf8")) as BoxRecord;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw err;
+  }
+}
+
+/** Replaces the record whole (a rename), off the event loop: ext4 flushes a file renamed over another. */
+export async function writeBoxRecord(dir: string, rec: BoxRecord): Promise<void> {
+  const file = path.join(dir, "box.json");
+  const tmp = `${file}.${process.pid}.tmp`;
+  await fs.promises.writeFile(tmp, JSON.stringify(rec, null, 2), { mode: 0o600 });
+  await fs.promises.rename(tmp, file);
+}
+
+/**
+ * The box's socket folders, made afresh for box root (`root` on the host): boxd/ (0700) for
+ * boxd's socket, calls/ (0755: agents may pass through) for its calls socket.
+ */
+export function socketDirs(dir: string, root: number): { socketDir: string; callsDir: string } {
+  const made = (name: string, mode: number, sock: string): string => {
+    const d = path.join(dir, name);
+    fs.mkdirSync(d, { recursive: true, mode });
+    fs.chmodSync(d, mode);
+    fs.chownSync(d, root, root);
+    fs.rmSync(path.join(d, sock), { force: true });
+    return d;
+  };
+  return { socketDir: made("boxd", 0o700, "boxd.sock"), callsDir: made("calls", 0o755, "calls.sock") };
 }

@@ -280,7 +280,22 @@ export function bwrapArgv(spec: BoxSpec, paths: BwrapPaths): string[] {
   if (paths.boxdSeccompFd !== undefined) a.push("--seccomp", String(paths.boxdSeccompFd));
   a.push("--chdir", "/");
   a.push("--");
+  a.push(...boxdArgv(spec, paths));
+  return a;
+}
 
+/**
+ * The box's first command: box-userns puts box root in its user namespace, then becomes
+ * boxd with these arguments (the same for every provider).
+ */
+export function boxdArgv(
+  spec: BoxSpec,
+  paths: Pick<
+    BwrapPaths,
+    "boxRootId" | "callsDir" | "cgroupVersion" | "cgroups" | "readyFd" | "orphanAfterS"
+  >,
+): string[] {
+  const a: string[] = [];
   if (!Number.isInteger(paths.boxRootId) || paths.boxRootId <= 65533)
     throw new Error(`box root's host id must be above 65533, not ${paths.boxRootId}`);
   a.push(IN_BOX.userns, "--root-id", String(paths.boxRootId), "--");

@@ -3,7 +3,7 @@
 
 import fs from "node:fs";
 import path from "node:path";
-import type { UsageSample } from "../types.js";
+import type { BoxUsage, UsageSample } from "../types.js";
 import { chooseLayout, parseCgroupMounts, type CgroupPlan, type CgroupLayout } from "./cgroup-plan.js";
 
 export * from "./cgroup-plan.js";
@@ -195,6 +195,16 @@ export function readCgroupUsage(dirs: string[]): CgroupUsage {
   };
 }
 
+/** A box's usage from its cgroups: the whole box, the agents' commands together, each command tree. */
+export function boxUsage(boxDirs: string[]): BoxUsage {
+  const agentsDirs = boxDirs.map((d) => path.join(d, "agents"));
+  const commands = commandGroups(agentsDirs).map((name) => ({
+    name,
+    ...readCgroupUsage(agentsDirs.map((d) => path.join(d, name))),
+  }));
+  return { box: readCgroupUsage(boxDirs), agents: readCgroupUsage(agentsDirs), commands };
+}
+
 /** The commands' cgroups under the agents' folder (names boxd gave them). */
 export function commandGroups(agentsDirs: string[]): string[] {
   const names = new Set<string>();
@@ -246,6 +256,35 @@ function isFrozen(dirs: string[]): boolean {
       return false;
   }
   return true;
+}
+
+/**
+ * Freezes (or thaws) a whole box and waits until its freezer says so (up to `timeoutMs`):
+ * a box paused in memory, every process of it standing still, none of them told. False
+ * when the box has no freezer. A freeze that does not take in time is undone and throws.
+ */
+export async function freezeBox(boxDirs: string[], frozen: boolean, timeoutMs = 2000): Promise<boolean> {
+  if (!freezeCgroup(boxDirs, frozen)) return false;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const done = frozen ? isFrozen(boxDirs) : !anyFrozen(boxDirs);
+    if (done) return true;
+    if (Date.now() > deadline) {
+      if (frozen) freezeCgroup(boxDirs, false);
+      throw new Error(`the box's cgroups under ${boxDirs[0] ?? "?"} did not ${frozen ? "freeze" : "thaw"}`);
+    }
+    await new Promise((r) => setTimeout(r, 1));
+  }
+}
+
+/** Whether any freezer of the cgroup still says frozen or freezing. */
+function anyFrozen(dirs: string[]): boolean {
+  for (const d of dirs) {
+    const v1 = readText([d], "freezer.state");
+    if (v1 !== null && v1.trim() !== "THAWED") return true;
+    if (v1 === null && keyed(readText([d], "cgroup.events"), "frozen") === 1) return true;
+  }
+  return false;
 }
 
 /**

@@ -3,6 +3,7 @@
 // seccomp in the kernel, fs.protected_symlinks (every box's /tmp is shared by its agents).
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
+import { WarrenError } from "../../errors.js";
 import type { HostProbe } from "../types.js";
 import { cgroupPlan, detectLayout } from "./cgroups.js";
 
@@ -147,5 +148,18 @@ export function protectedSymlinks(
     return Promise.resolve(ok(`fs.protected_symlinks was ${value}; set to 1`));
   } catch {
     return Promise.resolve(missing(`fs.protected_symlinks is ${value}`, fix));
+  }
+}
+
+/** Refuses, naming the fix, when bubblewrap or one of the built helpers a box needs is missing. */
+export function requireLaunchParts(bwrap: string, parts: [what: string, file: string][]): void {
+  if (!fs.existsSync(bwrap))
+    throw new WarrenError(
+      "box.unavailable",
+      `bubblewrap (${bwrap}) is not installed; install it with \`apt-get install bubblewrap\` as root (Debian), or run \`make up\`, which installs what is missing`,
+    );
+  for (const [what, file] of parts) {
+    if (!fs.existsSync(file))
+      throw new WarrenError("box.unavailable", `the ${what} ${file} is missing; run \`npm run build\``);
   }
 }

@@ -8,13 +8,11 @@
 //   passwd, group the box's /etc/passwd and /etc/group
 //   boxd/         (0700) bound at /run/boxd in the box: boxd's socket
 //
-// and, alike for every box, once per server in STATE_ROOT/run/box-files/: the agents' and
-// boxd's seccomp filters and the generated /etc files, bound read-only into each box. Boxes
-// are started by a small launcher process (./launcher.ts), never by forking the server.
-//
-// A box survives the server (it is started in its own session, without
-// --die-with-parent); a new provider on the same STATE_ROOT finds it by its record and
-// checks it is the same process (pid + start time) and that boxd answers.
+// and, once per server, STATE_ROOT/run/box-files/ (seccomp filters, /etc files). Boxes are
+// started by a launcher process (./launcher.ts), never forked by the server; a box is paused
+// by freezing its cgroup tree (record: `paused`); a warm box is claimed by ./warm.ts. A box
+// survives the server (its own session, no --die-with-parent): a new provider finds it by
+// its record, the same process (pid + start time), and boxd's answer.
 
 import fs from "node:fs";
 import path from "node:path";
@@ -36,16 +34,17 @@ import { BOX_ROOT_HOST_ID, bwrapArgv, bwrapEnv } from "./bwrap.js";
 import {
   applyPlan,
   cgroupPlan,
-  commandGroups,
+  boxUsage,
   killCgroup,
-  readCgroupUsage,
   delegateCgroups,
   destroyBoxCgroups,
+  freezeBox,
   detectLayout,
   type CgroupLayout,
 } from "./cgroups.js";
-import { localProbes } from "./checks.js";
+import { localProbes, requireLaunchParts } from "./checks.js";
 import { FsHomeLayout } from "./layout.js";
+import { claimWarm, killBoxTree } from "./warm.js";
 import { BoxFiles } from "./box-files.js";
 import { BoxLauncher } from "./launcher.js";
 import { isSameProcess, pidStartTime } from "./proc.js";
@@ -59,6 +58,9 @@ import {
   etcEntries,
   tail,
   refreshBoxUsers,
+  readBoxRecord,
+  writeBoxRecord,
+  socketDirs,
 } from "./box-record.js";
 
 import { optionsSchema, packageRoot, type LocalProviderOptions, type LoggerLike } from "./options.js";
@@ -130,20 +132,11 @@ export class LocalProvider implements BoxProvider {
   }
 
   private readRecord(id: string): BoxRecord | null {
-    try {
-      return JSON.parse(fs.readFileSync(path.join(this.boxDir(id), "box.json"), "utf8")) as BoxRecord;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
-      throw err;
-    }
+    return readBoxRecord(this.boxDir(id));
   }
 
-  /** Replaces the record whole (a rename), off the event loop: ext4 flushes a file renamed over another. */
-  private async writeRecord(rec: BoxRecord): Promise<void> {
-    const file = path.join(this.boxDir(rec.spec.id), "box.json");
-    const tmp = `${file}.${process.pid}.tmp`;
-    await fs.promises.writeFile(tmp, JSON.stringify(rec, null, 2), { mode: 0o600 });
-    await fs.promises.rename(tmp, file);
+  private writeRecord(rec: BoxRecord): Promise<void> {
+    return writeBoxRecord(this.boxDir(rec.spec.id), rec);
   }
 
   private cgroupLayout(): CgroupLayout {
@@ -170,18 +163,21 @@ export class LocalProvider implements BoxProvider {
   }
 
   private handle(rec: BoxRecord, state: BoxState): BoxHandle {
+    const up = state === "running" || state === "paused";
     return {
       id: rec.spec.id,
       labels: rec.spec.labels,
       state,
       endpoint: this.endpoint(rec.spec.id),
-      pid: state === "running" ? rec.pid : null,
-      startedAt: state === "running" && rec.startedAt ? new Date(rec.startedAt) : null,
+      pid: up ? rec.pid : null,
+      startedAt: up && rec.startedAt ? new Date(rec.startedAt) : null,
     };
   }
 
   private async liveState(rec: BoxRecord): Promise<BoxState> {
     if (rec.pid !== null && rec.pidStart !== null && isSameProcess(rec.pid, rec.pidStart)) {
+      // a frozen boxd cannot answer: the record says the box was paused, and it is still there
+      if (rec.state === "paused") return "paused";
       try {
         await this.client(rec.spec.id).ping(1000);
         return "running";
@@ -223,7 +219,12 @@ export class LocalProvider implements BoxProvider {
     return this.locked(id, async () => {
       const rec = this.readRecord(id);
       if (!rec) throw notFound(`box ${id}`);
-      if ((await this.liveState(rec)) === "running") return this.handle(rec, "running");
+      const now = await this.liveState(rec);
+      if (now === "running") return this.handle(rec, "running");
+      if (now === "paused") {
+        const thawed = await this.thaw(rec).catch(() => null);
+        if (thawed) return thawed;
+      }
       // Whatever is left of an earlier run (a hung boxd, stray processes) goes first:
       // a machine never has two boxes.
       await this.kill(rec);
@@ -244,6 +245,69 @@ export class LocalProvider implements BoxProvider {
         startedAt: null,
       });
     });
+  }
+
+  /** Freezes the box's whole cgroup tree (boxd, commands, terminals): the freezer keeps it in memory. */
+  async pause(id: string): Promise<void> {
+    await this.locked(id, async () => {
+      const rec = this.readRecord(id);
+      if (!rec) throw notFound(`box ${id}`);
+      const now = await this.liveState(rec);
+      if (now === "paused") return;
+      if (now !== "running") throw new WarrenError("box.unavailable", `box ${id} is not running`);
+      if (!(await freezeBox(rec.cgroupDirs, true)))
+        throw new WarrenError(
+          "box.unavailable",
+          "this host's cgroups have no freezer: a box cannot be paused",
+        );
+      await this.writeRecord({ ...rec, state: "paused" });
+    });
+  }
+
+  async resume(id: string): Promise<BoxHandle> {
+    return this.locked(id, async () => {
+      const rec = this.readRecord(id);
+      if (!rec) throw notFound(`box ${id}`);
+      const now = await this.liveState(rec);
+      if (now === "paused") return this.thaw(rec);
+      if (now === "running") return this.handle(rec, "running");
+      throw new WarrenError("box.unavailable", `box ${id} is not paused`);
+    });
+  }
+
+  /** Thaws a paused box. The ping connects first: a thawed boxd counts it as its server's contact. */
+  private async thaw(rec: BoxRecord): Promise<BoxHandle> {
+    const answered = this.client(rec.spec.id)
+      .ping(2000)
+      .then(
+        () => null,
+        (err: unknown) => err,
+      );
+    await freezeBox(rec.cgroupDirs, false);
+    const running: BoxRecord = { ...rec, state: "running" };
+    await this.writeRecord(running);
+    const err = await answered;
+    if (err)
+      throw new WarrenError(
+        "box.unavailable",
+        `box ${rec.spec.id} did not answer after its resume`,
+        undefined,
+        { cause: err },
+      );
+    return this.handle(running, "running");
+  }
+
+  async claim(warmId: string, spec: BoxSpec): Promise<BoxHandle> {
+    return this.locked(warmId, () =>
+      this.locked(spec.id, async () => {
+        const rec = await claimWarm({
+          ...{ warmBoxDir: this.boxDir(warmId), boxDir: this.boxDir(spec.id), spec },
+          ...{ warmMachineDir: this.homes.machineDir(warmId), machineDir: this.homes.machineDir(spec.id) },
+          ...{ layout: this.cgroupLayout(), cgroupParent: this.cgroupParent },
+        });
+        return this.handle(rec, "running");
+      }),
+    );
   }
 
   async inspect(id: string): Promise<BoxHandle | null> {
@@ -293,13 +357,7 @@ export class LocalProvider implements BoxProvider {
     const rec = this.readRecord(id);
     if (!rec || rec.pid === null || rec.cgroupDirs.length === 0) return null;
     if (rec.pidStart === null || !isSameProcess(rec.pid, rec.pidStart)) return null;
-    const boxDirs = rec.cgroupDirs;
-    const agentsDirs = boxDirs.map((d) => path.join(d, "agents"));
-    const commands = commandGroups(agentsDirs).map((name) => ({
-      name,
-      ...readCgroupUsage(agentsDirs.map((d) => path.join(d, name))),
-    }));
-    return { box: readCgroupUsage(boxDirs), agents: readCgroupUsage(agentsDirs), commands };
+    return boxUsage(rec.cgroupDirs);
   }
 
   hostProbes(opts: { repair: boolean }): Record<string, HostProbe> {
@@ -328,16 +386,7 @@ export class LocalProvider implements BoxProvider {
       for (const d of cgroupPlan(rec.spec.limits, layout, { parent: this.cgroupParent, boxId: rec.spec.id })
         .boxDirs)
         dirs.add(d);
-    const outer =
-      rec.pid !== null && rec.pidStart !== null && isSameProcess(rec.pid, rec.pidStart) ? rec.pid : null;
-    // the box's outer process is killed while its tree stands frozen: it all ends together
-    await destroyBoxCgroups([...dirs], undefined, () => {
-      try {
-        if (outer !== null) process.kill(outer, "SIGKILL");
-      } catch {
-        // gone
-      }
-    });
+    await killBoxTree(rec, [...dirs]);
     fs.rmSync(this.endpoint(rec.spec.id).path, { force: true });
   }
 
@@ -352,21 +401,13 @@ export class LocalProvider implements BoxProvider {
   private async launch(rec: BoxRecord): Promise<BoxHandle> {
     const id = rec.spec.id;
     const dir = this.boxDir(id);
-    if (!fs.existsSync(this.bwrap))
-      throw new WarrenError(
-        "box.unavailable",
-        `bubblewrap (${this.bwrap}) is not installed; install it with \`apt-get install bubblewrap\` as root (Debian), or run \`make up\`, which installs what is missing`,
-      );
-    for (const [what, file] of [
+    requireLaunchParts(this.bwrap, [
       ["boxd binary", this.boxdBinary],
       ["spawn helper", this.spawnHelper],
       ["in-box client warren-secret", this.warrenSecret],
       ["user namespace launcher", this.userns],
       ["box launcher", path.join(path.dirname(this.spawnHelper), "box-launch")],
-    ] as const) {
-      if (!fs.existsSync(file))
-        throw new WarrenError("box.unavailable", `the ${what} ${file} is missing; run \`npm run build\``);
-    }
+    ]);
     const arch = hostSeccompArch();
     if (!arch) throw new WarrenError("box.unavailable", `no seccomp table for ${process.arch}`);
 
@@ -378,17 +419,7 @@ export class LocalProvider implements BoxProvider {
     delegateCgroups(plan.delegate, root);
     const { seccompFile, boxdSeccompFile, etcFiles } = this.boxFiles.ensure(arch);
     const users = refreshBoxUsers(dir);
-    const socketDir = path.join(dir, "boxd");
-    fs.mkdirSync(socketDir, { recursive: true, mode: 0o700 });
-    fs.chmodSync(socketDir, 0o700);
-    fs.chownSync(socketDir, root, root);
-    fs.rmSync(path.join(socketDir, "boxd.sock"), { force: true });
-    // boxd's calls socket: a folder agents may pass through (0755), box root's to write in
-    const callsDir = path.join(dir, "calls");
-    fs.mkdirSync(callsDir, { recursive: true, mode: 0o755 });
-    fs.chmodSync(callsDir, 0o755);
-    fs.chownSync(callsDir, root, root);
-    fs.rmSync(path.join(callsDir, "calls.sock"), { force: true });
+    const { socketDir, callsDir } = socketDirs(dir, root);
 
     const args = bwrapArgv(rec.spec, {
       systemDirs: systemDirs(),

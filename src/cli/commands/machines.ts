@@ -141,6 +141,15 @@ export const machines = defineGroup("machines", "machines: where agents live, on
       return ctx.show(machine, () => detailView(machine));
     },
   }),
+  pause: defineCommand({
+    summary: "pause a machine's box: frozen in memory, resumed by the next command",
+    args: ["machine"],
+    parse: machineArg,
+    run: async (ctx, p) => {
+      const machine = await ctx.client.machines.pause(p.id);
+      return ctx.show(machine, () => detailView(machine));
+    },
+  }),
   delete: defineCommand({
     summary: "delete a machine that has no agents",
     args: ["machine"],

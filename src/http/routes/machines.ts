@@ -61,6 +61,17 @@ export function machineRoutes(machines: Machines): AnyRoute[] {
       handler: ({ who, params }) => machines.stop(who, params.id),
     }),
     route({
+      method: "POST",
+      url: "/api/machines/:id/pause",
+      id: "machines.pause",
+      tag: "machines",
+      summary: "Freeze the machine's running box in memory; the next command resumes it",
+      params: idParams("mch"),
+      response: Machine,
+      errors: ["access.denied", "box.unavailable"],
+      handler: ({ who, params }) => machines.pause(who, params.id),
+    }),
+    route({
       method: "DELETE",
       url: "/api/machines/:id",
       id: "machines.delete",

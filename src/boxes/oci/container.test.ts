@@ -1,0 +1,155 @@
+// The container of a box, field by field: boxd first through box-userns, every capability
+// dropped but boxd's, no_new_privileges, no network, the limits, the labels, and exactly
+// the mounts a local box has (system folders and /etc read-only, the spec's, boxd's parts).
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { BoxSpec } from "../types.js";
+import { containerConfig, containerName, type ContainerParts } from "./container.js";
+
+const spec: BoxSpec = {
+  id: "mch_1",
+  labels: {
+    "warren.kind": "machine",
+    "warren.org": "org_1",
+    "warren.machine": "mch_1",
+    "warren.provider": "oci",
+  },
+  mounts: [
+    { kind: "bind", source: "/s/workspaces/mch_1", target: "/home", readOnly: false },
+    { kind: "bind", source: "/s/data", target: "/data", readOnly: true },
+    { kind: "tmpfs", target: "/tmp", sizeMib: 64, mode: 0o1777 },
+  ],
+  limits: { memoryMib: 512, cpus: 1.5, pids: 4096, tmpMib: 64 },
+  bridges: [{ name: "egress", port: 3128 }],
+};
+
+const parts: ContainerParts = {
+  image: "warren-box:latest",
+  systemDirs: [
+    { path: "/usr", kind: "dir" },
+    { path: "/bin", kind: "symlink", target: "usr/bin" },
+  ],
+  etcNames: ["ld.so.cache", "hosts", "mtab"],
+  etcFiles: { hosts: "/s/run/box-files/etc.hosts", passwd: "/s/run/oci-boxes/mch_1/passwd" },
+  boxdBinary: "/p/dist/native/boxd",
+  spawnHelper: "/p/dist/native/boxd-spawn",
+  userns: "/p/dist/native/box-userns",
+  warrenSecret: "/p/dist/native/warren-secret",
+  seccompFile: "/s/run/box-files/seccomp.bpf",
+  socketDir: "/s/run/oci-boxes/mch_1/boxd",
+  callsDir: "/s/run/oci-boxes/mch_1/calls",
+  cgroups: [{ name: "memory", dir: "/sys/fs/cgroup/memory/warren-oci/mch_1/agents" }],
+  cgroupVersion: 1,
+  boxRootId: 2_000_000,
+  orphanAfterS: 300,
+  nofile: 8192,
+  nproc: 16384,
+};
+
+test("boxd is the container's first process, through box-userns, with a local box's arguments", () => {
+  const c = containerConfig(spec, parts);
+  assert.equal(c.Image, "warren-box:latest");
+  assert.deepEqual(c.Entrypoint.slice(0, 5), [
+    "/run/warren/box-userns",
+    "--root-id",
+    "2000000",
+    "--",
+    "/run/warren/boxd",
+  ]);
+  const args = c.Entrypoint.join(" ");
+  assert.match(args, /--socket \/run\/boxd\/boxd\.sock/);
+  assert.match(args, /--calls-socket \/run\/calls\/calls\.sock/);
+  assert.match(args, /--cgroup memory=\/run\/warren\/cg\/memory/);
+  assert.match(args, /--bridge egress=3128/);
+  assert.match(args, /--orphan-after-s 300/);
+  assert.deepEqual(c.Cmd, []);
+  assert.deepEqual(c.Env, [], "nothing of the server's environment");
+  assert.equal(c.Hostname, "box");
+  assert.deepEqual(c.Labels, spec.labels);
+  assert.equal(containerName("mch_1"), "warren-box-mch_1");
+});
+
+test("privileges, network and limits", () => {
+  const h = containerConfig(spec, parts).HostConfig;
+  assert.deepEqual(h.CapDrop, ["ALL"]);
+  assert.deepEqual(h.CapAdd, [
+    "CAP_SETUID",
+    "CAP_SETGID",
+    "CAP_SETPCAP",
+    "CAP_KILL",
+    "CAP_SYS_ADMIN",
+    "CAP_DAC_READ_SEARCH",
+  ]);
+  assert.deepEqual(h.SecurityOpt, ["no-new-privileges"]);
+  assert.equal(h.NetworkMode, "none");
+  assert.equal(h.ReadonlyRootfs, true);
+  assert.equal(h.Memory, 512 * 1024 * 1024);
+  assert.equal(h.NanoCpus, 1_500_000_000);
+  assert.equal(h.PidsLimit, 4096);
+  assert.equal(h.IpcMode, "private");
+  assert.equal(h.Init, false, "boxd is pid 1, no init of the engine's");
+  assert.deepEqual(h.RestartPolicy, { Name: "no" });
+  assert.deepEqual(h.Ulimits, [
+    { Name: "nofile", Soft: 8192, Hard: 8192 },
+    { Name: "nproc", Soft: 16384, Hard: 16384 },
+  ]);
+});
+
+test("mounts: system folders and /etc read-only, the spec's as given, boxd's parts", () => {
+  const m = containerConfig(spec, parts).HostConfig.Mounts;
+  const at = (target: string) => m.filter((x) => x.Target === target);
+  assert.deepEqual(at("/usr"), [
+    {
+      Type: "bind",
+      Source: "/usr",
+      Target: "/usr",
+      ReadOnly: true,
+      BindOptions: { Propagation: "rprivate" },
+    },
+  ]);
+  assert.equal(at("/bin").length, 0, "a usrmerge link is the image's, not a mount");
+  assert.equal(at("/etc/ld.so.cache")[0]?.ReadOnly, true);
+  assert.equal(
+    at("/etc/hosts")[0]?.Source,
+    "/s/run/box-files/etc.hosts",
+    "the box's own /etc/hosts, not the host's",
+  );
+  assert.equal(at("/etc/hosts").length, 1);
+  assert.equal(at("/etc/mtab").length, 0);
+  assert.equal(at("/etc/passwd")[0]?.Source, "/s/run/oci-boxes/mch_1/passwd");
+  assert.deepEqual(at("/home")[0], {
+    Type: "bind",
+    Source: "/s/workspaces/mch_1",
+    Target: "/home",
+    ReadOnly: false,
+    BindOptions: { Propagation: "rprivate" },
+  });
+  assert.equal(at("/data")[0]?.ReadOnly, true);
+  assert.deepEqual(at("/tmp"), [
+    { Type: "tmpfs", Target: "/tmp", TmpfsOptions: { SizeBytes: 64 << 20, Mode: 0o1777 } },
+  ]);
+  for (const [target, ro] of [
+    ["/run/warren/boxd", true],
+    ["/run/warren/boxd-spawn", true],
+    ["/run/warren/box-userns", true],
+    ["/run/warren/seccomp.bpf", true],
+    ["/run/warren/cg/memory", false],
+    ["/run/boxd", false],
+    ["/run/calls", false],
+    ["/opt/warren/bin/warren-secret", true],
+  ] as const)
+    assert.equal(at(target)[0]?.ReadOnly, ro, target);
+  assert.equal(new Set(m.map((x) => x.Target)).size, m.length, "no two mounts on one target");
+});
+
+test("a /tmp is added when the spec has none, and a bad cgroup name is refused", () => {
+  const noTmp = { ...spec, mounts: spec.mounts.filter((x) => x.target !== "/tmp") };
+  const tmp = containerConfig(noTmp, parts).HostConfig.Mounts.filter((x) => x.Target === "/tmp");
+  assert.deepEqual(tmp, [
+    { Type: "tmpfs", Target: "/tmp", TmpfsOptions: { SizeBytes: 64 << 20, Mode: 0o1777 } },
+  ]);
+  assert.throws(
+    () => containerConfig(spec, { ...parts, cgroups: [{ name: "../x", dir: "/x" }] }),
+    /bad cgroup/,
+  );
+});

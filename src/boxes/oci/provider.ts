@@ -1,0 +1,441 @@
+// The oci provider: a box is a container of the Docker Engine API (Docker, or Podman's
+// compatible service) on this host, from the image scripts/oci.sh builds, with boxd as
+// its first process speaking the same protocol over the same bind-mounted socket folder
+// as a local box. The agents' command trees live in cgroups the provider makes on the
+// host and binds in (as `local` does), so that boxd limits, measures and kills each
+// command alike on both providers. State: STATE_ROOT/run/oci-boxes/<id>/ (box.json, the
+// socket folders, passwd and group); the container carries the box's labels.
+import fs from "node:fs";
+import path from "node:path";
+import { WarrenError, notFound } from "../../errors.js";
+import { BoxdClient } from "../../boxd/client.js";
+import type {
+  BoxEndpoint,
+  BoxHandle,
+  BoxLabels,
+  BoxProvider,
+  BoxSpec,
+  BoxState,
+  BoxUsage,
+  HomeLayout,
+  HostProbe,
+  RunFilesDir,
+} from "../types.js";
+import { BOX_ROOT_HOST_ID } from "../local/bwrap.js";
+import {
+  applyPlan,
+  boxUsage,
+  cgroupPlan,
+  delegateCgroups,
+  destroyBoxCgroups,
+  detectLayout,
+  freezeBox,
+  killCgroup,
+} from "../local/cgroups.js";
+import {
+  BOX_ID,
+  boxSpecSchema,
+  etcEntries,
+  readBoxRecord,
+  refreshBoxUsers,
+  socketDirs,
+  systemDirs,
+  writeBoxRecord,
+  type BoxRecord,
+} from "../local/box-record.js";
+import { BoxFiles } from "../local/box-files.js";
+import { FsHomeLayout } from "../local/layout.js";
+import { packageRoot, type LoggerLike } from "../local/options.js";
+import { hostSeccompArch } from "../local/seccomp.js";
+import { containerConfig, containerName } from "./container.js";
+import { Engine } from "./engine.js";
+
+export interface OciProviderOptions {
+  stateRoot: string;
+  runRoot?: string;
+  workspacesRoot?: string;
+  /** The engine's unix socket (WARREN_OCI_SOCKET). */
+  socket: string;
+  /** The boxes' image (WARREN_OCI_IMAGE, built by scripts/oci.sh image). */
+  image: string;
+  cgroupParent?: string;
+  boxdBinary?: string;
+  orphanAfterS?: number;
+  startTimeoutMs?: number;
+  logger?: LoggerLike | undefined;
+}
+
+interface ContainerSummary {
+  Id: string;
+  Names?: string[];
+  State?: string;
+  Labels?: Record<string, string>;
+}
+
+const engineState = (s: string | undefined): BoxState =>
+  s === "running" ? "running" : s === "paused" ? "paused" : s === "created" ? "created" : "stopped";
+
+export class OciProvider implements BoxProvider {
+  readonly name = "oci" as const;
+  readonly homes: HomeLayout;
+  readonly engine: Engine;
+  private readonly runRoot: string;
+  private readonly native: string;
+  private readonly boxdBinary: string;
+  private readonly image: string;
+  private readonly cgroupParent: string;
+  private readonly orphanAfterS: number;
+  private readonly startTimeoutMs: number;
+  private readonly logger: LoggerLike | undefined;
+  private readonly boxFiles: BoxFiles;
+  private readonly locks = new Map<string, Promise<unknown>>();
+
+  constructor(o: OciProviderOptions) {
+    const stateRoot = path.resolve(o.stateRoot);
+    this.runRoot = path.resolve(o.runRoot ?? path.join(stateRoot, "run"));
+    this.homes = new FsHomeLayout(path.resolve(o.workspacesRoot ?? path.join(stateRoot, "workspaces")));
+    this.engine = new Engine(o.socket);
+    this.native = path.join(packageRoot, "dist", "native");
+    this.boxdBinary = path.resolve(o.boxdBinary ?? path.join(this.native, "boxd"));
+    this.image = o.image;
+    this.cgroupParent = o.cgroupParent ?? "warren-oci";
+    this.orphanAfterS = o.orphanAfterS ?? 300;
+    this.startTimeoutMs = o.startTimeoutMs ?? 20_000;
+    this.logger = o.logger;
+    this.boxFiles = new BoxFiles(path.join(this.runRoot, "oci-box-files"), BOX_ROOT_HOST_ID);
+  }
+
+  /** Nothing to let go of: each request opens its own connection to the engine. */
+  close(): void {}
+
+  private boxDir(id: string): string {
+    if (!BOX_ID.test(id)) throw new WarrenError("request.invalid", `bad box id ${JSON.stringify(id)}`);
+    return path.join(this.runRoot, "oci-boxes", id);
+  }
+
+  endpoint(id: string): Extract<BoxEndpoint, { kind: "unix" }> {
+    return { kind: "unix", path: path.join(this.boxDir(id), "boxd", "boxd.sock") };
+  }
+
+  runFilesDir(id: string): RunFilesDir {
+    return { hostDir: path.join(this.boxDir(id), "boxd"), boxDir: "/run/boxd" };
+  }
+
+  client(id: string): BoxdClient {
+    return new BoxdClient(this.endpoint(id));
+  }
+
+  private async locked<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.locks.get(id) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const tail = next.catch(() => undefined);
+    this.locks.set(id, tail);
+    try {
+      return await next;
+    } finally {
+      if (this.locks.get(id) === tail) this.locks.delete(id);
+    }
+  }
+
+  /** The container's state, or null when there is none. */
+  private async containerState(id: string): Promise<BoxState | null> {
+    const r = await this.engine.request("GET", `/containers/${containerName(id)}/json`);
+    if (r.status === 404) return null;
+    if (r.status !== 200) throw new WarrenError("box.unavailable", `inspecting box ${id}: ${r.status}`);
+    return engineState((r.body as { State?: { Status?: string } }).State?.Status);
+  }
+
+  private handle(rec: BoxRecord, state: BoxState): BoxHandle {
+    const up = state === "running" || state === "paused";
+    return {
+      id: rec.spec.id,
+      labels: rec.spec.labels,
+      state,
+      endpoint: this.endpoint(rec.spec.id),
+      pid: null,
+      startedAt: up && rec.startedAt ? new Date(rec.startedAt) : null,
+    };
+  }
+
+  private plan(rec: BoxRecord) {
+    const layout = detectLayout();
+    if (!layout) throw new WarrenError("box.unavailable", "no usable cgroups for the agents' command trees");
+    return cgroupPlan(rec.spec.limits, layout, { parent: this.cgroupParent, boxId: rec.spec.id });
+  }
+
+  async create(spec: BoxSpec): Promise<BoxHandle> {
+    const parsed = boxSpecSchema.safeParse(spec);
+    if (!parsed.success)
+      throw new WarrenError(
+        "request.invalid",
+        `bad box spec: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+      );
+    return this.locked(spec.id, async () => {
+      const dir = this.boxDir(spec.id);
+      fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+      const old = readBoxRecord(dir);
+      const rec: BoxRecord = old
+        ? { ...old, spec }
+        : { version: 1, spec, state: "created", pid: null, pidStart: null, startedAt: null, cgroupDirs: [] };
+      await writeBoxRecord(dir, rec);
+      return this.handle(rec, (await this.containerState(spec.id)) ?? "created");
+    });
+  }
+
+  async start(id: string): Promise<BoxHandle> {
+    return this.locked(id, async () => {
+      const rec = readBoxRecord(this.boxDir(id));
+      if (!rec) throw notFound(`box ${id}`);
+      const now = await this.containerState(id);
+      if (now === "running") return this.handle(rec, "running");
+      if (now === "paused") return this.unpause(rec);
+      await this.end(rec);
+      return this.launch(rec);
+    });
+  }
+
+  async stop(id: string): Promise<void> {
+    await this.locked(id, async () => {
+      const rec = readBoxRecord(this.boxDir(id));
+      if (!rec) return;
+      await this.end(rec);
+      await writeBoxRecord(this.boxDir(id), { ...rec, state: "stopped", startedAt: null });
+    });
+  }
+
+  /** The engine's pause (the container's freezer) and the agents' command trees frozen with it. */
+  async pause(id: string): Promise<void> {
+    await this.locked(id, async () => {
+      const rec = readBoxRecord(this.boxDir(id));
+      if (!rec) throw notFound(`box ${id}`);
+      const now = await this.containerState(id);
+      if (now === "paused") return;
+      if (now !== "running") throw new WarrenError("box.unavailable", `box ${id} is not running`);
+      await freezeBox(rec.cgroupDirs, true);
+      await this.engine.expect("POST", `/containers/${containerName(id)}/pause`, [204]);
+      await writeBoxRecord(this.boxDir(id), { ...rec, state: "paused" });
+    });
+  }
+
+  async resume(id: string): Promise<BoxHandle> {
+    return this.locked(id, async () => {
+      const rec = readBoxRecord(this.boxDir(id));
+      if (!rec) throw notFound(`box ${id}`);
+      const now = await this.containerState(id);
+      if (now === "paused") return this.unpause(rec);
+      if (now === "running") return this.handle(rec, "running");
+      throw new WarrenError("box.unavailable", `box ${id} is not paused`);
+    });
+  }
+
+  private async unpause(rec: BoxRecord): Promise<BoxHandle> {
+    const answered = this.client(rec.spec.id)
+      .ping(2000)
+      .then(
+        () => null,
+        (err: unknown) => err,
+      );
+    await this.engine.expect("POST", `/containers/${containerName(rec.spec.id)}/unpause`, [204]);
+    await freezeBox(rec.cgroupDirs, false);
+    const running: BoxRecord = { ...rec, state: "running" };
+    await writeBoxRecord(this.boxDir(rec.spec.id), running);
+    const err = await answered;
+    if (err)
+      throw new WarrenError(
+        "box.unavailable",
+        `box ${rec.spec.id} did not answer after its resume`,
+        undefined,
+        {
+          cause: err,
+        },
+      );
+    return this.handle(running, "running");
+  }
+
+  async inspect(id: string): Promise<BoxHandle | null> {
+    const rec = readBoxRecord(this.boxDir(id));
+    if (!rec) return null;
+    return this.handle(
+      rec,
+      (await this.containerState(id)) ?? (rec.state === "created" ? "created" : "stopped"),
+    );
+  }
+
+  async list(labels?: Partial<BoxLabels>): Promise<BoxHandle[]> {
+    const want = Object.entries(labels ?? {}).filter(([, v]) => v !== undefined);
+    const filters = JSON.stringify({ label: ["warren.provider=oci", ...want.map(([k, v]) => `${k}=${v}`)] });
+    const found = (await this.engine.expect(
+      "GET",
+      `/containers/json?all=true&filters=${encodeURIComponent(filters)}`,
+      [200],
+    )) as ContainerSummary[];
+    const out: BoxHandle[] = [];
+    for (const c of found) {
+      const id = c.Labels?.["warren.machine"];
+      if (!id || !BOX_ID.test(id)) continue;
+      const rec = readBoxRecord(this.boxDir(id));
+      if (rec) out.push(this.handle(rec, engineState(c.State)));
+    }
+    return out;
+  }
+
+  async remove(id: string): Promise<void> {
+    await this.locked(id, async () => {
+      const rec = readBoxRecord(this.boxDir(id));
+      if (rec) await this.end(rec);
+      else await this.engine.request("DELETE", `/containers/${containerName(id)}?force=true`);
+      fs.rmSync(this.boxDir(id), { recursive: true, force: true });
+    });
+  }
+
+  async refreshUsers(id: string): Promise<void> {
+    await this.locked(id, async () => {
+      refreshBoxUsers(this.boxDir(id));
+    });
+  }
+
+  async usage(id: string): Promise<BoxUsage | null> {
+    const rec = readBoxRecord(this.boxDir(id));
+    if (!rec || rec.cgroupDirs.length === 0 || rec.startedAt === null) return null;
+    return boxUsage(rec.cgroupDirs);
+  }
+
+  async killCommand(id: string, name: string): Promise<number> {
+    if (!/^[A-Za-z0-9_.-]+$/.test(name) || name === "." || name === "..")
+      throw new WarrenError("request.invalid", `bad command cgroup ${JSON.stringify(name)}`);
+    const rec = readBoxRecord(this.boxDir(id));
+    if (!rec) return 0;
+    return killCgroup(rec.cgroupDirs.map((d) => path.join(d, "agents", name)));
+  }
+
+  hostProbes(): Record<string, HostProbe> {
+    return {
+      oci_engine: async () => {
+        const r = await this.engine.request("GET", "/_ping", undefined, 5000).catch((err: unknown) => err);
+        const ok = !(r instanceof Error) && (r as { status: number }).status === 200;
+        return {
+          ok,
+          detail: ok
+            ? `the engine answers at ${this.engine.socket}`
+            : `no engine answers at ${this.engine.socket}`,
+          fix: "start Podman's service with `scripts/oci.sh service` (or point WARREN_OCI_SOCKET at Docker's socket)",
+        };
+      },
+      oci_image: async () => {
+        const r = await this.engine
+          .request("GET", `/images/${encodeURIComponent(this.image)}/json`, undefined, 5000)
+          .catch(() => ({ status: 0 }));
+        const ok = r.status === 200;
+        return {
+          ok,
+          detail: ok ? `the image ${this.image} exists` : `the image ${this.image} is missing`,
+          fix: "build it with `scripts/oci.sh image`",
+        };
+      },
+    };
+  }
+
+  // ---- the thin part that runs things ----------------------------------------------
+
+  /** Removes the container (its pid namespace ends every process) and the agents' cgroups. */
+  private async end(rec: BoxRecord): Promise<void> {
+    const dirs = new Set(rec.cgroupDirs);
+    const layout = detectLayout();
+    if (layout)
+      for (const d of cgroupPlan(rec.spec.limits, layout, { parent: this.cgroupParent, boxId: rec.spec.id })
+        .boxDirs)
+        dirs.add(d);
+    // boxd (pid 1) goes first, and with it its pid namespace: a command running as its box
+    // stops is answered "box gone", not a signal; then what is left of the commands' cgroups
+    await this.engine.request("POST", `/containers/${containerName(rec.spec.id)}/kill?signal=KILL`);
+    await destroyBoxCgroups([...dirs]);
+    await this.engine.expect(
+      "DELETE",
+      `/containers/${containerName(rec.spec.id)}?force=true`,
+      [200, 204, 404],
+    );
+    fs.rmSync(this.endpoint(rec.spec.id).path, { force: true });
+  }
+
+  private async launch(rec: BoxRecord): Promise<BoxHandle> {
+    const id = rec.spec.id;
+    const dir = this.boxDir(id);
+    const parts = {
+      boxdBinary: this.boxdBinary,
+      spawnHelper: path.join(this.native, "boxd-spawn"),
+      userns: path.join(this.native, "box-userns"),
+      warrenSecret: path.join(this.native, "warren-secret"),
+    };
+    for (const [what, file] of Object.entries(parts))
+      if (!fs.existsSync(file))
+        throw new WarrenError("box.unavailable", `the ${what} ${file} is missing; run \`npm run build\``);
+    const arch = hostSeccompArch();
+    if (!arch) throw new WarrenError("box.unavailable", `no seccomp table for ${process.arch}`);
+    const plan = this.plan(rec);
+    applyPlan(plan);
+    delegateCgroups(plan.delegate, BOX_ROOT_HOST_ID);
+    const { seccompFile, etcFiles } = this.boxFiles.ensure(arch);
+    const users = refreshBoxUsers(dir);
+    const { socketDir, callsDir } = socketDirs(dir, BOX_ROOT_HOST_ID);
+    const body = containerConfig(rec.spec, {
+      image: this.image,
+      systemDirs: systemDirs(),
+      etcNames: etcEntries().map((e) => e.name),
+      etcFiles: { ...etcFiles, passwd: users.passwd, group: users.group },
+      ...parts,
+      seccompFile,
+      socketDir,
+      callsDir,
+      cgroups: plan.agents,
+      cgroupVersion: plan.version,
+      boxRootId: BOX_ROOT_HOST_ID,
+      orphanAfterS: this.orphanAfterS,
+      nofile: 8192,
+      nproc: 16384,
+    });
+    const started: BoxRecord = {
+      ...rec,
+      state: "running",
+      startedAt: new Date().toISOString(),
+      cgroupDirs: plan.boxDirs,
+    };
+    await writeBoxRecord(dir, started);
+    try {
+      await this.engine.expect("POST", `/containers/create?name=${containerName(id)}`, [201], body);
+      await this.engine.expect("POST", `/containers/${containerName(id)}/start`, [204, 304]);
+      const deadline = Date.now() + this.startTimeoutMs;
+      for (;;) {
+        const ok = await this.client(id)
+          .ping(1000)
+          .then(
+            () => true,
+            () => false,
+          );
+        if (ok) break;
+        if (Date.now() > deadline) throw new Error(`boxd did not answer within ${this.startTimeoutMs} ms`);
+        if ((await this.containerState(id)) === "stopped") throw new Error("the container exited");
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    } catch (err) {
+      const logs = await this.engine
+        .request("GET", `/containers/${containerName(id)}/logs?stderr=true&stdout=true&tail=20`)
+        .then((r) =>
+          String(r.body)
+            .replace(/[^\x20-\x7e\n]/g, "")
+            .slice(-1500),
+        )
+        .catch(() => "");
+      await this.end(started).catch(() => undefined);
+      await writeBoxRecord(dir, { ...started, state: "stopped", startedAt: null });
+      this.logger?.error(`box ${id} failed to start: ${(err as Error).message}`);
+      throw new WarrenError(
+        "box.unavailable",
+        `box ${id} did not start: ${(err as Error).message}${logs ? `; log: ${logs}` : ""}`,
+        undefined,
+        { cause: err },
+      );
+    }
+    this.logger?.info(`box ${id} started in container ${containerName(id)}`);
+    return this.handle(started, "running");
+  }
+}
