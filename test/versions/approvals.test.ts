@@ -10,6 +10,7 @@ import { after, before, describe, test } from "node:test";
 import { boxSkipReason } from "../box/fixture.js";
 import { eventsOfType, putHomeFile, TERMINAL_STATUSES } from "../support/agent-runs.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { allEvents } from "../conversations/support.js";
 
 const POLICY = [
   `@id("reads") permit(principal, action, resource == Tool::"read_file");`,
@@ -71,7 +72,7 @@ describe("approvals", { skip: boxSkipReason() ?? false }, () => {
     fs.readFile(path.join(t.stateRoot, "workspaces", machine.id, agentId, p), "utf8").catch(() => null);
 
   before(async () => {
-    t = await startTestServer();
+    t = await startTestServer({ listen: true });
     org = (await t.call("POST", "/api/orgs", { name: "approvals" })).body;
     machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
   });
@@ -249,5 +250,37 @@ describe("approvals", { skip: boxSkipReason() ?? false }, () => {
     assert.equal(calls[1].decision, "allow", "the guardrail narrows only what it forbids");
     assert.match(calls[1].output, /open words/);
     assert.equal((await t.call("PUT", `/api/orgs/${org.id}/guardrails`, { tool_policy: "" })).status, 200);
+  });
+  test("a conversation's turn that waits for an approval says so in the conversation's stream", async () => {
+    const a = await agentWith([
+      { tool_calls: [{ name: "write_file", input: { path: "turn.txt", content: "from the turn" } }] },
+      { text: "written" },
+    ]);
+    const c = (await t.call("POST", `/api/agents/${a.id}/conversations`, {})).body;
+    const sent = await t.call("POST", `/api/conversations/${c.id}/messages`, { text: "write it" });
+    assert.equal(sent.status, 202, JSON.stringify(sent.body));
+    const runId = sent.body.run_id as string;
+    const { approval } = await waitingApproval(runId);
+    const waiting = await until("the approval in the conversation's stream", async () => {
+      const events = await allEvents(t, c.id);
+      return events.find((e) => e.event === "approval" && e.data.run_id === runId) ?? undefined;
+    });
+    assert.equal(waiting.data.data.tool, "write_file");
+    assert.equal(waiting.data.data.args_sha256, approval.args_sha256);
+    const d = await t.call("POST", `/api/approvals/${approval.id}`, {
+      decision: "allow",
+      args_sha256: approval.args_sha256,
+    });
+    assert.equal(d.status, 200, JSON.stringify(d.body));
+    assert.equal((await ended(runId)).status, "succeeded");
+    assert.equal(await homeFile(a.id, "turn.txt"), "from the turn");
+    const events = (await allEvents(t, c.id)).filter(
+      (e) => e.event === "approval" && e.data.run_id === runId,
+    );
+    assert.deepEqual(
+      events.map((e) => e.data.data.status),
+      ["waiting", "allowed"],
+      "the decision is in the stream too",
+    );
   });
 });
