@@ -125,7 +125,9 @@ struct boxd {
   unsigned long socket_ino; /* the socket boxd made: gone or replaced = its folder was removed */
   unsigned long counter;     /* numbers the helpers' cgroups */
   struct helper *prepared;   /* the ready helper, in its cgroup, waiting for a command */
-  struct buf walls_next;     /* the walls the next ready helper applies ahead (exec.h) */
+  struct helper *walled;     /* a second one, its walls applied ahead (exec.h); or NULL */
+  struct buf walls_next;     /* the walls the next walled helper applies ahead; empty: none */
+  struct buf walls_last;     /* the last command's walls */
   struct helper *helpers;    /* every helper not yet reaped */
   int want_prepare;          /* prepare another helper at the end of this iteration */
   struct exec *execs;        /* commands not yet answered */

@@ -225,19 +225,23 @@ static void helper_let_go(struct helper *h) {
 }
 
 void helper_prepare(struct boxd *bd) {
-  if (bd->prepared) return;
   struct buf err = {0};
-  struct helper *h = helper_spawn(bd, &err);
-  if (!h) logf_("cannot prepare a helper: %s", err.p ? err.p : "?");
+  if (!bd->prepared) {
+    bd->prepared = helper_spawn(bd, &err);
+    if (!bd->prepared) logf_("cannot prepare a helper: %s", err.p ? err.p : "?");
+  }
+  if (!bd->walled && bd->walls_next.len) {
+    /* the walls of the last commands, applied while it waits; a fresh pipe holds them whole
+       (a write that does not fit, or a filter that cannot be read, and it is let go) */
+    struct helper *h = helper_spawn(bd, &err);
+    if (!h) logf_("cannot prepare a helper: %s", err.p ? err.p : "?");
+    else if (read_whole(bd->cfg.seccomp, &h->filter) ||
+             write(h->spec, bd->walls_next.p, bd->walls_next.len) != (ssize_t)bd->walls_next.len ||
+             buf_put(&h->walls, bd->walls_next.p, bd->walls_next.len))
+      helper_let_go(h);
+    else bd->walled = h;
+  }
   buf_free(&err);
-  bd->prepared = h;
-  if (!h || !bd->walls_next.len || read_whole(bd->cfg.seccomp, &h->filter)) return;
-  /* the last command's walls, applied while it waits; a fresh pipe holds them whole (a
-     write that does not fit leaves the helper without walls ahead: let go) */
-  ssize_t n = write(h->spec, bd->walls_next.p, bd->walls_next.len);
-  if (n == (ssize_t)bd->walls_next.len && !buf_put(&h->walls, bd->walls_next.p, bd->walls_next.len)) return;
-  bd->prepared = NULL;
-  helper_let_go(h);
 }
 
 static void helper_unlink(struct helper *h) {
@@ -264,9 +268,10 @@ void helpers_reap(struct boxd *bd) {
     h->exited = 1;
     if (WIFSIGNALED(status)) h->code = -1, h->sig = WTERMSIG(status);
     else h->code = WEXITSTATUS(status), h->sig = 0;
-    if (h == bd->prepared) {
+    if (h == bd->prepared || h == bd->walled) {
       /* a ready helper that died unused is dropped, and its cgroup with it */
-      bd->prepared = NULL;
+      if (h == bd->prepared) bd->prepared = NULL;
+      else bd->walled = NULL;
       helper_close(h);
       cg_remove(&bd->cfg, h->name);
       free(h);
@@ -581,8 +586,8 @@ void exec_start(struct conn *c, const struct spec *s) {
     conn_fail(c, "internal", "out of memory");
     return;
   }
-  /* the ready helper has applied these walls already, or none: it takes the command;
-     walled for another command, it is let go and a fresh helper is given everything */
+  /* the helper walled ahead takes the command if it holds exactly its walls (and is let go
+     otherwise); else the plain ready helper, given everything */
   struct buf walls = {0};
   int ahead = spec_walls(s, bd->cfg.seccomp, &walls);
   if (ahead < 0) {
@@ -591,15 +596,17 @@ void exec_start(struct conn *c, const struct spec *s) {
     conn_fail(c, "internal", "out of memory");
     return;
   }
-  struct helper *h = bd->prepared;
-  bd->prepared = NULL;
-  if (h && h->walls.len) {
+  struct helper *h = NULL, *w = bd->walled;
+  if (w) {
+    bd->walled = NULL;
     struct buf filter = {0};
-    int same = ahead == 0 && walls.len == h->walls.len && !memcmp(walls.p, h->walls.p, walls.len) &&
-               !read_whole(bd->cfg.seccomp, &filter) && filter.len == h->filter.len &&
-               (filter.len == 0 || !memcmp(filter.p, h->filter.p, filter.len));
+    int same = ahead == 0 && walls.len == w->walls.len && !memcmp(walls.p, w->walls.p, walls.len) &&
+               !read_whole(bd->cfg.seccomp, &filter) && filter.len == w->filter.len &&
+               (filter.len == 0 || !memcmp(filter.p, w->filter.p, filter.len));
     buf_free(&filter);
-    if (same) {
+    if (!same) helper_let_go(w);
+    else {
+      h = w;
       buf_free(&options);
       if (spec_command(s, &options)) {
         buf_free(&walls);
@@ -607,15 +614,19 @@ void exec_start(struct conn *c, const struct spec *s) {
         conn_fail(c, "internal", "out of memory");
         return;
       }
-    } else {
-      helper_let_go(h);
-      h = NULL;
     }
   }
-  /* the next ready helper is walled like this command (after one whose walls cannot go
-     ahead, not at all: the next such command takes it as it is) */
+  if (!h) {
+    h = bd->prepared;
+    bd->prepared = NULL;
+  }
+  /* the same walls twice in a row: the next command is likely the same agent's again */
+  int again = ahead == 0 && walls.len && walls.len == bd->walls_last.len &&
+              !memcmp(walls.p, bd->walls_last.p, walls.len);
   buf_free(&bd->walls_next);
-  bd->walls_next = walls;
+  if (again && buf_put(&bd->walls_next, walls.p, walls.len)) buf_free(&bd->walls_next);
+  buf_free(&bd->walls_last);
+  bd->walls_last = walls;
   if (!h) h = helper_spawn(bd, &err);
   if (!h) {
     char m[1200];

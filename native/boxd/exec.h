@@ -4,13 +4,15 @@
  * A helper is boxd-spawn started ahead of time in a fresh cgroup (x<n>-<time>): it has
  * joined its cgroups and waits on its fd 3 for the command's options. boxd keeps one
  * ready (bd->prepared); a command takes it, and another is prepared at the end of the
- * loop's iteration. The ready helper is given the walls of the last command that could
- * have them ahead (bd->walls_next: uid, groups, seccomp, /agent, Landlock rules, nothing of
- * the command itself) and applies them while it waits; a command with exactly those walls
- * sends it only its cwd, environment and argv. A command with other walls lets it go
- * and starts a fresh helper, given everything, as before; so does any command once the
- * seccomp program's file changed since the walls were sent (a broken or new filter
- * reaches the very next command, as without walls ahead).
+ * loop's iteration. When a command's walls are the last command's too (an agent's commands
+ * one after another), a second ready helper is made, given those walls (bd->walls_next:
+ * uid, groups, seccomp, /agent, /workspace, Landlock rules, nothing of the command itself)
+ * to apply while it waits (bd->walled); a command with exactly those walls takes it and
+ * sends it only its cwd, environment and argv. Any other command takes the plain one, and
+ * lets the walled one go; so does any command once the seccomp program's file changed since
+ * the walls were sent (a broken or new filter reaches the very next command). Commands of
+ * changing walls (agents taking turns) make no walled helper at all: nothing is forked in
+ * vain. A fenced home is never walled ahead (spec_walls).
  *
  * The lifecycle of a command is one state, changed only by exec_event(), which looks the
  * (state, event) pair up in the table below and aborts on a pair that is not in it (a bug

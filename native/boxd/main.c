@@ -93,6 +93,7 @@ void ping_answer(struct conn *c) {
   for (size_t i = 0; i < names.n; i++) {
     const char *name = names.v[i];
     if (bd->prepared && !strcmp(name, bd->prepared->name)) continue;
+    if (bd->walled && !strcmp(name, bd->walled->name)) continue;
     long k = (long)cg_procs(&bd->cfg, name, NULL);
     processes += k;
     if (names_has(&bd->generations, name)) {
@@ -106,7 +107,7 @@ void ping_answer(struct conn *c) {
              "{\"type\":\"pong\",\"pid\":%d,\"rssBytes\":%ld,\"anonBytes\":%ld,\"pssBytes\":%ld,\"uptimeMs\":%lld,"
              "\"execs\":%d,\"processes\":%ld,\"generationProcesses\":%ld,\"readyCgroup\":\"%s\"}",
              getpid(), rss, anon, pss, (long long)(now_ms() - bd->started_at), bd->active_count, processes, gen,
-             bd->prepared ? bd->prepared->name : "");
+             bd->walled ? bd->walled->name : "");
   conn_send_json(c, &j);
   conn_end(c);
 }
@@ -121,7 +122,7 @@ static void sweep(struct boxd *bd) {
   for (size_t i = 0; i < names.n; i++) {
     const char *name = names.v[i];
     if (!exec_is_active(bd, name) && !pty_is_active(bd, name) &&
-        !(bd->prepared && !strcmp(bd->prepared->name, name)))
+        !(bd->prepared && !strcmp(bd->prepared->name, name)) && !(bd->walled && !strcmp(bd->walled->name, name)))
       cg_remove_later(&bd->cfg, name);
   }
   names_clear(&names);
