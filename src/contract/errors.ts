@@ -15,6 +15,7 @@ export const errorStatus = {
   "method.not_allowed": 405,
   "generation.busy": 409,
   "machine.not_empty": 409,
+  "machine.busy": 409,
   "secret.limit": 409,
   "run.not_cancellable": 409,
   "conversation.closed": 409,

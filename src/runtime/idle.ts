@@ -52,6 +52,8 @@ export class IdleReaper {
       }
       const stopNow = idle >= this.o.idleMs;
       if (!stopNow && (pauseMs === null || idle < pauseMs)) continue;
+      // an open terminal is not frozen (it would answer its user nothing): stopped at idleMs
+      if (!stopNow && (live.openPtys ?? 0) > 0) continue;
       // a process a generation left running (a server it started) keeps the box busy
       const left = await live.boxd.ping().then(
         (p) => p.generationProcesses ?? 0,

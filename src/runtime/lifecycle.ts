@@ -167,12 +167,19 @@ export class BoxLifecycle {
 
   /**
    * Freezes the machine's running box in memory (its processes, files and channels stay);
-   * the next command resumes it. A box that is not running is left as it is.
+   * the next command resumes it. A box that is not running is left as it is; one with a
+   * command or a terminal going on is refused (409 machine.busy): frozen, they would answer
+   * nothing and never end.
    */
   async pause(machineId: string, reason: string): Promise<void> {
     await this.live.serial(machineId, async () => {
       const live = this.live.get(machineId);
       if (!live || live.paused) return;
+      if (live.liveExecs > 0 || (live.openPtys ?? 0) > 0)
+        throw new WarrenError(
+          "machine.busy",
+          `the machine's box has ${live.liveExecs} command(s) and ${live.openPtys ?? 0} terminal(s) going on: it is not paused`,
+        );
       await this.o.provider.pause(machineId);
       live.paused = true;
       await this.#setState(machineId, "paused", reason);

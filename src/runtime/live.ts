@@ -10,6 +10,8 @@ export interface Live {
   boxd: BoxExec;
   lastActivity: number;
   liveExecs: number;
+  /** Terminals open in it: a frozen one would answer its user nothing, so it is not paused. */
+  openPtys?: number;
   /** Frozen in memory (the provider's pause): boxd answers nothing until it is resumed. */
   paused?: boolean;
   /** Adopted paused after a server restart: its standing channels open once it is resumed. */

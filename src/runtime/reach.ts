@@ -81,7 +81,16 @@ export class BoxdReach {
    * types (`touch`): an idle terminal does not keep the box up.
    */
   pty(machineId: string, req: BoxPtyRequest, opts: PtyOptions): Promise<PtyStream> {
-    return this.#retrying(machineId, async () => (await this.lifecycle.ensure(machineId)).pty(req, opts));
+    return this.#retrying(machineId, async () => {
+      const stream = await (await this.lifecycle.ensure(machineId)).pty(req, opts);
+      const live = this.live.get(machineId);
+      if (live) {
+        live.openPtys = (live.openPtys ?? 0) + 1;
+        const closed = () => void (live.openPtys = Math.max(0, (live.openPtys ?? 1) - 1));
+        stream.exited.then(closed, closed);
+      }
+      return stream;
+    });
   }
 
   forward(machineId: string, port: number): Promise<Duplex> {

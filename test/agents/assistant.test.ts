@@ -477,7 +477,7 @@ describe("assistant runs", { skip: boxSkipReason() ?? false }, () => {
     assert.equal(started.status, 202);
     let live: any;
     // until the model's first step is counted (a busy host may take long to get there)
-    for (const until = Date.now() + 120_000; Date.now() < until; ) {
+    for (const until = Date.now() + 120_000; Date.now() < until;) {
       live = (await t.call("GET", `/api/runs/${started.body.id}`)).body;
       if (live.usage?.steps === 1) break;
       await new Promise((res) => setTimeout(res, 50));

@@ -68,7 +68,7 @@ export function machineRoutes(machines: Machines): AnyRoute[] {
       summary: "Freeze the machine's running box in memory; the next command resumes it",
       params: idParams("mch"),
       response: Machine,
-      errors: ["access.denied", "box.unavailable"],
+      errors: ["access.denied", "machine.busy", "box.unavailable"],
       handler: ({ who, params }) => machines.pause(who, params.id),
     }),
     route({
