@@ -263,12 +263,14 @@ function isFrozen(dirs: string[]): boolean {
  * a box paused in memory, every process of it standing still, none of them told. False
  * when the box has no freezer. A freeze that does not take in time is undone and throws.
  */
-export async function freezeBox(boxDirs: string[], frozen: boolean, timeoutMs = 2000): Promise<boolean> {
+export async function freezeBox(boxDirs: string[], frozen: boolean, timeoutMs = 10_000): Promise<boolean> {
   if (!freezeCgroup(boxDirs, frozen)) return false;
   const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  for (let round = 1; ; round++) {
     const done = frozen ? isFrozen(boxDirs) : !anyFrozen(boxDirs);
     if (done) return true;
+    // a v1 freezer left FREEZING (a task that could not stop then) tries again when asked again
+    if (round % 50 === 0) freezeCgroup(boxDirs, frozen);
     if (Date.now() > deadline) {
       if (frozen) freezeCgroup(boxDirs, false);
       throw new Error(`the box's cgroups under ${boxDirs[0] ?? "?"} did not ${frozen ? "freeze" : "thaw"}`);
