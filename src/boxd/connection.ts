@@ -103,6 +103,10 @@ export function connector(endpoint: BoxdEndpoint, connectTimeoutMs: number): Con
       sock.once("connect", () => {
         clearTimeout(timer);
         sock.removeAllListeners("error");
+        // a failing socket closes too, and what uses it hears that (readFrames); a write that
+        // fails once no operation listens (a kept connection boxd closed, stdin after the
+        // exit) must not become an uncaught error (EPIPE)
+        sock.on("error", () => {});
         sock.write(then.length > 0 ? Buffer.concat([encodeControl(open), ...then]) : encodeControl(open));
         resolve(sock);
       });
