@@ -1,8 +1,7 @@
 // A part of the schema (re-exported by schema.ts, which would pass its bound of lines).
 import { foreignKey, integer, jsonb, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { created } from "./columns.js";
 import { orgs, memberships, conversations } from "./schema.js";
-
-const created = () => timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow();
 
 // ---------------------------------------------------------------------------------------------
 // Areas, tiers and branches: named sets of folders of an agent's home, defined once per

@@ -1,8 +1,7 @@
 // A part of the schema (re-exported by schema.ts, which would pass its bound of lines).
 import { foreignKey, index, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { created } from "./columns.js";
 import { orgs } from "./schema.js";
-
-const created = () => timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow();
 
 // ---- Artifacts (src/artifacts): notes, memory, scripts and collection records as rows under
 // display paths, memory's every revision, and the access lists of notes and collections. No

@@ -11,9 +11,8 @@ import {
   text,
   timestamp,
 } from "drizzle-orm/pg-core";
+import { created } from "./columns.js";
 import { agents, guilds, conversations } from "./schema.js";
-
-const created = () => timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow();
 
 // ---- Schedules and guild dispatch ----
 

@@ -12,9 +12,8 @@ import {
   timestamp,
   uniqueIndex,
 } from "drizzle-orm/pg-core";
+import { created } from "./columns.js";
 import { agents } from "./schema.js";
-
-const created = () => timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow();
 
 /**
  * A person's decision on one exact tool call: the run and the model's call id, the tool, its

@@ -1,8 +1,7 @@
 // A part of the schema (re-exported by schema.ts, which would pass its bound of lines).
 import { index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import { created } from "./columns.js";
 import { orgs, agents, conversations } from "./schema.js";
-
-const created = () => timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow();
 
 // ---- Workspaces and flows (issue 25) ------------------------------------------------------
 

@@ -17,9 +17,8 @@ import {
   timestamp,
   uniqueIndex,
 } from "drizzle-orm/pg-core";
+import { created } from "./columns.js";
 import { ROLES, RUN_STATUSES, TRUSTS } from "../contract/lists.js";
-
-const created = () => timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow();
 
 export const users = pgTable("users", {
   id: text("id").primaryKey(),
