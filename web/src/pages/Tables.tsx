@@ -25,6 +25,9 @@ function Collection({ orgId, name, canWrite }: { orgId: string; name: string; ca
       }),
     })),
   });
+  // The table shows once every record is read, never a part of them (its columns are the union of
+  // all records' fields, and a table that grew a column while read looked different each time).
+  const reading = list.isPending || records.some((r) => r.isPending);
   const rows = records.flatMap((r) => (r.data ? [r.data] : []));
   const columns = [
     ...new Set(
@@ -44,8 +47,8 @@ function Collection({ orgId, name, canWrite }: { orgId: string; name: string; ca
   return (
     <div data-testid="collection">
       <h2>{name}</h2>
-      <ErrorBox error={list.error} />
-      {list.isPending ? (
+      <ErrorBox error={list.error ?? records.find((r) => r.error)?.error ?? null} />
+      {reading ? (
         <Loading rows={3} />
       ) : rows.length === 0 ? (
         <Empty>This collection has no records.</Empty>
