@@ -19,7 +19,7 @@ type ApprovalRow = typeof schema.approvals.$inferSelect;
 export interface ApprovalsOptions {
   db: Db;
   access: Access;
-  records: Pick<Records, "runEvent" | "updateRun">;
+  records: Pick<Records, "runEvent" | "updateRun" | "redactedFor">;
 }
 
 function view(r: ApprovalRow): Approval {
@@ -72,7 +72,9 @@ export class Approvals implements ApprovalDoor {
         runId: req.runId,
         toolCallId: req.toolCallId,
         tool: req.tool,
-        arguments: req.arguments ?? {},
+        // what the model asked for, as every record of the agent's work: redacted of every
+        // value that reaches it (the digest is of the call itself, which the tool runs on)
+        arguments: await o.records.redactedFor(run.agentId, req.arguments ?? {}),
         argsSha256: req.argsSha256,
         policyVersion: run.version,
         policies: req.policies,

@@ -7,7 +7,9 @@ import assert from "node:assert/strict";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import { eq } from "drizzle-orm";
 import { boxSkipReason } from "../box/fixture.js";
+import { schema } from "../../src/store/index.js";
 import { eventsOfType, putHomeFile, TERMINAL_STATUSES } from "../support/agent-runs.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { allEvents } from "../conversations/support.js";
@@ -139,6 +141,38 @@ describe("approvals", { skip: boxSkipReason() ?? false }, () => {
       eventsOfType(events, "approval").map((e) => e.status),
       ["waiting", "allowed"],
     );
+  });
+
+  test("an approval's arguments are kept and shown redacted of the agent's secrets; the tool gets the call as asked", async () => {
+    const value = "appr-4Jq9-zX81-secret-value";
+    const a = await agentWith([
+      { tool_calls: [{ name: "write_file", input: { path: "key.txt", content: `key ${value}` } }] },
+      { text: "Written." },
+    ]);
+    const s = await t.call("POST", "/api/secrets", {
+      org_id: org.id,
+      name: "APPROVAL_KEY",
+      value,
+      grants: [{ scope: "agent", id: a.id }],
+    });
+    assert.equal(s.status, 201, JSON.stringify(s.body));
+    const runId = await start(a.id);
+    const { approval } = await waitingApproval(runId);
+    assert.equal(approval.arguments.content, "key [redacted]");
+    const listed = await t.call("GET", `/api/orgs/${org.id}/approvals?status=waiting`);
+    const stored = await t.server.store.db
+      .select()
+      .from(schema.approvals)
+      .where(eq(schema.approvals.id, approval.id));
+    for (const where of [JSON.stringify(listed.body), JSON.stringify(stored)])
+      assert.ok(!where.includes(value), where);
+    const ok = await t.call("POST", `/api/approvals/${approval.id}`, {
+      decision: "allow",
+      args_sha256: approval.args_sha256,
+    });
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.equal((await ended(runId)).status, "succeeded");
+    assert.equal(await homeFile(a.id, "key.txt"), `key ${value}`);
   });
 
   test("a denied approval: the model gets the decider's message and the tool never runs", async () => {
