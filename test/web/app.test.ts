@@ -3,55 +3,20 @@
 // with real boxes: a new user's first session, then a viewer's and an auditor's reduced pages.
 // Screenshots of each page go to test-results/.
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
-import { builtCli, startServe, type Served } from "../support/serve.js";
+import type { Page } from "playwright-core";
+import { OWNER, startWebApp, type WebApp } from "./fixture.js";
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const shots = path.join(repo, "test-results", "web");
-const CHROMIUM = "/usr/bin/chromium";
-const FLAGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
-const OWNER = "owner@example.com";
 const VIEWER = "viewer@example.com";
 const AUDITOR = "auditor@example.com";
 const SECRET_VALUE = "s3cr3t-app-value-7731";
 
-let serve: Served | undefined;
+let app: WebApp;
 let base = "";
-let stateRoot = "";
-const dirs: string[] = [];
-const contexts: BrowserContext[] = [];
 
-/** One person's browser: a fresh profile, their email sent as the trusted header. */
+/** One person's browser, counting layout shifts not caused by input (cumulative layout shift) per page load. */
 async function personAt(email: string, size = { width: 1280, height: 800 }): Promise<Page> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "warren-web-profile-"));
-  dirs.push(dir);
-  const ctx = await chromium.launchPersistentContext(dir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: FLAGS,
-    viewport: size,
-    extraHTTPHeaders: { "x-forwarded-email": email },
-    acceptDownloads: true,
-  });
-  contexts.push(ctx);
-  const page = ctx.pages()[0] ?? (await ctx.newPage());
-  page.setDefaultTimeout(30_000);
-  // Layout shifts not caused by input, added up (cumulative layout shift) per page load.
+  const page = await app.person(email, { size, downloads: true });
   // (This runs in the page: its globals are the browser's.)
   await page.addInitScript(() => {
     const w = globalThis as any;
@@ -63,43 +28,19 @@ async function personAt(email: string, size = { width: 1280, height: 800 }): Pro
   return page;
 }
 
-const shot = (page: Page, name: string) =>
-  page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true });
+const shot = (page: Page, name: string) => app.shot(page, name);
 
 /** The API as one person, for set-up and checks the page does not show. */
-async function api(email: string, method: string, url: string, body?: unknown): Promise<any> {
-  const r = await fetch(`${base}${url}`, {
-    method,
-    headers: {
-      "x-forwarded-email": email,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  return { status: r.status, body: text ? JSON.parse(text) : undefined };
-}
+const api = (email: string, method: string, url: string, body?: object) =>
+  app.api(method, url, body, { as: email });
 
 before(async () => {
-  assert.ok(existsSync(builtCli), "run `npm run build` before the browser tests");
-  assert.ok(existsSync(path.join(repo, "dist/web/index.html")), "the app is not built: run `npm run build`");
-  assert.ok(existsSync(CHROMIUM), "chromium is missing: scripts/setup.sh installs it");
-  await mkdir(shots, { recursive: true });
-  stateRoot = await mkdtemp(path.join(os.tmpdir(), "warren-web-state-"));
-  serve = await startServe({ stateRoot, env: { BOX_ORPHAN_S: "20" } });
-  base = serve.base;
+  app = await startWebApp("state", { BOX_ORPHAN_S: "20" });
+  base = app.base;
 });
 
 after(async () => {
-  for (const c of contexts) await c.close().catch(() => {});
-  // Stop every box the test started, then the server (which stops what is left: --stop-boxes).
-  if (base) {
-    const ms = await api(OWNER, "GET", "/api/machines").catch(() => undefined);
-    for (const m of ms?.body?.items ?? [])
-      await api(OWNER, "POST", `/api/machines/${m.id}/stop`).catch(() => {});
-  }
-  await serve?.stop();
-  for (const d of [...dirs, stateRoot]) if (d) await rm(d, { recursive: true, force: true, maxRetries: 3 });
+  await app?.stop();
 });
 
 describe("the operator app", { concurrency: false }, () => {

@@ -4,56 +4,23 @@
 // given it in the member form; then a conversation on a repository, its Changes (files and the
 // patch) and Land.
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { waitFor } from "../conversations/support.js";
-import { builtCli, startServe, type Served } from "../support/serve.js";
+import type { Page } from "playwright-core";
+import { OWNER, startWebApp, type WebApp } from "./fixture.js";
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const shots = path.join(repo, "test-results", "web");
-const CHROMIUM = "/usr/bin/chromium";
-const OWNER = "owner@example.com";
 const MEMBER = "support@example.com";
-
-let serve: Served | undefined;
+let app: WebApp;
 let base = "";
-let stateRoot = "";
-let profile = "";
-let ctx: BrowserContext | undefined;
-
-async function api(method: string, url: string, body?: object): Promise<any> {
-  const r = await fetch(`${base}${url}`, {
-    method,
-    headers: { "x-forwarded-email": OWNER, ...(body ? { "content-type": "application/json" } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await r.text();
-  return { status: r.status, body: text ? JSON.parse(text) : undefined };
-}
+const api = (method: string, url: string, body?: object) => app.api(method, url, body);
 
 before(async () => {
-  assert.ok(existsSync(builtCli), "run `npm run build` before the browser tests");
-  assert.ok(existsSync(path.join(repo, "dist/web/index.html")), "the app is not built: run `npm run build`");
-  assert.ok(existsSync(CHROMIUM), "chromium is missing: scripts/setup.sh installs it");
-  await mkdir(shots, { recursive: true });
-  stateRoot = await mkdtemp(path.join(os.tmpdir(), "warren-web-areas-"));
-  serve = await startServe({ stateRoot });
-  base = serve.base;
+  app = await startWebApp("areas");
+  base = app.base;
 });
 
 after(async () => {
-  await ctx?.close().catch(() => {});
-  if (base) {
-    const ms = await api("GET", "/api/machines").catch(() => undefined);
-    for (const m of ms?.body?.items ?? []) await api("POST", `/api/machines/${m.id}/stop`).catch(() => {});
-  }
-  await serve?.stop();
-  for (const d of [profile, stateRoot]) if (d) await rm(d, { recursive: true, force: true, maxRetries: 3 });
+  await app?.stop();
 });
 
 describe("areas and changes in the app", { concurrency: false }, () => {
@@ -89,22 +56,7 @@ describe("areas and changes in the app", { concurrency: false }, () => {
     await sh(
       "mkdir -p ~/support/app && cd ~/support/app && git init -q -b main && echo hi > README.md && git add -A && git -c user.name=o -c user.email=o@x commit -qm init",
     );
-    profile = await mkdtemp(path.join(os.tmpdir(), "warren-web-profile-"));
-    ctx = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-      ],
-      viewport: { width: 1280, height: 900 },
-      extraHTTPHeaders: { "x-forwarded-email": OWNER },
-    });
-    page = ctx.pages()[0] ?? (await ctx.newPage());
-    page.setDefaultTimeout(30_000);
+    page = await app.person(OWNER, { size: { width: 1280, height: 900 } });
   });
 
   test("an area is defined and edited on the organisation page, with its revisions; a member is given it", async () => {
@@ -130,7 +82,7 @@ describe("areas and changes in the app", { concurrency: false }, () => {
     const revisions = page.getByTestId("area-revisions");
     await revisions.getByText(/^2: docs, support · owner@example\.com/).waitFor();
     assert.match(await revisions.innerText(), /1: support · owner@example\.com/);
-    await page.screenshot({ path: path.join(shots, "org-areas.png"), fullPage: true });
+    await app.shot(page, "org-areas");
     const m = (await api("GET", `/api/orgs/${org}/members`)).body.items.find((x: any) => x.email === MEMBER);
     assert.deepEqual([m.role, m.areas], ["editor", ["support"]]);
   });
@@ -152,7 +104,7 @@ describe("areas and changes in the app", { concurrency: false }, () => {
     await changes.getByText("1 ahead, 0 behind").waitFor();
     await page.getByTestId("changed-files").getByText("notes.txt").waitFor();
     assert.match(await page.getByTestId("patch").innerText(), /^\+tea-at-five$/m);
-    await page.screenshot({ path: path.join(shots, "conversation-changes.png"), fullPage: true });
+    await app.shot(page, "conversation-changes");
     await changes.getByRole("button", { name: "Land into main" }).click();
     await page.getByTestId("landed").waitFor();
     assert.equal(await sh("git -C ~/support/app show main:notes.txt"), "tea-at-five\n");

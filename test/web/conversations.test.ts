@@ -4,74 +4,31 @@
 // answer arriving over the conversation's event stream, the turn's tool call folded under it,
 // a second turn, then closed; and the turn's run page following the run's event stream.
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
-import { chromium, type BrowserContext, type Page, type Request } from "playwright-core";
+import type { Page, Request } from "playwright-core";
 import { startHeldModel, type HeldModel } from "../support/held-model.js";
-import { builtCli, startServe, type Served } from "../support/serve.js";
+import { OWNER, startWebApp, type WebApp } from "./fixture.js";
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const shots = path.join(repo, "test-results", "web");
-const CHROMIUM = "/usr/bin/chromium";
-const OWNER = "owner@example.com";
 const ALLOW_READS = '@id("reads") permit(principal, action, resource == Tool::"read_file");';
 const ANSWER = "The notes say: tea at five, in the garden, with the good cups.";
-
-let serve: Served | undefined;
-let base = "";
-let stateRoot = "";
-let profile = "";
-let ctx: BrowserContext | undefined;
-
 const FIRST = "Tea is served ";
 const REST = "in the garden.";
 let held: HeldModel | undefined;
-
-async function api(method: string, url: string, body?: object | string, raw = false): Promise<any> {
-  const r = await fetch(`${base}${url}`, {
-    method,
-    headers: {
-      "x-forwarded-email": OWNER,
-      ...(body === undefined
-        ? {}
-        : { "content-type": raw ? "application/octet-stream" : "application/json" }),
-    },
-    body: body === undefined ? undefined : typeof body === "string" && raw ? body : JSON.stringify(body),
-  });
-  const text = await r.text();
-  return { status: r.status, body: text ? JSON.parse(text) : undefined };
-}
+let app: WebApp;
+let base = "";
+const api = (method: string, url: string, body?: object | string, raw = false) =>
+  app.api(method, url, body, raw ? { type: "application/octet-stream" } : {});
 
 before(async () => {
-  assert.ok(existsSync(builtCli), "run `npm run build` before the browser tests");
-  assert.ok(existsSync(path.join(repo, "dist/web/index.html")), "the app is not built: run `npm run build`");
-  assert.ok(existsSync(CHROMIUM), "chromium is missing: scripts/setup.sh installs it");
-  await mkdir(shots, { recursive: true });
   held = await startHeldModel(FIRST, REST);
-  stateRoot = await mkdtemp(path.join(os.tmpdir(), "warren-web-conv-"));
-  serve = await startServe({
-    stateRoot,
-    env: {
-      // the held model's port, and nothing else of this host
-      WARREN_EGRESS_PRIVATE_ALLOW: `127.0.0.1:${held.port}`,
-    },
-  });
-  base = serve.base;
+  // the held model's port, and nothing else of this host
+  app = await startWebApp("conv", { WARREN_EGRESS_PRIVATE_ALLOW: `127.0.0.1:${held.port}` });
+  base = app.base;
 });
 
 after(async () => {
-  await ctx?.close().catch(() => {});
-  if (base) {
-    const ms = await api("GET", "/api/machines").catch(() => undefined);
-    for (const m of ms?.body?.items ?? []) await api("POST", `/api/machines/${m.id}/stop`).catch(() => {});
-  }
-  await serve?.stop();
+  await app?.stop();
   await held?.close();
-  for (const d of [profile, stateRoot]) if (d) await rm(d, { recursive: true, force: true, maxRetries: 3 });
 });
 
 describe("a conversation in the app", { concurrency: false }, () => {
@@ -113,22 +70,7 @@ describe("a conversation in the app", { concurrency: false }, () => {
     assert.equal(persona.status, 201, JSON.stringify(persona.body));
     personaId = persona.body.id;
 
-    profile = await mkdtemp(path.join(os.tmpdir(), "warren-web-profile-"));
-    ctx = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-      ],
-      viewport: { width: 1280, height: 800 },
-      extraHTTPHeaders: { "x-forwarded-email": OWNER },
-    });
-    page = ctx.pages()[0] ?? (await ctx.newPage());
-    page.setDefaultTimeout(30_000);
+    page = await app.person(OWNER);
     page.on("request", (r) => requests.push(r));
   });
 
@@ -181,7 +123,7 @@ describe("a conversation in the app", { concurrency: false }, () => {
     const call = folded.getByTestId("tool-call");
     await call.waitFor();
     assert.match(await call.innerText(), /read_file allow \{"path":"notes\.txt"\}/);
-    await page.screenshot({ path: path.join(shots, "conversation-thread.png"), fullPage: true });
+    await app.shot(page, "conversation-thread");
   });
 
   test("a second turn sees the thread; the page opened again shows the same thread", async () => {
@@ -244,7 +186,7 @@ describe("a conversation in the app", { concurrency: false }, () => {
     // the first words are on the page while the model still holds the rest
     await page.getByTestId("streamed").getByText(FIRST.trim()).waitFor();
     assert.equal(await page.getByTestId("agent-message").count(), 0);
-    await page.screenshot({ path: path.join(shots, "conversation-streaming.png"), fullPage: true });
+    await app.shot(page, "conversation-streaming");
     held?.release();
     await page
       .getByTestId("agent-message")
@@ -262,7 +204,7 @@ describe("a conversation in the app", { concurrency: false }, () => {
     const row = page.getByTestId("conversations").getByRole("row", { name: /Tea time/ });
     await row.getByText("closed").waitFor();
     await row.getByText("reader").waitFor();
-    await page.screenshot({ path: path.join(shots, "conversations-list.png"), fullPage: true });
+    await app.shot(page, "conversations-list");
     const refused = await api("POST", `/api/conversations/${conversationId}/messages`, { text: "Hello?" });
     assert.equal(refused.status, 409);
     assert.equal(refused.body.error.code, "conversation.closed");

@@ -4,43 +4,14 @@
 // of an earlier one against the current text, and a collection's records as a table, one put
 // from the page.
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
-import { builtCli, startServe, type Served } from "../support/serve.js";
+import type { Page } from "playwright-core";
+import { OWNER, startWebApp, type WebApp } from "./fixture.js";
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const shots = path.join(repo, "test-results", "web");
-const CHROMIUM = "/usr/bin/chromium";
-const OWNER = "owner@example.com";
-
-let serve: Served | undefined;
+let app: WebApp;
 let base = "";
-let stateRoot = "";
-let profile = "";
-let ctx: BrowserContext | undefined;
-
-async function api(
-  method: string,
-  url: string,
-  body?: object | string,
-): Promise<{ status: number; text: string }> {
-  const r = await fetch(`${base}${url}`, {
-    method,
-    headers: {
-      "x-forwarded-email": OWNER,
-      ...(body === undefined
-        ? {}
-        : { "content-type": typeof body === "string" ? "text/markdown" : "application/json" }),
-    },
-    body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
-  });
-  return { status: r.status, text: await r.text() };
-}
+const api = (method: string, url: string, body?: object | string) =>
+  app.api(method, url, body, typeof body === "string" ? { type: "text/markdown" } : {});
 const json = async (method: string, url: string, body?: object | string) => {
   const r = await api(method, url, body);
   assert.ok(r.status < 300, `${method} ${url}: ${r.status} ${r.text}`);
@@ -48,19 +19,12 @@ const json = async (method: string, url: string, body?: object | string) => {
 };
 
 before(async () => {
-  assert.ok(existsSync(builtCli), "run `npm run build` before the browser tests");
-  assert.ok(existsSync(path.join(repo, "dist/web/index.html")), "the app is not built: run `npm run build`");
-  assert.ok(existsSync(CHROMIUM), "chromium is missing: scripts/setup.sh installs it");
-  await mkdir(shots, { recursive: true });
-  stateRoot = await mkdtemp(path.join(os.tmpdir(), "warren-web-notes-"));
-  serve = await startServe({ stateRoot });
-  base = serve.base;
+  app = await startWebApp("notes");
+  base = app.base;
 });
 
 after(async () => {
-  await ctx?.close().catch(() => {});
-  await serve?.stop();
-  for (const d of [profile, stateRoot]) if (d) await rm(d, { recursive: true, force: true, maxRetries: 3 });
+  await app?.stop();
 });
 
 describe("the Notes and Tables pages", { concurrency: false }, () => {
@@ -85,22 +49,7 @@ describe("the Notes and Tables pages", { concurrency: false }, () => {
     await json("PUT", art("collections/plants/rose"), { name: "Rose", beds: 2 });
     await json("PUT", art("collections/plants/fern"), { name: "Fern", shade: true });
 
-    profile = await mkdtemp(path.join(os.tmpdir(), "warren-web-profile-"));
-    ctx = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-      ],
-      viewport: { width: 1280, height: 800 },
-      extraHTTPHeaders: { "x-forwarded-email": OWNER },
-    });
-    page = ctx.pages()[0] ?? (await ctx.newPage());
-    page.setDefaultTimeout(30_000);
+    page = await app.person(OWNER, { size: { width: 1280, height: 800 } });
   });
 
   test("the tree of notes and memories; a note read, edited and saved", async () => {
@@ -161,7 +110,7 @@ describe("the Notes and Tables pages", { concurrency: false }, () => {
       "+ Mulch in May.",
     ]);
     assert.deepEqual(await diff.locator(".d-same").allInnerTexts(), ["  Water the roses."]);
-    await page.screenshot({ path: path.join(shots, "notes-memory-diff.png"), fullPage: true });
+    await app.shot(page, "notes-memory-diff");
   });
 
   test("the Tables page: a collection's records as a table, one put from the page", async () => {
@@ -192,6 +141,6 @@ describe("the Notes and Tables pages", { concurrency: false }, () => {
       .getByRole("alert")
       .getByText(/is JSON, and this is not/)
       .waitFor();
-    await page.screenshot({ path: path.join(shots, "tables.png"), fullPage: true });
+    await app.shot(page, "tables");
   });
 });

@@ -2,54 +2,21 @@
 // against a real `warren serve` (the built CLI, trusted-header mode, real boxes): a schedule
 // made from the form, run now, paused and resumed, deleted.
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import { after, before, test } from "node:test";
-import { fileURLToPath } from "node:url";
-import { chromium, type BrowserContext } from "playwright-core";
 import { boxSkipReason } from "../box/fixture.js";
-import { builtCli, startServe, type Served } from "../support/serve.js";
+import { OWNER, startWebApp, type WebApp } from "./fixture.js";
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const CHROMIUM = "/usr/bin/chromium";
-const OWNER = "owner@example.com";
-
-let serve: Served | undefined;
+let app: WebApp;
 let base = "";
-let stateRoot = "";
-let profile = "";
-let ctx: BrowserContext | undefined;
-
-async function api(method: string, url: string, body?: object): Promise<any> {
-  const r = await fetch(`${base}${url}`, {
-    method,
-    headers: { "x-forwarded-email": OWNER, ...(body ? { "content-type": "application/json" } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await r.text();
-  return { status: r.status, body: text ? JSON.parse(text) : undefined };
-}
+const api = (method: string, url: string, body?: object) => app.api(method, url, body);
 
 before(async () => {
-  if (boxSkipReason()) return;
-  assert.ok(existsSync(builtCli), "run `npm run build` before the browser tests");
-  assert.ok(existsSync(path.join(repo, "dist/web/index.html")), "the app is not built: run `npm run build`");
-  assert.ok(existsSync(CHROMIUM), "chromium is missing: scripts/setup.sh installs it");
-  stateRoot = await mkdtemp(path.join(os.tmpdir(), "warren-web-sched-"));
-  serve = await startServe({ stateRoot });
-  base = serve.base;
+  app = await startWebApp("schedules");
+  base = app.base;
 });
 
 after(async () => {
-  await ctx?.close().catch(() => {});
-  if (base) {
-    const ms = await api("GET", "/api/machines").catch(() => undefined);
-    for (const m of ms?.body?.items ?? []) await api("POST", `/api/machines/${m.id}/stop`).catch(() => {});
-  }
-  await serve?.stop();
-  for (const d of [profile, stateRoot]) if (d) await rm(d, { recursive: true, force: true, maxRetries: 3 });
+  await app?.stop();
 });
 
 test(
@@ -66,21 +33,7 @@ test(
     assert.equal(agent.status, 201, JSON.stringify(agent.body));
     const agentId = agent.body.id as string;
 
-    profile = await mkdtemp(path.join(os.tmpdir(), "warren-web-profile-"));
-    ctx = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-      ],
-      viewport: { width: 1280, height: 800 },
-      extraHTTPHeaders: { "x-forwarded-email": OWNER },
-    });
-    const page = ctx.pages()[0] ?? (await ctx.newPage());
+    const page = await app.person(OWNER, { size: { width: 1280, height: 800 } });
     await page.goto(`${base}/agents/${agentId}/schedules`);
     await page.getByText(/No schedules\./).waitFor();
     const form = page.getByRole("form", { name: "new schedule" });
