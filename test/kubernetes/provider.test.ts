@@ -57,16 +57,14 @@ describe(
       return p;
     };
     const echo = (p: KubernetesProvider, script: string) =>
-      p
-        .client(id)
-        .exec({
-          argv: ["/bin/sh", "-c", script],
-          env: { PATH },
-          cwd: "/tmp",
-          uid,
-          gid: uid,
-          timeoutMs: 20_000,
-        });
+      p.client(id).exec({
+        argv: ["/bin/sh", "-c", script],
+        env: { PATH },
+        cwd: "/tmp",
+        uid,
+        gid: uid,
+        timeoutMs: 20_000,
+      });
 
     before(async () => {
       ensureBuilt();

@@ -19,6 +19,7 @@ import fs from "node:fs";
 import type http from "node:http";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
+import os from "node:os";
 import path from "node:path";
 import { WebSocketServer, type WebSocket } from "ws";
 import { prepareMachineDir } from "../../src/boxes/local/homes.js";
@@ -73,6 +74,45 @@ const mibOf = (q: string | undefined, dflt: number): number => {
   return m ? Number(m[1]) * (m[2] === "Gi" ? 1024 : 1) : dflt;
 };
 
+let made: { key: string; cert: string } | undefined;
+
+/** The fake's key and self-signed certificate for 127.0.0.1, made once per process. */
+function certificate(): { key: string; cert: string } {
+  if (made) return made;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "fake-kube-"));
+  try {
+    const [key, crt] = [path.join(dir, "api.key"), path.join(dir, "api.crt")];
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-days",
+        "1",
+      ].concat([
+        "-subj",
+        "/CN=fake-kube",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1",
+        "-keyout",
+        key,
+        "-out",
+        crt,
+      ]),
+      { stdio: "ignore" },
+    );
+    made = { key: fs.readFileSync(key, "utf8"), cert: fs.readFileSync(crt, "utf8") };
+    return made;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 export class FakeKube {
   readonly calls: RecordedCall[] = [];
   /** Objects by "resource/name" (one namespace at a time is all the provider uses). */
@@ -102,25 +142,9 @@ export class FakeKube {
       cgroupParent: "warren-test-k8s",
       boxdBinary: o.boxdBinary,
     });
-    const key = path.join(o.root, "api.key");
-    const crt = path.join(o.root, "api.crt");
-    execFileSync(
-      "openssl",
-      ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=fake-kube"].concat([
-        "-addext",
-        "subjectAltName=IP:127.0.0.1",
-        "-keyout",
-        key,
-        "-out",
-        crt,
-      ]),
-      { stdio: "ignore" },
-    );
-    this.cert = fs.readFileSync(crt, "utf8");
-    this.server = https.createServer(
-      { key: fs.readFileSync(key), cert: this.cert },
-      (req, res) => void this.handle(req, res),
-    );
+    const { key, cert } = certificate();
+    this.cert = cert;
+    this.server = https.createServer({ key, cert }, (req, res) => void this.handle(req, res));
     this.server.on("upgrade", (req, sock, head) => this.upgrade(req, sock, head));
   }
 
