@@ -15,15 +15,26 @@ import type { BoxSpec } from "../../src/boxes/types.js";
 import { boxSkipReason, ensureBuilt, PATH, testBoxdBinary } from "../box/fixture.js";
 import { FakeKube } from "../support/fake-kube.js";
 
-const skip = boxSkipReason();
-const NS = "warren-boxes";
+/** WARREN_TEST_K8S_KUBECONFIG: the same suite against a real cluster (docs/kubernetes.md). */
+const real = process.env.WARREN_TEST_K8S_KUBECONFIG;
+const skip = real ? null : boxSkipReason();
+const NS = real ? (process.env.WARREN_TEST_K8S_NAMESPACE ?? "warren-boxes") : "warren-boxes";
+/** A case that only the fake can show: skipped on a real cluster, with the reason. */
+const fakeOnly = (why: string): { skip: string | false } => ({
+  skip: real ? `needs the fake API server: ${why}` : false,
+});
 
 describe(
   "the kubernetes provider, against a fake API server backed by real boxes",
   { skip: skip ?? false },
   () => {
     let root: string;
-    let fake: FakeKube;
+    let fake: FakeKube | undefined;
+    /** The fake, in the cases that only it can show. */
+    const f = (): FakeKube => {
+      if (!fake) throw new Error("this case needs the fake API server");
+      return fake;
+    };
     let kubeconfig: string;
     const providers: KubernetesProvider[] = [];
     const id = `k${process.pid.toString(36)}`;
@@ -48,7 +59,7 @@ describe(
         kubeConfig: loadKubeConfig(kubeconfig),
         namespace: NS,
         image: "warren-box:test",
-        storageClass: "standard",
+        storageClass: real ? (process.env.WARREN_TEST_K8S_STORAGE_CLASS ?? "standard") : "standard",
         sharedClaim: "warren-shared",
         stateRoot: path.join(root, "state"),
         startTimeoutMs: 30_000,
@@ -67,8 +78,12 @@ describe(
       });
 
     before(async () => {
-      ensureBuilt();
       root = fs.mkdtempSync(path.join(os.tmpdir(), "wk-"));
+      if (real) {
+        kubeconfig = real;
+        return;
+      }
+      ensureBuilt();
       fake = new FakeKube({
         root,
         namespaces: [NS],
@@ -82,6 +97,8 @@ describe(
     });
 
     after(async () => {
+      // on a real cluster, nothing of the suite's is left there whatever failed
+      if (real) await providers[0]?.remove(id).catch(() => undefined);
       for (const p of providers) p.close();
       await fake?.close();
       if (root) fs.rmSync(root, { recursive: true, force: true });
@@ -95,9 +112,30 @@ describe(
       assert.equal(h.state, "running");
       assert.equal(h.endpoint.kind, "unix");
 
+      // a real command, through the relay, the API server's exec and box-bridge, to boxd
+      const before = fake?.calls.length ?? 0;
+      const r = await echo(p, "echo hello from the pod; id -u");
+      assert.equal(r.exitCode, 0, r.stderr.toString());
+      assert.equal(r.stdout.toString(), `hello from the pod\n${uid}\n`);
+      // stdin streams through, and a failing command's exit comes back as itself
+      const cat = await p
+        .client(id)
+        .exec({ argv: ["/bin/cat"], env: { PATH }, cwd: "/tmp", uid, gid: uid, stdin: "piped\n" });
+      assert.equal(cat.stdout.toString(), "piped\n");
+      const fail = await echo(p, "echo err >&2; exit 7");
+      assert.equal(fail.exitCode, 7);
+      assert.equal(fail.stderr.toString(), "err\n");
+      // what only the fake shows: the calls, in order, and their bodies as the API received them
+      if (!fake) return;
+      const base = `/api/v1/namespaces/${NS}`;
+      const exec = fake.calls.slice(before).find((c) => c.path === `${base}/pods/${podName(id)}/exec`);
+      assert.ok(exec, "the command went through exec");
+      assert.deepEqual(exec.argv, ["/usr/lib/warren/box-bridge", "/run/boxd/boxd.sock"]);
+      assert.equal(exec.query.container, "boxd");
+      assert.equal(exec.query.stdin, "true");
+
       const calls = fake.calls.map((c) => `${c.method} ${c.path}`);
       const at = (what: string) => calls.indexOf(what);
-      const base = `/api/v1/namespaces/${NS}`;
       assert.ok(at(`POST ${base}/persistentvolumeclaims`) >= 0, calls.join("\n"));
       assert.ok(
         at(`POST /apis/networking.k8s.io/v1/namespaces/${NS}/networkpolicies`) >
@@ -147,62 +185,50 @@ describe(
       assert.deepEqual(policy.spec.ingress, [
         { from: [{ podSelector: { matchLabels: { "app.kubernetes.io/name": "warren" } } }] },
       ]);
-
-      // a real command, through the relay, the API server's exec and box-bridge, to boxd
-      const before = fake.calls.length;
-      const r = await echo(p, "echo hello from the pod; id -u");
-      assert.equal(r.exitCode, 0, r.stderr.toString());
-      assert.equal(r.stdout.toString(), `hello from the pod\n${uid}\n`);
-      const exec = fake.calls.slice(before).find((c) => c.path === `${base}/pods/${podName(id)}/exec`);
-      assert.ok(exec, "the command went through exec");
-      assert.deepEqual(exec.argv, ["/usr/lib/warren/box-bridge", "/run/boxd/boxd.sock"]);
-      assert.equal(exec.query.container, "boxd");
-      assert.equal(exec.query.stdin, "true");
-
-      // stdin streams through, and a failing command's exit comes back as itself
-      const cat = await p
-        .client(id)
-        .exec({ argv: ["/bin/cat"], env: { PATH }, cwd: "/tmp", uid, gid: uid, stdin: "piped\n" });
-      assert.equal(cat.stdout.toString(), "piped\n");
-      const fail = await echo(p, "echo err >&2; exit 7");
-      assert.equal(fail.exitCode, 7);
-      assert.equal(fail.stderr.toString(), "err\n");
     });
 
-    it("the machine's folder is the claim: a file written in the box stays across a stop and a start", async () => {
-      const p = provider();
-      await prepareHome(fake.claimDir(claimName(id)), "a1", uid, "isolated");
-      const w = await p.client(id).exec({
-        argv: ["/bin/sh", "-c", "echo kept > /home/a1/note"],
-        env: { PATH },
-        cwd: "/home/a1",
-        uid,
-        gid: uid,
-      });
-      assert.equal(w.exitCode, 0, w.stderr.toString());
-      assert.equal(fs.readFileSync(path.join(fake.claimDir(claimName(id)), "a1", "note"), "utf8"), "kept\n");
+    it(
+      "the machine's folder is the claim: a file written in the box stays across a stop and a start",
+      fakeOnly("the claim's folder is prepared and read on this host"),
+      async () => {
+        const p = provider();
+        const fake = f();
+        await prepareHome(fake.claimDir(claimName(id)), "a1", uid, "isolated");
+        const w = await p.client(id).exec({
+          argv: ["/bin/sh", "-c", "echo kept > /home/a1/note"],
+          env: { PATH },
+          cwd: "/home/a1",
+          uid,
+          gid: uid,
+        });
+        assert.equal(w.exitCode, 0, w.stderr.toString());
+        assert.equal(
+          fs.readFileSync(path.join(fake.claimDir(claimName(id)), "a1", "note"), "utf8"),
+          "kept\n",
+        );
 
-      await p.stop(id);
-      const del = fake.calls.find((c) => c.method === "DELETE" && c.path.endsWith(`/pods/${podName(id)}`));
-      assert.equal(del?.query.gracePeriodSeconds, "0");
-      assert.equal((await p.inspect(id))?.state, "stopped");
-      assert.equal(fake.objects.has(`pods/${podName(id)}`), false);
-      assert.equal(
-        fake.objects.has(`persistentvolumeclaims/${claimName(id)}`),
-        true,
-        "the claim outlives the Pod",
-      );
-      await assert.rejects(
-        echo(p, "true"),
-        (err: Error & { code?: string }) => err.code === "box.unavailable",
-      );
+        await p.stop(id);
+        const del = fake.calls.find((c) => c.method === "DELETE" && c.path.endsWith(`/pods/${podName(id)}`));
+        assert.equal(del?.query.gracePeriodSeconds, "0");
+        assert.equal((await p.inspect(id))?.state, "stopped");
+        assert.equal(fake.objects.has(`pods/${podName(id)}`), false);
+        assert.equal(
+          fake.objects.has(`persistentvolumeclaims/${claimName(id)}`),
+          true,
+          "the claim outlives the Pod",
+        );
+        await assert.rejects(
+          echo(p, "true"),
+          (err: Error & { code?: string }) => err.code === "box.unavailable",
+        );
 
-      await p.start(id);
-      const r = await p
-        .client(id)
-        .exec({ argv: ["/bin/cat", "/home/a1/note"], env: { PATH }, cwd: "/", uid, gid: uid });
-      assert.equal(r.stdout.toString(), "kept\n");
-    });
+        await p.start(id);
+        const r = await p
+          .client(id)
+          .exec({ argv: ["/bin/cat", "/home/a1/note"], env: { PATH }, cwd: "/", uid, gid: uid });
+        assert.equal(r.stdout.toString(), "kept\n");
+      },
+    );
 
     it("a new provider (a restarted server) finds the box by its labels and reaches its boxd", async () => {
       const p = provider();
@@ -211,10 +237,10 @@ describe(
         listed.map((b) => [b.id, b.state, b.labels["warren.machine"]]),
         [[id, "running", id]],
       );
-      const list = fake.calls
+      const list = fake?.calls
         .filter((c) => c.method === "GET" && c.path === `/api/v1/namespaces/${NS}/pods` && !c.query.watch)
         .at(-1);
-      assert.equal(list?.query.labelSelector, "warren.org=org-k8s,warren.provider=kubernetes");
+      if (fake) assert.equal(list?.query.labelSelector, "warren.org=org-k8s,warren.provider=kubernetes");
       assert.deepEqual(await p.list({ "warren.org": "another" }), []);
       const r = await echo(p, "echo adopted");
       assert.equal(r.stdout.toString(), "adopted\n");
@@ -232,13 +258,14 @@ describe(
     it("remove deletes the Pod, its NetworkPolicy and its claim", async () => {
       const p = provider();
       await p.remove(id);
+      assert.equal(await p.inspect(id), null);
+      if (!fake) return;
       const deleted = fake.calls.filter((c) => c.method === "DELETE").map((c) => c.path);
       assert.ok(
         deleted.includes(`/apis/networking.k8s.io/v1/namespaces/${NS}/networkpolicies/${policyName(id)}`),
       );
       assert.ok(deleted.includes(`/api/v1/namespaces/${NS}/persistentvolumeclaims/${claimName(id)}`));
       assert.equal(fake.objects.size, 0);
-      assert.equal(await p.inspect(id), null);
       assert.deepEqual(await fake.local.list(), [], "no box is left behind the Pod");
     });
   },
