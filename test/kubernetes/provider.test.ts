@@ -246,8 +246,10 @@ describe(
       assert.equal(r.stdout.toString(), "adopted\n");
     });
 
-    it("pause is refused with box.unavailable (a Pod cannot be frozen through the API)", async () => {
+    it("pause is refused with box.unavailable, and the provider says it never pauses (a Pod cannot be frozen through the API)", async () => {
       const p = provider();
+      // the idle timer asks this, and stops idle boxes instead (src/compose/services.ts)
+      assert.equal(p.pauses, false);
       await assert.rejects(p.pause(id), (err: Error & { code?: string }) => {
         assert.equal(err.code, "box.unavailable");
         assert.match(err.message, /cannot pause/);

@@ -77,6 +77,8 @@ function podState(pod: V1Pod | null): BoxState | null {
 
 export class KubernetesProvider implements BoxProvider {
   readonly name = "kubernetes" as const;
+  /** A Pod cannot be frozen through the API: idle boxes are stopped (docs/kubernetes.md). */
+  readonly pauses = false;
   readonly homes: HomeLayout;
   readonly api: KubeApi;
   private readonly runRoot: string;
