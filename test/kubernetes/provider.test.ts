@@ -257,6 +257,47 @@ describe(
       });
     });
 
+    it(
+      "a Pod that fails to run: start refuses with box.unavailable and the Pod's message, and deletes the Pod",
+      fakeOnly("the fake's Pods fail when boxd cannot start"),
+      async () => {
+        const dir = fs.mkdtempSync(path.join(root, "broken-"));
+        const broken = new FakeKube({
+          root: dir,
+          namespaces: [NS],
+          storageClasses: ["standard"],
+          token: "fake-token",
+          boxdBinary: path.join(dir, "no-boxd"),
+          bridgeBinary: path.join(path.dirname(testBoxdBinary), "box-bridge"),
+        });
+        try {
+          await broken.listen();
+          const p = new KubernetesProvider({
+            kubeConfig: loadKubeConfig(broken.kubeconfig(path.join(dir, "kubeconfig"))),
+            namespace: NS,
+            image: "warren-box:test",
+            storageClass: "standard",
+            sharedClaim: "warren-shared",
+            stateRoot: path.join(dir, "state"),
+            startTimeoutMs: 30_000,
+          });
+          providers.push(p);
+          const other = { ...spec, id: `${id}b`, labels: { ...spec.labels, "warren.machine": `${id}b` } };
+          await p.create(other);
+          await assert.rejects(p.start(other.id), (err: Error & { code?: string }) => {
+            assert.equal(err.code, "box.unavailable");
+            assert.match(err.message, new RegExp(`box ${other.id} did not start: the Pod is Failed: .+`));
+            return true;
+          });
+          assert.equal(broken.objects.has(`pods/${podName(other.id)}`), false, "the failed Pod is deleted");
+          assert.equal((await p.inspect(other.id))?.state, "stopped");
+          await p.remove(other.id);
+        } finally {
+          await broken.close();
+        }
+      },
+    );
+
     it("remove deletes the Pod, its NetworkPolicy and its claim", async () => {
       const p = provider();
       await p.remove(id);

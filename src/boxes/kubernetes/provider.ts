@@ -235,6 +235,7 @@ export class KubernetesProvider implements BoxProvider {
         return this.handle(id, spec.labels, "running", running);
       } catch (err) {
         await this.end(id).catch(() => undefined);
+        await writeBoxRecord(this.boxDir(id), { ...rec, state: "stopped", startedAt: null });
         this.o.logger?.error(`box ${id} failed to start: ${(err as Error).message}`);
         throw new WarrenError(
           "box.unavailable",
