@@ -151,6 +151,29 @@ describe("the kubernetes provider's boot checks", () => {
     assert.match(r.k8s_rbac!.fix, /deploy\/kubernetes\/rbac\.yaml/);
   });
 
+  it("everything present: the server starts on kubernetes, lists its boxes by label, and /health answers", async () => {
+    const { fake, kubeconfig, dir } = await setup();
+    const config = parseConfig({
+      STATE_ROOT: path.join(dir, "server"),
+      LOG_LEVEL: "silent",
+      WARREN_PROVIDER: "kubernetes",
+      WARREN_K8S_KUBECONFIG: kubeconfig,
+      WARREN_K8S_NAMESPACE: NS,
+    });
+    const server = await createServer(config, { defaultMetrics: false });
+    try {
+      const h = await server.app.inject({ method: "GET", url: "/health" });
+      assert.equal(h.statusCode, 200, h.body);
+      const lists = fake.calls.filter(
+        (c) => c.method === "GET" && c.path === `/api/v1/namespaces/${NS}/pods`,
+      );
+      assert.ok(lists.length > 0, "the server looks for boxes to adopt");
+      assert.ok(lists.every((c) => c.query.labelSelector?.includes("warren.provider=kubernetes")));
+    } finally {
+      await server.close();
+    }
+  });
+
   it("the server refuses to start on kubernetes with the missing part's line", async () => {
     const { kubeconfig, dir } = await setup({ storageClasses: [] });
     const config = parseConfig({
