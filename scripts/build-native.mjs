@@ -5,6 +5,8 @@
 //   dist/native/box-launch  starts boxes for the local provider (the server never forks)
 //   dist/native/warren-secret  agents' commands call the server with it from inside
 //                           the box (bound at /opt/warren/bin; see native/boxd/calls.h)
+//   dist/native/box-bridge  joins stdin and stdout to boxd's socket: the kubernetes
+//                           provider reaches boxd through the API server's exec with it
 //   dist/native/boxd        boxd, the daemon in every box (native/boxd/*.c; gcc, libc
 //                           only); its protocol is src/boxd/protocol.ts
 //   dist/native/boxd-asan   with --sanitize only: boxd built with AddressSanitizer and
@@ -66,6 +68,7 @@ gcc(join(root, "dist", "native", "boxd-spawn"), [join(root, "native", "boxd-spaw
 gcc(join(root, "dist", "native", "box-userns"), [join(root, "native", "box-userns.c")]);
 gcc(join(root, "dist", "native", "box-launch"), [join(root, "native", "box-launch.c")]);
 gcc(join(root, "dist", "native", "warren-secret"), [join(root, "native", "warren-secret.c")]);
+gcc(join(root, "dist", "native", "box-bridge"), [join(root, "native", "box-bridge.c")]);
 
 const boxdDir = join(root, "native", "boxd");
 const boxdFiles = readdirSync(boxdDir).map((f) => join(boxdDir, f));

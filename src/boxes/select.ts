@@ -2,8 +2,8 @@
 // the local provider exists.
 import type { Config } from "../config/index.js";
 import { statePaths } from "../config/paths.js";
-import { WarrenError } from "../errors.js";
-import { FsHomeLayout } from "./local/layout.js";
+import { loadKubeConfig } from "./kubernetes/api.js";
+import { KubernetesProvider } from "./kubernetes/provider.js";
 import { LocalProvider, type LoggerLike } from "./local/provider.js";
 import { OciProvider } from "./oci/provider.js";
 import type { BoxProvider } from "./types.js";
@@ -19,7 +19,19 @@ export interface ProviderPaths {
 }
 
 export function createProvider(
-  config: Pick<Config, "WARREN_PROVIDER"> & Partial<Pick<Config, "WARREN_OCI_SOCKET" | "WARREN_OCI_IMAGE">>,
+  config: Pick<Config, "WARREN_PROVIDER"> &
+    Partial<
+      Pick<
+        Config,
+        | "WARREN_OCI_SOCKET"
+        | "WARREN_OCI_IMAGE"
+        | "WARREN_K8S_KUBECONFIG"
+        | "WARREN_K8S_NAMESPACE"
+        | "WARREN_K8S_IMAGE"
+        | "WARREN_K8S_STORAGE_CLASS"
+        | "WARREN_K8S_SHARED_CLAIM"
+      >
+    >,
   paths: ProviderPaths,
 ): BoxProvider {
   const workspacesRoot = paths.workspacesRoot ?? statePaths(paths.stateRoot).workspaces;
@@ -42,31 +54,18 @@ export function createProvider(
         logger: paths.logger,
         ...(paths.orphanAfterS === undefined ? {} : { orphanAfterS: paths.orphanAfterS }),
       });
-    case "kubernetes": {
-      const unavailable = (): never => {
-        throw new WarrenError(
-          "box.unavailable",
-          `the ${config.WARREN_PROVIDER} provider is not available yet; use WARREN_PROVIDER=local or oci`,
-        );
-      };
-      return {
-        name: config.WARREN_PROVIDER,
-        // homes stay in this host's tree until these providers exist
-        homes: new FsHomeLayout(workspacesRoot),
-        create: async () => unavailable(),
-        start: async () => unavailable(),
-        stop: async () => {},
-        pause: async () => unavailable(),
-        resume: async () => unavailable(),
-        inspect: async () => null,
-        list: async () => [],
-        remove: async () => {},
-        refreshUsers: async () => {},
-        runFilesDir: unavailable,
-        usage: async () => null,
-        killCommand: async () => 0,
-        hostProbes: () => ({}),
-      };
-    }
+    case "kubernetes":
+      return new KubernetesProvider({
+        kubeConfig: loadKubeConfig(config.WARREN_K8S_KUBECONFIG),
+        namespace: config.WARREN_K8S_NAMESPACE ?? "warren-boxes",
+        image: config.WARREN_K8S_IMAGE ?? "warren-box:latest",
+        storageClass: config.WARREN_K8S_STORAGE_CLASS ?? "standard",
+        sharedClaim: config.WARREN_K8S_SHARED_CLAIM ?? "warren-shared",
+        stateRoot: paths.stateRoot,
+        runRoot: paths.runRoot,
+        workspacesRoot,
+        logger: paths.logger,
+        ...(paths.orphanAfterS === undefined ? {} : { orphanAfterS: paths.orphanAfterS }),
+      });
   }
 }

@@ -142,6 +142,8 @@ export interface BoxProvider {
   stop(id: string): Promise<void>;
   /** Freezes every process of a running box in memory (a no-op when it is paused already). */
   pause(id: string): Promise<void>;
+  /** False when pause is always refused (kubernetes): idle boxes are then stopped, never paused. */
+  readonly pauses?: boolean;
   /** Thaws a paused box and resolves once boxd answers; a running box is left as it is. */
   resume(id: string): Promise<BoxHandle>;
   inspect(id: string): Promise<BoxHandle | null>;

@@ -85,7 +85,7 @@ export async function buildServices(
     },
     idleMs: config.BOX_IDLE_S * 1000,
     // idle boxes are paused first (frozen in memory), stopped at BOX_IDLE_S
-    pauseMs: config.BOX_PAUSE_S * 1000,
+    pauseMs: provider.pauses === false ? 0 : config.BOX_PAUSE_S * 1000,
     warmPool: config.BOX_WARM_POOL,
     busyAgents: () => registry.activeAgents(),
     pids: config.BOX_PIDS,

@@ -22,6 +22,12 @@ export const BOOT_CHECK_NAMES = [
   // WARREN_PROVIDER=oci: the engine answers at WARREN_OCI_SOCKET, the boxes' image exists
   "oci_engine",
   "oci_image",
+  // WARREN_PROVIDER=kubernetes: the API server answers, the namespace and the storage class
+  // exist, RBAC allows what warren does
+  "k8s_api",
+  "k8s_namespace",
+  "k8s_storage_class",
+  "k8s_rbac",
 ] as const;
 export type BootCheckName = (typeof BOOT_CHECK_NAMES)[number];
 
@@ -135,6 +141,39 @@ export const configSchema = z
       .default("warren-box:latest")
       .refine((v) => /^[a-z0-9][a-z0-9._/:-]*$/.test(v), {
         message: "WARREN_OCI_IMAGE must be an image name such as warren-box:latest (scripts/oci.sh image)",
+      }),
+    /** WARREN_PROVIDER=kubernetes: a kubeconfig file; unset, the server's own in-cluster account. */
+    WARREN_K8S_KUBECONFIG: z
+      .string()
+      .optional()
+      .transform((v) => (v === "" ? undefined : v))
+      .refine((v) => v === undefined || v.startsWith("/"), {
+        message: "WARREN_K8S_KUBECONFIG must be an absolute path to a kubeconfig file",
+      }),
+    WARREN_K8S_NAMESPACE: z
+      .string()
+      .default("warren-boxes")
+      .refine((v) => /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(v), {
+        message: "WARREN_K8S_NAMESPACE must be a namespace name (lower-case letters, digits and -)",
+      }),
+    WARREN_K8S_IMAGE: z
+      .string()
+      .default("warren-box:latest")
+      .refine((v) => /^[a-z0-9][a-z0-9._/:@-]*$/.test(v), {
+        message: "WARREN_K8S_IMAGE must be an image reference such as warren-box:latest",
+      }),
+    WARREN_K8S_STORAGE_CLASS: z
+      .string()
+      .default("standard")
+      .refine((v) => /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(v), {
+        message: "WARREN_K8S_STORAGE_CLASS must be a storage class name",
+      }),
+    /** The claim holding /data, the contracts and the harness CLIs for every box, by sub-path. */
+    WARREN_K8S_SHARED_CLAIM: z
+      .string()
+      .default("warren-shared")
+      .refine((v) => /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(v), {
+        message: "WARREN_K8S_SHARED_CLAIM must be a claim name",
       }),
     WARREN_MASTER_KEY: z
       .string()

@@ -1,0 +1,223 @@
+// A box's objects on Kubernetes, field by field: boxd as the Pod's one process, the
+// machine's folder on its claim, /data and the contracts from the shared claim, the limits,
+// a restricted security context, no service account token, the labels, and a NetworkPolicy
+// that lets only the server near the box.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { BoxSpec } from "../types.js";
+import {
+  boxLabelsOf,
+  claimManifest,
+  claimName,
+  IN_POD,
+  labelSelector,
+  networkPolicyManifest,
+  podManifest,
+  podName,
+  sharedSubPath,
+  type PodSettings,
+} from "./manifests.js";
+
+const spec: BoxSpec = {
+  id: "mch_1",
+  labels: {
+    "warren.kind": "machine",
+    "warren.org": "org_1",
+    "warren.machine": "mch_1",
+    "warren.provider": "kubernetes",
+  },
+  mounts: [
+    { kind: "bind", source: "/s/workspaces/mch_1", target: "/home", readOnly: false },
+    { kind: "bind", source: "/s/data", target: "/data", readOnly: true },
+    { kind: "bind", source: "/s/contracts", target: "/opt/warren/contracts", readOnly: true },
+    { kind: "tmpfs", target: "/tmp", sizeMib: 64, mode: 0o1777 },
+  ],
+  limits: { memoryMib: 512, cpus: 1.5, pids: 4096, tmpMib: 64 },
+  bridges: [{ name: "egress", port: 3128 }],
+};
+
+const settings: PodSettings = {
+  namespace: "warren-boxes",
+  image: "warren-box:1",
+  sharedClaim: "warren-shared",
+  seccomp: { kind: "runtime-default" },
+  orphanAfterS: 300,
+};
+
+test("names are DNS-1123, distinct for ids that differ only by case or _", () => {
+  assert.match(podName("mch_1"), /^warren-box-mch-1-[a-z0-9]+$/);
+  assert.match(claimName("mch_1"), /^warren-home-mch-1-[a-z0-9]+$/);
+  assert.notEqual(podName("mch_1"), podName("mch-1"));
+  assert.notEqual(podName("Ab"), podName("ab"));
+  assert.ok(podName("a".repeat(40)).length <= 63);
+  assert.equal(sharedSubPath("/opt/warren/contracts"), "opt-warren-contracts");
+});
+
+test("boxd is the Pod's one process, with the socket, the helper, the filter, the bridges", () => {
+  const pod = podManifest(spec, settings);
+  assert.equal(pod.apiVersion, "v1");
+  assert.equal(pod.kind, "Pod");
+  assert.equal(pod.metadata?.name, podName("mch_1"));
+  assert.equal(pod.metadata?.namespace, "warren-boxes");
+  const [c, ...others] = pod.spec?.containers ?? [];
+  assert.equal(others.length, 0);
+  assert.ok(c);
+  assert.equal(c.name, "boxd");
+  assert.equal(c.image, "warren-box:1");
+  assert.deepEqual(c.command, [
+    IN_POD.boxd,
+    "--socket",
+    "/run/boxd/boxd.sock",
+    "--spawn",
+    IN_POD.spawnHelper,
+    "--seccomp",
+    IN_POD.seccomp,
+    "--calls-socket",
+    "/run/calls/calls.sock",
+    "--cgroup-version",
+    "2",
+    "--bridge",
+    "egress=3128",
+    "--orphan-after-s",
+    "300",
+  ]);
+  assert.equal(c.args, undefined);
+  assert.deepEqual(c.env, [
+    { name: "PATH", value: "/usr/local/bin:/usr/bin:/bin" },
+    { name: "LANG", value: "C.UTF-8" },
+  ]);
+  assert.equal(pod.spec?.restartPolicy, "Never");
+  assert.equal(pod.spec?.hostname, "box");
+  assert.throws(
+    () => podManifest({ ...spec, bridges: [{ name: "x y", port: 3128 }] }, settings),
+    /bad bridge/,
+  );
+});
+
+test("limits: memory and CPU as limits and requests; pids recorded where no field holds it", () => {
+  const pod = podManifest(spec, settings);
+  const r = pod.spec?.containers[0]?.resources;
+  assert.deepEqual(r?.limits, { memory: "512Mi", cpu: "1500m" });
+  assert.deepEqual(r?.requests, { memory: "512Mi", cpu: "1500m" });
+  assert.equal(pod.metadata?.annotations?.["warren.pids-limit"], "4096");
+});
+
+test("a restricted security context: no token, own user namespace, every capability dropped but boxd's", () => {
+  const pod = podManifest(spec, settings);
+  const ps = pod.spec;
+  assert.equal(ps?.automountServiceAccountToken, false);
+  assert.equal(ps?.enableServiceLinks, false);
+  assert.equal(ps?.hostUsers, false);
+  assert.equal(ps?.hostNetwork, false);
+  assert.equal(ps?.hostPID, false);
+  assert.equal(ps?.hostIPC, false);
+  assert.deepEqual(ps?.securityContext?.seccompProfile, { type: "RuntimeDefault" });
+  const sc = ps?.containers[0]?.securityContext;
+  assert.equal(sc?.allowPrivilegeEscalation, false);
+  assert.equal(sc?.privileged, false);
+  assert.equal(sc?.readOnlyRootFilesystem, true);
+  assert.equal(sc?.runAsUser, 0);
+  assert.equal(sc?.runAsNonRoot, false);
+  assert.deepEqual(sc?.capabilities?.drop, ["ALL"]);
+  assert.deepEqual(sc?.capabilities?.add, [
+    "SETUID",
+    "SETGID",
+    "SETPCAP",
+    "KILL",
+    "SYS_ADMIN",
+    "DAC_READ_SEARCH",
+  ]);
+  assert.deepEqual(sc?.seccompProfile, { type: "RuntimeDefault" });
+  const local = podManifest(spec, {
+    ...settings,
+    seccomp: { kind: "localhost", profile: "warren/box.json" },
+  });
+  assert.deepEqual(local.spec?.securityContext?.seccompProfile, {
+    type: "Localhost",
+    localhostProfile: "warren/box.json",
+  });
+  assert.deepEqual(local.spec?.containers[0]?.securityContext?.seccompProfile, {
+    type: "Localhost",
+    localhostProfile: "warren/box.json",
+  });
+});
+
+test("mounts: the machine's folder on its claim, /data and the contracts read-only from the shared claim, memory for /tmp and boxd's sockets", () => {
+  const pod = podManifest(spec, settings);
+  const mounts = pod.spec?.containers[0]?.volumeMounts;
+  assert.deepEqual(mounts, [
+    { name: "home", mountPath: "/home" },
+    { name: "shared", mountPath: "/data", subPath: "data", readOnly: true },
+    { name: "shared", mountPath: "/opt/warren/contracts", subPath: "opt-warren-contracts", readOnly: true },
+    { name: "tmp-3", mountPath: "/tmp" },
+    { name: "boxd", mountPath: "/run/boxd" },
+    { name: "calls", mountPath: "/run/calls" },
+  ]);
+  assert.deepEqual(pod.spec?.volumes, [
+    { name: "home", persistentVolumeClaim: { claimName: claimName("mch_1") } },
+    { name: "tmp-3", emptyDir: { medium: "Memory", sizeLimit: "64Mi" } },
+    { name: "shared", persistentVolumeClaim: { claimName: "warren-shared", readOnly: false } },
+    { name: "boxd", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } },
+    { name: "calls", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } },
+  ]);
+  // no hostPath anywhere: a restricted namespace refuses it
+  assert.ok(!JSON.stringify(pod).includes("hostPath"));
+  // no /tmp in the spec: one of the limits' size
+  const noTmp = podManifest({ ...spec, mounts: spec.mounts.slice(0, 1) }, settings);
+  assert.deepEqual(
+    noTmp.spec?.volumes?.find((v) => v.name === "tmp"),
+    {
+      name: "tmp",
+      emptyDir: { medium: "Memory", sizeLimit: "64Mi" },
+    },
+  );
+});
+
+test("labels for adoption, on every object, and read back", () => {
+  const pod = podManifest(spec, settings);
+  const want = { ...spec.labels, "warren.box": "mch_1" };
+  assert.deepEqual(pod.metadata?.labels, want);
+  const pvc = claimManifest(spec, { namespace: "warren-boxes", storageClass: "standard", sizeGib: 10 });
+  assert.deepEqual(pvc.metadata?.labels, want);
+  assert.deepEqual(boxLabelsOf(want), spec.labels);
+  assert.equal(boxLabelsOf({ "warren.kind": "other" }), null);
+  assert.equal(
+    labelSelector({ "warren.provider": "kubernetes", "warren.org": undefined }),
+    "warren.provider=kubernetes",
+  );
+  assert.throws(
+    () => podManifest({ ...spec, labels: { ...spec.labels, "warren.org": "a b" } }, settings),
+    /label/,
+  );
+});
+
+test("the machine's folder: a ReadWriteOnce claim of the storage class and size", () => {
+  const pvc = claimManifest(spec, { namespace: "warren-boxes", storageClass: "standard", sizeGib: 10 });
+  assert.equal(pvc.kind, "PersistentVolumeClaim");
+  assert.equal(pvc.metadata?.name, claimName("mch_1"));
+  assert.equal(pvc.metadata?.namespace, "warren-boxes");
+  assert.deepEqual(pvc.spec, {
+    accessModes: ["ReadWriteOnce"],
+    storageClassName: "standard",
+    resources: { requests: { storage: "10Gi" } },
+  });
+  assert.throws(() => claimManifest(spec, { namespace: "n", storageClass: "s", sizeGib: 0 }), /size/);
+});
+
+test("the NetworkPolicy: both directions closed but to and from the server", () => {
+  const byPods = networkPolicyManifest(spec, "warren-boxes", {
+    kind: "pods",
+    labels: { "app.kubernetes.io/name": "warren" },
+  });
+  assert.equal(byPods.apiVersion, "networking.k8s.io/v1");
+  assert.equal(byPods.kind, "NetworkPolicy");
+  assert.deepEqual(byPods.spec?.podSelector, {
+    matchLabels: { "warren.box": "mch_1", "warren.kind": "machine" },
+  });
+  assert.deepEqual(byPods.spec?.policyTypes, ["Ingress", "Egress"]);
+  const peer = { podSelector: { matchLabels: { "app.kubernetes.io/name": "warren" } } };
+  assert.deepEqual(byPods.spec?.ingress, [{ _from: [peer] }]);
+  assert.deepEqual(byPods.spec?.egress, [{ to: [peer] }]);
+  const byCidr = networkPolicyManifest(spec, "warren-boxes", { kind: "cidr", cidr: "10.0.0.5/32" });
+  assert.deepEqual(byCidr.spec?.egress, [{ to: [{ ipBlock: { cidr: "10.0.0.5/32" } }] }]);
+});

@@ -1,0 +1,271 @@
+// The objects of a box on Kubernetes, as pure functions of the box's spec and the
+// provider's settings: a Pod with boxd as its one process, a PersistentVolumeClaim for the
+// machine's folder (the box's /home), and a NetworkPolicy that lets only the server near it.
+// docs/kubernetes.md explains every field and what differs from a local box.
+import path from "node:path";
+import type {
+  V1NetworkPolicy,
+  V1NetworkPolicyPeer,
+  V1PersistentVolumeClaim,
+  V1Pod,
+  V1SeccompProfile,
+  V1Volume,
+  V1VolumeMount,
+} from "@kubernetes/client-node";
+import { BOXD_CAPS } from "../local/bwrap.js";
+import { BOX_PATHS } from "../paths.js";
+import type { BoxLabels, BoxSpec } from "../types.js";
+
+/** Where the box's parts are in the image (scripts put them there; docs/kubernetes.md). */
+export const IN_POD = {
+  boxd: "/usr/lib/warren/boxd",
+  spawnHelper: "/usr/lib/warren/boxd-spawn",
+  seccomp: "/usr/lib/warren/seccomp.bpf",
+  /** Joins its stdin and stdout to boxd's socket: the API server's exec reaches boxd with it. */
+  bridge: "/usr/lib/warren/box-bridge",
+  socketDir: "/run/boxd",
+  socket: "/run/boxd/boxd.sock",
+  callsDir: "/run/calls",
+  callsSocket: "/run/calls/calls.sock",
+} as const;
+
+/** The one container of a box's Pod. */
+export const CONTAINER = "boxd";
+
+export interface PodSettings {
+  namespace: string;
+  /** The boxes' image: Debian's packages and warren's native parts at IN_POD. */
+  image: string;
+  /** A claim every box mounts read-only (or read-write for flows) at /data, the contracts and the harness CLIs, by sub-path. */
+  sharedClaim: string;
+  /** The seccomp profile of the Pod: the runtime's default, or a profile on every node. */
+  seccomp: { kind: "runtime-default" } | { kind: "localhost"; profile: string };
+  orphanAfterS: number;
+}
+
+export interface ClaimSettings {
+  namespace: string;
+  storageClass: string;
+  /** Size of a machine's folder. */
+  sizeGib: number;
+}
+
+/** Who may reach a box: the server's Pods by label, or (a server outside the cluster) its address block. */
+export type ServerPeer = { kind: "pods"; labels: Record<string, string> } | { kind: "cidr"; cidr: string };
+
+const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** A DNS-1123 name from a box id (ids allow upper case and _, names do not). */
+function dnsName(prefix: string, id: string): string {
+  const base = id.toLowerCase().replace(/_/g, "-");
+  // two ids differing only by case or _/- must not share a name: a short digest tells them apart
+  let h = 0;
+  for (const c of id) h = (h * 31 + c.charCodeAt(0)) >>> 0;
+  const name = `${prefix}-${base}-${h.toString(36)}`.replace(/-+/g, "-");
+  if (name.length > 63 || !NAME.test(name))
+    throw new Error(`box id ${JSON.stringify(id)} makes no valid name`);
+  return name;
+}
+
+export const podName = (boxId: string): string => dnsName("warren-box", boxId);
+export const claimName = (boxId: string): string => dnsName("warren-home", boxId);
+export const policyName = (boxId: string): string => dnsName("warren-box", boxId);
+
+/** The label every object of a box carries with its id as it is (names are lowered). */
+export const BOX_ID_LABEL = "warren.box";
+
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+
+/** The box's labels as Kubernetes labels (values checked: at most 63 characters of the allowed ones). */
+export function podLabels(spec: Pick<BoxSpec, "id" | "labels">): Record<string, string> {
+  const out: Record<string, string> = { ...spec.labels, [BOX_ID_LABEL]: spec.id };
+  for (const [k, v] of Object.entries(out))
+    if (v.length > 63 || !LABEL_VALUE.test(v))
+      throw new Error(`label ${k}=${JSON.stringify(v)} is not a valid Kubernetes label value`);
+  return out;
+}
+
+/** A label selector (`a=b,c=d`) for list and watch calls. */
+export function labelSelector(labels: Record<string, string | undefined>): string {
+  return Object.entries(labels)
+    .filter((e): e is [string, string] => e[1] !== undefined)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(",");
+}
+
+/** Quantities: memory in mebibytes, CPU in millicores. */
+const mib = (n: number): string => `${Math.round(n)}Mi`;
+const millicores = (cpus: number): string => `${Math.max(1, Math.round(cpus * 1000))}m`;
+
+/** A spec mount's sub-path in the shared claim: its target without the leading slash, `/` as `-`. */
+export function sharedSubPath(target: string): string {
+  return path.posix.normalize(target).replace(/^\/+/, "").replace(/\//g, "-");
+}
+
+export function podManifest(spec: BoxSpec, s: PodSettings): V1Pod {
+  const volumes: V1Volume[] = [];
+  const mounts: V1VolumeMount[] = [];
+  let shared = false;
+  spec.mounts.forEach((m, i) => {
+    const target = path.posix.normalize(m.target);
+    if (m.kind === "tmpfs") {
+      const name = `tmp-${i}`;
+      volumes.push({ name, emptyDir: { medium: "Memory", sizeLimit: mib(m.sizeMib) } });
+      mounts.push({ name, mountPath: target });
+    } else if (target === BOX_PATHS.homes) {
+      volumes.push({ name: "home", persistentVolumeClaim: { claimName: claimName(spec.id) } });
+      mounts.push({ name: "home", mountPath: target });
+    } else {
+      shared = true;
+      mounts.push({
+        name: "shared",
+        mountPath: target,
+        subPath: sharedSubPath(target),
+        readOnly: m.readOnly,
+      });
+    }
+  });
+  if (shared)
+    volumes.push({ name: "shared", persistentVolumeClaim: { claimName: s.sharedClaim, readOnly: false } });
+  if (!spec.mounts.some((m) => path.posix.normalize(m.target) === BOX_PATHS.tmp)) {
+    volumes.push({ name: "tmp", emptyDir: { medium: "Memory", sizeLimit: mib(spec.limits.tmpMib) } });
+    mounts.push({ name: "tmp", mountPath: BOX_PATHS.tmp });
+  }
+  // boxd's sockets: folders of the Pod's own (the server reaches boxd through exec, not a bind)
+  volumes.push({ name: "boxd", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } });
+  mounts.push({ name: "boxd", mountPath: IN_POD.socketDir });
+  volumes.push({ name: "calls", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } });
+  mounts.push({ name: "calls", mountPath: IN_POD.callsDir });
+
+  const seccompProfile: V1SeccompProfile =
+    s.seccomp.kind === "localhost"
+      ? { type: "Localhost", localhostProfile: s.seccomp.profile }
+      : { type: "RuntimeDefault" };
+  const command = [
+    IN_POD.boxd,
+    "--socket",
+    IN_POD.socket,
+    "--spawn",
+    IN_POD.spawnHelper,
+    "--seccomp",
+    IN_POD.seccomp,
+    "--calls-socket",
+    IN_POD.callsSocket,
+    "--cgroup-version",
+    "2",
+  ];
+  for (const b of spec.bridges ?? []) {
+    if (!/^[a-z0-9_-]{1,32}$/.test(b.name) || !Number.isInteger(b.port) || b.port < 1 || b.port >= 20000)
+      throw new Error(`bad bridge ${JSON.stringify(b)}: a name of a-z0-9_- and a port below 20000`);
+    command.push("--bridge", `${b.name}=${b.port}`);
+  }
+  command.push("--orphan-after-s", String(s.orphanAfterS));
+  const limits = {
+    memory: mib(spec.limits.memoryMib),
+    cpu: millicores(spec.limits.cpus),
+  };
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name: podName(spec.id),
+      namespace: s.namespace,
+      labels: podLabels(spec),
+      // no Pod field limits processes (the kubelet's --pod-max-pids is per node): recorded here
+      annotations: { "warren.pids-limit": String(spec.limits.pids) },
+    },
+    spec: {
+      restartPolicy: "Never",
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      // the Pod's own user namespace: its root (boxd) is an unprivileged id on the node
+      hostUsers: false,
+      hostNetwork: false,
+      hostPID: false,
+      hostIPC: false,
+      shareProcessNamespace: false,
+      hostname: "box",
+      terminationGracePeriodSeconds: 5,
+      securityContext: { seccompProfile },
+      containers: [
+        {
+          name: CONTAINER,
+          image: s.image,
+          imagePullPolicy: "IfNotPresent",
+          command,
+          env: [
+            { name: "PATH", value: "/usr/local/bin:/usr/bin:/bin" },
+            { name: "LANG", value: "C.UTF-8" },
+          ],
+          workingDir: "/",
+          resources: { limits, requests: { ...limits } },
+          securityContext: {
+            // boxd becomes each agent (setuid): root of the Pod's user namespace, never the node's
+            runAsUser: 0,
+            runAsGroup: 0,
+            runAsNonRoot: false,
+            privileged: false,
+            allowPrivilegeEscalation: false,
+            readOnlyRootFilesystem: true,
+            capabilities: { drop: ["ALL"], add: BOXD_CAPS.map((c) => c.replace(/^CAP_/, "")) },
+            seccompProfile,
+          },
+          volumeMounts: mounts,
+        },
+      ],
+      volumes,
+    },
+  };
+}
+
+export function claimManifest(
+  spec: Pick<BoxSpec, "id" | "labels">,
+  s: ClaimSettings,
+): V1PersistentVolumeClaim {
+  if (!Number.isInteger(s.sizeGib) || s.sizeGib < 1) throw new Error(`bad claim size ${s.sizeGib} GiB`);
+  return {
+    apiVersion: "v1",
+    kind: "PersistentVolumeClaim",
+    metadata: { name: claimName(spec.id), namespace: s.namespace, labels: podLabels(spec) },
+    spec: {
+      accessModes: ["ReadWriteOnce"],
+      storageClassName: s.storageClass,
+      resources: { requests: { storage: `${s.sizeGib}Gi` } },
+    },
+  };
+}
+
+/**
+ * The box's Pod talks to nothing and nothing talks to it but the server: boxd's bridges
+ * carry the agents' traffic over boxd's own connection, which exec carries through the API
+ * server, so the box needs no network of its own.
+ */
+export function networkPolicyManifest(
+  spec: Pick<BoxSpec, "id" | "labels">,
+  namespace: string,
+  server: ServerPeer,
+): V1NetworkPolicy {
+  const peer: V1NetworkPolicyPeer =
+    server.kind === "cidr"
+      ? { ipBlock: { cidr: server.cidr } }
+      : { podSelector: { matchLabels: server.labels } };
+  return {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "NetworkPolicy",
+    metadata: { name: policyName(spec.id), namespace, labels: podLabels(spec) },
+    spec: {
+      podSelector: { matchLabels: { [BOX_ID_LABEL]: spec.id, "warren.kind": "machine" } },
+      policyTypes: ["Ingress", "Egress"],
+      ingress: [{ _from: [peer] }],
+      egress: [{ to: [peer] }],
+    },
+  };
+}
+
+/** The box's labels read back from an object (null when it is not a box's). */
+export function boxLabelsOf(labels: Record<string, string> | undefined): BoxLabels | null {
+  if (!labels || labels["warren.kind"] !== "machine" || !labels["warren.machine"] || !labels["warren.org"])
+    return null;
+  const { [BOX_ID_LABEL]: _id, ...rest } = labels;
+  return { ...rest, "warren.provider": "kubernetes" } as BoxLabels;
+}

@@ -1,0 +1,366 @@
+// The kubernetes provider: a box is a Pod in one namespace (WARREN_K8S_NAMESPACE) with boxd
+// as its one process, the machine's folder on a PersistentVolumeClaim and a NetworkPolicy
+// that lets only the server near it (manifests.ts), driven through the API server
+// (api.ts). boxd is reached through the API server's exec (relay.ts): the box's endpoint is
+// a unix socket on this host whose connections become execs of box-bridge in the Pod.
+// What differs from a local box (no pause, no per-command cgroups, users from the image)
+// is in docs/kubernetes.md. State: the Pods and claims, by label; the spec a box was
+// created with, in STATE_ROOT/run/k8s-boxes/<id>/box.json as the other providers keep it.
+import fs from "node:fs";
+import path from "node:path";
+import type { KubeConfig, V1Pod } from "@kubernetes/client-node";
+import { BoxdClient } from "../../boxd/client.js";
+import { WarrenError, notFound } from "../../errors.js";
+import { BOX_ID, boxSpecSchema, readBoxRecord, writeBoxRecord, type BoxRecord } from "../local/box-record.js";
+import { FsHomeLayout } from "../local/layout.js";
+import type { LoggerLike } from "../local/options.js";
+import type {
+  BoxEndpoint,
+  BoxHandle,
+  BoxLabels,
+  BoxProvider,
+  BoxSpec,
+  BoxState,
+  BoxUsage,
+  HomeLayout,
+  HostProbe,
+  RunFilesDir,
+} from "../types.js";
+import { KubeApi } from "./api.js";
+import { kubernetesProbes } from "./checks.js";
+import {
+  BOX_ID_LABEL,
+  boxLabelsOf,
+  claimManifest,
+  claimName,
+  labelSelector,
+  networkPolicyManifest,
+  podManifest,
+  podName,
+  policyName,
+  type PodSettings,
+  type ServerPeer,
+} from "./manifests.js";
+import { Relay } from "./relay.js";
+
+export interface KubernetesProviderOptions {
+  kubeConfig: KubeConfig;
+  namespace: string;
+  image: string;
+  storageClass: string;
+  /** The claim of /data, the contracts and the harness CLIs (by sub-path). */
+  sharedClaim: string;
+  claimSizeGib?: number;
+  server?: ServerPeer;
+  seccomp?: PodSettings["seccomp"];
+  stateRoot: string;
+  runRoot?: string;
+  workspacesRoot?: string;
+  orphanAfterS?: number;
+  startTimeoutMs?: number;
+  logger?: LoggerLike | undefined;
+}
+
+/** A Pod's phase as a box's state. */
+function podState(pod: V1Pod | null): BoxState | null {
+  if (!pod) return null;
+  if (pod.metadata?.deletionTimestamp) return "stopped";
+  switch (pod.status?.phase) {
+    case "Running":
+      return "running";
+    case "Pending":
+      return "created";
+    default:
+      return "stopped";
+  }
+}
+
+export class KubernetesProvider implements BoxProvider {
+  readonly name = "kubernetes" as const;
+  /** A Pod cannot be frozen through the API: idle boxes are stopped (docs/kubernetes.md). */
+  readonly pauses = false;
+  readonly homes: HomeLayout;
+  readonly api: KubeApi;
+  private readonly runRoot: string;
+  private readonly relays = new Map<string, Relay>();
+  private readonly locks = new Map<string, Promise<unknown>>();
+
+  constructor(private readonly o: KubernetesProviderOptions) {
+    const stateRoot = path.resolve(o.stateRoot);
+    this.runRoot = path.resolve(o.runRoot ?? path.join(stateRoot, "run"));
+    this.homes = new FsHomeLayout(path.resolve(o.workspacesRoot ?? path.join(stateRoot, "workspaces")));
+    this.api = new KubeApi(o.kubeConfig, o.namespace);
+  }
+
+  /** Closes the relays: boxes go on running, and the next server adopts them. */
+  close(): void {
+    for (const r of this.relays.values()) r.close();
+    this.relays.clear();
+  }
+
+  private boxDir(id: string): string {
+    if (!BOX_ID.test(id)) throw new WarrenError("request.invalid", `bad box id ${JSON.stringify(id)}`);
+    return path.join(this.runRoot, "k8s-boxes", id);
+  }
+
+  endpoint(id: string): Extract<BoxEndpoint, { kind: "unix" }> {
+    return { kind: "unix", path: path.join(this.boxDir(id), "boxd.sock") };
+  }
+
+  client(id: string): BoxdClient {
+    return new BoxdClient(this.endpoint(id));
+  }
+
+  private async locked<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.locks.get(id) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const tail = next.catch(() => undefined);
+    this.locks.set(id, tail);
+    try {
+      return await next;
+    } finally {
+      if (this.locks.get(id) === tail) this.locks.delete(id);
+    }
+  }
+
+  private handle(id: string, labels: BoxLabels, state: BoxState, pod: V1Pod | null): BoxHandle {
+    const started = pod?.status?.startTime;
+    return {
+      id,
+      labels,
+      state,
+      endpoint: this.endpoint(id),
+      pid: null,
+      startedAt: state === "running" && started ? new Date(started) : null,
+    };
+  }
+
+  /** The box's relay, listening once its Pod runs (again after a restart of the server: adoption). */
+  private async relay(id: string): Promise<void> {
+    if (this.relays.has(id)) return;
+    fs.mkdirSync(this.boxDir(id), { recursive: true, mode: 0o700 });
+    const relay = await Relay.listen(
+      this.o.kubeConfig,
+      { namespace: this.o.namespace, pod: podName(id) },
+      this.endpoint(id).path,
+      this.o.logger,
+    );
+    if (this.relays.has(id)) relay.close();
+    else this.relays.set(id, relay);
+  }
+
+  private dropRelay(id: string): void {
+    this.relays.get(id)?.close();
+    this.relays.delete(id);
+  }
+
+  async create(spec: BoxSpec): Promise<BoxHandle> {
+    const parsed = boxSpecSchema.safeParse(spec);
+    if (!parsed.success)
+      throw new WarrenError(
+        "request.invalid",
+        `bad box spec: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+      );
+    // the objects must be expressible before anything is recorded
+    podManifest(spec, this.podSettings());
+    return this.locked(spec.id, async () => {
+      const dir = this.boxDir(spec.id);
+      fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+      const old = readBoxRecord(dir);
+      const rec: BoxRecord = old
+        ? { ...old, spec }
+        : { version: 1, spec, state: "created", pid: null, pidStart: null, startedAt: null, cgroupDirs: [] };
+      await writeBoxRecord(dir, rec);
+      const pod = await this.api.readPod(podName(spec.id));
+      return this.handle(spec.id, spec.labels, podState(pod) ?? "created", pod);
+    });
+  }
+
+  private podSettings(): PodSettings {
+    return {
+      namespace: this.o.namespace,
+      image: this.o.image,
+      sharedClaim: this.o.sharedClaim,
+      seccomp: this.o.seccomp ?? { kind: "runtime-default" },
+      orphanAfterS: this.o.orphanAfterS ?? 300,
+    };
+  }
+
+  async start(id: string): Promise<BoxHandle> {
+    return this.locked(id, async () => {
+      const rec = readBoxRecord(this.boxDir(id));
+      if (!rec) throw notFound(`box ${id}`);
+      const { spec } = rec;
+      const timeoutMs = this.o.startTimeoutMs ?? 120_000;
+      let pod = await this.api.readPod(podName(id));
+      if (pod && podState(pod) === "stopped") {
+        await this.end(id);
+        pod = null;
+      }
+      try {
+        if (!pod) {
+          await this.api.ensureClaim(
+            claimManifest(spec, {
+              namespace: this.o.namespace,
+              storageClass: this.o.storageClass,
+              sizeGib: this.o.claimSizeGib ?? 10,
+            }),
+          );
+          await this.api.ensurePolicy(
+            networkPolicyManifest(
+              spec,
+              this.o.namespace,
+              this.o.server ?? { kind: "pods", labels: { "app.kubernetes.io/name": "warren" } },
+            ),
+          );
+          pod = await this.api.createPod(podManifest(spec, this.podSettings()));
+        }
+        const running =
+          podState(pod) === "running"
+            ? pod
+            : await this.api.watchPod(
+                podName(id),
+                pod.metadata?.resourceVersion,
+                (p) => p.status?.phase !== "Pending",
+                timeoutMs,
+              );
+        if (!running) throw new Error("the Pod was deleted while it started");
+        if (podState(running) !== "running")
+          throw new Error(`the Pod is ${running.status?.phase}: ${running.status?.message ?? "no message"}`);
+        await this.relay(id);
+        await this.waitForBoxd(id, timeoutMs);
+        const startedAt = running.status?.startTime ? new Date(running.status.startTime).toISOString() : null;
+        await writeBoxRecord(this.boxDir(id), { ...rec, state: "running", startedAt });
+        this.o.logger?.info(`box ${id} started in Pod ${podName(id)}`);
+        return this.handle(id, spec.labels, "running", running);
+      } catch (err) {
+        await this.end(id).catch(() => undefined);
+        await writeBoxRecord(this.boxDir(id), { ...rec, state: "stopped", startedAt: null });
+        this.o.logger?.error(`box ${id} failed to start: ${(err as Error).message}`);
+        throw new WarrenError(
+          "box.unavailable",
+          `box ${id} did not start: ${(err as Error).message}`,
+          undefined,
+          {
+            cause: err,
+          },
+        );
+      }
+    });
+  }
+
+  private async waitForBoxd(id: string, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const answered = await this.client(id)
+        .ping(2000)
+        .then(
+          () => true,
+          () => false,
+        );
+      if (answered) return;
+      if (Date.now() > deadline) throw new Error(`boxd did not answer within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** Deletes the Pod and waits until it is gone; the claim (the machine's folder) stays. */
+  private async end(id: string): Promise<void> {
+    this.dropRelay(id);
+    const name = podName(id);
+    if (!(await this.api.deletePod(name))) return;
+    const pod = await this.api.readPod(name);
+    if (pod)
+      await this.api.watchPod(
+        name,
+        pod.metadata?.resourceVersion,
+        () => false,
+        this.o.startTimeoutMs ?? 120_000,
+      );
+  }
+
+  async stop(id: string): Promise<void> {
+    await this.locked(id, async () => {
+      await this.end(id);
+      const rec = readBoxRecord(this.boxDir(id));
+      if (rec) await writeBoxRecord(this.boxDir(id), { ...rec, state: "stopped", startedAt: null });
+    });
+  }
+
+  /** A Pod cannot be frozen through the API: the idle timer's pause finds this and stops the box. */
+  pause(id: string): Promise<void> {
+    return Promise.reject(
+      new WarrenError(
+        "box.unavailable",
+        `box ${id}: the kubernetes provider cannot pause a box; stop it instead`,
+      ),
+    );
+  }
+
+  async resume(id: string): Promise<BoxHandle> {
+    const h = await this.inspect(id);
+    if (h?.state === "running") return h;
+    throw new WarrenError(
+      "box.unavailable",
+      `box ${id} is not paused (the kubernetes provider never pauses)`,
+    );
+  }
+
+  async inspect(id: string): Promise<BoxHandle | null> {
+    const rec = readBoxRecord(this.boxDir(id));
+    const pod = await this.api.readPod(podName(id));
+    const labels = rec?.spec.labels ?? boxLabelsOf(pod?.metadata?.labels);
+    if (!labels) return null;
+    const state = podState(pod) ?? (rec?.state === "created" ? "created" : "stopped");
+    if (state === "running") await this.relay(id);
+    return this.handle(id, labels, state, pod);
+  }
+
+  async list(labels?: Partial<BoxLabels>): Promise<BoxHandle[]> {
+    const pods = await this.api.listPods(labelSelector({ ...labels, "warren.provider": "kubernetes" }));
+    const out: BoxHandle[] = [];
+    for (const pod of pods) {
+      const id = pod.metadata?.labels?.[BOX_ID_LABEL];
+      const boxLabels = boxLabelsOf(pod.metadata?.labels);
+      if (!id || !BOX_ID.test(id) || !boxLabels) continue;
+      const state = podState(pod) ?? "stopped";
+      if (state === "running") await this.relay(id);
+      out.push(this.handle(id, boxLabels, state, pod));
+    }
+    return out;
+  }
+
+  /** Deletes the Pod, its NetworkPolicy and its claim (the machine's folder with it). */
+  async remove(id: string): Promise<void> {
+    await this.locked(id, async () => {
+      await this.end(id);
+      await this.api.deletePolicy(policyName(id));
+      await this.api.deleteClaim(claimName(id));
+      fs.rmSync(this.boxDir(id), { recursive: true, force: true });
+    });
+  }
+
+  /** The Pod's users come from its image (docs/kubernetes.md): nothing to refresh here. */
+  async refreshUsers(): Promise<void> {}
+
+  runFilesDir(id: string): RunFilesDir {
+    throw new WarrenError(
+      "box.unavailable",
+      `box ${id}: the kubernetes provider does not carry a run's private files into its Pod yet`,
+    );
+  }
+
+  /** Usage needs the metrics API, which this provider does not read yet. */
+  async usage(): Promise<BoxUsage | null> {
+    return null;
+  }
+
+  /** No cgroup per command in a Pod: boxd ends a cancelled command's tree itself. */
+  async killCommand(): Promise<number> {
+    return 0;
+  }
+
+  hostProbes(): Record<string, HostProbe> {
+    return kubernetesProbes(this.api, { storageClass: this.o.storageClass });
+  }
+}
