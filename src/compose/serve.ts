@@ -9,6 +9,7 @@ import { conversationRoutes } from "../http/routes/conversations.js";
 import { EventStreams } from "../http/sse.js";
 import { agentRoutes, guildRoutes } from "../http/routes/agents.js";
 import { areaRoutes } from "../http/routes/areas.js";
+import { budgetRoutes } from "../http/routes/budgets.js";
 import { branchRoutes } from "../http/routes/branches.js";
 import { egressRoutes } from "../http/routes/egress.js";
 import { execRoutes } from "../http/routes/exec.js";
@@ -92,6 +93,7 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
       ...evalRoutes(s.evals),
       ...evidenceRoutes(s.evidence),
       ...guardrailRoutes(s.guardrails),
+      ...budgetRoutes(s.budgets),
       ...scheduleRoutes(s.schedules),
       ...dispatchRoutes(s.dispatch),
       ...flowRoutes(s.flows),

@@ -414,3 +414,4 @@ export * from "./schema-areas.js";
 export * from "./schema-versions.js";
 export * from "./schema-schedules.js";
 export * from "./schema-workspaces.js";
+export * from "./schema-budgets.js";
