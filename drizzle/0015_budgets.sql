@@ -21,5 +21,8 @@ CREATE TABLE "org_budgets" (
 	CONSTRAINT "org_budgets_org_id_agent_id_period_pk" PRIMARY KEY("org_id","agent_id","period")
 );
 --> statement-breakpoint
+ALTER TABLE "runs" ADD COLUMN "output_deleted_at" timestamp with time zone;--> statement-breakpoint
+ALTER TABLE "org_guardrails" ADD COLUMN "network_deny" jsonb DEFAULT '[]'::jsonb NOT NULL;--> statement-breakpoint
+ALTER TABLE "org_guardrails" ADD COLUMN "retention_days" integer;--> statement-breakpoint
 ALTER TABLE "budget_usage" ADD CONSTRAINT "budget_usage_org_id_orgs_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."orgs"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "org_budgets" ADD CONSTRAINT "org_budgets_org_id_orgs_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."orgs"("id") ON DELETE cascade ON UPDATE no action;

@@ -137,6 +137,7 @@ export async function stop(
 ): Promise<void> {
   f.ready.now = false;
   s.firer.stop(); // no schedule fires while the server stops
+  await s.retention.stop();
   s.dispatch.stop(); // nor is a guild's message dispatched (it stays queued for the next server)
   const graceMs = o.graceMs ?? 0;
   s.terminals.close(); // a terminal does not outlive its server: its viewers are told why

@@ -40,6 +40,7 @@ import { toolPolicyProblem } from "../tools/policy.js";
 import { Tools } from "../tools/service.js";
 import { Approvals } from "../versions/approvals.js";
 import { Budgets } from "../versions/budgets.js";
+import { Retention } from "../versions/retention.js";
 import { Evals } from "../versions/evals.js";
 import { Evidence } from "../versions/evidence.js";
 import { Guardrails, guardrailPolicy } from "../versions/guardrails.js";
@@ -317,6 +318,8 @@ export async function buildServices(
     evals,
     guardrails,
     budgets,
+    // run outputs and traces past their organisation's retention_days are deleted
+    retention: new Retention(db, logger),
     evidence: new Evidence(db, access),
     homes,
     areas,
