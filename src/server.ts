@@ -35,6 +35,7 @@ export type Server = Pick<
   | "firer"
   | "workspaces"
   | "retention"
+  | "budgets"
 > & {
   app: FastifyInstance;
   config: Config;

@@ -151,6 +151,50 @@ for (const leg of dbLegs) {
       assert.deepEqual((await owner("GET", `/api/orgs/${org}/budgets`)).body.items, []);
     });
 
+    test("the ledger: 20 reservations at once against room for 5 of them: exactly 5 are held", async () => {
+      const agent = await agentWith({ provider: "script", name: "turns.json" });
+      const other = await agentWith({ provider: "script", name: "turns.json" });
+      const put = await owner("PUT", `/api/orgs/${org}/budgets`, {
+        items: [
+          { period: "month", max_tokens: 5000 },
+          { agent_id: agent, period: "day", max_usd: 1 },
+        ],
+      });
+      assert.equal(put.status, 200, JSON.stringify(put.body));
+      const ledger = t.server.budgets;
+      const tries = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          ledger.reserve({ orgId: org, agentId: i % 2 ? agent : other }, { tokens: 1000, usd: 0.01 }),
+        ),
+      );
+      const held = tries.filter((r) => r.ok);
+      assert.equal(held.length, 5);
+      for (const r of tries)
+        if (!r.ok) {
+          assert.equal(r.refusal.scope, "organisation");
+          assert.equal(r.refusal.period, "month");
+          assert.equal(r.refusal.used + r.refusal.reserved, 5000);
+        }
+      const mid = (await owner("GET", `/api/orgs/${org}/budgets`)).body.items;
+      assert.equal(mid.find((i: any) => i.agent_id === null).reserved_tokens, 5000);
+      for (const r of held) if (r.ok) await r.release();
+      // settled: nothing held; a call's usage counts in the organisation's and the agent's periods
+      await ledger.spend({ orgId: org, agentId: agent }, { tokens: 700, usd: 0.25 });
+      const end = (await owner("GET", `/api/orgs/${org}/budgets`)).body.items;
+      const orgMonth = end.find((i: any) => i.agent_id === null);
+      const agentDay = end.find((i: any) => i.agent_id === agent);
+      assert.equal(orgMonth.reserved_tokens, 0);
+      assert.equal(agentDay.reserved_usd, 0);
+      assert.equal(orgMonth.used_tokens, 700);
+      assert.equal(agentDay.used_usd, 0.25);
+      // the agent's dollars: 0.25 used of 1, so a call that may cost 0.8 is refused, by the agent's limit
+      const over = await ledger.reserve({ orgId: org, agentId: agent }, { tokens: 10, usd: 0.8 });
+      assert.equal(over.ok, false);
+      if (!over.ok)
+        assert.deepEqual([over.refusal.scope, over.refusal.limit, over.refusal.used], ["agent", "usd", 0.25]);
+      assert.equal((await owner("PUT", `/api/orgs/${org}/budgets`, { items: [] })).status, 200);
+    });
+
     test("two runs started at once against a budget that holds one call: exactly one call is sent", async () => {
       const model = { provider: "openai-compatible", name: "held", base_url: held.baseUrl };
       const [a, b] = [await agentWith(model), await agentWith(model)];
