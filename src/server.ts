@@ -34,6 +34,8 @@ export type Server = Pick<
   | "workloads"
   | "firer"
   | "workspaces"
+  | "retention"
+  | "budgets"
 > & {
   app: FastifyInstance;
   config: Config;
@@ -111,6 +113,7 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
     if (recovered.adopted.length || recovered.reaped.length) base.logger.info(recovered, "boxes recovered");
     // the schedule ticker, after the runs of the last server are recorded as lost
     await s.firer.start();
+    s.retention.start();
     // and the guilds' dispatchers, for messages still queued when the last server stopped
     await s.dispatch.start();
     s.runtime.startIdleTimer();

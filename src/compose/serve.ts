@@ -9,6 +9,7 @@ import { conversationRoutes } from "../http/routes/conversations.js";
 import { EventStreams } from "../http/sse.js";
 import { agentRoutes, guildRoutes } from "../http/routes/agents.js";
 import { areaRoutes } from "../http/routes/areas.js";
+import { budgetRoutes } from "../http/routes/budgets.js";
 import { branchRoutes } from "../http/routes/branches.js";
 import { egressRoutes } from "../http/routes/egress.js";
 import { execRoutes } from "../http/routes/exec.js";
@@ -92,6 +93,7 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
       ...evalRoutes(s.evals),
       ...evidenceRoutes(s.evidence),
       ...guardrailRoutes(s.guardrails),
+      ...budgetRoutes(s.budgets),
       ...scheduleRoutes(s.schedules),
       ...dispatchRoutes(s.dispatch),
       ...flowRoutes(s.flows),
@@ -135,6 +137,7 @@ export async function stop(
 ): Promise<void> {
   f.ready.now = false;
   s.firer.stop(); // no schedule fires while the server stops
+  await s.retention.stop();
   s.dispatch.stop(); // nor is a guild's message dispatched (it stays queued for the next server)
   const graceMs = o.graceMs ?? 0;
   s.terminals.close(); // a terminal does not outlive its server: its viewers are told why

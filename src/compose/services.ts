@@ -39,6 +39,8 @@ import { createToolGateway } from "../tools/gateway.js";
 import { toolPolicyProblem } from "../tools/policy.js";
 import { Tools } from "../tools/service.js";
 import { Approvals } from "../versions/approvals.js";
+import { Budgets } from "../versions/budgets.js";
+import { Retention } from "../versions/retention.js";
 import { Evals } from "../versions/evals.js";
 import { Evidence } from "../versions/evidence.js";
 import { Guardrails, guardrailPolicy } from "../versions/guardrails.js";
@@ -181,7 +183,10 @@ export async function buildServices(
   // a file of an agent's home by the home rules (the scripted provider's scripts)
   const readHome = (agent: { id: string; machineId: string }, p: string, maxBytes: number) =>
     readHomeFile(layout.homeDir(agent.machineId, agent.id), parseHomePath(agent.id, p), { maxBytes });
+  // the organisations' budgets, reserved in before every model call
+  const budgets = new Budgets(db, access);
   const gateway = new Gateway({
+    budgets,
     keysOf: (agent) => secrets.keysFor(agent),
     readHome: (agent, p) => readHome(agent, p, 4 * 1024 * 1024),
     prices: new Prices(config.WARREN_MODEL_PRICES),
@@ -312,6 +317,9 @@ export async function buildServices(
     approvals,
     evals,
     guardrails,
+    budgets,
+    // run outputs and traces past their organisation's retention_days are deleted
+    retention: new Retention(db, logger),
     evidence: new Evidence(db, access),
     homes,
     areas,

@@ -105,6 +105,14 @@ export const Run = z
     signal: z.string().nullable(),
     output: z.string().describe("what the run printed on stdout, redacted"),
     output_truncated: z.boolean(),
+    retained: z
+      .literal(false)
+      .optional()
+      .describe("false once the organisation's retention deleted the run's output and trace"),
+    output_deleted_at: z
+      .string()
+      .optional()
+      .describe("when the organisation's retention deleted the run's output and trace"),
     timeout_s: z.number(),
     created_at: z.string(),
     started_at: z.string().nullable(),

@@ -255,9 +255,25 @@ export const GuardrailsRequest = z
     tool_policy: z
       .string()
       .max(64 * 1024)
+      .optional()
       .describe(
-        "Cedar policies (the tool policy's schema) every tool decision must also pass; its forbids deny",
+        "Cedar policies (the tool policy's schema) every tool decision must also pass; its forbids deny (absent: kept)",
       ),
+    network_deny: z
+      .array(z.string().min(1).max(300))
+      .max(1000)
+      .optional()
+      .describe(
+        "hosts (example.com), domains below (*.example.com), addresses or CIDRs (with :port or not) the egress proxy refuses to every agent, whatever its policy allows (absent: kept)",
+      ),
+    retention_days: z
+      .number()
+      .int()
+      .min(1)
+      .max(36500)
+      .nullable()
+      .optional()
+      .describe("days run outputs and traces are kept, then deleted; null: kept for ever (absent: kept)"),
   })
   .strict()
   .meta({ id: "GuardrailsRequest" });
@@ -265,6 +281,8 @@ export const Guardrails = z
   .object({
     org_id: z.string(),
     tool_policy: z.string(),
+    network_deny: z.array(z.string()),
+    retention_days: z.number().nullable(),
     updated_by: z.string().nullable(),
     updated_at: z.string().nullable(),
   })

@@ -12,19 +12,32 @@ export interface CompiledPolicy {
   open: boolean;
   entries: { text: string; entry: NetworkEntry }[];
   rules: NonNullable<Network["rules"]>;
+  /** The organisation's network deny list: what no policy of its agents may reach. */
+  deny: { text: string; entry: NetworkEntry }[];
 }
 
-export function compilePolicy(network: Network): CompiledPolicy {
-  const entries: CompiledPolicy["entries"] = [];
-  for (const text of network.allow) {
+function parsed(list: readonly string[]): { text: string; entry: NetworkEntry }[] {
+  const entries: { text: string; entry: NetworkEntry }[] = [];
+  for (const text of list) {
     const entry = parseNetworkEntry(text);
-    // stored policies were checked when set; one that no longer parses allows nothing
+    // stored lists were checked when set; an entry that no longer parses names nothing
     if (typeof entry === "string") continue;
     // an IPv4 network written as IPv6 (::ffff:a.b.c.d) matches the IPv4 targets it is
     if (entry.kind === "ip") entries.push({ text, entry: { ...entry, ...unmapRange(entry) } });
     else entries.push({ text, entry });
   }
-  return { key: JSON.stringify(network), open: network.mode === "open", entries, rules: network.rules ?? [] };
+  return entries;
+}
+
+/** A policy's network part with its organisation's deny list, which bounds it. */
+export function compilePolicy(network: Network, deny: readonly string[] = []): CompiledPolicy {
+  return {
+    key: JSON.stringify([network, deny]),
+    open: network.mode === "open",
+    entries: parsed(network.allow),
+    rules: network.rules ?? [],
+    deny: parsed(deny),
+  };
 }
 
 /** Where a connection goes: a host name (normalised) or an IP (normalised text), and a port. */
@@ -54,7 +67,19 @@ function portOk(entry: NetworkEntry, port: number): boolean {
 
 /** The allow entry that names this target, or undefined. */
 export function matchEntry(p: CompiledPolicy, t: Target): string | undefined {
-  for (const { text, entry } of p.entries) {
+  return matchIn(p.entries, t);
+}
+
+/**
+ * The organisation's deny entry that names this target (its name, or the address it goes
+ * to once resolved), or undefined.
+ */
+export function deniedBy(p: CompiledPolicy, t: Target): string | undefined {
+  return matchIn(p.deny, t);
+}
+
+function matchIn(list: CompiledPolicy["entries"], t: Target): string | undefined {
+  for (const { text, entry } of list) {
     if (!portOk(entry, t.port)) continue;
     if (entry.kind === "ip" && t.ip && inRange(t.ip, entry)) return text;
     if (t.ip) continue;
@@ -90,4 +115,27 @@ export function rulesAllow(rules: CompiledPolicy["rules"], method: string, targe
     (r) =>
       (!r.methods || r.methods.includes(method)) && (!r.paths || r.paths.some((pre) => path.startsWith(pre))),
   );
+}
+
+/** What the policy (bounded by its organisation's deny list) says of a target, the address rule aside. */
+export function byPolicy(
+  p: CompiledPolicy,
+  t: Target,
+  plain: { method: string; path: string } | null,
+): { ok: true; by: string } | { ok: false; reason: string } {
+  const name = `${t.ip?.length === 16 ? `[${t.host}]` : t.host}:${t.port}`;
+  const denied = deniedBy(p, t);
+  if (denied !== undefined)
+    return { ok: false, reason: `${name} is on the organisation's network deny list (${denied})` };
+  const by = matchEntry(p, t) ?? (p.open ? "open mode" : undefined);
+  if (!by) return { ok: false, reason: `${name} is not in the agent's network allow list` };
+  const rules = rulesFor(p, t);
+  if (!plain && rules.length > 0)
+    return {
+      ok: false,
+      reason: `rules narrow ${t.host} to plain HTTP requests they can check; a tunnel cannot be checked`,
+    };
+  if (plain && !rulesAllow(rules, plain.method, plain.path))
+    return { ok: false, reason: `${plain.method} ${plain.path} is not allowed by the rules for ${t.host}` };
+  return { ok: true, by };
 }

@@ -27,7 +27,7 @@ import {
   type ProxyOptions,
 } from "./wire.js";
 import { socks } from "./socks.js";
-import { matchEntry, rulesAllow, rulesFor, targetOf, type CompiledPolicy, type Target } from "./policy.js";
+import { byPolicy, deniedBy, matchEntry, targetOf, type CompiledPolicy, type Target } from "./policy.js";
 
 export type { EgressContext, EgressRecord, ProxyOptions } from "./wire.js";
 
@@ -159,31 +159,11 @@ export class EgressProxy {
   recheck(agentId: string, p: CompiledPolicy): void {
     for (const l of [...this.#live]) {
       if (l.c.ctx.agentId !== agentId) continue;
-      const why = this.#byPolicy(p, l.t, l.plain);
+      const why = byPolicy(p, l.t, l.plain);
       if (!why.ok) l.end(`ended by a change of the policy: ${why.reason}`);
       else if (p.open && !matchEntry(p, l.t) && this.#o.rule.needsBound(l.address))
         l.end(`ended by a change of the policy: ${openReason(l.t, l.address)}`);
     }
-  }
-
-  /** What the policy says of a target (the address rule aside). */
-  #byPolicy(
-    p: CompiledPolicy,
-    t: Target,
-    plain: { method: string; path: string } | null,
-  ): { ok: true; by: string } | { ok: false; reason: string } {
-    const by = matchEntry(p, t) ?? (p.open ? "open mode" : undefined);
-    const name = `${t.ip?.length === 16 ? `[${t.host}]` : t.host}:${t.port}`;
-    if (!by) return { ok: false, reason: `${name} is not in the agent's network allow list` };
-    const rules = rulesFor(p, t);
-    if (!plain && rules.length > 0)
-      return {
-        ok: false,
-        reason: `rules narrow ${t.host} to plain HTTP requests they can check; a tunnel cannot be checked`,
-      };
-    if (plain && !rulesAllow(rules, plain.method, plain.path))
-      return { ok: false, reason: `${plain.method} ${plain.path} is not allowed by the rules for ${t.host}` };
-    return { ok: true, by };
   }
 
   async #decide(c: Conn, t: Target, plain: { method: string; path: string } | null): Promise<Decision> {
@@ -195,7 +175,7 @@ export class EgressProxy {
       if (!v.ok) return { ...v, address: true };
     }
     const p = await c.ctx.policy();
-    const why = this.#byPolicy(p, t, plain);
+    const why = byPolicy(p, t, plain);
     if (!why.ok) return why;
     let addrs: number[][];
     if (t.ip) addrs = [t.ip];
@@ -210,6 +190,12 @@ export class EgressProxy {
     }
     // the connection goes to exactly this address: the one judged
     const addr = addrs[0] as number[];
+    const denied = t.ip ? undefined : deniedBy(p, { host: t.host, port: t.port, ip: addr });
+    if (denied !== undefined)
+      return {
+        ok: false,
+        reason: `${t.host} resolves to an address on the organisation's network deny list (${denied})`,
+      };
     const v = this.#o.rule.judge(addr, t.port);
     if (!v.ok)
       return { ok: false, reason: t.ip ? v.reason : `${t.host} resolves to ${v.reason}`, address: true };

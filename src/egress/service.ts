@@ -76,23 +76,37 @@ export class Egress {
     this.#recheck.unref();
   }
 
-  #compile(agentId: string, row: { sandboxPolicy: unknown } | undefined): CompiledPolicy {
+  #compile(
+    agentId: string,
+    row: { sandboxPolicy: unknown; networkDeny: string[] | null } | undefined,
+  ): CompiledPolicy {
     const pinned = row ? this.#o.pinnedPolicy?.(agentId) : undefined;
     const network = pinned ? pinned.network : row ? policyOf(row).network : { allow: [] };
-    const key = JSON.stringify(network);
+    // the organisation's deny list bounds every policy, a pinned one too
+    const deny = row?.networkDeny ?? [];
+    const key = JSON.stringify([network, deny]);
     const last = this.#compiled.get(agentId);
     if (last?.key === key) return last;
-    const p = compilePolicy(network);
+    const p = compilePolicy(network, deny);
     this.#compiled.set(agentId, p);
     return p;
   }
 
+  /** Agents' sandbox policies with their organisation's network deny list. */
+  #withDeny() {
+    return this.#o.db
+      .select({
+        id: schema.agents.id,
+        sandboxPolicy: schema.agents.sandboxPolicy,
+        networkDeny: schema.orgGuardrails.networkDeny,
+      })
+      .from(schema.agents)
+      .leftJoin(schema.orgGuardrails, eq(schema.orgGuardrails.orgId, schema.agents.orgId));
+  }
+
   /** The agent's policy as it is in the store now (a deleted agent's allows nothing). */
   async #policyNow(agentId: string): Promise<CompiledPolicy> {
-    const [row] = await this.#o.db
-      .select({ sandboxPolicy: schema.agents.sandboxPolicy })
-      .from(schema.agents)
-      .where(eq(schema.agents.id, agentId));
+    const [row] = await this.#withDeny().where(eq(schema.agents.id, agentId));
     return this.#compile(agentId, row);
   }
 
@@ -102,10 +116,7 @@ export class Egress {
     if (agents.length === 0 || this.#checking) return;
     this.#checking = true;
     try {
-      const rows = await this.#o.db
-        .select({ id: schema.agents.id, sandboxPolicy: schema.agents.sandboxPolicy })
-        .from(schema.agents)
-        .where(inArray(schema.agents.id, agents));
+      const rows = await this.#withDeny().where(inArray(schema.agents.id, agents));
       const byId = new Map(rows.map((r) => [r.id, r]));
       for (const id of agents) this.#proxy.recheck(id, this.#compile(id, byId.get(id)));
     } catch (err) {
@@ -119,10 +130,7 @@ export class Egress {
   readonly handler: BridgeStreamHandler = (stream, who) => {
     void (async () => {
       try {
-        const [row] = await this.#o.db
-          .select({ sandboxPolicy: schema.agents.sandboxPolicy })
-          .from(schema.agents)
-          .where(eq(schema.agents.id, who.agentId));
+        const [row] = await this.#withDeny().where(eq(schema.agents.id, who.agentId));
         if (!row) return void stream.destroy();
         this.#compile(who.agentId, row);
         this.#proxy.serve(stream, {

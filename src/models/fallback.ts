@@ -39,11 +39,23 @@ export interface AttemptPlan {
   chars: number;
 }
 
+/**
+ * Which budget a state is of, for people: the run's own, or an organisation's daily or monthly
+ * budget (of the organisation as a whole, or of the agent there).
+ */
+export function budgetName(state: { limit: "tokens" | "usd"; scope?: string; period?: string }): string {
+  const unit = state.limit === "tokens" ? "token" : "dollar";
+  const per = state.period === "month" ? "monthly" : "daily";
+  if (state.scope === "organisation") return `the organisation's ${per} ${unit} budget`;
+  if (state.scope === "agent") return `the agent's ${per} ${unit} budget in its organisation`;
+  return `the run's ${unit} budget`;
+}
+
 /** A call the budget did not let go: the budget is spent, or cannot hold the call's maximum. */
 export class BudgetStop extends Error {
   constructor(readonly state: Extract<BudgetState, { ok: false }> | BudgetRefusal) {
     super(
-      `the run's ${state.limit === "tokens" ? "token" : "dollar"} budget ${"call_max" in state ? `cannot hold the next call (${state.used} used and ${state.reserved} held of ${state.max}; it may use up to ${state.call_max})` : `is spent (${state.used} of ${state.max})`}`,
+      `${budgetName(state)} ${"call_max" in state ? `cannot hold the next call (${state.used} used and ${state.reserved} held of ${state.max}; it may use up to ${state.call_max})` : `is spent (${state.used} of ${state.max})`}`,
     );
     this.name = "BudgetStop";
   }
@@ -126,7 +138,7 @@ export async function callWithFallback<T>(
               : "provider error",
       };
     } finally {
-      admitted.release();
+      await admitted.release();
     }
   }
   throw last;

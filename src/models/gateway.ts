@@ -23,6 +23,7 @@ import type {
   GatewayOpen,
   GatewaySession,
   ModelCallRecord,
+  OrgBudgetLedger,
   ModelGateway,
   ModelUsage,
   ResolvedModel,
@@ -30,7 +31,7 @@ import type {
   WireProtocol,
 } from "./types.js";
 
-export { BudgetStop, callWithFallback, failureOf } from "./fallback.js";
+export { BudgetStop, budgetName, callWithFallback, failureOf } from "./fallback.js";
 
 export const DEFAULT_BASE_URL = {
   anthropic: "https://api.anthropic.com/v1",
@@ -53,6 +54,8 @@ export interface GatewayDeps {
   fetch: GuardedFetch;
   /** A workload token outlives its run's time limit by this much at most (default 60 s). */
   tokenMarginS?: number;
+  /** The organisations' budgets (per day and month, of the organisation and per agent), if any. */
+  budgets?: OrgBudgetLedger;
 }
 
 const round9 = (x: number): number => Math.round(x * 1e9) / 1e9;
@@ -147,6 +150,9 @@ class Session implements GatewaySession {
     /** Every model key the gateway holds for the run: cut from whatever it hands a box. */
     readonly redactor: Redactor,
     readonly fetch: GuardedFetch,
+    /** The organisation's budgets every call is also reserved in, and the agent it counts for. */
+    private readonly ledger: OrgBudgetLedger | null,
+    private readonly owner: { orgId: string; agentId: string },
   ) {}
 
   get open(): boolean {
@@ -186,6 +192,7 @@ class Session implements GatewaySession {
     this.#usage.tokens_out += call.tokens_out;
     this.#usage.usd += usd;
     this.#usage.calls++;
+    await this.ledger?.spend(this.owner, { tokens: call.tokens_in + call.tokens_out, usd });
     const priced = this.prices.lookup(call.provider, call.model) !== null;
     await this.events("model_call", { ...call, usd, ...(priced ? {} : { unpriced: true }) });
   }
@@ -280,6 +287,8 @@ class Session implements GatewaySession {
     let lastCall = false;
     let maxOut = est.maxOut;
     let release = () => {};
+    /** The output tokens the call is reserved for. */
+    let out = 0;
     if (!budget.ok) {
       if (budget.on_limit === "stop" || this.#finished) return { ok: false, spent: budget };
       lastCall = true;
@@ -292,6 +301,7 @@ class Session implements GatewaySession {
         if (room >= MIN_OUTPUT_TOKENS) maxOut = room;
       }
       const r = await this.#reserve({ ...est, tokensOut: most });
+      out = most;
       if (r.ok) release = r.release;
       else if (r.state.on_limit === "finish" && !this.#finished) lastCall = true;
       else return { ok: false, refused: r.state, tokensOut: most };
@@ -301,10 +311,32 @@ class Session implements GatewaySession {
       this.#finished = true;
       const most = Math.max(MIN_OUTPUT_TOKENS, room ?? 0);
       if ((est.maxOut ?? Infinity) > most) maxOut = most;
-      const r = await this.#reserve({ ...est, tokensOut: maxOut ?? most }, true);
+      out = maxOut ?? most;
+      const r = await this.#reserve({ ...est, tokensOut: out }, true);
       if (r.ok) release = r.release;
     }
-    return { ok: true, maxOut, lastCall, release };
+    if (!this.ledger) return { ok: true, maxOut, lastCall, release: async () => release() };
+    // the organisation's budgets (and the agent's there): held in the database, all or nothing
+    const org = await this.ledger.reserve(this.owner, {
+      tokens: est.tokensIn + out,
+      usd: this.prices.usd(est.provider, est.model, est.tokensIn, out),
+    });
+    if (!org.ok) {
+      release();
+      this.#refused = org.refusal;
+      if (this.#refusals++ < REFUSAL_EVENTS)
+        await this.events("budget", { ...org.refusal, refused: true, model: `${est.provider}:${est.model}` });
+      return { ok: false, refused: org.refusal, tokensOut: out };
+    }
+    return {
+      ok: true,
+      maxOut,
+      lastCall,
+      release: async () => {
+        release();
+        await org.release();
+      },
+    };
   }
 
   /** The most output tokens a call to a model may have within what is left; null: no limit. */
@@ -429,6 +461,8 @@ export class Gateway implements ModelGateway {
       (x) => this.#byToken.delete(x.token),
       new Redactor(keys, SECRET_VALUE_MIN_BYTES),
       this.deps.fetch,
+      this.deps.budgets ?? null,
+      { orgId: run.agent.orgId, agentId: run.agent.id },
     );
     this.#byToken.set(token, s);
     return s;

@@ -19,6 +19,7 @@ import type {
   WireProtocol,
 } from "./types.js";
 import { addressRefusedIn } from "../net/connector.js";
+import { budgetName } from "./fallback.js";
 import { UsageMeter, type J, type Wire } from "./usage-meter.js";
 
 /** The formats the face speaks, by path (after an optional /v1). */
@@ -70,7 +71,7 @@ function refused(wire: Wire, r: BudgetRefusal, tokensIn: number, tokensOut: numb
   return new FaceError(
     wire === "anthropic" ? 403 : 429,
     "insufficient_quota",
-    `the run's budget cannot hold this call: it may use up to ${r.call_max} ${unit} (${tokensIn} tokens in, estimated, and up to ${tokensOut} out), and ${r.used} of ${r.max} ${unit} are used and ${r.reserved} held by calls under way; ask for fewer output tokens or raise the agent's limits`,
+    `${budgetName(r)} cannot hold this call: it may use up to ${r.call_max} ${unit} (${tokensIn} tokens in, estimated, and up to ${tokensOut} out), and ${r.used} of ${r.max} ${unit} are used and ${r.reserved} held by calls under way; ${r.scope ? "an owner or admin raises the organisation's budgets, or the period ends" : "ask for fewer output tokens or raise the agent's limits"}`,
   );
 }
 
@@ -367,7 +368,7 @@ export class ModelHttpFace {
         await this.#relay(res, up, session, wire, tokensIn, record);
         return;
       } finally {
-        release();
+        await release();
       }
     }
   }

@@ -62,6 +62,33 @@ export interface BudgetRefusal {
   reserved: number;
   call_max: number;
   on_limit: "stop" | "finish";
+  /** Set when the limit is an organisation's budget (of the organisation or of the agent), not the run's. */
+  scope?: "organisation" | "agent";
+  period?: "day" | "month";
+}
+
+/** A call an organisation's budget refused: of the organisation or of the agent, for a day or a month. */
+export type OrgBudgetRefusal = BudgetRefusal & {
+  scope: "organisation" | "agent";
+  period: "day" | "month";
+  on_limit: "stop";
+};
+
+/** A call's reservation in the organisation's budgets: let go once the call is counted. */
+export type OrgReservation =
+  { ok: true; release(): Promise<void> } | { ok: false; refusal: OrgBudgetRefusal };
+
+/**
+ * The organisations' budgets (per day and per month, of the organisation and per agent), held
+ * in the database: a call's maximum is reserved before it is sent (all or nothing, the rows
+ * locked), its real usage is counted once it is recorded.
+ */
+export interface OrgBudgetLedger {
+  reserve(
+    who: { orgId: string; agentId: string },
+    est: { tokens: number; usd: number },
+  ): Promise<OrgReservation>;
+  spend(who: { orgId: string; agentId: string }, used: { tokens: number; usd: number }): Promise<void>;
 }
 
 /** A call about to be sent, as the budget sees it. */
@@ -82,7 +109,7 @@ export interface CallEstimate {
  * `refused` (a `budget` event was written; `tokensOut`: the output it was held to).
  */
 export type Admission =
-  | { ok: true; maxOut: number | undefined; lastCall: boolean; release: () => void }
+  | { ok: true; maxOut: number | undefined; lastCall: boolean; release: () => Promise<void> }
   | { ok: false; spent: Extract<BudgetState, { ok: false }> }
   | { ok: false; refused: BudgetRefusal; tokensOut: number; spent?: undefined };
 

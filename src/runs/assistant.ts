@@ -9,7 +9,7 @@
 // without tools.
 import type { ModelMessage, ToolModelMessage } from "ai";
 import { homeOf } from "../machines/placement.js";
-import { BudgetStop, failureOf } from "../models/gateway.js";
+import { BudgetStop, budgetName, failureOf } from "../models/gateway.js";
 import { modelTurn, type TurnAnswer } from "../models/turn.js";
 import type { BudgetState } from "../models/types.js";
 import type { ToolsetFactory } from "../tools/types.js";
@@ -181,7 +181,7 @@ export class AssistantRunner implements AgentRunner {
         if (!("call_max" in st)) await events("budget", { ...st, step: counts.steps });
         const why =
           "call_max" in st
-            ? `the run's ${st.limit === "tokens" ? "token" : "dollar"} budget was reached (${st.used} of ${st.max} used, ${st.reserved} held; the next call may use up to ${st.call_max})`
+            ? `${budgetName(st)} was reached (${st.used} of ${st.max} used, ${st.reserved} held; the next call may use up to ${st.call_max})`
             : reachedOf(st);
         return done({ status: "failed", status_reason: `${why}; stopped`, output: last });
       }

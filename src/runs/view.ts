@@ -32,6 +32,7 @@ export function runView(r: RunRow): Run {
     receipt: r.receipt as RunReceipt | null,
     ...(r.usage ? { usage: r.usage as RunUsage } : {}),
     version: r.specVersion,
+    ...(r.outputDeletedAt ? { retained: false, output_deleted_at: r.outputDeletedAt.toISOString() } : {}),
   };
 }
 

@@ -84,6 +84,10 @@ export const evidencePacks = pgTable(
 export const orgGuardrails = pgTable("org_guardrails", {
   orgId: text("org_id").primaryKey(),
   toolPolicy: text("tool_policy").notNull(),
+  /** Hosts, domains below (*.example.com) and addresses or CIDRs no agent's program may reach, whatever its policy allows. */
+  networkDeny: jsonb("network_deny").$type<string[]>().notNull().default([]),
+  /** Days run outputs and traces are kept; null: kept for ever. */
+  retentionDays: integer("retention_days"),
   updatedBy: text("updated_by").notNull(),
   updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
 });

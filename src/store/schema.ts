@@ -209,6 +209,8 @@ export const runs = pgTable(
     createdAt: created(),
     startedAt: timestamp("started_at", { withTimezone: true, mode: "date" }),
     endedAt: timestamp("ended_at", { withTimezone: true, mode: "date" }),
+    /** When the organisation's retention deleted the run's output and trace (src/versions/retention.ts). */
+    outputDeletedAt: timestamp("output_deleted_at", { withTimezone: true, mode: "date" }),
   },
   (t) => [index("runs_agent_idx").on(t.agentId, t.createdAt), index("runs_status_idx").on(t.status)],
 );
@@ -414,3 +416,4 @@ export * from "./schema-areas.js";
 export * from "./schema-versions.js";
 export * from "./schema-schedules.js";
 export * from "./schema-workspaces.js";
+export * from "./schema-budgets.js";

@@ -1,17 +1,19 @@
 // Evidence packs: the governance record of a period (agents, versions with their diffs, runs
-// and receipts, approvals and their deciders, evaluation runs) as JSON Lines, each line
+// and receipts, approvals and their deciders, evaluation runs, the organisation's guardrails
+// and budgets with what the period's budgets counted) as JSON Lines, each line
 // naming the SHA-256 of the one before it, closed by a manifest of every line's digest, so
 // that a removed, added or edited line is detectable (`warren evidence verify PACK`). No
 // outputs, files or traces. Owners, admins and auditors may make and download one.
 import { createHash } from "node:crypto";
 import { gzipSync } from "node:zlib";
-import { and, asc, eq, gte, inArray, lt } from "drizzle-orm";
+import { and, asc, eq, gte, inArray, lt, lte, or } from "drizzle-orm";
 import type { AnyPgColumn } from "drizzle-orm/pg-core";
 import type { Access, Identity } from "../access/index.js";
 import { WarrenError } from "../errors.js";
 import { newId } from "../ids.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
+import { periodStart } from "./budgets.js";
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
@@ -189,6 +191,7 @@ export class Evidence {
           ended_at: e.endedAt,
         },
       });
+    records.push(...(await this.#governance(orgId, from, to, body.agent_ids)));
     const id = newId("evd");
     const createdAt = new Date();
     const header = {
@@ -216,6 +219,77 @@ export class Evidence {
       createdAt,
     });
     return { id, sha256: digest, bytes: gz.length };
+  }
+
+  /**
+   * The organisation's guardrails (tool policy, network deny list, retention) and budgets as
+   * they are when the pack is made, and what each day and month of the period counted.
+   */
+  async #governance(
+    orgId: string,
+    from: Date,
+    to: Date,
+    agentIds: string[] | undefined,
+  ): Promise<{ type: string; data: unknown }[]> {
+    const out: { type: string; data: unknown }[] = [];
+    const [g] = await this.db
+      .select()
+      .from(schema.orgGuardrails)
+      .where(eq(schema.orgGuardrails.orgId, orgId));
+    out.push({
+      type: "guardrails",
+      data: {
+        tool_policy: g?.toolPolicy ?? "",
+        network_deny: g?.networkDeny ?? [],
+        retention_days: g?.retentionDays ?? null,
+        updated_by: g?.updatedBy ?? null,
+        updated_at: g?.updatedAt ?? null,
+      },
+    });
+    // the organisation's own, and those of the agents asked for (all when none were)
+    const whose = (col: AnyPgColumn) => (agentIds ? inArray(col, ["", ...agentIds]) : undefined);
+    const limits = await this.db
+      .select()
+      .from(schema.orgBudgets)
+      .where(and(eq(schema.orgBudgets.orgId, orgId), whose(schema.orgBudgets.agentId)))
+      .orderBy(asc(schema.orgBudgets.agentId), asc(schema.orgBudgets.period));
+    for (const l of limits)
+      out.push({
+        type: "budget",
+        data: {
+          agent_id: l.agentId === "" ? null : l.agentId,
+          period: l.period,
+          max_usd: l.maxUsd,
+          max_tokens: l.maxTokens,
+          updated_by: l.updatedBy,
+          updated_at: l.updatedAt,
+        },
+      });
+    const u = schema.budgetUsage;
+    const last = new Date(to.getTime() - 1);
+    const inRange = (period: "day" | "month") =>
+      and(
+        eq(u.period, period),
+        gte(u.periodStart, periodStart(period, from)),
+        lte(u.periodStart, periodStart(period, last)),
+      );
+    const usage = await this.db
+      .select()
+      .from(u)
+      .where(and(eq(u.orgId, orgId), whose(u.agentId), or(inRange("day"), inRange("month"))))
+      .orderBy(asc(u.agentId), asc(u.period), asc(u.periodStart));
+    for (const r of usage)
+      out.push({
+        type: "budget_usage",
+        data: {
+          agent_id: r.agentId === "" ? null : r.agentId,
+          period: r.period,
+          period_start: r.periodStart,
+          used_usd: r.spentUsd,
+          used_tokens: r.spentTokens,
+        },
+      });
+    return out;
   }
 
   async download(who: Identity, id: string): Promise<Buffer> {

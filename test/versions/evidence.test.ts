@@ -64,6 +64,19 @@ for (const leg of dbLegs) {
         });
         assert.ok(r.status === 200 || r.status === 201, JSON.stringify(r.body));
       }
+      // the organisation's guardrails and budgets, which a pack carries
+      const g = await owner("PUT", `/api/orgs/${org}/guardrails`, {
+        network_deny: ["blocked.example", "10.9.0.0/16"],
+        retention_days: 90,
+      });
+      assert.equal(g.status, 200, JSON.stringify(g.body));
+      const b = await owner("PUT", `/api/orgs/${org}/budgets`, {
+        items: [
+          { period: "day", max_usd: 5 },
+          { agent_id: agent, period: "month", max_tokens: 1_000_000 },
+        ],
+      });
+      assert.equal(b.status, 200, JSON.stringify(b.body));
     });
     after(async () => {
       await t?.close();
@@ -95,7 +108,17 @@ for (const leg of dbLegs) {
       const parsed = lines.map((l) => JSON.parse(l));
       assert.deepEqual(
         parsed.map((p) => p.type),
-        ["header", "agent", "version", "version", "manifest"],
+        ["header", "agent", "version", "version", "guardrails", "budget", "budget", "manifest"],
+      );
+      assert.deepEqual(parsed[4].data.network_deny, ["blocked.example", "10.9.0.0/16"]);
+      assert.equal(parsed[4].data.retention_days, 90);
+      assert.equal(parsed[4].data.updated_by, OWNER);
+      assert.deepEqual(
+        [parsed[5].data, parsed[6].data].map((d) => [d.agent_id, d.period, d.max_usd, d.max_tokens]),
+        [
+          [null, "day", 5, null],
+          [agent, "month", null, 1_000_000],
+        ],
       );
       assert.equal(parsed[3].data.version, 2);
       assert.deepEqual(parsed[3].data.diff.instructions, { before: "one", after: "two" });
@@ -124,6 +147,19 @@ for (const leg of dbLegs) {
       assert.match(removed.out, /chain is broken|manifest lists/);
       const moved = await tampered("moved.gz", (l) => [l[0]!, l[2]!, l[1]!, ...l.slice(3)]);
       assert.equal(moved.code, 1);
+      // a guardrail or a budget edited after the fact (a deny entry dropped, a limit raised)
+      const guardrail = await tampered("guardrail.gz", (l) => {
+        l[4] = l[4]!.replace(',"10.9.0.0/16"', "");
+        return l;
+      });
+      assert.equal(guardrail.code, 1, guardrail.out);
+      assert.match(guardrail.out, /line 5: its SHA-256 is not the manifest's/);
+      const budget = await tampered("budget.gz", (l) => {
+        l[5] = l[5]!.replace('"max_usd":5', '"max_usd":500');
+        return l;
+      });
+      assert.equal(budget.code, 1, budget.out);
+      assert.match(budget.out, /line 6: its SHA-256 is not the manifest's/);
       const wrongDigest = await verify(file, ["--sha256", "0".repeat(64)]);
       assert.equal(wrongDigest.code, 1);
     });

@@ -1,0 +1,95 @@
+// The organisation's network deny list (its guardrails, written by owners and admins) bounds
+// every sandbox policy: the egress proxy refuses a host on it, or a host that resolves to an
+// address in a CIDR on it, even when the agent's own policy allows it. Connections are handed
+// to the server's bridges as boxd would; the upstreams are the egress suite's, on loopback.
+import assert from "node:assert/strict";
+import net from "node:net";
+import type { AddressInfo } from "node:net";
+import { after, before, describe, test } from "node:test";
+import { startTestServer, type TestServer } from "../support/server.js";
+import { startUpstreams, TEST_NAMES, type Upstreams } from "./upstreams.js";
+
+describe("the organisation's network deny list", () => {
+  let t: TestServer;
+  let up: Upstreams;
+  let front: net.Server;
+  let org: { id: string };
+  let machine: { id: string };
+  let a: { id: string; uid: number };
+  const accepted: net.Socket[] = [];
+
+  before(async () => {
+    up = await startUpstreams();
+    t = await startTestServer({
+      env: { WARREN_EGRESS_PRIVATE_ALLOW: `127.0.0.1:${up.httpPort}` },
+      egressHosts: Object.fromEntries(TEST_NAMES.map((n) => [n, ["127.0.0.1"]])),
+    });
+    org = (await t.call("POST", "/api/orgs", { name: "deny" })).body;
+    machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
+    a = (await t.call("POST", "/api/agents", { org_id: org.id, machine_id: machine.id, name: "a" })).body;
+    const allow = [`pkg.test:${up.httpPort}`, `api.example.com:${up.httpPort}`];
+    const set = await t.call("PATCH", `/api/agents/${a.id}`, { sandbox_policy: { network: { allow } } });
+    assert.equal(set.status, 200, JSON.stringify(set.body));
+    front = net.createServer({ allowHalfOpen: true }, (s) => accepted.push(s));
+    await new Promise<void>((r) => front.listen(0, "127.0.0.1", r));
+  });
+  after(async () => {
+    for (const s of accepted) s.destroy();
+    if (front) await new Promise((r) => front.close(r));
+    await t?.close();
+    await up?.close();
+  });
+
+  /** A plain HTTP request through the proxy, as the agent's program would send it. */
+  const get = async (host: string): Promise<string> => {
+    const client = net.connect((front.address() as AddressInfo).port, "127.0.0.1");
+    await new Promise((r) => client.once("connect", r));
+    while (accepted.length === 0 || accepted.at(-1)?.remotePort !== client.localPort)
+      await new Promise((r) => setTimeout(r, 5));
+    const server = accepted.at(-1) as net.Socket;
+    t.server.bridges.accept(machine.id, { id: 1, name: "egress", uid: a.uid }, () => Promise.resolve(server));
+    client.write(
+      `GET http://${host}:${up.httpPort}/hello HTTP/1.1\r\nHost: ${host}:${up.httpPort}\r\nConnection: close\r\n\r\n`,
+    );
+    let got = "";
+    client.on("data", (d: Buffer) => (got += d.toString()));
+    client.on("error", () => {});
+    await new Promise((r) => client.once("close", r));
+    return got;
+  };
+  const guardrails = (body: unknown) => t.call("PUT", `/api/orgs/${org.id}/guardrails`, body);
+
+  test("a host on the list is refused though the agent's policy allows it; others still pass", async () => {
+    assert.match(await get("api.example.com"), /^HTTP\/1.1 200[^]*hello from api.example.com/);
+    const set = await guardrails({ network_deny: ["api.example.com"] });
+    assert.equal(set.status, 200, JSON.stringify(set.body));
+    assert.deepEqual(set.body.network_deny, ["api.example.com"]);
+    assert.equal(set.body.tool_policy, "", "what the body leaves out is kept");
+    const seen = up.seen.length;
+    const refused = await get("api.example.com");
+    assert.match(refused, /^HTTP\/1.1 403[^]*api.example.com:\d+ is on the organisation's network deny list/);
+    assert.equal(up.seen.length, seen, "nothing reached the upstream");
+    assert.match(await get("pkg.test"), /^HTTP\/1.1 200[^]*hello from pkg.test/);
+    const rec = await t.call("GET", `/api/agents/${a.id}/egress?decision=refused`);
+    assert.equal(rec.body.items[0].host, "api.example.com");
+    assert.match(rec.body.items[0].reason, /deny list/);
+  });
+
+  test("a CIDR on the list refuses every name that resolves into it", async () => {
+    const set = await guardrails({ network_deny: ["127.0.0.0/8"] });
+    assert.equal(set.status, 200, JSON.stringify(set.body));
+    assert.match(
+      await get("pkg.test"),
+      /^HTTP\/1.1 403[^]*pkg.test resolves to an address on the organisation's network deny list \(127.0.0.0\/8\)/,
+    );
+    assert.equal((await guardrails({ network_deny: [] })).status, 200);
+    assert.match(await get("pkg.test"), /^HTTP\/1.1 200/);
+  });
+
+  test("an entry that is not a host, a domain, an address or a CIDR is refused with its place", async () => {
+    const r = await guardrails({ network_deny: ["pkg.test", "not a host"] });
+    assert.equal(r.status, 400);
+    assert.equal(r.body.error.code, "request.invalid");
+    assert.match(r.body.error.message, /^network_deny\.1: "not a host"/);
+  });
+});
