@@ -7,7 +7,7 @@ import { enforce, runChecks, stateProbes, type Probes } from "../boot/checks.js"
 import { createProvider, type BoxProvider } from "../boxes/index.js";
 import type { Config } from "../config/index.js";
 import type { StatePaths } from "../config/paths.js";
-import { createConnector, type GuardedFetch } from "../net/connector.js";
+import { createConnector, type ConnectorOptions, type GuardedFetch } from "../net/connector.js";
 import { OwnEndpoints } from "../net/own.js";
 import { AddressRule } from "../net/rule.js";
 import { createLogger, type Logger } from "../observability/log.js";
@@ -47,6 +47,8 @@ export interface Base {
   addressRule: AddressRule;
   /** The guarded fetch of every server-side fetch on an agent's behalf (http and MCP tools, model APIs). */
   connector: GuardedFetch;
+  /** The guarded connector with a deny list above the rule (an organisation's network deny list). */
+  connectorWith(deny: NonNullable<ConnectorOptions["deny"]>): GuardedFetch;
   /** The operator's policy file (workspace classes), read once at boot. */
   policy: Policy;
   /** Where agents' and flow instances' workspaces are. */
@@ -153,6 +155,7 @@ export async function openBase(config: Config, state: StatePaths, opts: BaseOpti
     own,
     addressRule,
     connector: createConnector({ rule: addressRule, own }),
+    connectorWith: (deny) => createConnector({ rule: addressRule, own, deny }),
     policy: policy.policy,
     workspaceLayout,
   };

@@ -10,6 +10,7 @@ import { Artifacts } from "../artifacts/index.js";
 import { Bridges } from "../bridges/index.js";
 import { Conversations, Personas } from "../conversations/index.js";
 import { Egress } from "../egress/service.js";
+import { denyListOf } from "../egress/policy.js";
 import { Exec } from "../exec/service.js";
 import { GuildDispatch } from "../dispatch/service.js";
 import { Guilds } from "../guilds/service.js";
@@ -171,6 +172,18 @@ export async function buildServices(
     logger,
     egress,
     fetch: base.connector,
+    // read at each hop of each fetch: a list changed while a run goes on bounds its next fetch
+    fetchFor: (orgId) =>
+      base.connectorWith(async (targets) => {
+        const deny = await guardrails.networkDenyOf(orgId);
+        if (deny.length === 0) return undefined;
+        const named = denyListOf(deny);
+        for (const target of targets) {
+          const entry = named(target);
+          if (entry !== undefined) return { target, entry };
+        }
+        return undefined;
+      }),
     artifacts,
     approvals,
     guardrailOf: async (orgId) => {

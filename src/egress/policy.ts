@@ -78,6 +78,15 @@ export function deniedBy(p: CompiledPolicy, t: Target): string | undefined {
   return matchIn(p.deny, t);
 }
 
+/**
+ * The organisation's deny list alone, for what the server fetches on an agent's behalf (its
+ * http and MCP tools, through the guarded connector): the entry naming a target, or undefined.
+ */
+export function denyListOf(deny: readonly string[]): (t: Target) => string | undefined {
+  const list = parsed(deny);
+  return (t) => matchIn(list, t);
+}
+
 function matchIn(list: CompiledPolicy["entries"], t: Target): string | undefined {
   for (const { text, entry } of list) {
     if (!portOk(entry, t.port)) continue;

@@ -44,6 +44,19 @@ export interface ConnectorOptions {
   lookup?: (name: string) => Promise<string[]>;
   /** The most redirects one call follows (default 10). */
   maxRedirects?: number;
+  /**
+   * A deny list above the rule (an organisation's network deny list, read at each hop): of
+   * the targets of a hop (the name as written, then each address it resolves to), the first
+   * it names and the entry naming it, which refuses the fetch.
+   */
+  deny?: (targets: DenyTarget[]) => Promise<{ target: DenyTarget; entry: string } | undefined>;
+}
+
+/** A target as a deny list sees it: a name, or an address (its text and bytes), and the port. */
+export interface DenyTarget {
+  host: string;
+  port: number;
+  ip: number[] | null;
 }
 
 /** Headers that stay when a redirect leaves the request's origin; every other one (keys, cookies, secrets) is dropped. */
@@ -111,6 +124,17 @@ export function createConnector(o: ConnectorOptions): GuardedFetch {
         throw new AddressRefused(
           where,
           host.kind === "name" ? `${host.name} resolves to ${v.reason}` : v.reason,
+        );
+    }
+    if (o.deny) {
+      const denied = await o.deny([
+        ...(host.kind === "name" ? [{ host: host.name, port, ip: null }] : []),
+        ...addrs.map((a) => ({ host: formatIp(a), port, ip: a })),
+      ]);
+      if (denied)
+        throw new AddressRefused(
+          where,
+          `${denied.target.ip && host.kind === "name" ? `${host.name} resolves to ${denied.target.host}, ` : ""}on the organisation's network deny list (${denied.entry})`,
         );
     }
     const first = addrs[0] ?? [];

@@ -35,6 +35,11 @@ export interface ToolsOptions {
   egress: Pick<Egress, "handler">;
   /** The guarded connector the http and MCP tools fetch through (the address rule's). */
   fetch: GuardedFetch;
+  /**
+   * The connector an organisation's agents' http and MCP tools fetch through: `fetch` bounded
+   * by the organisation's network deny list (what its sandbox policies are bounded by too).
+   */
+  fetchFor?: (orgId: string) => GuardedFetch;
   /** The artifact store, which the note, memory, record and script tools reach as the agent. */
   artifacts: Pick<Artifacts, "forAgent">;
   /** Where a call a permit asks approval for waits for a person's decision; without it, such a call is refused. */
@@ -364,16 +369,17 @@ export class Tools implements ToolsetFactory {
       },
     };
 
+    const fetch = o.fetchFor?.(agent.orgId) ?? o.fetch;
     const impls: ToolImpl[] = [];
     const connections: McpConnection[] = [];
     const warnings: string[] = [];
     for (const spec of ctx.spec.tools) {
       if (spec.type !== "builtin") for (const w of legacyHeaderWarnings(spec, headerValues)) warnings.push(w);
       if (spec.type === "builtin") impls.push(builtinTool(spec.name, env));
-      else if (spec.type === "http") impls.push(httpTool(spec, headerValues, secrets, o.fetch));
+      else if (spec.type === "http") impls.push(httpTool(spec, headerValues, secrets, fetch));
       else {
         try {
-          const c = await connectMcp(spec, headerValues, secrets, ctx.signal, o.fetch);
+          const c = await connectMcp(spec, headerValues, secrets, ctx.signal, fetch);
           connections.push(c);
           impls.push(...c.tools);
         } catch (err) {

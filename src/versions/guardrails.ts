@@ -40,6 +40,15 @@ export class Guardrails {
     return g?.toolPolicy ?? "";
   }
 
+  /** The organisation's network deny list ([] when it has none). */
+  async networkDenyOf(orgId: string): Promise<string[]> {
+    const [g] = await this.db
+      .select({ deny: schema.orgGuardrails.networkDeny })
+      .from(schema.orgGuardrails)
+      .where(eq(schema.orgGuardrails.orgId, orgId));
+    return g?.deny ?? [];
+  }
+
   async get(who: Identity, orgId: string): Promise<GuardrailsView> {
     await this.access.require(orgId, who, "read", "organisation");
     const [g] = await this.db

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import net from "node:net";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
+import { AgentSpec } from "../../src/contract/spec.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { startUpstreams, TEST_NAMES, type Upstreams } from "./upstreams.js";
 
@@ -84,6 +85,45 @@ describe("the organisation's network deny list", () => {
     );
     assert.equal((await guardrails({ network_deny: [] })).status, 200);
     assert.match(await get("pkg.test"), /^HTTP\/1.1 200/);
+  });
+
+  test("what the server fetches for the agent (its http tool) is bounded by the list too", async () => {
+    const runId = "run_denyhttp";
+    const set = await t.server.tools.open({
+      runId,
+      via: "loop",
+      workload: await t.server.workloads.openAgent(a.id, { run: { id: runId } }),
+      spec: AgentSpec.parse({
+        kind: "assistant",
+        model: { provider: "script", name: "s.json" },
+        tools: [{ type: "http", name: "api", base_url: `http://127.0.0.1:${up.httpPort}`, methods: ["GET"] }],
+        tool_policy: '@id("all") permit(principal, action, resource);',
+      }),
+      signal: new AbortController().signal,
+      record: async () => {},
+    });
+    try {
+      const ok = await set.call("api", { method: "GET", path: "/hello" });
+      assert.match(ok.output, /hello from/);
+      // every spelling of the address, in the list as an address, a CIDR and with a port
+      for (const deny of [
+        ["127.0.0.1"],
+        ["127.0.0.0/8"],
+        [`127.0.0.1:${up.httpPort}`],
+        ["::ffff:127.0.0.1"],
+      ]) {
+        assert.equal((await guardrails({ network_deny: deny })).status, 200);
+        const seen = up.seen.length;
+        const refused = await set.call("api", { method: "GET", path: "/hello" });
+        assert.match(refused.output, /on the organisation's network deny list/, `${deny}: ${refused.output}`);
+        assert.equal(up.seen.length, seen, `${deny}: nothing reached the upstream`);
+      }
+      assert.equal((await guardrails({ network_deny: ["10.0.0.0/8"] })).status, 200);
+      assert.match((await set.call("api", { method: "GET", path: "/hello" })).output, /hello from/);
+    } finally {
+      await set.close();
+      await guardrails({ network_deny: [] });
+    }
   });
 
   test("an entry that is not a host, a domain, an address or a CIDR is refused with its place", async () => {
