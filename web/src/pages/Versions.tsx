@@ -231,23 +231,25 @@ export function VersionsTab({ agentId, can }: { agentId: string; can: Can }) {
                     <td>{s?.runs ?? 0}</td>
                     <td>{s?.failures ?? 0}</td>
                     <td>${(s?.usd ?? 0).toFixed(4)}</td>
-                    <td className="buttons">
-                      <button
-                        type="button"
-                        onClick={() => setShown(v.version)}
-                        aria-pressed={shown === v.version}
-                      >
-                        View
-                      </button>
-                      {can.write && !v.current && (
-                        <Action
+                    <td>
+                      <div className="buttons">
+                        <button
                           type="button"
-                          busy={promote.isPending && promote.variables === v.version}
-                          onClick={() => promote.mutate(v.version)}
+                          onClick={() => setShown(v.version)}
+                          aria-pressed={shown === v.version}
                         >
-                          Make current
-                        </Action>
-                      )}
+                          View
+                        </button>
+                        {can.write && !v.current && (
+                          <Action
+                            type="button"
+                            busy={promote.isPending && promote.variables === v.version}
+                            onClick={() => promote.mutate(v.version)}
+                          >
+                            Make current
+                          </Action>
+                        )}
+                      </div>
                     </td>
                   </tr>
                 );
