@@ -24,7 +24,7 @@ const FLAGS = [
   "--disable-sync",
 ];
 /** Where screenshots go (test-results/web, not committed). */
-export const shotsDir = path.join(repo, "test-results", "web");
+const shotsDir = path.join(repo, "test-results", "web");
 
 export interface WebFixture {
   base: string;
