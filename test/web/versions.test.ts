@@ -3,11 +3,12 @@
 // model): the agent's Versions tab (each version's runs, failures and cost, a version read
 // whole, a diff of two, a canary started and ended, the gate's 409 said, then a promotion), and
 // waiting approvals on the organisation's page (denied with a message: the tool never ran) and
-// on a run's page (a stale decision's 409 said).
+// on a run's page (a stale decision's 409 said); a conversation the canary took says so.
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import { bucketOf } from "../../src/versions/service.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { waitFor } from "../conversations/support.js";
 import { TERMINAL_STATUSES } from "../support/agent-runs.js";
@@ -229,5 +230,36 @@ describe("versions and approvals in the app", { skip: boxSkipReason() ?? false }
     const after2 = (await api("GET", `/api/runs/${second.runId}/approvals`)).body.items[0];
     assert.equal(after2.status, "denied", "the stale allow changed nothing");
     assert.equal((await ended(second.runId)).status, "succeeded");
+  });
+  test("a conversation the canary took says its version on its page", async () => {
+    const made = await api("POST", "/api/agents", {
+      org_id: org.id,
+      machine_id: machine.id,
+      name: "talker",
+      kind: "assistant",
+      model: { provider: "script", name: "one.json" },
+    });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const agentId = made.body.id as string;
+    const v2 = await api("POST", `/api/agents/${agentId}/versions`, {
+      model: { provider: "script", name: "two.json" },
+    });
+    assert.equal(
+      (await api("PUT", `/api/agents/${agentId}/canary`, { version: v2.body.version, share: 0.5 })).status,
+      200,
+    );
+    let k = 0;
+    while (bucketOf(agentId, `key-${k}`) >= 0.5) k++;
+    const onCanary = await api("POST", `/api/agents/${agentId}/conversations`, { routing_key: `key-${k}` });
+    assert.equal(onCanary.body.spec_version, v2.body.version);
+    const page = await web.personAt(OWNER);
+    await page.goto(`${web.base}/agents/${agentId}/conversations/${onCanary.body.id}`);
+    await page.getByTestId("conversation-version").getByText(`version ${v2.body.version} (canary)`).waitFor();
+    k = 0;
+    while (bucketOf(agentId, `key-${k}`) < 0.5) k++;
+    const off = await api("POST", `/api/agents/${agentId}/conversations`, { routing_key: `key-${k}` });
+    await page.goto(`${web.base}/agents/${agentId}/conversations/${off.body.id}`);
+    await page.getByTestId("stream-state").waitFor();
+    assert.equal(await page.getByTestId("conversation-version").count(), 0);
   });
 });
