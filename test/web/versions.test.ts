@@ -12,38 +12,35 @@ import { bucketOf } from "../../src/versions/service.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { waitFor } from "../conversations/support.js";
 import { TERMINAL_STATUSES } from "../support/agent-runs.js";
-import { startWeb, type WebFixture } from "../support/browser.js";
+import { OWNER, startWebApp, type WebApp } from "./fixture.js";
 
-const OWNER = "owner@example.com";
 const POLICY = `@id("writes") @approval("required") permit(principal, action, resource == Tool::"write_file");`;
 
 describe("versions and approvals in the app", { skip: boxSkipReason() ?? false }, () => {
-  let web: WebFixture;
+  let web: WebApp;
   let org: { id: string };
   let machine: { id: string };
 
-  const api = (method: string, url: string, body?: unknown) => web.api(OWNER, method, url, body);
+  const api = (method: string, url: string, body?: object) => web.api(method, url, body);
   const ended = (runId: string) =>
     waitFor(`run ${runId} to end`, async () => {
       const r = (await api("GET", `/api/runs/${runId}`)).body;
       return TERMINAL_STATUSES.includes(r.status) ? r : null;
     });
   const putFile = async (agentId: string, p: string, data: string) => {
-    const r = await fetch(`${web.base}/api/agents/${agentId}/files/${p}`, {
-      method: "PUT",
-      headers: { "x-forwarded-email": OWNER, "content-type": "application/octet-stream" },
-      body: data,
+    const r = await web.api("PUT", `/api/agents/${agentId}/files/${p}`, data, {
+      type: "application/octet-stream",
     });
-    assert.equal(r.status, 204, await r.text());
+    assert.equal(r.status, 204, r.text);
   };
 
   before(async () => {
-    web = await startWeb();
+    web = await startWebApp("versions");
     org = (await api("POST", "/api/orgs", { name: "Governed" })).body;
     machine = (await api("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
   });
   after(async () => {
-    await web?.close(OWNER);
+    await web?.stop();
   });
 
   test("the Versions tab: stats side by side, a version read whole, a diff, a canary, the gate's 409, a promotion", async () => {
@@ -71,7 +68,7 @@ describe("versions and approvals in the app", { skip: boxSkipReason() ?? false }
       await ended(r.body.id);
     }
 
-    const page = await web.personAt(OWNER);
+    const page = await web.person(OWNER);
     await page.goto(`${web.base}/agents/${agentId}/versions`);
     const table = page.getByTestId("versions");
     const row = (n: number) => table.locator(`tr[data-version="${n}"]`);
@@ -170,7 +167,7 @@ describe("versions and approvals in the app", { skip: boxSkipReason() ?? false }
 
     // the organisation's page: the waiting call whole, denied with a message
     const first = await start();
-    const page = await web.personAt(OWNER);
+    const page = await web.person(OWNER);
     await page.goto(`${web.base}/orgs/${org.id}`);
     const card = page.getByRole("article", { name: `approval ${first.approval.id}` });
     await card.waitFor();
@@ -252,7 +249,7 @@ describe("versions and approvals in the app", { skip: boxSkipReason() ?? false }
     while (bucketOf(agentId, `key-${k}`) >= 0.5) k++;
     const onCanary = await api("POST", `/api/agents/${agentId}/conversations`, { routing_key: `key-${k}` });
     assert.equal(onCanary.body.spec_version, v2.body.version);
-    const page = await web.personAt(OWNER);
+    const page = await web.person(OWNER);
     await page.goto(`${web.base}/agents/${agentId}/conversations/${onCanary.body.id}`);
     await page.getByTestId("conversation-version").getByText(`version ${v2.body.version} (canary)`).waitFor();
     k = 0;
