@@ -47,7 +47,10 @@ test("the texts themselves: the overview and a command's help, word for word", (
       "  schedules      standing orders to run an agent (cron or every N seconds)\n" +
       "  chat           talk with an agent\n" +
       "  conversations  an agent's conversations (talk with `warren chat`)\n" +
+      "  versions       an agent's versions: list, read, make current\n" +
+      "  canary         an agent's canary: a share of runs sent to another version\n" +
       "  evals          an agent's evaluation suites and runs\n" +
+      "  approvals      tool calls that wait for a person's decision\n" +
       "  evidence       evidence packs: the governance record of a period\n" +
       "  files          files of an agent's home\n" +
       "  artifacts      notes, memories, scripts and collection records\n" +

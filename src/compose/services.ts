@@ -299,6 +299,7 @@ export async function buildServices(
     logger,
     // a conversation held in a flow instance: its turns work in the instance's /workspace
     instanceOf: (conversationId) => flows.instanceOf(conversationId),
+    canaryFor: (agent, key) => versions.canaryFor(agent, key),
   });
   // guild dispatch: a guild's messages, each a turn of one of its agents' conversations
   const dispatch = new GuildDispatch({ db, access, agents, conversations, runners, registry, logger });

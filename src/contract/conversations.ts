@@ -23,6 +23,13 @@ export const Conversation = z
     base: z.string().nullable().optional(),
     created_at: z.string(),
     last_message_at: z.string().nullable(),
+    spec_version: z
+      .number()
+      .nullable()
+      .optional()
+      .describe(
+        "the version its turns run, kept for its whole life, when the canary took it at its start; null: the agent's current version at each turn",
+      ),
     last_event_id: z
       .number()
       .describe("the id of its latest event (0: none yet); the stream resumes after one"),
@@ -35,6 +42,14 @@ export const ConversationCreateRequest = z
     title: z.string().max(200).optional(),
     persona_id: idOf("prs").optional().describe("the persona whose narrowing every turn keeps"),
     repo: z.string().max(500).optional(),
+    routing_key: z
+      .string()
+      .min(1)
+      .max(256)
+      .optional()
+      .describe(
+        "the key of the canary's sticky routing (as a run's); default the conversation's id. A conversation the canary takes keeps its version for its whole life",
+      ),
   })
   .strict()
   .meta({ id: "ConversationCreateRequest" });

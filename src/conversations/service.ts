@@ -7,7 +7,8 @@
 // the next message goes on from the transcript, on a fresh box if need be.
 import { and, asc, desc, eq, gt, inArray, isNull, like, or, sql } from "drizzle-orm";
 import type { Access, Identity } from "../access/index.js";
-import type { Agents } from "../agents/service.js";
+import type { AgentRow, Agents } from "../agents/service.js";
+import type { AgentSpec } from "../contract/spec.js";
 import { narrow, type Fence } from "../areas/fence.js";
 import type { BranchRow, Branches } from "./branches.js";
 import type { Areas } from "../areas/service.js";
@@ -41,7 +42,7 @@ type MessageRow = typeof schema.conversationMessages.$inferSelect;
 export interface ConversationsOptions {
   db: Db;
   access: Access;
-  agents: Pick<Agents, "load" | "specOf" | "machineOf">;
+  agents: Pick<Agents, "load" | "specOf" | "specAt" | "machineOf">;
   personas: Personas;
   areas: Pick<Areas, "foldersOf">;
   branches: Branches;
@@ -54,6 +55,9 @@ export interface ConversationsOptions {
   logger: Logger;
   /** The flow instance a conversation is held in (its turns' /workspace is the instance's). */
   instanceOf?: ((conversationId: string) => Promise<InstanceRef | undefined>) | undefined;
+  /** The canary's version when a routing key falls in its share (src/versions), else null. */
+  canaryFor?:
+    ((agent: AgentRow, key: string) => Promise<{ spec: AgentSpec; version: number } | null>) | undefined;
 }
 
 /** Who someone is in a conversation: their identity and a name (the email's local part). */
@@ -61,7 +65,7 @@ function authorOf(who: Identity): { user_id: string; email: string; name: string
   return { user_id: who.userId, email: who.email, name: who.email.split("@")[0] ?? who.email };
 }
 
-function view(c: ConversationRow, b: BranchRow | null = null): Conversation {
+function view(c: ConversationRow, b: BranchRow | null = null, pinned?: number | null): Conversation {
   return {
     id: c.id,
     agent_id: c.agentId,
@@ -77,6 +81,7 @@ function view(c: ConversationRow, b: BranchRow | null = null): Conversation {
     created_at: c.createdAt.toISOString(),
     last_message_at: c.lastMessageAt?.toISOString() ?? null,
     last_event_id: c.eventSeq,
+    ...(pinned !== undefined ? { spec_version: pinned } : {}),
   };
 }
 
@@ -143,7 +148,10 @@ export class Conversations {
   async create(who: Identity, agentId: string, body: ConversationCreateRequest): Promise<Conversation> {
     const o = this.#o;
     const agent = await o.agents.load(who, agentId, "converse");
-    const { spec, version } = await o.agents.specOf(agent);
+    const id = newId("cnv");
+    // the canary takes a share of new conversations by the runs' sticky rule, for their whole life
+    const canary = (await o.canaryFor?.(agent, body.routing_key ?? id)) ?? null;
+    const { spec, version } = canary ?? (await o.agents.specOf(agent));
     // an agent that does not think (kind command) holds no conversation
     planAgentRun(spec, version, o.runners, undefined);
     const persona = body.persona_id ? await o.personas.of(agent.id, body.persona_id) : null;
@@ -157,7 +165,7 @@ export class Conversations {
     const [row] = await o.db
       .insert(schema.conversations)
       .values({
-        id: newId("cnv"),
+        id,
         orgId: agent.orgId,
         agentId: agent.id,
         // stored like every record of the agent's work: redacted of its secrets
@@ -170,10 +178,13 @@ export class Conversations {
       })
       .returning();
     if (!row) throw new Error("conversation insert returned nothing");
-    if (body.repo === undefined) return view(row);
+    if (canary)
+      await o.db.insert(schema.conversationVersions).values({ conversationId: id, version: canary.version });
+    const pinned = canary?.version ?? null;
+    if (body.repo === undefined) return view(row, null, pinned);
     try {
       const fence = await this.#fenceOf(row, persona);
-      return view(row, await o.branches.create(agent, row.id, body.repo, fence));
+      return view(row, await o.branches.create(agent, row.id, body.repo, fence), pinned);
     } catch (err) {
       await o.db.delete(schema.conversations).where(eq(schema.conversations.id, row.id));
       throw err;
@@ -209,12 +220,33 @@ export class Conversations {
             .select()
             .from(schema.conversationBranches)
             .where(inArray(schema.conversationBranches.conversationId, withRepo));
-    return rows.map((r) => view(r, branches.find((b) => b.conversationId === r.id) ?? null));
+    const pins = await this.#pinned(rows.map((r) => r.id));
+    return rows.map((r) =>
+      view(r, branches.find((b) => b.conversationId === r.id) ?? null, pins.get(r.id) ?? null),
+    );
   }
 
   async get(who: Identity, id: string): Promise<Conversation> {
     const c = await this.#load(who, id, "read");
-    return view(c, await this.#o.branches.of(c.id));
+    return view(c, await this.#o.branches.of(c.id), (await this.#pinned([c.id])).get(c.id) ?? null);
+  }
+
+  /** The versions the canary gave conversations at their start, by conversation. */
+  async #pinned(ids: string[]): Promise<Map<string, number>> {
+    if (ids.length === 0) return new Map();
+    const v = schema.conversationVersions;
+    const rows = await this.#o.db.select().from(v).where(inArray(v.conversationId, ids));
+    return new Map(rows.map((r) => [r.conversationId, r.version]));
+  }
+
+  /** The spec and version a turn runs: the one the canary gave at the start, else the current one. */
+  async #specOf(
+    agent: AgentRow,
+    conversationId: string,
+  ): Promise<{ spec: AgentSpec; version: number | null }> {
+    const pinned = (await this.#pinned([conversationId])).get(conversationId);
+    const spec = pinned === undefined ? null : await this.#o.agents.specAt(agent.id, pinned);
+    return spec && pinned !== undefined ? { spec, version: pinned } : this.#o.agents.specOf(agent);
   }
 
   /** The agent of a conversation, for the caller who reached the conversation. */
@@ -296,7 +328,7 @@ export class Conversations {
     const instance = await o.instanceOf?.(c.id);
     const agent = await o.agents.load(who, c.agentId, "converse");
     const machine = await o.agents.machineOf(agent);
-    const current = await o.agents.specOf(agent);
+    const current = await this.#specOf(agent, c.id);
     const persona = await o.personas.find(c.personaId);
     const plan = planAgentRun(narrowSpec(current.spec, persona), current.version, o.runners, undefined);
     const runId = newId("run");

@@ -13,7 +13,7 @@ import {
   uniqueIndex,
 } from "drizzle-orm/pg-core";
 import { created } from "./columns.js";
-import { agents } from "./schema.js";
+import { agents, conversations } from "./schema.js";
 
 /**
  * A person's decision on one exact tool call: the run and the model's call id, the tool, its
@@ -143,4 +143,15 @@ export const agentEvalGates = pgTable("agent_eval_gates", {
     .primaryKey()
     .references(() => agents.id, { onDelete: "cascade" }),
   suiteName: text("suite_name").notNull(),
+});
+
+/**
+ * The version a conversation keeps for its whole life when the canary chose it at its start
+ * (sticky by its routing key); a conversation without a row runs the current version.
+ */
+export const conversationVersions = pgTable("conversation_versions", {
+  conversationId: text("conversation_id")
+    .primaryKey()
+    .references(() => conversations.id, { onDelete: "cascade" }),
+  version: integer("version").notNull(),
 });

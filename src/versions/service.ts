@@ -221,11 +221,19 @@ export class Versions {
         });
       return { spec, version: ask.version };
     }
-    const c = await this.#canaryRow(agent.id);
-    if (c && bucketOf(agent.id, ask.routing_key ?? randomUUID()) < c.share) {
-      const spec = await this.#o.agents.specAt(agent.id, c.version);
-      if (spec) return { spec, version: c.version };
-    }
+    const canary = await this.canaryFor(agent, ask.routing_key ?? randomUUID());
+    if (canary) return canary;
     return this.#o.agents.specOf(agent);
+  }
+
+  /**
+   * The canary's version and spec when `key` falls in its share (the same rule for runs and
+   * new conversations: the same key, the same side), else null.
+   */
+  async canaryFor(agent: AgentRow, key: string): Promise<{ spec: AgentSpec; version: number } | null> {
+    const c = await this.#canaryRow(agent.id);
+    if (!c || bucketOf(agent.id, key) >= c.share) return null;
+    const spec = await this.#o.agents.specAt(agent.id, c.version);
+    return spec ? { spec, version: c.version } : null;
   }
 }

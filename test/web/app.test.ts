@@ -492,12 +492,16 @@ describe("the operator app", { concurrency: false }, () => {
       "Runs",
       "Conversations",
       "Schedules",
+      "Versions",
       "Files",
       "Terminal",
       "Usage",
       "Egress",
       "Settings",
     ]);
+    await viewer.goto(`${base}/agents/${agentId}/versions`);
+    await viewer.locator('[data-testid="versions"], .tabpanel .empty').first().waitFor();
+    assert.equal(await viewer.getByRole("button", { name: /Make current|canary/ }).count(), 0);
     await viewer.goto(`${base}/agents/${agentId}/conversations`);
     await viewer.getByText(/No conversations yet\. An editor can start one\./).waitFor();
     assert.equal(await viewer.getByRole("button", { name: "Start conversation" }).count(), 0);
@@ -540,7 +544,7 @@ describe("the operator app", { concurrency: false }, () => {
     await auditor.goto(`${base}/agents/${agentId}/runs`);
     await auditor.getByTestId("runs").getByText("succeeded").waitFor();
     const tabs = await auditor.getByRole("navigation", { name: "agent" }).getByRole("link").allInnerTexts();
-    assert.deepEqual(tabs, ["Overview", "Runs", "Schedules", "Usage", "Settings"]);
+    assert.deepEqual(tabs, ["Overview", "Runs", "Schedules", "Versions", "Usage", "Settings"]);
     await auditor.goto(`${base}/agents/${agentId}/runs/${runId}`);
     await auditor
       .getByText(/Your role \(auditor\) sees the record of a run without its output or trace/)

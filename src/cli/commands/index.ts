@@ -23,6 +23,7 @@ import { secrets } from "./secrets.js";
 import { serve } from "./serve.js";
 import { shell } from "./shell.js";
 import { usage } from "./usage.js";
+import { approvals, canary, versions } from "./versions.js";
 
 export const groups: readonly Group[] = [
   serve,
@@ -37,7 +38,10 @@ export const groups: readonly Group[] = [
   schedules,
   chat,
   conversations,
+  versions,
+  canary,
   evals,
+  approvals,
   evidence,
   files,
   artifacts,

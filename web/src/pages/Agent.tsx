@@ -13,6 +13,7 @@ import { SpecView } from "./Spec";
 import { EgressTab } from "./Egress";
 import { ConversationsTab } from "./Conversations";
 import { SchedulesTab } from "./Schedules";
+import { VersionsTab } from "./Versions";
 
 const TerminalTab = lazy(() => import("../terminal/TerminalTab").then((m) => ({ default: m.TerminalTab })));
 
@@ -21,6 +22,7 @@ const TABS = [
   { id: "runs", label: "Runs", needs: "read" },
   { id: "conversations", label: "Conversations", needs: "inspect" },
   { id: "schedules", label: "Schedules", needs: "read" },
+  { id: "versions", label: "Versions", needs: "read" },
   { id: "files", label: "Files", needs: "inspect" },
   { id: "terminal", label: "Terminal", needs: "inspect" },
   { id: "usage", label: "Usage", needs: "read" },
@@ -142,6 +144,8 @@ export function AgentPage({ id, tab }: { id: string; tab: string }) {
           <ConversationsTab agentId={id} can={can} />
         ) : current.id === "schedules" ? (
           <SchedulesTab agentId={id} can={can} />
+        ) : current.id === "versions" ? (
+          <VersionsTab agentId={id} can={can} />
         ) : current.id === "files" ? (
           <FilesTab agentId={id} can={can} />
         ) : current.id === "terminal" ? (

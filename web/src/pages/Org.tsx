@@ -5,6 +5,7 @@ import { ROLES, type Machine, type Role } from "warren/sdk";
 import { keys, useCan, useOrgs, warren } from "../api";
 import { MaxDisk, startingMaxDisk, type DiskFigures } from "../disk";
 import { AreasSection } from "./Areas";
+import { OrgApprovals } from "./Approvals";
 import { Link, navigate, useTitle } from "../router";
 import { Action, Dialog, Empty, ErrorBox, Loading, mib, StatusBadge } from "../ui";
 
@@ -61,6 +62,7 @@ export function OrgPage({ id }: { id: string }) {
         <Link href={`/secrets?org=${id}`}>Secrets of this organisation</Link> ·{" "}
         <Link href={`/orgs/${id}/notes`}>Notes</Link> · <Link href={`/orgs/${id}/tables`}>Tables</Link>
       </p>
+      <OrgApprovals orgId={id} can={can} />
 
       <h2>Machines</h2>
       <ErrorBox error={machines.error} />

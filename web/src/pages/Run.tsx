@@ -7,6 +7,7 @@ import { keys, useCan, warren } from "../api";
 import { Link, useTitle } from "../router";
 import { useEventStream, type LiveEvent } from "../stream";
 import { Action, bytes, Empty, ErrorBox, Loading, StatusBadge, when } from "../ui";
+import { RunApprovals } from "./Approvals";
 
 /** A value of an event as short text. */
 const text = (v: unknown): string =>
@@ -130,6 +131,7 @@ export function RunPage({ agentId, runId }: { agentId: string; runId: string }) 
             </Action>
           )}
           <ErrorBox error={cancel.error} />
+          <RunApprovals runId={runId} can={can} live={!ended} />
           {r.usage && (
             <p className="sub" data-testid="run-usage">
               {r.usage.steps} steps · {r.usage.tool_calls} tool calls ({r.usage.tool_refusals} refused) ·{" "}

@@ -163,6 +163,15 @@ export function ThreadPage({ agentId, conversationId }: { agentId: string; conve
                 {personas.data?.find((p) => p.id === c.persona_id)?.name ?? <code>{c.persona_id}</code>}
               </>
             ) : null}
+            {typeof c.spec_version === "number" && (
+              <span
+                data-testid="conversation-version"
+                title="the canary took it at its start: kept for its life"
+              >
+                {" "}
+                · version {c.spec_version} (canary)
+              </span>
+            )}
             {" · "}
             <span data-testid="stream-state">{stream.state === "open" ? "live" : stream.state}</span>
           </p>

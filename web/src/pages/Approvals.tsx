@@ -1,0 +1,209 @@
+// Tool calls waiting for a person's decision: the organisation's (on its page) and a run's (on
+// the run's page). Each shows the exact call (tool, arguments, the policy version that asked,
+// the arguments' SHA-256); Allow and Deny send that digest, so a decision never lands on
+// another call: one that is no longer waiting, or whose arguments changed, is 409 approval.stale.
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useState } from "react";
+import type { Approval } from "warren/sdk";
+import { describeError, warren, type Can } from "../api";
+import { Link } from "../router";
+import { Action, Empty, ErrorBox, Loading, StatusBadge, when } from "../ui";
+
+const approvalKeys = {
+  org: (org: string) => ["approvals", "org", org] as const,
+  run: (run: string) => ["approvals", "run", run] as const,
+};
+
+function ApprovalCard({
+  a,
+  canDecide,
+  onDecided,
+  onStale,
+}: {
+  a: Approval;
+  canDecide: boolean;
+  onDecided: () => void;
+  onStale: (err: unknown) => void;
+}) {
+  const [message, setMessage] = useState("");
+  const decide = useMutation({
+    mutationFn: (decision: "allow" | "deny") =>
+      warren.approvals.decide(a.id, {
+        decision,
+        args_sha256: a.args_sha256,
+        ...(message.trim() ? { message: message.trim() } : {}),
+      }),
+    onSuccess: onDecided,
+    // a stale decision is said above the list, which is read again (this call may leave it)
+    onError: (err) => {
+      if (describeError(err).code === "approval.stale") onStale(err);
+    },
+  });
+  const stale = decide.error !== null && describeError(decide.error).code === "approval.stale";
+  return (
+    <article className="card approval" data-testid="approval" aria-label={`approval ${a.id}`}>
+      <h3>
+        <code>{a.tool}</code> <StatusBadge status={a.status} />
+      </h3>
+      <dl>
+        <dt>Run</dt>
+        <dd>
+          <Link href={`/agents/${a.agent_id}/runs/${a.run_id}`}>{a.run_id}</Link>
+        </dd>
+        <dt>Call</dt>
+        <dd>
+          <code>{a.tool_call_id}</code>
+        </dd>
+        <dt>Policy version</dt>
+        <dd data-testid="policy-version">{a.policy_version ?? "—"}</dd>
+        <dt>SHA-256</dt>
+        <dd>
+          <code data-testid="sha256">{a.args_sha256}</code>
+        </dd>
+        <dt>Asked</dt>
+        <dd>{when(a.created_at)}</dd>
+        {a.status !== "waiting" && (
+          <>
+            <dt>Decided</dt>
+            <dd>
+              {a.decided_by ?? "—"}, {when(a.decided_at)}
+              {a.message ? `: “${a.message}”` : ""}
+            </dd>
+          </>
+        )}
+      </dl>
+      <pre className="env" data-testid="arguments">
+        {JSON.stringify(a.arguments, null, 2)}
+      </pre>
+      {a.status === "waiting" && canDecide && (
+        <form
+          className="inline"
+          aria-label={`decide ${a.id}`}
+          onSubmit={(e) => {
+            e.preventDefault();
+            decide.mutate("deny");
+          }}
+        >
+          <label className="grow">
+            Message (a denial's is the model's answer)
+            <input
+              name="message"
+              value={message}
+              onChange={(e) => setMessage(e.target.value)}
+              maxLength={4096}
+            />
+          </label>
+          <Action type="button" onClick={() => decide.mutate("allow")} busy={decide.isPending}>
+            Allow
+          </Action>
+          <Action type="submit" busy={decide.isPending}>
+            Deny
+          </Action>
+        </form>
+      )}
+      {!stale && <ErrorBox error={decide.error} />}
+    </article>
+  );
+}
+
+function ApprovalList({
+  items,
+  can,
+  onDecided,
+  empty,
+}: {
+  items: Approval[];
+  can: Can;
+  onDecided: () => void;
+  empty: string;
+}) {
+  const [stale, setStale] = useState<{ tool: string; sha: string; err: unknown } | null>(null);
+  return (
+    <>
+      {stale && (
+        <div data-testid="stale">
+          <ErrorBox error={stale.err} />
+          <p className="warn">
+            Your decision on <code>{stale.tool}</code> (SHA-256 <code>{stale.sha.slice(0, 12)}…</code>) was
+            refused: the call it named is no longer the one waiting, or its arguments changed. Nothing was
+            decided by it. The list below is read again: decide on what it shows now.{" "}
+            <button type="button" className="link" onClick={() => setStale(null)}>
+              Dismiss
+            </button>
+          </p>
+        </div>
+      )}
+      {items.length === 0 ? (
+        <Empty>{empty}</Empty>
+      ) : (
+        <div className="cards" data-testid="approvals">
+          {items.map((a) => (
+            <ApprovalCard
+              key={a.id}
+              a={a}
+              canDecide={can.write}
+              onDecided={onDecided}
+              onStale={(err) => {
+                setStale({ tool: a.tool, sha: a.args_sha256, err });
+                onDecided();
+              }}
+            />
+          ))}
+        </div>
+      )}
+    </>
+  );
+}
+
+/** The organisation's waiting approvals, read again every few seconds. */
+export function OrgApprovals({ orgId, can }: { orgId: string; can: Can }) {
+  const qc = useQueryClient();
+  const q = useQuery({
+    queryKey: approvalKeys.org(orgId),
+    queryFn: () => warren.approvals.ofOrg(orgId, "waiting").then((l) => l.items),
+    refetchInterval: 3000,
+  });
+  return (
+    <section aria-label="waiting approvals">
+      <h2>Waiting approvals</h2>
+      <ErrorBox error={q.error} />
+      {q.isPending ? (
+        <Loading rows={1} />
+      ) : (
+        <ApprovalList
+          items={q.data ?? []}
+          can={can}
+          onDecided={() => void qc.invalidateQueries({ queryKey: approvalKeys.org(orgId) })}
+          empty="No tool call waits for a decision."
+        />
+      )}
+    </section>
+  );
+}
+
+/** A run's approvals: each call that asked a person, and what was decided. */
+export function RunApprovals({ runId, can, live }: { runId: string; can: Can; live: boolean }) {
+  const qc = useQueryClient();
+  const q = useQuery({
+    queryKey: approvalKeys.run(runId),
+    queryFn: () => warren.approvals.ofRun(runId).then((l) => l.items),
+    refetchInterval: live ? 1500 : false,
+  });
+  if (q.data?.length === 0 && !live) return null;
+  return (
+    <section aria-label="approvals">
+      <h2>Approvals</h2>
+      <ErrorBox error={q.error} />
+      {q.isPending ? (
+        <Loading rows={1} />
+      ) : (
+        <ApprovalList
+          items={q.data ?? []}
+          can={can}
+          onDecided={() => void qc.invalidateQueries({ queryKey: approvalKeys.run(runId) })}
+          empty="No tool call of this run asked for a decision."
+        />
+      )}
+    </section>
+  );
+}
