@@ -105,7 +105,7 @@ for (const leg of dbLegs)
       assert.deepEqual(list.body.items, [{ name: "support", folders: ["support"], revision: 1 }]);
     });
 
-    test("tiers: an admin is refused an area, a guest needs one, an unknown area is refused, a held area cannot go", async () => {
+    test("tiers: an admin is refused an area, an editor and a guest need one, an unknown area is refused, a held area cannot go", async () => {
       const admin = await owner("PUT", `/api/orgs/${org}/members`, {
         email: ADMIN,
         role: "admin",
@@ -121,7 +121,19 @@ for (const leg of dbLegs)
       assert.equal(ownerArea.body.error.code, "area.not_allowed");
       const guest = await owner("PUT", `/api/orgs/${org}/members`, { email: GUEST, role: "guest" });
       assert.equal(guest.status, 400);
+      assert.equal(guest.body.error.code, "area.required");
       assert.match(guest.body.error.message, /^areas: a guest needs at least one area/);
+      // an editor needs one too: it is where they may change files
+      for (const areas of [undefined, []]) {
+        const editor = await owner("PUT", `/api/orgs/${org}/members`, {
+          email: SUPPORT,
+          role: "editor",
+          areas,
+        });
+        assert.equal(editor.status, 400, JSON.stringify(editor.body));
+        assert.equal(editor.body.error.code, "area.required");
+        assert.match(editor.body.error.message, /^areas: an editor needs at least one area/);
+      }
       const ghost = await owner("PUT", `/api/orgs/${org}/members`, {
         email: SUPPORT,
         role: "editor",
