@@ -6,9 +6,9 @@
 // order. A turn cut short by its box stopping or the server stopping is marked interrupted;
 // the next message goes on from the transcript, on a fresh box if need be.
 import { and, asc, desc, eq, gt, inArray, isNull, like, or, sql } from "drizzle-orm";
-import type { Access, Identity } from "../access/index.js";
+import { allows, type Access, type Identity } from "../access/index.js";
 import type { Agents } from "../agents/service.js";
-import { narrow, type Fence } from "../areas/fence.js";
+import { narrow, standing, type Fence } from "../areas/fence.js";
 import type { BranchRow, Branches } from "./branches.js";
 import type { Areas } from "../areas/service.js";
 import type {
@@ -43,7 +43,7 @@ export interface ConversationsOptions {
   access: Access;
   agents: Pick<Agents, "load" | "specOf" | "machineOf">;
   personas: Personas;
-  areas: Pick<Areas, "foldersOf">;
+  areas: Pick<Areas, "foldersOf" | "fenceOf">;
   branches: Branches;
   records: Records;
   recorder: RunRecorder;
@@ -109,20 +109,36 @@ export class Conversations {
   }
 
   /**
-   * A conversation the caller may reach. A member who holds areas (a guest always does) reaches
-   * only the conversations they started, and talks in them (converse) rather than writes.
+   * A conversation the caller may reach. A member who holds areas (a guest always does) talks
+   * (converse) in the conversations they started, and reads (never writes) another's only when
+   * everything it holds lies inside their own areas; any other is not found.
    */
   async #load(who: Identity, id: string, perm: "read" | "inspect" | "write"): Promise<ConversationRow> {
     const [c] = await this.#o.db.select().from(schema.conversations).where(eq(schema.conversations.id, id));
     if (!c) throw new WarrenError("not_found", "conversation was not found");
     if (await this.#fenced(c.orgId, who)) {
-      await this.#o.access.require(c.orgId, who, "converse", "conversation");
-      if (c.startedBy.user_id !== who.userId)
-        throw new WarrenError("not_found", "conversation was not found");
-      return c;
+      if (c.startedBy.user_id === who.userId) {
+        await this.#o.access.require(c.orgId, who, "converse", "conversation");
+        return c;
+      }
+      await this.#o.access.require(c.orgId, who, "read", "conversation");
+      if (!(await this.#within(c, who))) throw new WarrenError("not_found", "conversation was not found");
+      if (perm === "write")
+        throw new WarrenError(
+          "access.denied",
+          "you hold areas, so you talk only in the conversations you started; this one you may read",
+        );
     }
     await this.#o.access.require(c.orgId, who, perm, "conversation");
     return c;
+  }
+
+  /** Whether everything a conversation holds (its starter's areas, as they are now) lies inside the caller's. */
+  async #within(c: ConversationRow, who: Identity): Promise<boolean> {
+    const theirs = await this.#o.areas.foldersOf(c.orgId, c.areas);
+    if (theirs === null || theirs.length === 0) return false;
+    const mine = await this.#o.areas.fenceOf(c.orgId, who);
+    return theirs.every((f) => standing(f.split("/"), mine) === "inside");
   }
 
   /** Whether the caller holds areas in the organisation (owners and admins never do). */
@@ -187,12 +203,13 @@ export class Conversations {
         return this.#o.agents.load(who, agentId, "read");
       throw err;
     });
-    const mine = await this.#fenced(agent.orgId, who);
-    const rows = await this.#o.db
+    const fenced = await this.#fenced(agent.orgId, who);
+    const reads = allows((await this.#o.access.roleIn(agent.orgId, who)) ?? "guest", "read");
+    const all = await this.#o.db
       .select()
       .from(schema.conversations)
       .where(
-        mine
+        fenced && !reads
           ? and(
               eq(schema.conversations.agentId, agent.id),
               sql`${schema.conversations.startedBy}->>'user_id' = ${who.userId}`,
@@ -201,6 +218,10 @@ export class Conversations {
       )
       .orderBy(desc(schema.conversations.createdAt), desc(schema.conversations.id))
       .limit(500);
+    // a member who holds areas: theirs, and another's whose areas lie inside their own
+    const rows = [];
+    for (const r of all)
+      if (!fenced || r.startedBy.user_id === who.userId || (await this.#within(r, who))) rows.push(r);
     const withRepo = rows.filter((r) => r.repo !== null).map((r) => r.id);
     const branches =
       withRepo.length === 0
@@ -219,7 +240,8 @@ export class Conversations {
 
   /** The agent of a conversation, for the caller who reached the conversation. */
   async #agentOf(who: Identity, c: ConversationRow) {
-    return this.#o.agents.load(who, c.agentId, (await this.#fenced(c.orgId, who)) ? "converse" : "inspect");
+    const talks = c.startedBy.user_id === who.userId && (await this.#fenced(c.orgId, who));
+    return this.#o.agents.load(who, c.agentId, talks ? "converse" : "inspect");
   }
 
   async #branch(c: ConversationRow): Promise<BranchRow> {
@@ -232,6 +254,9 @@ export class Conversations {
   async diff(who: Identity, id: string): Promise<ConversationDiff> {
     const c = await this.#load(who, id, "inspect");
     const b = await this.#branch(c);
+    // the repository's files are the caller's to see only inside their areas as they are now
+    if (standing(b.repo.split("/"), await this.#o.areas.fenceOf(c.orgId, who)) !== "inside")
+      throw new WarrenError("area.refused", "that path is outside your areas");
     return this.#o.branches.diff(await this.#agentOf(who, c), b);
   }
 
