@@ -85,7 +85,10 @@ export const orgs = defineGroup("orgs", "organisations and their members", {
       },
     ],
     required: ["email", "role"],
-    parse: (i) => ({ id: i.arg("org"), email: i.need("email"), role: readRole(i), areas: i.list("area") }),
+    parse: (i) => {
+      const areas = i.list("area");
+      return { id: i.arg("org"), email: i.need("email"), role: readRole(i), ...(areas ? { areas } : {}) };
+    },
     run: async (ctx, p) => {
       const member = await ctx.client.orgs.setMember(p.id, {
         email: p.email,
