@@ -361,8 +361,16 @@ export class Conversations {
         ),
         secrets: persona?.secrets ?? undefined,
         conversationId: c.id,
-        // its own checkout joins what the turn keeps, and is where its commands run
-        fence: branch?.worktree && fence !== null ? [...fence, branch.worktree] : fence,
+        // its own checkout and its own session folder (a harness CLI's state of this
+        // conversation) join what the turn keeps; the checkout is where its commands run
+        fence:
+          fence === null
+            ? null
+            : [
+                ...fence,
+                ...(plan.spec.kind === "assistant" ? [] : [`.warren/conversations/${c.id}`]),
+                ...(branch?.worktree ? [branch.worktree] : []),
+              ],
         cwd: branch?.worktree ?? undefined,
         hide: branch?.worktree ? [`${branch.repo}/.git`] : undefined,
         sandboxPolicy: current.spec.sandbox_policy,

@@ -5,7 +5,7 @@ import { defineCommand, defineGroup, type Input } from "../command.js";
 import { detailView, listView, type Column } from "../format.js";
 import { orgOption } from "../options.js";
 
-export const areaColumns: Column<Area>[] = [
+const areaColumns: Column<Area>[] = [
   { header: "NAME", value: (a) => a.name },
   { header: "REVISION", value: (a) => a.revision },
   { header: "FOLDERS", value: (a) => a.folders },

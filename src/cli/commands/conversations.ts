@@ -39,7 +39,7 @@ const fileColumns: Column<ConversationDiff["files"][number]>[] = [
 ];
 
 /** A branch's diff as people read it: where it stands, its files, then the patch as git wrote it. */
-export function diffView(d: ConversationDiff): string {
+function diffView(d: ConversationDiff): string {
   const head = `${d.branch} onto ${d.base}: ${d.ahead} ahead, ${d.behind} behind\n`;
   if (d.files.length === 0) return `${head}no changes\n`;
   const more = d.patch_truncated ? "\n(the patch is cut short; read the rest in the repository)\n" : "";
