@@ -15,7 +15,8 @@
  *      HOME, keeps only the --keep folders of HOME on disk: each is reached from HOME one
  *      folder at a time without following a link (made, owned by the agent, when
  *      missing), then an empty tmpfs covers HOME and each kept folder is bound back at its
- *      place, with its top .git folder covered by an empty read-only tmpfs (no history);
+ *      place, with every .git folder in it, at any depth, covered by an empty read-only
+ *      tmpfs (no history; a held folder of more than FENCE_WALK_MAX folders is refused);
  *      nothing else of HOME is there for the command to find (without --fence-cover, the
  *      whole of HOME stays); each --hide folder of HOME (a repository's .git) is covered
  *      by an empty read-only tmpfs too, reached without following a link;
@@ -77,6 +78,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/fsuid.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -413,6 +415,56 @@ static void make_below(const char *top, const char *rel) {
   }
 }
 
+/* The most folders the fence walks below the kept folders looking for .git history. */
+#define FENCE_WALK_MAX 200000
+
+/* An empty read-only tmpfs over the folder fd `dir` (a .git folder or a hidden one). */
+static void cover(int dir, const char *what) {
+  char target[64];
+  snprintf(target, sizeof target, "/proc/self/fd/%d", dir);
+  if (mount("warren-fence", target, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,nr_inodes=1,mode=0555") != 0)
+    die(126, "fence", "cover %s: %s", what, strerror(errno));
+}
+
+/*
+ * Covers every .git folder below the folder fd `dir` (a kept folder as the command sees it),
+ * at any depth, never following a link nor crossing into a .git folder; `walked` counts the
+ * folders seen, and a fence of more than FENCE_WALK_MAX of them is refused rather than
+ * left half covered. Takes `dir`.
+ */
+static void cover_history(int dir, size_t depth, size_t *walked) {
+  int fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) die(126, "fence", "read a kept folder: %s", strerror(errno));
+  DIR *d = fdopendir(fd);
+  if (!d) die(126, "fence", "read a kept folder: %s", strerror(errno));
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    unsigned char type = e->d_type;
+    if (type == DT_UNKNOWN) {
+      struct stat st;
+      if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+    }
+    if (type != DT_DIR) continue;
+    if (++*walked > FENCE_WALK_MAX || depth > 256)
+      die(126, "fence", "the held folders hold more than %d folders; narrow the area", FENCE_WALK_MAX);
+    int sub = openat(dirfd(d), e->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0) continue; /* gone, or not the agent's to read: nothing of it shows either */
+    if (strcmp(e->d_name, ".git") == 0) {
+      cover(sub, ".git");
+      close(sub);
+      continue;
+    }
+    int readable = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    close(sub);
+    if (readable < 0) continue;
+    cover_history(readable, depth + 1, walked);
+  }
+  closedir(d);
+  close(dir);
+}
+
 /*
  * Step 3's fence: only the kept folders of the home on disk (see the top of this file). The
  * folders are reached and made with the agent's filesystem ids (box root has no right to
@@ -432,32 +484,32 @@ static void fence_home(const struct opts *o) {
   if (mount("warren-fence", o->fence_home, "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0)
     die(126, "fence", "cover %s: %s", o->fence_home, strerror(errno));
   for (size_t i = 0; i < o->nkeep; i++) {
-    char src[64], dst[PATH_MAX], git[PATH_MAX + 8];
+    char src[64], dst[PATH_MAX];
     make_below(o->fence_home, o->keep[i]);
     snprintf(src, sizeof src, "/proc/self/fd/%d", kept[i]);
     if ((size_t)snprintf(dst, sizeof dst, "%s/%s", o->fence_home, o->keep[i]) >= sizeof dst)
       die(126, "fence", "path too long");
     if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) != 0) die(126, "fence", "keep %s: %s", o->keep[i], strerror(errno));
-    struct stat st;
-    if (fstatat(kept[i], ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
-      if ((size_t)snprintf(git, sizeof git, "%s/.git", dst) >= sizeof git) die(126, "fence", "path too long");
-      if (mount("warren-fence", git, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,nr_inodes=1,mode=0555") != 0)
-        die(126, "fence", "cover %s/.git: %s", o->keep[i], strerror(errno));
-    }
     close(kept[i]);
   }
   close(home);
-  /* the home as the command sees it now: the hidden folders are reached in it */
+  /* the home as the command sees it now: the history and the hidden folders are reached in it */
   home = open(o->fence_home, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (home < 0) die(126, "fence", "%s: %s", o->fence_home, strerror(errno));
+  size_t walked = 0;
+  for (size_t i = 0; i < o->nkeep; i++) {
+    int at = open_below(home, o->keep[i], 0, "fence");
+    if (at < 0) continue;
+    int readable = openat(at, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    close(at);
+    if (readable < 0) die(126, "fence", "read %s: %s", o->keep[i], strerror(errno));
+    cover_history(readable, 0, &walked);
+  }
 hide:
   for (size_t i = 0; i < o->nhide; i++) {
     int h = open_below(home, o->hide[i], 0, "fence");
     if (h < 0) continue;
-    char target[64];
-    snprintf(target, sizeof target, "/proc/self/fd/%d", h);
-    if (mount("warren-fence", target, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,nr_inodes=1,mode=0555") != 0)
-      die(126, "fence", "hide %s: %s", o->hide[i], strerror(errno));
+    cover(h, o->hide[i]);
     close(h);
   }
   close(home);

@@ -38,6 +38,7 @@ test("the texts themselves: the overview and a command's help, word for word", (
       "  serve          run the control plane\n" +
       "  doctor         check this host for what boxes need\n" +
       "  orgs           organisations and their members\n" +
+      "  areas          an organisation's areas: named folders that fence members\n" +
       "  machines       machines: where agents live, one box each\n" +
       "  agents         agents: a home, a slot and a port block on a machine\n" +
       "  guilds         named groups of agents\n" +

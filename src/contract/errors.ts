@@ -9,6 +9,7 @@ export const errorStatus = {
   "origin.refused": 403,
   "area.refused": 403,
   "area.not_allowed": 400,
+  "area.required": 400,
   "area.in_use": 409,
   "branch.conflict": 409,
   not_found: 404,

@@ -33,7 +33,7 @@ export const MemberSetRequest = z
       .max(64)
       .optional()
       .describe(
-        "the areas the member holds: a guest needs one, an owner or admin can hold none (area.not_allowed); absent: those it holds stay",
+        "the areas the member holds: an editor or guest needs one (area.required), an owner or admin can hold none (area.not_allowed); absent: those it holds stay",
       ),
   })
   .strict()

@@ -6,10 +6,10 @@
 // order. A turn cut short by its box stopping or the server stopping is marked interrupted;
 // the next message goes on from the transcript, on a fresh box if need be.
 import { and, asc, desc, eq, gt, inArray, isNull, like, or, sql } from "drizzle-orm";
-import type { Access, Identity } from "../access/index.js";
+import { allows, type Access, type Identity } from "../access/index.js";
 import type { AgentRow, Agents } from "../agents/service.js";
 import type { AgentSpec } from "../contract/spec.js";
-import { narrow, type Fence } from "../areas/fence.js";
+import { narrow, standing, type Fence } from "../areas/fence.js";
 import type { BranchRow, Branches } from "./branches.js";
 import type { Areas } from "../areas/service.js";
 import type {
@@ -25,7 +25,6 @@ import { newId } from "../ids.js";
 import type { ModelGateway } from "../models/types.js";
 import type { Logger } from "../observability/log.js";
 import type { Records } from "../records/index.js";
-import { messageData } from "../records/index.js";
 import type { AgentRunners } from "../runs/kinds.js";
 import { planAgentRun } from "../runs/model-run.js";
 import type { RunRecorder } from "../runs/recorder.js";
@@ -34,17 +33,15 @@ import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import { narrowSpec, type Personas } from "./personas.js";
 import { INTERRUPTED, TurnRunner, type TurnDeps } from "./turn.js";
+import { authorOf, commitMessage, messageView, view, type ConversationRow } from "./views.js";
 import type { InstanceRef } from "../workspaces/service.js";
-
-type ConversationRow = typeof schema.conversations.$inferSelect;
-type MessageRow = typeof schema.conversationMessages.$inferSelect;
 
 export interface ConversationsOptions {
   db: Db;
   access: Access;
   agents: Pick<Agents, "load" | "specOf" | "specAt" | "machineOf">;
   personas: Personas;
-  areas: Pick<Areas, "foldersOf">;
+  areas: Pick<Areas, "foldersOf" | "fenceOf">;
   branches: Branches;
   records: Records;
   recorder: RunRecorder;
@@ -58,41 +55,6 @@ export interface ConversationsOptions {
   /** The canary's version when a routing key falls in its share (src/versions), else null. */
   canaryFor?:
     ((agent: AgentRow, key: string) => Promise<{ spec: AgentSpec; version: number } | null>) | undefined;
-}
-
-/** Who someone is in a conversation: their identity and a name (the email's local part). */
-function authorOf(who: Identity): { user_id: string; email: string; name: string } {
-  return { user_id: who.userId, email: who.email, name: who.email.split("@")[0] ?? who.email };
-}
-
-function view(c: ConversationRow, b: BranchRow | null = null, pinned?: number | null): Conversation {
-  return {
-    id: c.id,
-    agent_id: c.agentId,
-    org_id: c.orgId,
-    title: c.title,
-    started_by: c.startedBy,
-    persona_id: c.personaId,
-    areas: c.areas,
-    status: c.status,
-    repo: c.repo,
-    branch: b?.branch ?? null,
-    base: b?.base ?? null,
-    created_at: c.createdAt.toISOString(),
-    last_message_at: c.lastMessageAt?.toISOString() ?? null,
-    last_event_id: c.eventSeq,
-    ...(pinned !== undefined ? { spec_version: pinned } : {}),
-  };
-}
-
-/** A turn's commit message: the first line of the person's message, and their name. */
-export function commitMessage(text: string, name: string): string {
-  const first = (text.split("\n").find((l) => l.trim() !== "") ?? "").trim().slice(0, 72) || "(no text)";
-  return `${first}\n\nAsked by ${name}`;
-}
-
-function messageView(m: MessageRow): ConversationMessage {
-  return messageData(m);
 }
 
 export class Conversations {
@@ -114,20 +76,36 @@ export class Conversations {
   }
 
   /**
-   * A conversation the caller may reach. A member who holds areas (a guest always does) reaches
-   * only the conversations they started, and talks in them (converse) rather than writes.
+   * A conversation the caller may reach. A member who holds areas (a guest always does) talks
+   * (converse) in the conversations they started, and reads (never writes) another's only when
+   * everything it holds lies inside their own areas; any other is not found.
    */
   async #load(who: Identity, id: string, perm: "read" | "inspect" | "write"): Promise<ConversationRow> {
     const [c] = await this.#o.db.select().from(schema.conversations).where(eq(schema.conversations.id, id));
     if (!c) throw new WarrenError("not_found", "conversation was not found");
     if (await this.#fenced(c.orgId, who)) {
-      await this.#o.access.require(c.orgId, who, "converse", "conversation");
-      if (c.startedBy.user_id !== who.userId)
-        throw new WarrenError("not_found", "conversation was not found");
-      return c;
+      if (c.startedBy.user_id === who.userId) {
+        await this.#o.access.require(c.orgId, who, "converse", "conversation");
+        return c;
+      }
+      await this.#o.access.require(c.orgId, who, "read", "conversation");
+      if (!(await this.#within(c, who))) throw new WarrenError("not_found", "conversation was not found");
+      if (perm === "write")
+        throw new WarrenError(
+          "access.denied",
+          "you hold areas, so you talk only in the conversations you started; this one you may read",
+        );
     }
     await this.#o.access.require(c.orgId, who, perm, "conversation");
     return c;
+  }
+
+  /** Whether everything a conversation holds (its starter's areas, as they are now) lies inside the caller's. */
+  async #within(c: ConversationRow, who: Identity): Promise<boolean> {
+    const theirs = await this.#o.areas.foldersOf(c.orgId, c.areas);
+    if (theirs === null || theirs.length === 0) return false;
+    const mine = await this.#o.areas.fenceOf(c.orgId, who);
+    return theirs.every((f) => standing(f.split("/"), mine) === "inside");
   }
 
   /** Whether the caller holds areas in the organisation (owners and admins never do). */
@@ -198,12 +176,13 @@ export class Conversations {
         return this.#o.agents.load(who, agentId, "read");
       throw err;
     });
-    const mine = await this.#fenced(agent.orgId, who);
-    const rows = await this.#o.db
+    const fenced = await this.#fenced(agent.orgId, who);
+    const reads = allows((await this.#o.access.roleIn(agent.orgId, who)) ?? "guest", "read");
+    const all = await this.#o.db
       .select()
       .from(schema.conversations)
       .where(
-        mine
+        fenced && !reads
           ? and(
               eq(schema.conversations.agentId, agent.id),
               sql`${schema.conversations.startedBy}->>'user_id' = ${who.userId}`,
@@ -212,6 +191,10 @@ export class Conversations {
       )
       .orderBy(desc(schema.conversations.createdAt), desc(schema.conversations.id))
       .limit(500);
+    // a member who holds areas: theirs, and another's whose areas lie inside their own
+    const rows = [];
+    for (const r of all)
+      if (!fenced || r.startedBy.user_id === who.userId || (await this.#within(r, who))) rows.push(r);
     const withRepo = rows.filter((r) => r.repo !== null).map((r) => r.id);
     const branches =
       withRepo.length === 0
@@ -251,7 +234,8 @@ export class Conversations {
 
   /** The agent of a conversation, for the caller who reached the conversation. */
   async #agentOf(who: Identity, c: ConversationRow) {
-    return this.#o.agents.load(who, c.agentId, (await this.#fenced(c.orgId, who)) ? "converse" : "inspect");
+    const talks = c.startedBy.user_id === who.userId && (await this.#fenced(c.orgId, who));
+    return this.#o.agents.load(who, c.agentId, talks ? "converse" : "inspect");
   }
 
   async #branch(c: ConversationRow): Promise<BranchRow> {
@@ -264,6 +248,9 @@ export class Conversations {
   async diff(who: Identity, id: string): Promise<ConversationDiff> {
     const c = await this.#load(who, id, "inspect");
     const b = await this.#branch(c);
+    // the repository's files are the caller's to see only inside their areas as they are now
+    if (standing(b.repo.split("/"), await this.#o.areas.fenceOf(c.orgId, who)) !== "inside")
+      throw new WarrenError("area.refused", "that path is outside your areas");
     return this.#o.branches.diff(await this.#agentOf(who, c), b);
   }
 
@@ -368,8 +355,16 @@ export class Conversations {
         ),
         secrets: persona?.secrets ?? undefined,
         conversationId: c.id,
-        // its own checkout joins what the turn keeps, and is where its commands run
-        fence: branch?.worktree && fence !== null ? [...fence, branch.worktree] : fence,
+        // its own checkout and its own session folder (a harness CLI's state of this
+        // conversation) join what the turn keeps; the checkout is where its commands run
+        fence:
+          fence === null
+            ? null
+            : [
+                ...fence,
+                ...(plan.spec.kind === "assistant" ? [] : [`.warren/conversations/${c.id}`]),
+                ...(branch?.worktree ? [branch.worktree] : []),
+              ],
         cwd: branch?.worktree ?? undefined,
         hide: branch?.worktree ? [`${branch.repo}/.git`] : undefined,
         sandboxPolicy: current.spec.sandbox_policy,

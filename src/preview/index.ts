@@ -211,6 +211,8 @@ export function createPreviewServer(o: PreviewOptions): http.Server {
       where.agentId,
       method === "GET" || method === "HEAD" ? "inspect" : "write",
     );
+    // the agent's servers run outside every area's fence (they may serve any file of the home)
+    await o.access.requireUnfenced(agent.orgId, who);
     const block = portsOf(agent.slot);
     if (where.port < block.first || where.port > block.last)
       throw new WarrenError(

@@ -123,6 +123,8 @@ export function planHarness(
     const script = [
       ...keep,
       state ? `export CODEX_HOME=${state}` : `export CODEX_HOME="$(mktemp -d /tmp/warren-codex.XXXXXX)"`,
+      // the copy of an earlier turn is read-only, as the staged file was
+      `rm -f "$CODEX_HOME/config.toml"`,
       `cp ${dir}/codex.toml "$CODEX_HOME/config.toml"`,
       `rm -f "$CODEX_HOME/AGENTS.md"`,
       `if [ -s ${dir}/instructions.md ]; then cp ${dir}/instructions.md "$CODEX_HOME/AGENTS.md"; fi`,

@@ -231,10 +231,19 @@ describe("a real warren server over HTTP", () => {
       const bob = await client.orgs.setMember(org.id, { email: "Bob@Example.com", role: "viewer" });
       assert.equal(bob.email, "bob@example.com");
       assert.equal(bob.role, "viewer");
-      assert.equal(
-        (await client.orgs.setMember(org.id, { email: "bob@example.com", role: "editor" })).role,
-        "editor",
+      // an editor holds at least one area
+      await rejects(
+        client.orgs.setMember(org.id, { email: "bob@example.com", role: "editor" }),
+        400,
+        "area.required",
       );
+      await client.orgs.putArea(org.id, "docs", ["docs"]);
+      const editor = await client.orgs.setMember(org.id, {
+        email: "bob@example.com",
+        role: "editor",
+        areas: ["docs"],
+      });
+      assert.deepEqual([editor.role, editor.areas], ["editor", ["docs"]]);
       await client.orgs.removeMember(org.id, bob.user_id);
       assert.equal((await client.orgs.members(org.id)).items.length, 1);
 

@@ -69,6 +69,8 @@ export class Terminals {
     q: { cols?: number | undefined; rows?: number | undefined; argv?: string | string[] | undefined },
   ): Promise<Attachment> {
     const agent = await this.#o.agents.load(who, agentId, "inspect");
+    // the shared shell sees the whole home: never inside an area, not even to watch
+    await this.#o.access.requireUnfenced(agent.orgId, who);
     const role = await this.#o.access.roleIn(agent.orgId, who);
     const mode: ViewerMode = role && allows(role, "write") ? "write" : "watch";
     const argv = q.argv === undefined ? undefined : Array.isArray(q.argv) ? q.argv : [q.argv];

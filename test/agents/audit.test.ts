@@ -30,11 +30,11 @@ for (const leg of dbLegs)
       await rm(stateRoot, { recursive: true, force: true });
     });
 
-    test("editors read prompts and completions; auditors read the record only", async () => {
+    test("admins read prompts and completions; auditors read the record only", async () => {
       const own = h("own@x.io");
       const org = (await t.call("POST", "/api/orgs", { name: "o" }, own)).body;
       for (const [email, role] of [
-        ["edit@x.io", "editor"],
+        ["edit@x.io", "admin"],
         ["audit@x.io", "auditor"],
       ])
         assert.equal((await t.call("PUT", `/api/orgs/${org.id}/members`, { email, role }, own)).status, 200);

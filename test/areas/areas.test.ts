@@ -12,10 +12,11 @@ const OWNER = "owner@example.com";
 const ADMIN = "admin@example.com";
 const SUPPORT = "support@example.com";
 const GUEST = "guest@example.com";
+const VIEWER = "viewer@example.com";
 
 /** What a turn's command writes into support/: what it finds of the home. */
 const LOOK = (out: string) =>
-  `{ echo "home: $(ls -A ~ | tr '\\n' ' ')"; cat ~/support/a.txt; test -e ~/secret/b.txt && echo FOUND-SECRET; ls ~/secret 2>&1 | head -1; test -e ~/support/.git/HEAD && echo FOUND-HISTORY; echo "end"; } > ~/support/${out} 2>&1`;
+  `{ echo "home: $(ls -A ~ | tr '\\n' ' ')"; cat ~/support/a.txt; test -e ~/secret/b.txt && echo FOUND-SECRET; ls ~/secret 2>&1 | head -1; test -e ~/support/.git/HEAD && echo FOUND-HISTORY; test -e ~/support/deep/repo/.git/HEAD && echo FOUND-NESTED-HISTORY; cat ~/support/deep/repo/README.md; echo "end"; } > ~/support/${out} 2>&1`;
 
 for (const leg of dbLegs)
   describe(`areas and tiers on ${leg.name}`, { skip: leg.skip ?? false }, () => {
@@ -58,6 +59,9 @@ for (const leg of dbLegs)
       agent = a.body.id;
       await put("support/a.txt", "support notes\n");
       await put("support/.git/HEAD", "ref: refs/heads/main\n");
+      // a repository nested deeper in the held folder: its files show, its history does not
+      await put("support/deep/repo/.git/HEAD", "ref: refs/heads/main\n");
+      await put("support/deep/repo/README.md", "nested readme\n");
       await put("secret/b.txt", "the plans\n");
       await put("shared/c.txt", "shared\n");
       // turn 0 and 2 run a command (the first and second message), 1 and 3 answer
@@ -105,7 +109,7 @@ for (const leg of dbLegs)
       assert.deepEqual(list.body.items, [{ name: "support", folders: ["support"], revision: 1 }]);
     });
 
-    test("tiers: an admin is refused an area, a guest needs one, an unknown area is refused, a held area cannot go", async () => {
+    test("tiers: an admin is refused an area, an editor and a guest need one, an unknown area is refused, a held area cannot go", async () => {
       const admin = await owner("PUT", `/api/orgs/${org}/members`, {
         email: ADMIN,
         role: "admin",
@@ -121,7 +125,19 @@ for (const leg of dbLegs)
       assert.equal(ownerArea.body.error.code, "area.not_allowed");
       const guest = await owner("PUT", `/api/orgs/${org}/members`, { email: GUEST, role: "guest" });
       assert.equal(guest.status, 400);
+      assert.equal(guest.body.error.code, "area.required");
       assert.match(guest.body.error.message, /^areas: a guest needs at least one area/);
+      // an editor needs one too: it is where they may change files
+      for (const areas of [undefined, []]) {
+        const editor = await owner("PUT", `/api/orgs/${org}/members`, {
+          email: SUPPORT,
+          role: "editor",
+          areas,
+        });
+        assert.equal(editor.status, 400, JSON.stringify(editor.body));
+        assert.equal(editor.body.error.code, "area.required");
+        assert.match(editor.body.error.message, /^areas: an editor needs at least one area/);
+      }
       const ghost = await owner("PUT", `/api/orgs/${org}/members`, {
         email: SUPPORT,
         role: "editor",
@@ -233,7 +249,8 @@ for (const leg of dbLegs)
       assert.equal(typeof seen1, "string", events1);
       assert.match(seen1, /^home: support $/m);
       assert.match(seen1, /^support notes$/m);
-      assert.doesNotMatch(seen1, /FOUND-SECRET|FOUND-HISTORY/);
+      assert.doesNotMatch(seen1, /FOUND-SECRET|FOUND-HISTORY|FOUND-NESTED-HISTORY/);
+      assert.match(seen1, /^nested readme$/m);
       assert.match(seen1, /No such file or directory/);
       assert.match(seen1, /^end$/m);
       // the rest of the home is untouched by the turn
@@ -247,7 +264,7 @@ for (const leg of dbLegs)
       assert.equal(r2.status, "succeeded", JSON.stringify(r2));
       const seen2 = (await owner("GET", `/api/agents/${agent}/files/support/seen2.txt`)).body as string;
       assert.match(seen2, /^home: shared support $/m);
-      assert.doesNotMatch(seen2, /FOUND-SECRET/);
+      assert.doesNotMatch(seen2, /FOUND-SECRET|FOUND-NESTED-HISTORY/);
       // the owner's own conversation is not fenced
       const mine = (await owner("GET", `/api/agents/${agent}/conversations`)).body.items;
       assert.equal(mine.length, 1);
@@ -292,6 +309,73 @@ for (const leg of dbLegs)
         const r = await g("GET", url);
         assert.equal(r.status, 403, `${url}: ${JSON.stringify(r.body)}`);
         assert.equal(r.body.error.code, "access.denied");
+      }
+    });
+
+    test("a viewer with areas sees only what lies inside them: files, listings, and the conversations they hold", async () => {
+      const put = await owner("PUT", `/api/orgs/${org}/members`, {
+        email: VIEWER,
+        role: "viewer",
+        areas: ["support"],
+      });
+      assert.equal(put.status, 200, JSON.stringify(put.body));
+      const v = as(VIEWER);
+      assert.equal((await v("GET", `/api/agents/${agent}/files/support/a.txt`)).body, "support notes\n");
+      assert.equal((await v("GET", `/api/agents/${agent}/files/shared/c.txt`)).body, "shared\n");
+      for (const url of [
+        `/api/agents/${agent}/files/secret/b.txt`,
+        `/api/agents/${agent}/files/turns.json`,
+        `/api/agents/${agent}/folder?path=secret`,
+        `/api/agents/${agent}/folder?path=.warren`,
+      ]) {
+        const r = await v("GET", url);
+        assert.equal(r.status, 403, `${url}: ${JSON.stringify(r.body)}`);
+        assert.equal(r.body.error.code, "area.refused");
+      }
+      const root = await v("GET", `/api/agents/${agent}/folder?path=`);
+      assert.deepEqual(
+        root.body.entries.map((e: { name: string }) => e.name),
+        ["shared", "support"],
+      );
+      // a viewer changes nothing, inside its areas too
+      const write = await t.inject({
+        method: "PUT",
+        url: `/api/agents/${agent}/files/support/v.txt`,
+        payload: Buffer.from("x"),
+        headers: { "x-forwarded-email": VIEWER, "content-type": "application/octet-stream" },
+      });
+      assert.equal(write.statusCode, 403);
+      assert.equal(JSON.parse(write.body).error.code, "access.denied");
+      // the conversations whose areas lie inside its own, never one that holds the whole home
+      const wide = await owner("POST", `/api/agents/${agent}/conversations`, { title: "the whole home" });
+      assert.equal(wide.status, 201, JSON.stringify(wide.body));
+      const all = (await owner("GET", `/api/agents/${agent}/conversations`)).body.items as {
+        id: string;
+        areas: string[];
+      }[];
+      const held = all.filter((c) => c.areas.length > 0).map((c) => c.id);
+      assert.ok(held.length >= 2, JSON.stringify(all));
+      const seen = (await v("GET", `/api/agents/${agent}/conversations`)).body.items.map(
+        (c: { id: string }) => c.id,
+      );
+      assert.deepEqual(seen, held);
+      assert.ok(!seen.includes(wide.body.id));
+      const one = held[0]!;
+      assert.equal((await v("GET", `/api/conversations/${one}/messages`)).status, 200);
+      for (const url of [
+        `/api/conversations/${wide.body.id}`,
+        `/api/conversations/${wide.body.id}/messages`,
+      ]) {
+        const r = await v("GET", url);
+        assert.equal(r.status, 404, `${url}: ${JSON.stringify(r.body)}`);
+      }
+      // a terminal, a command and the revisions of areas are not inside any area
+      for (const [method, url] of [
+        ["POST", `/api/agents/${agent}/cli`],
+        ["GET", `/api/orgs/${org}/areas/support/revisions`],
+      ] as const) {
+        const r = await v(method, url);
+        assert.equal(r.status, 403, `${method} ${url}: ${JSON.stringify(r.body)}`);
       }
     });
   });

@@ -10,6 +10,9 @@ import { waitFor } from "../conversations/support.js";
 
 const OWNER = "owner@example.com";
 const EDITOR = "support@example.com";
+/** A viewer who holds the repository's area, and one who holds another. */
+const VIEWER = "viewer@example.com";
+const OTHER = "other@example.com";
 
 for (const leg of dbLegs)
   describe(`branches on ${leg.name}`, { skip: leg.skip ?? false }, () => {
@@ -83,6 +86,14 @@ for (const leg of dbLegs)
         areas: ["proj"],
       });
       assert.equal(ed.status, 200, JSON.stringify(ed.body));
+      assert.equal((await owner("PUT", `/api/orgs/${org}/areas/other`, { folders: ["other"] })).status, 200);
+      for (const [email, area] of [
+        [VIEWER, "proj"],
+        [OTHER, "other"],
+      ] as const) {
+        const v = await owner("PUT", `/api/orgs/${org}/members`, { email, role: "viewer", areas: [area] });
+        assert.equal(v.status, 200, JSON.stringify(v.body));
+      }
     });
     after(async () => {
       await t?.close();
@@ -130,6 +141,26 @@ for (const leg of dbLegs)
         ],
       );
       assert.match(diff.body.patch, /^\+two$/m);
+      // a viewer whose areas hold the conversation's reads it and its diff, and cannot talk in it
+      const viewer = as(VIEWER);
+      assert.deepEqual(
+        (await viewer("GET", `/api/agents/${agent}/conversations`)).body.items.map((x: any) => x.id),
+        [c.body.id],
+      );
+      const seen = await viewer("GET", `/api/conversations/${c.body.id}/diff`);
+      assert.equal(seen.status, 200, JSON.stringify(seen.body));
+      assert.equal(seen.body.patch, diff.body.patch);
+      const talk = await viewer("POST", `/api/conversations/${c.body.id}/messages`, { text: "hi" });
+      assert.equal(talk.status, 403);
+      assert.equal(talk.body.error.code, "access.denied");
+      // a viewer of another area finds neither the conversation nor its diff
+      const other = as(OTHER);
+      assert.deepEqual((await other("GET", `/api/agents/${agent}/conversations`)).body.items, []);
+      for (const url of [`/api/conversations/${c.body.id}`, `/api/conversations/${c.body.id}/diff`]) {
+        const r = await other("GET", url);
+        assert.equal(r.status, 404, `${url}: ${JSON.stringify(r.body)}`);
+        assert.equal(r.body.error.code, "not_found");
+      }
 
       const refused = await editor("POST", `/api/conversations/${c.body.id}/land`);
       assert.equal(refused.status, 403);

@@ -14,6 +14,7 @@ import { eq } from "drizzle-orm";
 import { BOX_BRIDGES } from "../../src/boxes/index.js";
 import { schema } from "../../src/store/index.js";
 import { boxSkipReason } from "../box/fixture.js";
+import { editorOfOld } from "../support/members.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { LOOPBACK_SPELLINGS } from "../support/spellings.js";
 
@@ -108,7 +109,12 @@ for (const mode of ["compat-cookie", "trusted-header"] as const) {
       apiPort = Number(new URL(t.url as string).port);
       org = (await call("POST", "/api/orgs", { name: `wall-${mode}` })).body.id;
       if (mode === "trusted-header") {
-        const m = await call("PUT", `/api/orgs/${org}/members`, { email: EDITOR, role: "editor" });
+        // the widest seat below admin: an editor of old, holding no area
+        const m = await editorOfOld(
+          t,
+          org,
+          call("PUT", `/api/orgs/${org}/members`, { email: EDITOR, role: "viewer" }),
+        );
         assert.equal(m.status, 200, JSON.stringify(m.body));
       }
       const machine = (await call("POST", "/api/machines", { org_id: org, name: "m", memory_mib: 512 })).body;

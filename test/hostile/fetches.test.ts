@@ -13,6 +13,7 @@ import { modelTurn } from "../../src/models/turn.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { eventsOfType, putHomeFile, runAgent } from "../support/agent-runs.js";
 import { privateAllow } from "../support/bound.js";
+import { editorOfOld } from "../support/members.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { LOOPBACK_SPELLINGS } from "../support/spellings.js";
 
@@ -88,7 +89,12 @@ async function world(bound: string): Promise<World> {
   const org = (await owner("POST", "/api/orgs", { name: "acme" })).body.id as string;
   const m = await owner("POST", "/api/machines", { org_id: org, name: "m", memory_mib: 512 });
   assert.equal(m.status, 201, JSON.stringify(m.body));
-  const member = await owner("PUT", `/api/orgs/${org}/members`, { email: EDITOR, role: "editor" });
+  // the widest seat below admin: an editor of old, holding no area
+  const member = await editorOfOld(
+    t,
+    org,
+    owner("PUT", `/api/orgs/${org}/members`, { email: EDITOR, role: "viewer" }),
+  );
   assert.ok(member.status < 300, JSON.stringify(member.body));
   // the owner's email as a secret the editor's tools may use (what the attack fills the identity header from)
   const s = await owner("POST", "/api/secrets", {

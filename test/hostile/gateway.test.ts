@@ -22,6 +22,7 @@ import { after, before, describe, test } from "node:test";
 import { boxSkipReason } from "../box/fixture.js";
 import { eventsOfType, runAgent } from "../support/agent-runs.js";
 import { startFakeAnthropic, type FakeModelServer } from "../support/fake-models.js";
+import { editorOfOld } from "../support/members.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const KEY = "sk-ant-org-wide-3f9c1a7e5b2d8046";
@@ -306,7 +307,12 @@ describe("the model gateway under attack", { skip }, () => {
     org = (await owner("POST", "/api/orgs", { name: "gw" })).body.id;
     machine = (await owner("POST", "/api/machines", { org_id: org, name: "m", max_workspace_mib: 300 })).body
       .id;
-    const m = await owner("PUT", `/api/orgs/${org}/members`, { email: EDITOR, role: "editor" });
+    // the widest seat below admin: an editor of old, holding no area
+    const m = await editorOfOld(
+      t,
+      org,
+      owner("PUT", `/api/orgs/${org}/members`, { email: EDITOR, role: "viewer" }),
+    );
     assert.equal(m.status, 200, JSON.stringify(m.body));
     const k = await owner("POST", "/api/secrets", {
       org_id: org,

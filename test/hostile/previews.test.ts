@@ -12,6 +12,7 @@ import { chromium, type Browser } from "playwright-core";
 import WebSocket from "ws";
 import { boxSkipReason } from "../box/fixture.js";
 import { previewGet } from "../support/preview.js";
+import { editorOfOld } from "../support/members.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -182,7 +183,12 @@ for (const mode of ["compat-cookie", "trusted-header"] as Mode[]) {
       const m = (await owner("POST", "/api/machines", { org_id: org.id, name: "m", memory_mib: 512 })).body;
       a = (await owner("POST", "/api/agents", { org_id: org.id, machine_id: m.id, name: "a" })).body;
       b = (await owner("POST", "/api/agents", { org_id: org.id, machine_id: m.id, name: "b" })).body;
-      const put = await owner("PUT", `/api/orgs/${org.id}/members`, { email: ATTACKER, role: "editor" });
+      // the widest seat below admin: an editor of old, holding no area
+      const put = await editorOfOld(
+        t,
+        org.id,
+        owner("PUT", `/api/orgs/${org.id}/members`, { email: ATTACKER, role: "viewer" }),
+      );
       assert.equal(put.status, 200, JSON.stringify(put.body));
       browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
       await startBoxServer();
@@ -484,7 +490,11 @@ for (const mode of ["compat-cookie", "trusted-header"] as Mode[]) {
         });
         assert.equal(aud.statusCode, 403);
         // an editor's session ends with the editor's membership
-        await owner("PUT", `/api/orgs/${org.id}/members`, { email: "leaver@example.com", role: "editor" });
+        await editorOfOld(
+          t,
+          org.id,
+          owner("PUT", `/api/orgs/${org.id}/members`, { email: "leaver@example.com", role: "viewer" }),
+        );
         const r = await t.inject({
           method: "GET",
           url: `/api/agents/${a.id}/ports/${P()}/y`,

@@ -160,13 +160,16 @@ for (const leg of dbLegs) {
       });
       assertStatus(secret, 201);
       const ids: Record<string, string> = {};
+      // an editor holds at least one area: where it may change files
+      assertStatus(await owner("PUT", `/api/orgs/${org.body.id}/areas/work`, { folders: ["work"] }), 200);
       for (const [email, role] of [
         [ADMIN, "admin"],
         [EDITOR, "editor"],
         [VIEWER, "viewer"],
         [AUDITOR, "auditor"],
       ] as const) {
-        const r = await owner("PUT", `/api/orgs/${org.body.id}/members`, { email, role });
+        const areas = role === "editor" ? ["work"] : undefined;
+        const r = await owner("PUT", `/api/orgs/${org.body.id}/members`, { email, role, areas });
         assertStatus(r, 200, `add ${role}`);
         assert.deepEqual({ email: r.body.email, role: r.body.role }, { email, role });
         assert.match(r.body.user_id, idRe("usr"));
@@ -253,43 +256,27 @@ for (const leg of dbLegs) {
       });
     }
 
-    test("editor: creates and changes machines, agents and guilds, but cannot manage the organisation", async () => {
+    test("editor: reads the record and changes files inside its area; what an area cannot fence is refused, and it cannot manage the organisation", async () => {
       const me = as(EDITOR);
       for (const [method, url] of reads(w))
         assertStatus(await me(method, url), 200, `editor ${method} ${url}`);
-      const m = await me("POST", "/api/machines", { org_id: w.org, name: "editor-m" });
-      assertStatus(m, 201);
-      assertStatus(await me("PATCH", `/api/machines/${m.body.id}`, { name: "editor-m2" }), 200);
-      assertStatus(await me("POST", `/api/machines/${m.body.id}/stop`), 200);
-      const a = await me("POST", "/api/agents", { org_id: w.org, machine_id: m.body.id, name: "editor-a" });
-      assertStatus(a, 201);
-      assertStatus(
-        await me("PATCH", `/api/agents/${a.body.id}`, {
-          name: "editor-a2",
-          sandbox_policy: { network: { allow: ["example.com:443"] } },
-        }),
-        200,
-      );
-      const g = await me("POST", "/api/guilds", { org_id: w.org, name: "editor-g" });
-      assertStatus(g, 201);
-      assertStatus(await me("POST", `/api/guilds/${g.body.id}/agents`, { agent_id: a.body.id }), 204);
-      assertStatus(await me("POST", `/api/guilds/${g.body.id}/agents`, { agent_id: w.agent }), 204);
-      assertStatus(await me("DELETE", `/api/guilds/${g.body.id}/agents/${a.body.id}`), 204);
-      const sec = await me("POST", "/api/secrets", {
-        org_id: w.org,
-        name: "EDITOR_KEY",
-        value: "editor-value",
-        grants: [{ scope: "guild", id: g.body.id }],
+      const file = (path: string) => ({
+        method: "PUT" as const,
+        url: `/api/agents/${w.agent}/files/${path}`,
+        payload: Buffer.from("by the editor"),
+        headers: { "x-forwarded-email": EDITOR, "content-type": "application/octet-stream" },
       });
-      assertStatus(sec, 201);
-      assertStatus(
-        await me("PATCH", `/api/secrets/${sec.body.id}`, { grants: [{ scope: "agent", id: a.body.id }] }),
-        200,
-      );
-      assertStatus(await me("DELETE", `/api/secrets/${sec.body.id}`), 204);
-      assertStatus(await me("DELETE", `/api/guilds/${g.body.id}`), 204);
-      assertStatus(await me("DELETE", `/api/agents/${a.body.id}`), 204);
-      assertStatus(await me("DELETE", `/api/machines/${m.body.id}`), 204);
+      assert.equal((await t.inject(file("work/note.txt"))).statusCode, 204);
+      const mine = await me("GET", `/api/agents/${w.agent}/files/work/note.txt`);
+      assertStatus(mine, 200);
+      assert.equal(mine.body, "by the editor");
+      const outside = await t.inject(file("note.txt"));
+      assert.equal(outside.statusCode, 403);
+      assert.equal(JSON.parse(outside.body).error.code, "area.refused");
+      // the configuration of machines, agents, guilds and secrets, and a command in the box,
+      // are never inside an area
+      for (const [method, url, body] of writes(w))
+        assertError(await me(method, url, body), 403, "area.refused");
       for (const [method, url, body] of manages(w))
         assertError(await me(method, url, body), 403, "access.denied");
       await unchanged();
@@ -306,6 +293,7 @@ for (const leg of dbLegs) {
       const friend = await me("PUT", `/api/orgs/${w.org}/members`, {
         email: "friend@example.com",
         role: "editor",
+        areas: ["work"],
       });
       assertStatus(friend, 200);
       assert.equal(friend.body.role, "editor");
@@ -458,6 +446,7 @@ for (const leg of dbLegs) {
       const r = await owner("PUT", `/api/orgs/${w.org}/members`, {
         email: "temp@example.com",
         role: "editor",
+        areas: ["work"],
       });
       assertStatus(r, 200);
       const temp = as("temp@example.com");
@@ -472,7 +461,7 @@ for (const leg of dbLegs) {
       const owner = as(OWNER);
       const r = await owner("PUT", `/api/orgs/${w.org}/members`, {
         email: "demoted@example.com",
-        role: "editor",
+        role: "admin",
       });
       assertStatus(r, 200);
       const temp = as("demoted@example.com");
@@ -480,7 +469,7 @@ for (const leg of dbLegs) {
       assertStatus(await temp("GET", `/api/agents/${w.agent}`), 200);
       assert.equal(
         (await temp("GET", "/api/orgs")).body.items.find((o: { id: string }) => o.id === w.org)?.role,
-        "editor",
+        "admin",
       );
       assertStatus(await temp("PATCH", `/api/machines/${w.machine}`, { name: "m" }), 200);
       assertStatus(
@@ -494,7 +483,7 @@ for (const leg of dbLegs) {
         "viewer",
       );
       assertStatus(
-        await owner("PUT", `/api/orgs/${w.org}/members`, { email: "demoted@example.com", role: "editor" }),
+        await owner("PUT", `/api/orgs/${w.org}/members`, { email: "demoted@example.com", role: "admin" }),
         200,
       );
       assertStatus(await temp("PATCH", `/api/machines/${w.machine}`, { name: "m" }), 200);

@@ -107,17 +107,17 @@ for (const leg of dbLegs) {
       assert.equal(put.body.role, "viewer");
       const again = await call("PUT", `/api/orgs/${id}/members`, {
         email: "bob@example.com",
-        role: "editor",
+        role: "auditor",
       });
       assertStatus(again, 200);
       assert.equal(again.body.user_id, put.body.user_id, "the same email is the same user");
-      assert.equal(again.body.role, "editor");
+      assert.equal(again.body.role, "auditor");
       const m2 = await call("GET", `/api/orgs/${id}/members`);
       assert.deepEqual(
         m2.body.items.map((x: { email: string; role: string }) => [x.email, x.role]),
         [
           ["operator@localhost", "owner"],
-          ["bob@example.com", "editor"],
+          ["bob@example.com", "auditor"],
         ],
       );
       // text that is not Unicode (a lone surrogate, escaped in JSON) is refused on every route

@@ -218,8 +218,12 @@ describe("the agent's terminal and roles", { skip }, () => {
     t = await startTestServer({ listen: true, env: { AUTH_MODE: "trusted-header" } });
     const owner = as("owner@example.com");
     const org = (await t.call("POST", "/api/orgs", { name: "roles" }, owner)).body;
-    for (const role of ["viewer", "auditor", "editor"])
+    for (const role of ["viewer", "auditor", "admin"])
       await t.call("PUT", `/api/orgs/${org.id}/members`, { email: `${role}@example.com`, role }, owner);
+    // an editor holds an area, and a terminal is never inside one
+    await t.call("PUT", `/api/orgs/${org.id}/areas/work`, { folders: ["work"] }, owner);
+    const editor = { email: "editor@example.com", role: "editor", areas: ["work"] };
+    assert.equal((await t.call("PUT", `/api/orgs/${org.id}/members`, editor, owner)).status, 200);
     const m = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", memory_mib: 256 }, owner))
       .body;
     agent = (await t.call("POST", "/api/agents", { org_id: org.id, machine_id: m.id, name: "a" }, owner))
@@ -231,7 +235,7 @@ describe("the agent's terminal and roles", { skip }, () => {
   });
   const url = () => wsUrl(t, `/api/agents/${agent.id}/cli/tty`);
 
-  test("viewers watch read-only, auditors and strangers are refused, an editor types", async () => {
+  test("viewers watch read-only, auditors, editors (fenced) and strangers are refused, an admin types", async () => {
     // nothing runs yet: a viewer is told so, and cannot start it
     assert.equal(
       (await t.call("POST", `/api/agents/${agent.id}/cli`, undefined, as("viewer@example.com"))).status,
@@ -242,7 +246,7 @@ describe("the agent's terminal and roles", { skip }, () => {
     assert.match(none.reason, /no terminal is running/);
     assert.equal((await early.closed).code, 1000);
 
-    const editor = await tty(url(), as("editor@example.com"));
+    const editor = await tty(url(), as("admin@example.com"));
     sockets.push(editor);
     assert.equal((await editor.message("attached")).mode, "write");
     const viewer = await tty(url(), as("viewer@example.com"));
@@ -250,9 +254,9 @@ describe("the agent's terminal and roles", { skip }, () => {
     assert.equal((await viewer.message("attached")).mode, "watch");
     viewer.type(`touch ${agent.home}/by-viewer\r`);
     viewer.json({ type: "resize", cols: 50, rows: 10 });
-    editor.type(`ls ${agent.home}; stty size; echo BY""EDITOR\r`);
-    await viewer.expect(/BYEDITOR/);
-    await editor.expect(/BYEDITOR/);
+    editor.type(`ls ${agent.home}; stty size; echo BY""ADMIN\r`);
+    await viewer.expect(/BYADMIN/);
+    await editor.expect(/BYADMIN/);
     assert.ok(!editor.out().includes("by-viewer"), "the viewer's keys were dropped");
     assert.match(editor.out(), /^24 80\r$/m, "the viewer's resize was dropped");
 
@@ -260,6 +264,10 @@ describe("the agent's terminal and roles", { skip }, () => {
     assert.ok("status" in auditor);
     assert.equal(auditor.status, 403);
     assert.equal(auditor.body.error.code, "access.denied");
+    const fenced = await openTty(url(), as("editor@example.com"));
+    assert.ok("status" in fenced);
+    assert.equal(fenced.status, 403);
+    assert.equal(fenced.body.error.code, "area.refused");
     const stranger = await openTty(url(), as("stranger@example.com"));
     assert.ok("status" in stranger);
     assert.equal(stranger.status, 404);

@@ -54,6 +54,8 @@ for (const leg of dbLegs) {
         await owner("POST", "/api/agents", { org_id: org, machine_id: m.id, name: "a", instructions: "one" })
       ).body.id;
       assert.equal((await owner("PATCH", `/api/agents/${agent}`, { instructions: "two" })).status, 200);
+      // an editor holds at least one area
+      assert.equal((await owner("PUT", `/api/orgs/${org}/areas/work`, { folders: ["work"] })).status, 200);
       for (const [email, role] of [
         [AUDITOR, "auditor"],
         [EDITOR, "editor"],
@@ -61,6 +63,7 @@ for (const leg of dbLegs) {
         const r = await owner("PUT", `/api/orgs/${org}/members`, {
           email,
           role,
+          ...(role === "editor" ? { areas: ["work"] } : {}),
         });
         assert.ok(r.status === 200 || r.status === 201, JSON.stringify(r.body));
       }

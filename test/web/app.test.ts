@@ -460,11 +460,11 @@ describe("the operator app", { concurrency: false }, () => {
     // a role changed in place, a member removed
     await owner.locator('input[name="member_email"]').fill("gone@example.com");
     await owner.getByRole("button", { name: "Add or change member" }).click();
-    await owner.getByRole("combobox", { name: "role of gone@example.com" }).selectOption("editor");
+    await owner.getByRole("combobox", { name: "role of gone@example.com" }).selectOption("auditor");
     await owner.waitForFunction(async (u) => {
       const r = await fetch(u, { headers: { "x-forwarded-email": "owner@example.com" } });
       const body = (await r.json()) as { items: { email: string; role: string }[] };
-      return body.items.find((m) => m.email === "gone@example.com")?.role === "editor";
+      return body.items.find((m) => m.email === "gone@example.com")?.role === "auditor";
     }, `${base}/api/orgs/${orgId}/members`);
     await owner.getByRole("button", { name: "remove gone@example.com" }).click();
     await owner.getByRole("cell", { name: "gone@example.com", exact: true }).waitFor({ state: "detached" });

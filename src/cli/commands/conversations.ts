@@ -1,5 +1,6 @@
-// `warren conversations ...`: an agent's threads, read and closed (talk in one with `warren chat`).
-import type { Conversation, ConversationMessage } from "../../sdk/index.js";
+// `warren conversations ...`: an agent's threads, read and closed, a branch's diff and its landing
+// (talk in one with `warren chat`).
+import type { Conversation, ConversationDiff, ConversationMessage } from "../../sdk/index.js";
 import { defineCommand, defineGroup, type Input } from "../command.js";
 import { detailView, listView, short, visible, type Column } from "../format.js";
 
@@ -28,6 +29,21 @@ export function threadView(items: readonly ConversationMessage[]): string {
       return `${who}  ${m.at}${turn}\n${body}\n`;
     })
     .join("\n");
+}
+
+const fileColumns: Column<ConversationDiff["files"][number]>[] = [
+  { header: "STATUS", value: (f) => f.status },
+  { header: "+", value: (f) => f.additions },
+  { header: "-", value: (f) => f.deletions },
+  { header: "PATH", value: (f) => f.path },
+];
+
+/** A branch's diff as people read it: where it stands, its files, then the patch as git wrote it. */
+function diffView(d: ConversationDiff): string {
+  const head = `${d.branch} onto ${d.base}: ${d.ahead} ahead, ${d.behind} behind\n`;
+  if (d.files.length === 0) return `${head}no changes\n`;
+  const more = d.patch_truncated ? "\n(the patch is cut short; read the rest in the repository)\n" : "";
+  return `${head}\n${listView("files", fileColumns, d.files)}\n${d.patch}${more}`;
 }
 
 const conversationArg = (i: Input) => ({ id: i.arg("conversation") });
@@ -61,6 +77,24 @@ export const conversations = defineGroup(
       run: async (ctx, p) => {
         const list = await ctx.client.conversations.messages(p.id);
         return ctx.show(list, () => threadView(list.items));
+      },
+    }),
+    diff: defineCommand({
+      summary: "show what a conversation's branch changed against its base: files, then the patch",
+      args: ["conversation"],
+      parse: conversationArg,
+      run: async (ctx, p) => {
+        const d = await ctx.client.conversations.diff(p.id);
+        return ctx.show(d, () => diffView(d));
+      },
+    }),
+    land: defineCommand({
+      summary: "land a conversation's branch into its base (owners and admins)",
+      args: ["conversation"],
+      parse: conversationArg,
+      run: async (ctx, p) => {
+        const landed = await ctx.client.conversations.land(p.id);
+        return ctx.show(landed, () => `landed ${p.id}: ${landed.commit}\n`);
       },
     }),
     close: defineCommand({

@@ -5,6 +5,7 @@
 // module of its own (defineGroup, or defineSingle for a one-word command) and its name below.
 import type { Group } from "../command.js";
 import { agents } from "./agents.js";
+import { areas } from "./areas.js";
 import { artifacts } from "./artifacts.js";
 import { chat } from "./chat.js";
 import { conversations } from "./conversations.js";
@@ -29,6 +30,7 @@ export const groups: readonly Group[] = [
   serve,
   doctor,
   orgs,
+  areas,
   machines,
   agents,
   guilds,

@@ -14,6 +14,7 @@ export const memberColumns: Column<Member>[] = [
   { header: "USER", value: (m) => m.user_id },
   { header: "EMAIL", value: (m) => m.email },
   { header: "ROLE", value: (m) => m.role },
+  { header: "AREAS", value: (m) => m.areas },
 ];
 
 function readRole(i: Input): Role {
@@ -71,16 +72,29 @@ export const orgs = defineGroup("orgs", "organisations and their members", {
     },
   }),
   "set-member": defineCommand({
-    summary: "add a member or change a member's role",
+    summary: "add a member or change a member's role and areas",
     args: ["org"],
     options: [
       { name: "email", value: "<email>", help: "the member's email" },
-      { name: "role", value: "<role>", help: "owner, admin, editor, viewer or auditor" },
+      { name: "role", value: "<role>", help: ROLES.join(", ") },
+      {
+        name: "area",
+        value: "<name>",
+        repeatable: true,
+        help: "an area the member holds (an editor or guest needs one); repeatable; absent: those held stay",
+      },
     ],
     required: ["email", "role"],
-    parse: (i) => ({ id: i.arg("org"), email: i.need("email"), role: readRole(i) }),
+    parse: (i) => {
+      const areas = i.list("area");
+      return { id: i.arg("org"), email: i.need("email"), role: readRole(i), ...(areas ? { areas } : {}) };
+    },
     run: async (ctx, p) => {
-      const member = await ctx.client.orgs.setMember(p.id, { email: p.email, role: p.role });
+      const member = await ctx.client.orgs.setMember(p.id, {
+        email: p.email,
+        role: p.role,
+        ...(p.areas ? { areas: p.areas } : {}),
+      });
       return ctx.show(member, () => detailView(member));
     },
   }),

@@ -86,7 +86,7 @@ export function orgRoutes(orgs: Orgs): AnyRoute[] {
       params: idParams("org"),
       body: MemberSetRequest,
       response: Member,
-      errors: ["access.denied", "area.not_allowed"],
+      errors: ["access.denied", "area.not_allowed", "area.required"],
       handler: ({ who, params, body }) => orgs.setMember(who, params.id, body.email, body.role, body.areas),
     }),
     route({

@@ -1,0 +1,160 @@
+// The fence on a harness kind's turn, on a real box (AUTH_MODE=trusted-header): a member with
+// area support talks with a codex agent (its real CLI, against a scripted Responses server on
+// loopback behind the gateway); the command the model has codex run finds nothing of the home
+// outside support/ (no other folder, no .git history, no other conversation's CLI state),
+// while the CLI's own session of this conversation is kept from one turn to the next.
+import assert from "node:assert/strict";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { installedVersion } from "../../src/runs/harness.js";
+import { boxSkipReason } from "../box/fixture.js";
+import { privateAllow } from "../support/bound.js";
+import {
+  startFakeResponses,
+  type FakeResponsesServer,
+  type ResponsesTurn,
+} from "../support/fake-responses.js";
+import { startTestServer, type TestServer } from "../support/server.js";
+import { waitFor } from "../conversations/support.js";
+
+const HARNESS_DIR = process.env.WARREN_TEST_HARNESS_DIR ?? path.resolve(".state/harness");
+const KEY = "sk-proj-fence-4b7d1e9a0c";
+const OWNER = "owner@example.com";
+const SUPPORT = "support@example.com";
+const skip =
+  boxSkipReason() ??
+  (installedVersion(HARNESS_DIR, "codex") || process.env.WARREN_TEST_HARNESS_DIR
+    ? false
+    : `the codex CLI is not installed in ${HARNESS_DIR}: run scripts/harness.sh ${HARNESS_DIR} codex (make test does)`);
+
+/** What the turn's command reports of the home it finds. */
+const LOOK = [
+  `echo "home: $(ls -A ~ | tr '\\n' ' ')"`,
+  `echo "sessions: $(ls -A ~/.warren/conversations | tr '\\n' ' ')"`,
+  "cat ~/support/a.txt",
+  "test -e ~/secret/b.txt && echo FOUND-SECRET",
+  "test -e ~/support/.git/HEAD && echo FOUND-HISTORY",
+  "test -e ~/support/deep/.git/HEAD && echo FOUND-NESTED-HISTORY",
+  "find ~ -name 'b.txt' 2>/dev/null | sed 's/^/found: /'",
+  "echo LOOK-END",
+].join("; ");
+
+describe("a fenced harness turn", { skip }, () => {
+  let t: TestServer;
+  let responses: FakeResponsesServer;
+  let turns: ResponsesTurn[] = [];
+  let agent = "";
+  const as = (email: string) => (method: string, url: string, body?: unknown) =>
+    t.call(method, url, body, { "x-forwarded-email": email });
+  const owner = as(OWNER);
+  const put = async (p: string, text: string) => {
+    const r = await t.inject({
+      method: "PUT",
+      url: `/api/agents/${agent}/files/${p}`,
+      payload: Buffer.from(text),
+      headers: { "x-forwarded-email": OWNER, "content-type": "application/octet-stream" },
+    });
+    assert.equal(r.statusCode, 204, r.body);
+  };
+  const turn = async (conversation: string, text: string) => {
+    const m = await as(SUPPORT)("POST", `/api/conversations/${conversation}/messages`, { text });
+    assert.equal(m.status, 202, JSON.stringify(m.body));
+    const run = await waitFor(
+      `run ${m.body.run_id}`,
+      async () => {
+        const r = (await owner("GET", `/api/runs/${m.body.run_id}`)).body;
+        return ["running", "queued"].includes(r.status) ? null : r;
+      },
+      240_000,
+    );
+    const events = (await owner("GET", `/api/runs/${m.body.run_id}/events`)).body;
+    assert.equal(run.status, "succeeded", JSON.stringify({ run, events }).slice(0, 4000));
+    return run;
+  };
+
+  before(async () => {
+    responses = await startFakeResponses(
+      new Proxy([] as ResponsesTurn[], { get: (_t, k) => Reflect.get(turns, k) }),
+    );
+    t = await startTestServer({
+      env: {
+        AUTH_MODE: "trusted-header",
+        WARREN_HARNESS_KINDS: "codex",
+        WARREN_HARNESS_DIR: HARNESS_DIR,
+        WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(responses),
+      },
+    });
+    const org = (await owner("POST", "/api/orgs", { name: "fenced-harness" })).body.id;
+    const m = (await owner("POST", "/api/machines", { org_id: org, name: "m", max_workspace_mib: 500 })).body;
+    const key = await owner("POST", "/api/secrets", {
+      org_id: org,
+      name: "MODEL_KEY",
+      value: KEY,
+      use: "model",
+      hosts: [new URL(responses.baseUrl).host],
+      grants: [{ scope: "org", id: org }],
+    });
+    assert.equal(key.status, 201, JSON.stringify(key.body));
+    const a = await owner("POST", "/api/agents", {
+      org_id: org,
+      machine_id: m.id,
+      name: "codex",
+      kind: "codex",
+      model: { provider: "openai", name: "gpt-5-mini", base_url: responses.baseUrl, key_secret: "MODEL_KEY" },
+    });
+    assert.equal(a.status, 201, JSON.stringify(a.body));
+    agent = a.body.id;
+    await put("support/a.txt", "support notes\n");
+    await put("support/.git/HEAD", "ref: refs/heads/main\n");
+    await put("support/deep/.git/HEAD", "ref: refs/heads/main\n");
+    await put("secret/b.txt", "the plans\n");
+    // another conversation's CLI state, outside this one's fence
+    await put(".warren/conversations/cnv_0000000000000000/codex/x.txt", "another's session\n");
+    assert.equal(
+      (await owner("PUT", `/api/orgs/${org}/areas/support`, { folders: ["support"] })).status,
+      200,
+    );
+    const ed = await owner("PUT", `/api/orgs/${org}/members`, {
+      email: SUPPORT,
+      role: "editor",
+      areas: ["support"],
+    });
+    assert.equal(ed.status, 200, JSON.stringify(ed.body));
+  });
+  after(async () => {
+    await t?.close();
+    await responses?.close();
+  });
+
+  test("codex's command finds nothing outside the starter's area; its own session is kept", async () => {
+    const c = await as(SUPPORT)("POST", `/api/agents/${agent}/conversations`, { title: "look" });
+    assert.equal(c.status, 201, JSON.stringify(c.body));
+    turns = [{ call: { tool: "exec", command: LOOK } }, { text: "SAW:\n{{outputs}}\nDONE" }];
+    const first = await turn(c.body.id, "look around");
+    const seen = first.output as string;
+    assert.match(seen, /LOOK-END/, seen);
+    assert.match(seen, /^home: \.warren support $/m);
+    assert.match(seen, new RegExp(`^sessions: ${c.body.id} $`, "m"));
+    assert.match(seen, /^support notes$/m);
+    assert.doesNotMatch(seen, /FOUND-SECRET|FOUND-HISTORY|FOUND-NESTED-HISTORY|found: /);
+    // the rest of the home is as it was
+    assert.equal((await owner("GET", `/api/agents/${agent}/files/secret/b.txt`)).body, "the plans\n");
+    const kept = await owner(
+      "GET",
+      `/api/agents/${agent}/folder?path=.warren/conversations/${c.body.id}/codex`,
+    );
+    assert.equal(kept.status, 200, JSON.stringify(kept.body));
+    assert.ok(
+      kept.body.entries.some((e: { name: string }) => e.name === "sessions"),
+      `codex's session of this conversation is in the home: ${JSON.stringify(kept.body)}`,
+    );
+    // the next turn resumes it: the model sees the first exchange as codex's own history
+    // (the fake answers by the number of answers already in the request: two, resumed)
+    turns = [...turns, { text: "SECOND-ANSWER" }];
+    const second = await turn(c.body.id, "and again?");
+    assert.match(second.output, /SECOND-ANSWER/);
+    const input = JSON.stringify(responses.requests[responses.requests.length - 1]!.body.input);
+    assert.match(input, /look around/);
+    assert.doesNotMatch(input, /This is a conversation that goes on/, "resumed, not replayed");
+  });
+});
