@@ -322,6 +322,7 @@ export async function buildServices(
     dispatch,
     workspaces,
     flows,
+    staging,
     previewGrants: new PreviewGrants(),
   };
 }
