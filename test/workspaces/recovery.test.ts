@@ -4,8 +4,7 @@
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import os from "node:os";
+import { rm } from "node:fs/promises";
 import path from "node:path";
 import { test } from "node:test";
 import { LocalProvider } from "../../src/boxes/local/provider.js";
@@ -13,15 +12,7 @@ import { DirRunStaging } from "../../src/runs/staging.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { startTestServer } from "../support/server.js";
 import { builtCli, freePort } from "../support/serve.js";
-
-const POLICY = `workspace_classes:
-  private_scratch:
-    description: Each agent gets its own working directory.
-    workspace_scope: per-agent
-  shared_instance:
-    description: Agents on one flow instance share a directory.
-    workspace_scope: per-flow-instance
-`;
+import { stateWithPolicy } from "./support.js";
 
 async function serve(stateRoot: string, port: number): Promise<ChildProcess> {
   const child = spawn(process.execPath, [builtCli, "serve"], {
@@ -65,8 +56,7 @@ test(
       boxSkipReason() ?? (fs.existsSync(builtCli) ? false : "dist/cli/main.js is missing: run npm run build"),
   },
   async () => {
-    const stateRoot = await mkdtemp(path.join(os.tmpdir(), "warren-ws-recovery-"));
-    await writeFile(path.join(stateRoot, "policy.yaml"), POLICY);
+    const stateRoot = await stateWithPolicy();
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const call = async (method: string, url: string, body?: unknown) => {

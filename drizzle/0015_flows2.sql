@@ -1,0 +1,1 @@
+ALTER TABLE "flow_instances" ADD COLUMN "workspace_mib" integer;
