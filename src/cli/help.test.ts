@@ -47,6 +47,7 @@ test("the texts themselves: the overview and a command's help, word for word", (
       "  schedules      standing orders to run an agent (cron or every N seconds)\n" +
       "  chat           talk with an agent\n" +
       "  conversations  an agent's conversations (talk with `warren chat`)\n" +
+      "  flows          flows of agents and their instances (a shared /workspace each)\n" +
       "  evals          an agent's evaluation suites and runs\n" +
       "  evidence       evidence packs: the governance record of a period\n" +
       "  files          files of an agent's home\n" +

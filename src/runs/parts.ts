@@ -7,6 +7,7 @@ import { rm } from "node:fs/promises";
 import type { Logger } from "../observability/log.js";
 import { schema, type Db } from "../store/index.js";
 import type { WorkspaceLayout } from "../workspaces/layout.js";
+import type { Workspaces } from "../workspaces/service.js";
 import type { DirRunStaging } from "./staging.js";
 
 /** What one run cut short left: its part of the box (labels) and its workspaces. */
@@ -20,7 +21,7 @@ export interface LeftBehind {
 
 const GOING = new Set(["queued", "waiting", "running"]);
 
-export async function recoverRunParts(o: {
+async function recoverRunParts(o: {
   db: Db;
   staging: Pick<DirRunStaging, "find" | "unstage">;
   layout: Pick<WorkspaceLayout, "find">;
@@ -60,4 +61,21 @@ export async function recoverRunParts(o: {
   }
   o.logger.info({ left: out }, "what runs cut short left behind, found by label");
   return out;
+}
+
+/**
+ * At boot, once the runs that were going on are lost: what they left, found by label
+ * (recoverRunParts), then every other reset-eligible workspace of a unit of work that never
+ * ended (Workspaces.sweep).
+ */
+export async function recoverLeftovers(o: {
+  db: Db;
+  staging: Pick<DirRunStaging, "find" | "unstage">;
+  workspaces: Pick<Workspaces, "layout" | "sweep">;
+  machineDirs: string[];
+  logger: Logger;
+}): Promise<void> {
+  await recoverRunParts({ ...o, layout: o.workspaces.layout });
+  const swept = await o.workspaces.sweep(o.machineDirs);
+  if (swept > 0) o.logger.info({ workspaces: swept }, "workspaces of interrupted runs removed");
 }

@@ -14,6 +14,7 @@ import { evals } from "./evals.js";
 import { evidence } from "./evidence.js";
 import { exec } from "./exec.js";
 import { files } from "./files.js";
+import { flows } from "./flows.js";
 import { guilds } from "./guilds.js";
 import { machines } from "./machines.js";
 import { orgs } from "./orgs.js";
@@ -37,6 +38,7 @@ export const groups: readonly Group[] = [
   schedules,
   chat,
   conversations,
+  flows,
   evals,
   evidence,
   files,
