@@ -11,7 +11,7 @@ import type { Workspaces } from "../workspaces/service.js";
 import type { DirRunStaging } from "./staging.js";
 
 /** What one run cut short left: its part of the box (labels) and its workspaces. */
-export interface LeftBehind {
+interface LeftBehind {
   runId: string;
   machineId: string;
   labels: Record<string, string>;
