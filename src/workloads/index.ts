@@ -211,10 +211,10 @@ export class Workload {
   async #label(): Promise<void> {
     const run = this.run;
     if (!run) return;
-    this.#labelled ??= this.o.staging.label(
-      this.machine.id,
-      run.id,
-      runLabels(this.agent, run.id, this.instance),
+    // once the box is there: a machine's first start may take a warm box, whose folder
+    // replaces the machine's
+    this.#labelled ??= this.ready().then(() =>
+      this.o.staging.label(this.machine.id, run.id, runLabels(this.agent, run.id, this.instance)),
     );
     await this.#labelled;
   }
