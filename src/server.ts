@@ -17,6 +17,7 @@ import type { GuardedFetch } from "./net/connector.js";
 import type { OwnEndpoints } from "./net/own.js";
 import type { AddressRule } from "./net/rule.js";
 import type { Logger } from "./observability/log.js";
+import { recoverLeftovers } from "./runs/parts.js";
 import type { Store } from "./store/index.js";
 
 export { bootProbes } from "./compose/base.js";
@@ -107,8 +108,9 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
         "conversations' turns cut short by the server's stop are interrupted",
       );
     const machineDirs = (await readdir(state.workspaces)).map((n) => path.join(state.workspaces, n));
-    const swept = await s.workspaces.sweep(machineDirs);
-    if (swept > 0) base.logger.info({ workspaces: swept }, "workspaces of interrupted runs removed");
+    // what the lost runs left in their boxes and workspaces, found by label
+    const { staging, workspaces } = s;
+    await recoverLeftovers({ db: base.store.db, staging, workspaces, machineDirs, logger: base.logger });
     const recovered = await s.runtime.recover();
     if (recovered.adopted.length || recovered.reaped.length) base.logger.info(recovered, "boxes recovered");
     // the schedule ticker, after the runs of the last server are recorded as lost

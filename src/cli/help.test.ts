@@ -50,6 +50,7 @@ test("the texts themselves: the overview and a command's help, word for word", (
       "  conversations  an agent's conversations (talk with `warren chat`)\n" +
       "  versions       an agent's versions: list, read, make current\n" +
       "  canary         an agent's canary: a share of runs sent to another version\n" +
+      "  flows          flows of agents and their instances (a shared /workspace each)\n" +
       "  evals          an agent's evaluation suites and runs\n" +
       "  approvals      tool calls that wait for a person's decision\n" +
       "  evidence       evidence packs: the governance record of a period\n" +

@@ -110,8 +110,12 @@ export async function buildServices(
     logger,
   });
   const workloads = new Workloads({ db, runtime, homes: layout, secrets, staging, logger, workspaces });
-  const caps = new DiskCaps(db, layout, config.WORKSPACE_MAX_MIB, (m, a) =>
-    base.workspaceLayout.agentRoot(m, a),
+  const caps = new DiskCaps(
+    db,
+    layout,
+    config.WORKSPACE_MAX_MIB,
+    (m, a) => base.workspaceLayout.agentRoot(m, a),
+    (i) => base.workspaceLayout.flowHostDir(i),
   );
   const recorder = new RunRecorder({
     db,
@@ -344,6 +348,7 @@ export async function buildServices(
     dispatch,
     workspaces,
     flows,
+    staging,
     previewGrants: new PreviewGrants(),
   };
 }

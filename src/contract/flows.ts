@@ -40,6 +40,13 @@ export const FlowWorkspace = z
     path: z.literal("/workspace").describe("where the instance's agents see it"),
     host_path: z.string().describe("where it is kept on the server's host (STATE_ROOT/flows/<id>/workspace)"),
     labels: z.record(z.string(), z.string()).describe("how recovery and reset find it"),
+    mib: z
+      .number()
+      .int()
+      .nullable()
+      .describe(
+        "its size when last measured (after each run in it), MiB; null before; capped at WORKSPACE_MAX_MIB",
+      ),
   })
   .meta({ id: "FlowWorkspace" });
 

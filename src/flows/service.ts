@@ -35,7 +35,8 @@ export interface InstanceView {
   name: string | null;
   status: "running" | "ended";
   agent_ids: string[];
-  workspace: { path: "/workspace"; host_path: string; labels: Record<string, string> };
+  /** `mib`: its size when last measured (after each run in it), null before. */
+  workspace: { path: "/workspace"; host_path: string; labels: Record<string, string>; mib: number | null };
   run_ids: string[];
   conversation_ids: string[];
   created_at: string;
@@ -185,6 +186,7 @@ export class Flows {
         path: "/workspace",
         host_path: this.o.layout.flowHostDir(i.id),
         labels: flowLabels(i.orgId, i),
+        mib: i.workspaceMib,
       },
       run_ids: runs.map((r) => r.runId),
       conversation_ids: (

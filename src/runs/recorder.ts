@@ -172,7 +172,7 @@ export class RunRecorder {
     // that no event of any run asks the store
     o.records.conversations.knowTurn(id, req.conversationId ?? null);
     // a home over its cap refuses the run now, queued or not (and again when it starts)
-    const gated = await o.caps.gate(agent, machine);
+    const gated = await o.caps.gate(agent, machine, req.instance?.id);
     let recorded!: (row: RunRow | null) => void;
     const record = new Promise<RunRow | null>((r) => (recorded = r));
     let startedNow = false;
@@ -181,7 +181,7 @@ export class RunRecorder {
         .then(async (row) => {
           if (!row) return;
           // a run that waited is gated again: its home may have grown meanwhile
-          const before = startedNow ? gated : await o.caps.gate(agent, machine);
+          const before = startedNow ? gated : await o.caps.gate(agent, machine, req.instance?.id);
           await this.#drive(row, req, before, gen.controller.signal);
         })
         .catch(async (err: unknown) => {
@@ -359,7 +359,7 @@ export class RunRecorder {
         timed_out: status === "timed_out",
         reason,
       });
-      const after = await this.#measure(agent, machine, events);
+      const after = await this.#measure(agent, machine, events, req.instance?.id);
       const endedAt = new Date();
       const receipt: RunReceipt = {
         run_id: run.id,
@@ -406,10 +406,12 @@ export class RunRecorder {
     }
   }
 
-  async #measure(agent: AgentRow, machine: MachineRow, events: RunEventSink): Promise<Sizes> {
+  async #measure(agent: AgentRow, machine: MachineRow, events: RunEventSink, inst?: string): Promise<Sizes> {
     try {
-      const sizes = await this.#o.caps.measureAndStore(agent, machine);
-      await events("measurement", { workspace_mib: sizes.agentMib, machine_workspace_mib: sizes.machineMib });
+      const sizes = await this.#o.caps.measureAndStore(agent, machine, inst);
+      const { agentMib: workspace_mib, machineMib: machine_workspace_mib, instanceMib } = sizes;
+      const flow = instanceMib !== undefined ? { flow_workspace_mib: instanceMib } : {};
+      await events("measurement", { workspace_mib, machine_workspace_mib, ...flow });
       return sizes;
     } catch (err) {
       await events("measurement", { error: messageOf(err) });

@@ -1,9 +1,18 @@
-// A run's private files (its input): written on the host into a folder the box sees under
-// boxd's root-only runtime folder; boxd binds it read-only at /agent for that run only.
-import { chmod, chown, mkdir, rm, writeFile } from "node:fs/promises";
+// A run's part in its machine's box, on the host beside the box's boxd folder: its private
+// files (its input), which boxd binds read-only at /agent for that run only, and its labels
+// (parts/<run id>.json: kind, owner, run, agent, machine, flow instance), by which recovery
+// finds what a run cut short left behind, never by a name.
+import { chmod, chown, mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { idPattern } from "../ids.js";
-import type { RunStaging } from "../workloads/index.js";
+import type { RunLabels, RunStaging } from "../workloads/index.js";
+
+/** A labelled run part found on the host. */
+export interface FoundPart {
+  machineId: string;
+  runId: string;
+  labels: RunLabels;
+}
 
 export class DirRunStaging implements RunStaging {
   /** `where(machineId)`: the host folder and the same folder's path in the box. */
@@ -13,7 +22,11 @@ export class DirRunStaging implements RunStaging {
     if (!idPattern.test(runId) || !idPattern.test(machineId))
       throw new Error("malformed id in a staging path");
     const w = this.where(machineId);
-    return { host: path.join(w.hostDir, "runs", runId), box: path.posix.join(w.boxDir, "runs", runId) };
+    return {
+      host: path.join(w.hostDir, "runs", runId),
+      box: path.posix.join(w.boxDir, "runs", runId),
+      labels: path.join(w.hostDir, "parts", `${runId}.json`),
+    };
   }
 
   async stage(
@@ -38,7 +51,50 @@ export class DirRunStaging implements RunStaging {
     return { boxPath: p.box };
   }
 
+  /** Writes the run part's labels (the server's own file, 0600, in a folder no agent reaches). */
+  async label(machineId: string, runId: string, labels: RunLabels): Promise<void> {
+    const file = this.#paths(machineId, runId).labels;
+    await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+    const tmp = `${file}.${process.pid}.tmp`;
+    await writeFile(tmp, `${JSON.stringify(labels, null, 2)}\n`, { mode: 0o600 });
+    await rename(tmp, file);
+  }
+
+  /** The run's part goes: its files and its labels. */
   async unstage(machineId: string, runId: string): Promise<void> {
-    await rm(this.#paths(machineId, runId).host, { recursive: true, force: true });
+    const p = this.#paths(machineId, runId);
+    await rm(p.host, { recursive: true, force: true });
+    await rm(p.labels, { force: true });
+  }
+
+  /** The labelled run parts on the host of these machines' boxes whose labels hold all of `match`. */
+  async find(machineIds: readonly string[], match: RunLabels = {}): Promise<FoundPart[]> {
+    const out: FoundPart[] = [];
+    for (const machineId of machineIds) {
+      if (!idPattern.test(machineId)) continue;
+      let names: string[];
+      let dir: string;
+      try {
+        dir = path.join(this.where(machineId).hostDir, "parts");
+        names = await readdir(dir);
+      } catch {
+        continue;
+      }
+      for (const name of names) {
+        const runId = name.endsWith(".json") ? name.slice(0, -5) : "";
+        if (!idPattern.test(runId)) continue;
+        let labels: RunLabels;
+        try {
+          const v: unknown = JSON.parse(await readFile(path.join(dir, name), "utf8"));
+          if (!v || typeof v !== "object") continue;
+          labels = v as RunLabels;
+        } catch {
+          continue;
+        }
+        if (labels["warren.run"] !== runId) continue;
+        if (Object.entries(match).every(([k, v]) => labels[k] === v)) out.push({ machineId, runId, labels });
+      }
+    }
+    return out;
   }
 }

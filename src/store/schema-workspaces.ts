@@ -49,6 +49,8 @@ export const flowInstances = pgTable(
     name: text("name"),
     status: text("status", { enum: ["running", "ended"] }).notNull(),
     gid: integer("gid").notNull(),
+    /** The workspace's size when last measured (after each run in it), MiB; null before. */
+    workspaceMib: integer("workspace_mib"),
     createdAt: created(),
     endedAt: timestamp("ended_at", { withTimezone: true, mode: "date" }),
   },

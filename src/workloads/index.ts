@@ -21,7 +21,7 @@ import { schema, type AgentRow, type Db, type MachineRow } from "../store/index.
 import { BoundedOutput } from "./output.js";
 import { redactedIo } from "./redacted-io.js";
 import { TerminalRedaction } from "./terminal-redaction.js";
-import type { InstanceRef, WorkspaceMount, Workspaces } from "../workspaces/service.js";
+import { runLabels, type InstanceRef, type WorkspaceMount, type Workspaces } from "../workspaces/service.js";
 import { agentEnv, commandWalls, cwdOf, limitsOf, type CommandLimits, type Walls } from "./walls.js";
 
 export { BoundedOutput } from "./output.js";
@@ -39,8 +39,14 @@ export interface RunStaging {
     files: Record<string, Buffer>,
     uid: number,
   ): Promise<{ boxPath: string }>;
+  /** The run's labels beside its part of the box, for recovery (gone with unstage). */
+  label(machineId: string, runId: string, labels: RunLabels): Promise<void>;
+  /** The run's part of the box goes: its files and its labels. */
   unstage(machineId: string, runId: string): Promise<void>;
 }
+
+/** A run part's labels: kind (`agent`, `flow`), owner, run, agent, machine, flow instance. */
+export type RunLabels = Record<string, string>;
 
 /** One command of the agent, as its caller asks for it; the door adds the rest. */
 export interface WorkloadCommand {
@@ -132,6 +138,7 @@ export class Workloads {
       opts.run,
       { fence: opts.fence ?? null, cwd: opts.cwd, hide: opts.hide ?? [] },
       workspace,
+      opts.instance,
     );
   }
 
@@ -173,6 +180,8 @@ export class Workload {
   readonly #protected: Buffer[] = [];
   #redactor: Redactor | undefined;
   #staged: string | undefined;
+  /** The run's labels, written once before its first command (recovery finds the run by them). */
+  #labelled: Promise<void> | undefined;
   /** The redaction set of the run's records (Records.openRun): what this work protects joins it. */
   #recording: { add(values: readonly (Buffer | string)[]): void } | undefined;
 
@@ -194,7 +203,21 @@ export class Workload {
     },
     /** What is bound at /workspace for this work's commands; null: none. */
     readonly workspace: WorkspaceMount | null = null,
+    /** The flow instance the work is done in. */
+    readonly instance: InstanceRef | undefined = undefined,
   ) {}
+
+  /** A run's labels beside its part of the box, written once (nothing for work that is no run). */
+  async #label(): Promise<void> {
+    const run = this.run;
+    if (!run) return;
+    // once the box is there: a machine's first start may take a warm box, whose folder
+    // replaces the machine's
+    this.#labelled ??= this.ready().then(() =>
+      this.o.staging.label(this.machine.id, run.id, runLabels(this.agent, run.id, this.instance)),
+    );
+    await this.#labelled;
+  }
 
   get fence(): Fence {
     return this.view.fence;
@@ -276,13 +299,15 @@ export class Workload {
   /** A run's private files, seen by its own command at /agent until `unstage`. */
   async stage(files: Record<string, Buffer>): Promise<void> {
     if (!this.run) throw new Error("only a run stages files");
+    await this.#label();
     const staged = await this.o.staging.stage(this.machine.id, this.run.id, files, this.uid);
     this.#staged = staged.boxPath;
   }
 
   async unstage(): Promise<void> {
-    if (!this.run || this.#staged === undefined) return;
+    if (!this.run || (this.#staged === undefined && this.#labelled === undefined)) return;
     this.#staged = undefined;
+    this.#labelled = undefined;
     await this.o.staging
       .unstage(this.machine.id, this.run.id)
       .catch((err: unknown) => this.o.logger.warn({ err, runId: this.run?.id }, "unstaging failed"));
@@ -307,6 +332,7 @@ export class Workload {
     const main = cmd.main === true;
     if (main && (!this.run || this.#staged === undefined))
       throw new Error("a run's own command needs its files staged first");
+    await this.#label();
     await this.workspace?.ensure();
     const io = redactedIo(plain, {
       redactor: this.redactor(),

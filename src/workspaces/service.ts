@@ -52,6 +52,27 @@ export function agentLabels(
   };
 }
 
+/**
+ * The labels of a run's part of its machine's box (beside the box's boxd folder): kind `flow`
+ * inside a flow instance, else `agent`; the owner (organisation), run, agent, machine, and the
+ * flow and instance it works in. Recovery finds what a run cut short left by them.
+ */
+export function runLabels(
+  agent: Pick<AgentRow, "id" | "orgId" | "machineId">,
+  runId: string,
+  instance?: Pick<InstanceRef, "id" | "flowId">,
+): WorkspaceLabels {
+  return {
+    "warren.kind": instance ? "flow" : "agent",
+    "warren.owner": agent.orgId,
+    "warren.run": runId,
+    "warren.agent": agent.id,
+    "warren.machine": agent.machineId,
+    ...(instance ? { "warren.flow": instance.flowId, "warren.flow_instance": instance.id } : {}),
+    "warren.reset.eligible": "true",
+  };
+}
+
 export class Workspaces {
   constructor(private readonly o: WorkspacesOptions) {}
 

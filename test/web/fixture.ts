@@ -54,7 +54,12 @@ export interface WebApp {
   stop(): Promise<void>;
 }
 
-export async function startWebApp(name: string, env?: Record<string, string>): Promise<WebApp> {
+/** `prepare` writes into the state folder before the server starts (a policy file, say). */
+export async function startWebApp(
+  name: string,
+  env?: Record<string, string>,
+  prepare?: (stateRoot: string) => Promise<void>,
+): Promise<WebApp> {
   assert.ok(existsSync(builtCli), "run `npm run build` before the browser tests");
   assert.ok(existsSync(path.join(repo, "dist/web/index.html")), "the app is not built: run `npm run build`");
   assert.ok(existsSync(CHROMIUM), "chromium is missing: scripts/setup.sh installs it");
@@ -64,6 +69,7 @@ export async function startWebApp(name: string, env?: Record<string, string>): P
   const contexts: BrowserContext[] = [];
   let serve: Served | undefined;
   try {
+    await prepare?.(stateRoot);
     serve = await startServe({ stateRoot, ...(env ? { env } : {}) });
   } catch (err) {
     await rm(stateRoot, { recursive: true, force: true, maxRetries: 3 });

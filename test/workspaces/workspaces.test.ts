@@ -3,8 +3,7 @@
 // contracts read-only under every class, and the boot checks that refuse.
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import os from "node:os";
+import { rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { boxSkipReason } from "../box/fixture.js";
@@ -13,23 +12,9 @@ import { startTestServer, type TestServer } from "../support/server.js";
 import { agentLabels } from "../../src/workspaces/service.js";
 import { WarrenClient } from "../../src/sdk/index.js";
 import { tty, type Tty } from "../terminal/ws.js";
-
-const POLICY = `workspace_classes:
-  private_scratch:
-    description: Each agent gets its own working directory.
-    workspace_scope: per-agent
-  shared_instance:
-    description: Agents on one flow instance share a directory.
-    workspace_scope: per-flow-instance
-`;
+import { stateWithPolicy } from "./support.js";
 
 const TERMINAL = ["succeeded", "failed", "timed_out", "cancelled", "lost"];
-
-async function stateWithPolicy(policy = POLICY): Promise<string> {
-  const root = await mkdtemp(path.join(os.tmpdir(), "warren-ws-"));
-  await writeFile(path.join(root, "policy.yaml"), policy);
-  return root;
-}
 
 /** Runs a command run (optionally inside a flow instance) and waits until it ends. */
 async function runCommand(

@@ -11,6 +11,8 @@ import { Loading } from "./ui";
 const ThreadPage = lazy(() => import("./pages/Thread").then((m) => ({ default: m.ThreadPage })));
 const NotesPage = lazy(() => import("./pages/Notes").then((m) => ({ default: m.NotesPage })));
 const TablesPage = lazy(() => import("./pages/Tables").then((m) => ({ default: m.TablesPage })));
+const FlowsPage = lazy(() => import("./pages/Flows").then((m) => ({ default: m.FlowsPage })));
+const InstancePage = lazy(() => import("./pages/Flows").then((m) => ({ default: m.InstancePage })));
 const RunPage = lazy(() => import("./pages/Run").then((m) => ({ default: m.RunPage })));
 
 function Page() {
@@ -28,6 +30,18 @@ function Page() {
     return (
       <Suspense fallback={<Loading />}>
         <TablesPage orgId={m.id ?? ""} />
+      </Suspense>
+    );
+  if ((m = match("/orgs/:id/flows", path)))
+    return (
+      <Suspense fallback={<Loading />}>
+        <FlowsPage orgId={m.id ?? ""} />
+      </Suspense>
+    );
+  if ((m = match("/flow-instances/:id", path)))
+    return (
+      <Suspense fallback={<Loading />}>
+        <InstancePage id={m.id ?? ""} />
       </Suspense>
     );
   if ((m = match("/machines/:id", path))) return <MachinePage id={m.id ?? ""} />;

@@ -23,6 +23,9 @@ export const keys = {
   messages: (conversation: string) => ["messages", conversation] as const,
   areas: (org: string) => ["areas", org] as const,
   diff: (conversation: string) => ["diff", conversation] as const,
+  flows: (org: string) => ["flows", org] as const,
+  instances: (flow: string) => ["instances", flow] as const,
+  instance: (id: string) => ["instance", id] as const,
 };
 
 export function useOrgs() {

@@ -22,6 +22,7 @@ export const specOptions: readonly OptionDef[] = [
   { name: "max-tokens", value: "<n>", help: "tokens in and out per run" },
   { name: "max-usd", value: "<usd>", help: "dollars per run" },
   { name: "on-limit", value: "<stop|finish>", help: "at the budget: stop, or finish with a last call" },
+  { name: "workspace-class", value: "<class>", help: "a workspace class of the policy file (/workspace)" },
 ];
 
 /** What the spec options said, before the files are read. */
@@ -37,6 +38,7 @@ export interface SpecOptions {
   instructionsFile?: string;
   toolsFile?: string;
   toolPolicyFile?: string;
+  workspaceClass?: string;
   limits: { max_run_s?: number; max_tokens?: number; max_usd?: number; on_limit?: string };
 }
 
@@ -65,6 +67,7 @@ export function readSpecOptions(i: Input): SpecOptions {
   set("instructionsFile", i.str("instructions-file"));
   set("toolsFile", i.str("tools-file"));
   set("toolPolicyFile", i.str("tool-policy-file"));
+  set("workspaceClass", i.str("workspace-class"));
   if (out.modelFile !== undefined && out.model !== undefined)
     throw i.error("give --model or --model-file, not both");
   const l = out.limits;
@@ -103,10 +106,15 @@ export async function specBody(
   ctx: Context,
   s: SpecOptions,
   current?: Agent,
-): Promise<Pick<AgentUpdateRequest, "kind" | "model" | "instructions" | "tools" | "tool_policy" | "limits">> {
+): Promise<
+  Pick<
+    AgentUpdateRequest,
+    "kind" | "model" | "instructions" | "tools" | "tool_policy" | "limits" | "workspace_class"
+  >
+> {
   const body: Pick<
     AgentUpdateRequest,
-    "kind" | "model" | "instructions" | "tools" | "tool_policy" | "limits"
+    "kind" | "model" | "instructions" | "tools" | "tool_policy" | "limits" | "workspace_class"
   > = {};
   if (s.kind !== undefined) body.kind = s.kind as NonNullable<AgentUpdateRequest["kind"]>;
   let model: Record<string, unknown> | undefined;
@@ -143,6 +151,7 @@ export async function specBody(
     body.tools = (await json(ctx, s.toolsFile, "the tools file")) as AgentUpdateRequest["tools"];
   if (s.toolPolicyFile !== undefined)
     body.tool_policy = (await ctx.readLocal(s.toolPolicyFile, "the tool policy file")).toString("utf8");
+  if (s.workspaceClass !== undefined) body.workspace_class = s.workspaceClass;
   if (Object.keys(s.limits).length > 0)
     body.limits = { ...(current?.limits ?? {}), ...s.limits } as AgentUpdateRequest["limits"];
   return body;

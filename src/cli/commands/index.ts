@@ -15,6 +15,7 @@ import { evals } from "./evals.js";
 import { evidence } from "./evidence.js";
 import { exec } from "./exec.js";
 import { files } from "./files.js";
+import { flows } from "./flows.js";
 import { guilds } from "./guilds.js";
 import { machines } from "./machines.js";
 import { orgs } from "./orgs.js";
@@ -42,6 +43,7 @@ export const groups: readonly Group[] = [
   conversations,
   versions,
   canary,
+  flows,
   evals,
   approvals,
   evidence,

@@ -38,7 +38,7 @@ export function runExitCode(run: Run): number {
 }
 
 /** After `runs start --wait`: the run's output (or its JSON), and its exit code. */
-async function finished(ctx: Context, run: Run): Promise<number> {
+export async function finished(ctx: Context, run: Run): Promise<number> {
   if (ctx.json) await ctx.printJson(run);
   else if (run.output)
     // an agent's answer is text without a final newline; a command's output is printed as is

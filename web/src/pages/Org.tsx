@@ -60,7 +60,8 @@ export function OrgPage({ id }: { id: string }) {
       </h1>
       <p className="sub">
         <Link href={`/secrets?org=${id}`}>Secrets of this organisation</Link> ·{" "}
-        <Link href={`/orgs/${id}/notes`}>Notes</Link> · <Link href={`/orgs/${id}/tables`}>Tables</Link>
+        <Link href={`/orgs/${id}/notes`}>Notes</Link> · <Link href={`/orgs/${id}/tables`}>Tables</Link> ·{" "}
+        <Link href={`/orgs/${id}/flows`}>Flows</Link>
       </p>
       <OrgApprovals orgId={id} can={can} />
 

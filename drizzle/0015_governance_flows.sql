@@ -29,6 +29,7 @@ CREATE TABLE "org_budgets" (
 ALTER TABLE "runs" ADD COLUMN "output_deleted_at" timestamp with time zone;--> statement-breakpoint
 ALTER TABLE "org_guardrails" ADD COLUMN "network_deny" jsonb DEFAULT '[]'::jsonb NOT NULL;--> statement-breakpoint
 ALTER TABLE "org_guardrails" ADD COLUMN "retention_days" integer;--> statement-breakpoint
+ALTER TABLE "flow_instances" ADD COLUMN "workspace_mib" integer;--> statement-breakpoint
 ALTER TABLE "conversation_versions" ADD CONSTRAINT "conversation_versions_conversation_id_conversations_id_fk" FOREIGN KEY ("conversation_id") REFERENCES "public"."conversations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "budget_usage" ADD CONSTRAINT "budget_usage_org_id_orgs_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."orgs"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "org_budgets" ADD CONSTRAINT "org_budgets_org_id_orgs_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."orgs"("id") ON DELETE cascade ON UPDATE no action;

@@ -1,0 +1,186 @@
+// A server killed with SIGKILL during runs, one inside a flow instance and one of a
+// `memory: false` agent: the next server finds each run's part of its box and its workspaces
+// by their labels, never by a name; the instance's workspace is kept, the run's own goes.
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import { rm } from "node:fs/promises";
+import path from "node:path";
+import { test } from "node:test";
+import { LocalProvider } from "../../src/boxes/local/provider.js";
+import { DirRunStaging } from "../../src/runs/staging.js";
+import { boxSkipReason } from "../box/fixture.js";
+import { startTestServer } from "../support/server.js";
+import { builtCli, freePort } from "../support/serve.js";
+import { stateWithPolicy } from "./support.js";
+
+async function serve(stateRoot: string, port: number): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [builtCli, "serve"], {
+    env: {
+      ...process.env,
+      STATE_ROOT: stateRoot,
+      WARREN_PORT: String(port),
+      WARREN_PREVIEW_PORT: "0",
+      LOG_LEVEL: "warn",
+      BOX_IDLE_S: "3600",
+    },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    try {
+      const r = await fetch(`http://127.0.0.1:${port}/health`);
+      if (r.ok) return child;
+    } catch {
+      // not up yet
+    }
+    if (child.exitCode !== null) throw new Error(`warren serve exited with ${child.exitCode}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  child.kill("SIGKILL");
+  throw new Error("warren serve did not become healthy");
+}
+
+async function until(what: string, ok: () => Promise<boolean> | boolean, ms = 60_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await ok())) {
+    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+test(
+  "a server killed mid-run: recovery finds the runs' box parts and workspaces by their labels",
+  {
+    skip:
+      boxSkipReason() ?? (fs.existsSync(builtCli) ? false : "dist/cli/main.js is missing: run npm run build"),
+  },
+  async () => {
+    const stateRoot = await stateWithPolicy();
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const call = async (method: string, url: string, body?: unknown) => {
+      const r = await fetch(base + url, {
+        method,
+        headers: body ? { "content-type": "application/json" } : {},
+        body: body ? JSON.stringify(body) : undefined,
+      });
+      const text = await r.text();
+      return { status: r.status, body: text ? JSON.parse(text) : undefined };
+    };
+    const provider = new LocalProvider({ stateRoot, runRoot: path.join(stateRoot, "run") });
+    // the run parts' labels, read as recovery reads them (no name is guessed)
+    const staging = new DirRunStaging((id) => provider.runFilesDir(id));
+    let server: ChildProcess | undefined;
+    try {
+      server = await serve(stateRoot, port);
+      const org = (await call("POST", "/api/orgs", { name: "r" })).body;
+      const m = (await call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
+      const member = (
+        await call("POST", "/api/agents", {
+          org_id: org.id,
+          machine_id: m.id,
+          name: "member",
+          workspace_class: "shared_instance",
+        })
+      ).body;
+      const forgetful = (
+        await call("POST", "/api/agents", {
+          org_id: org.id,
+          machine_id: m.id,
+          name: "forgetful",
+          workspace_class: "private_scratch",
+          memory: false,
+        })
+      ).body;
+      const flow = (await call("POST", "/api/flows", { org_id: org.id, name: "f", agent_ids: [member.id] }))
+        .body;
+      const inst = (await call("POST", `/api/flows/${flow.id}/instances`, { name: "one" })).body;
+      const inFlow = await call("POST", `/api/flow-instances/${inst.id}/runs`, {
+        agent_id: member.id,
+        kind: "command",
+        command: "echo kept > /workspace/seen && sleep 300",
+      });
+      assert.equal(inFlow.status, 202, JSON.stringify(inFlow.body));
+      const own = await call("POST", `/api/agents/${forgetful.id}/runs`, {
+        kind: "command",
+        command: "echo gone > /workspace/mine && sleep 300",
+      });
+      assert.equal(own.status, 202, JSON.stringify(own.body));
+      const seen = path.join(inst.workspace.host_path, "seen");
+      await until("the runs wrote in their workspaces", async () => {
+        if (!fs.existsSync(seen)) return false;
+        const r = (await call("GET", `/api/runs/${own.body.id}`)).body;
+        return (
+          r.status === "running" && (await staging.find([m.id], { "warren.run": own.body.id })).length > 0
+        );
+      });
+
+      // each run's part of the box carries its labels: kind, owner, run, agent, flow instance
+      const parts = await staging.find([m.id]);
+      const flowPart = parts.find((p) => p.runId === inFlow.body.id);
+      assert.deepEqual(flowPart?.labels, {
+        "warren.kind": "flow",
+        "warren.owner": org.id,
+        "warren.run": inFlow.body.id,
+        "warren.agent": member.id,
+        "warren.machine": m.id,
+        "warren.flow": flow.id,
+        "warren.flow_instance": inst.id,
+        "warren.reset.eligible": "true",
+      });
+      const ownPart = parts.find((p) => p.runId === own.body.id);
+      assert.equal(ownPart?.labels["warren.kind"], "agent");
+      assert.equal(ownPart?.labels["warren.owner"], org.id);
+      assert.equal(ownPart?.labels["warren.agent"], forgetful.id);
+      assert.equal(ownPart?.labels["warren.flow_instance"], undefined);
+
+      server.kill("SIGKILL");
+      await new Promise((r) => server?.once("exit", r));
+      server = undefined;
+
+      const lines: string[] = [];
+      const t = await startTestServer({
+        stateRoot,
+        env: { LOG_LEVEL: "info" },
+        logDestination: { write: (line) => void lines.push(line) },
+      });
+      try {
+        const found = lines
+          .map((l) => JSON.parse(l) as { msg?: string; left?: unknown[] })
+          .find((l) => l.msg === "what runs cut short left behind, found by label");
+        assert.ok(found, "recovery says what it found");
+        const left = found.left as {
+          runId: string;
+          machineId: string;
+          labels: Record<string, string>;
+          workspaces: { dir: string; kept: boolean }[];
+        }[];
+        const byRun = new Map(left.map((l) => [l.runId, l]));
+        const f = byRun.get(inFlow.body.id);
+        assert.equal(f?.machineId, m.id);
+        assert.equal(f?.labels["warren.flow_instance"], inst.id);
+        assert.deepEqual(f?.workspaces, [{ dir: path.dirname(inst.workspace.host_path), kept: true }]);
+        const o = byRun.get(own.body.id);
+        assert.equal(o?.workspaces.length, 1);
+        assert.equal(o?.workspaces[0]?.kept, false);
+        assert.ok(o?.workspaces[0]?.dir.includes(own.body.id), JSON.stringify(o));
+        // the parts are gone, the run's own workspace too; the instance's is kept as it was
+        assert.deepEqual(await staging.find([m.id]), []);
+        assert.equal(fs.existsSync(o.workspaces[0].dir), false);
+        assert.equal(fs.readFileSync(seen, "utf8"), "kept\n");
+        for (const id of [inFlow.body.id, own.body.id])
+          assert.equal((await t.call("GET", `/api/runs/${id}`)).body.status, "lost");
+      } finally {
+        await t.close();
+      }
+    } finally {
+      if (server && server.exitCode === null) {
+        server.kill("SIGKILL");
+        await new Promise((r) => server?.once("exit", r));
+      }
+      for (const b of await provider.list()) await provider.remove(b.id).catch(() => {});
+      await rm(stateRoot, { recursive: true, force: true, maxRetries: 3 });
+    }
+  },
+);
