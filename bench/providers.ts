@@ -1,8 +1,13 @@
-// Providers, side by side: resume from pause and a claim from the warm pool on `local`, and
-// cold start and warm exec on `oci` (Podman) beside `local`'s warm exec; each through the
-// API, as an operator sees it. Run alone: node --import tsx bench/providers.ts
-// (WARREN_OCI_SOCKET: an engine for the oci rows, `scripts/oci.sh service`; else skipped).
+// Providers, side by side in one run, each through the API as an operator sees it: cold
+// start on `local`, on `oci` (Podman) and a bare `podman run` of the same image (the peer);
+// resume from pause and a claim from the warm pool on each provider; warm exec on each, with
+// oci's ratio to local's. Run alone, or only some rows:
+//   node --import tsx bench/providers.ts [row ...]      rows: ROW_NAMES below
+// (WARREN_OCI_SOCKET: an engine for the oci rows, `scripts/oci.sh service`; else skipped;
+// WARREN_OCI_IMAGE: the boxes' image, default warren-box:latest.)
+import { spawn } from "node:child_process";
 import { pathToFileURL } from "node:url";
+import { BOX_PATHS } from "../src/boxes/paths.js";
 import { startTestServer, type TestServer } from "../test/support/server.js";
 import { summarize, timeMany, type Sample } from "./stats.js";
 
@@ -15,7 +20,11 @@ export interface ProviderRow {
   samples_ms?: number[];
 }
 
-async function until(what: string, fn: () => boolean, timeoutMs = 30_000): Promise<void> {
+export const ROW_NAMES = ["cold", "exec", "resume", "claim", "peer"] as const;
+type RowName = (typeof ROW_NAMES)[number];
+type Provider = "local" | "oci";
+
+async function until(what: string, fn: () => boolean, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!fn()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -42,104 +51,179 @@ const timed = async (fn: () => Promise<void>): Promise<number> => {
   return performance.now() - t0;
 };
 
-export async function benchProviders(o: { n: number; log: (s: string) => void }): Promise<ProviderRow[]> {
-  const rows: ProviderRow[] = [];
-  const local = await startTestServer({
+const row = (what: string, samples: number[], target = "", met = ""): ProviderRow => ({
+  what,
+  sample: summarize(samples),
+  target,
+  met,
+  samples_ms: samples,
+});
+
+interface Ctx {
+  n: number;
+  log: (s: string) => void;
+  rows: ProviderRow[];
+  want: (r: RowName) => boolean;
+  /** Each provider's warm exec p50, for the ratio. */
+  warmP50: Partial<Record<Provider, number>>;
+}
+
+/** The rows of one provider, from one server of it with a warm pool of one. */
+async function providerRows(c: Ctx, p: Provider, env: Record<string, string>): Promise<void> {
+  const t = await startTestServer({
     listen: true,
-    env: { BOX_IDLE_S: "3600", BOX_PAUSE_S: "0", BOX_WARM_POOL: "1" },
+    env: { BOX_IDLE_S: "3600", BOX_PAUSE_S: "0", BOX_WARM_POOL: "1", ...env },
   });
-  let localExec: Sample;
   try {
-    const { machine, agent } = await machineWithAgent(local, "resume");
-    await exec(local, agent);
-    o.log(`providers: local warm exec, ${o.n * 5} execs`);
-    localExec = await timeMany(o.n * 5, () => exec(local, agent));
-    rows.push({
-      what: "local warm exec (/bin/true through the API)",
-      sample: localExec,
+    const { machine, agent } = await machineWithAgent(t, `${p}-bench`);
+    await exec(t, agent);
+    if (c.want("cold")) {
+      c.log(`providers: ${c.n} ${p} cold starts`);
+      const colds: number[] = [];
+      for (let i = 0; i < c.n; i++) {
+        await t.call("POST", `/api/machines/${machine}/stop`);
+        colds.push(await timed(() => exec(t, agent)));
+      }
+      c.rows.push(row(`${p} cold start: stopped machine to first exec returning`, colds));
+    }
+    if (c.want("exec")) {
+      c.log(`providers: ${p} warm exec, ${c.n * 5} execs`);
+      const warm = await timeMany(c.n * 5, () => exec(t, agent));
+      c.warmP50[p] = warm.p50;
+      const local = c.warmP50.local;
+      const ratio = local !== undefined && p !== "local" ? warm.p50 / local : undefined;
+      c.rows.push({
+        what: `${p} warm exec (/bin/true through the API)${ratio !== undefined ? `, ${ratio.toFixed(2)}× local's` : ""}`,
+        sample: warm,
+        target: p === "local" ? "" : "within 2× of local",
+        met: ratio === undefined ? "" : ratio <= 2 ? "yes" : "no",
+      });
+    }
+    if (c.want("resume")) {
+      c.log(`providers: ${c.n} ${p} resumes from pause`);
+      const warm = await timeMany(c.n, () => exec(t, agent));
+      const resumes: number[] = [];
+      for (let i = 0; i < c.n; i++) {
+        const r = await t.call("POST", `/api/machines/${machine}/pause`);
+        if (r.body.state !== "paused") throw new Error(`pause failed: ${JSON.stringify(r.body)}`);
+        resumes.push(await timed(() => exec(t, agent)));
+      }
+      // the resume itself is what the first exec costs beyond a warm one
+      const extra = summarize(resumes).p50 - warm.p50;
+      c.rows.push(
+        row(
+          `${p} resume from pause: paused machine to first exec returning (resume itself ≈ ${extra.toFixed(1)} ms)`,
+          resumes,
+          "resume ≤ 10 ms",
+          extra <= 10 ? "yes" : "no",
+        ),
+      );
+    }
+    if (c.want("claim")) {
+      if (!t.server.provider.claim) {
+        c.rows.push({
+          what: `${p} claim from the warm pool`,
+          sample: null,
+          target: "",
+          met: "",
+          skipped: "no claim",
+        });
+        return;
+      }
+      c.log(`providers: ${c.n} ${p} claims from the warm pool`);
+      const claims: number[] = [];
+      for (let i = 0; i < c.n; i++) {
+        await until("a warm box", () => t.server.runtime.warmReady === 1);
+        const m = await machineWithAgent(t, `claim${i}`);
+        claims.push(await timed(() => exec(t, m.agent)));
+        await t.call("POST", `/api/machines/${m.machine}/stop`);
+      }
+      const p50 = summarize(claims).p50;
+      c.rows.push(
+        row(
+          `${p} claim from the warm pool: a new machine's first exec returning`,
+          claims,
+          "≤ 30 ms",
+          p50 <= 30 ? "yes" : "no",
+        ),
+      );
+    }
+  } finally {
+    await t.close();
+  }
+}
+
+function run(argv: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", "ignore", "pipe"] });
+    let err = "";
+    child.stderr.on("data", (d: Buffer) => (err = (err + d.toString()).slice(-500)));
+    child.on("error", reject);
+    child.on("exit", (code) =>
+      code === 0 ? resolve() : reject(new Error(`${argv.slice(0, 3).join(" ")} exited ${code}: ${err}`)),
+    );
+  });
+}
+
+/** The peer: a bare `podman run` of the boxes' image, its system folders bound as a box's. */
+async function peerRow(c: Ctx, image: string): Promise<void> {
+  const binds = BOX_PATHS.system.flatMap((d) => ["-v", `${d}:${d}:ro`]);
+  const argv = ["podman", "run", "--rm", "--network=none", ...binds, image, "/bin/true"];
+  c.log(`providers: ${c.n} runs of podman run ${image}`);
+  try {
+    const s = await timeMany(c.n, () => run(argv), 2);
+    c.rows.push({
+      what: `peer: podman run --rm ${image} /bin/true (the oci image)`,
+      sample: s,
       target: "",
       met: "",
     });
-
-    o.log(`providers: ${o.n} resumes from pause`);
-    const resumes: number[] = [];
-    for (let i = 0; i < o.n; i++) {
-      await local.call("POST", `/api/machines/${machine}/pause`);
-      resumes.push(await timed(() => exec(local, agent)));
-    }
-    const resume = summarize(resumes);
-    // the resume itself is what the first exec costs beyond a warm one
-    const extra = resume.p50 - localExec.p50;
-    rows.push({
-      what: `resume from pause: paused machine to first exec returning (resume itself ≈ ${extra.toFixed(1)} ms)`,
-      sample: resume,
-      target: "resume ≤ 10 ms",
-      met: extra <= 10 ? "yes" : "no",
-      samples_ms: resumes,
+  } catch (err) {
+    c.rows.push({
+      what: "peer: podman run of the oci image",
+      sample: null,
+      target: "",
+      met: "",
+      skipped: String(err),
     });
-
-    o.log(`providers: ${o.n} claims from the warm pool`);
-    const claims: number[] = [];
-    for (let i = 0; i < o.n; i++) {
-      await until("a warm box", () => local.server.runtime.warmReady === 1);
-      const m = await machineWithAgent(local, `claim${i}`);
-      claims.push(await timed(() => exec(local, m.agent)));
-      await local.call("POST", `/api/machines/${m.machine}/stop`);
-    }
-    const claim = summarize(claims);
-    rows.push({
-      what: "claim from the warm pool: a new machine's first exec returning",
-      sample: claim,
-      target: "≤ 30 ms",
-      met: claim.p50 <= 30 ? "yes" : "no",
-      samples_ms: claims,
-    });
-  } finally {
-    await local.close();
   }
+}
 
+export async function benchProviders(o: {
+  n: number;
+  log: (s: string) => void;
+  only?: readonly string[];
+}): Promise<ProviderRow[]> {
+  const only = new Set(o.only ?? []);
+  const c: Ctx = { n: o.n, log: o.log, rows: [], want: (r) => only.size === 0 || only.has(r), warmP50: {} };
+  // oci's ratio needs local's warm exec
+  if (ROW_NAMES.some((r) => r !== "peer" && c.want(r))) await providerRows(c, "local", {});
   const socket = process.env.WARREN_OCI_SOCKET;
+  const image = process.env.WARREN_OCI_IMAGE ?? "warren-box:latest";
   if (!socket) {
     const why = "WARREN_OCI_SOCKET is unset (scripts/oci.sh service)";
-    for (const what of ["oci cold start", "oci warm exec"])
-      rows.push({ what, sample: null, target: "", met: "", skipped: why });
-    return rows;
+    for (const what of ROW_NAMES.filter((r) => c.want(r)))
+      c.rows.push({ what: `oci ${what}`, sample: null, target: "", met: "", skipped: why });
+    return c.rows;
   }
-  const oci = await startTestServer({
-    listen: true,
-    env: { BOX_IDLE_S: "3600", BOX_PAUSE_S: "0", WARREN_PROVIDER: "oci", WARREN_OCI_SOCKET: socket },
-  });
-  try {
-    const { machine, agent } = await machineWithAgent(oci, "oci");
-    o.log(`providers: ${o.n} oci cold starts`);
-    const colds: number[] = [];
-    for (let i = 0; i < o.n; i++) {
-      await oci.call("POST", `/api/machines/${machine}/stop`);
-      colds.push(await timed(() => exec(oci, agent)));
-    }
-    rows.push({
-      what: "oci cold start (Podman): stopped machine to first exec returning",
-      sample: summarize(colds),
-      target: "",
-      met: "",
-      samples_ms: colds,
+  if (ROW_NAMES.some((r) => r !== "peer" && c.want(r)))
+    await providerRows(c, "oci", {
+      WARREN_PROVIDER: "oci",
+      WARREN_OCI_SOCKET: socket,
+      WARREN_OCI_IMAGE: image,
     });
-    o.log(`providers: oci warm exec, ${o.n * 5} execs`);
-    const warm = await timeMany(o.n * 5, () => exec(oci, agent));
-    rows.push({
-      what: "oci warm exec (/bin/true through the API)",
-      sample: warm,
-      target: "within 2× of local",
-      met: warm.p50 <= 2 * localExec.p50 ? "yes" : "no",
-    });
-  } finally {
-    await oci.close();
-  }
-  return rows;
+  if (c.want("peer")) await peerRow(c, image);
+  return c.rows;
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
-  const rows = await benchProviders({ n: 10, log: (s) => process.stderr.write(`${s}\n`) });
+  const only = process.argv.slice(2);
+  const unknown = only.filter((r) => !(ROW_NAMES as readonly string[]).includes(r));
+  if (unknown.length > 0) {
+    process.stderr.write(`unknown rows ${unknown.join(", ")}; the rows: ${ROW_NAMES.join(", ")}\n`);
+    process.exit(2);
+  }
+  const rows = await benchProviders({ n: 10, log: (s) => process.stderr.write(`${s}\n`), only });
   for (const r of rows)
     process.stdout.write(
       r.sample
