@@ -1,0 +1,56 @@
+// Claiming a warm oci box: a running container started ahead of need under an id of its
+// own, given to a machine at its first start. Its folders are claimed as a local warm box's
+// (../local/warm.ts: the machine's homes moved into the warm box's folder, which then takes
+// the machine's name; its state folder renamed; its agents' cgroups given the machine's
+// limits; its users read again), and the engine renames the container to the machine's name
+// and gives it the machine's limits. An engine cannot change a container's labels: the box's
+// labels are its record's (the provider lists by record, not by the container's labels).
+import { WarrenError } from "../../errors.js";
+import type { BoxSpec } from "../types.js";
+import type { BoxRecord } from "../local/box-record.js";
+import { claimWarm, type WarmClaim } from "../local/warm.js";
+import { containerName } from "./container.js";
+import type { Engine } from "./engine.js";
+
+/** The container's limits, through Docker's update or else Podman's own (its compatible API has none). */
+async function updateLimits(engine: Engine, id: string, limits: BoxSpec["limits"]): Promise<void> {
+  const name = containerName(id);
+  const memory = limits.memoryMib * 1024 * 1024;
+  const docker = await engine.request("POST", `/containers/${name}/update`, {
+    Memory: memory,
+    MemorySwap: memory,
+    NanoCpus: Math.round(limits.cpus * 1e9),
+    PidsLimit: limits.pids,
+  });
+  if (docker.status === 200) return;
+  if (docker.status !== 404)
+    throw new WarrenError("box.unavailable", `the engine refused the box's limits: ${docker.status}`);
+  const period = 100_000;
+  await engine.expect("POST", `/libpod/containers/${name}/update`, [200, 201, 204], {
+    memory: { limit: memory, swap: memory },
+    cpu: { quota: Math.round(limits.cpus * period), period },
+    pids: { limit: limits.pids },
+  });
+}
+
+/** Gives the warm box `warmId` to the machine of `c.spec`; the record it now has. */
+export async function claimWarmContainer(engine: Engine, warmId: string, c: WarmClaim): Promise<BoxRecord> {
+  const machineId = c.spec.id;
+  const gone = await engine.request("GET", `/containers/${containerName(machineId)}/json`);
+  if (gone.status !== 404) throw new WarrenError("box.unavailable", "the machine has a container already");
+  await engine.expect(
+    "POST",
+    `/containers/${containerName(warmId)}/rename?name=${containerName(machineId)}`,
+    [200, 204],
+  );
+  try {
+    await updateLimits(engine, machineId, c.spec.limits);
+    return await claimWarm(c);
+  } catch (err) {
+    // the container keeps its own name again, so that the pool removes it
+    await engine
+      .request("POST", `/containers/${containerName(machineId)}/rename?name=${containerName(warmId)}`)
+      .catch(() => undefined);
+    throw err;
+  }
+}
