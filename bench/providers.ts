@@ -6,6 +6,7 @@
 // (WARREN_OCI_SOCKET: an engine for the oci rows, `scripts/oci.sh service`; else skipped;
 // WARREN_OCI_IMAGE: the boxes' image, default warren-box:latest.)
 import { spawn } from "node:child_process";
+import fs from "node:fs";
 import { pathToFileURL } from "node:url";
 import { BOX_PATHS } from "../src/boxes/paths.js";
 import { startTestServer, type TestServer } from "../test/support/server.js";
@@ -167,8 +168,13 @@ function run(argv: string[]): Promise<void> {
 
 /** The peer: a bare `podman run` of the boxes' image, its system folders bound as a box's. */
 async function peerRow(c: Ctx, image: string): Promise<void> {
-  const binds = BOX_PATHS.system.flatMap((d) => ["-v", `${d}:${d}:ro`]);
-  const argv = ["podman", "run", "--rm", "--network=none", ...binds, image, "/bin/true"];
+  // the host's system folders as a box binds them (usrmerge's links are the image's own)
+  const binds = BOX_PATHS.system
+    .filter((d) => fs.lstatSync(d, { throwIfNoEntry: false })?.isDirectory())
+    .flatMap((d) => ["-v", `${d}:${d}:ro`]);
+  // the limits a box container has (the engine refuses a container higher ones here)
+  const ulimits = ["--ulimit", "nofile=8192:8192", "--ulimit", "nproc=16384:16384"];
+  const argv = ["podman", "run", "--rm", "--network=none", ...ulimits, ...binds, image, "/bin/true"];
   c.log(`providers: ${c.n} runs of podman run ${image}`);
   try {
     const s = await timeMany(c.n, () => run(argv), 2);

@@ -12,19 +12,25 @@ import { claimWarm, type WarmClaim } from "../local/warm.js";
 import { containerName } from "./container.js";
 import type { Engine } from "./engine.js";
 
-/** The container's limits, through Docker's update or else Podman's own (its compatible API has none). */
+/** Engines that answered Docker's update with 404 (Podman's compatible API has none). */
+const podmanUpdate = new WeakSet<Engine>();
+
+/** The container's limits, through Docker's update or else Podman's own. */
 async function updateLimits(engine: Engine, id: string, limits: BoxSpec["limits"]): Promise<void> {
   const name = containerName(id);
   const memory = limits.memoryMib * 1024 * 1024;
-  const docker = await engine.request("POST", `/containers/${name}/update`, {
-    Memory: memory,
-    MemorySwap: memory,
-    NanoCpus: Math.round(limits.cpus * 1e9),
-    PidsLimit: limits.pids,
-  });
-  if (docker.status === 200) return;
-  if (docker.status !== 404)
-    throw new WarrenError("box.unavailable", `the engine refused the box's limits: ${docker.status}`);
+  if (!podmanUpdate.has(engine)) {
+    const docker = await engine.request("POST", `/containers/${name}/update`, {
+      Memory: memory,
+      MemorySwap: memory,
+      NanoCpus: Math.round(limits.cpus * 1e9),
+      PidsLimit: limits.pids,
+    });
+    if (docker.status === 200) return;
+    if (docker.status !== 404)
+      throw new WarrenError("box.unavailable", `the engine refused the box's limits: ${docker.status}`);
+    podmanUpdate.add(engine);
+  }
   const period = 100_000;
   await engine.expect("POST", `/libpod/containers/${name}/update`, [200, 201, 204], {
     memory: { limit: memory, swap: memory },
@@ -33,19 +39,21 @@ async function updateLimits(engine: Engine, id: string, limits: BoxSpec["limits"
   });
 }
 
-/** Gives the warm box `warmId` to the machine of `c.spec`; the record it now has. */
+/**
+ * Gives the warm box `warmId` to the machine of `c.spec`; the record it now has. (A container
+ * already of the machine's name fails the rename, and then the claim.)
+ */
 export async function claimWarmContainer(engine: Engine, warmId: string, c: WarmClaim): Promise<BoxRecord> {
   const machineId = c.spec.id;
-  const gone = await engine.request("GET", `/containers/${containerName(machineId)}/json`);
-  if (gone.status !== 404) throw new WarrenError("box.unavailable", "the machine has a container already");
   await engine.expect(
     "POST",
     `/containers/${containerName(warmId)}/rename?name=${containerName(machineId)}`,
     [200, 204],
   );
   try {
-    await updateLimits(engine, machineId, c.spec.limits);
-    return await claimWarm(c);
+    // the engine's limits and the folders at once: neither needs the other
+    const [, rec] = await Promise.all([updateLimits(engine, machineId, c.spec.limits), claimWarm(c)]);
+    return rec;
   } catch (err) {
     // the container keeps its own name again, so that the pool removes it
     await engine
