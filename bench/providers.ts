@@ -21,7 +21,7 @@ export interface ProviderRow {
   samples_ms?: number[];
 }
 
-export const ROW_NAMES = ["cold", "exec", "resume", "claim", "peer"] as const;
+const ROW_NAMES = ["cold", "exec", "resume", "claim", "peer"] as const;
 type RowName = (typeof ROW_NAMES)[number];
 type Provider = "local" | "oci";
 
@@ -65,93 +65,97 @@ interface Ctx {
   log: (s: string) => void;
   rows: ProviderRow[];
   want: (r: RowName) => boolean;
-  /** Each provider's warm exec p50, for the ratio. */
-  warmP50: Partial<Record<Provider, number>>;
 }
 
-/** The rows of one provider, from one server of it with a warm pool of one. */
-async function providerRows(c: Ctx, p: Provider, env: Record<string, string>): Promise<void> {
+/** One provider's server (a warm pool of one) and a machine with an agent, started once. */
+interface Side {
+  p: Provider;
+  t: TestServer;
+  machine: string;
+  agent: string;
+}
+
+async function side(p: Provider, env: Record<string, string>): Promise<Side> {
   const t = await startTestServer({
     listen: true,
     env: { BOX_IDLE_S: "3600", BOX_PAUSE_S: "0", BOX_WARM_POOL: "1", ...env },
   });
-  try {
-    const { machine, agent } = await machineWithAgent(t, `${p}-bench`);
-    await exec(t, agent);
-    if (c.want("cold")) {
-      c.log(`providers: ${c.n} ${p} cold starts`);
-      const colds: number[] = [];
-      for (let i = 0; i < c.n; i++) {
-        await t.call("POST", `/api/machines/${machine}/stop`);
-        colds.push(await timed(() => exec(t, agent)));
-      }
-      c.rows.push(row(`${p} cold start: stopped machine to first exec returning`, colds));
-    }
-    if (c.want("exec")) {
-      c.log(`providers: ${p} warm exec, ${c.n * 5} execs`);
-      const warm = await timeMany(c.n * 5, () => exec(t, agent));
-      c.warmP50[p] = warm.p50;
-      const local = c.warmP50.local;
-      const ratio = local !== undefined && p !== "local" ? warm.p50 / local : undefined;
-      c.rows.push({
-        what: `${p} warm exec (/bin/true through the API)${ratio !== undefined ? `, ${ratio.toFixed(2)}× local's` : ""}`,
-        sample: warm,
-        target: p === "local" ? "" : "within 2× of local",
-        met: ratio === undefined ? "" : ratio <= 2 ? "yes" : "no",
-      });
-    }
-    if (c.want("resume")) {
-      c.log(`providers: ${c.n} ${p} resumes from pause`);
-      const warm = await timeMany(c.n, () => exec(t, agent));
-      const resumes: number[] = [];
-      for (let i = 0; i < c.n; i++) {
-        const r = await t.call("POST", `/api/machines/${machine}/pause`);
-        if (r.body.state !== "paused") throw new Error(`pause failed: ${JSON.stringify(r.body)}`);
-        resumes.push(await timed(() => exec(t, agent)));
-      }
-      // the resume itself is what the first exec costs beyond a warm one
-      const extra = summarize(resumes).p50 - warm.p50;
-      c.rows.push(
-        row(
-          `${p} resume from pause: paused machine to first exec returning (resume itself ≈ ${extra.toFixed(1)} ms)`,
-          resumes,
-          "resume ≤ 10 ms",
-          extra <= 10 ? "yes" : "no",
-        ),
-      );
-    }
-    if (c.want("claim")) {
-      if (!t.server.provider.claim) {
-        c.rows.push({
-          what: `${p} claim from the warm pool`,
-          sample: null,
-          target: "",
-          met: "",
-          skipped: "no claim",
-        });
-        return;
-      }
-      c.log(`providers: ${c.n} ${p} claims from the warm pool`);
-      const claims: number[] = [];
-      for (let i = 0; i < c.n; i++) {
-        await until("a warm box", () => t.server.runtime.warmReady === 1);
-        const m = await machineWithAgent(t, `claim${i}`);
-        claims.push(await timed(() => exec(t, m.agent)));
-        await t.call("POST", `/api/machines/${m.machine}/stop`);
-      }
-      const p50 = summarize(claims).p50;
-      c.rows.push(
-        row(
-          `${p} claim from the warm pool: a new machine's first exec returning`,
-          claims,
-          "≤ 30 ms",
-          p50 <= 30 ? "yes" : "no",
-        ),
-      );
-    }
-  } finally {
-    await t.close();
+  const { machine, agent } = await machineWithAgent(t, `${p}-bench`);
+  await exec(t, agent);
+  return { p, t, machine, agent };
+}
+
+async function coldRow(c: Ctx, { p, t, machine, agent }: Side): Promise<void> {
+  c.log(`providers: ${c.n} ${p} cold starts`);
+  const colds: number[] = [];
+  for (let i = 0; i < c.n; i++) {
+    await t.call("POST", `/api/machines/${machine}/stop`);
+    colds.push(await timed(() => exec(t, agent)));
   }
+  c.rows.push(row(`${p} cold start: stopped machine to first exec returning`, colds));
+}
+
+/** Warm execs on every provider in turn, one of each after the other: the same host's load for all. */
+async function execRows(c: Ctx, sides: Side[]): Promise<void> {
+  c.log(`providers: warm exec, ${c.n * 5} execs on each of ${sides.map((s) => s.p).join(", ")}`);
+  const samples = sides.map(() => [] as number[]);
+  for (let i = 0; i < 10 + c.n * 5; i++)
+    for (const [k, s] of sides.entries()) {
+      const ms = await timed(() => exec(s.t, s.agent));
+      if (i >= 10) samples[k]!.push(ms);
+    }
+  const local = summarize(samples[0]!).p50;
+  for (const [k, s] of sides.entries()) {
+    const sample = summarize(samples[k]!);
+    const ratio = sample.p50 / local;
+    c.rows.push({
+      what: `${s.p} warm exec (/bin/true through the API)${k > 0 ? `, ${ratio.toFixed(2)}× local's` : ""}`,
+      sample,
+      target: k > 0 ? "within 2× of local" : "",
+      met: k > 0 ? (ratio <= 2 ? "yes" : "no") : "",
+    });
+  }
+}
+
+async function resumeRow(c: Ctx, { p, t, machine, agent }: Side): Promise<void> {
+  c.log(`providers: ${c.n} ${p} resumes from pause`);
+  const warm = await timeMany(c.n, () => exec(t, agent));
+  const resumes: number[] = [];
+  for (let i = 0; i < c.n; i++) {
+    const r = await t.call("POST", `/api/machines/${machine}/pause`);
+    if (r.body.state !== "paused") throw new Error(`pause failed: ${JSON.stringify(r.body)}`);
+    resumes.push(await timed(() => exec(t, agent)));
+  }
+  // the resume itself is what the first exec costs beyond a warm one
+  const extra = summarize(resumes).p50 - warm.p50;
+  c.rows.push(
+    row(
+      `${p} resume from pause: paused machine to first exec returning (resume itself ≈ ${extra.toFixed(1)} ms)`,
+      resumes,
+      "resume ≤ 10 ms",
+      extra <= 10 ? "yes" : "no",
+    ),
+  );
+}
+
+async function claimRow(c: Ctx, { p, t }: Side): Promise<void> {
+  c.log(`providers: ${c.n} ${p} claims from the warm pool`);
+  const claims: number[] = [];
+  for (let i = 0; i < c.n; i++) {
+    await until("a warm box", () => t.server.runtime.warmReady === 1);
+    const m = await machineWithAgent(t, `claim${i}`);
+    claims.push(await timed(() => exec(t, m.agent)));
+    await t.call("POST", `/api/machines/${m.machine}/stop`);
+  }
+  const p50 = summarize(claims).p50;
+  c.rows.push(
+    row(
+      `${p} claim from the warm pool: a new machine's first exec returning`,
+      claims,
+      "≤ 30 ms",
+      p50 <= 30 ? "yes" : "no",
+    ),
+  );
 }
 
 function run(argv: string[]): Promise<void> {
@@ -201,24 +205,30 @@ export async function benchProviders(o: {
   only?: readonly string[];
 }): Promise<ProviderRow[]> {
   const only = new Set(o.only ?? []);
-  const c: Ctx = { n: o.n, log: o.log, rows: [], want: (r) => only.size === 0 || only.has(r), warmP50: {} };
-  // oci's ratio needs local's warm exec
-  if (ROW_NAMES.some((r) => r !== "peer" && c.want(r))) await providerRows(c, "local", {});
+  const c: Ctx = { n: o.n, log: o.log, rows: [], want: (r) => only.size === 0 || only.has(r) };
   const socket = process.env.WARREN_OCI_SOCKET;
   const image = process.env.WARREN_OCI_IMAGE ?? "warren-box:latest";
+  const sides: Side[] = [];
+  try {
+    if (ROW_NAMES.some((r) => r !== "peer" && c.want(r))) {
+      sides.push(await side("local", {}));
+      if (socket)
+        sides.push(
+          await side("oci", { WARREN_PROVIDER: "oci", WARREN_OCI_SOCKET: socket, WARREN_OCI_IMAGE: image }),
+        );
+    }
+    if (c.want("cold")) for (const s of sides) await coldRow(c, s);
+    if (c.want("exec") && sides.length > 0) await execRows(c, sides);
+    if (c.want("resume")) for (const s of sides) await resumeRow(c, s);
+    if (c.want("claim")) for (const s of sides) await claimRow(c, s);
+  } finally {
+    for (const s of sides) await s.t.close();
+  }
   if (!socket) {
     const why = "WARREN_OCI_SOCKET is unset (scripts/oci.sh service)";
     for (const what of ROW_NAMES.filter((r) => c.want(r)))
       c.rows.push({ what: `oci ${what}`, sample: null, target: "", met: "", skipped: why });
-    return c.rows;
-  }
-  if (ROW_NAMES.some((r) => r !== "peer" && c.want(r)))
-    await providerRows(c, "oci", {
-      WARREN_PROVIDER: "oci",
-      WARREN_OCI_SOCKET: socket,
-      WARREN_OCI_IMAGE: image,
-    });
-  if (c.want("peer")) await peerRow(c, image);
+  } else if (c.want("peer")) await peerRow(c, image);
   return c.rows;
 }
 

@@ -267,9 +267,11 @@ export class OciProvider implements BoxProvider {
     if (!layout) throw new WarrenError("box.unavailable", "no usable cgroups for the agents' command trees");
     return this.locked(warmId, () =>
       this.locked(spec.id, async () => {
-        if ((await this.containerState(warmId)) !== "running")
+        const r = await this.engine.request("GET", `/containers/${containerName(warmId)}/json`);
+        const c = r.body as { Id?: string; State?: { Status?: string } } | null;
+        if (r.status !== 200 || !c?.Id || c.State?.Status !== "running")
           throw new WarrenError("box.unavailable", "the warm box is not running");
-        const rec = await claimWarmContainer(this.engine, warmId, {
+        const rec = await claimWarmContainer(this.engine, c.Id, warmId, {
           ...{ warmBoxDir: this.boxDir(warmId), boxDir: this.boxDir(spec.id), spec },
           ...{ warmMachineDir: this.homes.machineDir(warmId), machineDir: this.homes.machineDir(spec.id) },
           ...{ layout, cgroupParent: this.cgroupParent },

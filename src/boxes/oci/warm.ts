@@ -16,8 +16,7 @@ import type { Engine } from "./engine.js";
 const podmanUpdate = new WeakSet<Engine>();
 
 /** The container's limits, through Docker's update or else Podman's own. */
-async function updateLimits(engine: Engine, id: string, limits: BoxSpec["limits"]): Promise<void> {
-  const name = containerName(id);
+async function updateLimits(engine: Engine, name: string, limits: BoxSpec["limits"]): Promise<void> {
   const memory = limits.memoryMib * 1024 * 1024;
   if (!podmanUpdate.has(engine)) {
     const docker = await engine.request("POST", `/containers/${name}/update`, {
@@ -40,25 +39,29 @@ async function updateLimits(engine: Engine, id: string, limits: BoxSpec["limits"
 }
 
 /**
- * Gives the warm box `warmId` to the machine of `c.spec`; the record it now has. (A container
- * already of the machine's name fails the rename, and then the claim.)
+ * Gives the warm box `warmId` (its container `containerId`, known by the engine's id while
+ * its name changes) to the machine of `c.spec`; the record it now has. The rename, the
+ * limits and the folders go at once: none needs another. (A container already of the
+ * machine's name fails the rename, and then the claim.)
  */
-export async function claimWarmContainer(engine: Engine, warmId: string, c: WarmClaim): Promise<BoxRecord> {
-  const machineId = c.spec.id;
-  await engine.expect(
+export async function claimWarmContainer(
+  engine: Engine,
+  containerId: string,
+  warmId: string,
+  c: WarmClaim,
+): Promise<BoxRecord> {
+  const renamed = engine.expect(
     "POST",
-    `/containers/${containerName(warmId)}/rename?name=${containerName(machineId)}`,
+    `/containers/${containerId}/rename?name=${containerName(c.spec.id)}`,
     [200, 204],
   );
-  try {
-    // the engine's limits and the folders at once: neither needs the other
-    const [, rec] = await Promise.all([updateLimits(engine, machineId, c.spec.limits), claimWarm(c)]);
-    return rec;
-  } catch (err) {
-    // the container keeps its own name again, so that the pool removes it
+  const claimed = Promise.all([updateLimits(engine, containerId, c.spec.limits), claimWarm(c)]);
+  const [r, cl] = await Promise.allSettled([renamed, claimed]);
+  if (r.status === "fulfilled" && cl.status === "fulfilled") return cl.value[1];
+  // the container keeps its own name again, so that the pool removes it
+  if (r.status === "fulfilled")
     await engine
-      .request("POST", `/containers/${containerName(machineId)}/rename?name=${containerName(warmId)}`)
+      .request("POST", `/containers/${containerId}/rename?name=${containerName(warmId)}`)
       .catch(() => undefined);
-    throw err;
-  }
+  throw r.status === "rejected" ? r.reason : (cl as PromiseRejectedResult).reason;
 }
