@@ -3,11 +3,13 @@
 // resume from pause and a claim from the warm pool on each provider; warm exec on each, with
 // oci's ratio to local's. Run alone, or only some rows:
 //   node --import tsx bench/providers.ts [row ...]      rows: ROW_NAMES below
-// (WARREN_OCI_SOCKET: an engine for the oci rows, `scripts/oci.sh service`; else skipped;
-// WARREN_OCI_IMAGE: the boxes' image, default warren-box:latest.)
-import { spawn } from "node:child_process";
+// WARREN_OCI_SOCKET names an engine for the oci rows; unset, Podman's service is started for
+// the run (scripts/oci.sh service, and the image built: scripts/oci.sh image) and ended after
+// it; without podman the oci rows are skipped. WARREN_OCI_IMAGE: default warren-box:latest.
+import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
-import { pathToFileURL } from "node:url";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { BOX_PATHS } from "../src/boxes/paths.js";
 import { startTestServer, type TestServer } from "../test/support/server.js";
 import { summarize, timeMany, type Sample } from "./stats.js";
@@ -199,6 +201,35 @@ async function peerRow(c: Ctx, image: string): Promise<void> {
   }
 }
 
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+/** An engine for the oci rows: WARREN_OCI_SOCKET's, or Podman's service started for the run. */
+function ociEngine(image: string): { socket: string; end: () => void } | { skip: string } {
+  const given = process.env.WARREN_OCI_SOCKET;
+  if (given) return { socket: given, end: () => {} };
+  const oci = path.join(repoRoot, "scripts", "oci.sh");
+  const sock = path.join(repoRoot, ".state", "oci-bench", "podman.sock");
+  if (spawnSync("podman", ["--version"], { stdio: "ignore" }).status !== 0)
+    return { skip: "podman is not installed (scripts/setup.sh installs it)" };
+  const started = spawnSync(oci, ["service", sock], { encoding: "utf8" });
+  const [socket, pid] = started.stdout.trim().split(/\s+/);
+  if (started.status !== 0 || !socket || !pid)
+    return { skip: `Podman's service did not start: ${started.stderr.trim().slice(-300)}` };
+  const end = () => {
+    try {
+      process.kill(Number(pid), "SIGTERM");
+    } catch {
+      // gone
+    }
+  };
+  const built = spawnSync(oci, ["image", image], { encoding: "utf8" });
+  if (built.status !== 0) {
+    end();
+    return { skip: `the image could not be built: ${built.stderr.trim().slice(-300)}` };
+  }
+  return { socket, end };
+}
+
 export async function benchProviders(o: {
   n: number;
   log: (s: string) => void;
@@ -206,8 +237,9 @@ export async function benchProviders(o: {
 }): Promise<ProviderRow[]> {
   const only = new Set(o.only ?? []);
   const c: Ctx = { n: o.n, log: o.log, rows: [], want: (r) => only.size === 0 || only.has(r) };
-  const socket = process.env.WARREN_OCI_SOCKET;
   const image = process.env.WARREN_OCI_IMAGE ?? "warren-box:latest";
+  const engine = ociEngine(image);
+  const socket = "socket" in engine ? engine.socket : undefined;
   const sides: Side[] = [];
   try {
     if (ROW_NAMES.some((r) => r !== "peer" && c.want(r))) {
@@ -221,14 +253,14 @@ export async function benchProviders(o: {
     if (c.want("exec") && sides.length > 0) await execRows(c, sides);
     if (c.want("resume")) for (const s of sides) await resumeRow(c, s);
     if (c.want("claim")) for (const s of sides) await claimRow(c, s);
+    if (socket && c.want("peer")) await peerRow(c, image);
   } finally {
     for (const s of sides) await s.t.close();
+    if ("end" in engine) engine.end();
   }
-  if (!socket) {
-    const why = "WARREN_OCI_SOCKET is unset (scripts/oci.sh service)";
+  if ("skip" in engine)
     for (const what of ROW_NAMES.filter((r) => c.want(r)))
-      c.rows.push({ what: `oci ${what}`, sample: null, target: "", met: "", skipped: why });
-  } else if (c.want("peer")) await peerRow(c, image);
+      c.rows.push({ what: `oci ${what}`, sample: null, target: "", met: "", skipped: engine.skip });
   return c.rows;
 }
 
