@@ -209,7 +209,7 @@ function ociEngine(image: string): { socket: string; end: () => void } | { skip:
   if (given) return { socket: given, end: () => {} };
   const oci = path.join(repoRoot, "scripts", "oci.sh");
   const sock = path.join(repoRoot, ".state", "oci-bench", "podman.sock");
-  if (spawnSync("podman", ["--version"], { stdio: "ignore" }).status !== 0)
+  if (!(process.env.PATH ?? "").split(":").some((d) => d && fs.existsSync(path.join(d, "podman"))))
     return { skip: "podman is not installed (scripts/setup.sh installs it)" };
   const started = spawnSync(oci, ["service", sock], { encoding: "utf8" });
   const [socket, pid] = started.stdout.trim().split(/\s+/);
