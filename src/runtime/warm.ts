@@ -2,7 +2,8 @@
 // that a machine's first start claims (its folder, users, labels and limits then become
 // the machine's: the provider's claim) instead of a cold start. Refilled in the background
 // after each claim, once the claimed box's first command had the CPUs to itself (a cold
-// start beside it made the claim slower on a small host); a restarted server reaps the pool's boxes by their label and fills anew.
+// start beside it made the claim slower on a small host); a restarted server reaps the
+// pool's boxes by their label and fills anew.
 import type { BoxHandle, BoxProvider, BoxSpec } from "../boxes/index.js";
 import { newId } from "../ids.js";
 import type { Logger } from "../observability/log.js";
