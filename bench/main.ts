@@ -335,7 +335,10 @@ function httpApi(baseUrl: string, maxSockets: number): Api {
   };
 }
 
-/** Resume from pause, a warm-pool claim, oci's cold start and warm exec (bench/providers.ts). */
+/**
+ * Providers side by side (bench/providers.ts): cold start on each and a bare podman run of
+ * the oci image, warm exec, resume from pause, a claim from the warm pool.
+ */
 async function providerRows(): Promise<void> {
   for (const r of await benchProviders({ n: quick ? 3 : 20, log })) {
     if (!r.sample) skipRow(r.what, r.skipped ?? "not measured");

@@ -3,7 +3,7 @@
  * namespaces and mounts; this then puts boxd in a user namespace of its own, in which box
  * root is an unprivileged host id and agents' ids are themselves:
  *
- *   box-userns --root-id R -- /run/warren/boxd args...
+ *   box-userns --root-id R [--hide DIR]... -- /run/warren/boxd args...
  *
  * Mapping (uid and gid alike):
  *   0           -> R           box root (boxd) is host id R, which owns nothing on the host
@@ -22,6 +22,11 @@
  * this process forks a helper that stays outside, enters the new namespace itself, lets
  * the helper write its maps, then becomes root inside and executes boxd with the same pid.
  *
+ * --hide DIR (an oci box: the engine mounts its cgroup tree at /sys/fs/cgroup, which a local
+ * box has not) first unmounts DIR, with what is mounted below it, and removes the folders
+ * left empty up to the first that is not, so that the box has no such path at all. It
+ * needs CAP_SYS_ADMIN where the box's mounts are (the engine's boxd has it).
+ *
  * Needs host root with CAP_SETUID and CAP_SETGID. A failure prints
  * "box-userns: <step>: <reason>" and exits 125.
  */
@@ -35,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -65,8 +71,32 @@ static int write_map(pid_t pid, const char *file, const char *text) {
   return n == (ssize_t)strlen(text) ? 0 : -1;
 }
 
+/* Unmounts dir (and what is below it) and removes the folders left empty above it. */
+static void hide(const char *dir) {
+  if (dir[0] != '/' || strstr(dir, "/..") || strlen(dir) >= 256) die("hide", "not a plain absolute path: %s", dir);
+  /* every mount stacked there, until it is a plain folder (EINVAL) or is not (ENOENT) */
+  for (int n = 0;; n++) {
+    if (umount2(dir, MNT_DETACH) == 0) {
+      if (n == 8) die("hide", "%s: more than 8 mounts", dir);
+      continue;
+    }
+    if (errno == EINVAL || errno == ENOENT) break;
+    die("hide", "unmount %s: %s", dir, strerror(errno));
+  }
+  char path[256];
+  strcpy(path, dir);
+  /* stops at the first folder that is not empty, is a mount point or cannot be removed */
+  while (path[1] && rmdir(path) == 0) {
+    char *slash = strrchr(path, '/');
+    if (slash == path) break;
+    *slash = 0;
+  }
+}
+
 int main(int argc, char **argv) {
   long root_id = -1;
+  const char *hidden[8];
+  int nhidden = 0;
   int i = 1;
   for (; i < argc; i++) {
     if (strcmp(argv[i], "--") == 0) {
@@ -78,11 +108,15 @@ int main(int argc, char **argv) {
       errno = 0;
       root_id = strtol(argv[++i], &end, 10);
       if (errno || !end || *end) root_id = -1;
+    } else if (strcmp(argv[i], "--hide") == 0 && i + 1 < argc) {
+      if (nhidden == 8) die("arguments", "at most 8 --hide");
+      hidden[nhidden++] = argv[++i];
     } else die("arguments", "unknown option %s", argv[i]);
   }
   if (root_id <= AGENT_LAST || root_id > 0x7ffffffe) die("arguments", "--root-id must be above %d", AGENT_LAST);
   if (i >= argc) die("arguments", "no command after --");
   if (geteuid() != 0) die("arguments", "must run as root");
+  for (int h = 0; h < nhidden; h++) hide(hidden[h]);
 
   /* the capabilities this process was given, read before the new namespace grants all */
   struct __user_cap_header_struct head = {_LINUX_CAPABILITY_VERSION_3, 0};

@@ -50,10 +50,8 @@ if [[ -z ${TEST_FILES:-} ]]; then
       node --import tsx --test --test-concurrency=1 --test-timeout=600000 \
       test/box/*.test.ts test/api/exec.test.ts test/api/pause.test.ts test/homes/files-api.test.ts \
       test/runs/runs.test.ts test/terminal/shell.test.ts test/egress/record.test.ts \
-      test/secrets/secrets.test.ts test/hostile/apart.test.ts test/hostile/egress-wall.test.ts
-    # not yet: test/hostile/hostile.test.ts fails 3 cases on oci (docs/boxes.md, "oci"): the
-    # engine's /sys/fs/cgroup is visible in the box, and two cases find boxd's host pid
-    # through the local box's cgroup folders
+      test/secrets/secrets.test.ts test/hostile/apart.test.ts test/hostile/egress-wall.test.ts \
+      test/hostile/hostile.test.ts test/api/warm.test.ts src/boxes/oci/provider.test.ts
   else
     echo "== box suites on the oci provider: skipped, podman is not installed (scripts/setup.sh installs it)"
   fi

@@ -132,13 +132,19 @@ export class BoxLifecycle {
       if (again && (await this.#resume(machineId, again))) return again.boxd;
       const [m] = await this.o.db.select().from(schema.machines).where(eq(schema.machines.id, machineId));
       if (!m) throw new WarrenError("not_found", "machine was not found");
-      await this.#setState(machineId, "starting", "started on demand");
       const t0 = process.hrtime.bigint();
       let box: BoxHandle;
       try {
-        await this.o.provider.homes.prepareMachine(machineId);
+        // the state written while the folder is made and the box looked for (a claim's few ms)
+        const [starting, prepared, inspected] = await Promise.allSettled([
+          this.#setState(machineId, "starting", "started on demand"),
+          this.o.provider.homes.prepareMachine(machineId),
+          this.o.provider.inspect(machineId),
+        ]);
+        for (const r of [starting, prepared]) if (r.status === "rejected") throw r.reason;
+        if (inspected.status === "rejected") throw inspected.reason;
         // a machine's first start takes a warm box when there is one
-        const first = (await this.o.provider.inspect(machineId)) === null;
+        const first = inspected.value === null;
         const warm = first ? await this.warm.claim(this.specFor(m)) : null;
         if (warm) box = warm;
         else {
@@ -159,8 +165,10 @@ export class BoxLifecycle {
       const boxd = this.o.connect(box);
       const live: Live = { box, boxd, lastActivity: Date.now(), liveExecs: 0 };
       this.live.set(machineId, live);
-      await this.channels.open(machineId, live);
-      await this.#setState(machineId, "running", "started on demand");
+      await Promise.all([
+        this.channels.open(machineId, live),
+        this.#setState(machineId, "running", "started on demand"),
+      ]);
       return boxd;
     });
   }

@@ -1,7 +1,9 @@
 // Warm boxes: a pool of started, unassigned boxes on this host (BOX_WARM_POOL, default 0)
 // that a machine's first start claims (its folder, users, labels and limits then become
 // the machine's: the provider's claim) instead of a cold start. Refilled in the background
-// after each claim; a restarted server reaps the pool's boxes by their label and fills anew.
+// after each claim, once the claimed box's first command had the CPUs to itself (a cold
+// start beside it made the claim slower on a small host); a restarted server reaps the
+// pool's boxes by their label and fills anew.
 import type { BoxHandle, BoxProvider, BoxSpec } from "../boxes/index.js";
 import { newId } from "../ids.js";
 import type { Logger } from "../observability/log.js";
@@ -17,10 +19,14 @@ export interface WarmOptions {
   specFor: (id: string) => BoxSpec;
 }
 
+/** A claim's box answers its first command in a few ms; the refill's cold start waits past it. */
+const REFILL_DELAY_MS = 250;
+
 export class WarmPool {
   readonly #ready: string[] = [];
   #filling: Promise<void> | null = null;
   #closed = false;
+  #refill: NodeJS.Timeout | undefined;
 
   constructor(private readonly o: WarmOptions) {}
 
@@ -63,13 +69,23 @@ export class WarmPool {
       await this.#discard(id);
       return null;
     } finally {
-      void this.fill();
+      this.#refillLater();
     }
+  }
+
+  #refillLater(): void {
+    if (this.#refill || this.#closed) return;
+    this.#refill = setTimeout(() => {
+      this.#refill = undefined;
+      void this.fill();
+    }, REFILL_DELAY_MS);
+    this.#refill.unref();
   }
 
   /** Stops filling and removes the ready boxes. */
   async close(): Promise<void> {
     this.#closed = true;
+    clearTimeout(this.#refill);
     await this.#filling;
     for (const id of this.#ready.splice(0)) await this.#discard(id);
   }

@@ -7,6 +7,7 @@ import { after, before, describe, it } from "node:test";
 import { LocalProvider } from "../../src/boxes/local/provider.js";
 import { encodeControl, FrameDecoder, FrameKind } from "../../src/boxd/protocol.js";
 import {
+  boxdHostPid,
   boxSkipReason,
   hostPidsOfUid,
   makeBox,
@@ -328,32 +329,39 @@ describe("a local box", { skip: skip ?? false }, () => {
   );
 });
 
-describe(
-  "a box whose boxd died",
-  { skip: skip ?? localOnly("boxd's host pid in the local box's boxd cgroup") },
-  () => {
-    it("is reported stopped, leaves no process, and starts again", async () => {
-      const box = await makeBox();
-      try {
-        const h = await box.provider.inspect(box.id);
-        const cgroup = `/sys/fs/cgroup/pids/warren-test/${box.id}/boxd/cgroup.procs`;
-        const pids = fs.readFileSync(cgroup, "utf8").trim().split("\n").map(Number);
-        const boxd = pids.find((p) =>
-          /^\/run\/warren\/boxd\0/.test(fs.readFileSync(`/proc/${p}/cmdline`, "utf8")),
-        );
-        assert.ok(boxd && h?.pid);
-        process.kill(boxd, "SIGKILL");
+describe("a box whose boxd died", { skip: skip ?? false }, () => {
+  it("is reported stopped, leaves no process, and starts again", async () => {
+    const box = await makeBox();
+    try {
+      // a local boxd is in the box's boxd cgroup; an oci boxd is the container's first process
+      const boxd = boxdHostPid(box.id);
+      assert.ok(boxd, "boxd's host pid");
+      const cgroup = `/sys/fs/cgroup/pids/warren-test/${box.id}/boxd/cgroup.procs`;
+      process.kill(boxd, "SIGKILL");
+      const gone = () => {
+        try {
+          return fs.readFileSync(`/proc/${boxd}/cmdline`, "utf8") === ""; // a zombie
+        } catch {
+          return true;
+        }
+      };
+      await waitFor("boxd to be gone", gone, 10_000);
+      if (testProvider === "local")
         await waitFor("the box to end with boxd", () => fs.readFileSync(cgroup, "utf8").trim() === "", 5000);
-        assert.equal((await box.provider.inspect(box.id))?.state, "stopped");
-        const again = await box.provider.start(box.id);
-        assert.notEqual(again.pid, h.pid);
-        assert.equal((await box.sh("echo back")).out, "back\n");
-      } finally {
-        await box.cleanup();
-      }
-    });
-  },
-);
+      await waitFor(
+        "the box to be stopped",
+        async () => (await box.provider.inspect(box.id))?.state === "stopped",
+        10_000,
+      );
+      await box.provider.start(box.id);
+      const again = boxdHostPid(box.id);
+      assert.ok(again && again !== boxd, "a new boxd");
+      assert.equal((await box.sh("echo back")).out, "back\n");
+    } finally {
+      await box.cleanup();
+    }
+  });
+});
 
 describe(
   "a box whose server was SIGKILLed",

@@ -210,13 +210,22 @@ export async function makeBox(
   };
 }
 
-/** The host pid of box id's boxd, or null when it is not running. */
+/**
+ * The host pid of box id's boxd, or null when it is not running: a local boxd is in the
+ * box's `boxd` cgroup; an oci boxd in the engine's container cgroup, known by the box's
+ * socket folder bound at /run/boxd in its mounts.
+ */
 export function boxdHostPid(id: string): number | null {
   for (const name of fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
     try {
       if (!fs.readFileSync(`/proc/${name}/cmdline`, "utf8").startsWith("/run/warren/boxd\0")) continue;
       if (fs.readFileSync(`/proc/${name}/cgroup`, "utf8").includes(`/${id}/boxd\n`)) return Number(name);
+      if (
+        testProvider === "oci" &&
+        fs.readFileSync(`/proc/${name}/mountinfo`, "utf8").includes(`/oci-boxes/${id}/boxd /run/boxd `)
+      )
+        return Number(name);
     } catch {
       // gone
     }

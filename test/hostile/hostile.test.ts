@@ -366,13 +366,7 @@ describe("hostile agents in an isolated box", { skip: skip ?? false }, () => {
   });
 
   it("boxd is root of its own user namespace only: taken over, it cannot remount, unmount or write the host's tree", async () => {
-    const cgroup = `/sys/fs/cgroup/pids/warren-test/${box.id}/boxd/cgroup.procs`;
-    const boxd = fs
-      .readFileSync(cgroup, "utf8")
-      .trim()
-      .split("\n")
-      .map(Number)
-      .find((p) => /^\/run\/warren\/boxd\0/.test(fs.readFileSync(`/proc/${p}/cmdline`, "utf8")));
+    const boxd = boxdHostPid(box.id);
     assert.ok(boxd, "boxd's host pid");
     const status = fs.readFileSync(`/proc/${boxd}/status`, "utf8");
     const root = BOX_ROOT_HOST_ID;

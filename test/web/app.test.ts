@@ -379,12 +379,17 @@ describe("the operator app", { concurrency: false }, () => {
     await shot(owner, "12-egress");
   });
 
-  test("the machine page: live box usage, and stop", async () => {
+  test("the machine page: live box usage, pause, and stop", async () => {
     const agent = (await api(OWNER, "GET", `/api/agents/${agentId}`)).body;
     await api(OWNER, "POST", `/api/agents/${agentId}/exec`, { command: "true" });
     await owner.goto(`${base}/machines/${agent.machine_id}`);
     await owner.getByTestId("box-usage").getByText("Processes").waitFor();
+    await owner.getByTestId("machine-state").getByText("running", { exact: true }).waitFor();
     await shot(owner, "12-machine-running-box");
+    // the terminal's shell goes on in this box: a pause is refused, and the page says why
+    await owner.getByRole("button", { name: "Pause the box" }).click();
+    await owner.getByText(/1 terminal\(s\) going on: it is not paused/).waitFor();
+    assert.equal((await api(OWNER, "GET", `/api/machines/${agent.machine_id}`)).body.state, "running");
     await owner.getByRole("button", { name: "Stop the box" }).click();
     await owner.getByTestId("box-usage").getByText("The box is not running").waitFor();
     assert.equal((await api(OWNER, "GET", `/api/machines/${agent.machine_id}`)).body.state, "stopped");
@@ -392,6 +397,35 @@ describe("the operator app", { concurrency: false }, () => {
     await api(OWNER, "POST", `/api/agents/${agentId}/exec`, { command: "true" });
     await owner.getByTestId("box-usage").getByText("Processes").waitFor({ timeout: 15_000 });
     await api(OWNER, "POST", `/api/machines/${agent.machine_id}/stop`);
+
+    // a machine with nothing going on: paused from its page, its state shown, its files kept
+    const m = (
+      await api(OWNER, "POST", "/api/machines", { org_id: orgId, name: "pausable", memory_mib: 512 })
+    ).body;
+    const a = (await api(OWNER, "POST", "/api/agents", { org_id: orgId, machine_id: m.id, name: "sleeper" }))
+      .body;
+    const wrote = await api(OWNER, "POST", `/api/agents/${a.id}/exec`, {
+      command: "echo kept > /tmp/paused-file",
+    });
+    assert.equal(wrote.status, 200, JSON.stringify(wrote.body));
+    await owner.goto(`${base}/machines/${m.id}`);
+    await owner.getByTestId("machine-state").getByText("running", { exact: true }).waitFor();
+    await owner.getByRole("button", { name: "Pause the box" }).click();
+    await owner.getByTestId("machine-state").getByText("paused", { exact: true }).waitFor();
+    await owner.getByTestId("box-usage").getByText("The box is paused").waitFor();
+    assert.equal(await owner.locator("h1 .badge").innerText(), "paused");
+    assert.equal(await owner.getByRole("button", { name: "Pause the box" }).isDisabled(), true);
+    assert.equal((await api(OWNER, "GET", `/api/machines/${m.id}`)).body.state, "paused");
+    await shot(owner, "12-machine-paused-box");
+    // the next command resumes it as it was; the page follows
+    const resumed = await api(OWNER, "POST", `/api/agents/${a.id}/exec`, { command: "cat /tmp/paused-file" });
+    assert.equal(resumed.body.stdout, "kept\n");
+    await owner
+      .getByTestId("machine-state")
+      .getByText("running", { exact: true })
+      .waitFor({ timeout: 15_000 });
+    await owner.getByTestId("box-usage").getByText("Processes").waitFor({ timeout: 15_000 });
+    await api(OWNER, "POST", `/api/machines/${m.id}/stop`);
   });
 
   test("an assistant agent: its spec edited in Settings, an agent run's trace with model and tool calls", async () => {

@@ -49,10 +49,13 @@ const parts: ContainerParts = {
 test("boxd is the container's first process, through box-userns, with a local box's arguments", () => {
   const c = containerConfig(spec, parts);
   assert.equal(c.Image, "warren-box:latest");
-  assert.deepEqual(c.Entrypoint.slice(0, 5), [
+  // the engine's cgroup tree at /sys/fs/cgroup unmounted and gone before boxd starts
+  assert.deepEqual(c.Entrypoint.slice(0, 7), [
     "/run/warren/box-userns",
     "--root-id",
     "2000000",
+    "--hide",
+    "/sys/fs/cgroup",
     "--",
     "/run/warren/boxd",
   ]);

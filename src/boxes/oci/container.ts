@@ -86,6 +86,15 @@ function specMount(m: BoxMount): EngineMount {
   };
 }
 
+/** What the engine mounts that a box must not see: box-userns unmounts it and removes its folder. */
+const HIDDEN = ["/sys/fs/cgroup"];
+
+/** box-userns's argv with `--hide` for each of `dirs` (before its `--`). */
+function withHidden(argv: string[], dirs: readonly string[]): string[] {
+  const sep = argv.indexOf("--");
+  return [...argv.slice(0, sep), ...dirs.flatMap((d) => ["--hide", d]), ...argv.slice(sep)];
+}
+
 /** The container name of a box. */
 export const containerName = (boxId: string): string => `warren-box-${boxId}`;
 
@@ -118,13 +127,17 @@ export function containerConfig(spec: BoxSpec, p: ContainerParts): ContainerCrea
   return {
     Image: p.image,
     // box-userns, then boxd: the first command of a local box
-    Entrypoint: boxdArgv(spec, {
-      boxRootId: p.boxRootId,
-      callsDir: p.callsDir,
-      cgroupVersion: p.cgroupVersion,
-      cgroups: p.cgroups,
-      orphanAfterS: p.orphanAfterS,
-    }),
+    // the engine's cgroup tree at /sys/fs/cgroup hidden before boxd starts (a local box has none)
+    Entrypoint: withHidden(
+      boxdArgv(spec, {
+        boxRootId: p.boxRootId,
+        callsDir: p.callsDir,
+        cgroupVersion: p.cgroupVersion,
+        cgroups: p.cgroups,
+        orphanAfterS: p.orphanAfterS,
+      }),
+      HIDDEN,
+    ),
     Cmd: [],
     Env: [],
     Hostname: IN_BOX.hostname,

@@ -49,6 +49,7 @@ import { packageRoot, type LoggerLike } from "../local/options.js";
 import { hostSeccompArch } from "../local/seccomp.js";
 import { containerConfig, containerName } from "./container.js";
 import { Engine } from "./engine.js";
+import { claimWarmContainer } from "./warm.js";
 
 export interface OciProviderOptions {
   stateRoot: string;
@@ -70,6 +71,14 @@ interface ContainerSummary {
   Names?: string[];
   State?: string;
   Labels?: Record<string, string>;
+}
+
+/** The box of a container: its name's (a claimed warm box's container is renamed), else its label's. */
+function boxIdOf(c: ContainerSummary): string | null {
+  const prefix = `/${containerName("")}`;
+  const named = c.Names?.map((n) => (n.startsWith("/") ? n : `/${n}`)).find((n) => n.startsWith(prefix));
+  const id = named ? named.slice(prefix.length) : c.Labels?.["warren.machine"];
+  return id && BOX_ID.test(id) ? id : null;
 }
 
 const engineState = (s: string | undefined): BoxState =>
@@ -252,6 +261,26 @@ export class OciProvider implements BoxProvider {
     return this.handle(running, "running");
   }
 
+  /** A warm box given to a machine (./warm.ts). */
+  async claim(warmId: string, spec: BoxSpec): Promise<BoxHandle> {
+    const layout = detectLayout();
+    if (!layout) throw new WarrenError("box.unavailable", "no usable cgroups for the agents' command trees");
+    return this.locked(warmId, () =>
+      this.locked(spec.id, async () => {
+        const r = await this.engine.request("GET", `/containers/${containerName(warmId)}/json`);
+        const c = r.body as { Id?: string; State?: { Status?: string } } | null;
+        if (r.status !== 200 || !c?.Id || c.State?.Status !== "running")
+          throw new WarrenError("box.unavailable", "the warm box is not running");
+        const rec = await claimWarmContainer(this.engine, c.Id, warmId, {
+          ...{ warmBoxDir: this.boxDir(warmId), boxDir: this.boxDir(spec.id), spec },
+          ...{ warmMachineDir: this.homes.machineDir(warmId), machineDir: this.homes.machineDir(spec.id) },
+          ...{ layout, cgroupParent: this.cgroupParent },
+        });
+        return this.handle(rec, "running");
+      }),
+    );
+  }
+
   async inspect(id: string): Promise<BoxHandle | null> {
     const rec = readBoxRecord(this.boxDir(id));
     if (!rec) return null;
@@ -262,8 +291,9 @@ export class OciProvider implements BoxProvider {
   }
 
   async list(labels?: Partial<BoxLabels>): Promise<BoxHandle[]> {
+    // by the box's record: a claimed warm box's container keeps the labels it was made with
     const want = Object.entries(labels ?? {}).filter(([, v]) => v !== undefined);
-    const filters = JSON.stringify({ label: ["warren.provider=oci", ...want.map(([k, v]) => `${k}=${v}`)] });
+    const filters = JSON.stringify({ label: ["warren.provider=oci"] });
     const found = (await this.engine.expect(
       "GET",
       `/containers/json?all=true&filters=${encodeURIComponent(filters)}`,
@@ -271,10 +301,11 @@ export class OciProvider implements BoxProvider {
     )) as ContainerSummary[];
     const out: BoxHandle[] = [];
     for (const c of found) {
-      const id = c.Labels?.["warren.machine"];
-      if (!id || !BOX_ID.test(id)) continue;
+      const id = boxIdOf(c);
+      if (!id) continue;
       const rec = readBoxRecord(this.boxDir(id));
-      if (rec) out.push(this.handle(rec, engineState(c.State)));
+      if (rec && want.every(([k, v]) => rec.spec.labels[k] === v))
+        out.push(this.handle(rec, engineState(c.State)));
     }
     return out;
   }

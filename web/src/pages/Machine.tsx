@@ -1,4 +1,4 @@
-// `/machines/:id`: state, limits, the box's live usage and events, its agents, stop.
+// `/machines/:id`: state, limits, the box's live usage and events, its agents, pause and stop.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { keys, useCan, useOrgs, warren } from "../api";
 import { Link, useTitle } from "../router";
@@ -22,6 +22,11 @@ export function MachinePage({ id }: { id: string }) {
   });
   const stop = useMutation({
     mutationFn: () => warren.machines.stop(id),
+    onSuccess: (next) => qc.setQueryData(keys.machine(id), next),
+  });
+  // frozen in memory; the next command, run or terminal of one of its agents resumes it
+  const pause = useMutation({
+    mutationFn: () => warren.machines.pause(id),
     onSuccess: (next) => qc.setQueryData(keys.machine(id), next),
   });
   if (machine.error && !m)
@@ -48,19 +53,31 @@ export function MachinePage({ id }: { id: string }) {
       ) : (
         <>
           <p className="sub" data-testid="machine-state">
-            {m.state_reason} · since {when(m.state_changed_at)}
+            <b>{m.state}</b>: {m.state_reason} · since {when(m.state_changed_at)}
           </p>
           {can.write && (
-            <Action
-              type="button"
-              onClick={() => stop.mutate()}
-              busy={stop.isPending}
-              busyLabel="Stopping…"
-              disabled={m.state === "stopped"}
-            >
-              Stop the box
-            </Action>
+            <p>
+              <Action
+                type="button"
+                onClick={() => pause.mutate()}
+                busy={pause.isPending}
+                busyLabel="Pausing…"
+                disabled={m.state !== "running"}
+              >
+                Pause the box
+              </Action>{" "}
+              <Action
+                type="button"
+                onClick={() => stop.mutate()}
+                busy={stop.isPending}
+                busyLabel="Stopping…"
+                disabled={m.state === "stopped"}
+              >
+                Stop the box
+              </Action>
+            </p>
           )}
+          <ErrorBox error={pause.error} />
           <ErrorBox error={stop.error} />
           <div className="cards">
             <div className="card">
@@ -80,7 +97,12 @@ export function MachinePage({ id }: { id: string }) {
             </div>
             <div className="card" data-testid="box-usage">
               <h2>Box now</h2>
-              {usage ? (
+              {m.state === "paused" ? (
+                <Empty>
+                  The box is paused: its processes and files wait in memory. The next command, run or terminal
+                  of one of its agents resumes it.
+                </Empty>
+              ) : usage ? (
                 <dl>
                   <dt>CPU used</dt>
                   <dd>{usage.cpu_s.toFixed(1)} s</dd>
