@@ -123,7 +123,7 @@ describe("warren CLI", () => {
 
   test("--json prints the exact answer; tables for people", async () => {
     const list = await json<{ items: { id: string; name: string; role: string }[] }>(["orgs", "list"]);
-    assert.deepEqual(list.items, [{ id: org, name: "acme", role: "owner" }]);
+    assert.deepEqual(list.items, [{ id: org, name: "acme", role: "owner", areas: [] }]);
     const table = await warren(["orgs", "list"]);
     assert.equal(table.code, 0);
     assert.equal(table.stdout, `ID${" ".repeat(org.length)}NAME  ROLE\n${org}  acme  owner\n`);

@@ -3,7 +3,16 @@ import { areaName } from "./areas.js";
 import { items, name, Role } from "./common.js";
 
 export const Org = z
-  .object({ id: z.string(), name: z.string(), role: Role.describe("the caller's role in it") })
+  .object({
+    id: z.string(),
+    name: z.string(),
+    role: Role.describe("the caller's role in it"),
+    areas: z
+      .array(z.string())
+      .describe(
+        "the areas the caller holds in it: none, the whole home as the role allows; any, a fenced seat (files inside them and conversations, never configuration, commands or terminals)",
+      ),
+  })
   .meta({ id: "Org" });
 export const OrgList = items(Org, "OrgList");
 export const OrgCreateRequest = z.object({ name }).strict().meta({ id: "OrgCreateRequest" });

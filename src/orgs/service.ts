@@ -16,7 +16,7 @@ export class Orgs {
     private readonly db: Db,
     private readonly access: Access,
   ) {
-    this.#lists = memo<string, readonly Org[]>(db, [schema.memberships, schema.orgs]);
+    this.#lists = memo<string, readonly Omit<Org, "areas">[]>(db, [schema.memberships, schema.orgs]);
     this.#names = memo<string, string | null>(db, [schema.orgs]);
   }
 
@@ -26,7 +26,7 @@ export class Orgs {
       await tx.insert(schema.orgs).values({ id, name });
       await tx.insert(schema.memberships).values({ orgId: id, userId: who.userId, role: "owner" });
     });
-    return { id, name, role: "owner" };
+    return { id, name, role: "owner", areas: [] };
   }
 
   async list(who: Identity): Promise<Org[]> {
@@ -38,7 +38,7 @@ export class Orgs {
         .where(eq(schema.memberships.userId, who.userId))
         .orderBy(schema.orgs.createdAt),
     );
-    return rows.map((r) => ({ ...r }));
+    return Promise.all(rows.map(async (r) => ({ ...r, areas: [...(await this.access.areasOf(r.id, who))] })));
   }
 
   async get(who: Identity, id: string): Promise<Org> {
@@ -51,13 +51,13 @@ export class Orgs {
       return row?.name ?? null;
     });
     if (name === null) throw new WarrenError("not_found", "organisation was not found");
-    return { id, name, role };
+    return { id, name, role, areas: [...(await this.access.areasOf(id, who))] };
   }
 
   async rename(who: Identity, id: string, name: string): Promise<Org> {
     const role = await this.access.require(id, who, "manage", "organisation");
     await this.db.update(schema.orgs).set({ name }).where(eq(schema.orgs.id, id));
-    return { id, name, role };
+    return { id, name, role, areas: [...(await this.access.areasOf(id, who))] };
   }
 
   /** Deletes an organisation with nothing left in it (no machine, no agent). */

@@ -238,7 +238,7 @@ for (const leg of dbLegs) {
         for (const [method, url] of reads(w))
           assertStatus(await me(method, url), 200, `${role} ${method} ${url}`);
         const orgs = (await me("GET", "/api/orgs")).body.items;
-        assert.deepEqual(orgs, [{ id: w.org, name: "acme", role }]);
+        assert.deepEqual(orgs, [{ id: w.org, name: "acme", role, areas: [] }]);
         assert.equal((await me("GET", `/api/orgs/${w.org}`)).body.role, role);
         assert.deepEqual(
           (await me("GET", "/api/agents")).body.items.map((a: { id: string }) => a.id),
@@ -260,6 +260,8 @@ for (const leg of dbLegs) {
       const me = as(EDITOR);
       for (const [method, url] of reads(w))
         assertStatus(await me(method, url), 200, `editor ${method} ${url}`);
+      // its seat says it is fenced, so that the app offers only what the API allows it
+      assert.deepEqual((await me("GET", "/api/orgs")).body.items[0].areas, ["work"]);
       const file = (path: string) => ({
         method: "PUT" as const,
         url: `/api/agents/${w.agent}/files/${path}`,
@@ -334,7 +336,7 @@ for (const leg of dbLegs) {
 
       const renamed = await me("PATCH", `/api/orgs/${w.org}`, { name: "acme2" });
       assertStatus(renamed, 200);
-      assert.deepEqual(renamed.body, { id: w.org, name: "acme2", role: "admin" });
+      assert.deepEqual(renamed.body, { id: w.org, name: "acme2", role: "admin", areas: [] });
       assertStatus(await me("PATCH", `/api/orgs/${w.org}`, { name: "acme" }), 200);
       assertError(await me("DELETE", `/api/orgs/${w.org}`), 403, "access.denied");
       await unchanged();

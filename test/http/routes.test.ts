@@ -78,16 +78,16 @@ for (const leg of dbLegs) {
       assert.ok(Array.isArray(list.body.items));
       assert.deepEqual(
         list.body.items.find((o: { id: string }) => o.id === id),
-        { id, name: "Acme Corp", role: "owner" },
+        { id, name: "Acme Corp", role: "owner", areas: [] },
       );
 
       const g = await call("GET", `/api/orgs/${id}`);
       assertStatus(g, 200);
-      assert.deepEqual(g.body, { id, name: "Acme Corp", role: "owner" });
+      assert.deepEqual(g.body, { id, name: "Acme Corp", role: "owner", areas: [] });
 
       const p = await call("PATCH", `/api/orgs/${id}`, { name: "Acme" });
       assertStatus(p, 200);
-      assert.deepEqual(p.body, { id, name: "Acme", role: "owner" });
+      assert.deepEqual(p.body, { id, name: "Acme", role: "owner", areas: [] });
       assert.equal((await call("GET", `/api/orgs/${id}`)).body.name, "Acme");
 
       const m = await call("GET", `/api/orgs/${id}/members`);

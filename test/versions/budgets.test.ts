@@ -68,7 +68,13 @@ for (const leg of dbLegs) {
       });
       org = (await owner("POST", "/api/orgs", { name: "budgets" })).body.id;
       machine = (await owner("POST", "/api/machines", { org_id: org, name: "m" })).body.id;
-      const r = await owner("PUT", `/api/orgs/${org}/members`, { email: EDITOR, role: "editor" });
+      // an editor holds an area (area.required)
+      assert.equal((await owner("PUT", `/api/orgs/${org}/areas/work`, { folders: ["work"] })).status, 200);
+      const r = await owner("PUT", `/api/orgs/${org}/members`, {
+        email: EDITOR,
+        role: "editor",
+        areas: ["work"],
+      });
       assert.ok(r.status === 200 || r.status === 201, JSON.stringify(r.body));
     });
     after(async () => {

@@ -87,6 +87,18 @@ describe("areas and changes in the app", { concurrency: false }, () => {
     assert.deepEqual([m.role, m.areas], ["editor", ["support"]]);
   });
 
+  test("the fenced editor's pages offer only what its seat allows: files and conversations, no machine or agent to create", async () => {
+    const theirs = await app.person(MEMBER);
+    await theirs.goto(`${base}/orgs/${org}`);
+    await theirs.getByRole("heading", { name: "Machines" }).waitFor();
+    assert.equal(await theirs.locator('input[name="machine_name"]').count(), 0, "no machine to create");
+    await theirs.goto(`${base}/agents/${agent}/conversations`);
+    await theirs.getByRole("button", { name: "Start conversation" }).waitFor();
+    await theirs.goto(`${base}/agents/${agent}/files`);
+    await theirs.getByText("Upload a file here").waitFor();
+    await app.shot(theirs, "fenced-editor-files");
+  });
+
   test("a conversation's Changes show its files and patch; Land merges it into its base", async () => {
     const c = await api("POST", `/api/agents/${agent}/conversations`, {
       title: "notes",

@@ -66,18 +66,20 @@ describe("the Flows pages", { concurrency: false, skip: boxSkipReason() ?? false
   test("an instance's page: its runs linked, its agents, its workspace, End", async () => {
     const instId = new URL(page.url()).pathname.split("/").pop() ?? "";
     const runs: { id: string }[] = [];
-    for (const [n, a] of agents.entries())
-      runs.push(
-        await json("POST", `/api/flow-instances/${instId}/runs`, {
-          agent_id: a,
-          kind: "command",
-          command: n === 0 ? "echo flour > /workspace/sack" : "cat /workspace/sack",
-        }),
-      );
-    await waitFor("both runs ended", async () => {
-      for (const r of runs) if ((await json("GET", `/api/runs/${r.id}`)).status !== "succeeded") return false;
-      return true;
-    });
+    // one after the other: the second agent reads what the first left in the shared workspace
+    for (const [n, a] of agents.entries()) {
+      const run = await json("POST", `/api/flow-instances/${instId}/runs`, {
+        agent_id: a,
+        kind: "command",
+        command: n === 0 ? "echo flour > /workspace/sack" : "cat /workspace/sack",
+      });
+      runs.push(run);
+      const ended = await waitFor(`run ${n + 1} ended`, async () => {
+        const r = await json("GET", `/api/runs/${run.id}`);
+        return ["queued", "running"].includes(r.status) ? false : r;
+      });
+      assert.equal(ended.status, "succeeded", JSON.stringify(ended).slice(0, 600));
+    }
     const inst = await json("GET", `/api/flow-instances/${instId}`);
     await page.reload();
     const table = page.getByTestId("instance-runs");

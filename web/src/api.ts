@@ -44,21 +44,29 @@ export function usePersonas(agentId: string) {
   });
 }
 
-/** What the caller's role lets it do in an organisation, as the API enforces it. */
+/** What the caller's role (and its areas) lets it do in an organisation, as the API enforces it. */
 export interface Can {
   role: Role | undefined;
-  /** Create, change, run, upload (owner, admin, editor). */
+  /** Create, change, run (owner, admin, an editor who holds no area). */
   write: boolean;
+  /** Upload and change files (as write, and an editor inside its areas). */
+  files: boolean;
+  /** Start conversations and talk in them (as files, and a guest). */
+  converse: boolean;
   /** Members and the organisation itself (owner, admin). */
   manage: boolean;
   /** Workloads: files, output, traces, terminal (everyone but an auditor). */
   inspect: boolean;
 }
 
-export function canOf(role: Role | undefined): Can {
+export function canOf(role: Role | undefined, areas: readonly string[] = []): Can {
+  const files = role === "owner" || role === "admin" || role === "editor";
   return {
     role,
-    write: role === "owner" || role === "admin" || role === "editor",
+    // a member who holds areas works with agents through their files and conversations only
+    write: files && areas.length === 0,
+    files,
+    converse: files || role === "guest",
     manage: role === "owner" || role === "admin",
     inspect: role !== undefined && role !== "auditor",
   };
@@ -68,7 +76,7 @@ export function canOf(role: Role | undefined): Can {
 export function useCan(orgId: string | undefined): Can {
   const orgs = useOrgs();
   const org: Org | undefined = orgs.data?.find((o) => o.id === orgId);
-  return canOf(org?.role);
+  return canOf(org?.role, org?.areas);
 }
 
 /** The API's message and code of an error, or the error's own text. */

@@ -35,7 +35,7 @@ export function ConversationsTab({ agentId, can }: { agentId: string; can: Can }
     id === null ? "—" : (personas.data?.find((p) => p.id === id)?.name ?? id);
   return (
     <section>
-      {can.write && (
+      {can.converse && (
         <form
           className="inline"
           aria-label="start a conversation"
@@ -77,7 +77,7 @@ export function ConversationsTab({ agentId, can }: { agentId: string; can: Can }
       ) : list.data?.length === 0 ? (
         <Empty>
           No conversations yet.{" "}
-          {can.write
+          {can.converse
             ? "Start one above: each message is a turn of the agent that sees the whole thread so far."
             : "An editor can start one."}
         </Empty>

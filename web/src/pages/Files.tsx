@@ -67,7 +67,7 @@ export function FilesTab({ agentId, can }: { agentId: string; can: Can }) {
           </span>
         ))}
       </nav>
-      {can.write && (
+      {can.files && (
         <form className="inline" onSubmit={(e) => e.preventDefault()}>
           <label>
             Upload a file here
@@ -91,7 +91,7 @@ export function FilesTab({ agentId, can }: { agentId: string; can: Can }) {
         <Loading rows={4} />
       ) : listing.data?.entries.length === 0 ? (
         <Empty>
-          This folder is empty. {can.write ? "Upload a file, or make some from a run or the terminal." : ""}
+          This folder is empty. {can.files ? "Upload a file, or make some from a run or the terminal." : ""}
         </Empty>
       ) : (
         <table data-testid="files">

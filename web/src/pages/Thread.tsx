@@ -231,7 +231,7 @@ export function ThreadPage({ agentId, conversationId }: { agentId: string; conve
               })}
             </ol>
           )}
-          {can.write && open && (
+          {can.converse && open && (
             <form
               className="composer"
               aria-label="message"
