@@ -4,6 +4,7 @@ import type { BoxHandle } from "../boxes/index.js";
 import type { CallsChannel } from "../boxd/index.js";
 import type { BoxExec } from "./exec-port.js";
 import type { CommandOwner } from "./health.js";
+import { KeyedLock } from "../boxes/lock.js";
 
 export interface Live {
   box: BoxHandle;
@@ -22,7 +23,7 @@ export interface Live {
 
 export class LiveBoxes {
   readonly #live = new Map<string, Live>();
-  readonly #locks = new Map<string, Promise<unknown>>();
+  readonly #locks = new KeyedLock();
   /** Who started each command tree (by its cgroup name), per machine. */
   readonly #owners = new Map<string, Map<string, CommandOwner>>();
 
@@ -84,14 +85,6 @@ export class LiveBoxes {
 
   /** Runs `fn` after every earlier call for the same machine has settled. */
   async serial<T>(machineId: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.#locks.get(machineId) ?? Promise.resolve();
-    const next = prev.then(fn, fn);
-    const tail = next.catch(() => undefined);
-    this.#locks.set(machineId, tail);
-    try {
-      return await next;
-    } finally {
-      if (this.#locks.get(machineId) === tail) this.#locks.delete(machineId);
-    }
+    return this.#locks.run(machineId, fn);
   }
 }

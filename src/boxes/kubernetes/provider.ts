@@ -42,6 +42,7 @@ import {
   type ServerPeer,
 } from "./manifests.js";
 import { Relay } from "./relay.js";
+import { KeyedLock } from "../lock.js";
 
 export interface KubernetesProviderOptions {
   kubeConfig: KubeConfig;
@@ -83,7 +84,7 @@ export class KubernetesProvider implements BoxProvider {
   readonly api: KubeApi;
   private readonly runRoot: string;
   private readonly relays = new Map<string, Relay>();
-  private readonly locks = new Map<string, Promise<unknown>>();
+  private readonly locks = new KeyedLock();
 
   constructor(private readonly o: KubernetesProviderOptions) {
     const stateRoot = path.resolve(o.stateRoot);
@@ -109,18 +110,6 @@ export class KubernetesProvider implements BoxProvider {
 
   client(id: string): BoxdClient {
     return new BoxdClient(this.endpoint(id));
-  }
-
-  private async locked<T>(id: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.locks.get(id) ?? Promise.resolve();
-    const next = prev.then(fn, fn);
-    const tail = next.catch(() => undefined);
-    this.locks.set(id, tail);
-    try {
-      return await next;
-    } finally {
-      if (this.locks.get(id) === tail) this.locks.delete(id);
-    }
   }
 
   private handle(id: string, labels: BoxLabels, state: BoxState, pod: V1Pod | null): BoxHandle {
@@ -163,7 +152,7 @@ export class KubernetesProvider implements BoxProvider {
       );
     // the objects must be expressible before anything is recorded
     podManifest(spec, this.podSettings());
-    return this.locked(spec.id, async () => {
+    return this.locks.run(spec.id, async () => {
       const dir = this.boxDir(spec.id);
       fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
       const old = readBoxRecord(dir);
@@ -187,7 +176,7 @@ export class KubernetesProvider implements BoxProvider {
   }
 
   async start(id: string): Promise<BoxHandle> {
-    return this.locked(id, async () => {
+    return this.locks.run(id, async () => {
       const rec = readBoxRecord(this.boxDir(id));
       if (!rec) throw notFound(`box ${id}`);
       const { spec } = rec;
@@ -280,7 +269,7 @@ export class KubernetesProvider implements BoxProvider {
   }
 
   async stop(id: string): Promise<void> {
-    await this.locked(id, async () => {
+    await this.locks.run(id, async () => {
       await this.end(id);
       const rec = readBoxRecord(this.boxDir(id));
       if (rec) await writeBoxRecord(this.boxDir(id), { ...rec, state: "stopped", startedAt: null });
@@ -332,7 +321,7 @@ export class KubernetesProvider implements BoxProvider {
 
   /** Deletes the Pod, its NetworkPolicy and its claim (the machine's folder with it). */
   async remove(id: string): Promise<void> {
-    await this.locked(id, async () => {
+    await this.locks.run(id, async () => {
       await this.end(id);
       await this.api.deletePolicy(policyName(id));
       await this.api.deleteClaim(claimName(id));

@@ -64,6 +64,7 @@ import {
 } from "./box-record.js";
 
 import { optionsSchema, packageRoot, type LocalProviderOptions, type LoggerLike } from "./options.js";
+import { KeyedLock } from "../lock.js";
 export type { LocalProviderOptions, LoggerLike } from "./options.js";
 
 export class LocalProvider implements BoxProvider {
@@ -82,7 +83,7 @@ export class LocalProvider implements BoxProvider {
   private readonly orphanAfterS: number;
   private readonly logger: LoggerLike | undefined;
   private layout: CgroupLayout | null | undefined;
-  private readonly locks = new Map<string, Promise<unknown>>();
+  private readonly locks = new KeyedLock();
   private readonly launcher: BoxLauncher;
   private readonly boxFiles: BoxFiles;
 
@@ -149,19 +150,6 @@ export class LocalProvider implements BoxProvider {
     return this.layout;
   }
 
-  /** One operation at a time per box id (in this process). */
-  private async locked<T>(id: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.locks.get(id) ?? Promise.resolve();
-    const next = prev.then(fn, fn);
-    const tail = next.catch(() => undefined);
-    this.locks.set(id, tail);
-    try {
-      return await next;
-    } finally {
-      if (this.locks.get(id) === tail) this.locks.delete(id);
-    }
-  }
-
   private handle(rec: BoxRecord, state: BoxState): BoxHandle {
     const up = state === "running" || state === "paused";
     return {
@@ -203,7 +191,7 @@ export class LocalProvider implements BoxProvider {
         "request.invalid",
         `boxd's socket path ${sock} is longer than 107 bytes; use a shorter STATE_ROOT`,
       );
-    return this.locked(spec.id, async () => {
+    return this.locks.run(spec.id, async () => {
       const dir = this.boxDir(spec.id);
       fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
       const old = this.readRecord(spec.id);
@@ -216,7 +204,7 @@ export class LocalProvider implements BoxProvider {
   }
 
   async start(id: string): Promise<BoxHandle> {
-    return this.locked(id, async () => {
+    return this.locks.run(id, async () => {
       const rec = this.readRecord(id);
       if (!rec) throw notFound(`box ${id}`);
       const now = await this.liveState(rec);
@@ -233,7 +221,7 @@ export class LocalProvider implements BoxProvider {
   }
 
   async stop(id: string): Promise<void> {
-    await this.locked(id, async () => {
+    await this.locks.run(id, async () => {
       const rec = this.readRecord(id);
       if (!rec) return;
       await this.kill(rec);
@@ -249,7 +237,7 @@ export class LocalProvider implements BoxProvider {
 
   /** Freezes the box's whole cgroup tree (boxd, commands, terminals): the freezer keeps it in memory. */
   async pause(id: string): Promise<void> {
-    await this.locked(id, async () => {
+    await this.locks.run(id, async () => {
       const rec = this.readRecord(id);
       if (!rec) throw notFound(`box ${id}`);
       const now = await this.liveState(rec);
@@ -265,7 +253,7 @@ export class LocalProvider implements BoxProvider {
   }
 
   async resume(id: string): Promise<BoxHandle> {
-    return this.locked(id, async () => {
+    return this.locks.run(id, async () => {
       const rec = this.readRecord(id);
       if (!rec) throw notFound(`box ${id}`);
       const now = await this.liveState(rec);
@@ -298,8 +286,8 @@ export class LocalProvider implements BoxProvider {
   }
 
   async claim(warmId: string, spec: BoxSpec): Promise<BoxHandle> {
-    return this.locked(warmId, () =>
-      this.locked(spec.id, async () => {
+    return this.locks.run(warmId, () =>
+      this.locks.run(spec.id, async () => {
         const rec = await claimWarm({
           ...{ warmBoxDir: this.boxDir(warmId), boxDir: this.boxDir(spec.id), spec },
           ...{ warmMachineDir: this.homes.machineDir(warmId), machineDir: this.homes.machineDir(spec.id) },
@@ -336,7 +324,7 @@ export class LocalProvider implements BoxProvider {
   }
 
   async remove(id: string): Promise<void> {
-    await this.locked(id, async () => {
+    await this.locks.run(id, async () => {
       const rec = this.readRecord(id);
       if (rec) await this.kill(rec);
       fs.rmSync(this.boxDir(id), { recursive: true, force: true });
@@ -348,7 +336,7 @@ export class LocalProvider implements BoxProvider {
    * (each home owned by an agent uid is a user). In place: a running box sees it at once.
    */
   async refreshUsers(id: string): Promise<void> {
-    await this.locked(id, async () => {
+    await this.locks.run(id, async () => {
       refreshBoxUsers(this.boxDir(id));
     });
   }

@@ -50,6 +50,7 @@ import { hostSeccompArch } from "../local/seccomp.js";
 import { containerConfig, containerName } from "./container.js";
 import { Engine } from "./engine.js";
 import { claimWarmContainer } from "./warm.js";
+import { KeyedLock } from "../lock.js";
 
 export interface OciProviderOptions {
   stateRoot: string;
@@ -97,7 +98,7 @@ export class OciProvider implements BoxProvider {
   private readonly startTimeoutMs: number;
   private readonly logger: LoggerLike | undefined;
   private readonly boxFiles: BoxFiles;
-  private readonly locks = new Map<string, Promise<unknown>>();
+  private readonly locks = new KeyedLock();
 
   constructor(o: OciProviderOptions) {
     const stateRoot = path.resolve(o.stateRoot);
@@ -134,18 +135,6 @@ export class OciProvider implements BoxProvider {
     return new BoxdClient(this.endpoint(id));
   }
 
-  private async locked<T>(id: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.locks.get(id) ?? Promise.resolve();
-    const next = prev.then(fn, fn);
-    const tail = next.catch(() => undefined);
-    this.locks.set(id, tail);
-    try {
-      return await next;
-    } finally {
-      if (this.locks.get(id) === tail) this.locks.delete(id);
-    }
-  }
-
   /** The container's state, or null when there is none. */
   private async containerState(id: string): Promise<BoxState | null> {
     const r = await this.engine.request("GET", `/containers/${containerName(id)}/json`);
@@ -179,7 +168,7 @@ export class OciProvider implements BoxProvider {
         "request.invalid",
         `bad box spec: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
       );
-    return this.locked(spec.id, async () => {
+    return this.locks.run(spec.id, async () => {
       const dir = this.boxDir(spec.id);
       fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
       const old = readBoxRecord(dir);
@@ -192,7 +181,7 @@ export class OciProvider implements BoxProvider {
   }
 
   async start(id: string): Promise<BoxHandle> {
-    return this.locked(id, async () => {
+    return this.locks.run(id, async () => {
       const rec = readBoxRecord(this.boxDir(id));
       if (!rec) throw notFound(`box ${id}`);
       const now = await this.containerState(id);
@@ -204,7 +193,7 @@ export class OciProvider implements BoxProvider {
   }
 
   async stop(id: string): Promise<void> {
-    await this.locked(id, async () => {
+    await this.locks.run(id, async () => {
       const rec = readBoxRecord(this.boxDir(id));
       if (!rec) return;
       await this.end(rec);
@@ -214,7 +203,7 @@ export class OciProvider implements BoxProvider {
 
   /** The engine's pause (the container's freezer) and the agents' command trees frozen with it. */
   async pause(id: string): Promise<void> {
-    await this.locked(id, async () => {
+    await this.locks.run(id, async () => {
       const rec = readBoxRecord(this.boxDir(id));
       if (!rec) throw notFound(`box ${id}`);
       const now = await this.containerState(id);
@@ -227,7 +216,7 @@ export class OciProvider implements BoxProvider {
   }
 
   async resume(id: string): Promise<BoxHandle> {
-    return this.locked(id, async () => {
+    return this.locks.run(id, async () => {
       const rec = readBoxRecord(this.boxDir(id));
       if (!rec) throw notFound(`box ${id}`);
       const now = await this.containerState(id);
@@ -265,8 +254,8 @@ export class OciProvider implements BoxProvider {
   async claim(warmId: string, spec: BoxSpec): Promise<BoxHandle> {
     const layout = detectLayout();
     if (!layout) throw new WarrenError("box.unavailable", "no usable cgroups for the agents' command trees");
-    return this.locked(warmId, () =>
-      this.locked(spec.id, async () => {
+    return this.locks.run(warmId, () =>
+      this.locks.run(spec.id, async () => {
         const r = await this.engine.request("GET", `/containers/${containerName(warmId)}/json`);
         const c = r.body as { Id?: string; State?: { Status?: string } } | null;
         if (r.status !== 200 || !c?.Id || c.State?.Status !== "running")
@@ -311,7 +300,7 @@ export class OciProvider implements BoxProvider {
   }
 
   async remove(id: string): Promise<void> {
-    await this.locked(id, async () => {
+    await this.locks.run(id, async () => {
       const rec = readBoxRecord(this.boxDir(id));
       if (rec) await this.end(rec);
       else await this.engine.request("DELETE", `/containers/${containerName(id)}?force=true`);
@@ -320,7 +309,7 @@ export class OciProvider implements BoxProvider {
   }
 
   async refreshUsers(id: string): Promise<void> {
-    await this.locked(id, async () => {
+    await this.locks.run(id, async () => {
       refreshBoxUsers(this.boxDir(id));
     });
   }
