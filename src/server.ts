@@ -95,13 +95,10 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
     const base = await openBase(config, state, opts);
     const ver = await version();
     const s = await buildServices(base, { version: ver, egressHosts: opts.egressHosts });
-    // runs suspended by the last server's stop (a call waiting for an approval) go on, the rest are lost
-    const suspended = await s.resumer.pending();
-    const keep = suspended.map((r) => r.run.id);
-    const lost = await s.recorder.markLost(undefined, keep);
+    const lost = await s.recorder.markLost();
     if (lost > 0)
       base.logger.warn({ runs: lost }, "runs that were going on when the server stopped are now lost");
-    const expired = await s.approvals.expireOrphans(keep);
+    const expired = await s.approvals.expireOrphans();
     if (expired > 0)
       base.logger.warn({ approvals: expired }, "approvals whose runs the server's stop cut short expired");
     const interrupted = await s.conversations.recover();
@@ -116,11 +113,8 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
     await recoverLeftovers({ db: base.store.db, staging, workspaces, machineDirs, logger: base.logger });
     const recovered = await s.runtime.recover();
     if (recovered.adopted.length || recovered.reaped.length) base.logger.info(recovered, "boxes recovered");
-    const resumed = await s.resumer.takeUp(suspended);
-    if (resumed > 0)
-      base.logger.info({ runs: resumed }, "runs suspended by the server's stop are taken up again");
-    // the schedule ticker, after the runs of the last server are recorded as lost
-    await s.firer.start();
+    // the runs the last server suspended go on (resume.ts); the schedule ticker, once the rest are lost
+    await s.resumer.takeUp().then(() => s.firer.start());
     s.retention.start();
     // and the guilds' dispatchers, for messages still queued when the last server stopped
     await s.dispatch.start();

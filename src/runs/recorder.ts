@@ -143,9 +143,9 @@ export class RunRecorder {
   /**
    * At boot: runs that were going on when the server stopped become lost; runs that were
    * still queued (nothing of them ran, and their input was never kept) become lost too, with
-   * a reason that says so: start them again. Runs taken up again (`keep`, resume.ts) are not.
+   * a reason that says so: start them again. Runs suspended to be taken up again (resume.ts) are not.
    */
-  async markLost(reason = "the server stopped while the run was going on", keep: string[] = []) {
+  async markLost(reason = "the server stopped while the run was going on"): Promise<number> {
     const queued = "the server stopped before the run started (nothing of it ran); start it again";
     let n = 0;
     for (const [status, why] of [
@@ -153,8 +153,8 @@ export class RunRecorder {
       ["waiting", reason],
       ["queued", queued],
     ] as const) {
-      const these = eq(schema.runs.status, status);
-      const where = keep.length > 0 ? and(these, notInArray(schema.runs.id, keep))! : these;
+      const suspended = this.#o.db.select({ id: schema.runSuspensions.runId }).from(schema.runSuspensions);
+      const where = and(eq(schema.runs.status, status), notInArray(schema.runs.id, suspended))!;
       const ids = await this.#o.records.updateRuns(where, {
         status: "lost",
         statusReason: why,

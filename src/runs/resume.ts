@@ -39,10 +39,10 @@ export class RunResumer {
   }
 
   /**
-   * At boot, before the runs cut short are marked lost: the suspended runs still waiting. What
-   * was kept of a run that ended meanwhile is dropped.
+   * At boot (the runs cut short recorded as lost, the boxes recovered): the suspended runs still
+   * waiting. What was kept of a run that ended meanwhile is dropped.
    */
-  async pending(): Promise<SuspendedRun[]> {
+  async #pending(): Promise<SuspendedRun[]> {
     const { db } = this.#o;
     const rows = await db
       .select({ run: schema.runs, state: schema.runSuspensions.state })
@@ -56,10 +56,11 @@ export class RunResumer {
       .map((r) => ({ run: r.run, state: r.state as SuspendedLoop }));
   }
 
-  /** Takes each run up again through the run recorder; one that cannot go on is lost, saying why. */
-  async takeUp(suspended: SuspendedRun[]): Promise<number> {
+  /** Takes each suspended run up again through the run recorder; one that cannot go on is lost, saying why. */
+  async takeUp(): Promise<number> {
+    const found = await this.#pending();
     let n = 0;
-    for (const { run, state } of suspended) {
+    for (const { run, state } of found) {
       try {
         await this.#takeUp(run, state);
         n++;
@@ -71,6 +72,7 @@ export class RunResumer {
           await this.#o.records.runEvent(run.id, "lost", { reason, queued: false });
       }
     }
+    if (n > 0) this.#o.logger.info({ runs: n }, "runs suspended by the server's stop are taken up again");
     return n;
   }
 

@@ -234,15 +234,18 @@ export class Approvals implements ApprovalDoor {
   }
 
   /**
-   * At boot: approvals whose runs were cut short by the server's stop expire, saying so; those
-   * of the runs taken up again (`keep`) go on waiting.
+   * At boot, once the runs cut short are recorded as lost: their approvals expire, saying so;
+   * those of the runs still waiting (suspended, taken up again: src/runs/resume.ts) go on.
    */
-  async expireOrphans(keep: readonly string[] = []): Promise<number> {
-    const waiting = eq(schema.approvals.status, "waiting");
+  async expireOrphans(): Promise<number> {
+    const suspended = this.#o.db
+      .select({ id: schema.runs.id })
+      .from(schema.runs)
+      .where(eq(schema.runs.status, "waiting"));
     const rows = await this.#o.db
       .update(schema.approvals)
       .set({ status: "expired", message: "the server stopped while the call waited", decidedAt: new Date() })
-      .where(keep.length > 0 ? and(waiting, notInArray(schema.approvals.runId, [...keep])) : waiting)
+      .where(and(eq(schema.approvals.status, "waiting"), notInArray(schema.approvals.runId, suspended)))
       .returning({ id: schema.approvals.id });
     return rows.length;
   }
