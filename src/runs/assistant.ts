@@ -12,7 +12,7 @@ import type { ModelMessage, ToolModelMessage } from "ai";
 import { homeOf } from "../machines/placement.js";
 import { BudgetStop, budgetName, failureOf } from "../models/gateway.js";
 import { modelTurn, type TurnAnswer, type TurnToolCall } from "../models/turn.js";
-import type { BudgetState } from "../models/types.js";
+import type { BudgetState, ModelUsage } from "../models/types.js";
 import { ApprovalSuspended, type ToolsetFactory } from "../tools/types.js";
 import type { AgentRunContext, AgentRunner, AgentRunResult, RunUsage, SuspendedLoop } from "./kinds.js";
 import { renderSystemPrompt, SYSTEM_TEMPLATE } from "./system-prompt.js";
@@ -84,7 +84,18 @@ export class AssistantRunner implements AgentRunner {
 
     const counts = { ...(resumed?.counts ?? { steps: 0, tool_calls: 0, tool_refusals: 0 }) };
     const models: string[] = [...(resumed?.models ?? [])];
-    const usage = (): RunUsage => ({ ...gateway.usage(), ...counts });
+    const modelUsage = (): ModelUsage => {
+      const now = gateway.usage();
+      const before = resumed?.used;
+      if (!before) return now;
+      return {
+        tokens_in: now.tokens_in + before.tokens_in,
+        tokens_out: now.tokens_out + before.tokens_out,
+        usd: now.usd + before.usd,
+        calls: now.calls + before.calls,
+      };
+    };
+    const usage = (): RunUsage => ({ ...modelUsage(), ...counts });
     const done = (r: Omit<AgentRunResult, "usage" | "models" | "exit_code">): AgentRunResult => ({
       ...r,
       exit_code: r.status === "succeeded" ? 0 : null,
@@ -200,6 +211,7 @@ export class AssistantRunner implements AgentRunner {
           results: err.results,
           pending: err.pending,
           counts,
+          used: modelUsage(),
           models,
           last,
         };

@@ -51,6 +51,8 @@ export interface SuspendedLoop {
   results: Extract<ModelMessage, { role: "tool" }>["content"];
   pending: { id: string; name: string; input: unknown }[];
   counts: { steps: number; tool_calls: number; tool_refusals: number };
+  /** What the models used before the stop (the run's usage goes on from there). */
+  used: ModelUsage;
   models: string[];
   last: string;
 }

@@ -163,6 +163,10 @@ for (const leg of dbLegs)
           ["waiting", "waiting", "allowed"],
         );
         assert.equal(done.usage.tool_calls, 2);
+        // its usage goes on from where it stood: the model's answer before the restart counts too
+        assert.equal(done.usage.steps, 3);
+        assert.equal(done.receipt.model_calls, 3);
+        assert.ok(done.usage.tokens_in > 0);
         const left = await t!.server.store.db
           .select()
           .from(schema.runSuspensions)
