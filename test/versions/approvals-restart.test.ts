@@ -174,16 +174,20 @@ for (const leg of dbLegs)
         assert.equal(left.length, 0, "what was kept goes once the run is taken up");
       });
 
-      test("denied after a restart: the tool never runs and the model's next call gets the decider's message", async () => {
+      test("denied after two restarts: the tool never runs and the model's next call gets the decider's message", async () => {
         const a = await agentWith([
           { tool_calls: [{ name: "write_file", input: { path: "never.txt", content: "no" } }] },
           { text: "Understood, not written." },
         ]);
         const runId = await startRun(a.id);
         const before = await waitingApproval(runId);
+        // twice: the run taken up again is suspended again by the next stop
         await restart();
-        const { approval } = await waitingApproval(runId);
+        await waitingApproval(runId);
+        await restart();
+        const { approval, approvals } = await waitingApproval(runId);
         assert.equal(approval.id, before.approval.id);
+        assert.equal(approvals, 1);
         const r = await call("POST", `/api/approvals/${approval.id}`, {
           decision: "deny",
           message: "not after a restart",
