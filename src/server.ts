@@ -113,8 +113,8 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
     await recoverLeftovers({ db: base.store.db, staging, workspaces, machineDirs, logger: base.logger });
     const recovered = await s.runtime.recover();
     if (recovered.adopted.length || recovered.reaped.length) base.logger.info(recovered, "boxes recovered");
-    // the schedule ticker, after the runs of the last server are recorded as lost
-    await s.firer.start();
+    // the runs the last server suspended go on (resume.ts); the schedule ticker, once the rest are lost
+    await s.resumer.takeUp().then(() => s.firer.start());
     s.retention.start();
     // and the guilds' dispatchers, for messages still queued when the last server stopped
     await s.dispatch.start();

@@ -148,6 +148,8 @@ export async function stop(
   f.preview.closeAllConnections();
   if (graceMs > 0 && !(await s.recorder.drain(graceMs)))
     base.logger.warn({ graceMs }, "runs still going on after the grace period are interrupted");
+  // a run waiting for an approval is suspended, not ended: the next server takes it up again
+  s.approvals.suspendWaiting();
   await s.recorder.stopAll(
     graceMs > 0
       ? `interrupted: the server stopped (the ${Math.round(graceMs / 1000)} s grace period was over)`

@@ -29,6 +29,7 @@ import { AssistantRunner } from "../runs/assistant.js";
 import { HarnessRunner, installedVersion } from "../runs/harness.js";
 import { AgentRunners } from "../runs/kinds.js";
 import { RunRecorder } from "../runs/recorder.js";
+import { RunResumer } from "../runs/resume.js";
 import { GenerationRegistry } from "../runs/registry.js";
 import { Runs } from "../runs/service.js";
 import { DirRunStaging } from "../runs/staging.js";
@@ -270,6 +271,18 @@ export async function buildServices(
     runners,
     versionFor: (agent, ask) => versions.forRun(agent, ask),
     approvalWaiting: (runId) => approvals.waitingOf(runId),
+    suspend: (runId, agentId, state) => records.suspendRun(runId, agentId, state),
+  });
+  // runs suspended at the last server's stop (a call waiting for an approval), taken up again
+  const resumer = new RunResumer({
+    db,
+    records,
+    recorder,
+    agents,
+    gateway,
+    runners,
+    versionFor: (agent, ask) => versions.forRun(agent, ask),
+    logger,
   });
   // evaluation suites: each case a real run of the version evaluated; the gate on promotion
   const evals: Evals = new Evals({
@@ -331,6 +344,7 @@ export async function buildServices(
     face,
     runners,
     runs,
+    resumer,
     versions,
     approvals,
     evals,

@@ -174,6 +174,21 @@ export class Records {
   }
 
   /**
+   * Where a run suspended as the server stopped is to go on (src/runs/resume.ts): redacted by
+   * the run's set, like its events, and kept until the next server takes the run up.
+   */
+  async suspendRun(runId: string, agentId: string, state: unknown): Promise<void> {
+    const redacted = redactDeep(state, await this.forRun(runId));
+    await this.#o.db
+      .insert(schema.runSuspensions)
+      .values({ runId, agentId, state: redacted })
+      .onConflictDoUpdate({
+        target: schema.runSuspensions.runId,
+        set: { state: redacted, createdAt: new Date() },
+      });
+  }
+
+  /**
    * One event of a run's trace; a turn's event is its conversation's too. The events of one
    * run are inserted in the order they were written.
    */

@@ -6,14 +6,15 @@
 // is the run's output. At most 40 steps. Each call is admitted by the gateway's budget (its
 // maximum cost reserved, its max output held to what is left); when the budget is reached or
 // cannot hold the next call, on_limit says whether the run stops or makes one last call
-// without tools.
+// without tools. When the server stops while a call waits for an approval, where the loop
+// stopped is kept (ctx.suspend) and the next server's run goes on from there (ctx.resume).
 import type { ModelMessage, ToolModelMessage } from "ai";
 import { homeOf } from "../machines/placement.js";
 import { BudgetStop, budgetName, failureOf } from "../models/gateway.js";
-import { modelTurn, type TurnAnswer } from "../models/turn.js";
-import type { BudgetState } from "../models/types.js";
-import type { ToolsetFactory } from "../tools/types.js";
-import type { AgentRunContext, AgentRunner, AgentRunResult, RunUsage } from "./kinds.js";
+import { modelTurn, type TurnAnswer, type TurnToolCall } from "../models/turn.js";
+import type { BudgetState, ModelUsage } from "../models/types.js";
+import { ApprovalSuspended, type ToolsetFactory } from "../tools/types.js";
+import type { AgentRunContext, AgentRunner, AgentRunResult, RunUsage, SuspendedLoop } from "./kinds.js";
 import { renderSystemPrompt, SYSTEM_TEMPLATE } from "./system-prompt.js";
 
 export const MAX_STEPS = 40;
@@ -46,34 +47,55 @@ function reachedOf(b: BudgetState): string {
     : `the run's ${b.limit === "tokens" ? "token" : "dollar"} budget was reached (${b.used} of ${b.max})`;
 }
 
+/** The server stopped while a call of the step waited for an approval: the calls left, and the answers so far. */
+class Suspension extends Error {
+  constructor(
+    readonly pending: TurnToolCall[],
+    readonly results: ToolModelMessage["content"],
+  ) {
+    super("suspended");
+  }
+}
+
 export class AssistantRunner implements AgentRunner {
   constructor(private readonly o: AssistantOptions) {}
 
   async run(ctx: AgentRunContext): Promise<AgentRunResult> {
     const { gateway, events, signal, spec } = ctx;
     const agent = ctx.workload.agent;
-    const memory = await this.o.memoryOf(agent).then((m) => (m === null ? null : cap(m, MEMORY_MAX_BYTES)));
-    const system = renderSystemPrompt(this.o.template ?? SYSTEM_TEMPLATE, {
-      agent_name: agent.name,
-      agent_id: agent.id,
-      home: homeOf(agent.id),
-      date: (this.o.now?.() ?? new Date()).toISOString().slice(0, 10),
-      task: spec.instructions.trim() || "(no standing instructions: follow the user's message)",
-      memory: memory?.trim() || "(empty)",
-    });
+    const resumed = ctx.resume;
+    const system = resumed?.system ?? (await this.#system(ctx));
     // a conversation's turn: the whole thread so far, then this message, appended as it goes
     const history = ctx.history ?? [];
     const first: ModelMessage = { role: "user", content: ctx.input };
-    const messages: ModelMessage[] = [...history, first];
+    const messages: ModelMessage[] = resumed ? [...resumed.messages] : [...history, first];
     const append = async (m: ModelMessage[]) => {
       if (ctx.append) await ctx.append(m);
     };
-    await events("prompt", { system, user: ctx.input, history_messages: history.length });
-    await append([first]);
+    if (resumed)
+      await events("resumed", {
+        step: resumed.counts.steps,
+        pending: resumed.pending.map((c) => ({ id: c.id, name: c.name })),
+      });
+    else {
+      await events("prompt", { system, user: ctx.input, history_messages: history.length });
+      await append([first]);
+    }
 
-    const counts = { steps: 0, tool_calls: 0, tool_refusals: 0 };
-    const models: string[] = [];
-    const usage = (): RunUsage => ({ ...gateway.usage(), ...counts });
+    const counts = { ...(resumed?.counts ?? { steps: 0, tool_calls: 0, tool_refusals: 0 }) };
+    const models: string[] = [...(resumed?.models ?? [])];
+    const modelUsage = (): ModelUsage => {
+      const now = gateway.usage();
+      const before = resumed?.used;
+      if (!before) return now;
+      return {
+        tokens_in: now.tokens_in + before.tokens_in,
+        tokens_out: now.tokens_out + before.tokens_out,
+        usd: now.usd + before.usd,
+        calls: now.calls + before.calls,
+      };
+    };
+    const usage = (): RunUsage => ({ ...modelUsage(), ...counts });
     const done = (r: Omit<AgentRunResult, "usage" | "models" | "exit_code">): AgentRunResult => ({
       ...r,
       exit_code: r.status === "succeeded" ? 0 : null,
@@ -90,7 +112,7 @@ export class AssistantRunner implements AgentRunner {
     // what went wrong opening the tools (an MCP server not reached, a policy that does not
     // validate) is said in the run's events, where its reader looks
     for (const w of toolset.warnings) await events("warning", { source: "tools", message: w });
-    let last = "";
+    let last = resumed?.last ?? "";
     const turn = async (toolChoice: "auto" | "none"): Promise<TurnAnswer> => {
       const answer = await modelTurn(gateway, {
         system,
@@ -117,7 +139,35 @@ export class AssistantRunner implements AgentRunner {
       ctx.progress?.(usage());
       return answer;
     };
+    // the step's calls, one after another, in the order the model asked; then their answers
+    const callTools = async (calls: TurnToolCall[], results: ToolModelMessage["content"]) => {
+      for (const [i, call] of calls.entries()) {
+        signal.throwIfAborted();
+        const outcome = await toolset.call(call.name, call.input, call.id).catch((err: unknown) => {
+          throw err instanceof ApprovalSuspended ? new Suspension(calls.slice(i), results) : err;
+        });
+        counts.tool_calls++;
+        if (outcome.record.decision === "deny") counts.tool_refusals++;
+        await events("tool_call", {
+          step: counts.steps,
+          call_id: call.id,
+          ...outcome.record,
+          output: cap(outcome.output, TRACE_TOOL_OUTPUT_BYTES),
+        });
+        results.push({
+          type: "tool-result",
+          toolCallId: call.id,
+          toolName: call.name,
+          output: { type: "text", value: outcome.output },
+        });
+      }
+      const answers: ToolModelMessage = { role: "tool", content: results };
+      messages.push(answers);
+      await append([answers]);
+      ctx.progress?.(usage());
+    };
     try {
+      if (resumed) await callTools(resumed.pending, [...resumed.results]);
       for (;;) {
         signal.throwIfAborted();
         const budget = gateway.budget();
@@ -149,32 +199,25 @@ export class AssistantRunner implements AgentRunner {
             output: answer.text,
           });
         if (answer.toolCalls.length === 0) return done({ status: "succeeded", output: answer.text });
-        const results: ToolModelMessage["content"] = [];
-        // one after another, in the order the model asked
-        for (const call of answer.toolCalls) {
-          signal.throwIfAborted();
-          const outcome = await toolset.call(call.name, call.input, call.id);
-          counts.tool_calls++;
-          if (outcome.record.decision === "deny") counts.tool_refusals++;
-          await events("tool_call", {
-            step: counts.steps,
-            call_id: call.id,
-            ...outcome.record,
-            output: cap(outcome.output, TRACE_TOOL_OUTPUT_BYTES),
-          });
-          results.push({
-            type: "tool-result",
-            toolCallId: call.id,
-            toolName: call.name,
-            output: { type: "text", value: outcome.output },
-          });
-        }
-        const answers: ToolModelMessage = { role: "tool", content: results };
-        messages.push(answers);
-        await append([answers]);
-        ctx.progress?.(usage());
+        await callTools(answer.toolCalls, []);
       }
     } catch (err) {
+      // the server stops while a call waits for an approval: where the loop is, kept for the next server
+      if (err instanceof Suspension && ctx.suspend) {
+        const state: SuspendedLoop = {
+          input: ctx.input,
+          system,
+          messages,
+          results: err.results,
+          pending: err.pending,
+          counts,
+          used: modelUsage(),
+          models,
+          last,
+        };
+        await ctx.suspend(ctx.runId, agent.id, state);
+        return done({ status: "suspended", output: last });
+      }
       // a call the budget did not let go (on_limit stop): never sent
       if (err instanceof BudgetStop) {
         const st = err.state;
@@ -195,5 +238,19 @@ export class AssistantRunner implements AgentRunner {
     } finally {
       await toolset.close();
     }
+  }
+
+  /** The system prompt: the system.md template with the agent's task and memory. */
+  async #system(ctx: AgentRunContext): Promise<string> {
+    const agent = ctx.workload.agent;
+    const memory = await this.o.memoryOf(agent).then((m) => (m === null ? null : cap(m, MEMORY_MAX_BYTES)));
+    return renderSystemPrompt(this.o.template ?? SYSTEM_TEMPLATE, {
+      agent_name: agent.name,
+      agent_id: agent.id,
+      home: homeOf(agent.id),
+      date: (this.o.now?.() ?? new Date()).toISOString().slice(0, 10),
+      task: ctx.spec.instructions.trim() || "(no standing instructions: follow the user's message)",
+      memory: memory?.trim() || "(empty)",
+    });
   }
 }

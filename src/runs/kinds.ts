@@ -33,13 +33,36 @@ export interface AgentRunContext {
   onText?: ((delta: string) => void) | undefined;
   /** A conversation's turn of a harness kind: its CLI resumes its own session of the conversation. */
   session?: HarnessSession | undefined;
+  /** An assistant run taken up again after a restart: where its loop stopped (src/runs/resume.ts). */
+  resume?: SuspendedLoop | undefined;
+  /** Keeps where the loop stops when the server stops while a call waits for an approval. */
+  suspend?: ((runId: string, agentId: string, state: SuspendedLoop) => Promise<void>) | undefined;
+}
+
+/**
+ * Where an assistant run's loop stopped when the server stopped while one of its calls waited
+ * for an approval: the model messages so far (the assistant message that asked for the calls
+ * last), the answers of the step's calls made before, and the calls still to make.
+ */
+export interface SuspendedLoop {
+  input: string;
+  system: string;
+  messages: ModelMessage[];
+  results: Extract<ModelMessage, { role: "tool" }>["content"];
+  pending: { id: string; name: string; input: unknown }[];
+  counts: { steps: number; tool_calls: number; tool_refusals: number };
+  /** What the models used before the stop (the run's usage goes on from there). */
+  used: ModelUsage;
+  models: string[];
+  last: string;
 }
 
 /** What a conversation's turn adds to an agent run: its history, its transcript, its text as it streams, its CLI session. */
 export type TurnHooks = Pick<AgentRunContext, "history" | "append" | "onText" | "session">;
 
 export interface AgentRunResult {
-  status: "succeeded" | "failed" | "timed_out" | "cancelled";
+  /** suspended: the server stopped while a call waited for an approval; the run goes on in the next. */
+  status: "succeeded" | "failed" | "timed_out" | "cancelled" | "suspended";
   status_reason?: string;
   output: string;
   exit_code: number | null;

@@ -7,7 +7,7 @@ import type { RunReceipt, RunUsage as RunUsageView } from "../contract/types.js"
 import { WarrenError } from "../errors.js";
 import type { ModelGateway } from "../models/types.js";
 import type { Workload } from "../workloads/index.js";
-import type { AgentRunners, AgentRunResult, RunUsage, TurnHooks } from "./kinds.js";
+import type { AgentRunContext, AgentRunners, AgentRunResult, RunUsage, TurnHooks } from "./kinds.js";
 import type { RunnerContext, RunOutcome, RunRunner } from "./recorder.js";
 
 /** What an agent run is made from, settled before its row is written. */
@@ -64,8 +64,8 @@ export class ModelRunner implements RunRunner {
     private readonly plan: AgentRunPlan,
     private readonly gateway: ModelGateway,
     private readonly runners: AgentRunners,
-    /** A conversation's turn: its history and transcript (src/conversations). */
-    private readonly turn: TurnHooks = {},
+    /** A conversation's turn: its history and transcript (src/conversations); a run suspended and resumed (resume.ts). */
+    private readonly turn: TurnHooks & Pick<AgentRunContext, "resume" | "suspend"> = {},
   ) {}
 
   started(): Record<string, unknown> {
@@ -128,6 +128,8 @@ export class ModelRunner implements RunRunner {
     } finally {
       session?.close();
     }
+    // the server stopped while a call waited for an approval: the run goes on in the next server
+    if (result.status === "suspended") return { status: "suspended", exitCode: null, output: "" };
     const output = ctx.recording.redactor.redactText(result.output);
     if (output) await ctx.events("output", { stream: "stdout", data: output });
     const budget = session?.reached();

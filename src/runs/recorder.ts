@@ -4,7 +4,7 @@
 // (RunRunner): given the run's door (a Workload), its input and a signal, it answers an
 // outcome; the recorder writes everything around it through the one record writer.
 import type { Fence } from "../areas/fence.js";
-import { and, eq, inArray } from "drizzle-orm";
+import { and, eq, inArray, notInArray } from "drizzle-orm";
 import type { AgentRow } from "../agents/service.js";
 import type { SandboxPolicy } from "../contract/policy.js";
 import type { Run, RunReceipt, RunUsage } from "../contract/types.js";
@@ -22,6 +22,8 @@ import type { Generation, GenerationRegistry } from "./registry.js";
 import { runView, type RunRow, type RunStatus } from "./view.js";
 
 type Sizes = { agentMib: number | null; machineMib: number | null };
+/** What a run going on uses: its command tree, its models and tools so far, its sandbox policy. */
+type Live = { command?: { machineId: string; cgroup: string }; usage?: RunUsage; policy?: SandboxPolicy };
 
 /** What a runner is given: the run's door, its input, its signal, its trace. */
 export interface RunnerContext {
@@ -42,7 +44,8 @@ export interface RunnerContext {
 
 /** What a runner answers; the recorder decides a timed-out or cancelled run's status itself. */
 export interface RunOutcome {
-  status: "succeeded" | "failed" | "timed_out" | "cancelled";
+  /** suspended: the run stays waiting for the next server, which takes it up (resume.ts). */
+  status: "succeeded" | "failed" | "timed_out" | "cancelled" | "suspended";
   reason?: string | null | undefined;
   exitCode: number | null;
   signal?: string | null | undefined;
@@ -87,6 +90,8 @@ export interface RunRequest {
   sandboxPolicy?: SandboxPolicy | undefined;
   /** The flow instance the run is made in: its /workspace is the instance's. */
   instance?: InstanceRef | undefined;
+  /** A suspended run's row, taken up again after a restart (resume.ts): no new row is written. */
+  resume?: RunRow | undefined;
 }
 
 export interface RunRecorderOptions {
@@ -113,10 +118,7 @@ export class RunRecorder {
   /** The bookkeeping of each run this server started, by run id, until it is recorded. */
   readonly #pending = new Map<string, Promise<void>>();
   /** What each run going on uses: its command tree, its models and tools so far. */
-  readonly #live = new Map<
-    string,
-    { command?: { machineId: string; cgroup: string }; usage?: RunUsage; policy?: SandboxPolicy }
-  >();
+  readonly #live = new Map<string, Live>();
   /** Who hears of each run's end, once its record is written (a schedule counts its failures). */
   readonly #ended = new Set<(runId: string, status: RunStatus) => void>();
 
@@ -141,7 +143,7 @@ export class RunRecorder {
   /**
    * At boot: runs that were going on when the server stopped become lost; runs that were
    * still queued (nothing of them ran, and their input was never kept) become lost too, with
-   * a reason that says so: start them again.
+   * a reason that says so: start them again. Runs suspended to be taken up again (resume.ts) are not.
    */
   async markLost(reason = "the server stopped while the run was going on"): Promise<number> {
     const queued = "the server stopped before the run started (nothing of it ran); start it again";
@@ -151,7 +153,9 @@ export class RunRecorder {
       ["waiting", reason],
       ["queued", queued],
     ] as const) {
-      const ids = await this.#o.records.updateRuns(eq(schema.runs.status, status), {
+      const suspended = this.#o.db.select({ id: schema.runSuspensions.runId }).from(schema.runSuspensions);
+      const where = and(eq(schema.runs.status, status), notInArray(schema.runs.id, suspended))!;
+      const ids = await this.#o.records.updateRuns(where, {
         status: "lost",
         statusReason: why,
         endedAt: new Date(),
@@ -204,21 +208,23 @@ export class RunRecorder {
     );
     startedNow = placed === "started";
     try {
-      const [row] = await o.db
-        .insert(schema.runs)
-        .values({
-          id,
-          orgId: agent.orgId,
-          agentId: agent.id,
-          machineId: machine.id,
-          kind: req.kind,
-          status: "queued",
-          argv: req.argv,
-          specVersion: req.specVersion,
-          inputBytes: req.input.length,
-          timeoutS: req.timeoutS,
-        })
-        .returning();
+      const [row] = req.resume
+        ? [req.resume]
+        : await o.db
+            .insert(schema.runs)
+            .values({
+              id,
+              orgId: agent.orgId,
+              agentId: agent.id,
+              machineId: machine.id,
+              kind: req.kind,
+              status: "queued",
+              argv: req.argv,
+              specVersion: req.specVersion,
+              inputBytes: req.input.length,
+              timeoutS: req.timeoutS,
+            })
+            .returning();
       if (!row) throw new Error("run insert returned nothing");
       if (!startedNow) await o.records.runEvent(id, "queued", { ...this.#waitingView(id) });
       recorded(row);
@@ -300,18 +306,14 @@ export class RunRecorder {
       pending.push(p);
       await p;
     };
-    const live: {
-      command?: { machineId: string; cgroup: string };
-      usage?: RunUsage;
-      policy?: SandboxPolicy;
-    } = req.sandboxPolicy ? { policy: req.sandboxPolicy } : {};
+    const live: Live = req.sandboxPolicy ? { policy: req.sandboxPolicy } : {};
     this.#live.set(run.id, live);
     const timer = new AbortController();
     let t: NodeJS.Timeout | undefined;
     try {
-      const startedAt = new Date();
+      const startedAt = run.startedAt ?? new Date();
       await o.records.updateRun(run.id, { status: "running", startedAt });
-      await events("started", {
+      await events(req.resume ? "taken_up" : "started", {
         ...req.runner.started(work),
         agent_id: agent.id,
         input_bytes: req.input.length,
@@ -339,6 +341,7 @@ export class RunRecorder {
       } finally {
         clearTimeout(t);
       }
+      if (out.status === "suspended") return; // its row stays waiting, for the next server (resume.ts)
       // a memory: false workspace goes before the run is measured and recorded as ended
       await work.release();
       // the run's own end wins over what the runner made of the abort

@@ -14,7 +14,7 @@ import { schema } from "../store/index.js";
 import { argvOf, type CommandLimits } from "../workloads/index.js";
 import type { InstanceRef } from "../workspaces/service.js";
 import { CommandRunner } from "./command.js";
-import type { AgentRunners } from "./kinds.js";
+import type { AgentRunContext, AgentRunners } from "./kinds.js";
 import { ModelRunner, planAgentRun } from "./model-run.js";
 import type { RunRecorder } from "./recorder.js";
 import { runView, terminal, viewFor, withSchedules, type RunRow } from "./view.js";
@@ -68,6 +68,8 @@ export interface RunsOptions {
   versionFor?: VersionForRun;
   /** Why a `waiting` run waits: a tool call's approval (src/versions/approvals.ts). */
   approvalWaiting?: (runId: string) => Run["waiting"];
+  /** Keeps where an assistant run stood when the server stops while it waits (resume.ts). */
+  suspend?: AgentRunContext["suspend"];
 }
 
 export class Runs {
@@ -113,7 +115,7 @@ export class Runs {
         argv: [],
         specVersion: plan.version,
         timeoutS: plan.timeoutS,
-        runner: new ModelRunner(plan, o.gateway, o.runners),
+        runner: new ModelRunner(plan, o.gateway, o.runners, o.suspend ? { suspend: o.suspend } : {}),
       });
     }
     const argv = argvOf(input);

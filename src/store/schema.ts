@@ -417,3 +417,4 @@ export * from "./schema-versions.js";
 export * from "./schema-schedules.js";
 export * from "./schema-workspaces.js";
 export * from "./schema-budgets.js";
+export * from "./schema-suspensions.js";

@@ -262,9 +262,10 @@ class RunToolset implements Toolset {
         this.ctx.signal,
       );
       if (answer.decision === "deny") {
-        const by = answer.decidedBy ?? "a person";
         const said = answer.message ? `: ${answer.message}` : "";
-        return finish(`the call was declined by ${by}${said}`, "deny", d.policies, "declined");
+        // no decider: the call could not wait for one (its run ended, its arguments were not restored)
+        const why = answer.decidedBy ? `was declined by ${answer.decidedBy}` : "was not run";
+        return finish(`the call ${why}${said}`, "deny", d.policies, "declined");
       }
       // at execution the policy decides again: what it allows now, and nothing else, runs
       const again = await this.policy.decide({

@@ -90,6 +90,16 @@ export interface ApprovalAnswer {
   decidedBy: string | null;
 }
 
+/**
+ * Why ApprovalDoor.ask did not answer: the server stopped while the call waited. The approval
+ * stays waiting for the next server, which takes the run up again (src/runs/resume.ts).
+ */
+export class ApprovalSuspended extends Error {
+  constructor() {
+    super("the server stopped while the call waited for a decision");
+  }
+}
+
 /** Where a call that asks waits for its decision (src/versions/approvals.ts). */
 export interface ApprovalDoor {
   ask(req: ApprovalAsk, signal: AbortSignal): Promise<ApprovalAnswer>;

@@ -3,8 +3,10 @@
 // an approval record names the call (its id, tool, arguments, their SHA-256, the policy's
 // version), and only a decision that carries that digest, for that call while it still
 // waits, decides it; anything else is approval.stale. A decline is the tool's answer to the
-// model; the tool never runs.
-import { and, desc, eq } from "drizzle-orm";
+// model; the tool never runs. When the server stops, a waiting call is suspended, not
+// expired: its approval stays waiting, and the next server's run asks again for the same call,
+// which re-attaches to it (src/runs/resume.ts).
+import { and, desc, eq, notInArray } from "drizzle-orm";
 import type { Access, Identity } from "../access/index.js";
 import type { Approval } from "../contract/types.js";
 import { WarrenError } from "../errors.js";
@@ -12,7 +14,12 @@ import { newId } from "../ids.js";
 import type { Records } from "../records/index.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
-import type { ApprovalAnswer, ApprovalAsk, ApprovalDoor } from "../tools/types.js";
+import {
+  ApprovalSuspended,
+  type ApprovalAnswer,
+  type ApprovalAsk,
+  type ApprovalDoor,
+} from "../tools/types.js";
 
 type ApprovalRow = typeof schema.approvals.$inferSelect;
 
@@ -44,7 +51,12 @@ function view(r: ApprovalRow): Approval {
 export class Approvals implements ApprovalDoor {
   readonly #o: ApprovalsOptions;
   /** The calls waiting in this process, by approval id: their decision is handed over here. */
-  readonly #waiting = new Map<string, { runId: string; since: Date; decide: (a: ApprovalAnswer) => void }>();
+  readonly #waiting = new Map<
+    string,
+    { runId: string; since: Date; decide: (a: ApprovalAnswer) => void; suspend: () => void }
+  >();
+  /** Set as the server stops: a call whose run is aborted now is suspended, not expired. */
+  #stopping = false;
 
   constructor(o: ApprovalsOptions) {
     this.#o = o;
@@ -58,48 +70,89 @@ export class Approvals implements ApprovalDoor {
       .from(schema.runs)
       .where(eq(schema.runs.id, req.runId));
     if (!run) return { decision: "deny", message: "the run has no record", decidedBy: null };
-    const id = newId("apr");
-    const since = new Date();
-    const answered = new Promise<ApprovalAnswer>((resolve) => {
-      this.#waiting.set(id, { runId: req.runId, since, decide: resolve });
+    // the same call, asked again by a run taken up after a restart: its approval still waits
+    const [open] = await o.db
+      .select()
+      .from(schema.approvals)
+      .where(
+        and(
+          eq(schema.approvals.runId, req.runId),
+          eq(schema.approvals.toolCallId, req.toolCallId),
+          eq(schema.approvals.status, "waiting"),
+        ),
+      );
+    if (open && open.argsSha256 !== req.argsSha256) {
+      const why =
+        "the server restarted while the call waited, and its arguments could not be restored as they were (they held a secret, kept redacted); it was not run";
+      await o.db
+        .update(schema.approvals)
+        .set({ status: "expired", message: why, decidedAt: new Date() })
+        .where(and(eq(schema.approvals.id, open.id), eq(schema.approvals.status, "waiting")));
+      return { decision: "deny", message: why, decidedBy: null };
+    }
+    const id = open?.id ?? newId("apr");
+    const since = open?.createdAt ?? new Date();
+    let suspended = false;
+    const answered = new Promise<ApprovalAnswer>((resolve, reject) => {
+      const suspend = () => {
+        suspended = true;
+        reject(new ApprovalSuspended());
+      };
+      this.#waiting.set(id, { runId: req.runId, since, decide: resolve, suspend });
     });
-    const [row] = await o.db
-      .insert(schema.approvals)
-      .values({
-        id,
-        orgId: run.orgId,
-        agentId: run.agentId,
-        runId: req.runId,
-        toolCallId: req.toolCallId,
-        tool: req.tool,
-        // what the model asked for, as every record of the agent's work: redacted of every
-        // value that reaches it (the digest is of the call itself, which the tool runs on)
-        arguments: await o.records.redactedFor(run.agentId, req.arguments ?? {}),
-        argsSha256: req.argsSha256,
-        policyVersion: run.version,
-        policies: req.policies,
-        status: "waiting",
-        createdAt: since,
-      })
-      .returning();
+    const row =
+      open ??
+      (
+        await o.db
+          .insert(schema.approvals)
+          .values({
+            id,
+            orgId: run.orgId,
+            agentId: run.agentId,
+            runId: req.runId,
+            toolCallId: req.toolCallId,
+            tool: req.tool,
+            // what the model asked for, as every record of the agent's work: redacted of every
+            // value that reaches it (the digest is of the call itself, which the tool runs on)
+            arguments: await o.records.redactedFor(run.agentId, req.arguments ?? {}),
+            argsSha256: req.argsSha256,
+            policyVersion: run.version,
+            policies: req.policies,
+            status: "waiting",
+            createdAt: since,
+          })
+          .returning()
+      )[0]!;
     await o.records.updateRun(req.runId, { status: "waiting" }, eq(schema.runs.status, "running"));
-    await o.records.runEvent(req.runId, "approval", view(row!));
+    await o.records.runEvent(req.runId, "approval", { ...view(row), ...(open ? { resumed: true } : {}) });
     const onAbort = () => void this.#expire(id, "the run ended before a decision");
     signal.addEventListener("abort", onAbort, { once: true });
+    if (signal.aborted) onAbort();
     try {
       const answer = await answered;
       return answer;
     } finally {
       signal.removeEventListener("abort", onAbort);
       this.#waiting.delete(id);
-      await o.records.updateRun(req.runId, { status: "running" }, eq(schema.runs.status, "waiting"));
+      // a suspended run stays waiting for the next server
+      if (!suspended)
+        await o.records.updateRun(req.runId, { status: "running" }, eq(schema.runs.status, "waiting"));
     }
+  }
+
+  /**
+   * As the server stops: the calls waiting now, and those whose runs are aborted from now on,
+   * are suspended (their approvals stay waiting for the next server), not expired.
+   */
+  suspendWaiting(): void {
+    this.#stopping = true;
   }
 
   async #expire(id: string, why: string): Promise<void> {
     const w = this.#waiting.get(id);
     if (!w) return;
     this.#waiting.delete(id);
+    if (this.#stopping) return w.suspend();
     await this.#o.db
       .update(schema.approvals)
       .set({ status: "expired", message: why, decidedAt: new Date() })
@@ -180,12 +233,19 @@ export class Approvals implements ApprovalDoor {
     return rows.map(view);
   }
 
-  /** At boot: approvals whose runs were cut short by the server's stop expire, saying so. */
+  /**
+   * At boot, once the runs cut short are recorded as lost: their approvals expire, saying so;
+   * those of the runs still waiting (suspended, taken up again: src/runs/resume.ts) go on.
+   */
   async expireOrphans(): Promise<number> {
+    const suspended = this.#o.db
+      .select({ id: schema.runs.id })
+      .from(schema.runs)
+      .where(eq(schema.runs.status, "waiting"));
     const rows = await this.#o.db
       .update(schema.approvals)
       .set({ status: "expired", message: "the server stopped while the call waited", decidedAt: new Date() })
-      .where(eq(schema.approvals.status, "waiting"))
+      .where(and(eq(schema.approvals.status, "waiting"), notInArray(schema.approvals.runId, suspended)))
       .returning({ id: schema.approvals.id });
     return rows.length;
   }

@@ -1,0 +1,107 @@
+// Runs suspended at a server's stop, taken up by the next. An assistant run whose tool call
+// waited for an approval when the server stopped is not ended: where its loop stood (its model
+// messages, the step's calls still to make) was kept redacted through the record writer, its
+// row stays `waiting` and its approval `waiting`. At boot these runs are not marked lost; the
+// run recorder drives each again (same row, its events going on) with the loop starting from
+// that state, and its call re-attaches to the approval still waiting (src/versions/approvals.ts).
+import { eq, inArray } from "drizzle-orm";
+import type { Logger } from "../observability/log.js";
+import type { Records } from "../records/index.js";
+import { schema, type Db } from "../store/index.js";
+import type { AgentRunners, SuspendedLoop } from "./kinds.js";
+import { ModelRunner, planAgentRun } from "./model-run.js";
+import type { RunRecorder } from "./recorder.js";
+import type { RunsOptions, VersionForRun } from "./service.js";
+import type { RunRow } from "./view.js";
+
+/** A run suspended by the last server's stop, with where its loop stood. */
+interface SuspendedRun {
+  run: RunRow;
+  state: SuspendedLoop;
+}
+
+interface RunResumerOptions {
+  db: Db;
+  records: Pick<Records, "suspendRun" | "updateRun" | "runEvent">;
+  recorder: RunRecorder;
+  agents: Pick<RunsOptions["agents"], "machineOf">;
+  gateway: RunsOptions["gateway"];
+  runners: AgentRunners;
+  versionFor: VersionForRun;
+  logger: Logger;
+}
+
+export class RunResumer {
+  readonly #o: RunResumerOptions;
+
+  constructor(o: RunResumerOptions) {
+    this.#o = o;
+  }
+
+  /**
+   * At boot (the runs cut short recorded as lost, the boxes recovered): the suspended runs still
+   * waiting. What was kept of a run that ended meanwhile is dropped.
+   */
+  async #pending(): Promise<SuspendedRun[]> {
+    const { db } = this.#o;
+    const rows = await db
+      .select({ run: schema.runs, state: schema.runSuspensions.state })
+      .from(schema.runSuspensions)
+      .innerJoin(schema.runs, eq(schema.runs.id, schema.runSuspensions.runId));
+    const stale = rows.filter((r) => r.run.status !== "waiting").map((r) => r.run.id);
+    if (stale.length > 0)
+      await db.delete(schema.runSuspensions).where(inArray(schema.runSuspensions.runId, stale));
+    return rows
+      .filter((r) => r.run.status === "waiting")
+      .map((r) => ({ run: r.run, state: r.state as SuspendedLoop }));
+  }
+
+  /** Takes each suspended run up again through the run recorder; one that cannot go on is lost, saying why. */
+  async takeUp(): Promise<number> {
+    const found = await this.#pending();
+    let n = 0;
+    for (const { run, state } of found) {
+      try {
+        await this.#takeUp(run, state);
+        n++;
+      } catch (err) {
+        const reason = `the server restarted while the run waited, and it could not be taken up again: ${err instanceof Error ? err.message : String(err)}`;
+        this.#o.logger.warn({ err, runId: run.id }, "a suspended run could not be taken up again");
+        const set = { status: "lost" as const, statusReason: reason, endedAt: new Date() };
+        if (await this.#o.records.updateRun(run.id, set, eq(schema.runs.status, "waiting")))
+          await this.#o.records.runEvent(run.id, "lost", { reason, queued: false });
+      }
+    }
+    if (n > 0) this.#o.logger.info({ runs: n }, "runs suspended by the server's stop are taken up again");
+    return n;
+  }
+
+  async #takeUp(run: RunRow, state: SuspendedLoop): Promise<void> {
+    const o = this.#o;
+    const [agent] = await o.db.select().from(schema.agents).where(eq(schema.agents.id, run.agentId));
+    if (!agent) throw new Error("its agent was deleted");
+    const machine = await o.agents.machineOf(agent);
+    // the version the run began with, its sandbox policy too
+    const chosen = await o.versionFor(agent, { version: run.specVersion ?? undefined });
+    const plan = planAgentRun(chosen.spec, chosen.version, o.runners, run.timeoutS);
+    // taken up once: a run that is suspended again keeps where it stands then
+    await o.db.delete(schema.runSuspensions).where(eq(schema.runSuspensions.runId, run.id));
+    await o.recorder.start({
+      agent,
+      machine,
+      kind: plan.spec.kind,
+      argv: [],
+      specVersion: plan.version,
+      timeoutS: plan.timeoutS,
+      input: Buffer.from(state.input, "utf8"),
+      wait: true,
+      sandboxPolicy: chosen.spec.sandbox_policy,
+      id: run.id,
+      resume: run,
+      runner: new ModelRunner(plan, o.gateway, o.runners, {
+        resume: state,
+        suspend: (runId, agentId, at) => o.records.suspendRun(runId, agentId, at),
+      }),
+    });
+  }
+}
