@@ -7,6 +7,7 @@ import { after, before, describe, test } from "node:test";
 import { AgentSpec } from "../../src/contract/spec.js";
 import type { Toolset } from "../../src/tools/types.js";
 import { dbLegs } from "../support/db.js";
+import { newId } from "../../src/ids.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const ALLOW_ALL = `@id("all") permit(principal, action, resource);`;
@@ -51,7 +52,7 @@ for (const leg of dbLegs) {
       assert.equal(r.status, 200, JSON.stringify(r.body));
     };
     const toolsOf = async (agentId: string) => {
-      const runId = `run_art${++n}`;
+      const runId = newId("run");
       const set = await t.server.tools.open({
         runId,
         workload: await t.server.workloads.openAgent(agentId, { run: { id: runId } }),

@@ -18,6 +18,7 @@ import { ARTIFACT_TOOLS, AgentSpec } from "../../src/contract/spec.js";
 import type { ToolCallRecord, Toolset } from "../../src/tools/types.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { eventsOfType, putHomeFile, runAgent } from "../support/agent-runs.js";
+import { newId } from "../../src/ids.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const ALLOW_ALL = `@id("all") permit(principal, action, resource);`;
@@ -28,7 +29,6 @@ describe("the artifact tools", { skip: boxSkipReason() ?? false }, () => {
   let org: { id: string };
   let machine: { id: string };
   let a: { id: string; uid: number; machine_id: string };
-  let n = 0;
   const open: Toolset[] = [];
 
   const tools = async (
@@ -37,7 +37,7 @@ describe("the artifact tools", { skip: boxSkipReason() ?? false }, () => {
     via: "loop" | "gateway" = "loop",
   ) => {
     const records: ToolCallRecord[] = [];
-    const runId = `run_arttools${++n}`;
+    const runId = newId("run");
     const set = await t.server.tools.open({
       runId,
       via,

@@ -7,6 +7,7 @@ import net from "node:net";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { AgentSpec } from "../../src/contract/spec.js";
+import { newId } from "../../src/ids.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { startUpstreams, TEST_NAMES, type Upstreams } from "./upstreams.js";
 
@@ -88,7 +89,7 @@ describe("the organisation's network deny list", () => {
   });
 
   test("what the server fetches for the agent (its http tool) is bounded by the list too", async () => {
-    const runId = "run_denyhttp";
+    const runId = newId("run");
     const set = await t.server.tools.open({
       runId,
       via: "loop",

@@ -18,6 +18,7 @@ import type { ToolCallRecord, Toolset } from "../../src/tools/types.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { boundConnector, privateAllow } from "../support/bound.js";
 import { startMcpServer, type TestMcpServer } from "../support/mcp.js";
+import { newId } from "../../src/ids.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const SECRET = "tok-9f8e7d6c5b4a3210-very-secret";
@@ -68,7 +69,6 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
   let mcp: TestMcpServer;
   let a: { id: string; org_id: string; machine_id: string; slot: number; uid: number; home: string };
   const open: Toolset[] = [];
-  let runs = 0;
 
   before(async () => {
     api = await echoServer();
@@ -125,7 +125,7 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
     via: "loop" | "gateway" = "loop",
   ): Promise<{ set: Toolset; records: ToolCallRecord[]; runId: string }> {
     const records: ToolCallRecord[] = [];
-    const runId = `run_test${++runs}`;
+    const runId = newId("run");
     const set = await t.server.tools.open({
       runId,
       via,
@@ -285,7 +285,7 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
   });
 
   test("a record that cannot be written does not fail the call", async () => {
-    const runId = `run_test${++runs}`;
+    const runId = newId("run");
     const set = await t.server.tools.open({
       runId,
       workload: await t.server.workloads.openAgent(a.id, { run: { id: runId } }),
