@@ -249,7 +249,7 @@ async function driveApi(s: Serve): Promise<Made> {
 
   const org = await c.orgs.create({ name: "e2e" });
   assert.match(org.id, idRe("org"));
-  assert.deepEqual(org, { id: org.id, name: "e2e", role: "owner" });
+  assert.deepEqual(org, { id: org.id, name: "e2e", role: "owner", areas: [] });
   assert.deepEqual(await c.orgs.get(org.id), org);
   assert.ok((await c.orgs.list()).items.some((o) => o.id === org.id));
 
