@@ -191,7 +191,8 @@ export function VersionsTab({ agentId, can }: { agentId: string; can: Can }) {
   return (
     <section>
       <ErrorBox error={list.error ?? canary.error} />
-      {list.isPending ? (
+      {/* the table shows with its runs, failures and cost, never with zeros that are only not read yet */}
+      {list.isPending || canary.isPending ? (
         <Loading rows={4} />
       ) : items.length === 0 ? (
         <Empty>No versions yet: the first change of the agent's spec writes version 1.</Empty>
