@@ -14,6 +14,7 @@ import { boxSkipReason } from "../box/fixture.js";
 import { schema } from "../../src/store/index.js";
 import { dbLegs } from "../support/db.js";
 import { eventsOfType, putHomeFile, TERMINAL_STATUSES } from "../support/agent-runs.js";
+import { waitFor } from "../conversations/support.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const POLICY = [
@@ -69,17 +70,8 @@ for (const leg of dbLegs)
         assert.equal(r.status, 202, JSON.stringify(r.body));
         return r.body.id as string;
       };
-      const until = async <T>(what: string, fn: () => Promise<T | undefined>): Promise<T> => {
-        const end = Date.now() + 60_000;
-        for (;;) {
-          const v = await fn();
-          if (v !== undefined) return v;
-          if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-          await new Promise((r) => setTimeout(r, 25));
-        }
-      };
       const waitingApproval = (runId: string) =>
-        until("the run to wait for an approval", async () => {
+        waitFor("the run to wait for an approval", async () => {
           const run = (await call("GET", `/api/runs/${runId}`)).body;
           if (run.status !== "waiting" || run.waiting?.reason !== "approval") return undefined;
           const list = (await call("GET", `/api/runs/${runId}/approvals`)).body.items;
@@ -87,7 +79,7 @@ for (const leg of dbLegs)
           return a?.status === "waiting" ? { run, approval: a, approvals: list.length } : undefined;
         });
       const ended = (runId: string) =>
-        until("the run to end", async () => {
+        waitFor("the run to end", async () => {
           const run = (await call("GET", `/api/runs/${runId}`)).body;
           return TERMINAL_STATUSES.includes(run.status) ? run : undefined;
         });

@@ -12,7 +12,7 @@ import { boxSkipReason } from "../box/fixture.js";
 import { schema } from "../../src/store/index.js";
 import { eventsOfType, putHomeFile, TERMINAL_STATUSES } from "../support/agent-runs.js";
 import { startTestServer, type TestServer } from "../support/server.js";
-import { allEvents } from "../conversations/support.js";
+import { allEvents, waitFor } from "../conversations/support.js";
 
 const POLICY = [
   `@id("reads") permit(principal, action, resource == Tool::"read_file");`,
@@ -47,18 +47,9 @@ describe("approvals", { skip: boxSkipReason() ?? false }, () => {
     assert.equal(r.status, 202, JSON.stringify(r.body));
     return r.body.id as string;
   };
-  const until = async <T>(what: string, fn: () => Promise<T | undefined>): Promise<T> => {
-    const end = Date.now() + 60_000;
-    for (;;) {
-      const v = await fn();
-      if (v !== undefined) return v;
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  };
   /** The approval waiting on the run (the n-th of the run's approvals), once the run waits. */
   const waitingApproval = (runId: string, nth = 0) =>
-    until("the run to wait for an approval", async () => {
+    waitFor("the run to wait for an approval", async () => {
       const run = (await t.call("GET", `/api/runs/${runId}`)).body;
       if (run.status !== "waiting") return undefined;
       const list = (await t.call("GET", `/api/runs/${runId}/approvals`)).body.items;
@@ -66,7 +57,7 @@ describe("approvals", { skip: boxSkipReason() ?? false }, () => {
       return a?.status === "waiting" ? { run, approval: a } : undefined;
     });
   const ended = (runId: string) =>
-    until("the run to end", async () => {
+    waitFor("the run to end", async () => {
       const run = (await t.call("GET", `/api/runs/${runId}`)).body;
       return TERMINAL_STATUSES.includes(run.status) ? run : undefined;
     });
@@ -295,7 +286,7 @@ describe("approvals", { skip: boxSkipReason() ?? false }, () => {
     assert.equal(sent.status, 202, JSON.stringify(sent.body));
     const runId = sent.body.run_id as string;
     const { approval } = await waitingApproval(runId);
-    const waiting = await until("the approval in the conversation's stream", async () => {
+    const waiting = await waitFor("the approval in the conversation's stream", async () => {
       const events = await allEvents(t, c.id);
       return events.find((e) => e.event === "approval" && e.data.run_id === runId) ?? undefined;
     });

@@ -9,6 +9,7 @@ import { boxSkipReason } from "../box/fixture.js";
 import { eventsOfType, TERMINAL_STATUSES } from "../support/agent-runs.js";
 import { dbLegs } from "../support/db.js";
 import { startHeldModel, type HeldModel } from "../support/held-model.js";
+import { waitFor } from "../conversations/support.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const OWNER = "owner@example.com";
@@ -43,18 +44,9 @@ for (const leg of dbLegs) {
       assert.equal(r.status, 202, JSON.stringify(r.body));
       return r.body.id as string;
     };
-    const until = async <T>(what: string, fn: () => Promise<T | undefined>): Promise<T> => {
-      const end = Date.now() + 60_000;
-      for (;;) {
-        const v = await fn();
-        if (v !== undefined) return v;
-        if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
-    };
     const runOf = async (id: string) => (await owner("GET", `/api/runs/${id}`)).body;
     const ended = (id: string) =>
-      until(`the run ${id} to end`, async () => {
+      waitFor(`the run ${id} to end`, async () => {
         const run = await runOf(id);
         return TERMINAL_STATUSES.includes(run.status) ? run : undefined;
       });
@@ -212,7 +204,7 @@ for (const leg of dbLegs) {
       const before = put.body.items[0].used_tokens as number;
       const ids = await Promise.all([start(a), start(b)]);
       // the refused one ends while the other's call is held by the model
-      const refused = await until("one run to be refused", async () => {
+      const refused = await waitFor("one run to be refused", async () => {
         for (const id of ids) {
           const run = await runOf(id);
           if (TERMINAL_STATUSES.includes(run.status)) return run;
