@@ -9,7 +9,7 @@ import type { Access, Identity } from "../access/index.js";
 import { parseNetworkEntry } from "../contract/policy.js";
 import { WarrenError } from "../errors.js";
 import type { Db } from "../store/index.js";
-import { schema } from "../store/index.js";
+import { memo, schema } from "../store/index.js";
 
 /** The policy a guardrail is decided by: everything permitted, but what its forbids deny. */
 export const guardrailPolicy = (text: string): string =>
@@ -25,11 +25,16 @@ export interface GuardrailsView {
 }
 
 export class Guardrails {
+  /** Each organisation's deny list, read again after any write of the guardrails (read at every hop of a fetch). */
+  readonly #deny;
+
   constructor(
     private readonly db: Db,
     private readonly access: Access,
     private readonly check: (text: string) => Promise<string | null>,
-  ) {}
+  ) {
+    this.#deny = memo<string, readonly string[]>(db, [schema.orgGuardrails]);
+  }
 
   /** The organisation's guardrail policy text ("" when it has none). */
   async toolPolicyOf(orgId: string): Promise<string> {
@@ -41,12 +46,14 @@ export class Guardrails {
   }
 
   /** The organisation's network deny list ([] when it has none). */
-  async networkDenyOf(orgId: string): Promise<string[]> {
-    const [g] = await this.db
-      .select({ deny: schema.orgGuardrails.networkDeny })
-      .from(schema.orgGuardrails)
-      .where(eq(schema.orgGuardrails.orgId, orgId));
-    return g?.deny ?? [];
+  networkDenyOf(orgId: string): Promise<readonly string[]> {
+    return this.#deny.get(orgId, async () => {
+      const [g] = await this.db
+        .select({ deny: schema.orgGuardrails.networkDeny })
+        .from(schema.orgGuardrails)
+        .where(eq(schema.orgGuardrails.orgId, orgId));
+      return g?.deny ?? [];
+    });
   }
 
   async get(who: Identity, orgId: string): Promise<GuardrailsView> {
