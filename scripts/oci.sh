@@ -50,6 +50,8 @@ image)
     fi
   done
   tar -C "$root" -cf - . | podman import --change 'LABEL warren.image=box' - "$name" >/dev/null
+  # the image this name had before, now untagged, unless a container still uses it
+  podman image prune -f --filter label=warren.image=box >/dev/null 2>&1 || true
   echo "$name"
   ;;
 *)

@@ -59,6 +59,10 @@ export interface BoxRecord {
   pidStart: string | null;
   startedAt: string | null;
   cgroupDirs: string[];
+  /** oci: the box's container when it is not the box's own name (a claimed warm box keeps its own). */
+  container?: string;
+  /** oci: the container's own freezer folders on this host, when the provider paused it there. */
+  containerCgroups?: string[];
 }
 
 /** Joins the box's cgroups with the shell's own pid, then becomes bwrap: nothing forks before. */

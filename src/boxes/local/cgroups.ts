@@ -244,7 +244,7 @@ export function freezeCgroup(dirs: string[], frozen: boolean): boolean {
 }
 
 /** Whether every freezer of the cgroup says frozen (v1 `FROZEN`, v2 `frozen 1`). */
-function isFrozen(dirs: string[]): boolean {
+export function isFrozen(dirs: string[]): boolean {
   for (const d of dirs) {
     const v1 = readText([d], "freezer.state");
     if (v1 !== null && v1.trim() !== "FROZEN") return false;

@@ -30,6 +30,8 @@ import {
   destroyBoxCgroups,
   detectLayout,
   freezeBox,
+  freezeCgroup,
+  isFrozen,
   killCgroup,
 } from "../local/cgroups.js";
 import {
@@ -49,7 +51,9 @@ import { packageRoot, type LoggerLike } from "../local/options.js";
 import { hostSeccompArch } from "../local/seccomp.js";
 import { containerConfig, containerName } from "./container.js";
 import { Engine } from "./engine.js";
-import { claimWarmContainer } from "./warm.js";
+import { ociProbes } from "./checks.js";
+import { containerFreezerDirs } from "./freezer.js";
+import { claimWarmContainer, updateLimits } from "./warm.js";
 import { KeyedLock } from "../lock.js";
 
 export interface OciProviderOptions {
@@ -72,14 +76,6 @@ interface ContainerSummary {
   Names?: string[];
   State?: string;
   Labels?: Record<string, string>;
-}
-
-/** The box of a container: its name's (a claimed warm box's container is renamed), else its label's. */
-function boxIdOf(c: ContainerSummary): string | null {
-  const prefix = `/${containerName("")}`;
-  const named = c.Names?.map((n) => (n.startsWith("/") ? n : `/${n}`)).find((n) => n.startsWith(prefix));
-  const id = named ? named.slice(prefix.length) : c.Labels?.["warren.machine"];
-  return id && BOX_ID.test(id) ? id : null;
 }
 
 const engineState = (s: string | undefined): BoxState =>
@@ -135,12 +131,40 @@ export class OciProvider implements BoxProvider {
     return new BoxdClient(this.endpoint(id));
   }
 
-  /** The container's state, or null when there is none. */
-  private async containerState(id: string): Promise<BoxState | null> {
-    const r = await this.engine.request("GET", `/containers/${containerName(id)}/json`);
+  /** The name of the container of a box's record: its own, or a claimed warm box's. */
+  private cname(rec: BoxRecord): string {
+    return rec.container ?? containerName(rec.spec.id);
+  }
+
+  /** The name of the container of the box `id` (a claimed warm box keeps its own). */
+  containerOf(id: string): string {
+    const rec = readBoxRecord(this.boxDir(id));
+    return rec ? this.cname(rec) : containerName(id);
+  }
+
+  /** The engine's view of the box's container, or null when there is none. */
+  private async container(
+    rec: BoxRecord,
+  ): Promise<{ Id: string; State: { Status?: string; Pid?: number } } | null> {
+    const r = await this.engine.request("GET", `/containers/${this.cname(rec)}/json`);
     if (r.status === 404) return null;
-    if (r.status !== 200) throw new WarrenError("box.unavailable", `inspecting box ${id}: ${r.status}`);
-    return engineState((r.body as { State?: { Status?: string } }).State?.Status);
+    if (r.status !== 200)
+      throw new WarrenError("box.unavailable", `inspecting box ${rec.spec.id}: ${r.status}`);
+    return r.body as { Id: string; State: { Status?: string; Pid?: number } };
+  }
+
+  /** The container's state, or null when there is none: paused by its freezer when the provider froze it. */
+  private async containerState(rec: BoxRecord): Promise<BoxState | null> {
+    const c = await this.container(rec);
+    if (!c) return null;
+    return this.stateOf(rec, engineState(c.State.Status));
+  }
+
+  private stateOf(rec: BoxRecord, engine: BoxState): BoxState {
+    const own = rec.containerCgroups ?? [];
+    if ((engine === "running" || engine === "paused") && rec.state === "paused" && own.length)
+      return isFrozen(own) ? "paused" : "running";
+    return engine;
   }
 
   private handle(rec: BoxRecord, state: BoxState): BoxHandle {
@@ -176,7 +200,7 @@ export class OciProvider implements BoxProvider {
         ? { ...old, spec }
         : { version: 1, spec, state: "created", pid: null, pidStart: null, startedAt: null, cgroupDirs: [] };
       await writeBoxRecord(dir, rec);
-      return this.handle(rec, (await this.containerState(spec.id)) ?? "created");
+      return this.handle(rec, (await this.containerState(rec)) ?? "created");
     });
   }
 
@@ -184,7 +208,7 @@ export class OciProvider implements BoxProvider {
     return this.locks.run(id, async () => {
       const rec = readBoxRecord(this.boxDir(id));
       if (!rec) throw notFound(`box ${id}`);
-      const now = await this.containerState(id);
+      const now = await this.containerState(rec);
       if (now === "running") return this.handle(rec, "running");
       if (now === "paused") return this.unpause(rec);
       await this.end(rec);
@@ -201,17 +225,22 @@ export class OciProvider implements BoxProvider {
     });
   }
 
-  /** The engine's pause (the container's freezer) and the agents' command trees frozen with it. */
+  /**
+   * Freezes the container's cgroup (./freezer.ts: as the engine's pause does, where the
+   * engine runs on this host; else the engine's pause) and the agents' command trees with it.
+   */
   async pause(id: string): Promise<void> {
     await this.locks.run(id, async () => {
       const rec = readBoxRecord(this.boxDir(id));
       if (!rec) throw notFound(`box ${id}`);
-      const now = await this.containerState(id);
+      const c = await this.container(rec);
+      const now = c ? this.stateOf(rec, engineState(c.State.Status)) : null;
       if (now === "paused") return;
-      if (now !== "running") throw new WarrenError("box.unavailable", `box ${id} is not running`);
-      await freezeBox(rec.cgroupDirs, true);
-      await this.engine.expect("POST", `/containers/${containerName(id)}/pause`, [204]);
-      await writeBoxRecord(this.boxDir(id), { ...rec, state: "paused" });
+      if (!c || now !== "running") throw new WarrenError("box.unavailable", `box ${id} is not running`);
+      const own = containerFreezerDirs(c.State.Pid ?? 0, c.Id);
+      await freezeBox([...rec.cgroupDirs, ...own], true);
+      if (!own.length) await this.engine.expect("POST", `/containers/${this.cname(rec)}/pause`, [204]);
+      await writeBoxRecord(this.boxDir(id), { ...rec, state: "paused", containerCgroups: own });
     });
   }
 
@@ -219,7 +248,10 @@ export class OciProvider implements BoxProvider {
     return this.locks.run(id, async () => {
       const rec = readBoxRecord(this.boxDir(id));
       if (!rec) throw notFound(`box ${id}`);
-      const now = await this.containerState(id);
+      // frozen by the provider: thawed without asking the engine (a gone container's freezer is gone too)
+      const own = rec.containerCgroups ?? [];
+      if (rec.state === "paused" && own.length && isFrozen(own)) return this.unpause(rec);
+      const now = await this.containerState(rec);
       if (now === "paused") return this.unpause(rec);
       if (now === "running") return this.handle(rec, "running");
       throw new WarrenError("box.unavailable", `box ${id} is not paused`);
@@ -233,9 +265,13 @@ export class OciProvider implements BoxProvider {
         () => null,
         (err: unknown) => err,
       );
-    await this.engine.expect("POST", `/containers/${containerName(rec.spec.id)}/unpause`, [204]);
-    await freezeBox(rec.cgroupDirs, false);
-    const running: BoxRecord = { ...rec, state: "running" };
+    const own = rec.containerCgroups ?? [];
+    if (own.length) await freezeBox([...own, ...rec.cgroupDirs], false);
+    else {
+      await this.engine.expect("POST", `/containers/${this.cname(rec)}/unpause`, [204]);
+      await freezeBox(rec.cgroupDirs, false);
+    }
+    const running: BoxRecord = { ...rec, state: "running", containerCgroups: undefined };
     await writeBoxRecord(this.boxDir(rec.spec.id), running);
     const err = await answered;
     if (err)
@@ -256,15 +292,26 @@ export class OciProvider implements BoxProvider {
     if (!layout) throw new WarrenError("box.unavailable", "no usable cgroups for the agents' command trees");
     return this.locks.run(warmId, () =>
       this.locks.run(spec.id, async () => {
-        const r = await this.engine.request("GET", `/containers/${containerName(warmId)}/json`);
-        const c = r.body as { Id?: string; State?: { Status?: string } } | null;
-        if (r.status !== 200 || !c?.Id || c.State?.Status !== "running")
-          throw new WarrenError("box.unavailable", "the warm box is not running");
-        const rec = await claimWarmContainer(this.engine, c.Id, warmId, {
+        // its boxd answering is what running means here (claimWarm reads its record's state)
+        const warm = readBoxRecord(this.boxDir(warmId));
+        const up = await this.client(warmId)
+          .ping(1000)
+          .then(
+            () => true,
+            () => false,
+          );
+        if (!warm || !up) throw new WarrenError("box.unavailable", "the warm box is not running");
+        const rec = await claimWarmContainer(this.cname(warm), {
           ...{ warmBoxDir: this.boxDir(warmId), boxDir: this.boxDir(spec.id), spec },
           ...{ warmMachineDir: this.homes.machineDir(warmId), machineDir: this.homes.machineDir(spec.id) },
           ...{ layout, cgroupParent: this.cgroupParent },
         });
+        // the container's own limits next, under the box's lock (./warm.ts says why not before)
+        void this.locks
+          .run(spec.id, () => updateLimits(this.engine, this.cname(rec), spec.limits))
+          .catch((err: unknown) =>
+            this.logger?.error(`box ${spec.id}: the container's limits were not updated: ${String(err)}`),
+          );
         return this.handle(rec, "running");
       }),
     );
@@ -275,7 +322,7 @@ export class OciProvider implements BoxProvider {
     if (!rec) return null;
     return this.handle(
       rec,
-      (await this.containerState(id)) ?? (rec.state === "created" ? "created" : "stopped"),
+      (await this.containerState(rec)) ?? (rec.state === "created" ? "created" : "stopped"),
     );
   }
 
@@ -289,12 +336,20 @@ export class OciProvider implements BoxProvider {
       [200],
     )) as ContainerSummary[];
     const out: BoxHandle[] = [];
-    for (const c of found) {
-      const id = boxIdOf(c);
-      if (!id) continue;
+    const states = new Map<string, BoxState>();
+    for (const c of found)
+      for (const n of c.Names ?? []) states.set(n.replace(/^\//, ""), engineState(c.State));
+    let ids: string[];
+    try {
+      ids = fs.readdirSync(path.join(this.runRoot, "oci-boxes")).filter((d) => BOX_ID.test(d));
+    } catch {
+      ids = [];
+    }
+    for (const id of ids) {
       const rec = readBoxRecord(this.boxDir(id));
-      if (rec && want.every(([k, v]) => rec.spec.labels[k] === v))
-        out.push(this.handle(rec, engineState(c.State)));
+      const state = rec && states.get(this.cname(rec));
+      if (rec && state && want.every(([k, v]) => rec.spec.labels[k] === v))
+        out.push(this.handle(rec, this.stateOf(rec, state)));
     }
     return out;
   }
@@ -329,30 +384,7 @@ export class OciProvider implements BoxProvider {
   }
 
   hostProbes(): Record<string, HostProbe> {
-    return {
-      oci_engine: async () => {
-        const r = await this.engine.request("GET", "/_ping", undefined, 5000).catch((err: unknown) => err);
-        const ok = !(r instanceof Error) && (r as { status: number }).status === 200;
-        return {
-          ok,
-          detail: ok
-            ? `the engine answers at ${this.engine.socket}`
-            : `no engine answers at ${this.engine.socket}`,
-          fix: "start Podman's service with `scripts/oci.sh service` (or point WARREN_OCI_SOCKET at Docker's socket)",
-        };
-      },
-      oci_image: async () => {
-        const r = await this.engine
-          .request("GET", `/images/${encodeURIComponent(this.image)}/json`, undefined, 5000)
-          .catch(() => ({ status: 0 }));
-        const ok = r.status === 200;
-        return {
-          ok,
-          detail: ok ? `the image ${this.image} exists` : `the image ${this.image} is missing`,
-          fix: "build it with `scripts/oci.sh image`",
-        };
-      },
-    };
+    return ociProbes(this.engine, this.image);
   }
 
   // ---- the thin part that runs things ----------------------------------------------
@@ -367,13 +399,11 @@ export class OciProvider implements BoxProvider {
         dirs.add(d);
     // boxd (pid 1) goes first, and with it its pid namespace: a command running as its box
     // stops is answered "box gone", not a signal; then what is left of the commands' cgroups
-    await this.engine.request("POST", `/containers/${containerName(rec.spec.id)}/kill?signal=KILL`);
+    // a container the provider froze is thawed first, for the engine's kill to take
+    if (rec.containerCgroups?.length) freezeCgroup(rec.containerCgroups, false);
+    await this.engine.request("POST", `/containers/${this.cname(rec)}/kill?signal=KILL`);
     await destroyBoxCgroups([...dirs]);
-    await this.engine.expect(
-      "DELETE",
-      `/containers/${containerName(rec.spec.id)}?force=true`,
-      [200, 204, 404],
-    );
+    await this.engine.expect("DELETE", `/containers/${this.cname(rec)}?force=true`, [200, 204, 404]);
     fs.rmSync(this.endpoint(rec.spec.id).path, { force: true });
   }
 
@@ -415,6 +445,8 @@ export class OciProvider implements BoxProvider {
     });
     const started: BoxRecord = {
       ...rec,
+      container: undefined,
+      containerCgroups: undefined,
       state: "running",
       startedAt: new Date().toISOString(),
       cgroupDirs: plan.boxDirs,
@@ -433,7 +465,7 @@ export class OciProvider implements BoxProvider {
           );
         if (ok) break;
         if (Date.now() > deadline) throw new Error(`boxd did not answer within ${this.startTimeoutMs} ms`);
-        if ((await this.containerState(id)) === "stopped") throw new Error("the container exited");
+        if ((await this.containerState(started)) === "stopped") throw new Error("the container exited");
         await new Promise((r) => setTimeout(r, 5));
       }
     } catch (err) {
