@@ -296,6 +296,7 @@ export async function buildServices(
   // schedules: one ticker fires them, each fire a run through the runs service
   const firer = new ScheduleFirer({ db, runs, registry, logger });
   recorder.onEnded((runId, status) => firer.ended(runId, status));
+  recorder.onEnded((runId) => void approvals.expireEnded(runId).catch(() => undefined));
   const schedules = new Schedules({ db, access, agents, firer });
   const areas = new Areas(db, access);
   const homes = new Homes(db, agents, layout, config.WORKSPACE_MAX_MIB, areas);

@@ -319,10 +319,9 @@ export class RunRecorder {
         input_bytes: req.input.length,
         timeout_s: run.timeoutS,
       });
-      t = setTimeout(
-        () => timer.abort(new Error(`ran past its ${run.timeoutS} s limit`)),
-        run.timeoutS * 1000,
-      );
+      // a run taken up again (resume.ts) keeps the limit it had from its start
+      const left = run.timeoutS * 1000 - (req.resume ? Date.now() - startedAt.getTime() : 0);
+      t = setTimeout(() => timer.abort(new Error(`ran past its ${run.timeoutS} s limit`)), Math.max(0, left));
       let out: RunOutcome;
       try {
         out = await req.runner.run({

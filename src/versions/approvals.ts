@@ -6,7 +6,7 @@
 // model; the tool never runs. When the server stops, a waiting call is suspended, not
 // expired: its approval stays waiting, and the next server's run asks again for the same call,
 // which re-attaches to it (src/runs/resume.ts).
-import { and, desc, eq, notInArray } from "drizzle-orm";
+import { and, desc, eq, inArray, notInArray } from "drizzle-orm";
 import type { Access, Identity } from "../access/index.js";
 import type { Approval } from "../contract/types.js";
 import { WarrenError } from "../errors.js";
@@ -148,6 +148,14 @@ export class Approvals implements ApprovalDoor {
     this.#stopping = true;
   }
 
+  /**
+   * A run ended without asking again: its approvals still waiting expire (a run taken up after
+   * a restart that ended, its limit passed or cancelled, before its call re-attached).
+   */
+  expireEnded(runId: string): Promise<number> {
+    return this.#expireLeft("the run ended before a decision", ["queued", "running", "waiting"], runId);
+  }
+
   async #expire(id: string, why: string): Promise<void> {
     const w = this.#waiting.get(id);
     if (!w) return;
@@ -237,15 +245,30 @@ export class Approvals implements ApprovalDoor {
    * At boot, once the runs cut short are recorded as lost: their approvals expire, saying so;
    * those of the runs still waiting (suspended, taken up again: src/runs/resume.ts) go on.
    */
-  async expireOrphans(): Promise<number> {
-    const suspended = this.#o.db
+  expireOrphans(): Promise<number> {
+    return this.#expireLeft("the server stopped while the call waited", ["waiting"]);
+  }
+
+  /** Approvals still waiting whose runs are in none of `going` (of run `runId` alone, when named). */
+  async #expireLeft(
+    why: string,
+    going: (typeof schema.runs.$inferSelect)["status"][],
+    runId?: string,
+  ): Promise<number> {
+    const on = this.#o.db
       .select({ id: schema.runs.id })
       .from(schema.runs)
-      .where(eq(schema.runs.status, "waiting"));
+      .where(inArray(schema.runs.status, going));
     const rows = await this.#o.db
       .update(schema.approvals)
-      .set({ status: "expired", message: "the server stopped while the call waited", decidedAt: new Date() })
-      .where(and(eq(schema.approvals.status, "waiting"), notInArray(schema.approvals.runId, suspended)))
+      .set({ status: "expired", message: why, decidedAt: new Date() })
+      .where(
+        and(
+          eq(schema.approvals.status, "waiting"),
+          runId === undefined ? undefined : eq(schema.approvals.runId, runId),
+          notInArray(schema.approvals.runId, on),
+        ),
+      )
       .returning({ id: schema.approvals.id });
     return rows.length;
   }

@@ -231,5 +231,35 @@ for (const leg of dbLegs)
         const events = JSON.stringify(await eventsOf(runId));
         assert.ok(!events.includes(value), "the secret is in no record");
       });
+
+      test("its time limit counts from its start: taken up past it, the run times out and the call never runs", async () => {
+        const a = await agentWith([
+          { tool_calls: [{ name: "write_file", input: { path: "late.txt", content: "late" } }] },
+          { text: "Should not be reached." },
+        ]);
+        const r = await call("POST", `/api/agents/${a.id}/runs`, {
+          kind: "agent",
+          input: "go",
+          timeout_s: 10,
+        });
+        assert.equal(r.status, 202, JSON.stringify(r.body));
+        const runId = r.body.id as string;
+        const { run } = await waitingApproval(runId);
+        const limitAt = Date.parse(run.started_at) + 10_000;
+        const s1 = t!;
+        t = undefined;
+        await s1.close();
+        // the limit passes while no server is up
+        await waitFor("the run's limit to pass", async () => Date.now() > limitAt);
+        await start();
+        const done = await ended(runId);
+        assert.equal(done.status, "timed_out", JSON.stringify(done));
+        assert.match(done.status_reason, /ran past its 10 s limit/);
+        assert.equal(await homeFile(a.id, "late.txt"), null, "the call never ran");
+        const list = (await call("GET", `/api/runs/${runId}/approvals`)).body.items;
+        assert.equal(list.length, 1);
+        assert.equal(list[0].status, "expired");
+        assert.equal(eventsOfType(await eventsOf(runId), "tool_call")[0]?.decision ?? "deny", "deny");
+      });
     },
   );
