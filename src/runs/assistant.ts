@@ -139,11 +139,19 @@ export class AssistantRunner implements AgentRunner {
       ctx.progress?.(usage());
       return answer;
     };
+    // where the loop stands with `pending` calls of this step still to make (resume.ts)
+    const stateAt = (pending: TurnToolCall[], results: ToolModelMessage["content"]): SuspendedLoop => ({
+      ...{ input: ctx.input, system, messages, results: [...results], pending },
+      ...{ counts: { ...counts }, used: modelUsage(), models: [...models], last },
+    });
+    const suspend = ctx.suspend;
     // the step's calls, one after another, in the order the model asked; then their answers
     const callTools = async (calls: TurnToolCall[], results: ToolModelMessage["content"]) => {
       for (const [i, call] of calls.entries()) {
         signal.throwIfAborted();
-        const outcome = await toolset.call(call.name, call.input, call.id).catch((err: unknown) => {
+        // kept while the call waits for a decision: a server that dies meanwhile takes it up
+        const keep = suspend && (() => suspend(ctx.runId, agent.id, stateAt(calls.slice(i), results)));
+        const outcome = await toolset.call(call.name, call.input, call.id, keep).catch((err: unknown) => {
           throw err instanceof ApprovalSuspended ? new Suspension(calls.slice(i), results) : err;
         });
         counts.tool_calls++;
@@ -203,19 +211,8 @@ export class AssistantRunner implements AgentRunner {
       }
     } catch (err) {
       // the server stops while a call waits for an approval: where the loop is, kept for the next server
-      if (err instanceof Suspension && ctx.suspend) {
-        const state: SuspendedLoop = {
-          input: ctx.input,
-          system,
-          messages,
-          results: err.results,
-          pending: err.pending,
-          counts,
-          used: modelUsage(),
-          models,
-          last,
-        };
-        await ctx.suspend(ctx.runId, agent.id, state);
+      if (err instanceof Suspension && suspend) {
+        await suspend(ctx.runId, agent.id, stateAt(err.pending, err.results));
         return done({ status: "suspended", output: last });
       }
       // a call the budget did not let go (on_limit stop): never sent

@@ -18,6 +18,7 @@ import { connectMcp, type McpConnection } from "./mcp.js";
 import { ToolPolicy } from "./policy.js";
 import type {
   ApprovalDoor,
+  KeepWaiting,
   RunTool,
   ToolCallRecord,
   ToolOutcome,
@@ -156,7 +157,7 @@ class RunToolset implements Toolset {
     };
   }
 
-  async call(name: string, given: unknown, callId?: string): Promise<ToolOutcome> {
+  async call(name: string, given: unknown, callId?: string, keep?: KeepWaiting): Promise<ToolOutcome> {
     const started = performance.now();
     // some providers hand the arguments over as JSON text
     let args = given;
@@ -260,6 +261,7 @@ class RunToolset implements Toolset {
           policies: d.policies,
         },
         this.ctx.signal,
+        keep,
       );
       if (answer.decision === "deny") {
         const said = answer.message ? `: ${answer.message}` : "";

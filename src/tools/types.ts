@@ -63,7 +63,7 @@ export interface Toolset {
    * one), then runs it; never throws for a refusal or a tool's failure. `callId` is the
    * model's id of the call, which an approval names.
    */
-  call(name: string, args: unknown, callId?: string): Promise<ToolOutcome>;
+  call(name: string, args: unknown, callId?: string, keep?: KeepWaiting): Promise<ToolOutcome>;
   close(): Promise<void>;
 }
 
@@ -100,7 +100,14 @@ export class ApprovalSuspended extends Error {
   }
 }
 
+/**
+ * Keeps where the run's loop stands, redacted, while a call of it waits for a decision (the
+ * run loop's: src/runs/assistant.ts): a server that dies meanwhile leaves it for the next
+ * one to take the run up from (src/runs/resume.ts).
+ */
+export type KeepWaiting = () => Promise<void>;
+
 /** Where a call that asks waits for its decision (src/versions/approvals.ts). */
 export interface ApprovalDoor {
-  ask(req: ApprovalAsk, signal: AbortSignal): Promise<ApprovalAnswer>;
+  ask(req: ApprovalAsk, signal: AbortSignal, keep?: KeepWaiting): Promise<ApprovalAnswer>;
 }

@@ -19,6 +19,7 @@ import {
   type ApprovalAnswer,
   type ApprovalAsk,
   type ApprovalDoor,
+  type KeepWaiting,
 } from "../tools/types.js";
 
 type ApprovalRow = typeof schema.approvals.$inferSelect;
@@ -63,7 +64,7 @@ export class Approvals implements ApprovalDoor {
   }
 
   /** A call waits for its decision (or its run's end); the run is `waiting` meanwhile. */
-  async ask(req: ApprovalAsk, signal: AbortSignal): Promise<ApprovalAnswer> {
+  async ask(req: ApprovalAsk, signal: AbortSignal, keep?: KeepWaiting): Promise<ApprovalAnswer> {
     const o = this.#o;
     const [run] = await o.db
       .select({ orgId: schema.runs.orgId, agentId: schema.runs.agentId, version: schema.runs.specVersion })
@@ -125,6 +126,8 @@ export class Approvals implements ApprovalDoor {
       )[0]!;
     await o.records.updateRun(req.runId, { status: "waiting" }, eq(schema.runs.status, "running"));
     await o.records.runEvent(req.runId, "approval", { ...view(row), ...(open ? { resumed: true } : {}) });
+    // where the run stands is kept while it waits, for a server that dies meanwhile (src/runs/resume.ts)
+    await keep?.();
     const onAbort = () => void this.#expire(id, "the run ended before a decision");
     signal.addEventListener("abort", onAbort, { once: true });
     if (signal.aborted) onAbort();
@@ -134,9 +137,11 @@ export class Approvals implements ApprovalDoor {
     } finally {
       signal.removeEventListener("abort", onAbort);
       this.#waiting.delete(id);
-      // a suspended run stays waiting for the next server
-      if (!suspended)
+      // a suspended run stays waiting for the next server; a decided one is not taken up again
+      if (!suspended) {
+        if (keep) await o.db.delete(schema.runSuspensions).where(eq(schema.runSuspensions.runId, req.runId));
         await o.records.updateRun(req.runId, { status: "running" }, eq(schema.runs.status, "waiting"));
+      }
     }
   }
 

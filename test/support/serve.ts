@@ -24,6 +24,8 @@ export interface Served {
   log(): string;
   /** SIGTERM (SIGKILL after 20 s); it stops the boxes still running. */
   stop(): Promise<void>;
+  /** SIGKILL, as a crash: nothing of its stop runs, its boxes go on (the next server adopts them). */
+  kill(): Promise<void>;
 }
 
 /**
@@ -74,5 +76,11 @@ export async function startServe(o: { stateRoot: string; env?: Record<string, st
     }
     await new Promise((r) => setTimeout(r, 200));
   }
-  return { base, log: () => log, stop };
+  const kill = async () => {
+    if (child.exitCode !== null || child.signalCode !== null || !child.pid) return;
+    const exited = new Promise((r) => child.once("exit", r));
+    process.kill(child.pid, "SIGKILL");
+    await exited;
+  };
+  return { base, log: () => log, stop, kill };
 }

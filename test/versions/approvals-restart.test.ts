@@ -113,7 +113,8 @@ for (const leg of dbLegs)
           .select()
           .from(schema.runSuspensions)
           .where(eq(schema.runSuspensions.runId, runId));
-        assert.equal(kept.length, 0, "nothing is kept while the server is up");
+        assert.equal(kept.length, 1, "where the run stands is kept while it waits, for a server that dies");
+        assert.equal(kept[0]!.agentId, a.id);
 
         await restart();
         // the same run and the same approval, still waiting, with the same digest
