@@ -13,7 +13,7 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { BOX_ROOT_HOST_ID } from "../../src/boxes/local/bwrap.js";
 import { podName } from "../../src/boxes/kubernetes/manifests.js";
-import { boxSkipReason, ensureBuilt, testBoxdBinary } from "../box/fixture.js";
+import { boxSkipReason, ensureBuilt, testBoxdBinary, waitFor } from "../box/fixture.js";
 import { FakeKube } from "../support/fake-kube.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
@@ -138,6 +138,25 @@ describe(
       const r = await exec("cat from-api.txt && stat -c %U from-api.txt");
       assert.equal(r.exit_code, 0, r.stderr);
       assert.equal(r.stdout, `written by the server\n${agent.id}\n`);
+    });
+
+    it("an agent added while the Pod runs is a user in it at once (its passwd on the claim, rewritten in place)", async () => {
+      assert.ok(pod(), "the Pod runs");
+      const org = (await api().call("GET", `/api/agents/${agent.id}`)).body.org_id;
+      const b = await api().call("POST", "/api/agents", { org_id: org, machine_id: machine.id, name: "b" });
+      assert.equal(b.status, 201, JSON.stringify(b.body));
+      const passwd = fs.readFileSync(
+        path.join(stateRoot, "workspaces", ".users", machine.id, "passwd"),
+        "utf8",
+      );
+      assert.match(passwd, new RegExp(`^${b.body.id}:x:${b.body.uid}:`, "m"));
+      // the Pod sees the file as a bind shows it (the fake carries each change into the box)
+      await waitFor("the new agent's user in the Pod", async () => {
+        const r = await api().call("POST", `/api/agents/${b.body.id}/exec`, { command: "id -un" });
+        return r.body.stdout === `${b.body.id}\n`;
+      });
+      const r = await exec(`getent passwd ${b.body.uid} | cut -d: -f1,3,6`);
+      assert.equal(r.stdout, `${b.body.id}:${b.body.uid}:/home/${b.body.id}\n`);
     });
 
     it("a run with a secret: its private input reaches the Pod, the secret is redacted, and its files go after", async () => {
