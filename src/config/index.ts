@@ -23,10 +23,11 @@ export const BOOT_CHECK_NAMES = [
   "oci_engine",
   "oci_image",
   // WARREN_PROVIDER=kubernetes: the API server answers, the namespace and the storage class
-  // exist, RBAC allows what warren does
+  // exist, the workspaces claim exists and is ReadWriteMany, RBAC allows what warren does
   "k8s_api",
   "k8s_namespace",
   "k8s_storage_class",
+  "k8s_workspaces_claim",
   "k8s_rbac",
 ] as const;
 export type BootCheckName = (typeof BOOT_CHECK_NAMES)[number];

@@ -214,6 +214,27 @@ describe("the kubernetes provider's boot checks", () => {
     }
   });
 
+  it("the server refuses to start on kubernetes without the workspaces claim, with its line", async () => {
+    const { kubeconfig, dir } = await setup({ claims: [] });
+    const config = parseConfig({
+      STATE_ROOT: path.join(dir, "server"),
+      LOG_LEVEL: "silent",
+      WARREN_PROVIDER: "kubernetes",
+      WARREN_K8S_KUBECONFIG: kubeconfig,
+      WARREN_K8S_NAMESPACE: NS,
+    });
+    await assert.rejects(createServer(config, { defaultMetrics: false }), (err: Error) => {
+      assert.match(
+        err.message,
+        new RegExp(
+          `cannot start: k8s_workspaces_claim: the claim warren-workspaces does not exist in ${NS}; fix: create a ReadWriteMany claim`,
+        ),
+      );
+      assert.doesNotMatch(err.message, /k8s_namespace|k8s_rbac|k8s_api|k8s_storage_class/);
+      return true;
+    });
+  });
+
   it("the server refuses to start on kubernetes with the missing part's line", async () => {
     const { kubeconfig, dir } = await setup({ storageClasses: [] });
     const config = parseConfig({
