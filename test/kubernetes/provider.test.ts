@@ -32,11 +32,6 @@ describe(
   () => {
     let root: string;
     let fake: FakeKube | undefined;
-    /** The fake, in the cases that only it can show. */
-    const f = (): FakeKube => {
-      if (!fake) throw new Error("this case needs the fake API server");
-      return fake;
-    };
     let kubeconfig: string;
     const providers: KubernetesProvider[] = [];
     const id = `k${process.pid.toString(36)}`;
