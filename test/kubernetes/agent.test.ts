@@ -216,5 +216,22 @@ describe(
       assert.equal(r.stdout, `from the pod\nwritten by the server\n${agent.id}\n`);
       assert.ok(pod(), "a new Pod runs the command");
     });
+
+    it("deleting the agents and the machine deletes the Pod, its policy and everything of it on the claim", async () => {
+      const agents = (await api().call("GET", `/api/agents?machine_id=${machine.id}`)).body.items as {
+        id: string;
+      }[];
+      assert.equal(agents.length, 2);
+      for (const a of agents) assert.equal((await api().call("DELETE", `/api/agents/${a.id}`)).status, 204);
+      assert.equal((await api().call("DELETE", `/api/machines/${machine.id}`)).status, 204);
+      assert.equal(pod(), undefined);
+      assert.deepEqual(
+        [...(fake?.objects.keys() ?? [])].filter((k) => !k.startsWith("persistentvolumeclaims/")),
+        [],
+      );
+      const workspaces = path.join(stateRoot, "workspaces");
+      for (const p of [machine.id, path.join(".private", machine.id), path.join(".users", machine.id)])
+        assert.equal(fs.existsSync(path.join(workspaces, p)), false, p);
+    });
   },
 );
