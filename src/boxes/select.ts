@@ -30,6 +30,8 @@ export function createProvider(
         | "WARREN_K8S_IMAGE"
         | "WARREN_K8S_STORAGE_CLASS"
         | "WARREN_K8S_SHARED_CLAIM"
+        | "WARREN_K8S_WORKSPACES_CLAIM"
+        | "WARREN_K8S_BOX_ROOT_ID"
       >
     >,
   paths: ProviderPaths,
@@ -61,6 +63,8 @@ export function createProvider(
         image: config.WARREN_K8S_IMAGE ?? "warren-box:latest",
         storageClass: config.WARREN_K8S_STORAGE_CLASS ?? "standard",
         sharedClaim: config.WARREN_K8S_SHARED_CLAIM ?? "warren-shared",
+        workspacesClaim: config.WARREN_K8S_WORKSPACES_CLAIM ?? "warren-workspaces",
+        boxRootId: config.WARREN_K8S_BOX_ROOT_ID ?? 0,
         stateRoot: paths.stateRoot,
         runRoot: paths.runRoot,
         workspacesRoot,

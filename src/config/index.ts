@@ -23,10 +23,11 @@ export const BOOT_CHECK_NAMES = [
   "oci_engine",
   "oci_image",
   // WARREN_PROVIDER=kubernetes: the API server answers, the namespace and the storage class
-  // exist, RBAC allows what warren does
+  // exist, the workspaces claim exists and is ReadWriteMany, RBAC allows what warren does
   "k8s_api",
   "k8s_namespace",
   "k8s_storage_class",
+  "k8s_workspaces_claim",
   "k8s_rbac",
 ] as const;
 export type BootCheckName = (typeof BOOT_CHECK_NAMES)[number];
@@ -175,6 +176,20 @@ export const configSchema = z
       .refine((v) => /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(v), {
         message: "WARREN_K8S_SHARED_CLAIM must be a claim name",
       }),
+    /** The ReadWriteMany claim of the machines' folders: the server mounts it at STATE_ROOT/workspaces. */
+    WARREN_K8S_WORKSPACES_CLAIM: z
+      .string()
+      .default("warren-workspaces")
+      .refine((v) => /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(v), {
+        message: "WARREN_K8S_WORKSPACES_CLAIM must be a claim name",
+      }),
+    /** The id that box root's folders carry on the workspaces volume (0: the Pods' volumes are idmapped). */
+    WARREN_K8S_BOX_ROOT_ID: z.coerce
+      .number({ message: "WARREN_K8S_BOX_ROOT_ID must be a user id" })
+      .int("WARREN_K8S_BOX_ROOT_ID must be a user id")
+      .min(0, "WARREN_K8S_BOX_ROOT_ID must be a user id")
+      .max(0x7ffffffe, "WARREN_K8S_BOX_ROOT_ID must be a user id")
+      .default(0),
     WARREN_MASTER_KEY: z
       .string()
       .optional()

@@ -1,5 +1,6 @@
 // The boot checks of WARREN_PROVIDER=kubernetes against the fake API server: each missing
-// part (the API server, the namespace, the storage class, a permission) refuses with its
+// part (the API server, the namespace, the storage class, the workspaces claim or its
+// ReadWriteMany, a permission) refuses with its
 // own line naming the fix, and the server does not start.
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -35,6 +36,7 @@ describe("the kubernetes provider's boot checks", () => {
       root: dir,
       namespaces: [NS],
       storageClasses: ["standard"],
+      claims: [{ name: "warren-workspaces", accessModes: ["ReadWriteMany"] }],
       token: "t0ken",
       boxdBinary: "/nonexistent",
       bridgeBinary: "/nonexistent",
@@ -49,6 +51,7 @@ describe("the kubernetes provider's boot checks", () => {
       image: "warren-box:test",
       storageClass: "standard",
       sharedClaim: "warren-shared",
+      workspacesClaim: "warren-workspaces",
       stateRoot: path.join(dir, "state"),
     });
     const probes = provider.hostProbes();
@@ -63,9 +66,23 @@ describe("the kubernetes provider's boot checks", () => {
   it("everything present: every check passes, and RBAC is asked per verb and resource", async () => {
     const { fake, run } = await setup();
     const r = await run();
-    assert.deepEqual(Object.keys(r), ["k8s_api", "k8s_namespace", "k8s_storage_class", "k8s_rbac"]);
+    assert.deepEqual(Object.keys(r), [
+      "k8s_api",
+      "k8s_namespace",
+      "k8s_storage_class",
+      "k8s_workspaces_claim",
+      "k8s_rbac",
+    ]);
     for (const [name, v] of Object.entries(r)) assert.equal(v.ok, true, `${name}: ${v.detail}`);
     assert.match(r.k8s_api!.detail, /answers \(v1\.33\.0-fake\)/);
+    assert.equal(r.k8s_workspaces_claim!.detail, "the claim warren-workspaces exists and is ReadWriteMany");
+    assert.ok(
+      fake.calls.some(
+        (c) =>
+          c.method === "GET" &&
+          c.path === `/api/v1/namespaces/${NS}/persistentvolumeclaims/warren-workspaces`,
+      ),
+    );
     const reviews = fake.calls
       .filter((c) => c.path === "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
       .map((c) => {
@@ -100,6 +117,7 @@ describe("the kubernetes provider's boot checks", () => {
       image: "i",
       storageClass: "standard",
       sharedClaim: "s",
+      workspacesClaim: "w",
       stateRoot: path.join(dir, "state2"),
     });
     const r = await p.hostProbes().k8s_api!();
@@ -117,6 +135,7 @@ describe("the kubernetes provider's boot checks", () => {
       image: "i",
       storageClass: "standard",
       sharedClaim: "s",
+      workspacesClaim: "w",
       stateRoot: path.join(dir, "state2"),
     });
     const r = await p.hostProbes().k8s_namespace!();
@@ -143,11 +162,32 @@ describe("the kubernetes provider's boot checks", () => {
     assert.match(r.k8s_storage_class!.fix, /WARREN_K8S_STORAGE_CLASS/);
   });
 
-  it("RBAC without exec or claims: k8s_rbac fails naming what is denied", async () => {
-    const { run } = await setup({ deny: ["create pods/exec", "delete persistentvolumeclaims"] });
+  it("no workspaces claim: k8s_workspaces_claim fails alone, naming it", async () => {
+    const { run } = await setup({ claims: [] });
+    const r = await run();
+    for (const name of ["k8s_api", "k8s_namespace", "k8s_storage_class", "k8s_rbac"])
+      assert.equal(r[name]!.ok, true, name);
+    assert.equal(r.k8s_workspaces_claim!.ok, false);
+    assert.equal(r.k8s_workspaces_claim!.detail, `the claim warren-workspaces does not exist in ${NS}`);
+    assert.match(r.k8s_workspaces_claim!.fix, /ReadWriteMany claim warren-workspaces/);
+    assert.match(r.k8s_workspaces_claim!.fix, /WARREN_K8S_WORKSPACES_CLAIM/);
+  });
+
+  it("a workspaces claim that is ReadWriteOnce: k8s_workspaces_claim fails, saying why", async () => {
+    const { run } = await setup({ claims: [{ name: "warren-workspaces", accessModes: ["ReadWriteOnce"] }] });
+    const r = await run();
+    assert.equal(r.k8s_workspaces_claim!.ok, false);
+    assert.equal(
+      r.k8s_workspaces_claim!.detail,
+      "the claim warren-workspaces is ReadWriteOnce, not ReadWriteMany: the server and every box mount it",
+    );
+  });
+
+  it("RBAC without exec or reading claims: k8s_rbac fails naming what is denied", async () => {
+    const { run } = await setup({ deny: ["create pods/exec", "get persistentvolumeclaims"] });
     const r = await run();
     assert.equal(r.k8s_rbac!.ok, false);
-    assert.equal(r.k8s_rbac!.detail, `RBAC denies create pods/exec, delete persistentvolumeclaims in ${NS}`);
+    assert.equal(r.k8s_rbac!.detail, `RBAC denies create pods/exec, get persistentvolumeclaims in ${NS}`);
     assert.match(r.k8s_rbac!.fix, /deploy\/kubernetes\/rbac\.yaml/);
   });
 
@@ -174,6 +214,27 @@ describe("the kubernetes provider's boot checks", () => {
     }
   });
 
+  it("the server refuses to start on kubernetes without the workspaces claim, with its line", async () => {
+    const { kubeconfig, dir } = await setup({ claims: [] });
+    const config = parseConfig({
+      STATE_ROOT: path.join(dir, "server"),
+      LOG_LEVEL: "silent",
+      WARREN_PROVIDER: "kubernetes",
+      WARREN_K8S_KUBECONFIG: kubeconfig,
+      WARREN_K8S_NAMESPACE: NS,
+    });
+    await assert.rejects(createServer(config, { defaultMetrics: false }), (err: Error) => {
+      assert.match(
+        err.message,
+        new RegExp(
+          `cannot start: k8s_workspaces_claim: the claim warren-workspaces does not exist in ${NS}; fix: create a ReadWriteMany claim`,
+        ),
+      );
+      assert.doesNotMatch(err.message, /k8s_namespace|k8s_rbac|k8s_api|k8s_storage_class/);
+      return true;
+    });
+  });
+
   it("the server refuses to start on kubernetes with the missing part's line", async () => {
     const { kubeconfig, dir } = await setup({ storageClasses: [] });
     const config = parseConfig({
@@ -188,7 +249,7 @@ describe("the kubernetes provider's boot checks", () => {
         err.message,
         /cannot start: k8s_storage_class: the storage class standard does not exist; fix: /,
       );
-      assert.doesNotMatch(err.message, /k8s_namespace|k8s_rbac|k8s_api/);
+      assert.doesNotMatch(err.message, /k8s_namespace|k8s_rbac|k8s_api|k8s_workspaces_claim/);
       return true;
     });
   });

@@ -1,18 +1,20 @@
 // The kubernetes provider against a fake API server (test/support/fake-kube.ts) whose Pods
-// are real local boxes: the calls it makes (claim, NetworkPolicy, Pod, watch, exec, delete),
-// a real command run end to end through the API server's exec and box-bridge, the machine's
-// folder on its claim across a stop and a start, adoption by a new provider, and removal.
+// are real local boxes: the calls it makes (NetworkPolicy, Pod, watch, exec, delete), a real
+// command run end to end through the API server's exec and box-bridge, the machine's folder
+// on the workspaces claim (by sub-path) across a stop and a start, the box's users written
+// there as homes come, adoption by a new provider, and removal.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { prepareHome } from "../../src/boxes/local/homes.js";
+import { BOX_ROOT_HOST_ID } from "../../src/boxes/local/bwrap.js";
+import { prepareHome, prepareMachineDir } from "../../src/boxes/local/homes.js";
 import { loadKubeConfig } from "../../src/boxes/kubernetes/api.js";
-import { claimName, podName, policyName } from "../../src/boxes/kubernetes/manifests.js";
+import { podName, policyName } from "../../src/boxes/kubernetes/manifests.js";
 import { KubernetesProvider } from "../../src/boxes/kubernetes/provider.js";
 import type { BoxSpec } from "../../src/boxes/types.js";
-import { boxSkipReason, ensureBuilt, PATH, testBoxdBinary } from "../box/fixture.js";
+import { boxSkipReason, ensureBuilt, PATH, testBoxdBinary, waitFor } from "../box/fixture.js";
 import { FakeKube } from "../support/fake-kube.js";
 
 /** WARREN_TEST_K8S_KUBECONFIG: the same suite against a real cluster (docs/kubernetes.md). */
@@ -30,15 +32,13 @@ describe(
   () => {
     let root: string;
     let fake: FakeKube | undefined;
-    /** The fake, in the cases that only it can show. */
-    const f = (): FakeKube => {
-      if (!fake) throw new Error("this case needs the fake API server");
-      return fake;
-    };
     let kubeconfig: string;
     const providers: KubernetesProvider[] = [];
     const id = `k${process.pid.toString(36)}`;
-    const spec: BoxSpec = {
+    /** The server's mount of the workspaces claim (on a real cluster: WARREN_TEST_K8S_WORKSPACES). */
+    let workspaces = "";
+    let spec: BoxSpec;
+    const makeSpec = (): BoxSpec => ({
       id,
       labels: {
         "warren.kind": "machine",
@@ -47,12 +47,12 @@ describe(
         "warren.provider": "kubernetes",
       },
       mounts: [
-        { kind: "bind", source: "/unused/workspaces", target: "/home", readOnly: false },
+        { kind: "bind", source: path.join(workspaces, id), target: "/home", readOnly: false },
         { kind: "tmpfs", target: "/tmp", sizeMib: 32, mode: 0o1777 },
       ],
       limits: { memoryMib: 256, cpus: 0.5, pids: 512, tmpMib: 32 },
       bridges: [{ name: "egress", port: 3128 }],
-    };
+    });
     const uid = 47000 + (process.pid % 900);
     const provider = (): KubernetesProvider => {
       const p = new KubernetesProvider({
@@ -61,6 +61,10 @@ describe(
         image: "warren-box:test",
         storageClass: real ? (process.env.WARREN_TEST_K8S_STORAGE_CLASS ?? "standard") : "standard",
         sharedClaim: "warren-shared",
+        workspacesClaim: "warren-workspaces",
+        workspacesRoot: workspaces,
+        // the fake's Pods are local boxes: box root is the local provider's host id there
+        boxRootId: real ? Number(process.env.WARREN_TEST_K8S_BOX_ROOT_ID ?? 0) : BOX_ROOT_HOST_ID,
         stateRoot: path.join(root, "state"),
         startTimeoutMs: 30_000,
       });
@@ -79,6 +83,9 @@ describe(
 
     before(async () => {
       root = fs.mkdtempSync(path.join(os.tmpdir(), "wk-"));
+      workspaces = process.env.WARREN_TEST_K8S_WORKSPACES ?? path.join(root, "workspaces");
+      spec = makeSpec();
+      await prepareMachineDir(path.join(workspaces, id));
       if (real) {
         kubeconfig = real;
         return;
@@ -88,6 +95,7 @@ describe(
         root,
         namespaces: [NS],
         storageClasses: ["standard"],
+        claims: [{ name: "warren-workspaces", accessModes: ["ReadWriteMany"], dir: workspaces }],
         token: "fake-token",
         boxdBinary: testBoxdBinary,
         bridgeBinary: path.join(path.dirname(testBoxdBinary), "box-bridge"),
@@ -104,7 +112,7 @@ describe(
       if (root) fs.rmSync(root, { recursive: true, force: true });
     });
 
-    it("starts a box as a Pod: claim, NetworkPolicy, Pod, a watch until Running; and runs a command through exec", async () => {
+    it("starts a box as a Pod: NetworkPolicy, Pod, a watch until Running; and runs a command through exec", async () => {
       const p = provider();
       const created = await p.create(spec);
       assert.equal(created.state, "created");
@@ -136,10 +144,10 @@ describe(
 
       const calls = fake.calls.map((c) => `${c.method} ${c.path}`);
       const at = (what: string) => calls.indexOf(what);
-      assert.ok(at(`POST ${base}/persistentvolumeclaims`) >= 0, calls.join("\n"));
+      assert.equal(at(`POST ${base}/persistentvolumeclaims`), -1, "no claim per machine");
       assert.ok(
-        at(`POST /apis/networking.k8s.io/v1/namespaces/${NS}/networkpolicies`) >
-          at(`POST ${base}/persistentvolumeclaims`),
+        at(`POST /apis/networking.k8s.io/v1/namespaces/${NS}/networkpolicies`) >= 0,
+        calls.join("\n"),
       );
       assert.ok(
         at(`POST ${base}/pods`) > at(`POST /apis/networking.k8s.io/v1/namespaces/${NS}/networkpolicies`),
@@ -187,48 +195,47 @@ describe(
       ]);
     });
 
-    it(
-      "the machine's folder is the claim: a file written in the box stays across a stop and a start",
-      fakeOnly("the claim's folder is prepared and read on this host"),
-      async () => {
-        const p = provider();
-        const fake = f();
-        await prepareHome(fake.claimDir(claimName(id)), "a1", uid, "isolated");
-        const w = await p.client(id).exec({
-          argv: ["/bin/sh", "-c", "echo kept > /home/a1/note"],
-          env: { PATH },
-          cwd: "/home/a1",
-          uid,
-          gid: uid,
-        });
-        assert.equal(w.exitCode, 0, w.stderr.toString());
-        assert.equal(
-          fs.readFileSync(path.join(fake.claimDir(claimName(id)), "a1", "note"), "utf8"),
-          "kept\n",
-        );
+    it("the machine's folder is the workspaces claim's sub-path: a home the server writes is the box's, its user comes with refreshUsers, a file written in the box stays across a stop and a start", async () => {
+      const p = provider();
+      const machine = path.join(workspaces, id);
+      await prepareHome(machine, "a1", uid, "isolated");
+      // the new home's user, in the running Pod's /etc/passwd (a sub-path of the claim)
+      await p.refreshUsers(id);
+      assert.match(
+        fs.readFileSync(path.join(workspaces, ".users", id, "passwd"), "utf8"),
+        new RegExp(`^a1:x:${uid}:`, "m"),
+      );
+      await waitFor(
+        "the agent's user in the box",
+        async () => (await echo(p, "id -un")).stdout.toString() === "a1\n",
+      );
+      const w = await p.client(id).exec({
+        argv: ["/bin/sh", "-c", "echo kept > /home/a1/note"],
+        env: { PATH },
+        cwd: "/home/a1",
+        uid,
+        gid: uid,
+      });
+      assert.equal(w.exitCode, 0, w.stderr.toString());
+      if (!real) assert.equal(fs.readFileSync(path.join(machine, "a1", "note"), "utf8"), "kept\n");
 
-        await p.stop(id);
-        const del = fake.calls.find((c) => c.method === "DELETE" && c.path.endsWith(`/pods/${podName(id)}`));
-        assert.equal(del?.query.gracePeriodSeconds, "0");
-        assert.equal((await p.inspect(id))?.state, "stopped");
-        assert.equal(fake.objects.has(`pods/${podName(id)}`), false);
-        assert.equal(
-          fake.objects.has(`persistentvolumeclaims/${claimName(id)}`),
-          true,
-          "the claim outlives the Pod",
-        );
-        await assert.rejects(
-          echo(p, "true"),
-          (err: Error & { code?: string }) => err.code === "box.unavailable",
-        );
+      await p.stop(id);
+      const del = fake?.calls.find((c) => c.method === "DELETE" && c.path.endsWith(`/pods/${podName(id)}`));
+      if (fake) assert.equal(del?.query.gracePeriodSeconds, "0");
+      assert.equal((await p.inspect(id))?.state, "stopped");
+      if (fake) assert.equal(fake.objects.has(`pods/${podName(id)}`), false);
+      await assert.rejects(
+        echo(p, "true"),
+        (err: Error & { code?: string }) => err.code === "box.unavailable",
+      );
 
-        await p.start(id);
-        const r = await p
-          .client(id)
-          .exec({ argv: ["/bin/cat", "/home/a1/note"], env: { PATH }, cwd: "/", uid, gid: uid });
-        assert.equal(r.stdout.toString(), "kept\n");
-      },
-    );
+      await p.start(id);
+      const r = await p
+        .client(id)
+        .exec({ argv: ["/bin/cat", "/home/a1/note"], env: { PATH }, cwd: "/", uid, gid: uid });
+      assert.equal(r.stdout.toString(), "kept\n");
+      assert.equal((await echo(p, "id -un")).stdout.toString(), "a1\n");
+    });
 
     it("a new provider (a restarted server) finds the box by its labels and reaches its boxd", async () => {
       const p = provider();
@@ -266,6 +273,7 @@ describe(
           root: dir,
           namespaces: [NS],
           storageClasses: ["standard"],
+          claims: [{ name: "warren-workspaces", accessModes: ["ReadWriteMany"], dir: workspaces }],
           token: "fake-token",
           boxdBinary: path.join(dir, "no-boxd"),
           bridgeBinary: path.join(path.dirname(testBoxdBinary), "box-bridge"),
@@ -278,11 +286,21 @@ describe(
             image: "warren-box:test",
             storageClass: "standard",
             sharedClaim: "warren-shared",
+            workspacesClaim: "warren-workspaces",
+            workspacesRoot: workspaces,
+            boxRootId: BOX_ROOT_HOST_ID,
             stateRoot: path.join(dir, "state"),
             startTimeoutMs: 30_000,
           });
           providers.push(p);
-          const other = { ...spec, id: `${id}b`, labels: { ...spec.labels, "warren.machine": `${id}b` } };
+          const other: BoxSpec = {
+            ...spec,
+            id: `${id}b`,
+            labels: { ...spec.labels, "warren.machine": `${id}b` },
+            mounts: [
+              { kind: "bind", source: path.join(workspaces, `${id}b`), target: "/home", readOnly: false },
+            ],
+          };
           await p.create(other);
           await assert.rejects(p.start(other.id), (err: Error & { code?: string }) => {
             assert.equal(err.code, "box.unavailable");
@@ -298,17 +316,19 @@ describe(
       },
     );
 
-    it("remove deletes the Pod, its NetworkPolicy and its claim", async () => {
+    it("remove deletes the Pod, its NetworkPolicy and what the provider wrote on the claim; the machine's folder is the server's", async () => {
       const p = provider();
       await p.remove(id);
       assert.equal(await p.inspect(id), null);
+      assert.equal(fs.existsSync(path.join(workspaces, ".private", id)), false);
+      assert.equal(fs.existsSync(path.join(workspaces, ".users", id)), false);
+      assert.equal(fs.existsSync(path.join(workspaces, id, "a1")), true);
       if (!fake) return;
       const deleted = fake.calls.filter((c) => c.method === "DELETE").map((c) => c.path);
       assert.ok(
         deleted.includes(`/apis/networking.k8s.io/v1/namespaces/${NS}/networkpolicies/${policyName(id)}`),
       );
-      assert.ok(deleted.includes(`/api/v1/namespaces/${NS}/persistentvolumeclaims/${claimName(id)}`));
-      assert.equal(fake.objects.size, 0);
+      assert.deepEqual([...fake.objects.keys()], ["persistentvolumeclaims/warren-workspaces"]);
       assert.deepEqual(await fake.local.list(), [], "no box is left behind the Pod");
     });
   },

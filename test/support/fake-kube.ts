@@ -8,11 +8,18 @@
 // 1 stdout, 2 stderr, 3 the status as a v1 Status; v5's 255 closes one channel).
 // Refusals are v1 Status objects with their code. Every request is recorded.
 //
-// Each Pod is backed by a REAL box of the local provider: its mounts become the box's
-// (the claim of /home a folder of the fake's, emptyDirs tmpfs), its bridges boxd's, its
-// resources the box's limits; the Pod turns Running once boxd answers. Exec runs only
-// box-bridge (the command the provider runs), against that box's boxd socket on this host:
-// the one translation the fake makes is that socket's path.
+// Each Pod is backed by a REAL box of the local provider: its mounts become the box's, its
+// bridges boxd's, its resources the box's limits; the Pod turns Running once boxd answers.
+// Claims are folders, as the kubelet sees a volume: a claim's folder (`claims` given to the
+// fake stand for the ones an operator made, and may name the folder, such as a server's
+// STATE_ROOT/workspaces that "mounts" the claim), and a volume mount with a subPath is that
+// folder's sub-path, made when missing (a folder) as the kubelet does; a Pod whose claim is
+// missing fails. A file sub-path at /etc/passwd or /etc/group (a place a local box keeps for
+// itself) is carried into the box's own file, again whenever it changes, as a bind would.
+// emptyDirs are tmpfs. Exec runs only box-bridge (the command the provider runs), against
+// that box's boxd socket on this host: the one translation the fake makes is that socket's
+// path. A local box keeps the local provider's id mapping (box root is its host id there),
+// where a real Pod with `hostUsers: false` sees its volumes idmapped (docs/kubernetes.md).
 import { execFileSync, spawn } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
@@ -22,7 +29,6 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { WebSocketServer, type WebSocket } from "ws";
-import { prepareMachineDir } from "../../src/boxes/local/homes.js";
 import { LocalProvider } from "../../src/boxes/local/provider.js";
 import type { BoxMount, BoxSpec } from "../../src/boxes/types.js";
 
@@ -40,9 +46,17 @@ export interface RecordedCall {
   argv?: string[];
 }
 
+/** A claim that exists before the provider runs (an operator's), optionally on a given folder. */
+export interface FakeClaim {
+  name: string;
+  accessModes: string[];
+  dir?: string;
+}
+
 export interface FakeKubeOptions {
   /** A folder of the fake's own: claims' folders and the local boxes' state. */
   root: string;
+  claims?: FakeClaim[];
   namespaces?: string[];
   storageClasses?: string[];
   /** Access reviews answered not allowed: "verb resource" or "verb resource/subresource". */
@@ -134,6 +148,8 @@ export class FakeKube {
   private readonly watchers = new Set<{ resource: string; name?: string; res: http.ServerResponse }>();
   private readonly starting = new Set<Promise<unknown>>();
   private readonly children = new Set<number>();
+  /** The file sub-paths carried into each Pod's box, by Pod name. */
+  private readonly carried = new Map<string, fs.FSWatcher[]>();
   url = "";
 
   constructor(readonly o: FakeKubeOptions) {
@@ -146,6 +162,17 @@ export class FakeKube {
     this.cert = cert;
     this.server = https.createServer({ key, cert }, (req, res) => void this.handle(req, res));
     this.server.on("upgrade", (req, sock, head) => this.upgrade(req, sock, head));
+    for (const c of o.claims ?? []) {
+      fs.mkdirSync(this.claimDir(c.name), { recursive: true });
+      const claim: Obj = {
+        apiVersion: "v1",
+        kind: "PersistentVolumeClaim",
+        metadata: { name: c.name, namespace: o.namespaces?.[0] ?? "default", resourceVersion: "1" },
+        spec: { accessModes: c.accessModes, resources: { requests: { storage: "10Gi" } } },
+        status: { phase: "Bound", accessModes: c.accessModes },
+      };
+      this.objects.set(`persistentvolumeclaims/${c.name}`, claim);
+    }
   }
 
   async listen(): Promise<string> {
@@ -179,9 +206,9 @@ export class FakeKube {
     return file;
   }
 
-  /** The host folder behind a claim (the machine's folder a box sees at /home). */
+  /** The host folder behind a claim. */
   claimDir(name: string): string {
-    return path.join(this.o.root, "claims", name);
+    return this.o.claims?.find((c) => c.name === name)?.dir ?? path.join(this.o.root, "claims", name);
   }
 
   /** Stops every box and the server; what a test that started the fake calls, even on failure. */
@@ -195,6 +222,7 @@ export class FakeKube {
         // already gone
       }
     for (const c of this.wss.clients) c.terminate();
+    for (const pod of [...this.carried.keys()]) this.uncarry(pod);
     for (const b of await this.local.list()) await this.local.remove(b.id).catch(() => undefined);
     this.local.close();
     this.server.closeAllConnections();
@@ -339,6 +367,7 @@ export class FakeKube {
       if (resource === "pods") {
         (o.metadata as Record<string, unknown>).deletionTimestamp = new Date().toISOString();
         this.emit(resource, "MODIFIED", o);
+        this.uncarry(o.metadata.name);
         this.track(
           this.local.remove(o.metadata.name).finally(() => {
             this.objects.delete(key(name));
@@ -389,7 +418,7 @@ export class FakeKube {
       containers: {
         command: string[];
         resources?: { limits?: Record<string, string> };
-        volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
+        volumeMounts?: { name: string; mountPath: string; subPath?: string; readOnly?: boolean }[];
       }[];
       volumes?: {
         name: string;
@@ -400,6 +429,7 @@ export class FakeKube {
     try {
       const c = spec.containers[0]!;
       const mounts: BoxMount[] = [];
+      const files: { source: string; target: string }[] = [];
       for (const vm of c.volumeMounts ?? []) {
         const v = spec.volumes?.find((x) => x.name === vm.name);
         if (v?.emptyDir && vm.mountPath === "/tmp")
@@ -409,16 +439,23 @@ export class FakeKube {
             sizeMib: mibOf(v.emptyDir.sizeLimit, 64),
             mode: 0o1777,
           });
-        else if (v?.persistentVolumeClaim && vm.mountPath === "/home") {
-          const dir = this.claimDir(v.persistentVolumeClaim.claimName);
-          if (!fs.existsSync(dir))
-            throw new Error(`persistentvolumeclaim "${v.persistentVolumeClaim.claimName}" not found`);
-          mounts.push({
-            kind: "bind",
-            source: await prepareMachineDir(dir),
-            target: "/home",
-            readOnly: false,
-          });
+        else if (v?.persistentVolumeClaim) {
+          const claim = v.persistentVolumeClaim.claimName;
+          if (!this.objects.has(`persistentvolumeclaims/${claim}`))
+            throw new Error(`persistentvolumeclaim "${claim}" not found`);
+          const dir = this.claimDir(claim);
+          const source = vm.subPath ? path.join(dir, vm.subPath) : dir;
+          if (path.relative(dir, source).startsWith(".."))
+            throw new Error(`subPath ${JSON.stringify(vm.subPath)} leaves its volume`);
+          if (vm.mountPath === "/etc/passwd" || vm.mountPath === "/etc/group") {
+            if (!fs.statSync(source, { throwIfNoEntry: false })?.isFile())
+              throw new Error(`subPath ${vm.subPath} is no file, and ${vm.mountPath} is one`);
+            files.push({ source, target: vm.mountPath });
+            continue;
+          }
+          // the kubelet makes a missing sub-path as a folder
+          fs.mkdirSync(source, { recursive: true });
+          mounts.push({ kind: "bind", source, target: vm.mountPath, readOnly: vm.readOnly ?? false });
         }
       }
       const bridges = [];
@@ -446,6 +483,7 @@ export class FakeKube {
       });
       await this.local.start(id);
       if (!this.objects.has(`pods/${id}`)) return;
+      this.carry(id, files);
       pod.status = {
         phase: "Running",
         startTime: new Date().toISOString(),
@@ -464,6 +502,35 @@ export class FakeKube {
       pod.status = { phase: "Failed", message: (err as Error).message };
       this.emit("pods", "MODIFIED", pod);
     }
+  }
+
+  /**
+   * A file sub-path mounted at /etc/passwd or /etc/group: its content in the box's own file
+   * (bound there by the local provider), again at every change, written in place as a bind
+   * shows it.
+   */
+  private carry(pod: string, files: { source: string; target: string }[]): void {
+    const boxDir = path.join(this.o.root, "boxes", "run", "boxes", pod);
+    const watchers: fs.FSWatcher[] = [];
+    for (const f of files) {
+      const into = path.join(boxDir, path.basename(f.target));
+      const copy = () => {
+        try {
+          const text = fs.readFileSync(f.source);
+          if (!text.equals(fs.readFileSync(into))) fs.writeFileSync(into, text);
+        } catch {
+          // mid-write or gone: the next change copies again
+        }
+      };
+      copy();
+      watchers.push(fs.watch(f.source, copy));
+    }
+    this.carried.set(pod, watchers);
+  }
+
+  private uncarry(pod: string): void {
+    for (const w of this.carried.get(pod) ?? []) w.close();
+    this.carried.delete(pod);
   }
 
   // ---- exec ------------------------------------------------------------------------------

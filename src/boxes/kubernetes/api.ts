@@ -124,27 +124,9 @@ export class KubeApi {
     }
   }
 
-  /** Creates the claim unless it exists (a machine's folder outlives its Pods). */
-  async ensureClaim(body: V1PersistentVolumeClaim): Promise<void> {
-    const name = body.metadata?.name ?? "";
-    try {
-      if (await orNull(this.core.readNamespacedPersistentVolumeClaim({ name, namespace: this.namespace })))
-        return;
-      await orNull(
-        this.core.createNamespacedPersistentVolumeClaim({ namespace: this.namespace, body }),
-        [409],
-      );
-    } catch (err) {
-      throw refused(`creating claim ${name}`, err);
-    }
-  }
-
-  async deleteClaim(name: string): Promise<void> {
-    try {
-      await orNull(this.core.deleteNamespacedPersistentVolumeClaim({ name, namespace: this.namespace }));
-    } catch (err) {
-      throw refused(`deleting claim ${name}`, err);
-    }
+  /** A claim of the namespace, or null when there is none (the workspaces claim's boot check). */
+  async readClaim(name: string): Promise<V1PersistentVolumeClaim | null> {
+    return orNull(this.core.readNamespacedPersistentVolumeClaim({ name, namespace: this.namespace }));
   }
 
   /** Creates the NetworkPolicy unless one of its name exists. */

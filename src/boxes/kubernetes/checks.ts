@@ -1,6 +1,7 @@
 // The boot checks of WARREN_PROVIDER=kubernetes: the API server answers, the namespace and
-// the storage class exist, and RBAC lets warren do what it does (one SelfSubjectAccessReview
-// per verb and resource). Each refuses with one line naming the fix (src/boot).
+// the storage class exist, the workspaces claim exists and is ReadWriteMany, and RBAC lets
+// warren do what it does (one SelfSubjectAccessReview per verb and resource). Each refuses
+// with one line naming the fix (src/boot).
 import type { HostProbe } from "../types.js";
 import { statusOf, type KubeApi } from "./api.js";
 
@@ -13,7 +14,7 @@ export const RBAC_NEEDS: readonly {
 }[] = [
   { group: "", resource: "pods", verbs: ["create", "get", "list", "watch", "delete"] },
   { group: "", resource: "pods", subresource: "exec", verbs: ["create", "get"] },
-  { group: "", resource: "persistentvolumeclaims", verbs: ["create", "get", "delete"] },
+  { group: "", resource: "persistentvolumeclaims", verbs: ["get"] },
   { group: "networking.k8s.io", resource: "networkpolicies", verbs: ["create", "delete"] },
 ];
 
@@ -22,7 +23,10 @@ const why = (err: unknown): string => {
   return code ? `status ${code}` : ((err as Error).message ?? String(err));
 };
 
-export function kubernetesProbes(api: KubeApi, o: { storageClass: string }): Record<string, HostProbe> {
+export function kubernetesProbes(
+  api: KubeApi,
+  o: { storageClass: string; workspacesClaim: string },
+): Record<string, HostProbe> {
   const ns = api.namespace;
   return {
     k8s_api: async () => {
@@ -59,6 +63,24 @@ export function kubernetesProbes(api: KubeApi, o: { storageClass: string }): Rec
           detail: `the storage class ${o.storageClass} ${statusOf(err) === 404 ? "does not exist" : `cannot be read (${why(err)})`}`,
           fix: "set WARREN_K8S_STORAGE_CLASS to one of `kubectl get storageclass`",
         };
+      }
+    },
+    k8s_workspaces_claim: async () => {
+      const fix = `create a ReadWriteMany claim ${o.workspacesClaim} in ${ns}, mounted by the server at STATE_ROOT/workspaces (deploy/kubernetes/rbac.yaml has one), or set WARREN_K8S_WORKSPACES_CLAIM`;
+      try {
+        const claim = await api.readClaim(o.workspacesClaim);
+        if (!claim)
+          return { ok: false, detail: `the claim ${o.workspacesClaim} does not exist in ${ns}`, fix };
+        const modes = claim.spec?.accessModes ?? [];
+        return modes.includes("ReadWriteMany")
+          ? { ok: true, detail: `the claim ${o.workspacesClaim} exists and is ReadWriteMany`, fix: "" }
+          : {
+              ok: false,
+              detail: `the claim ${o.workspacesClaim} is ${modes.join(", ") || "of no access mode"}, not ReadWriteMany: the server and every box mount it`,
+              fix,
+            };
+      } catch (err) {
+        return { ok: false, detail: `the claim ${o.workspacesClaim} cannot be read (${why(err)})`, fix };
       }
     },
     k8s_rbac: async () => {

@@ -1,5 +1,6 @@
 // A box's objects on Kubernetes, field by field: boxd as the Pod's one process, the
-// machine's folder on its claim, /data and the contracts from the shared claim, the limits,
+// machine's folder, its private run files and its users by sub-path of the workspaces claim,
+// /data and the contracts from the shared claim, the limits,
 // a restricted security context, no service account token, the labels, and a NetworkPolicy
 // that lets only the server near the box.
 import assert from "node:assert/strict";
@@ -7,14 +8,13 @@ import { test } from "node:test";
 import type { BoxSpec } from "../types.js";
 import {
   boxLabelsOf,
-  claimManifest,
-  claimName,
   IN_POD,
   labelSelector,
   networkPolicyManifest,
   podManifest,
   podName,
   sharedSubPath,
+  workspaceSubPaths,
   type PodSettings,
 } from "./manifests.js";
 
@@ -40,13 +40,13 @@ const settings: PodSettings = {
   namespace: "warren-boxes",
   image: "warren-box:1",
   sharedClaim: "warren-shared",
+  workspacesClaim: "warren-workspaces",
   seccomp: { kind: "runtime-default" },
   orphanAfterS: 300,
 };
 
 test("names are DNS-1123, distinct for ids that differ only by case or _", () => {
   assert.match(podName("mch_1"), /^warren-box-mch-1-[a-z0-9]+$/);
-  assert.match(claimName("mch_1"), /^warren-home-mch-1-[a-z0-9]+$/);
   assert.notEqual(podName("mch_1"), podName("mch-1"));
   assert.notEqual(podName("Ab"), podName("ab"));
   assert.ok(podName("a".repeat(40)).length <= 63);
@@ -142,24 +142,37 @@ test("a restricted security context: no token, own user namespace, every capabil
   });
 });
 
-test("mounts: the machine's folder on its claim, /data and the contracts read-only from the shared claim, memory for /tmp and boxd's sockets", () => {
+test("mounts: the machine's folder, private files and users by sub-path of the workspaces claim, /data and the contracts read-only from the shared claim, memory for /tmp and boxd's sockets", () => {
   const pod = podManifest(spec, settings);
   const mounts = pod.spec?.containers[0]?.volumeMounts;
   assert.deepEqual(mounts, [
-    { name: "home", mountPath: "/home" },
+    { name: "workspaces", mountPath: "/home", subPath: "mch_1" },
     { name: "shared", mountPath: "/data", subPath: "data", readOnly: true },
     { name: "shared", mountPath: "/opt/warren/contracts", subPath: "opt-warren-contracts", readOnly: true },
     { name: "tmp-3", mountPath: "/tmp" },
     { name: "boxd", mountPath: "/run/boxd" },
     { name: "calls", mountPath: "/run/calls" },
+    { name: "workspaces", mountPath: "/opt/warren/private", subPath: ".private/mch_1", readOnly: true },
+    { name: "workspaces", mountPath: "/etc/passwd", subPath: ".users/mch_1/passwd", readOnly: true },
+    { name: "workspaces", mountPath: "/etc/group", subPath: ".users/mch_1/group", readOnly: true },
   ]);
   assert.deepEqual(pod.spec?.volumes, [
-    { name: "home", persistentVolumeClaim: { claimName: claimName("mch_1") } },
+    { name: "workspaces", persistentVolumeClaim: { claimName: "warren-workspaces", readOnly: false } },
     { name: "tmp-3", emptyDir: { medium: "Memory", sizeLimit: "64Mi" } },
     { name: "shared", persistentVolumeClaim: { claimName: "warren-shared", readOnly: false } },
     { name: "boxd", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } },
     { name: "calls", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } },
   ]);
+  assert.equal(IN_POD.privateDir, "/opt/warren/private");
+  assert.deepEqual(workspaceSubPaths("mch_1"), {
+    home: "mch_1",
+    private: ".private/mch_1",
+    passwd: ".users/mch_1/passwd",
+    group: ".users/mch_1/group",
+  });
+  // no sub-path can leave the claim: ids are checked
+  assert.throws(() => workspaceSubPaths("../x"), /sub-path/);
+  assert.throws(() => workspaceSubPaths(".private"), /sub-path/);
   // no hostPath anywhere: a restricted namespace refuses it
   assert.ok(!JSON.stringify(pod).includes("hostPath"));
   // no /tmp in the spec: one of the limits' size
@@ -177,8 +190,8 @@ test("labels for adoption, on every object, and read back", () => {
   const pod = podManifest(spec, settings);
   const want = { ...spec.labels, "warren.box": "mch_1" };
   assert.deepEqual(pod.metadata?.labels, want);
-  const pvc = claimManifest(spec, { namespace: "warren-boxes", storageClass: "standard", sizeGib: 10 });
-  assert.deepEqual(pvc.metadata?.labels, want);
+  const policy = networkPolicyManifest(spec, "warren-boxes", { kind: "cidr", cidr: "10.0.0.5/32" });
+  assert.deepEqual(policy.metadata?.labels, want);
   assert.deepEqual(boxLabelsOf(want), spec.labels);
   assert.equal(boxLabelsOf({ "warren.kind": "other" }), null);
   assert.equal(
@@ -189,19 +202,6 @@ test("labels for adoption, on every object, and read back", () => {
     () => podManifest({ ...spec, labels: { ...spec.labels, "warren.org": "a b" } }, settings),
     /label/,
   );
-});
-
-test("the machine's folder: a ReadWriteOnce claim of the storage class and size", () => {
-  const pvc = claimManifest(spec, { namespace: "warren-boxes", storageClass: "standard", sizeGib: 10 });
-  assert.equal(pvc.kind, "PersistentVolumeClaim");
-  assert.equal(pvc.metadata?.name, claimName("mch_1"));
-  assert.equal(pvc.metadata?.namespace, "warren-boxes");
-  assert.deepEqual(pvc.spec, {
-    accessModes: ["ReadWriteOnce"],
-    storageClassName: "standard",
-    resources: { requests: { storage: "10Gi" } },
-  });
-  assert.throws(() => claimManifest(spec, { namespace: "n", storageClass: "s", sizeGib: 0 }), /size/);
 });
 
 test("the NetworkPolicy: both directions closed but to and from the server", () => {

@@ -1,12 +1,12 @@
 // The objects of a box on Kubernetes, as pure functions of the box's spec and the
-// provider's settings: a Pod with boxd as its one process, a PersistentVolumeClaim for the
-// machine's folder (the box's /home), and a NetworkPolicy that lets only the server near it.
-// docs/kubernetes.md explains every field and what differs from a local box.
+// provider's settings: a Pod with boxd as its one process, its machine's folder, private
+// run files and users by sub-path of the one workspaces claim the server mounts too, and a
+// NetworkPolicy that lets only the server near it. docs/kubernetes.md explains every field
+// and what differs from a local box.
 import path from "node:path";
 import type {
   V1NetworkPolicy,
   V1NetworkPolicyPeer,
-  V1PersistentVolumeClaim,
   V1Pod,
   V1SeccompProfile,
   V1Volume,
@@ -27,7 +27,30 @@ export const IN_POD = {
   socket: "/run/boxd/boxd.sock",
   callsDir: "/run/calls",
   callsSocket: "/run/calls/calls.sock",
+  /** The box's private run files (box root's, 0700): boxd binds a run's folder at /agent. */
+  privateDir: "/opt/warren/private",
 } as const;
+
+/**
+ * A box's sub-paths in the workspaces claim, which the server mounts at its workspaces root:
+ * the machine's folder (the box's /home, where the server writes homes), its private run
+ * files, and the passwd and group files the server writes from its homes.
+ */
+export function workspaceSubPaths(boxId: string): {
+  home: string;
+  private: string;
+  passwd: string;
+  group: string;
+} {
+  if (!/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/.test(boxId))
+    throw new Error(`box id ${JSON.stringify(boxId)} makes no sub-path`);
+  return {
+    home: boxId,
+    private: `.private/${boxId}`,
+    passwd: `.users/${boxId}/passwd`,
+    group: `.users/${boxId}/group`,
+  };
+}
 
 /** The one container of a box's Pod. */
 export const CONTAINER = "boxd";
@@ -38,16 +61,11 @@ export interface PodSettings {
   image: string;
   /** A claim every box mounts read-only (or read-write for flows) at /data, the contracts and the harness CLIs, by sub-path. */
   sharedClaim: string;
+  /** The ReadWriteMany claim of the machines' folders (workspaceSubPaths), which the server mounts too. */
+  workspacesClaim: string;
   /** The seccomp profile of the Pod: the runtime's default, or a profile on every node. */
   seccomp: { kind: "runtime-default" } | { kind: "localhost"; profile: string };
   orphanAfterS: number;
-}
-
-export interface ClaimSettings {
-  namespace: string;
-  storageClass: string;
-  /** Size of a machine's folder. */
-  sizeGib: number;
 }
 
 /** Who may reach a box: the server's Pods by label, or (a server outside the cluster) its address block. */
@@ -68,7 +86,6 @@ function dnsName(prefix: string, id: string): string {
 }
 
 export const podName = (boxId: string): string => dnsName("warren-box", boxId);
-export const claimName = (boxId: string): string => dnsName("warren-home", boxId);
 export const policyName = (boxId: string): string => dnsName("warren-box", boxId);
 
 /** The label every object of a box carries with its id as it is (names are lowered). */
@@ -103,7 +120,10 @@ export function sharedSubPath(target: string): string {
 }
 
 export function podManifest(spec: BoxSpec, s: PodSettings): V1Pod {
-  const volumes: V1Volume[] = [];
+  const sub = workspaceSubPaths(spec.id);
+  const volumes: V1Volume[] = [
+    { name: "workspaces", persistentVolumeClaim: { claimName: s.workspacesClaim, readOnly: false } },
+  ];
   const mounts: V1VolumeMount[] = [];
   let shared = false;
   spec.mounts.forEach((m, i) => {
@@ -113,8 +133,7 @@ export function podManifest(spec: BoxSpec, s: PodSettings): V1Pod {
       volumes.push({ name, emptyDir: { medium: "Memory", sizeLimit: mib(m.sizeMib) } });
       mounts.push({ name, mountPath: target });
     } else if (target === BOX_PATHS.homes) {
-      volumes.push({ name: "home", persistentVolumeClaim: { claimName: claimName(spec.id) } });
-      mounts.push({ name: "home", mountPath: target });
+      mounts.push({ name: "workspaces", mountPath: target, subPath: sub.home });
     } else {
       shared = true;
       mounts.push({
@@ -136,6 +155,10 @@ export function podManifest(spec: BoxSpec, s: PodSettings): V1Pod {
   mounts.push({ name: "boxd", mountPath: IN_POD.socketDir });
   volumes.push({ name: "calls", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } });
   mounts.push({ name: "calls", mountPath: IN_POD.callsDir });
+  // what the server writes for the box beside its machine's folder: read-only in the Pod
+  mounts.push({ name: "workspaces", mountPath: IN_POD.privateDir, subPath: sub.private, readOnly: true });
+  mounts.push({ name: "workspaces", mountPath: "/etc/passwd", subPath: sub.passwd, readOnly: true });
+  mounts.push({ name: "workspaces", mountPath: "/etc/group", subPath: sub.group, readOnly: true });
 
   const seccompProfile: V1SeccompProfile =
     s.seccomp.kind === "localhost"
@@ -214,23 +237,6 @@ export function podManifest(spec: BoxSpec, s: PodSettings): V1Pod {
         },
       ],
       volumes,
-    },
-  };
-}
-
-export function claimManifest(
-  spec: Pick<BoxSpec, "id" | "labels">,
-  s: ClaimSettings,
-): V1PersistentVolumeClaim {
-  if (!Number.isInteger(s.sizeGib) || s.sizeGib < 1) throw new Error(`bad claim size ${s.sizeGib} GiB`);
-  return {
-    apiVersion: "v1",
-    kind: "PersistentVolumeClaim",
-    metadata: { name: claimName(spec.id), namespace: s.namespace, labels: podLabels(spec) },
-    spec: {
-      accessModes: ["ReadWriteOnce"],
-      storageClassName: s.storageClass,
-      resources: { requests: { storage: `${s.sizeGib}Gi` } },
     },
   };
 }

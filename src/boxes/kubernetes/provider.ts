@@ -1,11 +1,13 @@
 // The kubernetes provider: a box is a Pod in one namespace (WARREN_K8S_NAMESPACE) with boxd
-// as its one process, the machine's folder on a PersistentVolumeClaim and a NetworkPolicy
-// that lets only the server near it (manifests.ts), driven through the API server
-// (api.ts). boxd is reached through the API server's exec (relay.ts): the box's endpoint is
-// a unix socket on this host whose connections become execs of box-bridge in the Pod.
-// What differs from a local box (no pause, no per-command cgroups, users from the image)
-// is in docs/kubernetes.md. State: the Pods and claims, by label; the spec a box was
-// created with, in STATE_ROOT/run/k8s-boxes/<id>/box.json as the other providers keep it.
+// as its one process and a NetworkPolicy that lets only the server near it (manifests.ts),
+// driven through the API server (api.ts). The machines' folders are on one ReadWriteMany
+// claim that the server mounts at its workspaces root: the server writes homes, a run's
+// private files and the box's users there (volume.ts), and each Pod mounts its sub-paths.
+// boxd is reached through the API server's exec (relay.ts): the box's endpoint is a unix
+// socket on this host whose connections become execs of box-bridge in the Pod. What
+// differs from a local box (no pause, no per-command cgroups) is in docs/kubernetes.md.
+// State: the Pods, by label; the spec a box was created with, in
+// STATE_ROOT/run/k8s-boxes/<id>/box.json as the other providers keep it.
 import fs from "node:fs";
 import path from "node:path";
 import type { KubeConfig, V1Pod } from "@kubernetes/client-node";
@@ -31,8 +33,7 @@ import { kubernetesProbes } from "./checks.js";
 import {
   BOX_ID_LABEL,
   boxLabelsOf,
-  claimManifest,
-  claimName,
+  IN_POD,
   labelSelector,
   networkPolicyManifest,
   podManifest,
@@ -42,16 +43,21 @@ import {
   type ServerPeer,
 } from "./manifests.js";
 import { Relay } from "./relay.js";
+import { BoxVolume } from "./volume.js";
 import { KeyedLock } from "../lock.js";
 
 export interface KubernetesProviderOptions {
   kubeConfig: KubeConfig;
   namespace: string;
   image: string;
+  /** The storage class the boot checks look for (the claims' class). */
   storageClass: string;
   /** The claim of /data, the contracts and the harness CLIs (by sub-path). */
   sharedClaim: string;
-  claimSizeGib?: number;
+  /** The ReadWriteMany claim of the machines' folders, mounted by the server at workspacesRoot. */
+  workspacesClaim: string;
+  /** The id box root's folders carry on that claim: 0 where the Pods' volumes are idmapped. */
+  boxRootId?: number;
   server?: ServerPeer;
   seccomp?: PodSettings["seccomp"];
   stateRoot: string;
@@ -83,13 +89,16 @@ export class KubernetesProvider implements BoxProvider {
   readonly homes: HomeLayout;
   readonly api: KubeApi;
   private readonly runRoot: string;
+  private readonly volume: BoxVolume;
   private readonly relays = new Map<string, Relay>();
   private readonly locks = new KeyedLock();
 
   constructor(private readonly o: KubernetesProviderOptions) {
     const stateRoot = path.resolve(o.stateRoot);
     this.runRoot = path.resolve(o.runRoot ?? path.join(stateRoot, "run"));
-    this.homes = new FsHomeLayout(path.resolve(o.workspacesRoot ?? path.join(stateRoot, "workspaces")));
+    const workspaces = path.resolve(o.workspacesRoot ?? path.join(stateRoot, "workspaces"));
+    this.homes = new FsHomeLayout(workspaces);
+    this.volume = new BoxVolume(workspaces, o.boxRootId ?? 0);
     this.api = new KubeApi(o.kubeConfig, o.namespace);
   }
 
@@ -150,8 +159,10 @@ export class KubernetesProvider implements BoxProvider {
         "request.invalid",
         `bad box spec: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
       );
-    // the objects must be expressible before anything is recorded
+    // the objects must be expressible before anything is recorded, and the machine's folder
+    // the one the Pod mounts
     podManifest(spec, this.podSettings());
+    this.volume.checkHome(spec);
     return this.locks.run(spec.id, async () => {
       const dir = this.boxDir(spec.id);
       fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -170,6 +181,7 @@ export class KubernetesProvider implements BoxProvider {
       namespace: this.o.namespace,
       image: this.o.image,
       sharedClaim: this.o.sharedClaim,
+      workspacesClaim: this.o.workspacesClaim,
       seccomp: this.o.seccomp ?? { kind: "runtime-default" },
       orphanAfterS: this.o.orphanAfterS ?? 300,
     };
@@ -188,13 +200,7 @@ export class KubernetesProvider implements BoxProvider {
       }
       try {
         if (!pod) {
-          await this.api.ensureClaim(
-            claimManifest(spec, {
-              namespace: this.o.namespace,
-              storageClass: this.o.storageClass,
-              sizeGib: this.o.claimSizeGib ?? 10,
-            }),
-          );
+          await this.volume.prepare(spec);
           await this.api.ensurePolicy(
             networkPolicyManifest(
               spec,
@@ -253,7 +259,7 @@ export class KubernetesProvider implements BoxProvider {
     }
   }
 
-  /** Deletes the Pod and waits until it is gone; the claim (the machine's folder) stays. */
+  /** Deletes the Pod and waits until it is gone; the machine's folder stays. */
   private async end(id: string): Promise<void> {
     this.dropRelay(id);
     const name = podName(id);
@@ -319,24 +325,34 @@ export class KubernetesProvider implements BoxProvider {
     return out;
   }
 
-  /** Deletes the Pod, its NetworkPolicy and its claim (the machine's folder with it). */
+  /**
+   * Deletes the Pod, its NetworkPolicy and what the provider wrote for it on the workspaces
+   * claim (private files, users); the machine's folder is the server's (homes.removeMachine).
+   */
   async remove(id: string): Promise<void> {
     await this.locks.run(id, async () => {
       await this.end(id);
       await this.api.deletePolicy(policyName(id));
-      await this.api.deleteClaim(claimName(id));
+      await this.volume.remove(id);
       fs.rmSync(this.boxDir(id), { recursive: true, force: true });
     });
   }
 
-  /** The Pod's users come from its image (docs/kubernetes.md): nothing to refresh here. */
-  async refreshUsers(): Promise<void> {}
+  /**
+   * Rewrites the box's passwd and group on the claim from the homes in the machine's folder,
+   * in place: the Pod has them mounted by sub-path, and sees the change at once.
+   */
+  async refreshUsers(id: string): Promise<void> {
+    await this.locks.run(id, async () => {
+      const rec = readBoxRecord(this.boxDir(id));
+      if (rec) await this.volume.writeUsers(rec.spec);
+    });
+  }
 
+  /** The box's private folder on the claim (box root's, 0700), mounted in the Pod at IN_POD.privateDir. */
   runFilesDir(id: string): RunFilesDir {
-    throw new WarrenError(
-      "box.unavailable",
-      `box ${id}: the kubernetes provider does not carry a run's private files into its Pod yet`,
-    );
+    if (!BOX_ID.test(id)) throw new WarrenError("request.invalid", `bad box id ${JSON.stringify(id)}`);
+    return { hostDir: this.volume.paths(id).private, boxDir: IN_POD.privateDir };
   }
 
   /** Usage needs the metrics API, which this provider does not read yet. */
@@ -350,6 +366,9 @@ export class KubernetesProvider implements BoxProvider {
   }
 
   hostProbes(): Record<string, HostProbe> {
-    return kubernetesProbes(this.api, { storageClass: this.o.storageClass });
+    return kubernetesProbes(this.api, {
+      storageClass: this.o.storageClass,
+      workspacesClaim: this.o.workspacesClaim,
+    });
   }
 }
