@@ -282,6 +282,8 @@ export async function buildServices(
     gateway,
     runners,
     versionFor: (agent, ask) => versions.forRun(agent, ask),
+    // a conversation's turn goes on as a turn (its transcript, branch and fence)
+    turns: (run, state) => conversations.takeUp(run, state),
     logger,
   });
   // evaluation suites: each case a real run of the version evaluated; the gate on promotion
@@ -318,6 +320,7 @@ export async function buildServices(
     // a conversation held in a flow instance: its turns work in the instance's /workspace
     instanceOf: (conversationId) => flows.instanceOf(conversationId),
     canaryFor: (agent, key) => versions.canaryFor(agent, key),
+    suspend: (runId, agentId, state) => records.suspendRun(runId, agentId, state),
   });
   // guild dispatch: a guild's messages, each a turn of one of its agents' conversations
   const dispatch = new GuildDispatch({ db, access, agents, conversations, runners, registry, logger });

@@ -5,7 +5,7 @@
 // the conversation's too (src/records/conversations.ts), in one stream with ids in commit
 // order. A turn cut short by its box stopping or the server stopping is marked interrupted;
 // the next message goes on from the transcript, on a fresh box if need be.
-import { and, asc, desc, eq, gt, inArray, isNull, like, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, inArray, sql } from "drizzle-orm";
 import { allows, type Access, type Identity } from "../access/index.js";
 import type { AgentRow, Agents } from "../agents/service.js";
 import type { AgentSpec } from "../contract/spec.js";
@@ -25,14 +25,16 @@ import { newId } from "../ids.js";
 import type { ModelGateway } from "../models/types.js";
 import type { Logger } from "../observability/log.js";
 import type { Records } from "../records/index.js";
-import type { AgentRunners } from "../runs/kinds.js";
+import type { AgentRunners, SuspendedLoop } from "../runs/kinds.js";
 import { planAgentRun } from "../runs/model-run.js";
 import type { RunRecorder } from "../runs/recorder.js";
+import type { RunRow } from "../runs/view.js";
 import { MAX_INPUT_BYTES } from "../runs/service.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import { narrowSpec, type Personas } from "./personas.js";
-import { INTERRUPTED, TurnRunner, type TurnDeps } from "./turn.js";
+import { recoverTurns } from "./recover.js";
+import { TurnRunner, type TurnDeps } from "./turn.js";
 import { authorOf, commitMessage, messageView, view, type ConversationRow } from "./views.js";
 import type { InstanceRef } from "../workspaces/service.js";
 
@@ -55,6 +57,8 @@ export interface ConversationsOptions {
   /** The canary's version when a routing key falls in its share (src/versions), else null. */
   canaryFor?:
     ((agent: AgentRow, key: string) => Promise<{ spec: AgentSpec; version: number } | null>) | undefined;
+  /** Keeps where an assistant turn stands while a call waits for an approval (src/runs/resume.ts). */
+  suspend?: TurnDeps["suspend"];
 }
 
 export class Conversations {
@@ -72,6 +76,7 @@ export class Conversations {
       runners: o.runners,
       historyBytes: o.historyBytes,
       active: this.#active,
+      suspend: o.suspend,
     };
   }
 
@@ -299,59 +304,51 @@ export class Conversations {
     return view(row);
   }
 
-  /** A person's message: stored, then its turn started (or queued behind the agent's work). */
-  async post(who: Identity, id: string, text: string): Promise<ConversationMessageCreated> {
+  /**
+   * What a turn of the conversation runs with (its flow instance, machine, plan, branch and
+   * fence), and the start of it: a new turn's, or one suspended while a call waited for an
+   * approval, taken up by the next server (`resume`: its run and where its loop stood).
+   */
+  async #turnOf(
+    c: ConversationRow,
+    agent: AgentRow,
+    personaId: string | null,
+    current: { spec: AgentSpec; version: number | null },
+    timeoutS?: number,
+  ) {
     const o = this.#o;
-    const bytes = Buffer.byteLength(text, "utf8");
-    if (bytes > MAX_INPUT_BYTES)
-      throw new WarrenError(
-        "run.input_too_large",
-        `the message is ${bytes} bytes, above the ${MAX_INPUT_BYTES}-byte limit; put large text in a file of the home and name it`,
-      );
-    const c = await this.#load(who, id, "write");
-    if (c.status === "closed")
-      throw new WarrenError("conversation.closed", "the conversation is closed; start a new one to go on");
     // held in a flow instance: its turns work in the instance's /workspace (none once it ended)
     const instance = await o.instanceOf?.(c.id);
-    const agent = await o.agents.load(who, c.agentId, "converse");
     const machine = await o.agents.machineOf(agent);
-    const current = await this.#specOf(agent, c.id);
-    const persona = await o.personas.find(c.personaId);
-    const plan = planAgentRun(narrowSpec(current.spec, persona), current.version, o.runners, undefined);
-    const runId = newId("run");
-    const messageId = newId("msg");
-    const author = authorOf(who);
+    const persona = await o.personas.find(personaId);
+    const plan = planAgentRun(narrowSpec(current.spec, persona), current.version, o.runners, timeoutS);
     const branch = c.repo !== null ? await o.branches.of(c.id) : null;
     const fence = await this.#fenceOf(c, persona);
-    await o.db.insert(schema.conversationTurns).values({
-      runId,
-      conversationId: c.id,
-      messageId,
-      personaId: c.personaId,
-      author,
-    });
-    const message = await o.records.conversationMessage(
-      { id: messageId, conversationId: c.id, role: "user", text, author, runId },
-      await o.records.forAgent(agent.id),
-    );
-    try {
-      await o.recorder.start({
-        id: runId,
+    return (t: {
+      runId: string;
+      text: string;
+      author: string;
+      resume?: { run: RunRow; state: SuspendedLoop };
+    }) =>
+      o.recorder.start({
+        id: t.runId,
         agent,
         machine,
         kind: plan.spec.kind,
         argv: [],
         specVersion: plan.version,
         timeoutS: plan.timeoutS,
-        input: Buffer.from(text, "utf8"),
+        input: Buffer.from(t.text, "utf8"),
         wait: true,
+        ...(t.resume ? { resume: t.resume.run } : {}),
         runner: new TurnRunner(
           this.#turns,
           c.id,
           plan,
           branch?.worktree
-            ? () => o.branches.commit(agent, branch, commitMessage(text, author.name))
+            ? () => o.branches.commit(agent, branch, commitMessage(t.text, t.author))
             : undefined,
+          t.resume?.state,
         ),
         secrets: persona?.secrets ?? undefined,
         conversationId: c.id,
@@ -370,6 +367,64 @@ export class Conversations {
         sandboxPolicy: current.spec.sandbox_policy,
         instance,
       });
+  }
+
+  /**
+   * A turn the last server suspended while its call waited for an approval (src/runs/resume.ts),
+   * started again from where its loop stood: the same run, with the version, persona and
+   * limit it began with. False when the run is no conversation's turn.
+   */
+  async takeUp(run: RunRow, state: SuspendedLoop): Promise<boolean> {
+    const o = this.#o;
+    const [turn] = await o.db
+      .select()
+      .from(schema.conversationTurns)
+      .where(eq(schema.conversationTurns.runId, run.id));
+    if (!turn) return false;
+    const [c] = await o.db
+      .select()
+      .from(schema.conversations)
+      .where(eq(schema.conversations.id, turn.conversationId));
+    const [agent] = await o.db.select().from(schema.agents).where(eq(schema.agents.id, run.agentId));
+    if (!c || !agent) throw new Error("its conversation or its agent was deleted");
+    const spec = run.specVersion === null ? null : await o.agents.specAt(agent.id, run.specVersion);
+    const current =
+      spec && run.specVersion !== null ? { spec, version: run.specVersion } : await o.agents.specOf(agent);
+    const begin = await this.#turnOf(c, agent, turn.personaId, current, run.timeoutS);
+    await begin({ runId: run.id, text: state.input, author: turn.author.name, resume: { run, state } });
+    return true;
+  }
+
+  /** A person's message: stored, then its turn started (or queued behind the agent's work). */
+  async post(who: Identity, id: string, text: string): Promise<ConversationMessageCreated> {
+    const o = this.#o;
+    const bytes = Buffer.byteLength(text, "utf8");
+    if (bytes > MAX_INPUT_BYTES)
+      throw new WarrenError(
+        "run.input_too_large",
+        `the message is ${bytes} bytes, above the ${MAX_INPUT_BYTES}-byte limit; put large text in a file of the home and name it`,
+      );
+    const c = await this.#load(who, id, "write");
+    if (c.status === "closed")
+      throw new WarrenError("conversation.closed", "the conversation is closed; start a new one to go on");
+    const agent = await o.agents.load(who, c.agentId, "converse");
+    const begin = await this.#turnOf(c, agent, c.personaId, await this.#specOf(agent, c.id));
+    const runId = newId("run");
+    const messageId = newId("msg");
+    const author = authorOf(who);
+    await o.db.insert(schema.conversationTurns).values({
+      runId,
+      conversationId: c.id,
+      messageId,
+      personaId: c.personaId,
+      author,
+    });
+    const message = await o.records.conversationMessage(
+      { id: messageId, conversationId: c.id, role: "user", text, author, runId },
+      await o.records.forAgent(agent.id),
+    );
+    try {
+      await begin({ runId, text, author: author.name });
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
       await o.records.conversationEvent(
@@ -432,43 +487,8 @@ export class Conversations {
           .catch((err: unknown) => this.#o.logger.error({ err, runId }, "interrupting a turn failed"));
   }
 
-  /**
-   * At boot, after the recorder marked what was going on as lost: those of them that were
-   * turns are interrupted, and say so in their conversation; so are turns that still waited
-   * in line when the server stopped (cancelled before they started, as interrupted).
-   */
-  async recover(): Promise<number> {
-    const o = this.#o;
-    const rows = await o.db
-      .select({
-        runId: schema.conversationTurns.runId,
-        conversationId: schema.conversationTurns.conversationId,
-      })
-      .from(schema.conversationTurns)
-      .innerJoin(schema.runs, eq(schema.runs.id, schema.conversationTurns.runId))
-      .where(
-        and(
-          eq(schema.conversationTurns.interrupted, false),
-          or(
-            eq(schema.runs.status, "lost"),
-            and(
-              eq(schema.runs.status, "cancelled"),
-              isNull(schema.runs.startedAt),
-              like(schema.runs.statusReason, `${INTERRUPTED}%`),
-            ),
-          ),
-        ),
-      );
-    for (const r of rows) {
-      await o.db
-        .update(schema.conversationTurns)
-        .set({ interrupted: true })
-        .where(eq(schema.conversationTurns.runId, r.runId));
-      await o.records.runEvent(r.runId, "interrupted", {
-        reason: "interrupted: the server stopped while the turn was going on",
-        conversation_id: r.conversationId,
-      });
-    }
-    return rows.length;
+  /** At boot: the turns the last server's stop cut short (./recover.ts). */
+  recover(): Promise<number> {
+    return recoverTurns(this.#o);
   }
 }

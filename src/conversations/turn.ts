@@ -7,7 +7,7 @@
 import type { ModelMessage } from "ai";
 import { asc, eq } from "drizzle-orm";
 import type { Records } from "../records/index.js";
-import type { AgentRunners } from "../runs/kinds.js";
+import type { AgentRunContext, AgentRunners, SuspendedLoop } from "../runs/kinds.js";
 import { ModelRunner, type AgentRunPlan } from "../runs/model-run.js";
 import type { RunnerContext, RunOutcome, RunRunner } from "../runs/recorder.js";
 import type { ModelGateway } from "../models/types.js";
@@ -26,6 +26,8 @@ export interface TurnDeps {
   historyBytes: number;
   /** The turns going on, by run: their machine (a box that stops interrupts them). */
   active: Map<string, { machineId: string; conversationId: string }>;
+  /** Keeps where an assistant turn stands while a call waits for an approval (src/runs/resume.ts). */
+  suspend?: AgentRunContext["suspend"];
 }
 
 /** Whether a run's end was an interruption (its box or its server stopped under it). */
@@ -74,6 +76,8 @@ export class TurnRunner implements RunRunner {
     private readonly plan: AgentRunPlan,
     /** After the turn (not one interrupted): commits what it changed on its branch, if it has one. */
     private readonly commit?: () => Promise<string | null>,
+    /** A turn suspended while a call waited for an approval: where its loop stood (its history in it). */
+    private readonly resume?: SuspendedLoop,
   ) {}
 
   started(work: Workload): Record<string, unknown> {
@@ -109,7 +113,8 @@ export class TurnRunner implements RunRunner {
     const text = ctx.input.toString("utf8");
     d.active.set(runId, { machineId: ctx.workload.machine.id, conversationId: this.conversationId });
     try {
-      const { messages, turnStarts } = await this.#history();
+      // a turn taken up again has its history in where its loop stood
+      const { messages, turnStarts } = this.resume ? { messages: [], turnStarts: [] } : await this.#history();
       const { messages: history, cut } = cutHistory(messages, turnStarts, d.historyBytes);
       if (cut) await ctx.events("history_cut", { ...cut });
       // once the turn ended, a runner that answers late writes nothing more
@@ -130,6 +135,8 @@ export class TurnRunner implements RunRunner {
               history,
               append,
               onText: (delta) => stream.push(delta),
+              ...(d.suspend ? { suspend: d.suspend } : {}),
+              ...(this.resume ? { resume: this.resume } : {}),
             }).run({ ...ctx, events });
           } finally {
             await stream.end();
@@ -155,6 +162,8 @@ export class TurnRunner implements RunRunner {
         running.catch((err: unknown) => void err);
         outcome = { status: "cancelled", reason: first, exitCode: null, output: "" };
       } else outcome = first;
+      // the server stopped while a call waited for an approval: the next server takes the turn up
+      if (outcome.status === "suspended") return outcome;
       const why = ctx.signal.aborted ? reasonOf(ctx.signal) : null;
       if (isInterruption(why)) {
         await d.db

@@ -4,6 +4,9 @@
 // row stays `waiting` and its approval `waiting`. At boot these runs are not marked lost; the
 // run recorder drives each again (same row, its events going on) with the loop starting from
 // that state, and its call re-attaches to the approval still waiting (src/versions/approvals.ts).
+// What is kept is written as soon as the call waits (so a server that dies, not only one that
+// stops, leaves it), and let go once the call is decided. A conversation's turn is taken up as
+// a turn (src/conversations: its transcript, branch and fence).
 import { eq, inArray } from "drizzle-orm";
 import type { Logger } from "../observability/log.js";
 import type { Records } from "../records/index.js";
@@ -28,6 +31,8 @@ interface RunResumerOptions {
   gateway: RunsOptions["gateway"];
   runners: AgentRunners;
   versionFor: VersionForRun;
+  /** Takes a conversation's turn up as a turn (src/conversations); false for any other run. */
+  turns?: (run: RunRow, state: SuspendedLoop) => Promise<boolean>;
   logger: Logger;
 }
 
@@ -78,14 +83,15 @@ export class RunResumer {
 
   async #takeUp(run: RunRow, state: SuspendedLoop): Promise<void> {
     const o = this.#o;
+    // taken up once: a run that is suspended again keeps where it stands then
+    await o.db.delete(schema.runSuspensions).where(eq(schema.runSuspensions.runId, run.id));
+    if (await o.turns?.(run, state)) return;
     const [agent] = await o.db.select().from(schema.agents).where(eq(schema.agents.id, run.agentId));
     if (!agent) throw new Error("its agent was deleted");
     const machine = await o.agents.machineOf(agent);
     // the version the run began with, its sandbox policy too
     const chosen = await o.versionFor(agent, { version: run.specVersion ?? undefined });
     const plan = planAgentRun(chosen.spec, chosen.version, o.runners, run.timeoutS);
-    // taken up once: a run that is suspended again keeps where it stands then
-    await o.db.delete(schema.runSuspensions).where(eq(schema.runSuspensions.runId, run.id));
     await o.recorder.start({
       agent,
       machine,

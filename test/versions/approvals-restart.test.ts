@@ -233,6 +233,38 @@ for (const leg of dbLegs)
         assert.ok(!events.includes(value), "the secret is in no record");
       });
 
+      test("a conversation's turn waiting across a restart goes on as the same turn; its answer is the conversation's next message", async () => {
+        const a = await agentWith([
+          { tool_calls: [{ name: "write_file", input: { path: "turn.txt", content: "from the turn" } }] },
+          { text: "Written in the turn." },
+        ]);
+        const c = (await call("POST", `/api/agents/${a.id}/conversations`, {})).body;
+        const sent = await call("POST", `/api/conversations/${c.id}/messages`, { text: "write it" });
+        assert.equal(sent.status, 202, JSON.stringify(sent.body));
+        const runId = sent.body.run_id as string;
+        const before = await waitingApproval(runId);
+        await restart();
+        const { approval, approvals } = await waitingApproval(runId);
+        assert.equal(approval.id, before.approval.id, "the same approval, still waiting");
+        assert.equal(approvals, 1);
+        assert.equal(await homeFile(a.id, "turn.txt"), null, "nothing runs before the decision");
+        const ok = await call("POST", `/api/approvals/${approval.id}`, {
+          decision: "allow",
+          args_sha256: approval.args_sha256,
+        });
+        assert.equal(ok.status, 200, JSON.stringify(ok.body));
+        const done = await ended(runId);
+        assert.equal(done.status, "succeeded", JSON.stringify(done));
+        assert.equal(await homeFile(a.id, "turn.txt"), "from the turn");
+        const events = await eventsOf(runId);
+        assert.equal(eventsOfType(events, "interrupted").length, 0, "the turn was not interrupted");
+        assert.equal(eventsOfType(events, "tool_call").filter((e) => e.tool === "write_file").length, 1);
+        const messages = (await call("GET", `/api/conversations/${c.id}/messages`)).body.items.map(
+          (m: { role: string; text: string }) => `${m.role}: ${m.text}`,
+        );
+        assert.deepEqual(messages, ["user: write it", "agent: Written in the turn."]);
+      });
+
       test("its time limit counts from its start: taken up past it, the run times out and the call never runs", async () => {
         const a = await agentWith([
           { tool_calls: [{ name: "write_file", input: { path: "late.txt", content: "late" } }] },
