@@ -2,14 +2,14 @@
 // reaps the others, marks the runs that were going on as lost, and never makes a second
 // box for a machine.
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 import { LocalProvider } from "../../src/boxes/local/provider.js";
-import { builtCli, freePort } from "../support/serve.js";
+import { builtCli, freePort, serveOn } from "../support/serve.js";
 import { boxSkipReason } from "../box/fixture.js";
 
 const cli = builtCli;
@@ -22,34 +22,6 @@ const alive = (pid: number) => {
     return false;
   }
 };
-
-async function serve(stateRoot: string, port: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [cli, "serve"], {
-    env: {
-      ...process.env,
-      STATE_ROOT: stateRoot,
-      WARREN_PORT: String(port),
-      WARREN_PREVIEW_PORT: "0",
-      LOG_LEVEL: "warn",
-      BOX_IDLE_S: "3600",
-    },
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  // A readiness wait, not a timing: PGlite's first start takes seconds on a loaded 2-core host.
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    try {
-      const r = await fetch(`http://127.0.0.1:${port}/health`);
-      if (r.ok) return child;
-    } catch {
-      // not up yet
-    }
-    if (child.exitCode !== null) throw new Error(`warren serve exited with ${child.exitCode}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  child.kill("SIGKILL");
-  throw new Error("warren serve did not become healthy");
-}
 
 test(
   "SIGKILL while boxes run: adopt, reap, lost runs",
@@ -70,7 +42,7 @@ test(
     const provider = new LocalProvider({ stateRoot, runRoot: path.join(stateRoot, "run") });
     let server: ChildProcess | undefined;
     try {
-      server = await serve(stateRoot, port);
+      server = await serveOn(stateRoot, port);
       const org = (await call("POST", "/api/orgs", { name: "r" })).body;
       const machines = [];
       const agents = [];
@@ -120,7 +92,7 @@ test(
       await new Promise((r) => server?.once("exit", r));
       for (const [id, pid] of before) assert.ok(pid && alive(pid), `box ${id} survives the server's death`);
 
-      server = await serve(stateRoot, port);
+      server = await serveOn(stateRoot, port);
 
       const after = await provider.list();
       assert.deepEqual(

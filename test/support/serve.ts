@@ -1,6 +1,6 @@
 // What tests that start a real `warren serve` share: the built CLI, a free loopback port, and
 // the server itself started and stopped.
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -83,4 +83,36 @@ export async function startServe(o: { stateRoot: string; env?: Record<string, st
     await exited;
   };
   return { base, log: () => log, stop, kill };
+}
+
+/**
+ * `warren serve` of the built CLI on `port` with this process's environment (the default
+ * auth mode: the loopback operator), once /health answers: for tests that kill it (SIGKILL)
+ * and start another on the same state, with the boxes left running in between.
+ */
+export async function serveOn(stateRoot: string, port: number): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [builtCli, "serve"], {
+    env: {
+      ...process.env,
+      STATE_ROOT: stateRoot,
+      WARREN_PORT: String(port),
+      WARREN_PREVIEW_PORT: "0",
+      LOG_LEVEL: "warn",
+      BOX_IDLE_S: "3600",
+    },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  // a readiness wait, not a timing: PGlite's first start takes seconds on a loaded 2-core host
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    const ok = await fetch(`http://127.0.0.1:${port}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return child;
+    if (child.exitCode !== null) throw new Error(`warren serve exited with ${child.exitCode}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  child.kill("SIGKILL");
+  throw new Error("warren serve did not become healthy");
 }

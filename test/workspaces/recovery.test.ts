@@ -2,7 +2,7 @@
 // `memory: false` agent: the next server finds each run's part of its box and its workspaces
 // by their labels, never by a name; the instance's workspace is kept, the run's own goes.
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import { rm } from "node:fs/promises";
 import path from "node:path";
@@ -11,35 +11,8 @@ import { LocalProvider } from "../../src/boxes/local/provider.js";
 import { DirRunStaging } from "../../src/runs/staging.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { startTestServer } from "../support/server.js";
-import { builtCli, freePort } from "../support/serve.js";
+import { builtCli, freePort, serveOn } from "../support/serve.js";
 import { stateWithPolicy } from "./support.js";
-
-async function serve(stateRoot: string, port: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [builtCli, "serve"], {
-    env: {
-      ...process.env,
-      STATE_ROOT: stateRoot,
-      WARREN_PORT: String(port),
-      WARREN_PREVIEW_PORT: "0",
-      LOG_LEVEL: "warn",
-      BOX_IDLE_S: "3600",
-    },
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    try {
-      const r = await fetch(`http://127.0.0.1:${port}/health`);
-      if (r.ok) return child;
-    } catch {
-      // not up yet
-    }
-    if (child.exitCode !== null) throw new Error(`warren serve exited with ${child.exitCode}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  child.kill("SIGKILL");
-  throw new Error("warren serve did not become healthy");
-}
 
 async function until(what: string, ok: () => Promise<boolean> | boolean, ms = 60_000): Promise<void> {
   const end = Date.now() + ms;
@@ -73,7 +46,7 @@ test(
     const staging = new DirRunStaging((id) => provider.runFilesDir(id));
     let server: ChildProcess | undefined;
     try {
-      server = await serve(stateRoot, port);
+      server = await serveOn(stateRoot, port);
       const org = (await call("POST", "/api/orgs", { name: "r" })).body;
       const m = (await call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
       const member = (
