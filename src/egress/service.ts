@@ -16,7 +16,7 @@ import type { EgressEvent, EgressList } from "../contract/types.js";
 import type { Logger } from "../observability/log.js";
 import type { Records } from "../records/index.js";
 import type { Db } from "../store/index.js";
-import { schema } from "../store/index.js";
+import { memo, schema } from "../store/index.js";
 import { compilePolicy, type CompiledPolicy } from "./policy.js";
 import { EgressProxy, type EgressRecord } from "./proxy.js";
 
@@ -46,6 +46,13 @@ export interface EgressOptions {
   hosts?: Record<string, string[]>;
 }
 
+/** What an agent's egress policy is read from: its sandbox policy and its organisation's deny list. */
+interface PolicyRow {
+  id: string;
+  sandboxPolicy: unknown;
+  networkDeny: string[] | null;
+}
+
 const FLUSH_MS = 100;
 const FLUSH_AT = 200;
 const LOOKUP_MS = 5000;
@@ -60,11 +67,17 @@ export class Egress {
   #flushing: Promise<void> = Promise.resolve();
   /** The last policy compiled per agent (by its text: a policy compiles once per change). */
   readonly #compiled = new Map<string, CompiledPolicy>();
+  /**
+   * Each agent's policy row with its organisation's deny list, read once per write of either
+   * table (the store's change stamps, as Access keeps roles): not at every request and tunnel.
+   */
+  readonly #rows: ReturnType<typeof memo<string, PolicyRow | undefined>>;
   readonly #recheck: NodeJS.Timeout;
   #checking = false;
 
   constructor(o: EgressOptions) {
     this.#o = o;
+    this.#rows = memo(o.db, [schema.agents, schema.orgGuardrails]);
     this.#proxy = new EgressProxy({
       resolve: (host) => this.#resolve(host),
       rule: o.rule,
@@ -104,10 +117,17 @@ export class Egress {
       .leftJoin(schema.orgGuardrails, eq(schema.orgGuardrails.orgId, schema.agents.orgId));
   }
 
+  /** The agent's policy row as it is in the store now. */
+  #rowNow(agentId: string): Promise<PolicyRow | undefined> {
+    return this.#rows.get(
+      agentId,
+      async () => (await this.#withDeny().where(eq(schema.agents.id, agentId)))[0],
+    );
+  }
+
   /** The agent's policy as it is in the store now (a deleted agent's allows nothing). */
   async #policyNow(agentId: string): Promise<CompiledPolicy> {
-    const [row] = await this.#withDeny().where(eq(schema.agents.id, agentId));
-    return this.#compile(agentId, row);
+    return this.#compile(agentId, await this.#rowNow(agentId));
   }
 
   /** Decides every live request and tunnel again, by the policies as they are now. */
@@ -130,7 +150,7 @@ export class Egress {
   readonly handler: BridgeStreamHandler = (stream, who) => {
     void (async () => {
       try {
-        const [row] = await this.#withDeny().where(eq(schema.agents.id, who.agentId));
+        const row = await this.#rowNow(who.agentId);
         if (!row) return void stream.destroy();
         this.#compile(who.agentId, row);
         this.#proxy.serve(stream, {
