@@ -284,6 +284,7 @@ export async function buildServices(
     versionFor: (agent, ask) => versions.forRun(agent, ask),
     // a conversation's turn goes on as a turn (its transcript, branch and fence)
     turns: (run, state) => conversations.takeUp(run, state),
+    ended: (runId) => approvals.expireEnded(runId),
     logger,
   });
   // evaluation suites: each case a real run of the version evaluated; the gate on promotion
@@ -298,7 +299,6 @@ export async function buildServices(
   // schedules: one ticker fires them, each fire a run through the runs service
   const firer = new ScheduleFirer({ db, runs, registry, logger });
   recorder.onEnded((runId, status) => firer.ended(runId, status));
-  recorder.onEnded((runId) => void approvals.expireEnded(runId).catch(() => undefined));
   const schedules = new Schedules({ db, access, agents, firer });
   const areas = new Areas(db, access);
   const homes = new Homes(db, agents, layout, config.WORKSPACE_MAX_MIB, areas);

@@ -232,9 +232,16 @@ export class Conversations {
     agent: AgentRow,
     conversationId: string,
   ): Promise<{ spec: AgentSpec; version: number | null }> {
-    const pinned = (await this.#pinned([conversationId])).get(conversationId);
-    const spec = pinned === undefined ? null : await this.#o.agents.specAt(agent.id, pinned);
-    return spec && pinned !== undefined ? { spec, version: pinned } : this.#o.agents.specOf(agent);
+    return this.#specAt(agent, (await this.#pinned([conversationId])).get(conversationId));
+  }
+
+  /** The spec of `version` when it is kept, else the current one. */
+  async #specAt(
+    agent: AgentRow,
+    version: number | null | undefined,
+  ): Promise<{ spec: AgentSpec; version: number | null }> {
+    const spec = version == null ? null : await this.#o.agents.specAt(agent.id, version);
+    return spec && version != null ? { spec, version } : this.#o.agents.specOf(agent);
   }
 
   /** The agent of a conversation, for the caller who reached the conversation. */
@@ -387,9 +394,7 @@ export class Conversations {
       .where(eq(schema.conversations.id, turn.conversationId));
     const [agent] = await o.db.select().from(schema.agents).where(eq(schema.agents.id, run.agentId));
     if (!c || !agent) throw new Error("its conversation or its agent was deleted");
-    const spec = run.specVersion === null ? null : await o.agents.specAt(agent.id, run.specVersion);
-    const current =
-      spec && run.specVersion !== null ? { spec, version: run.specVersion } : await o.agents.specOf(agent);
+    const current = await this.#specAt(agent, run.specVersion);
     const begin = await this.#turnOf(c, agent, turn.personaId, current, run.timeoutS);
     await begin({ runId: run.id, text: state.input, author: turn.author.name, resume: { run, state } });
     return true;

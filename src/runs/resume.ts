@@ -33,14 +33,25 @@ interface RunResumerOptions {
   versionFor: VersionForRun;
   /** Takes a conversation's turn up as a turn (src/conversations); false for any other run. */
   turns?: (run: RunRow, state: SuspendedLoop) => Promise<boolean>;
+  /**
+   * A run taken up here ended: what of it may still wait (an approval its call never asked
+   * for again, the run having ended before: its limit passed, it was cancelled) is let go.
+   */
+  ended?: (runId: string) => Promise<unknown>;
   logger: Logger;
 }
 
 export class RunResumer {
   readonly #o: RunResumerOptions;
+  /** The runs taken up by this server that have not ended yet. */
+  readonly #going = new Set<string>();
 
   constructor(o: RunResumerOptions) {
     this.#o = o;
+    o.recorder.onEnded((runId) => {
+      if (this.#going.delete(runId))
+        void o.ended?.(runId).catch((err: unknown) => o.logger.warn({ err, runId }, "a taken-up run's end"));
+    });
   }
 
   /**
@@ -67,9 +78,11 @@ export class RunResumer {
     let n = 0;
     for (const { run, state } of found) {
       try {
+        this.#going.add(run.id);
         await this.#takeUp(run, state);
         n++;
       } catch (err) {
+        this.#going.delete(run.id);
         const reason = `the server restarted while the run waited, and it could not be taken up again: ${err instanceof Error ? err.message : String(err)}`;
         this.#o.logger.warn({ err, runId: run.id }, "a suspended run could not be taken up again");
         const set = { status: "lost" as const, statusReason: reason, endedAt: new Date() };

@@ -154,8 +154,8 @@ export class Approvals implements ApprovalDoor {
   }
 
   /**
-   * A run ended without asking again: its approvals still waiting expire (a run taken up after
-   * a restart that ended, its limit passed or cancelled, before its call re-attached).
+   * A run taken up after a restart ended without asking again (its limit passed, or it was
+   * cancelled, before its call re-attached): its approvals still waiting expire.
    */
   expireEnded(runId: string): Promise<number> {
     return this.#expireLeft("the run ended before a decision", ["queued", "running", "waiting"], runId);

@@ -6,8 +6,7 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { WarrenError } from "../../errors.js";
-import { homeEntries } from "../local/box-record.js";
-import { groupText, passwdText, usersFromHomes } from "../local/users.js";
+import { usersText } from "../local/box-record.js";
 import { BOX_PATHS } from "../paths.js";
 import type { BoxSpec } from "../types.js";
 import { workspaceSubPaths } from "./manifests.js";
@@ -61,9 +60,9 @@ export class BoxVolume {
   async writeUsers(spec: BoxSpec): Promise<void> {
     const p = this.paths(spec.id);
     await fs.mkdir(path.dirname(p.passwd), { recursive: true, mode: 0o755 });
-    const { users, shared } = usersFromHomes(homeEntries(spec));
-    await fs.writeFile(p.passwd, passwdText(users), { mode: 0o644 });
-    await fs.writeFile(p.group, groupText(users, shared), { mode: 0o644 });
+    const text = usersText(spec);
+    await fs.writeFile(p.passwd, text.passwd, { mode: 0o644 });
+    await fs.writeFile(p.group, text.group, { mode: 0o644 });
   }
 
   /** What the provider wrote for the box; the machine's folder is the server's to remove. */

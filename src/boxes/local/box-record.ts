@@ -119,7 +119,7 @@ export function tail(file: string, bytes = 600): string {
 }
 
 /** The homes in a box's /home mount, as the host sees them. */
-export function homeEntries(spec: BoxSpec): HomeEntry[] {
+function homeEntries(spec: BoxSpec): HomeEntry[] {
   const home = spec.mounts.find((m) => m.kind === "bind" && m.target === "/home");
   if (!home || home.kind !== "bind") return [];
   let names: string[];
@@ -147,11 +147,17 @@ export function homeEntries(spec: BoxSpec): HomeEntry[] {
  */
 export function refreshBoxUsers(boxDir: string): { passwd: string; group: string } {
   const rec = JSON.parse(fs.readFileSync(path.join(boxDir, "box.json"), "utf8")) as BoxRecord;
-  const { users, shared } = usersFromHomes(homeEntries(rec.spec));
+  const text = usersText(rec.spec);
   const files = { passwd: path.join(boxDir, "passwd"), group: path.join(boxDir, "group") };
-  fs.writeFileSync(files.passwd, passwdText(users), { mode: 0o644 });
-  fs.writeFileSync(files.group, groupText(users, shared), { mode: 0o644 });
+  fs.writeFileSync(files.passwd, text.passwd, { mode: 0o644 });
+  fs.writeFileSync(files.group, text.group, { mode: 0o644 });
   return files;
+}
+
+/** The box's passwd and group, from the homes in its /home (each home owned by an agent uid is a user). */
+export function usersText(spec: BoxSpec): { passwd: string; group: string } {
+  const { users, shared } = usersFromHomes(homeEntries(spec));
+  return { passwd: passwdText(users), group: groupText(users, shared) };
 }
 
 /** The box's record in its folder, or null when it has none. */
