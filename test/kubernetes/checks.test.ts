@@ -54,13 +54,31 @@ describe("the kubernetes provider's boot checks", () => {
       workspacesClaim: "warren-workspaces",
       stateRoot: path.join(dir, "state"),
     });
+    // a server of this fake, as an operator would configure it
+    const serverConfig = parseConfig({
+      STATE_ROOT: path.join(dir, "server"),
+      LOG_LEVEL: "silent",
+      WARREN_PROVIDER: "kubernetes",
+      WARREN_K8S_KUBECONFIG: kubeconfig,
+      WARREN_K8S_NAMESPACE: NS,
+    });
     const probes = provider.hostProbes();
     const run = async () => {
       const out: Record<string, { ok: boolean; detail: string; fix: string }> = {};
       for (const [name, probe] of Object.entries(probes)) out[name] = await probe();
       return out;
     };
-    return { fake, kubeconfig, dir, run };
+    return { fake, kubeconfig, dir, run, serverConfig };
+  }
+
+  /** The server refuses to start, with `line` for the missing part and no line for the others. */
+  async function refusesToStart(o: Partial<FakeKubeOptions>, line: RegExp, others: RegExp) {
+    const { serverConfig } = await setup(o);
+    await assert.rejects(createServer(serverConfig, { defaultMetrics: false }), (err: Error) => {
+      assert.match(err.message, line);
+      assert.doesNotMatch(err.message, others);
+      return true;
+    });
   }
 
   it("everything present: every check passes, and RBAC is asked per verb and resource", async () => {
@@ -192,14 +210,7 @@ describe("the kubernetes provider's boot checks", () => {
   });
 
   it("everything present: the server starts on kubernetes, lists its boxes by label, and /health answers", async () => {
-    const { fake, kubeconfig, dir } = await setup();
-    const config = parseConfig({
-      STATE_ROOT: path.join(dir, "server"),
-      LOG_LEVEL: "silent",
-      WARREN_PROVIDER: "kubernetes",
-      WARREN_K8S_KUBECONFIG: kubeconfig,
-      WARREN_K8S_NAMESPACE: NS,
-    });
+    const { fake, serverConfig: config } = await setup();
     const server = await createServer(config, { defaultMetrics: false });
     try {
       const h = await server.app.inject({ method: "GET", url: "/health" });
@@ -215,42 +226,20 @@ describe("the kubernetes provider's boot checks", () => {
   });
 
   it("the server refuses to start on kubernetes without the workspaces claim, with its line", async () => {
-    const { kubeconfig, dir } = await setup({ claims: [] });
-    const config = parseConfig({
-      STATE_ROOT: path.join(dir, "server"),
-      LOG_LEVEL: "silent",
-      WARREN_PROVIDER: "kubernetes",
-      WARREN_K8S_KUBECONFIG: kubeconfig,
-      WARREN_K8S_NAMESPACE: NS,
-    });
-    await assert.rejects(createServer(config, { defaultMetrics: false }), (err: Error) => {
-      assert.match(
-        err.message,
-        new RegExp(
-          `cannot start: k8s_workspaces_claim: the claim warren-workspaces does not exist in ${NS}; fix: create a ReadWriteMany claim`,
-        ),
-      );
-      assert.doesNotMatch(err.message, /k8s_namespace|k8s_rbac|k8s_api|k8s_storage_class/);
-      return true;
-    });
+    await refusesToStart(
+      { claims: [] },
+      new RegExp(
+        `cannot start: k8s_workspaces_claim: the claim warren-workspaces does not exist in ${NS}; fix: create a ReadWriteMany claim`,
+      ),
+      /k8s_namespace|k8s_rbac|k8s_api|k8s_storage_class/,
+    );
   });
 
   it("the server refuses to start on kubernetes with the missing part's line", async () => {
-    const { kubeconfig, dir } = await setup({ storageClasses: [] });
-    const config = parseConfig({
-      STATE_ROOT: path.join(dir, "server"),
-      LOG_LEVEL: "silent",
-      WARREN_PROVIDER: "kubernetes",
-      WARREN_K8S_KUBECONFIG: kubeconfig,
-      WARREN_K8S_NAMESPACE: NS,
-    });
-    await assert.rejects(createServer(config, { defaultMetrics: false }), (err: Error) => {
-      assert.match(
-        err.message,
-        /cannot start: k8s_storage_class: the storage class standard does not exist; fix: /,
-      );
-      assert.doesNotMatch(err.message, /k8s_namespace|k8s_rbac|k8s_api|k8s_workspaces_claim/);
-      return true;
-    });
+    await refusesToStart(
+      { storageClasses: [] },
+      /cannot start: k8s_storage_class: the storage class standard does not exist; fix: /,
+      /k8s_namespace|k8s_rbac|k8s_api|k8s_workspaces_claim/,
+    );
   });
 });

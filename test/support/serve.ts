@@ -17,9 +17,24 @@ export const freePort = () =>
     });
   });
 
+/** An answer of the API. */
+export interface Answer {
+  status: number;
+  /** The body as JSON, when it is JSON. */
+  body: any;
+  text: string;
+}
+
 /** A `warren serve --stop-boxes` of the built CLI, running for a test. */
 export interface Served {
   base: string;
+  /** The API as the person `as` (the trusted header): a body is JSON, or sent as is with `type`. */
+  call(
+    method: string,
+    url: string,
+    body: object | string | undefined,
+    o: { as: string; type?: string },
+  ): Promise<Answer>;
   /** What it printed so far (for a failure's message). */
   log(): string;
   /** SIGTERM (SIGKILL after 20 s); it stops the boxes still running. */
@@ -82,7 +97,25 @@ export async function startServe(o: { stateRoot: string; env?: Record<string, st
     process.kill(child.pid, "SIGKILL");
     await exited;
   };
-  return { base, log: () => log, stop, kill };
+  const call: Served["call"] = async (method, url, body, o) => {
+    const r = await fetch(`${base}${url}`, {
+      method,
+      headers: {
+        "x-forwarded-email": o.as,
+        ...(body === undefined ? {} : { "content-type": o.type ?? "application/json" }),
+      },
+      body: body === undefined ? undefined : o.type && typeof body === "string" ? body : JSON.stringify(body),
+    });
+    const text = await r.text();
+    let json: unknown = undefined;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      // not JSON: the text is the answer
+    }
+    return { status: r.status, body: json, text };
+  };
+  return { base, log: () => log, stop, kill, call };
 }
 
 /**

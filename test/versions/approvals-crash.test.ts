@@ -13,12 +13,9 @@ import { boxSkipReason } from "../box/fixture.js";
 import { waitFor } from "../conversations/support.js";
 import { eventsOfType, TERMINAL_STATUSES } from "../support/agent-runs.js";
 import { builtCli, startServe, type Served } from "../support/serve.js";
+import { approvalAgent } from "./support.js";
 
 const OWNER = "owner@crash.test";
-const POLICY = [
-  `@id("reads") permit(principal, action, resource == Tool::"read_file");`,
-  `@id("writes") @approval("required") permit(principal, action, resource == Tool::"write_file");`,
-].join("\n");
 
 test(
   "SIGKILL while a call waits for its approval: the next server takes the run up, the call runs once",
@@ -30,31 +27,13 @@ test(
     const stateRoot = await mkdtemp(path.join(os.tmpdir(), "warren-apr-crash-"));
     const env = { BOX_IDLE_S: "3600" };
     let s: Served | undefined;
-    const call = async (method: string, url: string, body?: unknown, type = "application/json") => {
-      const r = await fetch(`${s!.base}${url}`, {
-        method,
-        headers: { "x-forwarded-email": OWNER, ...(body === undefined ? {} : { "content-type": type }) },
-        body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
-      });
-      const text = await r.text();
-      return { status: r.status, body: text ? JSON.parse(text) : undefined };
-    };
+    const call = (method: string, url: string, body?: object | string, type?: string) =>
+      s!.call(method, url, body, { as: OWNER, ...(type ? { type } : {}) });
     try {
       s = await startServe({ stateRoot, env });
       const org = (await call("POST", "/api/orgs", { name: "crash" })).body;
       const machine = (await call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
-      const agent = await call("POST", "/api/agents", {
-        org_id: org.id,
-        machine_id: machine.id,
-        name: "a",
-        kind: "assistant",
-        model: { provider: "script", name: "turns.json" },
-        tools: [
-          { type: "builtin", name: "read_file" },
-          { type: "builtin", name: "write_file" },
-        ],
-        tool_policy: POLICY,
-      });
+      const agent = await call("POST", "/api/agents", approvalAgent(org.id, machine.id, "a"));
       assert.equal(agent.status, 201, JSON.stringify(agent.body));
       const a = agent.body as { id: string };
       const turns = [

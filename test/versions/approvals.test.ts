@@ -13,11 +13,7 @@ import { schema } from "../../src/store/index.js";
 import { eventsOfType, putHomeFile, TERMINAL_STATUSES } from "../support/agent-runs.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { allEvents, waitFor } from "../conversations/support.js";
-
-const POLICY = [
-  `@id("reads") permit(principal, action, resource == Tool::"read_file");`,
-  `@id("writes") @approval("required") permit(principal, action, resource == Tool::"write_file");`,
-].join("\n");
+import { approvalAgent } from "./support.js";
 
 describe("approvals", { skip: boxSkipReason() ?? false }, () => {
   let t: TestServer;
@@ -26,18 +22,7 @@ describe("approvals", { skip: boxSkipReason() ?? false }, () => {
   let n = 0;
 
   const agentWith = async (turns: unknown[]) => {
-    const r = await t.call("POST", "/api/agents", {
-      org_id: org.id,
-      machine_id: machine.id,
-      name: `a${++n}`,
-      kind: "assistant",
-      model: { provider: "script", name: "turns.json" },
-      tools: [
-        { type: "builtin", name: "read_file" },
-        { type: "builtin", name: "write_file" },
-      ],
-      tool_policy: POLICY,
-    });
+    const r = await t.call("POST", "/api/agents", approvalAgent(org.id, machine.id, `a${++n}`));
     assert.equal(r.status, 201, JSON.stringify(r.body));
     await putHomeFile(t, r.body.id, "turns.json", JSON.stringify({ turns }));
     return r.body as { id: string };

@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
-import { builtCli, startServe, type Served } from "../support/serve.js";
+import { builtCli, startServe, type Answer, type Served } from "../support/serve.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 /** Where the tests' screenshots go. */
@@ -26,13 +26,6 @@ const FLAGS = [
   "--no-first-run",
   "--disable-background-networking",
 ];
-
-export interface Answer {
-  status: number;
-  /** The body as JSON, when it is JSON. */
-  body: any;
-  text: string;
-}
 
 export interface WebApp {
   base: string;
@@ -77,24 +70,8 @@ export async function startWebApp(
   }
   const base = serve.base;
 
-  const api: WebApp["api"] = async (method, url, body, o = {}) => {
-    const r = await fetch(`${base}${url}`, {
-      method,
-      headers: {
-        "x-forwarded-email": o.as ?? OWNER,
-        ...(body === undefined ? {} : { "content-type": o.type ?? "application/json" }),
-      },
-      body: body === undefined ? undefined : o.type && typeof body === "string" ? body : JSON.stringify(body),
-    });
-    const text = await r.text();
-    let json: unknown = undefined;
-    try {
-      json = text ? JSON.parse(text) : undefined;
-    } catch {
-      // not JSON: the text is the answer
-    }
-    return { status: r.status, body: json, text };
-  };
+  const api: WebApp["api"] = (method, url, body, o = {}) =>
+    serve.call(method, url, body, { as: o.as ?? OWNER, ...(o.type ? { type: o.type } : {}) });
 
   const person: WebApp["person"] = async (email = OWNER, o = {}) => {
     const dir = await mkdtemp(path.join(os.tmpdir(), "warren-web-profile-"));
