@@ -1,7 +1,16 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { UsageSample } from "../boxes/index.js";
-import { CALM_MS, limitHeld, nextPressure, pidsLowWater, pidsMargin, pidsShare } from "./health.js";
+import {
+  CALM_MS,
+  climbRunaway,
+  limitHeld,
+  nextClimb,
+  nextPressure,
+  pidsLowWater,
+  pidsMargin,
+  pidsShare,
+} from "./health.js";
 
 const sample = (o: Partial<UsageSample> = {}): UsageSample => ({
   cpuSeconds: 0,
@@ -80,4 +89,44 @@ test("limitHeld: memory when the OOM killer struck, or near the limit and pressi
   // pressing but far below (a tighter per-command limit): not the box's limit
   assert.equal(limitHeld(sample({ memoryLimitHits: 9 }), sample({ memoryLimitHits: 1 }), 0), null);
   assert.equal(limitHeld(sample({ memoryLimitBytes: null, pidsLimit: null }), undefined, 3), null);
+});
+
+test("nextClimb: starts at a share of the limit, keeps its start above half of it, ends after a calm stretch", () => {
+  const L = 4096;
+  const share = pidsShare(L); // 410
+  assert.equal(nextClimb(undefined, share - 1, L, 0), undefined, "below the share: no climb");
+  const c1 = nextClimb(undefined, share, L, 1000);
+  assert.deepEqual(c1, { since: 1000, low: share });
+  const c2 = nextClimb(c1, 3000, L, 2000);
+  assert.deepEqual(c2, { since: 1000, low: share }, "a higher count keeps the start and the low");
+  const c3 = nextClimb(c2, Math.ceil(share / 2), L, 3000);
+  assert.deepEqual(
+    c3,
+    { since: 1000, low: Math.ceil(share / 2) },
+    "a dip above half the share keeps the start",
+  );
+  const c4 = nextClimb(c3, 5, L, 4000);
+  assert.equal(c4?.since, 1000);
+  assert.equal(c4?.calmSince, 4000, "below half the share: calming");
+  const c5 = nextClimb(c4, 5, L, 4000 + CALM_MS - 1);
+  assert.equal(c5?.calmSince, 4000);
+  assert.equal(nextClimb(c5, 5, L, 4000 + CALM_MS), undefined, "calm for CALM_MS: over");
+  // coming back before the calm stretch ends is the same climb
+  assert.deepEqual(nextClimb(c4, share, L, 5000), { since: 1000, low: Math.ceil(share / 2) });
+});
+
+test("climbRunaway: the whole window at a share, and doubled meanwhile or the box at its limit", () => {
+  const L = 4096;
+  const w = 20_000;
+  const c = { since: 0, low: 500 };
+  assert.equal(climbRunaway(c, 1000, L, false, w, w - 1), false, "not for the whole window yet");
+  assert.equal(climbRunaway(c, 1000, L, false, w, w), true, "doubled from its low: a bomb on its way up");
+  assert.equal(
+    climbRunaway(c, 999, L, false, w, w),
+    false,
+    "a steady pool (a server's threads) is left alone",
+  );
+  assert.equal(climbRunaway(c, 999, L, true, w, w), true, "with the box at its pids limit");
+  assert.equal(climbRunaway(c, 300, L, true, w, w), false, "not while below the share");
+  assert.equal(climbRunaway({ ...c, calmSince: 10 }, 1000, L, true, w, w), false, "not while calming down");
 });

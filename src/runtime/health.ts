@@ -119,6 +119,55 @@ function calmForks(w: MachineWatch, name: string): void {
   if (f) f.since = f.last = undefined;
 }
 
+/**
+ * One command tree holding a share of the box's pids limit (pidsShare): since when, the
+ * fewest processes it held since then, and since when it has been back below half that
+ * share (the episode ends after CALM_MS of it).
+ */
+export interface ClimbWatch {
+  since: number;
+  low: number;
+  calmSince?: number | undefined;
+}
+
+/**
+ * A tree's climb after a sample of `pids` processes, given the pids limit `limit` (null:
+ * none): it starts at a share of the limit, keeps its start while the tree stays above
+ * half that share, and ends once it has stayed below for CALM_MS.
+ */
+export function nextClimb(
+  prev: ClimbWatch | undefined,
+  pids: number,
+  limit: number,
+  now: number,
+): ClimbWatch | undefined {
+  const share = pidsShare(limit);
+  if (pids >= share)
+    return prev ? { since: prev.since, low: Math.min(prev.low, pids) } : { since: now, low: pids };
+  if (!prev) return undefined;
+  if (pids >= share / 2) return { since: prev.since, low: Math.min(prev.low, pids) };
+  const calmSince = prev.calmSince ?? now;
+  return now - calmSince >= CALM_MS ? undefined : { ...prev, calmSince };
+}
+
+/**
+ * Whether a climbing tree is a runaway: it has held a share of the limit for the whole
+ * window (not calming down) and meanwhile either doubled from its lowest count (still
+ * growing toward the limit: a bomb, however slowly its forks come on a loaded host) or
+ * brought the box to its pids limit. A steady pool (a server's threads) is neither.
+ */
+export function climbRunaway(
+  c: ClimbWatch,
+  pids: number,
+  limit: number,
+  boxAtPids: boolean,
+  windowMs: number,
+  now: number,
+): boolean {
+  if (c.calmSince !== undefined || now - c.since < windowMs || pids < pidsShare(limit)) return false;
+  return boxAtPids || pids >= 2 * c.low;
+}
+
 interface MachineWatch {
   at: number;
   usage: BoxUsage;
@@ -126,6 +175,7 @@ interface MachineWatch {
   oomSeen: Map<string, number>;
   oomTimes: Map<string, number[]>;
   forks: Map<string, ForkWatch>;
+  climbs: Map<string, ClimbWatch>;
   lastPing: number;
 }
 
@@ -260,6 +310,7 @@ export class BoxHealth {
         oomSeen: new Map(),
         oomTimes: new Map(),
         forks: new Map(),
+        climbs: new Map(),
         lastPing: now,
       };
       if (now - w.lastPing >= o.keepaliveMs) w.lastPing = now;
@@ -295,7 +346,15 @@ export class BoxHealth {
         }
         w.forks.set(c.name, f);
       }
-      for (const map of [w.oomSeen, w.oomTimes, w.forks])
+      // trees holding a share of the pids limit, and since when
+      const agentsLimit = usage.agents.pidsLimit;
+      for (const c of usage.commands) {
+        const next =
+          agentsLimit === null ? undefined : nextClimb(w.climbs.get(c.name), c.pids, agentsLimit, now);
+        if (next) w.climbs.set(c.name, next);
+        else w.climbs.delete(c.name);
+      }
+      for (const map of [w.oomSeen, w.oomTimes, w.forks, w.climbs])
         for (const name of [...map.keys()]) if (!present.has(name)) map.delete(name);
       o.gone(l.machineId, present);
 
@@ -315,6 +374,22 @@ export class BoxHealth {
         w.oomTimes.delete(name);
       }
       const stopped = new Set(events.filter((e) => e.machineId === m.id).map((e) => e.command));
+      // a tree climbing toward the pids limit for the whole window: stopped from where its
+      // climb began, not from when it reached the limit (a bomb's forks can take longer to
+      // get there than the window itself on a loaded host)
+      if (agentsLimit !== null) {
+        const boxAtPids = w.atLimit?.limit === "pids" && w.atLimit.calmSince === undefined;
+        for (const [name, climb] of w.climbs) {
+          const c = usage.commands.find((x) => x.name === name);
+          if (!c || stopped.has(name) || !climbRunaway(climb, c.pids, agentsLimit, boxAtPids, windowMs, now))
+            continue;
+          events.push(await this.#stop(m, c, "pids", "held", (now - climb.since) / 1000, now, climb.low));
+          stopped.add(name);
+          calmForks(w, name);
+          w.climbs.delete(name);
+        }
+        if (w.atLimit?.limit === "pids" && stopped.size > 0) w.atLimit = undefined;
+      }
       // trees holding the box at a limit for too long
       // (not while the box is calming down: what held it may have ended by itself)
       if (w.atLimit && w.atLimit.calmSince === undefined && now - w.atLimit.since >= windowMs) {
@@ -328,7 +403,6 @@ export class BoxHealth {
         if (victims.length) w.atLimit = undefined;
       }
       // a tree whose forks keep being refused (at the box's limit or its own) for too long
-      const agentsLimit = usage.agents.pidsLimit;
       for (const [name, f] of w.forks) {
         if (f.since === undefined || now - f.since < windowMs || stopped.has(name)) continue;
         const c = usage.commands.find((x) => x.name === name);
@@ -373,6 +447,8 @@ export class BoxHealth {
     reason: RunawayReason,
     heldS: number,
     now: number,
+    /** For a climb: the fewest processes the tree held since it reached a share of the limit. */
+    climbedFrom?: number,
   ): Promise<RunawayEvent> {
     const o = this.#o;
     const owner = o.ownerOf(m.id, c.name);
@@ -391,7 +467,9 @@ export class BoxHealth {
         ? `was hit by the OOM killer ${OOM_KILLS_RUNAWAY} times within ${m.after} s`
         : reason === "forks"
           ? `kept having its forks refused for ${round(heldS, 1)} s (allowed: ${m.after} s)`
-          : `held the box at its ${limit} limit for ${round(heldS, 1)} s (allowed: ${m.after} s)`;
+          : climbedFrom !== undefined
+            ? `held a tenth or more of the box's pids limit for ${round(heldS, 1)} s (allowed: ${m.after} s), climbing from ${climbedFrom} to ${c.pids} processes`
+            : `held the box at its ${limit} limit for ${round(heldS, 1)} s (allowed: ${m.after} s)`;
     const detail = `stopped ${who}: it ${why}; ${c.pids} processes, ${c.memoryBytes} bytes of memory, ${
       c.pidsLimitHits
     } forks refused${failure ? `; freezing and killing failed: ${failure}` : `; frozen and killed: ${ended} processes ended`}`;

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { boxSkipReason } from "../box/fixture.js";
+import { loadCores, type CoreLoad } from "../support/load.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 // perl forks until the pids limit refuses, and keeps trying; every child sleeps
@@ -394,5 +395,76 @@ describe("runaway shapes on a loaded box", { skip: boxSkipReason() ?? false }, (
       await t.call("PATCH", `/api/machines/${m.id}`, { runaway_after_s: AFTER_S });
     }
     await settled();
+  });
+});
+
+// The classic bomb in an exec's foreground at the default pids limit (4096), on a host
+// whose cores another process keeps busy: a bash bomb takes longer than the window to
+// reach that limit there, so the tree is stopped from when it began to climb, not from
+// when it reached the limit. The promise: back under 50 processes within
+// runaway_after_s + 15 s of the exec's answer, with a runaway event.
+describe("the classic bomb at the default limit on a loaded host", { skip: boxSkipReason() ?? false }, () => {
+  const AFTER = 20;
+  let t: TestServer;
+  let m: { id: string };
+  let a: { id: string };
+  let load: CoreLoad | undefined;
+
+  before(async () => {
+    t = await startTestServer({ env: { BOX_HEALTH_MS: "500" } });
+    const org = (await t.call("POST", "/api/orgs", { name: "classic" })).body;
+    m = (await t.call("POST", "/api/machines", { org_id: org.id, name: "classic", runaway_after_s: AFTER }))
+      .body;
+    a = (await t.call("POST", "/api/agents", { org_id: org.id, machine_id: m.id, name: "a" })).body;
+  });
+  after(async () => {
+    try {
+      await load?.stop();
+      await t.call("POST", `/api/machines/${m.id}/stop`, {});
+    } finally {
+      await t.close();
+    }
+  });
+
+  test("stopped within runaway_after_s + 15 s of the exec's answer while the cores are busy", async () => {
+    const started = await t.call("POST", `/api/agents/${a.id}/exec`, { command: "true" });
+    assert.equal(started.status, 200, JSON.stringify(started.body));
+    load = loadCores();
+    const r = await t.call("POST", `/api/agents/${a.id}/exec`, {
+      command: ":(){ :|:& };: ; sleep 2; echo survived",
+      timeout_ms: 60_000,
+    });
+    const answered = Date.now();
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.stdout, "survived\n", "the bomb's parent returned and the exec answered");
+    const machine = async () => (await t.call("GET", `/api/machines/${m.id}`)).body;
+    let peak = 0;
+    let last: { pids: number; events: { type: string; detail: string; data: Record<string, unknown> }[] } = {
+      pids: -1,
+      events: [],
+    };
+    const deadline = answered + (AFTER + 15) * 1000;
+    for (;;) {
+      const x = await machine();
+      last = { pids: x.box.usage?.pids ?? -1, events: x.box.events };
+      peak = Math.max(peak, last.pids);
+      const runaway = last.events.find((e) => e.type === "runaway");
+      if (runaway && last.pids >= 0 && last.pids < 50) {
+        assert.equal(runaway.data.agent_id, a.id);
+        assert.equal(runaway.data.limit, "pids");
+        assert.ok(Number(runaway.data.ended) > 50, runaway.detail);
+        break;
+      }
+      if (Date.now() > deadline)
+        assert.fail(
+          `${last.pids} processes ${((Date.now() - answered) / 1000).toFixed(1)} s after the answer (peak ${peak}); events: ${JSON.stringify(last.events)}`,
+        );
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    assert.ok(peak > 50, `the bomb grew (peak ${peak})`);
+    await load.stop();
+    // the box is still up and the next command works
+    const next = await t.call("POST", `/api/agents/${a.id}/exec`, { command: "echo next" });
+    assert.equal(next.body.stdout, "next\n");
   });
 });
