@@ -1,7 +1,7 @@
 // `warren serve`: parse the environment, compose the server, listen, stop on a signal.
 import { BootCheckError, report, runChecks } from "./boot/checks.js";
 import { StateLockError } from "./boot/lock.js";
-import { createProvider } from "./boxes/index.js";
+import { createProvider, ociRuntimeReport } from "./boxes/index.js";
 import { ConfigError, parseConfig } from "./config/index.js";
 import { statePaths } from "./config/paths.js";
 import { MasterKeyError, resolveMasterKey } from "./secrets/master-key.js";
@@ -124,6 +124,15 @@ export async function doctor(
     config.WARREN_ALLOW_DEGRADED,
   );
   await out(`${report(results)}\n`);
+  // the oci provider's runtime is its check (oci_runtime); on another, what oci would use
+  if (provider.name !== "oci")
+    await out(
+      `oci runtime (WARREN_PROVIDER=oci): ${await ociRuntimeReport({
+        socket: config.WARREN_OCI_SOCKET,
+        image: config.WARREN_OCI_IMAGE,
+        wanted: config.WARREN_OCI_RUNTIME,
+      })}\n`,
+    );
   const refused = results.filter((r) => !r.ok && !r.accepted);
   await out(
     refused.length === 0

@@ -25,6 +25,7 @@ export function createProvider(
         Config,
         | "WARREN_OCI_SOCKET"
         | "WARREN_OCI_IMAGE"
+        | "WARREN_OCI_RUNTIME"
         | "WARREN_K8S_KUBECONFIG"
         | "WARREN_K8S_NAMESPACE"
         | "WARREN_K8S_IMAGE"
@@ -53,6 +54,7 @@ export function createProvider(
         workspacesRoot,
         socket: config.WARREN_OCI_SOCKET ?? "/run/warren-oci/podman.sock",
         image: config.WARREN_OCI_IMAGE ?? "warren-box:latest",
+        runtime: config.WARREN_OCI_RUNTIME,
         logger: paths.logger,
         ...(paths.orphanAfterS === undefined ? {} : { orphanAfterS: paths.orphanAfterS }),
       });

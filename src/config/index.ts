@@ -19,9 +19,11 @@ export const BOOT_CHECK_NAMES = [
   "policy",
   "workspace_class_exists",
   "workspaces",
-  // WARREN_PROVIDER=oci: the engine answers at WARREN_OCI_SOCKET, the boxes' image exists
+  // WARREN_PROVIDER=oci: the engine answers at WARREN_OCI_SOCKET, the boxes' image exists, an
+  // OCI runtime of the engine's runs a box on this host (WARREN_OCI_RUNTIME)
   "oci_engine",
   "oci_image",
+  "oci_runtime",
   // WARREN_PROVIDER=kubernetes: the API server answers, the namespace and the storage class
   // exist, the workspaces claim exists and is ReadWriteMany, RBAC allows what warren does
   "k8s_api",
@@ -31,6 +33,10 @@ export const BOOT_CHECK_NAMES = [
   "k8s_rbac",
 ] as const;
 export type BootCheckName = (typeof BOOT_CHECK_NAMES)[number];
+
+/** The OCI runtimes WARREN_OCI_RUNTIME may name (unset or empty: the first the host can run). */
+export const OCI_RUNTIMES = ["runc", "crun"] as const;
+export type OciRuntime = (typeof OCI_RUNTIMES)[number];
 
 const bool = z
   .enum(["0", "1", "true", "false", ""])
@@ -143,6 +149,17 @@ export const configSchema = z
       .refine((v) => /^[a-z0-9][a-z0-9._/:-]*$/.test(v), {
         message: "WARREN_OCI_IMAGE must be an image name such as warren-box:latest (scripts/oci.sh image)",
       }),
+    /**
+     * The OCI runtime boxes run with on WARREN_PROVIDER=oci: runc or crun; unset or empty, the
+     * first the host can run (the engine's default, then runc, then crun), found by running a
+     * container with each (src/boxes/oci/runtime.ts). scripts/oci.sh service reads it too.
+     */
+    WARREN_OCI_RUNTIME: z
+      .enum([...OCI_RUNTIMES, ""], {
+        message: `WARREN_OCI_RUNTIME must be one of ${OCI_RUNTIMES.join(", ")}, or empty for the first the host can run`,
+      })
+      .optional()
+      .transform((v) => (v === "" ? undefined : v)),
     /** WARREN_PROVIDER=kubernetes: a kubeconfig file; unset, the server's own in-cluster account. */
     WARREN_K8S_KUBECONFIG: z
       .string()

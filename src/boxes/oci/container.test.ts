@@ -72,6 +72,11 @@ test("boxd is the container's first process, through box-userns, with a local bo
   assert.equal(containerName("mch_1"), "warren-box-mch_1");
 });
 
+test("the OCI runtime found is asked for by name; none found, the engine's default", () => {
+  assert.equal(containerConfig(spec, { ...parts, runtime: "runc" }).HostConfig.Runtime, "runc");
+  assert.equal("Runtime" in containerConfig(spec, parts).HostConfig, false);
+});
+
 test("privileges, network and limits", () => {
   const h = containerConfig(spec, parts).HostConfig;
   assert.deepEqual(h.CapDrop, ["ALL"]);

@@ -21,6 +21,8 @@ export interface ContainerParts {
   seccompFile: string;
   socketDir: string;
   callsDir: string;
+  /** The OCI runtime (./runtime.ts), asked for by name: Docker honours it, Podman's service runs its own. */
+  runtime?: string | undefined;
   cgroups: { name: string; dir: string }[];
   cgroupVersion: 1 | 2;
   boxRootId: number;
@@ -52,6 +54,7 @@ export interface ContainerCreate {
   Labels: Record<string, string>;
   NetworkDisabled: boolean;
   HostConfig: {
+    Runtime?: string;
     NetworkMode: "none";
     CapDrop: string[];
     CapAdd: string[];
@@ -145,6 +148,7 @@ export function containerConfig(spec: BoxSpec, p: ContainerParts): ContainerCrea
     Labels: { ...spec.labels },
     NetworkDisabled: true,
     HostConfig: {
+      ...(p.runtime ? { Runtime: p.runtime } : {}),
       NetworkMode: "none",
       CapDrop: ["ALL"],
       CapAdd: [...BOXD_CAPS],

@@ -52,6 +52,14 @@ import { hostSeccompArch } from "../local/seccomp.js";
 import { containerConfig, containerName } from "./container.js";
 import { Engine } from "./engine.js";
 import { ociProbes } from "./checks.js";
+import {
+  explainStartFailure,
+  forgetRuntime,
+  keptRuntime,
+  noRuntimeError,
+  type OciRuntime,
+  type RuntimeChoice,
+} from "./runtime.js";
 import { containerFreezerDirs } from "./freezer.js";
 import { claimWarmContainer, updateLimits } from "./warm.js";
 import { KeyedLock } from "../lock.js";
@@ -64,6 +72,8 @@ export interface OciProviderOptions {
   socket: string;
   /** The boxes' image (WARREN_OCI_IMAGE, built by scripts/oci.sh image). */
   image: string;
+  /** The OCI runtime (WARREN_OCI_RUNTIME); unset, the first the engine runs a box with (./runtime.ts). */
+  runtime?: OciRuntime | undefined;
   cgroupParent?: string;
   boxdBinary?: string;
   orphanAfterS?: number;
@@ -95,6 +105,7 @@ export class OciProvider implements BoxProvider {
   private readonly logger: LoggerLike | undefined;
   private readonly boxFiles: BoxFiles;
   private readonly locks = new KeyedLock();
+  private readonly wantedRuntime: OciRuntime | undefined;
 
   constructor(o: OciProviderOptions) {
     const stateRoot = path.resolve(o.stateRoot);
@@ -104,6 +115,7 @@ export class OciProvider implements BoxProvider {
     this.native = path.join(packageRoot, "dist", "native");
     this.boxdBinary = path.resolve(o.boxdBinary ?? path.join(this.native, "boxd"));
     this.image = o.image;
+    this.wantedRuntime = o.runtime;
     this.cgroupParent = o.cgroupParent ?? "warren-oci";
     this.orphanAfterS = o.orphanAfterS ?? 300;
     this.startTimeoutMs = o.startTimeoutMs ?? 20_000;
@@ -384,7 +396,12 @@ export class OciProvider implements BoxProvider {
   }
 
   hostProbes(): Record<string, HostProbe> {
-    return ociProbes(this.engine, this.image);
+    return ociProbes(this.engine, this.image, () => this.runtime());
+  }
+
+  /** The OCI runtime boxes run with (./runtime.ts: found once per engine, image and wish in a process). */
+  runtime(): Promise<RuntimeChoice> {
+    return keptRuntime(this.engine, this.image, this.wantedRuntime);
   }
 
   // ---- the thin part that runs things ----------------------------------------------
@@ -421,6 +438,8 @@ export class OciProvider implements BoxProvider {
         throw new WarrenError("box.unavailable", `the ${what} ${file} is missing; run \`npm run build\``);
     const arch = hostSeccompArch();
     if (!arch) throw new WarrenError("box.unavailable", `no seccomp table for ${process.arch}`);
+    const runtime = await this.runtime();
+    if (!runtime.runtime) throw noRuntimeError(runtime);
     const plan = this.plan(rec);
     applyPlan(plan);
     delegateCgroups(plan.delegate, BOX_ROOT_HOST_ID);
@@ -436,6 +455,7 @@ export class OciProvider implements BoxProvider {
       seccompFile,
       socketDir,
       callsDir,
+      runtime: runtime.runtime,
       cgroups: plan.agents,
       cgroupVersion: plan.version,
       boxRootId: BOX_ROOT_HOST_ID,
@@ -480,14 +500,18 @@ export class OciProvider implements BoxProvider {
       await this.end(started).catch(() => undefined);
       await writeBoxRecord(dir, { ...started, state: "stopped", startedAt: null });
       this.logger?.error(`box ${id} failed to start: ${(err as Error).message}`);
+      // the runtime kept may have stopped working (the service started again with another)
+      if (/OCI runtime/i.test((err as Error).message))
+        forgetRuntime(this.engine, this.image, this.wantedRuntime);
+      const fix = explainStartFailure((err as Error).message);
       throw new WarrenError(
         "box.unavailable",
-        `box ${id} did not start: ${(err as Error).message}${logs ? `; log: ${logs}` : ""}`,
+        `box ${id} did not start: ${(err as Error).message}${fix ? ` (${fix})` : ""}${logs ? `; log: ${logs}` : ""}`,
         undefined,
         { cause: err },
       );
     }
-    this.logger?.info(`box ${id} started in container ${containerName(id)}`);
+    this.logger?.info(`box ${id} started in container ${containerName(id)} (runtime ${runtime.runtime})`);
     return this.handle(started, "running");
   }
 }

@@ -7,7 +7,7 @@ export const doctor = defineSingle(
   "check this host for what boxes need",
   defineCommand({
     summary:
-      "print the server's boot checks on this host (bubblewrap, namespaces, cgroups, Landlock, seccomp, fs.protected_symlinks, the state tree); exits 1 when the server would refuse to start",
+      "print the server's boot checks on this host (bubblewrap, namespaces, cgroups, Landlock, seccomp, fs.protected_symlinks, the state tree; on oci the engine, the image and the OCI runtime in use) and the OCI runtime oci would use; exits 1 when the server would refuse to start",
     parse: () => ({}),
     run: async (ctx) => {
       const { doctor: check } = await import("../../main.js");
