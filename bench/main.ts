@@ -502,6 +502,84 @@ async function warren(): Promise<void> {
   await api.ok("POST", `/api/machines/${m.id}/stop`);
 
   await density(t, api);
+  await duringBomb(api, org.id, warm.p50);
+}
+
+/** How long after a classic bomb's exec answers its machine must be back under 50 processes. */
+const BOMB_AFTER_S = 20;
+const BOMB_WITHIN_S = BOMB_AFTER_S + 15;
+
+/**
+ * The classic fork bomb in an exec's foreground on one machine (runaway_after_s 20, the
+ * default 4096 pids): the time from the exec's answer until that machine is back under 50
+ * processes with a runaway event, and meanwhile warm execs of another agent on another
+ * machine, one after another (a bomb must not starve the server or the host's other boxes).
+ */
+async function duringBomb(api: Api, orgId: string, quietP50: number): Promise<void> {
+  log(
+    `bomb: the classic fork bomb on one machine (runaway_after_s ${BOMB_AFTER_S}), execs on another meanwhile`,
+  );
+  const bm = await api.ok("POST", "/api/machines", {
+    org_id: orgId,
+    name: "bomb",
+    runaway_after_s: BOMB_AFTER_S,
+  });
+  const calm = await api.ok("POST", "/api/machines", { org_id: orgId, name: "calm" });
+  const ba = await api.ok("POST", "/api/agents", {
+    org_id: orgId,
+    machine_id: bm.id,
+    name: "bomber",
+    max_workspace_mib: 64,
+  });
+  const ca = await api.ok("POST", "/api/agents", {
+    org_id: orgId,
+    machine_id: calm.id,
+    name: "calm",
+    max_workspace_mib: 64,
+  });
+  try {
+    await api.exec(ba.id);
+    await api.exec(ca.id);
+    const bomb = api.ok("POST", `/api/agents/${ba.id}/exec`, {
+      command: ":(){ :|:& };: ; sleep 2; echo survived",
+      timeout_ms: 120_000,
+    });
+    let answeredAt = NaN;
+    void bomb.then(() => (answeredAt = performance.now()));
+    const during: number[] = [];
+    let backAt = NaN;
+    const deadline = performance.now() + 180_000;
+    while (Number.isNaN(backAt) && performance.now() < deadline) {
+      const t0 = performance.now();
+      await api.exec(ca.id);
+      during.push(performance.now() - t0);
+      if (Number.isNaN(answeredAt)) continue;
+      const x = await api.ok("GET", `/api/machines/${bm.id}`);
+      const stopped = (x.box.events as { type: string }[]).some((e) => e.type === "runaway");
+      if (stopped && x.box.usage && x.box.usage.pids < 50) backAt = performance.now();
+    }
+    await bomb;
+    const back = (backAt - answeredAt) / 1000;
+    const s = summarize(during);
+    timeRow(
+      "warren warm exec on another machine during a fork bomb",
+      s,
+      { target: `p50 ≤ 4× the quiet p50 (${fmt(quietP50)} ms)`, met: yesNo(s.p50 <= 4 * quietP50) },
+      { quiet_p50_ms: quietP50 },
+    );
+    rows.push({
+      what: "  the bomb's machine back under 50 processes after the exec answered (s)",
+      p50: Number.isNaN(back) ? "never" : back.toFixed(1),
+      p99: "",
+      vsFloor: "",
+      target: `≤ ${BOMB_WITHIN_S} s`,
+      met: yesNo(back <= BOMB_WITHIN_S),
+      data: { back_s: back, runaway_after_s: BOMB_AFTER_S, target_s: BOMB_WITHIN_S },
+    });
+  } finally {
+    await api.call("POST", `/api/machines/${bm.id}/stop`);
+    await api.call("POST", `/api/machines/${calm.id}/stop`);
+  }
 }
 
 async function density(t: TestServer, api: Api): Promise<void> {

@@ -19,8 +19,25 @@ echo "== migrations"; scripts/check-migrations.sh
 export WARREN_TEST_HARNESS_DIR=${WARREN_TEST_HARNESS_DIR:-$PWD/.state/harness}
 scripts/harness.sh "$WARREN_TEST_HARNESS_DIR" codex claude-code opencode
 
+# each file's time, for the 15 slowest printed at the end (scripts/test-times.mjs)
+export WARREN_TEST_TIMES=$PWD/.state/test-times.tsv
+mkdir -p .state && : >"$WARREN_TEST_TIMES"
+reporters=(--test-reporter=tap --test-reporter-destination=stdout
+  --test-reporter=./scripts/test-times.mjs --test-reporter-destination=/dev/null)
+slowest() {
+  [[ -s $WARREN_TEST_TIMES ]] || return 0
+  echo "== the 15 slowest test files (seconds, summed over the phases)"
+  awk -F'\t' '{t[$2] += $1} END {for (f in t) printf "%8.1f  %s\n", t[f] / 1000, f}' "$WARREN_TEST_TIMES" |
+    sort -rn | head -15
+}
+suite_start=$SECONDS
+
 read -r url pgdir _pid < <(scripts/pg-start.sh)
-cleanup() { scripts/pg-stop.sh "$pgdir"; }
+cleanup() {
+  slowest
+  echo "== the suite took $((SECONDS - suite_start)) s"
+  scripts/pg-stop.sh "$pgdir"
+}
 trap cleanup EXIT
 echo "== PostgreSQL started for the suite"
 export WARREN_TEST_DATABASE_URL=$url
@@ -28,13 +45,13 @@ export WARREN_REQUIRE_POSTGRES=1
 
 files=(${TEST_FILES:-src/**/*.test.ts test/**/*.test.ts})
 echo "== tests (${#files[@]} files)"
-node --import tsx --test --test-concurrency="${TEST_CONCURRENCY:-2}" --test-timeout=600000 "${files[@]}"
+node --import tsx --test "${reporters[@]}" --test-concurrency="${TEST_CONCURRENCY:-2}" --test-timeout=600000 "${files[@]}"
 
 if [[ -z ${TEST_FILES:-} ]]; then
   echo "== box tests against boxd with AddressSanitizer and UndefinedBehaviorSanitizer"
   node scripts/build-native.mjs --sanitize
   # boxes run dist/native/boxd-asan; a report aborts it and fails the test (test/box/fixture.ts)
-  WARREN_TEST_SANITIZE=1 node --import tsx --test --test-concurrency=1 --test-timeout=600000 \
+  WARREN_TEST_SANITIZE=1 node --import tsx --test "${reporters[@]}" --test-concurrency=1 --test-timeout=600000 \
     test/box/box.test.ts test/box/pty.test.ts test/hostile/hostile.test.ts
 fi
 
@@ -47,7 +64,7 @@ if [[ -z ${TEST_FILES:-} ]]; then
     trap 'kill "$oci_pid"; cleanup' EXIT
     scripts/oci.sh image warren-box:latest
     WARREN_PROVIDER=oci WARREN_OCI_SOCKET=$oci_socket WARREN_OCI_IMAGE=warren-box:latest \
-      node --import tsx --test --test-concurrency=1 --test-timeout=600000 \
+      node --import tsx --test "${reporters[@]}" --test-concurrency=1 --test-timeout=600000 \
       test/box/*.test.ts test/api/exec.test.ts test/api/pause.test.ts test/homes/files-api.test.ts \
       test/runs/runs.test.ts test/terminal/shell.test.ts test/egress/record.test.ts \
       test/secrets/secrets.test.ts test/hostile/apart.test.ts test/hostile/egress-wall.test.ts \
