@@ -1,12 +1,14 @@
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
-import { statSync } from "node:fs";
+import { once } from "node:events";
+import { closeSync, constants, openSync, statSync } from "node:fs";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, afterEach, beforeEach, describe, it } from "node:test";
+import { Worker } from "node:worker_threads";
 import { isWarrenError } from "../errors.js";
-import { HomeMeter, toMib } from "./measure.js";
+import { HomeMeter, startWorker, toMib } from "./measure.js";
 import { walk } from "./walk.js";
 
 const meter = new HomeMeter({ threads: 2 });
@@ -31,6 +33,21 @@ function du(dir: string): number {
 }
 
 const MIB = 1024 * 1024;
+
+const isMeasureError = (err: unknown): boolean => isWarrenError(err) && err.code === "workspace.measure";
+
+/**
+ * A stand-in measurement worker: reports ready like the real one, then runs `onTask` (plain
+ * JavaScript with `fs` and `workerData` in scope) for each task and never answers it.
+ */
+function standIn(onTask: string, workerData?: unknown): Worker {
+  const source = `
+    const { parentPort, workerData } = require("node:worker_threads");
+    const fs = require("node:fs");
+    parentPort.on("message", () => { ${onTask} });
+    parentPort.postMessage({ type: "ready" });`;
+  return new Worker(source, { eval: true, workerData });
+}
 
 describe("measure", () => {
   it("matches du -s -B1 -x on a sample tree (nested folders, sparse file, links of both kinds)", async () => {
@@ -116,9 +133,169 @@ describe("measure", () => {
       for (let f = 0; f < 50; f++) await fs.writeFile(path.join(home, `d${a}/e/f${f}`), "x");
     }
     const rm = spawn("rm", ["-rf", ...Array.from({ length: 40 }, (_, a) => path.join(home, `d${a}`))]);
+    // listened for at once: rm may well end before the measurements do
+    const rmEnded = once(rm, "exit");
     const results = await Promise.all([meter.measure(home), meter.measure(home), meter.measure(home)]);
-    await new Promise((resolve) => rm.once("exit", resolve));
+    await rmEnded;
     for (const r of results) assert.ok(r.bytes > 0);
+  });
+
+  it("every measurement ends while folders and files are removed and swapped for links, round after round", async () => {
+    const outside = path.join(base, "outside");
+    await fs.mkdir(outside);
+    await fs.writeFile(path.join(outside, "big"), Buffer.alloc(8 * MIB, 1));
+    const N = 8;
+    const build = async (d: string): Promise<void> => {
+      await fs.mkdir(path.join(d, "e/g/h"), { recursive: true });
+      for (let f = 0; f < 8; f++) await fs.writeFile(path.join(d, `e/f${f}`), "x");
+    };
+    const rm = (p: string): Promise<void> => fs.rm(p, { recursive: true, force: true });
+    // Each change hits one folder d<i> of the home while the walkers may be inside it.
+    const changes: ((d: string, moved: string) => Promise<void>)[] = [
+      (d) => rm(d), // a folder vanishes
+      async (d, moved) => {
+        // moved out of the home, a link to where it went left in its place
+        await fs.rename(d, moved);
+        await fs.symlink(moved, d);
+      },
+      async (d) => {
+        // a folder inside swapped for a link out of the home
+        await rm(path.join(d, "e"));
+        await fs.symlink(outside, path.join(d, "e"));
+      },
+      async (d) => {
+        await rm(path.join(d, "e/g"));
+        await fs.symlink("/", path.join(d, "e/g"));
+      },
+      async (d) => {
+        // files swapped for a link that loops and a link to a big file outside
+        await rm(path.join(d, "e/f1"));
+        await fs.symlink("f1", path.join(d, "e/f1"));
+        await rm(path.join(d, "e/f2"));
+        await fs.symlink(path.join(outside, "big"), path.join(d, "e/f2"));
+      },
+      async (d) => {
+        // a folder becomes a file, then a link to itself
+        await rm(d);
+        await fs.writeFile(d, "now a file");
+        await rm(d);
+        await fs.symlink(d, d);
+      },
+      async (d) => {
+        // a folder inside becomes a file
+        await rm(path.join(d, "e/g"));
+        await fs.writeFile(path.join(d, "e/g"), "x");
+      },
+    ];
+    for (let i = 0; i < N; i++) await build(path.join(home, `d${i}`));
+    let stop = false;
+    let changed = 0;
+    const mutators = Array.from({ length: N }, async (_, i) => {
+      const d = path.join(home, `d${i}`);
+      const moved = path.join(base, `moved${i}`);
+      for (let k = i; !stop; k++) {
+        await changes[k % changes.length]!(d, moved);
+        changed++;
+        await rm(d);
+        await rm(moved);
+        await build(d);
+      }
+    });
+    let rounds = 0;
+    try {
+      // Until the tree has changed many times under the walkers (a count, not a duration).
+      while (rounds < 25 || changed < 25 * N) {
+        const results = await Promise.allSettled([
+          meter.measure(home),
+          meter.measure(home),
+          meter.measure(home),
+        ]);
+        for (const r of results) {
+          assert.equal(r.status, "fulfilled", r.status === "rejected" ? String(r.reason) : "");
+          const { bytes } = (r as PromiseFulfilledResult<{ bytes: number }>).value;
+          // the home's own folder at least; never the big file outside, through any link
+          assert.ok(bytes > 0 && bytes < 8 * MIB, `${bytes} bytes`);
+        }
+        rounds++;
+      }
+    } finally {
+      stop = true;
+      await Promise.all(mutators);
+    }
+    assert.ok((await meter.measure(home)).bytes > 0, "the meter still works afterwards");
+  });
+
+  it("ends a measurement whose walk never answers at its time limit, and the one waiting behind it", async () => {
+    // The stand-in workers block in open(2) on a FIFO nobody writes: a walk stuck in the kernel,
+    // as on storage that does not answer. Nothing but the limit can end these measurements.
+    const fifo = path.join(base, "fifo");
+    execFileSync("mkfifo", [fifo]);
+    let stuck = true;
+    const exits: Promise<unknown>[] = [];
+    const m = new HomeMeter({
+      threads: 2,
+      startWorker: () => {
+        if (!stuck) return startWorker();
+        const w = standIn("fs.closeSync(fs.openSync(workerData, 'r'));", fifo);
+        exits.push(once(w, "exit"));
+        return w;
+      },
+    });
+    const timeoutMs = 100;
+    try {
+      const t0 = performance.now();
+      const ends: number[] = [];
+      const asked = [m.measure(home, { timeoutMs }), m.measure(home, { timeoutMs })].map((p) =>
+        p.finally(() => ends.push(performance.now() - t0)),
+      );
+      const results = await Promise.allSettled(asked);
+      for (const r of results) {
+        assert.equal(r.status, "rejected");
+        const err = r.reason as Error;
+        assert.ok(isMeasureError(err), String(err));
+        assert.match(err.message, /within 0\.1 s/);
+      }
+      // each had its whole limit: the second's turn came when the first's limit ran out
+      assert.ok(ends[0]! >= timeoutMs - 2 && ends[1]! >= 2 * timeoutMs - 4, ends.join(", "));
+      // the stuck workers were let go: the next measurement starts a fresh pool and succeeds
+      stuck = false;
+      assert.ok((await m.measure(home)).bytes > 0);
+    } finally {
+      // Free the blocked threads (a reader and writer in one: open(2) of the FIFO returns at
+      // once and unblocks its waiting readers), and wait until each has stopped.
+      const fd = openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK);
+      try {
+        await Promise.all(exits);
+      } finally {
+        closeSync(fd);
+      }
+      await m.close();
+    }
+  });
+
+  it("ends a measurement whose worker dies, and measures again with fresh workers", async () => {
+    let dying = true;
+    const m = new HomeMeter({
+      threads: 2,
+      startWorker: () => (dying ? standIn("process.exit(3);") : startWorker()),
+    });
+    try {
+      await assert.rejects(
+        m.measure(home),
+        (err: unknown) => isMeasureError(err) && /exited/.test(String(err)),
+      );
+      dying = false;
+      assert.ok((await m.measure(home)).bytes > 0);
+    } finally {
+      await m.close();
+    }
+  });
+
+  it("refuses a time limit that is not a positive number of ms", async () => {
+    for (const timeoutMs of [0, -1, Number.NaN]) {
+      assert.throws(() => new HomeMeter({ timeoutMs }), RangeError);
+      await assert.rejects(meter.measure(home, { timeoutMs }), RangeError);
+    }
   });
 
   it("rounds MiB up", () => {
