@@ -36,7 +36,7 @@ export function ociProbes(
       if (c instanceof Error)
         return {
           ok: false,
-          detail: `not tried: ${c.message}`,
+          detail: `not tried: ${c.message.split("; ")[0]}`,
           fix: "start Podman's service with `scripts/oci.sh service`",
         };
       return { ok: c.runtime !== null, detail: describeChoice(c), fix: choiceFix(c) };

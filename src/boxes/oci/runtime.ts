@@ -87,18 +87,24 @@ export interface RuntimeChoice {
   untried?: string;
 }
 
+/**
+ * How long the trial waits for each engine call: Podman's /info and a container's start take
+ * seconds on a busy host (a 10 s wait for /info was seen to pass by under load).
+ */
+const PROBE_MS = 60_000;
+
 /** Engines answer HostConfig.Runtime "oci" (Podman) or "" for their default: no name. */
 const runtimeName = (v: unknown): string | null =>
   typeof v === "string" && v !== "" && v !== "oci" ? v : null;
 
 /** The runtime the engine will run container `name` with, as it says (Docker's inspect, else Podman's). */
 async function usedRuntime(engine: Engine, name: string): Promise<string | null> {
-  const docker = await engine.request("GET", `/containers/${name}/json`, undefined, 10_000);
+  const docker = await engine.request("GET", `/containers/${name}/json`, undefined, PROBE_MS);
   const own = runtimeName(
     (docker.body as { HostConfig?: { Runtime?: unknown } } | null)?.HostConfig?.Runtime,
   );
   if (own) return own;
-  const podman = await engine.request("GET", `/libpod/containers/${name}/json`, undefined, 10_000);
+  const podman = await engine.request("GET", `/libpod/containers/${name}/json`, undefined, PROBE_MS);
   if (podman.status !== 200) return null;
   return runtimeName((podman.body as { OCIRuntime?: unknown } | null)?.OCIRuntime);
 }
@@ -150,7 +156,7 @@ export async function tryRuntime(engine: Engine, image: string, runtime: string)
     "POST",
     `/containers/create?name=${name}`,
     probeContainer(image, runtime),
-    30_000,
+    PROBE_MS,
   );
   if (made.status !== 201) return failed(message(made.body));
   try {
@@ -163,9 +169,9 @@ export async function tryRuntime(engine: Engine, image: string, runtime: string)
         kind: "ignored",
         reason: `the engine runs its own ${used} whatever a container asks (Podman's service takes its runtime when it starts)`,
       };
-    const started = await engine.request("POST", `/containers/${name}/start`, undefined, 30_000);
+    const started = await engine.request("POST", `/containers/${name}/start`, undefined, PROBE_MS);
     if (started.status !== 204 && started.status !== 304) return failed(message(started.body), used);
-    const waited = await engine.request("POST", `/containers/${name}/wait`, undefined, 30_000);
+    const waited = await engine.request("POST", `/containers/${name}/wait`, undefined, PROBE_MS);
     const code = (waited.body as { StatusCode?: unknown } | null)?.StatusCode;
     if (waited.status !== 200 || code !== 0)
       return failed(
@@ -175,7 +181,7 @@ export async function tryRuntime(engine: Engine, image: string, runtime: string)
     return { runtime, ok: true, used: used ?? runtime, reason: "ran a container" };
   } finally {
     await engine
-      .request("DELETE", `/containers/${name}?force=true`, undefined, 30_000)
+      .request("DELETE", `/containers/${name}?force=true`, undefined, PROBE_MS)
       .catch(() => undefined);
   }
 }
@@ -186,10 +192,10 @@ export async function chooseRuntime(
   image: string,
   wanted: OciRuntime | undefined,
 ): Promise<RuntimeChoice> {
-  const info = await engine.request("GET", "/info", undefined, 10_000);
+  const info = await engine.request("GET", "/info", undefined, PROBE_MS);
   const rt = readEngineRuntimes(info.status === 200 ? info.body : null);
   const base = { wanted, engineDefault: rt.default };
-  const img = await engine.request("GET", `/images/${encodeURIComponent(image)}/json`, undefined, 10_000);
+  const img = await engine.request("GET", `/images/${encodeURIComponent(image)}/json`, undefined, PROBE_MS);
   if (img.status !== 200)
     return { ...base, runtime: null, trials: [], untried: `the image ${image} is missing` };
   const trials: RuntimeTrial[] = [];
