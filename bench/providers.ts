@@ -11,6 +11,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { BOX_PATHS } from "../src/boxes/paths.js";
+import { Engine } from "../src/boxes/oci/engine.js";
 import { startTestServer, type TestServer } from "../test/support/server.js";
 import { summarize, timeMany, type Sample } from "./stats.js";
 
@@ -173,19 +174,28 @@ function run(argv: string[]): Promise<void> {
 }
 
 /** The peer: a bare `podman run` of the boxes' image, its system folders bound as a box's. */
-async function peerRow(c: Ctx, image: string): Promise<void> {
+/** The OCI runtime the engine runs containers with (Podman's service: the one it started with). */
+async function engineRuntime(socket: string): Promise<string | null> {
+  const info = await new Engine(socket).request("GET", "/info", undefined, 10_000).catch(() => null);
+  const rt = (info?.body as { DefaultRuntime?: unknown } | null)?.DefaultRuntime;
+  return typeof rt === "string" && rt ? rt : null;
+}
+
+async function peerRow(c: Ctx, image: string, runtime: string | null): Promise<void> {
   // the host's system folders as a box binds them (usrmerge's links are the image's own)
   const binds = BOX_PATHS.system
     .filter((d) => fs.lstatSync(d, { throwIfNoEntry: false })?.isDirectory())
     .flatMap((d) => ["-v", `${d}:${d}:ro`]);
   // the limits a box container has (the engine refuses a container higher ones here)
   const ulimits = ["--ulimit", "nofile=8192:8192", "--ulimit", "nproc=16384:16384"];
-  const argv = ["podman", "run", "--rm", "--network=none", ...ulimits, ...binds, image, "/bin/true"];
-  c.log(`providers: ${c.n} runs of podman run ${image}`);
+  // with the runtime the boxes' engine runs (crun refuses hybrid cgroup hosts: scripts/oci.sh)
+  const rt = runtime ? ["--runtime", runtime] : [];
+  const argv = ["podman", ...rt, "run", "--rm", "--network=none", ...ulimits, ...binds, image, "/bin/true"];
+  c.log(`providers: ${c.n} runs of podman ${rt.join(" ")} run ${image}`);
   try {
     const s = await timeMany(c.n, () => run(argv), 2);
     c.rows.push({
-      what: `peer: podman run --rm ${image} /bin/true (the oci image)`,
+      what: `peer: podman ${rt.length ? `${rt.join(" ")} ` : ""}run --rm ${image} /bin/true (the oci image)`,
       sample: s,
       target: "",
       met: "",
@@ -253,7 +263,7 @@ export async function benchProviders(o: {
     if (c.want("exec") && sides.length > 0) await execRows(c, sides);
     if (c.want("resume")) for (const s of sides) await resumeRow(c, s);
     if (c.want("claim")) for (const s of sides) await claimRow(c, s);
-    if (socket && c.want("peer")) await peerRow(c, image);
+    if (socket && c.want("peer")) await peerRow(c, image, await engineRuntime(socket));
   } finally {
     for (const s of sides) await s.t.close();
     if ("end" in engine) engine.end();
