@@ -310,7 +310,7 @@ export async function buildServices(
     agents,
     personas,
     areas,
-    branches: new Branches(db, workloads),
+    branches: new Branches(db, workloads, layout),
     records,
     recorder,
     gateway,

@@ -12,6 +12,7 @@ export const errorStatus = {
   "area.required": 400,
   "area.in_use": 409,
   "branch.conflict": 409,
+  "git.refused": 409,
   not_found: 404,
   "method.not_allowed": 405,
   "generation.busy": 409,

@@ -5,9 +5,11 @@
 // Landing merges the branch into its base without touching anyone's work: the merge is computed
 // apart (git merge-tree), a conflict is refused with its files, and the base moves only by a
 // fast-forward that git itself refuses when it would overwrite an uncommitted change. Every git
-// command is the agent's, in its box, through the door (never with a turn's fence).
+// command goes through the git door (./git.ts): in the agent's box, with no secret, never with
+// configuration, hooks or a `.git` pointer the repository holds.
 import { eq } from "drizzle-orm";
 import type { AgentRow } from "../agents/service.js";
+import type { HomeLayout } from "../boxes/index.js";
 import { standing, type Fence } from "../areas/fence.js";
 import type { ConversationDiff } from "../contract/types.js";
 import { WarrenError } from "../errors.js";
@@ -15,46 +17,61 @@ import { parseHomePath } from "../homes/paths.js";
 import { homeOf } from "../machines/placement.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
-import type { Workload, Workloads } from "../workloads/index.js";
+import type { Workloads } from "../workloads/index.js";
+import { RepoGit, type GitPlace, type GitResult } from "./git.js";
 
 export type BranchRow = typeof schema.conversationBranches.$inferSelect;
 
 /** The most bytes of a diff's patch answered. */
 const PATCH_BYTES = 1024 * 1024;
-const GIT_TIMEOUT_MS = 60_000;
-
-interface GitResult {
-  code: number | null;
-  out: string;
-  err: string;
-}
+const LIMIT = PATCH_BYTES + 64 * 1024;
 
 /** The worktree of a conversation, relative to the home. */
 export const worktreeOf = (conversationId: string): string => `.warren/worktrees/${conversationId}`;
+
+/** Diffs never start a program the repository names. */
+const DIFF = ["diff", "--no-ext-diff", "--no-textconv"];
+
+/** A repository's git, checked: run at the repository, or in the conversation's worktree. */
+interface Git {
+  repo(args: string[]): Promise<GitResult>;
+  worktree(args: string[]): Promise<GitResult>;
+}
 
 export class Branches {
   constructor(
     private readonly db: Db,
     private readonly workloads: Pick<Workloads, "open">,
+    private readonly layout: Pick<HomeLayout, "homeDir">,
   ) {}
 
-  async #git(work: Workload, args: string[], cwd: string): Promise<GitResult> {
-    const { result, stdout, stderr } = await work.collect(
-      {
-        argv: ["git", "-c", "core.quotepath=off", ...args],
-        cwd,
-        env: { GIT_TERMINAL_PROMPT: "0", GIT_CONFIG_NOSYSTEM: "1" },
-        timeoutMs: GIT_TIMEOUT_MS,
-      },
-      { limitBytes: PATCH_BYTES + 64 * 1024 },
-    );
-    return { code: result.exitCode, out: stdout.text(), err: stderr.text() };
+  /**
+   * The git door of a repository of the agent's home, checked first (see ./git.ts): null when
+   * the repository or its .git is not there; refused when it leads elsewhere or names programs.
+   */
+  async #open(
+    agent: AgentRow,
+    place: GitPlace,
+    opts: { worktreeMayBeMissing?: boolean } = {},
+  ): Promise<Git | null> {
+    // git needs none of the agent's secrets
+    const work = await this.workloads.open(agent, { secrets: [] });
+    await work.ready();
+    const door = new RepoGit(work, this.layout.homeDir(agent.machineId, agent.id), place);
+    if (!(await door.check(opts))) return null;
+    return {
+      repo: (args) => door.run(args, { at: "repo", limitBytes: LIMIT }),
+      worktree: (args) => door.run(args, { at: "worktree", limitBytes: LIMIT }),
+    };
   }
 
-  async #door(agent: AgentRow): Promise<Workload> {
-    const work = await this.workloads.open(agent);
-    await work.ready();
-    return work;
+  async #checked(agent: AgentRow, b: BranchRow, withWorktree: boolean): Promise<Git> {
+    const git = await this.#open(agent, {
+      repo: b.repo,
+      worktree: withWorktree ? (b.worktree ?? undefined) : undefined,
+    });
+    if (!git) throw new WarrenError("not_found", `the repository ${b.repo} is gone`);
+    return git;
   }
 
   async of(conversationId: string): Promise<BranchRow | null> {
@@ -75,30 +92,30 @@ export class Branches {
       throw new WarrenError("area.refused", "that path is outside your areas");
     const repo = components.join("/");
     const home = homeOf(agent.id);
-    const work = await this.#door(agent);
-    const head = await this.#git(work, ["-C", `${home}/${repo}`, "symbolic-ref", "--short", "HEAD"], home);
-    if (head.code !== 0)
-      throw new WarrenError(
+    const branch = `warren/${conversationId}`;
+    const worktree = worktreeOf(conversationId);
+    const notRepo = () =>
+      new WarrenError(
         "request.invalid",
         `repo: ${repo} is not a git repository on a branch of the home; give the folder of one`,
         { field: "repo" },
       );
+    // the worktree is made by warren alone: its folder does not exist yet, and nothing on the
+    // way to it is a link
+    const git = await this.#open(agent, { repo, worktree }, { worktreeMayBeMissing: true });
+    if (!git) throw notRepo();
+    const head = await git.repo(["symbolic-ref", "--short", "HEAD"]);
+    if (head.code !== 0) throw notRepo();
     const base = head.out.trim();
-    const branch = `warren/${conversationId}`;
-    const worktree = worktreeOf(conversationId);
-    const add = await this.#git(
-      work,
-      ["-C", `${home}/${repo}`, "worktree", "add", "-q", "-b", branch, `${home}/${worktree}`, base],
-      home,
-    );
+    const add = await git.repo(["worktree", "add", "-q", "-b", branch, `${home}/${worktree}`, base]);
     if (add.code !== 0)
       throw new WarrenError(
         "request.invalid",
         `repo: the conversation's worktree could not be made: ${add.err.trim()}`,
-        {
-          field: "repo",
-        },
+        { field: "repo" },
       );
+    // what git made is what warren checks from now on
+    if (!(await this.#open(agent, { repo, worktree }))) throw notRepo();
     const [row] = await this.db
       .insert(schema.conversationBranches)
       .values({ conversationId, repo, branch, base, worktree })
@@ -110,28 +127,26 @@ export class Branches {
   /** Commits what changed in the worktree; answers the commit, or null when nothing changed. */
   async commit(agent: AgentRow, b: BranchRow, message: string): Promise<string | null> {
     if (!b.worktree) return null;
-    const work = await this.#door(agent);
-    const wt = `${homeOf(agent.id)}/${b.worktree}`;
-    const add = await this.#git(work, ["add", "-A"], wt);
+    const git = await this.#checked(agent, b, true);
+    const add = await git.worktree(["add", "-A"]);
     if (add.code !== 0) throw new Error(`git add failed: ${add.err.trim()}`);
-    const staged = await this.#git(work, ["diff", "--cached", "--quiet"], wt);
+    const staged = await git.worktree([...DIFF, "--cached", "--quiet"]);
     if (staged.code === 0) return null;
     const who = ["-c", `user.name=${agent.name}`, "-c", `user.email=${agent.id}@agents.warren`];
-    const c = await this.#git(work, [...who, "commit", "-q", "--no-verify", "-m", message], wt);
+    const c = await git.worktree([...who, "commit", "-q", "--no-verify", "-m", message]);
     if (c.code !== 0) throw new Error(`git commit failed: ${c.err.trim()}`);
-    return (await this.#git(work, ["rev-parse", "HEAD"], wt)).out.trim();
+    return (await git.worktree(["rev-parse", "HEAD"])).out.trim();
   }
 
   async diff(agent: AgentRow, b: BranchRow): Promise<ConversationDiff> {
-    const work = await this.#door(agent);
-    const repo = `${homeOf(agent.id)}/${b.repo}`;
+    const git = await this.#checked(agent, b, false);
     const range = `${b.base}...${b.branch}`;
-    const counts = await this.#git(work, ["rev-list", "--left-right", "--count", range], repo);
+    const counts = await git.repo(["rev-list", "--left-right", "--count", range]);
     if (counts.code !== 0)
       throw new WarrenError("not_found", `the branch ${b.branch} or its base ${b.base} is gone`);
     const [behind, ahead] = counts.out.trim().split(/\s+/).map(Number);
-    const numstat = (await this.#git(work, ["diff", "--numstat", "-z", range], repo)).out;
-    const status = (await this.#git(work, ["diff", "--name-status", "-z", range], repo)).out;
+    const numstat = (await git.repo([...DIFF, "--numstat", "-z", range])).out;
+    const status = (await git.repo([...DIFF, "--name-status", "-z", range])).out;
     const statuses = new Map<string, string>();
     const st = status.split("\0");
     for (let i = 0; i + 1 < st.length;) {
@@ -166,7 +181,7 @@ export class Branches {
         deletions: del === "-" ? 0 : Number(del),
       });
     }
-    const patch = await this.#git(work, ["diff", range], repo);
+    const patch = await git.repo([...DIFF, range]);
     return {
       base: b.base,
       branch: b.branch,
@@ -185,17 +200,19 @@ export class Branches {
    * an uncommitted change: then 409 too, nothing touched).
    */
   async land(agent: AgentRow, b: BranchRow, message: string): Promise<string> {
-    const work = await this.#door(agent);
-    const repo = `${homeOf(agent.id)}/${b.repo}`;
+    const git = await this.#checked(agent, b, false);
     const who = ["-c", `user.name=${agent.name}`, "-c", `user.email=${agent.id}@agents.warren`];
     const baseRef = `refs/heads/${b.base}`;
-    const old = await this.#git(work, ["rev-parse", "--verify", baseRef], repo);
+    const old = await git.repo(["rev-parse", "--verify", baseRef]);
     if (old.code !== 0) throw new WarrenError("not_found", `the base branch ${b.base} is gone`);
-    const merged = await this.#git(
-      work,
-      ["merge-tree", "--write-tree", "--name-only", "--no-messages", b.base, b.branch],
-      repo,
-    );
+    const merged = await git.repo([
+      "merge-tree",
+      "--write-tree",
+      "--name-only",
+      "--no-messages",
+      b.base,
+      b.branch,
+    ]);
     const lines = merged.out.split("\n").filter((l) => l !== "");
     if (merged.code === 1) {
       throw new WarrenError(
@@ -206,17 +223,13 @@ export class Branches {
     }
     if (merged.code !== 0 || !lines[0]) throw new Error(`git merge-tree failed: ${merged.err.trim()}`);
     const tree = lines[0];
-    const commit = await this.#git(
-      work,
-      [...who, "commit-tree", tree, "-p", b.base, "-p", b.branch, "-m", message],
-      repo,
-    );
+    const commit = await git.repo([...who, "commit-tree", tree, "-p", b.base, "-p", b.branch, "-m", message]);
     if (commit.code !== 0) throw new Error(`git commit-tree failed: ${commit.err.trim()}`);
     const sha = commit.out.trim();
-    const head = await this.#git(work, ["symbolic-ref", "-q", "HEAD"], repo);
+    const head = await git.repo(["symbolic-ref", "-q", "HEAD"]);
     if (head.code === 0 && head.out.trim() === baseRef) {
       // the base is checked out: its checkout moves with it, or nothing moves
-      const ff = await this.#git(work, ["merge", "--ff-only", "-q", sha], repo);
+      const ff = await git.repo(["merge", "--ff-only", "-q", sha]);
       if (ff.code !== 0) {
         const files = ff.err
           .split("\n")
@@ -229,7 +242,7 @@ export class Branches {
         );
       }
     } else {
-      const moved = await this.#git(work, ["update-ref", baseRef, sha, old.out.trim()], repo);
+      const moved = await git.repo(["update-ref", baseRef, sha, old.out.trim()]);
       if (moved.code !== 0)
         throw new WarrenError("branch.conflict", `${b.base} moved meanwhile; land again`, { files: [] });
     }
@@ -244,9 +257,8 @@ export class Branches {
   async close(agent: AgentRow, b: BranchRow, message: string): Promise<void> {
     if (!b.worktree) return;
     await this.commit(agent, b, message);
-    const work = await this.#door(agent);
-    const repo = `${homeOf(agent.id)}/${b.repo}`;
-    const r = await this.#git(work, ["worktree", "remove", `${homeOf(agent.id)}/${b.worktree}`], repo);
+    const git = await this.#checked(agent, b, true);
+    const r = await git.repo(["worktree", "remove", `${homeOf(agent.id)}/${b.worktree}`]);
     if (r.code !== 0) throw new Error(`git worktree remove failed: ${r.err.trim()}`);
     await this.db
       .update(schema.conversationBranches)
