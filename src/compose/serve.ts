@@ -7,6 +7,7 @@ import { buildApp } from "../http/app.js";
 import { artifactRoutes } from "../http/routes/artifacts.js";
 import { conversationRoutes } from "../http/routes/conversations.js";
 import { EventStreams } from "../http/sse.js";
+import { StreamBudget, streamLimitsOf } from "../http/streams.js";
 import { agentRoutes, guildRoutes } from "../http/routes/agents.js";
 import { areaRoutes } from "../http/routes/areas.js";
 import { budgetRoutes } from "../http/routes/budgets.js";
@@ -56,7 +57,8 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
   });
   own.addServer(preview);
   const ready = { now: false };
-  const streams = new EventStreams();
+  const budget = new StreamBudget(streamLimitsOf(config));
+  const streams = new EventStreams(budget);
   const app = await buildApp({
     config,
     access,
@@ -66,6 +68,7 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
     version,
     ready: () => ready.now,
     degraded: base.degraded,
+    streams: budget,
     routes: [
       ...orgRoutes(s.orgs),
       ...machineRoutes(s.machines),

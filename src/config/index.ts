@@ -301,6 +301,24 @@ export const configSchema = z
       .int("WARREN_ORG_MAX_RUNS must be a whole number of runs")
       .min(1, "WARREN_ORG_MAX_RUNS must be at least 1")
       .default(16),
+    /** Open event streams and WebSockets one identity may hold at once (docs/operations.md). */
+    WARREN_STREAMS_PER_IDENTITY: z.coerce
+      .number({ message: "WARREN_STREAMS_PER_IDENTITY must be a whole number of streams" })
+      .int("WARREN_STREAMS_PER_IDENTITY must be a whole number of streams")
+      .min(1, "WARREN_STREAMS_PER_IDENTITY must be at least 1")
+      .default(32),
+    /** Open event streams and WebSockets the whole server holds at once. */
+    WARREN_STREAMS_MAX: z.coerce
+      .number({ message: "WARREN_STREAMS_MAX must be a whole number of streams" })
+      .int("WARREN_STREAMS_MAX must be a whole number of streams")
+      .min(1, "WARREN_STREAMS_MAX must be at least 1")
+      .default(4096),
+    /** Seconds an event stream may go with no event before the server closes it. */
+    WARREN_STREAM_IDLE_S: z.coerce
+      .number({ message: "WARREN_STREAM_IDLE_S must be a number of seconds" })
+      .int("WARREN_STREAM_IDLE_S must be a whole number of seconds")
+      .min(1, "WARREN_STREAM_IDLE_S must be at least 1")
+      .default(600),
     /** The most bytes of model history a conversation's turn sends (docs/api.md, "Conversations"). */
     WARREN_CONVERSATION_HISTORY_BYTES: z.coerce
       .number({ message: "WARREN_CONVERSATION_HISTORY_BYTES must be a whole number of bytes" })

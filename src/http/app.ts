@@ -19,6 +19,7 @@ import { hostAllowed, isStateChange, originAllowed } from "./guards.js";
 import { openApiDocument } from "./openapi.js";
 import { DEFAULT_WEB_ROOT, isAppPath, webAsset } from "./web.js";
 import { parseJsonBody, registerRoutes, route, type AnyRoute } from "./route.js";
+import type { StreamBudget } from "./streams.js";
 import type { z } from "zod";
 import { Health, OpenApiDocument } from "../contract/homes.js";
 import { TERMINAL_MAX_MESSAGE_BYTES } from "../contract/terminal.js";
@@ -43,6 +44,8 @@ export interface AppOptions {
   logger: Logger;
   metrics: Metrics;
   routes: AnyRoute[];
+  /** The budget of open event streams and WebSockets (./streams.ts). */
+  streams: StreamBudget;
   /** Answers /health: true once the store and the provider are ready. */
   ready: () => boolean;
   /** Boot checks that failed and were accepted (WARREN_ALLOW_DEGRADED): /health names them. */
@@ -188,6 +191,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       message = "internal error; the server log has the details";
     }
     const status = errorStatus[code];
+    // a refusal that passes (stream.too_many) says when to try again
+    const retryAfterS = err instanceof WarrenError ? err.details?.retryAfterS : undefined;
+    if (typeof retryAfterS === "number") void reply.header("retry-after", String(Math.ceil(retryAfterS)));
     if (status >= 500) req.log.error({ err, code, route: req.routeOptions.url }, "request failed");
     metrics.errors.inc({ code });
     return reply.code(status).send({ error: { code, message, ...extra } });
@@ -214,7 +220,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   const all: AnyRoute[] = [...systemRoutes(opts, () => doc), ...opts.routes];
   const doc = openApiDocument(all, { title: "warren", version: opts.version });
-  registerRoutes(app, all);
+  registerRoutes(app, all, opts.streams);
   return app;
 }
 

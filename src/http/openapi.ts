@@ -122,7 +122,17 @@ export function openApiDocument(routes: AnyRoute[], info: { title: string; versi
       refs.push({ io: "output", schema });
       ok.content = { ...(ok.content as Json | undefined), [r.stream.type]: { schema } };
     }
-    const codes = [...new Set(["request.invalid", "auth.required", "not_found", ...(r.errors ?? [])])];
+    // an event stream or a WebSocket draws on the stream budget (./streams.ts): 429 past it
+    const streamed = r.websocket !== undefined || r.stream?.type === "text/event-stream";
+    const codes = [
+      ...new Set([
+        "request.invalid",
+        "auth.required",
+        "not_found",
+        ...(r.errors ?? []),
+        ...(streamed ? ["stream.too_many"] : []),
+      ]),
+    ];
     op.responses = {
       [String(r.status ?? 200)]: ok,
       default: {

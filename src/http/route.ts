@@ -14,6 +14,7 @@ import { z } from "zod";
 import type { Identity } from "../access/index.js";
 import type { ErrorCode } from "../contract/errors.js";
 import { WarrenError } from "../errors.js";
+import type { StreamBudget } from "./streams.js";
 
 export interface RouteContext<P, Q, B> {
   params: P;
@@ -206,11 +207,16 @@ const serializerCompiler: FastifySerializerCompiler<z.ZodType> =
     );
   };
 
-/** Registers a WebSocket route (see RouteSpec.websocket). */
+/**
+ * Registers a WebSocket route (see RouteSpec.websocket). Once the route's own checks pass, the
+ * socket takes a slot of the stream budget, or the upgrade is refused with 429
+ * stream.too_many before it is accepted; the slot is given back when the connection closes.
+ */
 function registerWebSocket(
   app: FastifyInstance,
   spec: AnyRoute,
   open: NonNullable<AnyRoute["websocket"]>,
+  budget: StreamBudget | undefined,
 ): void {
   const prepared = new WeakMap<FastifyRequest, unknown>();
   const plain = () =>
@@ -237,6 +243,10 @@ function registerWebSocket(
         req,
         reply,
       });
+      if (budget) {
+        const release = budget.acquire(who);
+        req.raw.socket.once("close", release);
+      }
       prepared.set(req, out);
     },
     handler: async () => {
@@ -246,12 +256,13 @@ function registerWebSocket(
   });
 }
 
-export function registerRoutes(app: FastifyInstance, routes: AnyRoute[]): void {
+/** Registers `routes`; WebSockets draw on `streams` (no cap without it). */
+export function registerRoutes(app: FastifyInstance, routes: AnyRoute[], streams?: StreamBudget): void {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   for (const spec of routes) {
     if (spec.websocket) {
-      registerWebSocket(app, spec, spec.websocket);
+      registerWebSocket(app, spec, spec.websocket, streams);
       continue;
     }
     const ok = spec.status ?? 200;

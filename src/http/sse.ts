@@ -2,9 +2,12 @@
 // with its stored id as `id:`, from the one after `Last-Event-ID` (or `?after=`), then live
 // as new ones are stored. Ids come from the store and are given in commit order, so a stream
 // taken up again after a dropped connection or a restart of the server misses nothing and
-// repeats nothing.
+// repeats nothing. Each stream holds a slot of the server's stream budget (./streams.ts) while
+// open, and one that goes WARREN_STREAM_IDLE_S with no event is closed after a last comment
+// (a client takes it up again with Last-Event-ID, as after any drop).
 import { PassThrough } from "node:stream";
 import type { FastifyReply, FastifyRequest } from "fastify";
+import type { StreamBudget } from "./streams.js";
 
 export interface StoredEvent {
   id: number;
@@ -22,9 +25,14 @@ export interface EventSource<E extends StoredEvent> {
 const PAGE = 500;
 const KEEPALIVE_MS = 15_000;
 
-/** The streams being served, ended all at once when the server stops. */
+/** The streams being served, ended all at once when the server stops, and the budget they draw on. */
 export class EventStreams {
   readonly #ends = new Set<() => void>();
+  readonly budget: StreamBudget;
+
+  constructor(budget: StreamBudget) {
+    this.budget = budget;
+  }
 
   add(end: () => void): () => void {
     this.#ends.add(end);
@@ -58,6 +66,9 @@ export function serveEvents<E extends StoredEvent>(
   after: number,
   shape: (e: E) => { type: string; body: unknown },
 ): FastifyReply {
+  // refused (429 stream.too_many) before anything is sent
+  const release = streams.budget.acquire(req.identity);
+  const idleMs = streams.budget.limits.idleMs;
   const out = new PassThrough();
   reply
     .type("text/event-stream; charset=utf-8")
@@ -81,6 +92,7 @@ export function serveEvents<E extends StoredEvent>(
   reply.raw.on("close", end);
   const loop = async () => {
     let cursor = after;
+    let lastEventAt = Date.now();
     out.write("retry: 1000\n\n");
     while (!ended) {
       pending = false;
@@ -89,6 +101,7 @@ export function serveEvents<E extends StoredEvent>(
         const { type, body } = shape(r);
         out.write(`id: ${r.id}\nevent: ${type}\ndata: ${JSON.stringify(body)}\n\n`);
         cursor = r.id;
+        lastEventAt = Date.now();
       }
       if (rows.length === PAGE || pending) continue;
       if (source.done && (await source.done())) {
@@ -96,15 +109,22 @@ export function serveEvents<E extends StoredEvent>(
         if ((await source.read(cursor, 1)).length > 0) continue;
         break;
       }
+      const idleLeft = lastEventAt + idleMs - Date.now();
+      if (idleLeft <= 0) {
+        out.write(
+          `: idle: no event for ${Math.round(idleMs / 1000)} s, closing; take it up again with Last-Event-ID\n\n`,
+        );
+        break;
+      }
       let timer: NodeJS.Timeout | undefined;
       const woke = await new Promise<boolean>((resolve) => {
         wake = () => resolve(true);
-        timer = setTimeout(() => resolve(false), KEEPALIVE_MS);
+        timer = setTimeout(() => resolve(false), Math.min(KEEPALIVE_MS, idleLeft));
         if (pending || ended) resolve(true);
       });
       wake = null;
       clearTimeout(timer);
-      if (!woke && !ended) out.write(": keep-alive\n\n");
+      if (!woke && !ended && lastEventAt + idleMs > Date.now()) out.write(": keep-alive\n\n");
     }
   };
   loop()
@@ -117,6 +137,7 @@ export function serveEvents<E extends StoredEvent>(
     .finally(() => {
       unwatch();
       unlist();
+      release();
       out.end();
     });
   return reply;
