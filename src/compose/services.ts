@@ -270,6 +270,7 @@ export async function buildServices(
     gateway,
     runners,
     versionFor: (agent, ask) => versions.forRun(agent, ask),
+    gate: (agentId, version) => evals.gate(agentId, version),
     approvalWaiting: (runId) => approvals.waitingOf(runId),
     suspend: (runId, agentId, state) => records.suspendRun(runId, agentId, state),
   });

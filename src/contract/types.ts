@@ -128,6 +128,7 @@ export type EvalSuite = Out<typeof versions.EvalSuite>;
 export type EvalSuiteRequest = In<typeof versions.EvalSuiteRequest>;
 export type EvalRun = Out<typeof versions.EvalRun>;
 export type EvalGate = Out<typeof versions.EvalGate>;
+export type EvalGateHistory = Out<typeof versions.EvalGateHistory>;
 export type Schedule = Out<typeof schedules.Schedule>;
 export type ScheduleCreateRequest = In<typeof schedules.ScheduleCreateRequest>;
 export type ScheduleUpdateRequest = In<typeof schedules.ScheduleUpdateRequest>;

@@ -232,6 +232,22 @@ export const EvalGateRequest = z
 export const EvalGate = z
   .object({ agent_id: z.string(), eval_gate: z.string().nullable() })
   .meta({ id: "EvalGate" });
+export const EvalGateHistory = z
+  .object({
+    agent_id: z.string(),
+    eval_gate: z.string().nullable(),
+    history: z
+      .array(
+        z.object({
+          revision: z.number().int(),
+          eval_gate: z.string().nullable().describe("the suite after the change; null: turned off"),
+          by: z.string().describe("who made the change"),
+          at: z.string(),
+        }),
+      )
+      .describe("every change of the gate, oldest first"),
+  })
+  .meta({ id: "EvalGateHistory" });
 
 export const EvidenceRequest = z
   .object({

@@ -66,6 +66,11 @@ export interface RunsOptions {
   runners: AgentRunners;
   /** Picks each run's version (src/versions); default the agent's current one. */
   versionFor?: VersionForRun;
+  /**
+   * Throws version.gate unless the agent's evaluation gate lets `version` take runs: a run that
+   * names its version passes the gate as a canary does (an evaluation's own runs excepted).
+   */
+  gate?: (agentId: string, version: number) => Promise<void>;
   /** Why a `waiting` run waits: a tool call's approval (src/versions/approvals.ts). */
   approvalWaiting?: (runId: string) => Run["waiting"];
   /** Keeps where an assistant run stood when the server stops while it waits (resume.ts). */
@@ -79,12 +84,15 @@ export class Runs {
     this.#o = o;
   }
 
-  /** Starts a run; `opts.id` is its id when its caller wrote about it first (a schedule's fire). */
+  /**
+   * Starts a run; `opts.id` is its id when its caller wrote about it first (a schedule's fire);
+   * `opts.evaluation`: a case of an evaluation, which runs a version the gate has not yet passed.
+   */
   async start(
     who: Identity,
     agentId: string,
     input: RunInput,
-    opts: { id?: string; instance?: InstanceRef | undefined } = {},
+    opts: { id?: string; instance?: InstanceRef | undefined; evaluation?: boolean } = {},
   ): Promise<Run> {
     const o = this.#o;
     const agent = await o.agents.load(who, agentId, "write");
@@ -95,6 +103,7 @@ export class Runs {
         `the input is ${inputBytes.length} bytes, above the ${MAX_INPUT_BYTES}-byte limit; pass large data as a file in the home`,
       );
     }
+    if (input.version !== undefined && opts.evaluation !== true) await o.gate?.(agent.id, input.version);
     const machine = await o.agents.machineOf(agent);
     // the run keeps this version (its sandbox policy too) for its whole life
     const chosen = await (o.versionFor ?? ((a: AgentRow) => o.agents.specOf(a)))(agent, input);

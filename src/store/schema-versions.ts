@@ -146,6 +146,24 @@ export const agentEvalGates = pgTable("agent_eval_gates", {
 });
 
 /**
+ * Every change of an agent's evaluation gate: the suite it names after the change (null: the
+ * gate was turned off), who made it and when.
+ */
+export const agentEvalGateChanges = pgTable(
+  "agent_eval_gate_changes",
+  {
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    revision: integer("revision").notNull(),
+    suiteName: text("suite_name"),
+    by: text("by").notNull(),
+    createdAt: created(),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.revision] })],
+);
+
+/**
  * The version a conversation keeps for its whole life when the canary chose it at its start
  * (sticky by its routing key); a conversation without a row runs the current version.
  */

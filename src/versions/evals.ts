@@ -3,11 +3,11 @@
 // runs one version on every case as real runs (through the runs service and its recorder,
 // as any run), then says whether the share of cases that passed reaches the rate. With the
 // agent's gate on, making a version current needs a passed evaluation of it by the gate's suite.
-import { and, asc, eq } from "drizzle-orm";
+import { and, asc, desc, eq } from "drizzle-orm";
 import type { Access, Identity } from "../access/index.js";
 import type { Agents } from "../agents/service.js";
 import { TERMINAL_RUN_STATUSES } from "../contract/lists.js";
-import type { EvalGate, EvalRun, EvalSuite } from "../contract/types.js";
+import type { EvalGate, EvalGateHistory, EvalRun, EvalSuite } from "../contract/types.js";
 import { WarrenError } from "../errors.js";
 import { newId } from "../ids.js";
 import type { Logger } from "../observability/log.js";
@@ -167,7 +167,12 @@ export class Evals {
   async #drive(who: Identity, agent: AgentRow, id: string, version: number, cases: Case[], rate: number) {
     const results: CaseResult[] = [];
     for (const c of cases) {
-      const run = await this.#o.runs.start(who, agent.id, { kind: "agent", input: c.input, version });
+      const run = await this.#o.runs.start(
+        who,
+        agent.id,
+        { kind: "agent", input: c.input, version },
+        { evaluation: true },
+      );
       const ended = await this.#ended(run.id);
       const calls = await this.#o.db
         .select({ data: schema.runEvents.data })
@@ -229,21 +234,61 @@ export class Evals {
     return evalRunView(r, s?.passRate ?? 1);
   }
 
+  /**
+   * Turns the gate on (a suite), changes its suite, or turns it off (null: an owner's act only,
+   * while it is on); every change is a revision of the agent's gate history with its author.
+   */
   async setGate(who: Identity, agentId: string, suite: string | null): Promise<EvalGate> {
     const agent = await this.#o.agents.load(who, agentId, "write");
-    if (suite === null) {
-      await this.#o.db.delete(schema.agentEvalGates).where(eq(schema.agentEvalGates.agentId, agent.id));
-    } else {
-      if (!(await this.#suite(agent.id, suite)))
-        throw new WarrenError("request.invalid", `suite: the agent has no suite named ${suite}`, {
-          field: "suite",
-        });
-      await this.#o.db
-        .insert(schema.agentEvalGates)
-        .values({ agentId: agent.id, suiteName: suite })
-        .onConflictDoUpdate({ target: schema.agentEvalGates.agentId, set: { suiteName: suite } });
-    }
+    const before = await this.gateOf(agent.id);
+    if (suite === null && before !== null && (await this.#o.access.roleIn(agent.orgId, who)) !== "owner")
+      throw new WarrenError(
+        "access.denied",
+        `only an owner turns the agent's evaluation gate off (it is on, with suite ${before}); ask an owner`,
+      );
+    if (suite !== null && !(await this.#suite(agent.id, suite)))
+      throw new WarrenError("request.invalid", `suite: the agent has no suite named ${suite}`, {
+        field: "suite",
+      });
+    if (suite === before) return { agent_id: agent.id, eval_gate: suite };
+    await this.#o.db.transaction(async (tx) => {
+      if (suite === null) {
+        await tx.delete(schema.agentEvalGates).where(eq(schema.agentEvalGates.agentId, agent.id));
+      } else {
+        await tx
+          .insert(schema.agentEvalGates)
+          .values({ agentId: agent.id, suiteName: suite })
+          .onConflictDoUpdate({ target: schema.agentEvalGates.agentId, set: { suiteName: suite } });
+      }
+      const c = schema.agentEvalGateChanges;
+      const [last] = await tx
+        .select({ revision: c.revision })
+        .from(c)
+        .where(eq(c.agentId, agent.id))
+        .orderBy(desc(c.revision))
+        .limit(1);
+      await tx
+        .insert(c)
+        .values({ agentId: agent.id, revision: (last?.revision ?? 0) + 1, suiteName: suite, by: who.email });
+    });
     return { agent_id: agent.id, eval_gate: suite };
+  }
+
+  /** The agent's gate and every change of it, oldest first. */
+  async gateView(who: Identity, agentId: string): Promise<EvalGateHistory> {
+    const agent = await this.#o.agents.load(who, agentId, "read");
+    const c = schema.agentEvalGateChanges;
+    const rows = await this.#o.db.select().from(c).where(eq(c.agentId, agent.id)).orderBy(asc(c.revision));
+    return {
+      agent_id: agent.id,
+      eval_gate: await this.gateOf(agent.id),
+      history: rows.map((r) => ({
+        revision: r.revision,
+        eval_gate: r.suiteName,
+        by: r.by,
+        at: r.createdAt.toISOString(),
+      })),
+    };
   }
 
   async gateOf(agentId: string): Promise<string | null> {

@@ -25,7 +25,10 @@ export interface VersionsOptions {
   agents: Pick<Agents, "load" | "specOf" | "specAt">;
   checkToolPolicy: PolicyCheck;
   addressRule?: Pick<AddressRule, "entryProblem">;
-  /** Throws version.gate unless the agent's gate lets `version` become current (null: a version never evaluated). */
+  /**
+   * Throws version.gate unless the agent's gate lets `version` take runs (made current, a
+   * canary's; null: a version never evaluated).
+   */
   gate?: (agentId: string, version: number | null) => Promise<void>;
 }
 
@@ -139,6 +142,8 @@ export class Versions {
           `version: ${body.version} is already the current version; give another one to canary`,
           { field: "version" },
         );
+      // with the gate on, a canary may send runs only to a version that passed it
+      await this.#o.gate?.(agent.id, body.version);
       const row = { version: body.version, share: body.share, startedBy: who.email, createdAt: new Date() };
       await this.#o.db
         .insert(schema.agentCanaries)
@@ -233,6 +238,15 @@ export class Versions {
   async canaryFor(agent: AgentRow, key: string): Promise<{ spec: AgentSpec; version: number } | null> {
     const c = await this.#canaryRow(agent.id);
     if (!c || bucketOf(agent.id, key) >= c.share) return null;
+    // a gate turned on after the canary started: its version takes runs only once it passed
+    if (
+      this.#o.gate &&
+      !(await this.#o.gate(agent.id, c.version).then(
+        () => true,
+        () => false,
+      ))
+    )
+      return null;
     const spec = await this.#o.agents.specAt(agent.id, c.version);
     return spec ? { spec, version: c.version } : null;
   }

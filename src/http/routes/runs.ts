@@ -36,6 +36,7 @@ export function runRoutes(
         "workspace.full",
         "workspace.measure",
         "access.denied",
+        "version.gate",
       ],
       handler: ({ who, params, body }) => runs.start(who, params.id, body),
     }),

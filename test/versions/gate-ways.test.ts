@@ -1,0 +1,127 @@
+// The evaluation gate guards every way a version takes runs, not only "make current": with the
+// gate on, a canary and a run that names its version may name only a version that passed
+// (409 version.gate saying why); turning the gate off is an owner's act, and every change of
+// the gate is kept in the agent's gate history with who made it. No box is started: every
+// answer here is given before a run would reach one.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { schema } from "../../src/store/index.js";
+import { dbLegs } from "../support/db.js";
+import { startTestServer, type TestServer } from "../support/server.js";
+
+const OWNER = "owner@example.com";
+const ADMIN = "admin@example.com";
+
+for (const leg of dbLegs)
+  describe(`the gate on every way in, on ${leg.name}`, { skip: leg.skip ?? false }, () => {
+    let t: TestServer;
+    let org: string;
+    let agent: string;
+    const as = (email: string) => (method: string, url: string, body?: unknown) =>
+      t.call(method, url, body, { "x-forwarded-email": email });
+    const owner = as(OWNER);
+    const admin = as(ADMIN);
+
+    before(async () => {
+      t = await startTestServer({ leg, env: { AUTH_MODE: "trusted-header" } });
+      org = (await owner("POST", "/api/orgs", { name: "gated" })).body.id;
+      const m = (await owner("POST", "/api/machines", { org_id: org, name: "m" })).body;
+      const a = await owner("POST", "/api/agents", {
+        org_id: org,
+        machine_id: m.id,
+        name: "a",
+        kind: "assistant",
+        model: { provider: "script", name: "v1.json" },
+      });
+      assert.equal(a.status, 201, JSON.stringify(a.body));
+      agent = a.body.id;
+      const added = await owner("PUT", `/api/orgs/${org}/members`, { email: ADMIN, role: "admin" });
+      assert.equal(added.status, 200, JSON.stringify(added.body));
+      for (const name of ["v2.json", "v3.json"]) {
+        const v = await owner("POST", `/api/agents/${agent}/versions`, {
+          model: { provider: "script", name },
+        });
+        assert.equal(v.status, 201, JSON.stringify(v.body));
+      }
+      const suite = await owner("POST", `/api/agents/${agent}/evals`, {
+        name: "math",
+        cases: [{ input: "What is 2+2?", expect: { contains: "4" } }],
+        pass_rate: 1,
+      });
+      assert.equal(suite.status, 201, JSON.stringify(suite.body));
+      // version 3 passed the suite (as an evaluation would record it; evals.test.ts runs one)
+      await t.server.store.db.insert(schema.evalRuns).values({
+        id: "evr_passed3",
+        orgId: org,
+        agentId: agent,
+        suiteId: suite.body.id,
+        suiteName: "math",
+        version: 3,
+        status: "passed",
+        passRate: 1,
+        cases: [],
+        startedBy: OWNER,
+        endedAt: new Date(),
+      });
+    });
+    after(async () => {
+      await t?.close();
+    });
+
+    test("with the gate on, a canary or a run naming a version that never passed is 409 version.gate", async () => {
+      const on = await admin("PUT", `/api/agents/${agent}/eval-gate`, { suite: "math" });
+      assert.equal(on.status, 200, JSON.stringify(on.body));
+
+      const canary = await owner("PUT", `/api/agents/${agent}/canary`, { version: 2, share: 0.999 });
+      assert.equal(canary.status, 409, JSON.stringify(canary.body));
+      assert.equal(canary.body.error.code, "version.gate");
+      assert.match(canary.body.error.message, /version 2 has no passed evaluation by suite math/);
+      assert.equal((await owner("GET", `/api/agents/${agent}/canary`)).body.canary, null);
+
+      const run = await owner("POST", `/api/agents/${agent}/runs`, {
+        kind: "agent",
+        input: "hi",
+        version: 2,
+      });
+      assert.equal(run.status, 409, JSON.stringify(run.body));
+      assert.equal(run.body.error.code, "version.gate");
+      assert.match(run.body.error.message, /version 2 has no passed evaluation/);
+      const runs = await owner("GET", `/api/agents/${agent}/runs`);
+      assert.deepEqual(runs.body.items, [], "no run was made");
+
+      // a version that passed may take a canary's share
+      const passed = await owner("PUT", `/api/agents/${agent}/canary`, { version: 3, share: 0.5 });
+      assert.equal(passed.status, 200, JSON.stringify(passed.body));
+      assert.equal(passed.body.canary.version, 3);
+      assert.equal((await owner("PUT", `/api/agents/${agent}/canary`, {})).body.canary, null);
+    });
+
+    test("only an owner turns the gate off; each change is in the gate's history with its author", async () => {
+      const refused = await admin("PUT", `/api/agents/${agent}/eval-gate`, { suite: null });
+      assert.equal(refused.status, 403, JSON.stringify(refused.body));
+      assert.equal(refused.body.error.code, "access.denied");
+      assert.equal((await admin("GET", `/api/agents/${agent}/eval-gate`)).body.eval_gate, "math");
+
+      const off = await owner("PUT", `/api/agents/${agent}/eval-gate`, { suite: null });
+      assert.deepEqual(off.body, { agent_id: agent, eval_gate: null });
+      // off, the gate guards nothing: a canary of version 2 starts
+      const canary = await admin("PUT", `/api/agents/${agent}/canary`, { version: 2, share: 0.1 });
+      assert.equal(canary.status, 200, JSON.stringify(canary.body));
+
+      const view = await admin("GET", `/api/agents/${agent}/eval-gate`);
+      assert.equal(view.status, 200, JSON.stringify(view.body));
+      assert.equal(view.body.eval_gate, null);
+      assert.deepEqual(
+        view.body.history.map((h: { revision: number; eval_gate: string | null; by: string }) => [
+          h.revision,
+          h.eval_gate,
+          h.by,
+        ]),
+        [
+          [1, "math", ADMIN],
+          [2, null, OWNER],
+        ],
+      );
+      assert.ok(view.body.history.every((h: { at: string }) => !Number.isNaN(Date.parse(h.at))));
+    });
+  });
