@@ -57,7 +57,7 @@ const REFUSED_KEYS: readonly RegExp[] = [
 ];
 
 /** core.fsmonitor is refused unless it says no. */
-const FALSE = new Set(["false", "no", "off", "0", ""]);
+const FALSE = new Set(["false", "no", "off", "0"]);
 
 /** The names of a configuration (`git config --list -z`) that warren will not run git with. */
 export function refusedSettings(listing: string): string[] {
