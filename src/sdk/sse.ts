@@ -171,7 +171,12 @@ export async function* eventStream(
         opts.seen?.(event);
         yield event;
       }
-      if (cause === undefined && opts.over?.()) return;
+      if (cause === undefined) {
+        if (opts.over?.()) return;
+        // the server ended the answer itself (an idle stream is closed after WARREN_STREAM_IDLE_S):
+        // taken up again, and no failure however often it comes
+        failures = 0;
+      }
     } catch (err) {
       if (opts.signal?.aborted) throw err;
       if (err instanceof WarrenApiError && err.status !== 0 && err.status !== 503) throw err;
