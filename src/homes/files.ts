@@ -121,6 +121,23 @@ export interface ReadOptions {
   maxBytes: number;
   /** Refuse any link on the way, even one that stays in the home (file.link). */
   noLinks?: boolean;
+  /**
+   * Where the reader may be (a member's fence): every path a link leads to, and the file as
+   * opened, must be one it allows; else `refusal()` is thrown before anything past the link is
+   * looked at, so the answer is the same whether the target exists.
+   */
+  fence?: { allows: (components: readonly string[]) => boolean; refusal: () => Error };
+}
+
+/** `components` with each ".." taking away the name before it (null: it climbs above the start). */
+function normalized(components: readonly string[]): string[] | null {
+  const out: string[] = [];
+  for (const c of components) {
+    if (c === "..") {
+      if (out.pop() === undefined) return null;
+    } else if (c !== "" && c !== ".") out.push(c);
+  }
+  return out;
 }
 
 /**
@@ -150,8 +167,10 @@ export async function readHomeFile(
   checkComponents(components);
   const shown = showPath(components);
   const home = await openHome(homeDir);
-  // The folders from the home down to where the resolution stands, each held open.
+  // The folders from the home down to where the resolution stands, each held open, and their names.
   const chain: FileHandle[] = [home.handle];
+  const names: string[] = [];
+  const fence = options.fence;
   try {
     const queue = [...components];
     let links = 0;
@@ -163,6 +182,7 @@ export async function readHomeFile(
         if (chain.length === 1)
           throw fileError("file.link", `${shown} goes through a link that leads out of the home`);
         await chain.pop()?.close();
+        names.pop();
         continue;
       }
 
@@ -184,9 +204,15 @@ export async function readHomeFile(
             throw fileError("file.link", `${shown} goes through a link that leads out of the home`);
           }
           await closeAll(chain.splice(1));
+          names.length = 0;
         }
         const rest = (target.startsWith("/") ? target.slice(home.path.length) : target).split("/");
         queue.unshift(...rest.filter((c) => c !== "" && c !== "."));
+        // judged where it leads, before any step past it is looked at
+        if (fence) {
+          const whole = normalized([...names, ...queue]);
+          if (whole !== null && !fence.allows(whole)) throw fence.refusal();
+        }
         continue;
       }
 
@@ -196,6 +222,7 @@ export async function readHomeFile(
         const next = await openFolder(dir, name, shown, "file.not_found");
         if (next === undefined) throw fileError("file.not_found", `${shown} does not exist in the home`);
         chain.push(next);
+        names.push(name);
         const now = await next.stat({ bigint: true });
         if (now.dev !== st.dev || now.ino !== st.ino) throw changed(shown);
         continue;
@@ -205,7 +232,7 @@ export async function readHomeFile(
       if (!st.isFile())
         throw fileError("file.not_regular", `${shown} is not a regular file (a FIFO, socket or device)`);
       if (st.size > BigInt(options.maxBytes)) throw tooLarge(shown, options.maxBytes);
-      return await readChecked(at, st, home.path, shown, options.maxBytes);
+      return await readChecked(at, st, home.path, shown, options.maxBytes, fence);
     }
   } finally {
     await closeAll(chain);
@@ -223,6 +250,7 @@ async function readChecked(
   home: string,
   shown: string,
   maxBytes: number,
+  fence?: ReadOptions["fence"],
 ): Promise<Buffer> {
   let file: FileHandle;
   try {
@@ -236,6 +264,7 @@ async function readChecked(
     // The folders on the way may have been moved since they were opened: ask where the file is now.
     const where = await fs.readlink(fdPath(file.fd));
     if (!where.startsWith(`${home}/`)) throw changed(shown);
+    if (fence && !fence.allows(where.slice(home.length + 1).split("/"))) throw fence.refusal();
     if (st.size > BigInt(maxBytes)) throw tooLarge(shown, maxBytes);
 
     // Read to the end: the file may have grown since fstat, and the limit still holds.

@@ -29,6 +29,9 @@ export interface FolderListing {
   truncated: boolean;
 }
 
+/** The answer to a path outside the asker's areas, which says nothing of what is there. */
+const outsideAreas = (): WarrenError => new WarrenError("area.refused", "that path is outside your areas");
+
 /** The most entries one folder listing answers. */
 const FOLDER_LIMIT = 1000;
 
@@ -64,7 +67,7 @@ export class Homes {
     const fence = await this.areas.fenceOf(a.orgId, who);
     const where = standing(components, fence);
     if (where === "inside" || (listing && where === "above")) return fence;
-    throw new WarrenError("area.refused", "that path is outside your areas");
+    throw outsideAreas();
   }
 
   async #machine(id: string) {
@@ -103,8 +106,19 @@ export class Homes {
   async readFile(who: Identity, agentId: string, rawPath: string): Promise<Buffer> {
     const a = await this.agents.load(who, agentId, "inspect");
     const components = parseHomePath(a.id, rawPath);
-    await this.#fence(a, who, components, false);
-    return readHomeFile(this.layout.homeDir(a.machineId, a.id), components, { maxBytes: FILE_LIMIT_BYTES });
+    const fence = await this.#fence(a, who, components, false);
+    // a link is judged where it leads: a fenced member never reads through one out of their areas
+    return readHomeFile(this.layout.homeDir(a.machineId, a.id), components, {
+      maxBytes: FILE_LIMIT_BYTES,
+      ...(fence === null
+        ? {}
+        : {
+            fence: {
+              allows: (c: readonly string[]) => standing(c, fence) === "inside",
+              refusal: outsideAreas,
+            },
+          }),
+    });
   }
 
   /** A folder of the agent's home ("" or "/" for the home itself), links listed, never followed. */

@@ -171,6 +171,58 @@ for (const leg of dbLegs)
       assert.equal(held.body.error.code, "area.in_use");
     });
 
+    test("a link is judged where it leads: a fenced member reads through none out of their areas, whether its target exists or not", async () => {
+      // planted by the agent itself in its box, as a turn of a fenced member could
+      const home = `/home/${agent}`;
+      const made = await owner("POST", `/api/agents/${agent}/exec`, {
+        command: [
+          "ln -s ../secret support/byturn",
+          `ln -s ${home}/secret support/abs`,
+          "ln -s ../secret/none.txt support/dead",
+          "ln -s .. support/up",
+          "ln -s ../support/byturn support/twice",
+          "ln -s a.txt support/inlane",
+        ].join(" && "),
+        timeout_ms: 30_000,
+      });
+      assert.equal(made.status, 200, JSON.stringify(made.body));
+      assert.equal(made.body.exit_code, 0, JSON.stringify(made.body));
+      const s = as(SUPPORT);
+      const answers = new Set<string>();
+      for (const p of [
+        "support/byturn/b.txt",
+        "support/dead",
+        "support/up/secret/b.txt",
+        "support/twice/b.txt",
+        "support/byturn/none.txt",
+      ]) {
+        const r = await s("GET", `/api/agents/${agent}/files/${p}`);
+        assert.equal(r.status, 403, `${p}: ${JSON.stringify(r.body)}`);
+        assert.equal(r.body.error.code, "area.refused", p);
+        assert.ok(!JSON.stringify(r.body).includes("plans"), p);
+        answers.add(JSON.stringify(r.body));
+      }
+      assert.equal(answers.size, 1, "the same answer whether the target exists");
+      // a link to the home's own path in the box is a path out of the home on the host
+      const abs = await s("GET", `/api/agents/${agent}/files/support/abs/b.txt`);
+      assert.equal(abs.status, 400, JSON.stringify(abs.body));
+      assert.equal(abs.body.error.code, "file.link");
+      assert.ok(!JSON.stringify(abs.body).includes("plans"));
+      // a link that stays in the area is followed
+      const inlane = await s("GET", `/api/agents/${agent}/files/support/inlane`);
+      assert.equal(inlane.status, 200, JSON.stringify(inlane.body));
+      assert.equal(inlane.body, "support notes\n");
+      // the whole home's holder still follows links that stay in the home
+      assert.equal(
+        (await owner("GET", `/api/agents/${agent}/files/support/byturn/b.txt`)).body,
+        "the plans\n",
+      );
+      const removed = await owner("POST", `/api/agents/${agent}/exec`, {
+        command: "rm support/byturn support/abs support/dead support/up support/twice support/inlane",
+      });
+      assert.equal(removed.body.exit_code, 0, JSON.stringify(removed.body));
+    });
+
     test("a member with area support gets 403 area.refused outside it on every file route, with no hint of what is there", async () => {
       const s = as(SUPPORT);
       const read = await s("GET", `/api/agents/${agent}/files/support/a.txt`);
