@@ -178,18 +178,63 @@ const ANONYMOUS: Identity = Object.freeze({ userId: "", email: "" });
 
 const where = { body: "body", querystring: "query", params: "path", headers: "headers" } as const;
 
+const kindOf = (v: unknown): string =>
+  v === null ? "null" : Array.isArray(v) ? "an array" : `a ${typeof v}`;
+
+/**
+ * A body the route's schema sees: an object, or what the schema itself takes; `null`, an array,
+ * a number, a string or a boolean sent to a route that takes an object is refused, never read
+ * as `{}`.
+ */
+function objectBody(schema: z.ZodType, value: unknown): unknown {
+  if (typeof value === "object" && value !== null && !Array.isArray(value)) return value;
+  if (schema.safeParse(value).success) return value;
+  throw new WarrenError("request.invalid", `body: must be a JSON object, not ${kindOf(value)}`, {
+    field: "body",
+  });
+}
+
+/**
+ * A request body as its route's schema sees it: no body at all (Fastify's null or undefined)
+ * is `{}`, for a route whose fields are all optional; a JSON body was judged by
+ * `jsonBodyRefused` before; bytes of another content type are parsed and judged here.
+ */
+function bodyValue(schema: z.ZodType, data: unknown): unknown {
+  if (data === null || data === undefined) return {};
+  const value = jsonBody(data);
+  return value === undefined ? {} : objectBody(schema, value);
+}
+
 /** Fastify's validator for a route's zod schemas: the parsed value, or request.invalid naming the field. */
 const validatorCompiler: FastifySchemaCompiler<z.ZodType> = ({ schema, httpPart }) => {
   const part = where[(httpPart ?? "body") as keyof typeof where] ?? "body";
   return (data: unknown) => {
-    const value = part === "body" ? (jsonBody(data) ?? {}) : data;
     try {
+      const value = part === "body" ? bodyValue(schema, data) : data;
       return { value: parseWith(schema, value, part) };
     } catch (err) {
       return { error: err as Error };
     }
   };
 };
+
+const isJson = (type: string | undefined): boolean => /^application\/json\s*(;|$)/i.test(type ?? "");
+
+/**
+ * The one rule for JSON bodies, before a route's schema: a body sent as JSON
+ * (`content-type: application/json`) to a route that takes an object must be one. An empty
+ * body, `null`, an array, a number, a string or a boolean is 400 request.invalid.
+ */
+const jsonBodyRefused =
+  (schema: z.ZodType) =>
+  async (req: FastifyRequest): Promise<void> => {
+    if (!isJson(req.headers["content-type"])) return;
+    if (req.body === undefined)
+      throw new WarrenError("request.invalid", "body: is empty; send a JSON object (`{}` for none)", {
+        field: "body",
+      });
+    objectBody(schema, req.body);
+  };
 
 /**
  * Fastify's serialiser for a route's answer: what the schema says, nothing more. An answer
@@ -280,6 +325,7 @@ export function registerRoutes(app: FastifyInstance, routes: AnyRoute[], streams
         ...(spec.response ? { response: { [ok]: spec.response } } : {}),
       },
       ...(spec.bodyLimit ? { bodyLimit: spec.bodyLimit } : {}),
+      ...(spec.body && !spec.rawBody ? { preValidation: jsonBodyRefused(spec.body) } : {}),
       handler: async (req, reply) => {
         const who = spec.public ? ANONYMOUS : req.identity;
         if (!who) throw new WarrenError("auth.required", "no identity: sign in through the proxy");
