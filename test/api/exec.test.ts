@@ -4,6 +4,7 @@ import http from "node:http";
 import { after, before, describe, test } from "node:test";
 import { previewGet } from "../support/preview.js";
 import { boxSkipReason } from "../box/fixture.js";
+import { waitFor } from "../conversations/support.js";
 import { forkCount } from "../support/forks.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
@@ -238,16 +239,30 @@ describe("exec through the API", { skip: boxSkipReason() ?? false }, () => {
   test("a process a generation left running keeps the box from idling", async () => {
     const run = await t.call("POST", `/api/agents/${b.id}/runs`, {
       kind: "command",
-      command: "setsid sleep 6 >/dev/null 2>&1 < /dev/null &",
+      command: "setsid sleep 600 >/dev/null 2>&1 < /dev/null & echo $!",
     });
     assert.equal(run.status, 202);
-    for (let i = 0; i < 100; i++) {
-      if ((await t.call("GET", `/api/runs/${run.body.id}`)).body.status === "succeeded") break;
-      await new Promise((res) => setTimeout(res, 50));
+    const done = await waitFor(`run ${run.body.id} to end`, async () => {
+      const r = (await t.call("GET", `/api/runs/${run.body.id}`)).body;
+      return ["running", "queued"].includes(r.status) ? undefined : r;
+    });
+    assert.equal(done.status, "succeeded", JSON.stringify(done));
+    const pid = String(done.output).trim();
+    assert.match(pid, /^\d+$/);
+    // three times the idle time (2 s) passes with the process left running: the box stays up
+    const until = Date.now() + 6000;
+    while (Date.now() < until) {
+      const m = (await t.call("GET", `/api/machines/${machine.id}`)).body;
+      assert.equal(m.state, "running", "idle time passed, but the generation's process still runs");
+      await new Promise((res) => setTimeout(res, 250));
     }
-    await new Promise((res) => setTimeout(res, 3000));
-    const m = (await t.call("GET", `/api/machines/${machine.id}`)).body;
-    assert.equal(m.state, "running", "idle time passed, but the generation's process still runs");
+    // and it was that process: once it ends, the box is stopped for being idle
+    assert.equal((await exec(b.id, { command: `kill ${pid}` })).body.exit_code, 0);
+    const stopped = await waitFor("the box stopped once idle", async () => {
+      const m = (await t.call("GET", `/api/machines/${machine.id}`)).body;
+      return m.state === "stopped" ? m : undefined;
+    });
+    assert.match(stopped.state_reason, /idle/);
   });
 
   test("a box that died on its own is started again by the next exec", async () => {
