@@ -138,3 +138,97 @@ test("policy entries: what no policy may hold, and the operator's bound", async 
     /spells the address 127\.0\.0\.1/,
   );
 });
+
+test("an IPv6 address that carries a refused IPv4 (6to4, Teredo, NAT64, mapped) is refused like it, in every spelling", () => {
+  const config = parseConfig({ WARREN_EGRESS_PRIVATE_ALLOW: "10.1.0.0/16,127.0.0.1:11434" });
+  const rule = new AddressRule({
+    bound: config.WARREN_EGRESS_PRIVATE_ALLOW,
+    own: { listening: () => [{ address: [127, 0, 0, 1], port: 8080 }] },
+    interfaces: () => [[192, 0, 2, 7]],
+  });
+  const judge = (s: string, port: number) => {
+    const h = normaliseHost(s);
+    assert.ok(h?.kind === "ip", s);
+    return rule.judge(h.bytes, port);
+  };
+  // 169.254.169.254 (the metadata address) carried every way
+  for (const s of [
+    // 6to4: the IPv4 in bits 16..47
+    "2002:a9fe:a9fe::",
+    "2002:a9fe:a9fe::1",
+    "2002:A9FE:A9FE::1",
+    "2002:a9fe:a9fe:0000:0000:0000:0000:0001",
+    "[2002:a9fe:a9fe:1:2:3:4:5]",
+    // Teredo: the client's IPv4 is the last 32 bits, inverted (56 01 56 01)
+    "2001:0:4136:e378:8000:63bf:5601:5601",
+    "2001:0000:4136:E378:8000:63BF:5601:5601",
+    "2001::5601:5601",
+    "2001:0:4136:e378:8000:63bf:86.1.86.1",
+    // NAT64, well-known prefix and local-use prefix (a /96 and a /48 of it)
+    "64:ff9b::a9fe:a9fe",
+    "64:FF9B::169.254.169.254",
+    "0064:ff9b:0000:0000:0000:0000:a9fe:a9fe",
+    "64:ff9b:1::a9fe:a9fe",
+    "64:ff9b:1::169.254.169.254",
+    "64:ff9b:1:a9fe:a9:fe00::",
+    // mapped and compatible
+    "::ffff:169.254.169.254",
+    "::FFFF:A9FE:A9FE",
+    "0:0:0:0:0:ffff:a9fe:a9fe",
+    "[::169.254.169.254]",
+  ]) {
+    const v = judge(s, 80);
+    assert.equal(v.ok, false, s);
+    assert.match(v.ok ? "" : v.reason, /169\.254\.169\.254[^]*link-local/, s);
+  }
+  // a loopback or private IPv4 carried is refused outside the bound, reached inside it
+  for (const [s, port, ok] of [
+    ["2002:7f00:1::", 11434, true],
+    ["2002:7f00:1::", 80, false],
+    ["2002:7f00:1::", 8080, false],
+    ["2001:0:4136:e378:8000:63bf:80ff:fffe", 11434, true],
+    ["2001:0:4136:e378:8000:63bf:80ff:fffe", 22, false],
+    ["64:ff9b::7f00:1", 11434, true],
+    ["64:ff9b:1::a01:203", 5432, true],
+    ["64:ff9b:1::a02:1", 5432, false],
+    ["2002:a01:203::", 5432, true],
+    ["2002:a02:1::", 5432, false],
+    ["2002:c000:207::", 443, false],
+    ["2002:0:0::1", 80, false],
+    // public IPv4 carried: reached as the IPv4 is
+    ["2002:5db8:d822::1", 443, true],
+    ["2001:0:4136:e378:8000:63bf:a247:27dd", 443, true],
+    ["64:ff9b:1::5db8:d822", 443, true],
+    ["2001:db8::1", 443, true],
+  ] as const)
+    assert.equal(judge(s, port).ok, ok, `${s} port ${port}`);
+});
+
+test("a policy entry that is an IPv6 address carrying a refused IPv4, or a range of such, is refused", async () => {
+  const { parseNetworkEntry } = await import("../contract/policy.js");
+  const config = parseConfig({ WARREN_EGRESS_PRIVATE_ALLOW: "10.1.0.0/16" });
+  const rule = new AddressRule({
+    bound: config.WARREN_EGRESS_PRIVATE_ALLOW,
+    own: { listening: () => [] },
+    interfaces: () => [],
+  });
+  const problem = (text: string) => {
+    const e = parseNetworkEntry(text);
+    assert.ok(typeof e !== "string", `${text}: ${typeof e === "string" ? e : ""}`);
+    return rule.entryProblem(e);
+  };
+  for (const [bad, why] of [
+    ["2002:a9fe:a9fe::1", /carries 169\.254\.169\.254[^]*link-local/],
+    ["[2002:A9FE:A9FE::1]:80", /carries 169\.254\.169\.254/],
+    ["2001:0:4136:e378:8000:63bf:5601:5601", /carries 169\.254\.169\.254/],
+    ["64:ff9b:1::169.254.169.254", /carries 169\.254\.169\.254/],
+    ["2002:a02:1::", /carries 10\.2\.0\.1[^]*outside the operator's bound/],
+    ["2002::/16", /wider than a \/32/],
+    ["2002:a9fe::/32", /carry IPv4 ones/],
+    ["2001::/32", /carry IPv4 ones/],
+    ["64:ff9b:1::/48", /carry IPv4 ones/],
+  ] as const)
+    assert.match(problem(bad) ?? "(allowed)", why, bad);
+  for (const ok of ["2002:5db8:d822::1", "2002:a01:203::", "2001:db8::/32", "[2001:db8::1]:443"])
+    assert.equal(problem(ok), null, ok);
+});

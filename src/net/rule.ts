@@ -66,6 +66,34 @@ export function unmap(addr: number[]): number[] {
   return mapped || nat64 || compat ? tail : addr;
 }
 
+/**
+ * The IPv4 addresses an IPv6 address carries where unmap does not take it as IPv4: 6to4
+ * (`2002::/16`, the IPv4 in bits 16..47), Teredo (`2001::/32`, the client's IPv4 in the last 32
+ * bits, inverted) and local-use NAT64 (`64:ff9b:1::/48`, the IPv4 where RFC 6052 puts it for a
+ * prefix of 48, 56, 64 or 96 bits: each layout whose other bits are zero, or all of them when
+ * none fits, so that the rule judges every IPv4 the address may stand for). Empty otherwise.
+ */
+export function embeddedIpv4(addr: number[]): number[][] {
+  if (addr.length !== 16) return [];
+  const b = (i: number) => addr[i] ?? 0;
+  if (b(0) === 0x20 && b(1) === 0x02) return [addr.slice(2, 6)];
+  if (b(0) === 0x20 && b(1) === 0x01 && b(2) === 0 && b(3) === 0)
+    return [addr.slice(12).map((x) => x ^ 0xff)];
+  if (b(0) === 0 && b(1) === 0x64 && b(2) === 0xff && b(3) === 0x9b && b(4) === 0 && b(5) === 1) {
+    const zero = (from: number, to: number) => addr.slice(from, to).every((x) => x === 0);
+    // each layout whose other bits are zero, as RFC 6052 writes them; every layout when none is
+    const layouts: [boolean, number[]][] = [
+      [zero(11, 16), [b(6), b(7), b(9), b(10)]],
+      [zero(12, 16) && b(6) === 0, [b(7), b(9), b(10), b(11)]],
+      [zero(13, 16) && zero(6, 8), [b(9), b(10), b(11), b(12)]],
+      [zero(6, 12), addr.slice(12)],
+    ];
+    const fit = layouts.filter(([ok]) => ok).map(([, v4]) => v4);
+    return fit.length > 0 ? fit : layouts.map(([, v4]) => v4);
+  }
+  return [];
+}
+
 export function formatIp(addr: number[]): string {
   if (addr.length === 4) return addr.join(".");
   const groups: string[] = [];
@@ -237,6 +265,19 @@ export class AddressRule {
       return `holds IPv4 addresses written as IPv6 (${text}); list IPv4 networks as IPv4`;
     for (const c of NEVER)
       if (overlaps(e, c)) return `holds ${c.what} address (${rangeText(c)}), which no policy may reach`;
+    if (!v4 && EMBEDDING.some((r) => overlaps(e, r))) {
+      if (e.bits < 128)
+        return `holds IPv6 addresses that carry IPv4 ones (6to4, Teredo, NAT64: ${text}); list IPv4 networks as IPv4`;
+      for (const inner of embeddedIpv4(e.bytes)) {
+        const problem = this.entryProblem({
+          kind: "ip",
+          bytes: inner,
+          bits: 32,
+          ...(port !== undefined ? { port } : {}),
+        });
+        if (problem) return `carries ${formatIp(inner)} (which ${problem})`;
+      }
+    }
     // the server's endpoints: one listening on a wildcard or on one of this host's addresses is on every host address
     for (const own of this.#o.own.listening()) {
       if (port !== undefined && port !== own.port) continue;
@@ -283,6 +324,11 @@ export class AddressRule {
     const text = formatIp(addr);
     const at = withPort(addr, port);
     for (const c of NEVER) if (inRange(addr, c)) return { ok: false, reason: `${text} is ${c.what} address` };
+    // an IPv6 address that carries an IPv4 one (6to4, Teredo, NAT64) is judged as that IPv4 too
+    for (const v4 of embeddedIpv4(addr)) {
+      const inner = this.judge(v4, port);
+      if (!inner.ok) return { ok: false, reason: `${text} carries ${formatIp(v4)}: ${inner.reason}` };
+    }
     if (this.isOwnEndpoint(addr, port))
       return { ok: false, reason: `${at} is the warren server's own endpoint` };
     const bounded = BOUNDED.find((c) => inRange(addr, c));
@@ -310,6 +356,12 @@ export function isLocalName(name: string): boolean {
 
 const MAPPED: Range = { bytes: parseIp("::ffff:0:0") ?? [], bits: 96 };
 const NAT64: Range = { bytes: parseIp("64:ff9b::") ?? [], bits: 96 };
+/** IPv6 ranges whose addresses carry an IPv4 one (embeddedIpv4). */
+const EMBEDDING: readonly Range[] = [
+  { bytes: parseIp("2002::") ?? [], bits: 16 },
+  { bytes: parseIp("2001::") ?? [], bits: 32 },
+  { bytes: parseIp("64:ff9b:1::") ?? [], bits: 48 },
+];
 
 /** An IPv6 range inside the IPv4-mapped (or NAT64) space as the IPv4 range it is; others unchanged. */
 export function unmapRange(r: Range): Range {
