@@ -86,6 +86,7 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
           const a = preview.address();
           return a && typeof a !== "string" ? previewOrigin(config, a.port, agentId, port) : null;
         },
+        unfenced: (orgId, who) => access.requireUnfenced(orgId, who),
       }),
       ...homeRoutes(s.homes),
       ...artifactRoutes(s.artifacts),

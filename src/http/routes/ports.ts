@@ -1,6 +1,7 @@
 // /api/agents/:id/ports/:port/* sends the viewer to the port's preview, on an origin of its own
 // (src/preview): a 307 to that address with a one-time token, and nothing of the box itself.
 import { z } from "zod";
+import type { Identity } from "../../access/index.js";
 import type { Agents } from "../../agents/service.js";
 import { WarrenError } from "../../errors.js";
 import { portsOf } from "../../machines/placement.js";
@@ -19,6 +20,11 @@ export interface PreviewLinks {
   grants: PreviewGrants;
   /** The origin of an agent's port's preview, or null while the previews' listener is not started. */
   origin(agentId: string, port: number): string | null;
+  /**
+   * Throws area.refused for a member who holds areas: a port serves the whole box, which no
+   * area fences, so such a member gets no preview token (the previews' listener refuses them too).
+   */
+  unfenced(orgId: string, who: Identity): Promise<void>;
 }
 
 const others: HTTPMethods[] = ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
@@ -35,9 +41,10 @@ export function portRoutes(agents: Agents, previews: PreviewLinks): AnyRoute[] {
       params,
       status: 307,
       produces: "text/plain",
-      errors: ["port.unreachable"],
+      errors: ["port.unreachable", "area.refused"],
       handler: async ({ who, params: p, req, reply }) => {
         const agent = await agents.load(who, p.id, "inspect");
+        await previews.unfenced(agent.orgId, who);
         const block = portsOf(agent.slot);
         if (p.port < block.first || p.port > block.last) {
           throw new WarrenError(
