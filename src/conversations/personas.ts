@@ -74,6 +74,16 @@ export class Personas {
           { field: "secrets" },
         );
     }
+    if (body.area) {
+      const [area] = await o.db
+        .select({ name: schema.areas.name })
+        .from(schema.areas)
+        .where(and(eq(schema.areas.orgId, agent.orgId), eq(schema.areas.name, body.area)));
+      if (!area)
+        throw new WarrenError("request.invalid", `area: the organisation has no area named ${body.area}`, {
+          field: "area",
+        });
+    }
     const [row] = await o.db
       .insert(schema.personas)
       .values({

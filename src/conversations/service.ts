@@ -137,8 +137,20 @@ export class Conversations {
     const { spec, version } = canary ?? (await o.agents.specOf(agent));
     // an agent that does not think (kind command) holds no conversation
     planAgentRun(spec, version, o.runners, undefined);
-    const persona = body.persona_id ? await o.personas.of(agent.id, body.persona_id) : null;
     const held = await o.access.areasOf(agent.orgId, who);
+    // a member who holds areas picks only a persona homed in one of them, and learns nothing of
+    // the others (the same answer whether the persona exists or not)
+    const outside = () =>
+      new WarrenError(
+        "area.refused",
+        "you hold areas in this organisation: pick a persona homed in one of them (persona_id)",
+      );
+    const persona = body.persona_id
+      ? await o.personas.of(agent.id, body.persona_id).catch((err: unknown) => {
+          throw held.length > 0 && err instanceof WarrenError && err.code === "not_found" ? outside() : err;
+        })
+      : null;
+    if (persona && held.length > 0 && !(persona.area && held.includes(persona.area))) throw outside();
     const role = await o.access.roleIn(agent.orgId, who);
     if (role === "guest" && !(persona?.area && held.includes(persona.area)))
       throw new WarrenError(
