@@ -176,6 +176,12 @@ interface MachineWatch {
   oomTimes: Map<string, number[]>;
   forks: Map<string, ForkWatch>;
   climbs: Map<string, ClimbWatch>;
+  /**
+   * Trees already stopped: never judged again. Their folder can linger, emptied, and the
+   * kill itself (pids.max 0) refuses the forks of what was still dying, which would look
+   * like a tree at its own limit whose forks keep being refused.
+   */
+  killed: Set<string>;
   lastPing: number;
 }
 
@@ -311,6 +317,7 @@ export class BoxHealth {
         oomTimes: new Map(),
         forks: new Map(),
         climbs: new Map(),
+        killed: new Set(),
         lastPing: now,
       };
       if (now - w.lastPing >= o.keepaliveMs) w.lastPing = now;
@@ -356,6 +363,7 @@ export class BoxHealth {
       }
       for (const map of [w.oomSeen, w.oomTimes, w.forks, w.climbs])
         for (const name of [...map.keys()]) if (!present.has(name)) map.delete(name);
+      for (const name of w.killed) if (!present.has(name)) w.killed.delete(name);
       o.gone(l.machineId, present);
 
       const limit = limitHeld(usage.agents, before, oomDelta, forkDelta);
@@ -366,14 +374,15 @@ export class BoxHealth {
 
       // a tree the OOM killer keeps hitting
       for (const [name, times] of w.oomTimes) {
-        if (times.length < OOM_KILLS_RUNAWAY) continue;
+        if (times.length < OOM_KILLS_RUNAWAY || w.killed.has(name)) continue;
         const c = usage.commands.find((x) => x.name === name);
         if (!c) continue;
         const heldS = (now - (times[0] ?? now)) / 1000;
         events.push(await this.#stop(m, c, "memory", "oom", heldS, now));
         w.oomTimes.delete(name);
       }
-      const stopped = new Set(events.filter((e) => e.machineId === m.id).map((e) => e.command));
+      const stopped = new Set(w.killed);
+      for (const e of events) if (e.machineId === m.id) stopped.add(e.command);
       // a tree climbing toward the pids limit for the whole window: stopped from where its
       // climb began, not from when it reached the limit (a bomb's forks can take longer to
       // get there than the window itself on a loaded host)
@@ -406,7 +415,7 @@ export class BoxHealth {
       for (const [name, f] of w.forks) {
         if (f.since === undefined || now - f.since < windowMs || stopped.has(name)) continue;
         const c = usage.commands.find((x) => x.name === name);
-        if (!c) continue;
+        if (!c || c.pids === 0) continue;
         const holdsBox = agentsLimit !== null && c.pids >= pidsShare(agentsLimit);
         const atOwn = c.pidsLimit !== null && c.pids >= c.pidsLimit - pidsMargin(c.pidsLimit);
         if (!holdsBox && !atOwn) continue; // refused because others filled the box: not its doing
@@ -414,6 +423,7 @@ export class BoxHealth {
         stopped.add(name);
         calmForks(w, name);
       }
+      for (const e of events) if (e.machineId === m.id) w.killed.add(e.command);
       seen.push({ machineId: l.machineId, orgId: m.orgId, usage, atLimit: w.atLimit !== undefined });
     }
     this.#gauges(seen);
