@@ -130,7 +130,8 @@ class RunToolset implements Toolset {
     private readonly onClose: () => void,
     private readonly logger: Logger,
     private readonly approvals: ApprovalDoor | undefined,
-    private readonly guardrail: ToolPolicy | null,
+    /** The organisation's guardrail as it is now (read at every call, never kept for the run). */
+    private readonly guardrailNow: () => Promise<ToolPolicy | null>,
   ) {
     this.#byName = new Map(impls.map((i) => [i.tool.name, i]));
     this.tools = impls.map((i) => i.tool);
@@ -142,8 +143,9 @@ class RunToolset implements Toolset {
     impl: ToolImpl,
     canonical: Record<string, unknown>,
   ): Promise<{ output: string; policies: string[] } | null> {
-    if (!this.guardrail) return null;
-    const g = await this.guardrail.decide({
+    const guardrail = await this.guardrailNow();
+    if (!guardrail) return null;
+    const g = await guardrail.decide({
       agent: { id: this.ctx.workload.agent.id, orgId: this.ctx.workload.agent.orgId },
       tool: { name, kind: impl.kind, ...(impl.server ? { server: impl.server } : {}) },
       run: { id: this.ctx.runId, via: this.ctx.via ?? "loop" },
@@ -342,6 +344,8 @@ export function legacyHeaderWarnings(
 /** Opens runs' toolsets, and finds the open one of a run (for the tool gateway). */
 export class Tools implements ToolsetFactory {
   readonly #open = new Map<string, RunToolset>();
+  /** Guardrails compiled, by their text (an edit is a new text; the oldest are let go). */
+  readonly #compiled = new Map<string, Promise<ToolPolicy>>();
 
   constructor(private readonly o: ToolsOptions) {}
 
@@ -397,8 +401,13 @@ export class Tools implements ToolsetFactory {
       }
     }
     const policy = await ToolPolicy.compile(ctx.spec.tool_policy);
-    const guardText = o.guardrailOf ? await o.guardrailOf(agent.orgId) : null;
-    const guardrail = guardText === null ? null : await ToolPolicy.compile(guardText);
+    const guardrailOf = o.guardrailOf;
+    // decided by the guardrail as it is when each call executes: one added while a call waits
+    // for its approval, or while the run goes on, applies to that call and every later one
+    const guardrailNow = async (): Promise<ToolPolicy | null> => {
+      const text = guardrailOf ? await guardrailOf(agent.orgId) : null;
+      return text === null ? null : this.#compile(text);
+    };
     if (policy.problem)
       warnings.push(`the tool policy does not validate, so every call is denied: ${policy.problem}`);
     const set = new RunToolset(
@@ -413,9 +422,20 @@ export class Tools implements ToolsetFactory {
       },
       o.logger,
       o.approvals,
-      guardrail,
+      guardrailNow,
     );
     this.#open.set(ctx.runId, set);
     return set;
+  }
+
+  #compile(text: string): Promise<ToolPolicy> {
+    let p = this.#compiled.get(text);
+    if (!p) {
+      if (this.#compiled.size >= 64) this.#compiled.delete(this.#compiled.keys().next().value ?? "");
+      p = ToolPolicy.compile(text);
+      this.#compiled.set(text, p);
+      p.catch(() => this.#compiled.delete(text));
+    }
+    return p;
   }
 }

@@ -27,6 +27,7 @@ export interface GuardrailsView {
 export class Guardrails {
   /** Each organisation's deny list, read again after any write of the guardrails (read at every hop of a fetch). */
   readonly #deny;
+  readonly #toolPolicy;
 
   constructor(
     private readonly db: Db,
@@ -34,15 +35,21 @@ export class Guardrails {
     private readonly check: (text: string) => Promise<string | null>,
   ) {
     this.#deny = memo<string, readonly string[]>(db, [schema.orgGuardrails]);
+    this.#toolPolicy = memo<string, string>(db, [schema.orgGuardrails]);
   }
 
-  /** The organisation's guardrail policy text ("" when it has none). */
-  async toolPolicyOf(orgId: string): Promise<string> {
-    const [g] = await this.db
-      .select()
-      .from(schema.orgGuardrails)
-      .where(eq(schema.orgGuardrails.orgId, orgId));
-    return g?.toolPolicy ?? "";
+  /**
+   * The organisation's guardrail policy text ("" when it has none), as it is now: read once
+   * per write of the guardrails' table (the store's change stamps), since every tool call asks.
+   */
+  toolPolicyOf(orgId: string): Promise<string> {
+    return this.#toolPolicy.get(orgId, async () => {
+      const [g] = await this.db
+        .select({ toolPolicy: schema.orgGuardrails.toolPolicy })
+        .from(schema.orgGuardrails)
+        .where(eq(schema.orgGuardrails.orgId, orgId));
+      return g?.toolPolicy ?? "";
+    });
   }
 
   /** The organisation's network deny list ([] when it has none). */

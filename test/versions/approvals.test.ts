@@ -261,6 +261,45 @@ describe("approvals", { skip: boxSkipReason() ?? false }, () => {
     assert.match(calls[1].output, /open words/);
     assert.equal((await t.call("PUT", `/api/orgs/${org.id}/guardrails`, { tool_policy: "" })).status, 200);
   });
+  test("a guardrail added while a call waits for its approval is applied to that call once allowed, and to the run's later calls", async () => {
+    const a = await agentWith([
+      { tool_calls: [{ name: "write_file", input: { path: "forbidden.txt", content: "should not be" } }] },
+      { tool_calls: [{ name: "read_file", input: { path: "later-secret.txt" } }] },
+      { text: "done" },
+    ]);
+    await putHomeFile(t, a.id, "later-secret.txt", "the later code");
+    const runId = await start(a.id);
+    const { approval } = await waitingApproval(runId);
+    try {
+      // the organisation forbids the waiting call, and reads of secrets, after it was asked
+      const g = await t.call("PUT", `/api/orgs/${org.id}/guardrails`, {
+        tool_policy: [
+          `@id("no-forbidden") forbid(principal, action, resource == Tool::"write_file") when { context.arguments has path && context.arguments.path like "*forbidden*" };`,
+          `@id("no-secrets") forbid(principal, action, resource == Tool::"read_file") when { context.arguments has path && context.arguments.path like "*secret*" };`,
+        ].join("\n"),
+      });
+      assert.equal(g.status, 200, JSON.stringify(g.body));
+      const ok = await t.call("POST", `/api/approvals/${approval.id}`, {
+        decision: "allow",
+        args_sha256: approval.args_sha256,
+      });
+      assert.equal(ok.status, 200, JSON.stringify(ok.body));
+      const done = await ended(runId);
+      assert.equal(done.status, "succeeded", JSON.stringify(done));
+      assert.equal(await homeFile(a.id, "forbidden.txt"), null, "the approved call did not run");
+      const calls = eventsOfType((await t.call("GET", `/api/runs/${runId}/events`)).body.items, "tool_call");
+      const write = calls.find((c) => c.tool === "write_file");
+      assert.equal(write?.decision, "deny", JSON.stringify(calls));
+      assert.deepEqual(write?.policies, ["no-forbidden"]);
+      assert.match(String(write?.output), /organisation's guardrail/);
+      const read = calls.find((c) => c.tool === "read_file");
+      assert.equal(read?.decision, "deny", JSON.stringify(calls));
+      assert.doesNotMatch(String(read?.output), /later code/);
+    } finally {
+      assert.equal((await t.call("PUT", `/api/orgs/${org.id}/guardrails`, { tool_policy: "" })).status, 200);
+    }
+  });
+
   test("a conversation's turn that waits for an approval says so in the conversation's stream", async () => {
     const a = await agentWith([
       { tool_calls: [{ name: "write_file", input: { path: "turn.txt", content: "from the turn" } }] },
