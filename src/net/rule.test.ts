@@ -41,18 +41,26 @@ test("malformed hosts are refused", () => {
     assert.equal(normaliseHost(s), null, JSON.stringify(s));
 });
 
-test("the rule: never, own endpoints, the operator's bound, public", () => {
+/** The rule of a server on 127.0.0.1:8080, its host's interface 192.0.2.7, under an operator's bound. */
+const serverRule = () => {
   const config = parseConfig({ WARREN_EGRESS_PRIVATE_ALLOW: "10.1.0.0/16,127.0.0.1:11434" });
-  const rule = new AddressRule({
+  return new AddressRule({
     bound: config.WARREN_EGRESS_PRIVATE_ALLOW,
     own: { listening: () => [{ address: [127, 0, 0, 1], port: 8080 }] },
     interfaces: () => [[192, 0, 2, 7]],
   });
-  const judge = (s: string, port: number) => {
-    const h = normaliseHost(s);
-    assert.ok(h?.kind === "ip");
-    return rule.judge(h.bytes, port).ok;
-  };
+};
+
+/** The bytes of an address, given in one of its spellings. */
+const ipBytes = (s: string) => {
+  const h = normaliseHost(s);
+  assert.ok(h?.kind === "ip", s);
+  return h.bytes;
+};
+
+test("the rule: never, own endpoints, the operator's bound, public", () => {
+  const rule = serverRule();
+  const judge = (s: string, port: number) => rule.judge(ipBytes(s), port).ok;
   assert.equal(judge("127.0.0.1", 11434), true);
   assert.equal(judge("127.1", 11435), false);
   assert.equal(judge("127.0.0.1", 8080), false);
@@ -140,17 +148,8 @@ test("policy entries: what no policy may hold, and the operator's bound", async 
 });
 
 test("an IPv6 address that carries a refused IPv4 (6to4, Teredo, NAT64, mapped) is refused like it, in every spelling", () => {
-  const config = parseConfig({ WARREN_EGRESS_PRIVATE_ALLOW: "10.1.0.0/16,127.0.0.1:11434" });
-  const rule = new AddressRule({
-    bound: config.WARREN_EGRESS_PRIVATE_ALLOW,
-    own: { listening: () => [{ address: [127, 0, 0, 1], port: 8080 }] },
-    interfaces: () => [[192, 0, 2, 7]],
-  });
-  const judge = (s: string, port: number) => {
-    const h = normaliseHost(s);
-    assert.ok(h?.kind === "ip", s);
-    return rule.judge(h.bytes, port);
-  };
+  const rule = serverRule();
+  const judge = (s: string, port: number) => rule.judge(ipBytes(s), port);
   // 169.254.169.254 (the metadata address) carried every way
   for (const s of [
     // 6to4: the IPv4 in bits 16..47

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { dbLegs } from "../support/db.js";
+import { asMember, orgWithAgent } from "../support/org.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { waitFor } from "../conversations/support.js";
 
@@ -23,8 +24,7 @@ for (const leg of dbLegs)
     let t: TestServer;
     let org: string;
     let agent: string;
-    const as = (email: string) => (method: string, url: string, body?: unknown) =>
-      t.call(method, url, body, { "x-forwarded-email": email });
+    const as = asMember(() => t);
     const owner = as(OWNER);
     const put = async (p: string, text: string) => {
       const r = await t.inject({
@@ -44,19 +44,7 @@ for (const leg of dbLegs)
 
     before(async () => {
       t = await startTestServer({ leg, env: { AUTH_MODE: "trusted-header" } });
-      org = (await owner("POST", "/api/orgs", { name: "acme" })).body.id;
-      const m = (await owner("POST", "/api/machines", { org_id: org, name: "m" })).body;
-      const a = await owner("POST", "/api/agents", {
-        org_id: org,
-        machine_id: m.id,
-        name: "a",
-        kind: "assistant",
-        model: { provider: "script", name: "turns.json" },
-        tools: ["run_command", "read_file", "list_files"].map((name) => ({ type: "builtin", name })),
-        tool_policy: `@id("all") permit(principal, action, resource);`,
-      });
-      assert.equal(a.status, 201, JSON.stringify(a.body));
-      agent = a.body.id;
+      ({ org, agent } = await orgWithAgent(owner, { tools: ["run_command", "read_file", "list_files"] }));
       await put("support/a.txt", "support notes\n");
       await put("support/.git/HEAD", "ref: refs/heads/main\n");
       // a repository nested deeper in the held folder: its files show, its history does not

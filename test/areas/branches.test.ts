@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { dbLegs } from "../support/db.js";
+import { asMember, orgWithAgent } from "../support/org.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { waitFor } from "../conversations/support.js";
 
@@ -17,10 +18,8 @@ const OTHER = "other@example.com";
 for (const leg of dbLegs)
   describe(`branches on ${leg.name}`, { skip: leg.skip ?? false }, () => {
     let t: TestServer;
-    let org: string;
     let agent: string;
-    const as = (email: string) => (method: string, url: string, body?: unknown) =>
-      t.call(method, url, body, { "x-forwarded-email": email });
+    const as = asMember(() => t);
     const owner = as(OWNER);
     const editor = as(EDITOR);
     /** A shell command in the agent's box, as the owner; answers its stdout. */
@@ -45,19 +44,17 @@ for (const leg of dbLegs)
 
     before(async () => {
       t = await startTestServer({ leg, env: { AUTH_MODE: "trusted-header" } });
-      org = (await owner("POST", "/api/orgs", { name: "acme" })).body.id;
-      const m = (await owner("POST", "/api/machines", { org_id: org, name: "m" })).body;
-      const a = await owner("POST", "/api/agents", {
-        org_id: org,
-        machine_id: m.id,
+      ({ agent } = await orgWithAgent(owner, {
         name: "coder",
-        kind: "assistant",
-        model: { provider: "script", name: "turns.json" },
-        tools: [{ type: "builtin", name: "run_command" }],
-        tool_policy: `@id("all") permit(principal, action, resource);`,
-      });
-      assert.equal(a.status, 201, JSON.stringify(a.body));
-      agent = a.body.id;
+        tools: ["run_command"],
+        areas: { proj: ["proj"], other: ["other"] },
+        members: [
+          { email: EDITOR, role: "editor", areas: ["proj"] },
+          // a viewer who holds the repository's area, and one who holds another
+          { email: VIEWER, role: "viewer", areas: ["proj"] },
+          { email: OTHER, role: "viewer", areas: ["other"] },
+        ],
+      }));
       const script = [
         {
           tool_calls: [
@@ -79,21 +76,6 @@ for (const leg of dbLegs)
       await sh(
         "mkdir -p ~/proj/app && cd ~/proj/app && git init -q -b main && echo init > README.md && git add -A && git -c user.name=o -c user.email=o@x commit -qm init",
       );
-      assert.equal((await owner("PUT", `/api/orgs/${org}/areas/proj`, { folders: ["proj"] })).status, 200);
-      const ed = await owner("PUT", `/api/orgs/${org}/members`, {
-        email: EDITOR,
-        role: "editor",
-        areas: ["proj"],
-      });
-      assert.equal(ed.status, 200, JSON.stringify(ed.body));
-      assert.equal((await owner("PUT", `/api/orgs/${org}/areas/other`, { folders: ["other"] })).status, 200);
-      for (const [email, area] of [
-        [VIEWER, "proj"],
-        [OTHER, "other"],
-      ] as const) {
-        const v = await owner("PUT", `/api/orgs/${org}/members`, { email, role: "viewer", areas: [area] });
-        assert.equal(v.status, 200, JSON.stringify(v.body));
-      }
     });
     after(async () => {
       await t?.close();

@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { dbLegs } from "../support/db.js";
+import { asMember, orgWithAgent } from "../support/org.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const OWNER = "owner@example.com";
@@ -13,35 +14,16 @@ for (const leg of dbLegs)
   describe(`personas and fenced members, on ${leg.name}`, { skip: leg.skip ?? false }, () => {
     let t: TestServer;
     let agent: string;
-    const as = (email: string) => (method: string, url: string, body?: unknown) =>
-      t.call(method, url, body, { "x-forwarded-email": email });
+    const as = asMember(() => t);
     const owner = as(OWNER);
     const fenced = as(FENCED);
 
     before(async () => {
       t = await startTestServer({ leg, env: { AUTH_MODE: "trusted-header" } });
-      const org = (await owner("POST", "/api/orgs", { name: "acme" })).body.id;
-      const m = (await owner("POST", "/api/machines", { org_id: org, name: "m" })).body;
-      const a = await owner("POST", "/api/agents", {
-        org_id: org,
-        machine_id: m.id,
-        name: "a",
-        kind: "assistant",
-        model: { provider: "script", name: "turns.json" },
-      });
-      assert.equal(a.status, 201, JSON.stringify(a.body));
-      agent = a.body.id;
-      for (const name of ["proj", "other"])
-        assert.equal(
-          (await owner("PUT", `/api/orgs/${org}/areas/${name}`, { folders: [`${name}/`] })).status,
-          200,
-        );
-      const added = await owner("PUT", `/api/orgs/${org}/members`, {
-        email: FENCED,
-        role: "editor",
-        areas: ["proj"],
-      });
-      assert.equal(added.status, 200, JSON.stringify(added.body));
+      ({ agent } = await orgWithAgent(owner, {
+        areas: { proj: ["proj/"], other: ["other/"] },
+        members: [{ email: FENCED, role: "editor", areas: ["proj"] }],
+      }));
     });
     after(async () => {
       await t?.close();

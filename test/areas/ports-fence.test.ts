@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { dbLegs } from "../support/db.js";
+import { orgWithAgent } from "../support/org.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const OWNER = "owner@example.com";
@@ -20,18 +21,13 @@ for (const leg of dbLegs)
       t = await startTestServer({ leg, env: { AUTH_MODE: "trusted-header" }, listen: true });
       const owner = (method: string, url: string, body?: unknown) =>
         t.call(method, url, body, { "x-forwarded-email": OWNER });
-      const org = (await owner("POST", "/api/orgs", { name: "fenced" })).body.id;
-      const m = (await owner("POST", "/api/machines", { org_id: org, name: "m" })).body;
-      const a = await owner("POST", "/api/agents", { org_id: org, machine_id: m.id, name: "a" });
-      assert.equal(a.status, 201, JSON.stringify(a.body));
-      agent = a.body;
-      assert.equal((await owner("PUT", `/api/orgs/${org}/areas/proj`, { folders: ["proj/"] })).status, 200);
-      const added = await owner("PUT", `/api/orgs/${org}/members`, {
-        email: FENCED,
-        role: "editor",
-        areas: ["proj"],
-      });
-      assert.equal(added.status, 200, JSON.stringify(added.body));
+      agent = (
+        await orgWithAgent(owner, {
+          org: "fenced",
+          areas: { proj: ["proj/"] },
+          members: [{ email: FENCED, role: "editor", areas: ["proj"] }],
+        })
+      ).agentBody;
     });
     after(async () => {
       await t?.close();

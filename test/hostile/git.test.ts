@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { dbLegs } from "../support/db.js";
+import { asMember, orgWithAgent } from "../support/org.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { waitFor } from "../conversations/support.js";
 
@@ -19,10 +20,8 @@ const SECRET = "OTHER-AREA-SECRET-7f3a";
 for (const leg of dbLegs)
   describe(`git planted in a home on ${leg.name}`, { skip: leg.skip ?? false }, () => {
     let t: TestServer;
-    let org: string;
     let agent: string;
-    const as = (email: string) => (method: string, url: string, body?: unknown) =>
-      t.call(method, url, body, { "x-forwarded-email": email });
+    const as = asMember(() => t);
     const owner = as(OWNER);
     const editor = as(EDITOR);
     /** A shell command in the agent's box, as the owner (the agent's own unfenced work). */
@@ -67,19 +66,12 @@ for (const leg of dbLegs)
 
     before(async () => {
       t = await startTestServer({ leg, env: { AUTH_MODE: "trusted-header" } });
-      org = (await owner("POST", "/api/orgs", { name: "acme" })).body.id;
-      const m = (await owner("POST", "/api/machines", { org_id: org, name: "m" })).body;
-      const a = await owner("POST", "/api/agents", {
-        org_id: org,
-        machine_id: m.id,
+      ({ agent } = await orgWithAgent(owner, {
         name: "coder",
-        kind: "assistant",
-        model: { provider: "script", name: "turns.json" },
-        tools: [{ type: "builtin", name: "run_command" }],
-        tool_policy: `@id("all") permit(principal, action, resource);`,
-      });
-      assert.equal(a.status, 201, JSON.stringify(a.body));
-      agent = a.body.id;
+        tools: ["run_command"],
+        areas: { proj: ["proj"], other: ["other"] },
+        members: [{ email: EDITOR, role: "editor", areas: ["proj"] }],
+      }));
       // each turn runs ~/proj/plant.sh, which the test writes before it
       const script = Array.from({ length: 5 }, () => [
         { tool_calls: [{ name: "run_command", input: { command: "bash ~/proj/plant.sh 2>&1" } }] },
@@ -93,14 +85,6 @@ for (const leg of dbLegs)
       await sh(
         `cd ~/other/orepo && git config core.fsmonitor '${planted("other-fsmonitor")}' && for h in pre-commit post-commit post-checkout; do printf '#!/bin/sh\\n%s\\n' '${planted("other-hook")}' > .git/hooks/$h; chmod +x .git/hooks/$h; done`,
       );
-      assert.equal((await owner("PUT", `/api/orgs/${org}/areas/proj`, { folders: ["proj"] })).status, 200);
-      assert.equal((await owner("PUT", `/api/orgs/${org}/areas/other`, { folders: ["other"] })).status, 200);
-      const ed = await owner("PUT", `/api/orgs/${org}/members`, {
-        email: EDITOR,
-        role: "editor",
-        areas: ["proj"],
-      });
-      assert.equal(ed.status, 200, JSON.stringify(ed.body));
     });
     after(async () => {
       await t?.close();

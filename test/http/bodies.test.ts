@@ -5,12 +5,12 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { dbLegs } from "../support/db.js";
+import { orgWithAgent } from "../support/org.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 for (const leg of dbLegs)
   describe(`bodies that are not JSON objects, on ${leg.name}`, { skip: leg.skip ?? false }, () => {
     let t: TestServer;
-    let org: string;
     let agent: string;
     const raw = async (method: "PUT" | "POST" | "PATCH", url: string, payload: string) => {
       const r = await t.inject({ method, url, payload, headers: { "content-type": "application/json" } });
@@ -19,17 +19,10 @@ for (const leg of dbLegs)
 
     before(async () => {
       t = await startTestServer({ leg });
-      org = (await t.call("POST", "/api/orgs", { name: "bodies" })).body.id;
-      const m = (await t.call("POST", "/api/machines", { org_id: org, name: "m" })).body;
-      const a = await t.call("POST", "/api/agents", {
-        org_id: org,
-        machine_id: m.id,
-        name: "a",
-        kind: "assistant",
-        model: { provider: "script", name: "v1.json" },
-      });
-      assert.equal(a.status, 201, JSON.stringify(a.body));
-      agent = a.body.id;
+      ({ agent } = await orgWithAgent((method, url, body) => t.call(method, url, body), {
+        org: "bodies",
+        script: "v1.json",
+      }));
       const v2 = await t.call("POST", `/api/agents/${agent}/versions`, {
         model: { provider: "script", name: "v2.json" },
       });

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { schema } from "../../src/store/index.js";
 import { dbLegs } from "../support/db.js";
+import { asMember, orgWithAgent } from "../support/org.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const OWNER = "owner@example.com";
@@ -17,26 +18,17 @@ for (const leg of dbLegs)
     let t: TestServer;
     let org: string;
     let agent: string;
-    const as = (email: string) => (method: string, url: string, body?: unknown) =>
-      t.call(method, url, body, { "x-forwarded-email": email });
+    const as = asMember(() => t);
     const owner = as(OWNER);
     const admin = as(ADMIN);
 
     before(async () => {
       t = await startTestServer({ leg, env: { AUTH_MODE: "trusted-header" } });
-      org = (await owner("POST", "/api/orgs", { name: "gated" })).body.id;
-      const m = (await owner("POST", "/api/machines", { org_id: org, name: "m" })).body;
-      const a = await owner("POST", "/api/agents", {
-        org_id: org,
-        machine_id: m.id,
-        name: "a",
-        kind: "assistant",
-        model: { provider: "script", name: "v1.json" },
-      });
-      assert.equal(a.status, 201, JSON.stringify(a.body));
-      agent = a.body.id;
-      const added = await owner("PUT", `/api/orgs/${org}/members`, { email: ADMIN, role: "admin" });
-      assert.equal(added.status, 200, JSON.stringify(added.body));
+      ({ org, agent } = await orgWithAgent(owner, {
+        org: "gated",
+        script: "v1.json",
+        members: [{ email: ADMIN, role: "admin" }],
+      }));
       for (const name of ["v2.json", "v3.json"]) {
         const v = await owner("POST", `/api/agents/${agent}/versions`, {
           model: { provider: "script", name },
