@@ -269,6 +269,9 @@ describe("conversations", { skip: boxSkipReason() ?? false }, () => {
     assert.equal(foreign.status, 400);
     assert.equal(foreign.body.error.code, "request.invalid");
     assert.match(foreign.body.error.message, /^secrets: /);
+    // a persona is homed in an area of the organisation, which must exist
+    const area = await t.call("PUT", `/api/orgs/${where.org}/areas/docs`, { folders: ["docs"] });
+    assert.equal(area.status, 200, JSON.stringify(area.body));
     const p = await t.call("POST", personas, {
       name: "narrow",
       tools: ["run_command"],
