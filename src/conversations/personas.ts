@@ -135,6 +135,24 @@ export class Personas {
     return row;
   }
 
+  /**
+   * The persona a new conversation names, for a starter holding the areas `held` ([]: the
+   * whole home): one who holds areas picks only a persona homed in one of them, and learns
+   * nothing of the others (the same answer whether the persona exists or not).
+   */
+  async chosen(agentId: string, id: string, held: readonly string[]): Promise<PersonaRow> {
+    const outside = () =>
+      new WarrenError(
+        "area.refused",
+        "you hold areas in this organisation: pick a persona homed in one of them (persona_id)",
+      );
+    const persona = await this.of(agentId, id).catch((err: unknown) => {
+      throw held.length > 0 && err instanceof WarrenError && err.code === "not_found" ? outside() : err;
+    });
+    if (held.length > 0 && !(persona.area && held.includes(persona.area))) throw outside();
+    return persona;
+  }
+
   /** The persona a conversation keeps: null for none; deleted since, it keeps nothing (no tool, no secret). */
   async find(id: string | null): Promise<PersonaRow | null> {
     if (!id) return null;

@@ -138,19 +138,7 @@ export class Conversations {
     // an agent that does not think (kind command) holds no conversation
     planAgentRun(spec, version, o.runners, undefined);
     const held = await o.access.areasOf(agent.orgId, who);
-    // a member who holds areas picks only a persona homed in one of them, and learns nothing of
-    // the others (the same answer whether the persona exists or not)
-    const outside = () =>
-      new WarrenError(
-        "area.refused",
-        "you hold areas in this organisation: pick a persona homed in one of them (persona_id)",
-      );
-    const persona = body.persona_id
-      ? await o.personas.of(agent.id, body.persona_id).catch((err: unknown) => {
-          throw held.length > 0 && err instanceof WarrenError && err.code === "not_found" ? outside() : err;
-        })
-      : null;
-    if (persona && held.length > 0 && !(persona.area && held.includes(persona.area))) throw outside();
+    const persona = body.persona_id ? await o.personas.chosen(agent.id, body.persona_id, held) : null;
     const role = await o.access.roleIn(agent.orgId, who);
     if (role === "guest" && !(persona?.area && held.includes(persona.area)))
       throw new WarrenError(

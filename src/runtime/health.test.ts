@@ -10,7 +10,7 @@ import {
   pidsLowWater,
   pidsMargin,
   pidsShare,
-} from "./health.js";
+} from "./health-rules.js";
 
 const sample = (o: Partial<UsageSample> = {}): UsageSample => ({
   cpuSeconds: 0,

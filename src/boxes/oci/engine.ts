@@ -2,6 +2,7 @@
 // compatible service `podman system service`): JSON in, JSON out, one request at a time.
 import http from "node:http";
 import { WarrenError } from "../../errors.js";
+import type { BoxState } from "../types.js";
 
 /** The API version asked for: what Docker 20.10 and Podman 4 both answer. */
 const API = "/v1.41";
@@ -73,4 +74,26 @@ export class Engine {
     }
     return r.body;
   }
+}
+
+interface ContainerSummary {
+  Names?: string[];
+  State?: string;
+}
+
+export const engineState = (s: string | undefined): BoxState =>
+  s === "running" ? "running" : s === "paused" ? "paused" : s === "created" ? "created" : "stopped";
+
+/** The state of each container of the oci provider (its label) the engine holds, by name. */
+export async function containerStates(engine: Engine): Promise<Map<string, BoxState>> {
+  const filters = JSON.stringify({ label: ["warren.provider=oci"] });
+  const found = (await engine.expect(
+    "GET",
+    `/containers/json?all=true&filters=${encodeURIComponent(filters)}`,
+    [200],
+  )) as ContainerSummary[];
+  const states = new Map<string, BoxState>();
+  for (const c of found)
+    for (const n of c.Names ?? []) states.set(n.replace(/^\//, ""), engineState(c.State));
+  return states;
 }

@@ -50,7 +50,7 @@ import { FsHomeLayout } from "../local/layout.js";
 import { packageRoot, type LoggerLike } from "../local/options.js";
 import { hostSeccompArch } from "../local/seccomp.js";
 import { containerConfig, containerName } from "./container.js";
-import { Engine } from "./engine.js";
+import { containerStates, Engine, engineState } from "./engine.js";
 import { ociProbes } from "./checks.js";
 import {
   explainStartFailure,
@@ -80,16 +80,6 @@ export interface OciProviderOptions {
   startTimeoutMs?: number;
   logger?: LoggerLike | undefined;
 }
-
-interface ContainerSummary {
-  Id: string;
-  Names?: string[];
-  State?: string;
-  Labels?: Record<string, string>;
-}
-
-const engineState = (s: string | undefined): BoxState =>
-  s === "running" ? "running" : s === "paused" ? "paused" : s === "created" ? "created" : "stopped";
 
 export class OciProvider implements BoxProvider {
   readonly name = "oci" as const;
@@ -341,16 +331,8 @@ export class OciProvider implements BoxProvider {
   async list(labels?: Partial<BoxLabels>): Promise<BoxHandle[]> {
     // by the box's record: a claimed warm box's container keeps the labels it was made with
     const want = Object.entries(labels ?? {}).filter(([, v]) => v !== undefined);
-    const filters = JSON.stringify({ label: ["warren.provider=oci"] });
-    const found = (await this.engine.expect(
-      "GET",
-      `/containers/json?all=true&filters=${encodeURIComponent(filters)}`,
-      [200],
-    )) as ContainerSummary[];
+    const states = await containerStates(this.engine);
     const out: BoxHandle[] = [];
-    const states = new Map<string, BoxState>();
-    for (const c of found)
-      for (const n of c.Names ?? []) states.set(n.replace(/^\//, ""), engineState(c.State));
     let ids: string[];
     try {
       ids = fs.readdirSync(path.join(this.runRoot, "oci-boxes")).filter((d) => BOX_ID.test(d));
