@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { dbLegs } from "../support/db.js";
-import { asMember, orgWithAgent } from "../support/org.js";
+import { asMember, orgWithAgent, shellOf } from "../support/org.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { waitFor } from "../conversations/support.js";
 
@@ -22,13 +22,7 @@ for (const leg of dbLegs)
     const as = asMember(() => t);
     const owner = as(OWNER);
     const editor = as(EDITOR);
-    /** A shell command in the agent's box, as the owner; answers its stdout. */
-    const sh = async (command: string): Promise<string> => {
-      const r = await owner("POST", `/api/agents/${agent}/exec`, { command });
-      assert.equal(r.status, 200, JSON.stringify(r.body));
-      assert.equal(r.body.exit_code, 0, `${command}: ${r.body.stderr}`);
-      return r.body.stdout as string;
-    };
+    const sh = shellOf(owner, () => agent);
     const git = (args: string) => sh(`git -C ~/proj/app ${args}`);
     const turn = async (as: typeof owner, conversation: string, text: string) => {
       const m = await as("POST", `/api/conversations/${conversation}/messages`, { text });

@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { dbLegs } from "../support/db.js";
-import { asMember, orgWithAgent } from "../support/org.js";
+import { asMember, orgWithAgent, shellOf } from "../support/org.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { waitFor } from "../conversations/support.js";
 
@@ -24,13 +24,7 @@ for (const leg of dbLegs)
     const as = asMember(() => t);
     const owner = as(OWNER);
     const editor = as(EDITOR);
-    /** A shell command in the agent's box, as the owner (the agent's own unfenced work). */
-    const sh = async (command: string): Promise<string> => {
-      const r = await owner("POST", `/api/agents/${agent}/exec`, { command });
-      assert.equal(r.status, 200, JSON.stringify(r.body));
-      assert.equal(r.body.exit_code, 0, `${command}: ${r.body.stderr}`);
-      return r.body.stdout as string;
-    };
+    const sh = shellOf(owner, () => agent);
     /** A program that would leave the marker `name` and copy the secret into the repositories. */
     const planted = (name: string) =>
       `touch ~/ran-${name}; cat ~/other/secret.txt | tee -a ~/proj/leak.txt ~/proj/app/leak.txt; exit 0`;

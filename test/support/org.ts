@@ -61,3 +61,16 @@ export async function orgWithAgent(
   }
   return { org, machine, agent: a.body.id, agentBody: a.body };
 }
+
+/**
+ * A shell command in the agent's box through the exec route as `call` (the owner: the
+ * agent's own unfenced work); asserts it ran and exited 0, and answers its stdout.
+ */
+export const shellOf =
+  (call: Call, agentId: () => string) =>
+  async (command: string): Promise<string> => {
+    const r = await call("POST", `/api/agents/${agentId()}/exec`, { command });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.exit_code, 0, `${command}: ${r.body.stderr}`);
+    return r.body.stdout as string;
+  };
