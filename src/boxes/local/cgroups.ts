@@ -352,11 +352,15 @@ async function killFrozen(
       freezeCgroup(dirs, false);
       frozen = false;
     }
-    for (;;) {
+    for (let round = 0; ; round++) {
       const left = pids();
       if (left.length === 0) return;
       if (Date.now() > deadline)
         throw new Error(`processes ${left.slice(0, 10).join(", ")} of ${dirs[0] ?? "?"} survive SIGKILL`);
+      // A cgroup below that froze itself stays frozen when its parent thaws (v1
+      // self-freezing), and its SIGKILLed processes wait in the refrigerator: boxd, killed
+      // between freezing a command's cgroup and thawing it, leaves exactly that behind.
+      if (round % 25 === 0) for (const d of dirs) freezeCgroup(treeDeepestFirst(d), false);
       signal();
       await new Promise((r) => setTimeout(r, 2));
     }
