@@ -1,6 +1,6 @@
 // Identities and memberships. The HTTP layer resolves who is asking (AUTH_MODE); services
 // call `require` before touching anything of an organisation.
-import { and, eq } from "drizzle-orm";
+import { and, desc, eq } from "drizzle-orm";
 import { WarrenError } from "../errors.js";
 import { newId } from "../ids.js";
 import type { Db } from "../store/index.js";
@@ -36,11 +36,44 @@ export class Access {
   readonly #roles;
   /** Per organisation and user: the names of the areas they hold, read again after any change. */
   readonly #areas;
+  /** Per organisation and user: their last access revision (0: none kept), read again after any change. */
+  readonly #revisions;
+  /** Told of every change of a member's access, once it is committed. */
+  readonly #watchers = new Set<(orgId: string, userId: string) => void>();
 
   constructor(db: Db) {
     this.#db = db;
     this.#roles = memo<string, ReadonlyMap<string, Role>>(db, [schema.memberships]);
     this.#areas = memo<string, readonly string[]>(db, [schema.memberAreas]);
+    this.#revisions = memo<string, number>(db, [schema.memberRevisions]);
+  }
+
+  /**
+   * The revision of a member's access (role and areas) in an organisation: it changes with
+   * every change of either, a removal and an addition again included (0: none recorded yet).
+   */
+  async revisionOf(orgId: string, userId: string): Promise<number> {
+    return this.#revisions.get(`${orgId}\n${userId}`, async () => {
+      const r = schema.memberRevisions;
+      const [last] = await this.#db
+        .select({ revision: r.revision })
+        .from(r)
+        .where(and(eq(r.orgId, orgId), eq(r.userId, userId)))
+        .orderBy(desc(r.revision))
+        .limit(1);
+      return last?.revision ?? 0;
+    });
+  }
+
+  /** Calls `fn` after each committed change of a member's access; answers the function that stops. */
+  watch(fn: (orgId: string, userId: string) => void): () => void {
+    this.#watchers.add(fn);
+    return () => this.#watchers.delete(fn);
+  }
+
+  /** Tells the watchers that a member's access changed (called once the change is committed). */
+  changed(orgId: string, userId: string): void {
+    for (const fn of [...this.#watchers]) fn(orgId, userId);
   }
 
   /** The names of the areas a member holds in an organisation (none: the whole home). */

@@ -47,3 +47,20 @@ export const MemberSetRequest = z
   })
   .strict()
   .meta({ id: "MemberSetRequest" });
+
+export const MemberRevision = z
+  .object({
+    user_id: z.string(),
+    email: z.string(),
+    revision: z.number().describe("counts each member's changes from 1"),
+    role: Role.nullable().describe("the role after this revision; null: it removed the member"),
+    areas: z.array(z.string()).describe("the areas held after this revision"),
+    by: z.string().describe("the email of who made the change"),
+    at: z.string(),
+  })
+  .meta({ id: "MemberRevision" });
+export const MemberRevisionList = items(MemberRevision, "MemberRevisionList");
+export const MemberRevisionQuery = z
+  .object({ email: z.string().trim().toLowerCase().max(400).optional() })
+  .strict()
+  .meta({ id: "MemberRevisionQuery" });

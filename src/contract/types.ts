@@ -34,6 +34,7 @@ export type Org = Out<typeof orgs.Org>;
 export type OrgCreateRequest = In<typeof orgs.OrgCreateRequest>;
 export type OrgUpdateRequest = In<typeof orgs.OrgUpdateRequest>;
 export type Member = Out<typeof orgs.Member>;
+export type MemberRevision = Out<typeof orgs.MemberRevision>;
 export type MemberSetRequest = In<typeof orgs.MemberSetRequest>;
 
 export type MachineState = Out<typeof machines.MachineState>;

@@ -1,10 +1,42 @@
-import { and, eq, inArray } from "drizzle-orm";
+import { and, asc, desc, eq, inArray } from "drizzle-orm";
 import type { Access, Identity, Role } from "../access/index.js";
 import { WarrenError } from "../errors.js";
 import { newId } from "../ids.js";
 import type { Db } from "../store/index.js";
 import { memo, schema } from "../store/index.js";
-import type { Member, Org } from "../contract/types.js";
+import type { Member, MemberRevision, Org } from "../contract/types.js";
+
+type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
+
+/**
+ * Records a change of a member's access as their next revision: the role and areas after it
+ * (role null: removed), by whom. Inside the transaction that makes the change.
+ */
+async function revise(
+  tx: Tx,
+  orgId: string,
+  target: { userId: string; email: string },
+  role: Role | null,
+  areas: readonly string[],
+  by: string,
+): Promise<void> {
+  const r = schema.memberRevisions;
+  const [last] = await tx
+    .select({ revision: r.revision })
+    .from(r)
+    .where(and(eq(r.orgId, orgId), eq(r.userId, target.userId)))
+    .orderBy(desc(r.revision))
+    .limit(1);
+  await tx.insert(r).values({
+    orgId,
+    userId: target.userId,
+    revision: (last?.revision ?? 0) + 1,
+    email: target.email,
+    role,
+    areas: [...areas],
+    by,
+  });
+}
 
 export class Orgs {
   /** Per user: their organisations with their role, read again after a change of either. */
@@ -25,6 +57,7 @@ export class Orgs {
     await this.db.transaction(async (tx) => {
       await tx.insert(schema.orgs).values({ id, name });
       await tx.insert(schema.memberships).values({ orgId: id, userId: who.userId, role: "owner" });
+      await revise(tx, id, who, "owner", [], who.email);
     });
     return { id, name, role: "owner", areas: [] };
   }
@@ -149,6 +182,8 @@ export class Orgs {
       throw new WarrenError("access.denied", "only an owner can make or change an owner");
     }
     if (current === "owner" && role !== "owner") await this.#keepOneOwner(orgId, target.userId);
+    const before = current === null ? null : await this.access.areasOf(orgId, target);
+    const same = current === role && before !== null && before.join("\n") === areas.join("\n");
     await this.db.transaction(async (tx) => {
       await tx
         .insert(schema.memberships)
@@ -164,7 +199,10 @@ export class Orgs {
         await tx
           .insert(schema.memberAreas)
           .values(areas.map((area) => ({ orgId, userId: target.userId, area })));
+      // who gained or lost a role or an area is a revision with its author
+      if (!same) await revise(tx, orgId, target, role, areas, who.email);
     });
+    if (!same) this.access.changed(orgId, target.userId);
     return { user_id: target.userId, email: target.email, role, areas };
   }
 
@@ -179,9 +217,41 @@ export class Orgs {
       if (mine !== "owner") throw new WarrenError("access.denied", "only an owner can remove an owner");
       await this.#keepOneOwner(orgId, userId);
     }
-    await this.db
-      .delete(schema.memberships)
-      .where(and(eq(schema.memberships.orgId, orgId), eq(schema.memberships.userId, userId)));
+    const [user] = await this.db
+      .select({ email: schema.users.email })
+      .from(schema.users)
+      .where(eq(schema.users.id, userId));
+    await this.db.transaction(async (tx) => {
+      await tx
+        .delete(schema.memberships)
+        .where(and(eq(schema.memberships.orgId, orgId), eq(schema.memberships.userId, userId)));
+      await revise(tx, orgId, { userId, email: user?.email ?? "" }, null, [], who.email);
+    });
+    this.access.changed(orgId, userId);
+  }
+
+  /**
+   * Every change of the members' access (role and areas), oldest first, with who made it; of
+   * one member with `email`. Like area revisions: not for a member who holds areas.
+   */
+  async memberRevisions(who: Identity, orgId: string, email?: string): Promise<MemberRevision[]> {
+    await this.access.require(orgId, who, "read", "organisation");
+    await this.access.requireUnfenced(orgId, who);
+    const r = schema.memberRevisions;
+    const rows = await this.db
+      .select()
+      .from(r)
+      .where(email === undefined ? eq(r.orgId, orgId) : and(eq(r.orgId, orgId), eq(r.email, email)))
+      .orderBy(asc(r.at), asc(r.userId), asc(r.revision));
+    return rows.map((x) => ({
+      user_id: x.userId,
+      email: x.email,
+      revision: x.revision,
+      role: x.role as Role | null,
+      areas: x.areas,
+      by: x.by,
+      at: x.at.toISOString(),
+    }));
   }
 
   async #keepOneOwner(orgId: string, leavingUserId: string): Promise<void> {

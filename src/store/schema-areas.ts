@@ -58,6 +58,29 @@ export const memberAreas = pgTable(
 );
 
 /**
+ * Every change of a member's access in an organisation: their role and areas after it (role
+ * null: removed), who made it and when. A member's last revision is what a preview session
+ * was opened under: any later change ends it.
+ */
+export const memberRevisions = pgTable(
+  "member_revisions",
+  {
+    orgId: text("org_id")
+      .notNull()
+      .references(() => orgs.id, { onDelete: "cascade" }),
+    userId: text("user_id").notNull(),
+    revision: integer("revision").notNull(),
+    email: text("email").notNull(),
+    /** null: the member was removed by this revision. */
+    role: text("role"),
+    areas: jsonb("areas").$type<string[]>().notNull(),
+    by: text("by").notNull(),
+    at: timestamp("at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.orgId, t.userId, t.revision] })],
+);
+
+/**
  * A conversation's branch: created with `repo` (a git repository folder of the home), it works
  * on `branch` in its own worktree (a folder of the home), made from `base`, the repository's
  * branch when it was created; null worktree: removed (the conversation closed), branch kept.

@@ -8,6 +8,8 @@ import {
   OrgList,
   OrgUpdateRequest,
   Member,
+  MemberRevisionList,
+  MemberRevisionQuery,
 } from "../../contract/orgs.js";
 import type { Orgs } from "../../orgs/service.js";
 import { route, type AnyRoute } from "../route.js";
@@ -76,6 +78,21 @@ export function orgRoutes(orgs: Orgs): AnyRoute[] {
       params: idParams("org"),
       response: MemberList,
       handler: async ({ who, params }) => ({ items: await orgs.members(who, params.id) }),
+    }),
+    route({
+      method: "GET",
+      url: "/api/orgs/:id/members/revisions",
+      id: "orgs.members.revisions",
+      tag: "orgs",
+      summary:
+        "Every change of the members' roles and areas (who gained or lost what), oldest first, with who made it; ?email= one member's",
+      params: idParams("org"),
+      query: MemberRevisionQuery,
+      response: MemberRevisionList,
+      errors: ["area.refused"],
+      handler: async ({ who, params, query }) => ({
+        items: await orgs.memberRevisions(who, params.id, query.email),
+      }),
     }),
     route({
       method: "PUT",
