@@ -87,6 +87,7 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
           return a && typeof a !== "string" ? previewOrigin(config, a.port, agentId, port) : null;
         },
         unfenced: (orgId, who) => access.requireUnfenced(orgId, who),
+        revision: (orgId, who) => access.revisionOf(orgId, who.userId),
       }),
       ...homeRoutes(s.homes),
       ...artifactRoutes(s.artifacts),

@@ -9,30 +9,36 @@ const OTHER = "agt_fedcba9876543210";
 test("a token is spent by its first use, good for a minute, and only for its agent and port", () => {
   let now = 1_000_000;
   const g = new PreviewGrants(() => now);
-  const t1 = g.issue(who, AGT, 20003);
+  const t1 = g.issue(who, AGT, 20003, 7);
   const s1 = g.exchange(t1, AGT, 20003);
   assert.ok(s1);
   assert.equal(g.exchange(t1, AGT, 20003), null, "single use");
-  assert.equal(g.viewer(s1, AGT, 20003), who.email);
+  assert.deepEqual(g.viewer(s1, AGT, 20003), { email: who.email, revision: 7 });
   assert.equal(g.viewer(s1, AGT, 20004), null);
   assert.equal(g.viewer(s1, OTHER, 20003), null);
   // a wrong address spends the token
-  const t2 = g.issue(who, AGT, 20003);
+  const t2 = g.issue(who, AGT, 20003, 7);
   assert.equal(g.exchange(t2, OTHER, 20003), null);
   assert.equal(g.exchange(t2, AGT, 20003), null);
-  const t3 = g.issue(who, AGT, 20003);
+  const t3 = g.issue(who, AGT, 20003, 7);
   assert.equal(g.exchange(t3, AGT, 20004), null);
   // expiry: a token after 60 s, a session after an hour
-  const t4 = g.issue(who, AGT, 20003);
+  const t4 = g.issue(who, AGT, 20003, 7);
   now += 60_001;
   assert.equal(g.exchange(t4, AGT, 20003), null);
-  const t5 = g.issue(who, AGT, 20003);
+  const t5 = g.issue(who, AGT, 20003, 7);
   now += 59_000;
   const s5 = g.exchange(t5, AGT, 20003);
   assert.ok(s5);
   now += 3_600_001;
   assert.equal(g.viewer(s5, AGT, 20003), null);
   assert.equal(g.viewer(s1, AGT, 20003), null);
+  // a session ended (its viewer's access changed) is gone
+  const t6 = g.issue(who, AGT, 20003, 8);
+  const s6 = g.exchange(t6, AGT, 20003)!;
+  assert.equal(g.viewer(s6, AGT, 20003)?.revision, 8);
+  g.end(s6);
+  assert.equal(g.viewer(s6, AGT, 20003), null);
 });
 
 test("preview hosts: <port>-<agent id> under localhost or the preview domain, nothing else", () => {

@@ -32,6 +32,14 @@ interface Grant {
   agentId: string;
   port: number;
   expires: number;
+  /** The viewer's access revision in the agent's organisation when the token was issued. */
+  revision: number;
+}
+
+/** A live session: who views, under which access revision. */
+export interface Viewing {
+  email: string;
+  revision: number;
 }
 
 /** Tokens (one use, a minute) and sessions (an hour), random and held in memory only. */
@@ -44,9 +52,18 @@ export class PreviewGrants {
     this.#now = now;
   }
 
-  /** A token for one viewer, one agent and one port. */
-  issue(who: Identity, agentId: string, port: number): string {
-    return this.#put(this.#tokens, { email: who.email, agentId, port, expires: this.#now() + TOKEN_TTL_MS });
+  /**
+   * A token for one viewer, one agent and one port, bound to the viewer's access `revision`
+   * (Access.revisionOf): any change of their role or areas since ends the session it opens.
+   */
+  issue(who: Identity, agentId: string, port: number, revision: number): string {
+    return this.#put(this.#tokens, {
+      email: who.email,
+      agentId,
+      port,
+      expires: this.#now() + TOKEN_TTL_MS,
+      revision,
+    });
   }
 
   /** Spends a token (whatever the outcome) and answers a session id, if it was for this agent and port. */
@@ -59,14 +76,19 @@ export class PreviewGrants {
   }
 
   /** The viewer of a session, if it is alive and for this agent and port. */
-  viewer(session: string, agentId: string, port: number): string | null {
+  viewer(session: string, agentId: string, port: number): Viewing | null {
     const g = this.#sessions.get(session);
     if (!g) return null;
     if (g.expires < this.#now()) {
       this.#sessions.delete(session);
       return null;
     }
-    return g.agentId === agentId && g.port === port ? g.email : null;
+    return g.agentId === agentId && g.port === port ? { email: g.email, revision: g.revision } : null;
+  }
+
+  /** Ends a session (its viewer's access changed since it was opened). */
+  end(session: string): void {
+    this.#sessions.delete(session);
   }
 
   #put(map: Map<string, Grant>, g: Grant): string {
@@ -191,26 +213,36 @@ export function createPreviewServer(o: PreviewOptions): http.Server {
     if (!where)
       throw new WarrenError("host.refused", "this listener answers only for <port>-<agent id> preview hosts");
     const session = cookieOf(req.headers.cookie, PREVIEW_COOKIE);
-    const email = session ? o.grants.viewer(session, where.agentId, where.port) : null;
-    return { where, email };
+    const viewing = session ? o.grants.viewer(session, where.agentId, where.port) : null;
+    return { where, viewing, session };
   };
 
   const authorise = async (
-    email: string | null,
+    viewing: Viewing | null,
+    session: string | undefined,
     where: { port: number; agentId: string },
     method: string,
   ) => {
-    if (!email)
+    if (!viewing)
       throw new WarrenError(
         "auth.required",
         "open this preview from warren: its link is good once, for a minute, and its session for an hour",
       );
-    const who = await o.access.identify(email);
+    const who = await o.access.identify(viewing.email);
     const agent = await o.agents.load(
       who,
       where.agentId,
       method === "GET" || method === "HEAD" ? "inspect" : "write",
     );
+    // the session holds the viewer's access as it was: a role or areas changed since (a
+    // removal and an addition again included) end it
+    if ((await o.access.revisionOf(agent.orgId, who.userId)) !== viewing.revision) {
+      if (session) o.grants.end(session);
+      throw new WarrenError(
+        "auth.required",
+        "your access to this organisation changed since this preview was opened; open it again from warren",
+      );
+    }
     // the agent's servers run outside every area's fence (they may serve any file of the home)
     await o.access.requireUnfenced(agent.orgId, who);
     const block = portsOf(agent.slot);
@@ -219,11 +251,28 @@ export function createPreviewServer(o: PreviewOptions): http.Server {
         "request.invalid",
         `port ${where.port} is outside the agent's port block ${block.first}-${block.last}`,
       );
-    return agent;
+    return { agent, who };
   };
 
+  // what is open through a session (WebSockets, answers still streaming), by viewer, so that a
+  // change of the viewer's access closes it at once
+  const live = new Map<string, Set<Duplex>>();
+  const hold = (orgId: string, userId: string, s: Duplex) => {
+    const key = `${orgId}\n${userId}`;
+    let set = live.get(key);
+    if (!set) live.set(key, (set = new Set()));
+    set.add(s);
+    s.once("close", () => {
+      set.delete(s);
+      if (set.size === 0 && live.get(key) === set) live.delete(key);
+    });
+  };
+  const unwatch = o.access.watch((orgId, userId) => {
+    for (const s of live.get(`${orgId}\n${userId}`) ?? []) s.destroy();
+  });
+
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse) => {
-    const { where, email } = await admit(req);
+    const { where, viewing, session } = await admit(req);
     const url = new URL(req.url ?? "/", "http://preview.invalid");
     const token = url.searchParams.get(PREVIEW_TOKEN_PARAM);
     if (token !== null) {
@@ -244,7 +293,8 @@ export function createPreviewServer(o: PreviewOptions): http.Server {
       req.resume();
       return void res.end();
     }
-    const agent = await authorise(email, where, req.method ?? "GET");
+    const { agent, who } = await authorise(viewing, session, where, req.method ?? "GET");
+    hold(agent.orgId, who.userId, res.socket ?? req.socket);
     const conn = await o.forward(agent.machineId, where.port);
     const upstream = await new Promise<http.IncomingMessage>((resolve, reject) => {
       const r = http.request({
@@ -297,8 +347,9 @@ export function createPreviewServer(o: PreviewOptions): http.Server {
     };
     socket.on("error", () => {});
     (async () => {
-      const { where, email } = await admit(req);
-      const agent = await authorise(email, where, "GET");
+      const { where, viewing, session } = await admit(req);
+      const { agent, who } = await authorise(viewing, session, where, "GET");
+      hold(agent.orgId, who.userId, socket);
       const conn = await o.forward(agent.machineId, where.port);
       const headers = toBox(req.headers, o.config.TRUSTED_HEADER);
       let out = `${req.method ?? "GET"} ${req.url ?? "/"} HTTP/1.1\r\nhost: 127.0.0.1:${where.port}\r\nconnection: upgrade\r\nupgrade: ${String(req.headers.upgrade)}\r\n`;
@@ -337,5 +388,6 @@ export function createPreviewServer(o: PreviewOptions): http.Server {
       refuse("internal", "internal error; the server log has the details");
     });
   });
+  server.once("close", unwatch);
   return server;
 }

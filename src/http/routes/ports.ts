@@ -25,6 +25,8 @@ export interface PreviewLinks {
    * area fences, so such a member gets no preview token (the previews' listener refuses them too).
    */
   unfenced(orgId: string, who: Identity): Promise<void>;
+  /** The caller's access revision in the organisation, which the preview's session is bound to. */
+  revision(orgId: string, who: Identity): Promise<number>;
 }
 
 const others: HTTPMethods[] = ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
@@ -57,7 +59,10 @@ export function portRoutes(agents: Agents, previews: PreviewLinks): AnyRoute[] {
         const q = req.url.indexOf("?");
         const target = new URL(`/${p["*"]}${q >= 0 ? req.url.slice(q) : ""}`, origin);
         target.searchParams.delete(PREVIEW_TOKEN_PARAM);
-        target.searchParams.set(PREVIEW_TOKEN_PARAM, previews.grants.issue(who, agent.id, p.port));
+        target.searchParams.set(
+          PREVIEW_TOKEN_PARAM,
+          previews.grants.issue(who, agent.id, p.port, await previews.revision(agent.orgId, who)),
+        );
         return reply
           .code(307)
           .header("location", target.toString())
