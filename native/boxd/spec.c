@@ -131,6 +131,14 @@ int spec_parse(const struct jv *x, struct spec *s, struct perr *e) {
         if (rel_path(list->items[i], what, e)) return -1;
       }
     }
+    const struct jv *place = json_get(fence, "place");
+    if (place) {
+      if (place->t != J_OBJ) return fail(e, "exec.fence.place must be an object");
+      s->place_from = json_get(place, "from");
+      s->place_at = json_get(place, "at");
+      if (rel_path(s->place_from, "exec.fence.place.from", e) || rel_path(s->place_at, "exec.fence.place.at", e))
+        return -1;
+    }
     const struct jv *keep = lists[0];
     s->fence_hide = lists[1];
     s->fence_home = home;
@@ -241,6 +249,8 @@ static int walls_options(const struct spec *s, const char *seccomp, struct buf *
       bad |= opts(o, "--fence-cover") || opts(o, "yes");
       for (size_t i = 0; i < s->fence_keep->count; i++) bad |= opts(o, "--keep") || optv(o, s->fence_keep->items[i]);
     }
+    if (s->place_from)
+      bad |= opts(o, "--place-from") || optv(o, s->place_from) || opts(o, "--place-at") || optv(o, s->place_at);
     for (size_t i = 0; s->fence_hide && i < s->fence_hide->count; i++)
       bad |= opts(o, "--hide") || optv(o, s->fence_hide->items[i]);
   }

@@ -20,6 +20,8 @@ struct spec {
   /* fence: the home folder and the folders of it the command keeps on disk (a mount
      namespace of its own: the rest of the home is not there); NULL = the whole home */
   const struct jv *fence_home, *fence_keep, *fence_hide; /* keep NULL: the whole home */
+  /* a conversation's worktree (from) bound at its repository's folder (at); NULL = none */
+  const struct jv *place_from, *place_at;
   const struct jv *workspace_dir; /* bound read-write at /workspace; NULL = none */
   int generation;
   int trace; /* the answer carries the exec's phase times (see ExecTrace) */

@@ -113,9 +113,12 @@ export interface ExecSpec {
    * The command's own view of its home (a mount namespace of its own): with `keep`, only those
    * folders are on disk (the rest of the home is an empty tmpfs, each kept folder's top .git is
    * covered); without, the whole home; each `hide` folder (a repository's .git) is covered by
-   * an empty read-only folder. Paths relative to `home`, at most MAX_FENCE_KEEP in each list.
+   * an empty read-only folder. `place`: the folder `from` (a conversation's worktree) is bound
+   * at `at` (its repository's folder), so the repository's own working tree is not there for
+   * the command (a missing `from` stops the command). Paths relative to `home`, at most
+   * MAX_FENCE_KEEP in each list.
    */
-  fence?: { home: string; keep?: string[]; hide?: string[] };
+  fence?: { home: string; keep?: string[]; hide?: string[]; place?: { from: string; at: string } };
   /** A path in the box mounted read-write at /workspace for this command only. */
   workspaceDir?: string;
   limits?: ExecLimits;

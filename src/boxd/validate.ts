@@ -94,6 +94,14 @@ export function parseExecSpec(x: unknown): ExecSpec {
         throw new ProtocolError(`exec.fence.${k} must be an array of at most ${MAX_FENCE_KEEP} folders`);
       fence[k] = list.map((p, i) => relPath(p, `exec.fence.${k}[${i}]`));
     }
+    const place = x.fence.place;
+    if (place !== undefined) {
+      if (!isRecord(place)) throw new ProtocolError("exec.fence.place must be an object");
+      fence.place = {
+        from: relPath(place.from, "exec.fence.place.from"),
+        at: relPath(place.at, "exec.fence.place.at"),
+      };
+    }
     spec.fence = fence;
   }
   if (x.workspaceDir !== undefined) spec.workspaceDir = absPath(x.workspaceDir, "exec.workspaceDir");

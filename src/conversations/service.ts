@@ -359,18 +359,15 @@ export class Conversations {
         ),
         secrets: persona?.secrets ?? undefined,
         conversationId: c.id,
-        // its own checkout and its own session folder (a harness CLI's state of this
-        // conversation) join what the turn keeps; the checkout is where its commands run
+        // its own session folder (a harness CLI's state of this conversation) joins what the
+        // turn keeps; its own checkout is where the repository is (never the base's working
+        // tree), and there its commands run
         fence:
           fence === null
             ? null
-            : [
-                ...fence,
-                ...(plan.spec.kind === "assistant" ? [] : [`.warren/conversations/${c.id}`]),
-                ...(branch?.worktree ? [branch.worktree] : []),
-              ],
-        cwd: branch?.worktree ?? undefined,
-        hide: branch?.worktree ? [`${branch.repo}/.git`] : undefined,
+            : [...fence, ...(plan.spec.kind === "assistant" ? [] : [`.warren/conversations/${c.id}`])],
+        cwd: branch?.worktree ? branch.repo : undefined,
+        place: branch?.worktree ? { from: branch.worktree, at: branch.repo } : undefined,
         sandboxPolicy: current.spec.sandbox_policy,
         instance,
       });

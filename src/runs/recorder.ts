@@ -84,8 +84,8 @@ export interface RunRequest {
   fence?: Fence | undefined;
   /** Where the run's commands run when they name no folder (relative to the home); the home when absent. */
   cwd?: string | undefined;
-  /** Folders of the home the run's commands find empty (a repository's .git). */
-  hide?: readonly string[] | undefined;
+  /** A conversation's worktree (from) the run finds at its repository's folder (at), never the repository's own. */
+  place?: { from: string; at: string } | undefined;
   /** The sandbox policy of the run's version, kept for its whole life; default the agent's as it is. */
   sandboxPolicy?: SandboxPolicy | undefined;
   /** The flow instance the run is made in: its /workspace is the instance's. */
@@ -295,7 +295,7 @@ export class RunRecorder {
       secrets: req.secrets,
       fence: req.fence,
       cwd: req.cwd,
-      hide: req.hide,
+      place: req.place,
       instance: req.instance,
     });
     const recording = o.records.openRun(run.id, agent.id, work.secrets);

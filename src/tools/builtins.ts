@@ -55,6 +55,16 @@ function homePath(env: BuiltinEnv, raw: string, listing = false): string[] {
   return components;
 }
 
+/**
+ * Where that path is on the host, as the work's commands see it (a conversation's worktree at
+ * its repository's folder; no .git for a fenced turn): src/workloads/home-view.ts.
+ */
+function onDisk(env: BuiltinEnv, components: readonly string[]): string[] {
+  const disk = env.workload.onDisk(components);
+  if (!disk) throw new ToolFailure("that path is not there for this conversation (its history is not kept)");
+  return disk;
+}
+
 function fenced(env: BuiltinEnv, components: readonly string[], listing: boolean): void {
   const where = standing(components, env.workload.fence);
   if (where === "inside" || (listing && where === "above")) return;
@@ -72,7 +82,7 @@ function readFile(env: BuiltinEnv): ToolImpl {
     canonical: { path: homeFile(env.agent.id) },
     async run(args) {
       const dir = env.layout.homeDir(env.agent.machineId, env.agent.id);
-      const data = await readHomeFile(dir, homePath(env, str(args, "path")), {
+      const data = await readHomeFile(dir, onDisk(env, homePath(env, str(args, "path"))), {
         maxBytes: FILE_TOOL_BYTES,
         noLinks: true,
       });
@@ -102,7 +112,7 @@ function writeFile(env: BuiltinEnv): ToolImpl {
       const components = homePath(env, str(args, "path"));
       const data = Buffer.from(str(args, "content"), "utf8");
       const dir = env.layout.homeDir(env.agent.machineId, env.agent.id);
-      await writeHomeFile(dir, components, data, {
+      await writeHomeFile(dir, onDisk(env, components), data, {
         maxBytes: FILE_TOOL_BYTES,
         ...env.layout.fileOwner(uidOf(env.agent.slot), env.trust),
       });
@@ -127,7 +137,7 @@ function listFiles(env: BuiltinEnv): ToolImpl {
       const components = raw === "." ? [] : homePath(env, raw, true);
       fenced(env, components, true);
       const dir = env.layout.homeDir(env.agent.machineId, env.agent.id);
-      const listed = await listHomeFolder(dir, components, LIST_ENTRIES);
+      const listed = await listHomeFolder(dir, onDisk(env, components), LIST_ENTRIES);
       const fence = env.workload.fence;
       // a folder on the way to held folders shows only that way
       const onTheWay =

@@ -22,6 +22,7 @@ import { BoundedOutput } from "./output.js";
 import { redactedIo } from "./redacted-io.js";
 import { TerminalRedaction } from "./terminal-redaction.js";
 import { runLabels, type InstanceRef, type WorkspaceMount, type Workspaces } from "../workspaces/service.js";
+import { boxdFence, heldBy, onDisk, type HomeView } from "./home-view.js";
 import { agentEnv, commandWalls, cwdOf, limitsOf, type CommandLimits, type Walls } from "./walls.js";
 
 export { BoundedOutput } from "./output.js";
@@ -116,8 +117,10 @@ export class Workloads {
       fence?: Fence | undefined;
       /** The folder its commands run in when they name none (relative to the home). */
       cwd?: string | undefined;
-      /** Folders of the home its commands find empty (a repository's .git: no history). */
+      /** Folders of the home its commands find empty. */
       hide?: readonly string[] | undefined;
+      /** A conversation's worktree (from) seen at its repository's folder (at): ./home-view.ts. */
+      place?: { from: string; at: string } | undefined;
       /** The flow instance the work is done in: its /workspace is the instance's. */
       instance?: InstanceRef | undefined;
     } = {},
@@ -136,7 +139,7 @@ export class Workloads {
       machine,
       secrets,
       opts.run,
-      { fence: opts.fence ?? null, cwd: opts.cwd, hide: opts.hide ?? [] },
+      { fence: opts.fence ?? null, cwd: opts.cwd, hide: opts.hide ?? [], place: opts.place },
       workspace,
       opts.instance,
     );
@@ -191,16 +194,8 @@ export class Workload {
     readonly machine: MachineRef,
     readonly secrets: ResolvedSecrets,
     readonly run: RunScope | undefined,
-    /**
-     * The view of the home of this work (a conversation's turn). fence: the folders its
-     * commands have on disk and its file tools reach (null = the whole home); cwd: where its
-     * commands run when they name no folder (its worktree); hide: folders its commands find
-     * empty (a repository's .git).
-     */
-    private readonly view: { fence: Fence; cwd?: string | undefined; hide: readonly string[] } = {
-      fence: null,
-      hide: [],
-    },
+    /** The view of the home of this work (a conversation's turn): ./home-view.ts. */
+    private readonly view: HomeView = { fence: null, hide: [] },
     /** What is bound at /workspace for this work's commands; null: none. */
     readonly workspace: WorkspaceMount | null = null,
     /** The flow instance the work is done in. */
@@ -219,21 +214,23 @@ export class Workload {
     await this.#labelled;
   }
 
+  /** The folders its file tools hold (null: the whole home). */
   get fence(): Fence {
-    return this.view.fence;
+    return heldBy(this.view);
+  }
+
+  /**
+   * Where a path of the home its file tools name is on the host (its worktree's, below its
+   * repository's folder); null when its commands find nothing there (a .git of a fenced turn).
+   */
+  onDisk(components: readonly string[]): string[] | null {
+    return onDisk(this.view, components);
   }
 
   /** The command's own view of the home, for boxd (none: the whole home as it is). */
-  #homeView(): { fence?: { home: string; keep?: string[]; hide?: string[] } } {
-    const { fence, hide } = this.view;
-    if (fence === null && hide.length === 0) return {};
-    return {
-      fence: {
-        home: homeOf(this.agent.id),
-        ...(fence !== null ? { keep: [...fence] } : {}),
-        ...(hide.length > 0 ? { hide: [...hide] } : {}),
-      },
-    };
+  #homeView(): { fence?: NonNullable<ReturnType<typeof boxdFence>> } {
+    const fence = boxdFence(homeOf(this.agent.id), this.view);
+    return fence ? { fence } : {};
   }
 
   get trust(): Trust {
