@@ -72,6 +72,16 @@ describe("validation", () => {
   it("accepts a well-formed exec", () => {
     assert.deepEqual(parseExecSpec(exec), exec);
     assert.deepEqual(parseExecSpec({ ...exec, groups: undefined, timeoutMs: undefined }).groups, []);
+    const fence = { home: "/home/a", keep: ["proj"], place: { from: ".warren/worktrees/c", at: "proj/app" } };
+    assert.deepEqual(parseExecSpec({ ...exec, fence }).fence, fence);
+  });
+
+  it("refuses a worktree placed by a path that is not a plain folder of the home", () => {
+    for (const place of [{ from: "../x", at: "proj/app" }, { from: "w", at: "/proj" }, { from: "w" }, "w"])
+      assert.throws(
+        () => parseExecSpec({ ...exec, fence: { home: "/home/a", place } }),
+        /exec\.fence\.place/,
+      );
   });
 
   it("refuses root, system ids, relative or dotted paths and NULs", () => {
