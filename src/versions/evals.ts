@@ -3,7 +3,7 @@
 // runs one version on every case as real runs (through the runs service and its recorder,
 // as any run), then says whether the share of cases that passed reaches the rate. With the
 // agent's gate on, making a version current needs a passed evaluation of it by the gate's suite.
-import { and, asc, desc, eq } from "drizzle-orm";
+import { and, asc, desc, eq, gte } from "drizzle-orm";
 import type { Access, Identity } from "../access/index.js";
 import type { Agents } from "../agents/service.js";
 import { TERMINAL_RUN_STATUSES } from "../contract/lists.js";
@@ -44,6 +44,7 @@ export interface EvalsOptions {
 }
 
 type SuiteRow = typeof schema.evalSuites.$inferSelect;
+type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
 type EvalRunRow = typeof schema.evalRuns.$inferSelect;
 
 const suiteView = (r: SuiteRow): EvalSuite => ({
@@ -83,20 +84,53 @@ export class Evals {
     this.#o = o;
   }
 
-  /** Writes a suite (a suite of the same name is replaced). */
+  /**
+   * Writes a suite (a suite of the same name is replaced). Rewriting the suite an open gate
+   * names changes what the gate asks: an owner's act, kept in the gate's history; the gate
+   * then counts only evaluations by the suite as rewritten.
+   */
   async saveSuite(
     who: Identity,
     agentId: string,
     body: { name: string; cases: Case[]; pass_rate: number },
   ): Promise<EvalSuite> {
     const agent = await this.#o.agents.load(who, agentId, "write");
+    const gated = (await this.gateOf(agent.id)) === body.name && (await this.#suite(agent.id, body.name));
+    if (gated) await this.#ownerOnly(agent, who, `rewrites the suite ${body.name} its evaluation gate names`);
     const row = { cases: body.cases, passRate: body.pass_rate, createdBy: who.email, createdAt: new Date() };
-    const [r] = await this.#o.db
-      .insert(schema.evalSuites)
-      .values({ id: newId("evs"), orgId: agent.orgId, agentId: agent.id, name: body.name, ...row })
-      .onConflictDoUpdate({ target: [schema.evalSuites.agentId, schema.evalSuites.name], set: row })
-      .returning();
+    const [r] = await this.#o.db.transaction(async (tx) => {
+      const written = await tx
+        .insert(schema.evalSuites)
+        .values({ id: newId("evs"), orgId: agent.orgId, agentId: agent.id, name: body.name, ...row })
+        .onConflictDoUpdate({ target: [schema.evalSuites.agentId, schema.evalSuites.name], set: row })
+        .returning();
+      if (gated) await this.#gateRevision(tx, agent.id, body.name, who);
+      return written;
+    });
     return suiteView(r!);
+  }
+
+  /** Throws access.denied unless `who` is an owner of the agent's organisation. */
+  async #ownerOnly(agent: AgentRow, who: Identity, act: string): Promise<void> {
+    if ((await this.#o.access.roleIn(agent.orgId, who)) !== "owner")
+      throw new WarrenError(
+        "access.denied",
+        `only an owner ${act}: while the gate is on, only an owner changes what it asks or turns it off; ask an owner`,
+      );
+  }
+
+  /** The next revision of the agent's gate history: its suite after the change (null: off), by whom. */
+  async #gateRevision(tx: Tx, agentId: string, suite: string | null, who: Identity): Promise<void> {
+    const c = schema.agentEvalGateChanges;
+    const [last] = await tx
+      .select({ revision: c.revision })
+      .from(c)
+      .where(eq(c.agentId, agentId))
+      .orderBy(desc(c.revision))
+      .limit(1);
+    await tx
+      .insert(c)
+      .values({ agentId, revision: (last?.revision ?? 0) + 1, suiteName: suite, by: who.email });
   }
 
   async suites(who: Identity, agentId: string): Promise<EvalSuite[]> {
@@ -241,10 +275,15 @@ export class Evals {
   async setGate(who: Identity, agentId: string, suite: string | null): Promise<EvalGate> {
     const agent = await this.#o.agents.load(who, agentId, "write");
     const before = await this.gateOf(agent.id);
-    if (suite === null && before !== null && (await this.#o.access.roleIn(agent.orgId, who)) !== "owner")
-      throw new WarrenError(
-        "access.denied",
-        `only an owner turns the agent's evaluation gate off (it is on, with suite ${before}); ask an owner`,
+    // an open gate is loosened by an owner only: turned off, or its suite changed (to one
+    // that asks less, say); anyone who may write turns a closed gate on
+    if (before !== null && suite !== before)
+      await this.#ownerOnly(
+        agent,
+        who,
+        suite === null
+          ? `turns the agent's evaluation gate off (it is on, with suite ${before})`
+          : `changes the suite of the agent's evaluation gate (it is on, with suite ${before})`,
       );
     if (suite !== null && !(await this.#suite(agent.id, suite)))
       throw new WarrenError("request.invalid", `suite: the agent has no suite named ${suite}`, {
@@ -260,16 +299,7 @@ export class Evals {
           .values({ agentId: agent.id, suiteName: suite })
           .onConflictDoUpdate({ target: schema.agentEvalGates.agentId, set: { suiteName: suite } });
       }
-      const c = schema.agentEvalGateChanges;
-      const [last] = await tx
-        .select({ revision: c.revision })
-        .from(c)
-        .where(eq(c.agentId, agent.id))
-        .orderBy(desc(c.revision))
-        .limit(1);
-      await tx
-        .insert(c)
-        .values({ agentId: agent.id, revision: (last?.revision ?? 0) + 1, suiteName: suite, by: who.email });
+      await this.#gateRevision(tx, agent.id, suite, who);
     });
     return { agent_id: agent.id, eval_gate: suite };
   }
@@ -303,7 +333,8 @@ export class Evals {
   async gate(agentId: string, version: number | null): Promise<void> {
     const suite = await this.gateOf(agentId);
     if (suite === null) return;
-    if (version !== null) {
+    const rewritten = (await this.#suite(agentId, suite))?.createdAt;
+    if (version !== null && rewritten) {
       const [passed] = await this.#o.db
         .select({ id: schema.evalRuns.id })
         .from(schema.evalRuns)
@@ -313,6 +344,8 @@ export class Evals {
             eq(schema.evalRuns.version, version),
             eq(schema.evalRuns.suiteName, suite),
             eq(schema.evalRuns.status, "passed"),
+            // by the suite as it is: an evaluation started before its last rewrite asked other cases
+            gte(schema.evalRuns.createdAt, rewritten),
           ),
         )
         .limit(1);
