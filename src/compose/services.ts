@@ -15,6 +15,8 @@ import { Exec } from "../exec/service.js";
 import { GuildDispatch } from "../dispatch/service.js";
 import { Guilds } from "../guilds/service.js";
 import { DiskCaps } from "../homes/caps.js";
+import { DiskWatch } from "../homes/watch.js";
+import { quotaSupport } from "../homes/quota.js";
 import { readAgentFile, readHomeFile } from "../homes/files.js";
 import { parseHomePath } from "../homes/paths.js";
 import { Homes } from "../homes/service.js";
@@ -75,7 +77,22 @@ export async function buildServices(
   const bridges = new Bridges(agentAt, logger);
   // the one writer of the records an agent's work leaves, redacted of the agent's secrets
   const records = new Records({ db, redactorOf: async (agent) => (await secrets.resolve(agent)).redactor });
+  // disk caps while commands run: the homes with live command trees, walked by the health loop
+  const disk = new DiskWatch({
+    db,
+    layout,
+    hostMaxMib: config.WORKSPACE_MAX_MIB,
+    workspaceDir: (m, a) => base.workspaceLayout.agentRoot(m, a),
+    intervalMs: config.BOX_HEALTH_MS,
+    logger,
+  });
+  const quota = quotaSupport(base.state.workspaces);
+  logger.info(
+    { fs: quota.fs, mount: quota.mount, project_quota: quota.project },
+    `disk caps: ${quota.detail}`,
+  );
   const runtime = new MachineRuntime({
+    disk,
     db,
     provider,
     logger,

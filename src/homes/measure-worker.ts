@@ -16,7 +16,7 @@ export type ToWorker = {
 export type FromWorker =
   | { type: "ready" }
   | { type: "give"; job: number; dirs: string[] }
-  | { type: "done"; job: number; bytes: number; linked: Map<InodeKey, number> }
+  | { type: "done"; job: number; bytes: number; linked: Map<InodeKey, number>; skipped: number }
   | { type: "failed"; job: number; path: string; errno: string };
 
 const port = parentPort;
@@ -35,7 +35,7 @@ port.on("message", (task: ToWorker) => {
       give: (dirs) => send({ type: "give", job, dirs }),
       aborted: () => Atomics.load(signals, 1) !== 0,
     });
-    send({ type: "done", job, bytes: result.bytes, linked: result.linked });
+    send({ type: "done", job, bytes: result.bytes, linked: result.linked, skipped: result.skipped });
   } catch (err) {
     if (!(err instanceof WalkError)) throw err;
     send({ type: "failed", job, path: err.path, errno: err.errno });

@@ -127,6 +127,26 @@ describe("measure", () => {
     assert.ok((await meter.measure(home)).bytes > 0, "the meter still works after a refusal");
   });
 
+  it("skips and counts an entry it cannot look at (a path past PATH_MAX) instead of failing", async () => {
+    await fs.writeFile(path.join(home, "kept"), Buffer.alloc(MIB, 1));
+    // 24 folders of 200-character names: the deepest paths pass PATH_MAX (4096), so their
+    // lstat by path is ENAMETOOLONG; made from inside, one folder at a time
+    const name = "n".repeat(200);
+    execFileSync("bash", [
+      "-c",
+      `cd "$1" && for i in $(seq 24); do mkdir ${name} && cd ${name}; done && head -c 1048576 /dev/zero >deep`,
+      "-",
+      home,
+    ]);
+    try {
+      const got = await meter.measure(home);
+      assert.ok(got.skipped > 0, `skipped ${got.skipped}`);
+      assert.ok(got.bytes >= MIB && got.bytes < du(home), `${got.bytes} of du's ${du(home)}`);
+    } finally {
+      execFileSync("rm", ["-rf", path.join(home, name)]);
+    }
+  });
+
   it("keeps working while folders are removed during the walk", async () => {
     for (let a = 0; a < 40; a++) {
       await fs.mkdir(path.join(home, `d${a}/e`), { recursive: true });

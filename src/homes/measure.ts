@@ -18,6 +18,8 @@ export interface Measurement {
   bytes: number;
   /** bytes in MiB, rounded up: a home holding one byte uses 1 MiB of its cap. */
   mib: number;
+  /** Entries that could not be looked at (EACCES, EPERM, ENAMETOOLONG): skipped, not counted. */
+  skipped: number;
 }
 
 const MIB = 1024 * 1024;
@@ -102,6 +104,7 @@ interface Job {
   workers: number;
   bytes: number;
   linked: Map<InodeKey, number>;
+  skipped: number;
   settle: (err?: WarrenError) => void;
 }
 
@@ -139,7 +142,7 @@ export class HomeMeter {
 
   /**
    * Measures dir; fails with workspace.measure when dir itself cannot be measured, when an entry
-   * fails with an error other than vanishing, or when the measurement is not done within its
+   * fails with an error other than vanishing or being unreadable (those are skipped), or when the measurement is not done within its
    * time limit (`timeoutMs`, counted from when its turn comes). It never ends with a partial size.
    */
   async measure(dir: string, options: { timeoutMs?: number } = {}): Promise<Measurement> {
@@ -148,6 +151,11 @@ export class HomeMeter {
     const run = this.#tail.then(() => this.#measure(dir, timeoutMs));
     this.#tail = run.catch(() => undefined);
     return run;
+  }
+
+  /** Starts the worker threads now, in line, so that the next measurement does not wait for them. */
+  warm(): void {
+    this.#tail = this.#tail.then(() => this.#pool()).catch(() => undefined);
   }
 
   async close(): Promise<void> {
@@ -219,6 +227,7 @@ export class HomeMeter {
           workers: workers.length,
           bytes: root.bytes,
           linked: new Map(),
+          skipped: 0,
           settle: (err) => {
             if (settled) return;
             settled = true;
@@ -235,7 +244,7 @@ export class HomeMeter {
       });
       let bytes = job.bytes;
       for (const size of job.linked.values()) bytes += size;
-      return { bytes, mib: toMib(bytes) };
+      return { bytes, mib: toMib(bytes), skipped: job.skipped };
     } finally {
       if (stop !== undefined) limit.removeEventListener("abort", stop);
       for (const w of workers) w.unref();
@@ -278,6 +287,7 @@ export class HomeMeter {
             break;
           case "done":
             job.bytes += message.bytes;
+            job.skipped += message.skipped;
             for (const [key, size] of message.linked) if (!job.linked.has(key)) job.linked.set(key, size);
             job.idle.push(worker);
             break;

@@ -20,6 +20,8 @@ export interface WalkResult {
   bytes: number;
   /** Allocated bytes of each multiply-linked non-directory, once per inode. */
   linked: Map<InodeKey, number>;
+  /** Entries that could not be looked at or listed (EACCES, EPERM, ENAMETOOLONG): skipped, not counted. */
+  skipped: number;
 }
 
 export interface WalkHooks {
@@ -54,6 +56,15 @@ function vanished(err: unknown): boolean {
   return code === "ENOENT" || code === "ENOTDIR" || code === "ELOOP";
 }
 
+/**
+ * Errors that mean "this one entry cannot be looked at" (a folder the walker may not list, a
+ * path longer than the kernel takes): the entry is skipped and counted, the walk goes on.
+ */
+function unreadable(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return code === "EACCES" || code === "EPERM" || code === "ENAMETOOLONG";
+}
+
 function fail(path: string, err: unknown): never {
   throw new WalkError(path, (err as NodeJS.ErrnoException | undefined)?.code ?? String(err), { cause: err });
 }
@@ -62,14 +73,15 @@ function fail(path: string, err: unknown): never {
  * Lists one directory by descriptor. The directory is opened without following a link at its
  * name, must still be on the root's device, and its path as the kernel knows it must still lie
  * under the root: a directory swapped for a link, or moved out, is treated as vanished.
- * Returns undefined when it vanished.
+ * Returns undefined when it vanished, null when it cannot be listed (skipped).
  */
-function listDir(dir: string, root: string, dev: number): string[] | undefined {
+function listDir(dir: string, root: string, dev: number): string[] | undefined | null {
   let fd: number;
   try {
     fd = fs.openSync(dir, DIR_FLAGS);
   } catch (err) {
     if (vanished(err)) return undefined;
+    if (unreadable(err)) return null;
     fail(dir, err);
   }
   try {
@@ -80,6 +92,7 @@ function listDir(dir: string, root: string, dev: number): string[] | undefined {
     return fs.readdirSync(proc);
   } catch (err) {
     if (vanished(err)) return undefined;
+    if (unreadable(err)) return null;
     fail(dir, err);
   } finally {
     fs.closeSync(fd);
@@ -89,13 +102,16 @@ function listDir(dir: string, root: string, dev: number): string[] | undefined {
 /**
  * Walks the task's directories depth first. Counts every entry's st_blocks * 512, never follows
  * a link, skips (and does not enter) anything on another device, counts a multiply-linked file
- * once per inode, and ignores entries that vanish mid-walk. Other errors throw WalkError.
+ * once per inode, and ignores entries that vanish mid-walk. An entry or folder that cannot be
+ * looked at (EACCES, EPERM, ENAMETOOLONG) is skipped and counted in `skipped`, so one such
+ * entry never fails the whole measurement. Other errors (EIO, ...) throw WalkError.
  */
 export function walk(task: WalkTask, hooks: WalkHooks = {}): WalkResult {
   const { root, dev } = task;
   const stack = [...task.dirs];
   const linked = new Map<InodeKey, number>();
   let bytes = 0;
+  let skipped = 0;
 
   while (stack.length > 0) {
     if (hooks.aborted?.() === true) break;
@@ -105,7 +121,8 @@ export function walk(task: WalkTask, hooks: WalkHooks = {}): WalkResult {
     const dir = stack.pop();
     if (dir === undefined) break;
     const names = listDir(dir, root, dev);
-    if (names === undefined) continue;
+    if (names === null) skipped++;
+    if (names === undefined || names === null) continue;
     hooks.listed?.(dir, names);
     const base = dir === "/" ? "" : dir;
     for (const name of names) {
@@ -115,6 +132,10 @@ export function walk(task: WalkTask, hooks: WalkHooks = {}): WalkResult {
         st = fs.lstatSync(path, { throwIfNoEntry: false });
       } catch (err) {
         if (vanished(err)) continue;
+        if (unreadable(err)) {
+          skipped++;
+          continue;
+        }
         fail(path, err);
       }
       if (st === undefined || st.dev !== dev) continue;
@@ -130,7 +151,7 @@ export function walk(task: WalkTask, hooks: WalkHooks = {}): WalkResult {
       }
     }
   }
-  return { bytes, linked };
+  return { bytes, linked, skipped };
 }
 
 /** The inode number as an exact key: a number while it fits, else a bigint from a second lstat. */
@@ -139,7 +160,7 @@ function inodeKey(path: string, st: fs.Stats): InodeKey | undefined {
   try {
     return fs.lstatSync(path, { bigint: true, throwIfNoEntry: false })?.ino;
   } catch (err) {
-    if (vanished(err)) return undefined;
+    if (vanished(err) || unreadable(err)) return undefined;
     fail(path, err);
   }
 }

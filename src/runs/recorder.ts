@@ -20,6 +20,7 @@ import type { MachineRow, Workload, Workloads } from "../workloads/index.js";
 import type { InstanceRef } from "../workspaces/service.js";
 import type { Generation, GenerationRegistry } from "./registry.js";
 import { runView, type RunRow, type RunStatus } from "./view.js";
+import { RunStops } from "./stops.js";
 
 type Sizes = { agentMib: number | null; machineMib: number | null };
 /** What a run going on uses: its command tree, its models and tools so far, its sandbox policy. */
@@ -100,7 +101,7 @@ export interface RunRecorderOptions {
   registry: GenerationRegistry;
   workloads: Workloads;
   caps: DiskCaps;
-  runtime: Pick<MachineRuntime, "commandUsage" | "onRunaway">;
+  runtime: Pick<MachineRuntime, "commandUsage" | "onRunaway" | "onDiskFull">;
   logger: Logger;
   version: string;
 }
@@ -122,22 +123,11 @@ export class RunRecorder {
   /** Who hears of each run's end, once its record is written (a schedule counts its failures). */
   readonly #ended = new Set<(runId: string, status: RunStatus) => void>();
 
+  /** Trees of runs the health loop stopped: recorded on the run; a disk cap's ends it as workspace.full. */
+  readonly #stops: RunStops;
   constructor(o: RunRecorderOptions) {
     this.#o = o;
-    // a runaway tree of a run is recorded on the run too (it may have left it in the background)
-    o.runtime.onRunaway(async (e) => {
-      if (!e.owner?.runId) return;
-      await o.records.runEvent(e.owner.runId, "runaway", {
-        limit: e.limit,
-        reason: e.reason,
-        held_s: e.heldS,
-        pids: e.pids,
-        memory_bytes: e.memoryBytes,
-        fork_failures: e.forkFailures,
-        ended: e.ended,
-        detail: e.detail,
-      });
-    });
+    this.#stops = new RunStops(o.runtime, o.records);
   }
 
   /**
@@ -353,6 +343,7 @@ export class RunRecorder {
         status = "timed_out";
         reason = `ran past its ${run.timeoutS} s limit`;
       }
+      if (!signal.aborted) [status, reason] = this.#stops.ended(run.id, status, reason);
       await Promise.allSettled(pending);
       await events("exit", {
         status,

@@ -12,6 +12,10 @@
 // the forking task's own cgroup, v2 in the one whose limit was hit and its parents: both
 // are read). It clears only once the count has stayed well below the limit, with no fork
 // refused, for CALM_MS: a count that wobbles around the limit does not restart the clock.
+//
+// Disk: each sample's trees and their owners go to the disk watcher (src/homes/watch.ts),
+// which measures the homes with live trees and has the trees of a home (or machine) that
+// passed its cap while growing stopped here, the same way, as `disk` / `full`.
 import { inArray } from "drizzle-orm";
 import type { BoxProvider, BoxUsage, UsageSample } from "../boxes/index.js";
 import type { Logger } from "../observability/log.js";
@@ -39,17 +43,36 @@ export interface CommandOwner {
   argv: string[];
 }
 
-export type RunawayReason = "held" | "forks" | "oom";
+export type RunawayReason = "held" | "forks" | "oom" | "full";
+
+/** A home or machine past its disk cap while commands ran: the agent's trees to stop, and why. */
+export interface DiskFull {
+  machineId: string;
+  orgId: string;
+  agentId: string;
+  trees: string[];
+  /** Starts with `workspace.full:`. */
+  detail: string;
+}
+
+/** What watches the homes' disk caps while commands run (src/homes/watch.ts). */
+export interface DiskWatcher {
+  observe(machineId: string, trees: { name: string; agentId: string | undefined }[], now: number): void;
+  forget(machineId: string): void;
+  bind(stop: (full: DiskFull) => Promise<void>): void;
+  close?(): Promise<void>;
+}
 
 /** A runaway command tree the server stopped. */
 export interface RunawayEvent {
   machineId: string;
   orgId: string;
   at: Date;
-  limit: LimitName;
+  limit: LimitName | "disk";
   /**
    * `held`: at the limit for longer than allowed; `forks`: its forks kept being refused
-   * for longer than allowed; `oom`: hit by the OOM killer repeatedly.
+   * for longer than allowed; `oom`: hit by the OOM killer repeatedly; `full`: its agent's
+   * home (or its machine's folder) passed its disk cap while it ran (limit `disk`).
    */
   reason: RunawayReason;
   heldS: number;
@@ -112,6 +135,10 @@ export interface HealthOptions {
   onRunaway: (e: RunawayEvent) => Promise<void>;
   /** How often boxd is pinged (it stops its box after BOX_ORPHAN_S without the server). */
   keepaliveMs: number;
+  /** Told each sample's trees; stops the trees of a home past its disk cap through this loop. */
+  disk?: DiskWatcher | undefined;
+  /** Told of a run whose tree is stopped for a disk cap, before the kill (its end is then workspace.full). */
+  onFull?: (runId: string, detail: string) => void;
 }
 
 const round = (n: number, digits = 3): number => Math.round(n * 10 ** digits) / 10 ** digits;
@@ -133,6 +160,22 @@ export class BoxHealth {
 
   constructor(o: HealthOptions) {
     this.#o = o;
+    o.disk?.bind((full) => this.#stopFull(full));
+  }
+
+  /** Stops the trees of an agent whose home (or machine) passed its disk cap while they ran. */
+  async #stopFull(f: DiskFull): Promise<void> {
+    const w = this.#watch.get(f.machineId);
+    if (!w) return;
+    for (const name of f.trees) {
+      const c = w.usage.commands.find((x) => x.name === name);
+      if (!c || w.killed.has(name)) continue;
+      w.killed.add(name);
+      const runId = this.#o.ownerOf(f.machineId, name)?.runId;
+      if (runId !== undefined) this.#o.onFull?.(runId, f.detail);
+      const m = { id: f.machineId, orgId: f.orgId, after: 0 };
+      await this.#stop(m, c, "disk", "full", 0, Date.now(), undefined, f.detail);
+    }
   }
 
   /** Usage and limit state of a machine's box now (from the last sample when it is fresh). */
@@ -171,6 +214,7 @@ export class BoxHealth {
 
   stop(): void {
     if (this.#timer) clearInterval(this.#timer);
+    void this.#o.disk?.close?.();
   }
 
   /** One round: sample every running box, stop runaways, refresh the gauges. */
@@ -178,7 +222,11 @@ export class BoxHealth {
     const o = this.#o;
     const live = o.live();
     const ids = live.map((l) => l.machineId);
-    for (const id of this.#watch.keys()) if (!ids.includes(id)) this.#watch.delete(id);
+    for (const id of this.#watch.keys())
+      if (!ids.includes(id)) {
+        this.#watch.delete(id);
+        o.disk?.forget(id);
+      }
     if (ids.length === 0) {
       this.#gauges([]);
       return [];
@@ -253,6 +301,13 @@ export class BoxHealth {
         for (const name of [...map.keys()]) if (!present.has(name)) map.delete(name);
       for (const name of w.killed) if (!present.has(name)) w.killed.delete(name);
       o.gone(l.machineId, present);
+      o.disk?.observe(
+        l.machineId,
+        usage.commands
+          .filter((c) => !w.killed.has(c.name))
+          .map((c) => ({ name: c.name, agentId: o.ownerOf(l.machineId, c.name)?.agentId })),
+        now,
+      );
 
       const limit = limitHeld(usage.agents, before, oomDelta, forkDelta);
       w.atLimit = nextPressure(w.atLimit, limit, usage.agents, now);
@@ -341,12 +396,14 @@ export class BoxHealth {
   async #stop(
     m: { id: string; orgId: string; after: number },
     c: { name: string } & UsageSample,
-    limit: LimitName,
+    limit: LimitName | "disk",
     reason: RunawayReason,
     heldS: number,
     now: number,
     /** For a climb: the fewest processes the tree held since it reached a share of the limit. */
     climbedFrom?: number,
+    /** For a disk cap: what passed it (the watcher's `workspace.full: ...`). */
+    full?: string,
   ): Promise<RunawayEvent> {
     const o = this.#o;
     const owner = o.ownerOf(m.id, c.name);
@@ -361,13 +418,15 @@ export class BoxHealth {
       ? `${owner.runId ? `run ${owner.runId}` : "an exec"} of agent ${owner.agentId} (${JSON.stringify(owner.argv.join(" ").slice(0, 200))})`
       : `command tree ${c.name}`;
     const why =
-      reason === "oom"
-        ? `was hit by the OOM killer ${OOM_KILLS_RUNAWAY} times within ${m.after} s`
-        : reason === "forks"
-          ? `kept having its forks refused for ${round(heldS, 1)} s (allowed: ${m.after} s)`
-          : climbedFrom !== undefined
-            ? `held a tenth or more of the box's pids limit for ${round(heldS, 1)} s (allowed: ${m.after} s), climbing from ${climbedFrom} to ${c.pids} processes`
-            : `held the box at its ${limit} limit for ${round(heldS, 1)} s (allowed: ${m.after} s)`;
+      full !== undefined
+        ? `wrote to a home past its disk cap (${full})`
+        : reason === "oom"
+          ? `was hit by the OOM killer ${OOM_KILLS_RUNAWAY} times within ${m.after} s`
+          : reason === "forks"
+            ? `kept having its forks refused for ${round(heldS, 1)} s (allowed: ${m.after} s)`
+            : climbedFrom !== undefined
+              ? `held a tenth or more of the box's pids limit for ${round(heldS, 1)} s (allowed: ${m.after} s), climbing from ${climbedFrom} to ${c.pids} processes`
+              : `held the box at its ${limit} limit for ${round(heldS, 1)} s (allowed: ${m.after} s)`;
     const detail = `stopped ${who}: it ${why}; ${c.pids} processes, ${c.memoryBytes} bytes of memory, ${
       c.pidsLimitHits
     } forks refused${failure ? `; freezing and killing failed: ${failure}` : `; frozen and killed: ${ended} processes ended`}`;

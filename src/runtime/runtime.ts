@@ -18,7 +18,7 @@ import type {
   PtyOptions,
   PtyStream,
 } from "./exec-port.js";
-import { BoxHealth, type CommandOwner, type RunawayEvent } from "./health.js";
+import { BoxHealth, type CommandOwner, type DiskWatcher, type RunawayEvent } from "./health.js";
 import { IdleReaper } from "./idle.js";
 import { BoxLifecycle } from "./lifecycle.js";
 import { LiveBoxes } from "./live.js";
@@ -51,6 +51,8 @@ export interface RuntimeOptions {
   onCall?: CallHandler;
   /** Who takes connections on the boxes' bridges (BOX_BRIDGES); each running box keeps a channel to it. */
   onBridge?: BridgeHandler;
+  /** Watches the homes' disk caps while commands run (src/homes/watch.ts); its stops go through health. */
+  disk?: DiskWatcher | undefined;
   /** The record writer's redaction of an agent's values, for what machine events say of its commands. */
   redact?: <T>(agentId: string | undefined, value: T) => Promise<T>;
 }
@@ -62,6 +64,7 @@ export class MachineRuntime implements MachineControl {
   readonly #lifecycle: BoxLifecycle;
   readonly #idle: IdleReaper;
   readonly #reach: BoxdReach;
+  readonly #fullListeners: ((runId: string, detail: string) => void)[] = [];
 
   constructor(o: RuntimeOptions) {
     const live = this.#live;
@@ -76,6 +79,10 @@ export class MachineRuntime implements MachineControl {
       ownerOf: (machineId, command) => live.ownerOf(machineId, command),
       gone: (machineId, present) => live.keepOwners(machineId, present),
       onRunaway: (e) => this.#events.recordRunaway(e),
+      disk: o.disk,
+      onFull: (runId, detail) => {
+        for (const fn of this.#fullListeners) fn(runId, detail);
+      },
     });
     const channels = new StandingChannels({ live, logger: o.logger, onCall: o.onCall, onBridge: o.onBridge });
     this.#lifecycle = new BoxLifecycle(o, live, channels, this.#health);
@@ -97,6 +104,11 @@ export class MachineRuntime implements MachineControl {
   /** Called for every runaway command tree stopped (after it is recorded on the machine). */
   onRunaway(fn: (e: RunawayEvent) => Promise<void>): void {
     this.#events.onRunaway(fn);
+  }
+
+  /** Called, before the kill, for every run whose command tree is stopped for a disk cap. */
+  onDiskFull(fn: (runId: string, detail: string) => void): void {
+    this.#fullListeners.push(fn);
   }
 
   /** One health round now (tests and the timer). */
