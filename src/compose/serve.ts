@@ -7,7 +7,7 @@ import { buildApp } from "../http/app.js";
 import { artifactRoutes } from "../http/routes/artifacts.js";
 import { conversationRoutes } from "../http/routes/conversations.js";
 import { EventStreams } from "../http/sse.js";
-import { StreamBudget, streamLimitsOf } from "../http/streams.js";
+import { closeWhenIdle, StreamBudget, streamLimitsOf } from "../http/streams.js";
 import { agentRoutes, guildRoutes } from "../http/routes/agents.js";
 import { areaRoutes } from "../http/routes/areas.js";
 import { budgetRoutes } from "../http/routes/budgets.js";
@@ -46,6 +46,7 @@ export interface Faces {
 
 export async function buildFaces(base: Base, s: Services, version: string): Promise<Faces> {
   const { config, access, own, logger } = base;
+  const budget = new StreamBudget(streamLimitsOf(config));
   const preview = createPreviewServer({
     config,
     access,
@@ -54,10 +55,13 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
     grants: s.previewGrants,
     own,
     logger,
+    streams: {
+      acquire: (who) => budget.acquire(who),
+      idle: (socket, close) => void closeWhenIdle(socket, budget.limits.idleMs, close),
+    },
   });
   own.addServer(preview);
   const ready = { now: false };
-  const budget = new StreamBudget(streamLimitsOf(config));
   const streams = new EventStreams(budget);
   const app = await buildApp({
     config,
@@ -74,7 +78,7 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
       ...machineRoutes(s.machines),
       ...agentRoutes(s.agents),
       ...guildRoutes(s.guilds),
-      ...execRoutes(s.exec),
+      ...execRoutes(s.exec, budget),
       ...egressRoutes(s.egress),
       ...terminalRoutes(s.terminals),
       ...runRoutes(s.runs, { streams, watch: (runId, fn) => s.records.watchRun(runId, fn) }),

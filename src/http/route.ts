@@ -14,7 +14,7 @@ import { z } from "zod";
 import type { Identity } from "../access/index.js";
 import type { ErrorCode } from "../contract/errors.js";
 import { WarrenError } from "../errors.js";
-import type { StreamBudget } from "./streams.js";
+import { closeWhenIdle, type StreamBudget } from "./streams.js";
 
 export interface RouteContext<P, Q, B> {
   params: P;
@@ -297,7 +297,18 @@ function registerWebSocket(
     handler: async () => {
       throw plain();
     },
-    wsHandler: (socket, req) => open(socket, prepared.get(req), req),
+    wsHandler: (socket, req) => {
+      // idle for the bound (nothing either way): closed as an idle event stream is
+      if (budget)
+        closeWhenIdle(req.raw.socket, budget.limits.idleMs, () => {
+          socket.close(
+            1001,
+            `idle: nothing sent either way for ${Math.round(budget.limits.idleMs / 1000)} s`,
+          );
+          setTimeout(() => socket.terminate(), 5000).unref();
+        });
+      open(socket, prepared.get(req), req);
+    },
   });
 }
 

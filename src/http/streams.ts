@@ -1,8 +1,11 @@
-// The budget of long-lived answers: every server-sent event stream and every WebSocket holds
-// one slot from here while it is open, so that no identity (and no crowd of them) can hold
-// more of the server's memory and descriptors than the caps allow. Past a cap the answer is
-// 429 stream.too_many with Retry-After. The one place that counts: event streams take their
-// slot in serveEvents (./sse.ts), WebSockets in the upgrade's preHandler (./route.ts).
+// The budget of long-lived answers: every server-sent event stream, every WebSocket (a
+// terminal's, a preview's) and every streamed exec (NDJSON) holds one slot from here while it
+// is open, so that no identity (and no crowd of them) can hold more of the server's memory and
+// descriptors than the caps allow. Past a cap the answer is 429 stream.too_many with
+// Retry-After. Where they take it: event streams in serveEvents (./sse.ts), the API's
+// WebSockets in the upgrade's preHandler (./route.ts), a preview's in its upgrade
+// (../preview), a streamed exec before its answer starts (./routes/exec.ts). Event streams
+// and WebSockets idle for the bound are closed (a WebSocket: nothing sent either way).
 import type { Identity } from "../access/index.js";
 import type { Config } from "../config/index.js";
 import { WarrenError } from "../errors.js";
@@ -65,4 +68,37 @@ export class StreamBudget {
       else this.#byIdentity.delete(key);
     };
   }
+}
+
+/** A connection's traffic counters (a net.Socket's). */
+interface Counted {
+  bytesRead: number;
+  bytesWritten: number;
+  once(event: "close", fn: () => void): unknown;
+}
+
+/**
+ * Calls `close` once nothing went either way on `sock` for `idleMs` (a WebSocket's idle bound,
+ * as an event stream's); the watch ends with the connection. Answers the function that stops it.
+ */
+export function closeWhenIdle(sock: Counted, idleMs: number, close: () => void): () => void {
+  let seen = -1;
+  let since = Date.now();
+  const timer = setInterval(
+    () => {
+      const now = sock.bytesRead + sock.bytesWritten;
+      if (now !== seen) {
+        seen = now;
+        since = Date.now();
+      } else if (Date.now() - since >= idleMs) {
+        clearInterval(timer);
+        close();
+      }
+    },
+    Math.max(50, Math.min(idleMs / 4, 15_000)),
+  );
+  timer.unref();
+  const stop = () => clearInterval(timer);
+  sock.once("close", stop);
+  return stop;
 }

@@ -7,6 +7,7 @@
 // none of the viewer's credentials, and the box's answer reaches the browser with no cookie.
 import { randomBytes } from "node:crypto";
 import http from "node:http";
+import type net from "node:net";
 import type { Duplex } from "node:stream";
 import type { Access, Identity } from "../access/index.js";
 import type { Agents } from "../agents/service.js";
@@ -180,6 +181,13 @@ export interface PreviewOptions {
   grants: PreviewGrants;
   own: OwnEndpoints;
   logger: Logger;
+  /** The stream budget a WebSocket draws on (src/http/streams.ts, handed in by the composition). */
+  streams?: {
+    /** A slot for `who` (throws 429 stream.too_many past a cap); answers the function that gives it back. */
+    acquire(who: Identity): () => void;
+    /** Calls `close` once nothing went either way on `socket` for the idle bound. */
+    idle(socket: net.Socket, close: () => void): void;
+  };
 }
 
 /** The previews' listener: a plain HTTP server (nothing of the app or the API is on it). */
@@ -339,16 +347,23 @@ export function createPreviewServer(o: PreviewOptions): http.Server {
   server.on("upgrade", (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     upgraded.add(socket);
     socket.once("close", () => upgraded.delete(socket));
-    const refuse = (code: ErrorCode, message: string) => {
+    const refuse = (code: ErrorCode, message: string, retryAfterS?: unknown) => {
       const body = JSON.stringify({ error: { code, message } });
+      const retry = typeof retryAfterS === "number" ? `retry-after: ${Math.ceil(retryAfterS)}\r\n` : "";
       socket.end(
-        `HTTP/1.1 ${errorStatus[code]} ${http.STATUS_CODES[errorStatus[code]] ?? ""}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+        `HTTP/1.1 ${errorStatus[code]} ${http.STATUS_CODES[errorStatus[code]] ?? ""}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${retry}connection: close\r\n\r\n${body}`,
       );
     };
     socket.on("error", () => {});
     (async () => {
       const { where, viewing, session } = await admit(req);
       const { agent, who } = await authorise(viewing, session, where, "GET");
+      // a slot of the stream budget while it is open (429 stream.too_many past a cap), and
+      // closed once nothing went either way for the idle bound
+      if (o.streams) {
+        socket.once("close", o.streams.acquire(who));
+        o.streams.idle(socket as net.Socket, () => socket.destroy());
+      }
       hold(agent.orgId, who.userId, socket);
       const conn = await o.forward(agent.machineId, where.port);
       const headers = toBox(req.headers, o.config.TRUSTED_HEADER);
@@ -383,7 +398,7 @@ export function createPreviewServer(o: PreviewOptions): http.Server {
       socket.on("close", () => conn.destroy());
       conn.resume();
     })().catch((err: unknown) => {
-      if (isWarrenError(err)) return refuse(err.code, err.message);
+      if (isWarrenError(err)) return refuse(err.code, err.message, err.details?.retryAfterS);
       o.logger.error({ err }, "a preview upgrade failed");
       refuse("internal", "internal error; the server log has the details");
     });

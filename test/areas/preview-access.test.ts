@@ -9,43 +9,11 @@ import WebSocket from "ws";
 import { boxSkipReason } from "../box/fixture.js";
 import { dbLegs } from "../support/db.js";
 import { asMember, orgWithAgent } from "../support/org.js";
-import { previewGet } from "../support/preview.js";
+import { HOLDING_BOX_SERVER, previewGet } from "../support/preview.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const OWNER = "owner@example.com";
 const VIEWER = "viewer@example.com";
-
-/** The box's server: "hello" on GET, and a WebSocket that says "open" and holds until closed. */
-const BOX_SERVER = String.raw`
-import base64, hashlib, http.server, sys
-class H(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *a):
-        pass
-    def do_GET(self):
-        if self.headers.get("upgrade", "").lower() == "websocket":
-            key = self.headers["sec-websocket-key"] + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
-            self.send_response(101)
-            self.send_header("upgrade", "websocket")
-            self.send_header("connection", "Upgrade")
-            self.send_header("sec-websocket-accept", base64.b64encode(hashlib.sha1(key.encode()).digest()).decode())
-            self.end_headers()
-            self.wfile.write(bytes([0x81, 4]) + b"open")
-            self.wfile.flush()
-            while self.rfile.read(1):
-                pass
-            self.close_connection = True
-            return
-        if self.path == "/quit":
-            import threading
-            threading.Thread(target=srv.shutdown).start()
-        data = b"hello"
-        self.send_response(200)
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-srv = http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H)
-srv.serve_forever()
-`;
 
 for (const leg of dbLegs)
   describe(
@@ -123,7 +91,7 @@ for (const leg of dbLegs)
         }));
         agent = made;
         server = owner("POST", `/api/agents/${agent.id}/exec`, {
-          argv: ["python3", "-c", BOX_SERVER, String(P())],
+          argv: ["python3", "-c", HOLDING_BOX_SERVER, String(P())],
           timeout_ms: 600_000,
         });
         // up once the owner's preview answers the box's page (502 while nothing listens)

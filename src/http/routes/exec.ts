@@ -2,6 +2,7 @@ import { PassThrough } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
 import { BoundedOutput } from "../../workloads/index.js";
 import type { Exec } from "../../exec/service.js";
+import type { StreamBudget } from "../streams.js";
 import { route, type AnyRoute } from "../route.js";
 import { idParams } from "../../contract/common.js";
 import { ExecRequest, ExecResult, ExecStreamEvent } from "../../contract/exec.js";
@@ -9,7 +10,8 @@ import { ExecRequest, ExecResult, ExecStreamEvent } from "../../contract/exec.js
 /** The most a buffered answer keeps of each stream; streaming answers have no such limit. */
 export const BUFFERED_OUTPUT_LIMIT = 8 * 1024 * 1024;
 
-export function execRoutes(exec: Exec): AnyRoute[] {
+/** The exec route; a streamed answer (NDJSON) holds a slot of `streams` while it is open. */
+export function execRoutes(exec: Exec, streams?: StreamBudget): AnyRoute[] {
   return [
     route({
       method: "POST",
@@ -22,15 +24,19 @@ export function execRoutes(exec: Exec): AnyRoute[] {
       body: ExecRequest,
       response: ExecResult,
       stream: { type: "application/x-ndjson", schema: ExecStreamEvent },
-      errors: ["access.denied", "box.unavailable"],
+      errors: ["access.denied", "box.unavailable", "stream.too_many"],
       handler: async ({ who, params, body, req, reply }) => {
         const start = await exec.prepare(who, params.id, body);
+        const streamed = (req.headers.accept ?? "").includes("application/x-ndjson");
+        // refused (429 stream.too_many) before the command starts and anything is sent
+        const release = streamed ? streams?.acquire(who) : undefined;
         const abort = new AbortController();
         const onClose = () => {
           if (!reply.raw.writableFinished) abort.abort(new Error("client went away"));
         };
         reply.raw.on("close", onClose);
-        if ((req.headers.accept ?? "").includes("application/x-ndjson")) {
+        if (release) reply.raw.once("close", release);
+        if (streamed) {
           const out = new PassThrough();
           const line = (o: unknown) => out.write(`${JSON.stringify(o)}\n`);
           reply.type("application/x-ndjson").header("cache-control", "no-store");
@@ -64,6 +70,7 @@ export function execRoutes(exec: Exec): AnyRoute[] {
             req.log.error({ err }, "streamed exec failed");
           } finally {
             out.end();
+            release?.();
           }
           return reply;
         }
