@@ -109,6 +109,15 @@ export const Approval = z
     args_sha256: z.string().describe("SHA-256 of the canonical arguments: a decision must carry it"),
     policy_version: z.number().nullable().describe("the spec version whose tool policy asked"),
     policies: z.array(z.string()).describe("the permits that asked"),
+    deciders: z
+      .array(z.string())
+      .describe(
+        "who the asking permits name to decide (emails, roles), beside owners and admins; empty: owners, admins and editors",
+      ),
+    may_decide: z
+      .boolean()
+      .optional()
+      .describe("in an answer to a person: whether they may decide it (while it waits)"),
     status: z.enum(["waiting", "allowed", "denied", "expired"]),
     message: z.string().nullable().describe("the decider's message (a denial's is the model's answer)"),
     decided_by: z.string().optional(),
@@ -128,7 +137,13 @@ export const ApprovalDecision = z
   .meta({ id: "ApprovalDecision" });
 
 export const ApprovalListQuery = z
-  .object({ status: z.enum(["waiting", "allowed", "denied", "expired"]).optional() })
+  .object({
+    status: z.enum(["waiting", "allowed", "denied", "expired"]).optional(),
+    mine: z
+      .enum(["true", "false"])
+      .optional()
+      .describe("only the approvals waiting for the caller's decision"),
+  })
   .strict();
 
 const EvalExpect = z

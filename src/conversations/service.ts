@@ -266,15 +266,10 @@ export class Conversations {
     return this.#o.branches.diff(await this.#agentOf(who, c), b);
   }
 
-  /** Lands the conversation's branch into its base (owners and admins). */
+  /** Lands the conversation's branch into its base (owners, admins, editors who hold no area). */
   async land(who: Identity, id: string): Promise<{ landed: true; commit: string }> {
     const c = await this.#load(who, id, "inspect");
-    const role = await this.#o.access.roleIn(c.orgId, who);
-    if (role !== "owner" && role !== "admin")
-      throw new WarrenError(
-        "access.denied",
-        `your role in this organisation is ${role ?? "none"}; only an owner or admin lands a conversation's branch`,
-      );
+    await this.#o.access.require(c.orgId, who, "write", "conversation");
     const b = await this.#branch(c);
     const agent = await this.#agentOf(who, c);
     await this.#o.branches.commit(agent, b, `Before landing (${authorOf(who).name})`);

@@ -135,8 +135,9 @@ export class Orgs {
   /**
    * Adds a member or changes their role and areas. Only an owner makes or unmakes owners. An
    * owner or admin holds no area (a fence on the tier that reads every credential would be only
-   * a line on a screen); an editor needs one (where they may change files), a guest too (its personas are those homed
-   * in its areas): area.required.
+   * a line on a screen). An editor may hold areas (its files and conversations are fenced to
+   * them) or none (the whole organisation); a writer needs one (where it may change files), a
+   * guest too (its personas are those homed in its areas): area.required.
    */
   async setMember(
     who: Identity,
@@ -154,13 +155,13 @@ export class Orgs {
     if ((role === "owner" || role === "admin") && areas.length > 0)
       throw new WarrenError(
         "area.not_allowed",
-        `an ${role} cannot be given areas: that tier reads every credential, so a folder fence on it would only be a line on a screen; give the areas to an editor, viewer or guest`,
+        `an ${role} cannot be given areas: that tier reads every credential, so a folder fence on it would only be a line on a screen; give the areas to an editor, writer, viewer or guest`,
       );
-    if ((role === "editor" || role === "guest") && areas.length === 0)
+    if ((role === "writer" || role === "guest") && areas.length === 0)
       throw new WarrenError(
         "area.required",
-        role === "editor"
-          ? "areas: an editor needs at least one area (it is where they may change files); define one (PUT /api/orgs/:id/areas/:name) and give it, or make them a viewer"
+        role === "writer"
+          ? "areas: a writer needs at least one area (it is where they may change files); define one (PUT /api/orgs/:id/areas/:name) and give it, or make them an editor (who may hold none)"
           : "areas: a guest needs at least one area (it talks through the personas homed in its areas); define one (PUT /api/orgs/:id/areas/:name) and give it",
         { field: "areas" },
       );

@@ -3,7 +3,7 @@
 // import them from here rather than spelling them again.
 
 /** Members' roles in an organisation, from the most to the least they may do. */
-export const ROLES = ["owner", "admin", "editor", "viewer", "auditor", "guest"] as const;
+export const ROLES = ["owner", "admin", "editor", "writer", "viewer", "auditor", "guest"] as const;
 
 /** How a machine's agents are walled from each other. */
 export const TRUSTS = ["isolated", "shared"] as const;

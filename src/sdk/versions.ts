@@ -67,10 +67,16 @@ export class ApprovalsApi {
   ofRun(runId: string, opts: RequestOptions = {}): Promise<List<Approval>> {
     return this.http.json("GET", `/api/runs/${seg(runId)}/approvals`, opts);
   }
-  ofOrg(orgId: string, status?: Approval["status"], opts: RequestOptions = {}): Promise<List<Approval>> {
+  /** The organisation's approvals; `mine`: only those waiting for the caller's decision. */
+  ofOrg(
+    orgId: string,
+    status?: Approval["status"],
+    opts: RequestOptions & { mine?: boolean } = {},
+  ): Promise<List<Approval>> {
+    const { mine, ...rest } = opts;
     return this.http.json("GET", `/api/orgs/${seg(orgId)}/approvals`, {
-      ...opts,
-      query: status ? { status } : {},
+      ...rest,
+      query: { ...(status ? { status } : {}), ...(mine ? { mine: "true" } : {}) },
     });
   }
   /** Decides a waiting call; `args_sha256` must be the approval's (else `approval.stale`). */

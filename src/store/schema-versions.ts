@@ -32,6 +32,8 @@ export const approvals = pgTable(
     argsSha256: text("args_sha256").notNull(),
     policyVersion: integer("policy_version"),
     policies: jsonb("policies").$type<string[]>().notNull(),
+    /** Who the asking permits name to decide (emails, roles); empty: owners, admins, editors. */
+    deciders: jsonb("deciders").$type<string[]>().notNull().default([]),
     status: text("status", { enum: ["waiting", "allowed", "denied", "expired"] }).notNull(),
     message: text("message"),
     decidedBy: text("decided_by"),

@@ -31,7 +31,15 @@ export type ToWorker =
 export type FromWorker =
   | { type: "ready" }
   | { type: "checked"; id: number; problem: string; policies?: undefined; forbids?: undefined }
-  | { type: "checked"; id: number; problem: null; policies: Policies; forbids: string[]; asks: string[] }
+  | {
+      type: "checked";
+      id: number;
+      problem: null;
+      policies: Policies;
+      forbids: string[];
+      asks: string[];
+      deciders: Record<string, string[]>;
+    }
   | {
       type: "decided";
       id: number;
@@ -45,6 +53,9 @@ export type FromWorker =
   /** Cedar threw: the instance is not to be trusted any more. */
   | { type: "broken"; id: number; message: string };
 
+/** The roles an approval may name as its deciders. */
+const DECIDING_ROLES = ["owner", "admin", "editor", "writer"];
+
 const port = parentPort;
 if (port === null) throw new Error("cedar-worker.ts runs only as a worker thread");
 
@@ -52,6 +63,22 @@ const send = (message: FromWorker): void => port.postMessage(message);
 
 type DetailedError = { message: string; help?: string | null };
 const describe = (e: DetailedError): string => (e.help ? `${e.message} (${e.help})` : e.message);
+
+/** The people an approval names: emails or roles that decide (never a guest, viewer or auditor). */
+function decidersOf(text: string): string[] | string {
+  const names = text
+    .split(/[\s,]+/)
+    .map((n) => n.trim().toLowerCase())
+    .filter(Boolean);
+  if (names.length === 0) return "names nobody: write emails or roles, separated by commas";
+  if (names.length > 32) return "names more than 32 deciders";
+  for (const n of names) {
+    if (DECIDING_ROLES.includes(n)) continue;
+    if (/^[^\s@<>,;"]{1,128}@[^\s@<>,;"]{1,255}$/.test(n)) continue;
+    return `names ${JSON.stringify(n)}, which is neither an email nor a role that decides (${DECIDING_ROLES.join(", ")})`;
+  }
+  return [...new Set(names)];
+}
 
 /** Splits and validates policy text: its policies by id and the ids of the forbids, or its problem. */
 function check(text: string, schema: string): FromWorker & { type: "checked" } {
@@ -64,6 +91,8 @@ function check(text: string, schema: string): FromWorker & { type: "checked" } {
   const forbids: string[] = [];
   // permits annotated @approval("required"): a call they allow waits for a person's decision
   const asks: string[] = [];
+  // @deciders("dana@example.com, editor") beside it: who may decide what that permit asks
+  const deciders: Record<string, string[]> = {};
   for (const [i, p] of split.policies.entries()) {
     const json = cedar.policyToJson(p);
     if (json.type === "failure") return problem(json.errors.map(describe).join("; "));
@@ -81,9 +110,17 @@ function check(text: string, schema: string): FromWorker & { type: "checked" } {
         return problem(`policy "${id}": @approval("required") belongs on a permit, not a forbid`);
       asks.push(id);
     }
+    const named = json.json.annotations?.deciders;
+    if (named !== undefined && named !== null) {
+      if (approval !== "required")
+        return problem(`policy "${id}": @deciders belongs beside @approval("required") on a permit`);
+      const list = decidersOf(named);
+      if (typeof list === "string") return problem(`policy "${id}": @deciders ${list}`);
+      deciders[id] = list;
+    }
   }
   if (Object.keys(policies).length === 0)
-    return { type: "checked", id: 0, problem: null, policies, forbids, asks };
+    return { type: "checked", id: 0, problem: null, policies, forbids, asks, deciders };
   const answer = cedar.validate({
     schema,
     policies: { staticPolicies: policies },
@@ -92,7 +129,7 @@ function check(text: string, schema: string): FromWorker & { type: "checked" } {
   if (answer.type === "failure") return problem(answer.errors.map(describe).join("; "));
   if (answer.validationErrors.length > 0)
     return problem(answer.validationErrors.map((v) => describe(v.error)).join("; "));
-  return { type: "checked", id: 0, problem: null, policies, forbids, asks };
+  return { type: "checked", id: 0, problem: null, policies, forbids, asks, deciders };
 }
 
 /**

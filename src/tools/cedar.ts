@@ -16,6 +16,8 @@ export interface CheckedPolicies {
   forbids: string[];
   /** The permits annotated `@approval("required")`: a call they allow waits for a decision. */
   asks: string[];
+  /** Of the asking permits that name them (`@deciders`): who may decide, emails or roles. */
+  deciders: Record<string, string[]>;
 }
 
 /** A check's answer: the policy set, or why the text is not one. */
@@ -181,7 +183,9 @@ export class CedarEngine {
         failure: true,
       };
     if (a.type !== "checked") return { problem: `Cedar answered ${a.type} to a check` };
-    return a.problem === null ? { problem: null, policies: a.policies, forbids: a.forbids, asks: a.asks } : a;
+    return a.problem === null
+      ? { problem: null, policies: a.policies, forbids: a.forbids, asks: a.asks, deciders: a.deciders }
+      : a;
   }
 
   /** Decides a request by a policy set. A failing worker answers the failure (which denies). */

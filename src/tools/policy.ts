@@ -121,6 +121,8 @@ export interface ToolDecision {
   errors: string[];
   /** Allowed by a permit annotated `@approval("required")`: the call waits for a person's decision. */
   ask?: true;
+  /** Who the asking permits name to decide (`@deciders`); none: owners, admins and editors. */
+  deciders?: string[];
 }
 
 /** The context of a request: typed arguments where their name and type fit, all of them as JSON. */
@@ -169,7 +171,7 @@ export class ToolPolicy {
       compiled.set(text, known);
       return known;
     }
-    const empty: CheckedPolicies = { policies: {}, forbids: [], asks: [] };
+    const empty: CheckedPolicies = { policies: {}, forbids: [], asks: [], deciders: {} };
     const c: Checked = text.trim() === "" ? { problem: null, ...empty } : await checked(text, engine);
     const made =
       c.problem !== null ? new ToolPolicy(empty, c.problem, engine) : new ToolPolicy(c, null, engine);
@@ -210,12 +212,14 @@ export class ToolPolicy {
     // A forbid that could not be evaluated denies: an error never opens a door.
     const erredForbids = answer.errors.map((e) => e.policyId).filter((id) => this.#forbids.has(id));
     if (erredForbids.length > 0) return { decision: "deny", policies: erredForbids, errors };
-    const ask = answer.decision === "allow" && answer.reason.some((id) => this.#asks.has(id));
+    const asking = answer.decision === "allow" ? answer.reason.filter((id) => this.#asks.has(id)) : [];
+    const deciders = [...new Set(asking.flatMap((id) => this.parsed.deciders[id] ?? []))];
     return {
       decision: answer.decision,
       policies: answer.reason,
       errors,
-      ...(ask ? { ask: true as const } : {}),
+      ...(asking.length > 0 ? { ask: true as const } : {}),
+      ...(deciders.length > 0 ? { deciders } : {}),
     };
   }
 }

@@ -261,6 +261,7 @@ class RunToolset implements Toolset {
           arguments: shownArgs,
           argsSha256: argsDigest(canonical),
           policies: d.policies,
+          deciders: d.deciders ?? [],
         },
         this.ctx.signal,
         keep,

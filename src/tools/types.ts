@@ -82,6 +82,8 @@ export interface ApprovalAsk {
   argsSha256: string;
   /** The deciding policies' ids. */
   policies: string[];
+  /** Who the asking permits name to decide (emails, roles); empty: owners, admins, editors. */
+  deciders: string[];
 }
 
 export interface ApprovalAnswer {

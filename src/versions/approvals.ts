@@ -7,7 +7,7 @@
 // expired: its approval stays waiting, and the next server's run asks again for the same call,
 // which re-attaches to it (src/runs/resume.ts).
 import { and, desc, eq, inArray, notInArray } from "drizzle-orm";
-import type { Access, Identity } from "../access/index.js";
+import type { Access, Identity, Role } from "../access/index.js";
 import type { Approval } from "../contract/types.js";
 import { WarrenError } from "../errors.js";
 import { newId } from "../ids.js";
@@ -24,13 +24,35 @@ import {
 
 type ApprovalRow = typeof schema.approvals.$inferSelect;
 
+interface Seat {
+  role: Role;
+  fenced: boolean;
+}
+
+/**
+ * Who may decide an approval: owners and admins always; where its permits name deciders,
+ * those people (by email) and the members of those roles; where they name nobody, editors
+ * who hold no area (a fenced editor may not run commands, so neither may it approve one).
+ */
+export function mayDecide(r: Pick<ApprovalRow, "deciders">, who: Identity, seat: Seat): boolean {
+  if (seat.role === "owner" || seat.role === "admin") return true;
+  if (r.deciders.length === 0) return seat.role === "editor" && !seat.fenced;
+  if (seat.role === "guest" || seat.role === "viewer" || seat.role === "auditor") return false;
+  return r.deciders.includes(who.email.toLowerCase()) || r.deciders.includes(seat.role);
+}
+
+const whoDecides = (r: Pick<ApprovalRow, "deciders">): string =>
+  r.deciders.length === 0
+    ? "its organisation's owners, admins and editors who hold no area"
+    : `${r.deciders.join(", ")} (and the organisation's owners and admins)`;
+
 export interface ApprovalsOptions {
   db: Db;
   access: Access;
   records: Pick<Records, "runEvent" | "updateRun" | "redactedFor">;
 }
 
-function view(r: ApprovalRow): Approval {
+function view(r: ApprovalRow, mayDecide?: boolean): Approval {
   return {
     id: r.id,
     run_id: r.runId,
@@ -41,6 +63,8 @@ function view(r: ApprovalRow): Approval {
     args_sha256: r.argsSha256,
     policy_version: r.policyVersion,
     policies: r.policies,
+    deciders: r.deciders,
+    ...(mayDecide !== undefined ? { may_decide: mayDecide } : {}),
     status: r.status,
     message: r.message,
     ...(r.decidedBy !== null ? { decided_by: r.decidedBy } : {}),
@@ -119,6 +143,7 @@ export class Approvals implements ApprovalDoor {
             argsSha256: req.argsSha256,
             policyVersion: run.version,
             policies: req.policies,
+            deciders: req.deciders,
             status: "waiting",
             createdAt: since,
           })
@@ -192,7 +217,12 @@ export class Approvals implements ApprovalDoor {
     const o = this.#o;
     const [row] = await o.db.select().from(schema.approvals).where(eq(schema.approvals.id, id));
     if (!row) throw new WarrenError("not_found", "approval was not found");
-    await o.access.require(row.orgId, who, "write", "approval");
+    const seat = await this.#seat(row.orgId, who);
+    if (!mayDecide(row, who, seat))
+      throw new WarrenError(
+        "access.denied",
+        `this approval is decided by ${whoDecides(row)}; your role in this organisation is ${seat.role}${seat.fenced ? " with areas" : ""}`,
+      );
     if (row.status !== "waiting" || !this.#waiting.has(id))
       throw new WarrenError(
         "approval.stale",
@@ -215,7 +245,13 @@ export class Approvals implements ApprovalDoor {
     this.#waiting.delete(id);
     await o.records.runEvent(row.runId, "approval", view(decided));
     w.decide({ decision: body.decision, message: body.message ?? null, decidedBy: who.email });
-    return view(decided);
+    return view(decided, false);
+  }
+
+  /** The caller's role (after `read`: a non-member is not_found) and whether areas fence them. */
+  async #seat(orgId: string, who: Identity): Promise<Seat> {
+    const role = await this.#o.access.require(orgId, who, "read", "approval");
+    return { role, fenced: (await this.#o.access.areasOf(orgId, who)).length > 0 };
   }
 
   async forRun(who: Identity, runId: string): Promise<Approval[]> {
@@ -224,26 +260,33 @@ export class Approvals implements ApprovalDoor {
       .from(schema.runs)
       .where(eq(schema.runs.id, runId));
     if (!run) throw new WarrenError("not_found", "run was not found");
-    await this.#o.access.require(run.orgId, who, "read", "run");
+    const seat = await this.#seat(run.orgId, who);
     const rows = await this.#o.db
       .select()
       .from(schema.approvals)
       .where(eq(schema.approvals.runId, runId))
       .orderBy(schema.approvals.createdAt);
-    return rows.map(view);
+    return rows.map((r) => view(r, r.status === "waiting" && mayDecide(r, who, seat)));
   }
 
-  async forOrg(who: Identity, orgId: string, status: ApprovalRow["status"] | undefined): Promise<Approval[]> {
-    await this.#o.access.require(orgId, who, "read", "organisation");
+  /** The organisation's approvals, newest first; `mine`: only those waiting for the caller's decision. */
+  async forOrg(
+    who: Identity,
+    orgId: string,
+    status: ApprovalRow["status"] | undefined,
+    mine = false,
+  ): Promise<Approval[]> {
+    const seat = await this.#seat(orgId, who);
     const where = [eq(schema.approvals.orgId, orgId)];
-    if (status) where.push(eq(schema.approvals.status, status));
+    if (status || mine) where.push(eq(schema.approvals.status, mine ? "waiting" : status!));
     const rows = await this.#o.db
       .select()
       .from(schema.approvals)
       .where(and(...where))
       .orderBy(desc(schema.approvals.createdAt))
       .limit(500);
-    return rows.map(view);
+    const shown = rows.map((r) => ({ r, may: r.status === "waiting" && mayDecide(r, who, seat) }));
+    return (mine ? shown.filter((x) => x.may) : shown).map((x) => view(x.r, x.may));
   }
 
   /**

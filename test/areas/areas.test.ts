@@ -97,7 +97,7 @@ for (const leg of dbLegs)
       assert.deepEqual(list.body.items, [{ name: "support", folders: ["support"], revision: 1 }]);
     });
 
-    test("tiers: an admin is refused an area, an editor and a guest need one, an unknown area is refused, a held area cannot go", async () => {
+    test("tiers: an admin is refused an area, a writer and a guest need one, an unknown area is refused, a held area cannot go", async () => {
       const admin = await owner("PUT", `/api/orgs/${org}/members`, {
         email: ADMIN,
         role: "admin",
@@ -115,26 +115,26 @@ for (const leg of dbLegs)
       assert.equal(guest.status, 400);
       assert.equal(guest.body.error.code, "area.required");
       assert.match(guest.body.error.message, /^areas: a guest needs at least one area/);
-      // an editor needs one too: it is where they may change files
+      // a writer needs one too: it is where they may change files (an editor may hold none)
       for (const areas of [undefined, []]) {
-        const editor = await owner("PUT", `/api/orgs/${org}/members`, {
+        const writer = await owner("PUT", `/api/orgs/${org}/members`, {
           email: SUPPORT,
-          role: "editor",
+          role: "writer",
           areas,
         });
-        assert.equal(editor.status, 400, JSON.stringify(editor.body));
-        assert.equal(editor.body.error.code, "area.required");
-        assert.match(editor.body.error.message, /^areas: an editor needs at least one area/);
+        assert.equal(writer.status, 400, JSON.stringify(writer.body));
+        assert.equal(writer.body.error.code, "area.required");
+        assert.match(writer.body.error.message, /^areas: a writer needs at least one area/);
       }
       const ghost = await owner("PUT", `/api/orgs/${org}/members`, {
         email: SUPPORT,
-        role: "editor",
+        role: "writer",
         areas: ["nope"],
       });
       assert.equal(ghost.status, 400);
       const ed = await owner("PUT", `/api/orgs/${org}/members`, {
         email: SUPPORT,
-        role: "editor",
+        role: "writer",
         areas: ["support"],
       });
       assert.equal(ed.status, 200, JSON.stringify(ed.body));
@@ -150,7 +150,7 @@ for (const leg of dbLegs)
         members.map((x: { email: string; role: string; areas: string[] }) => [x.email, x.role, x.areas]),
         [
           [OWNER, "owner", []],
-          [SUPPORT, "editor", ["support"]],
+          [SUPPORT, "writer", ["support"]],
           [GUEST, "guest", ["support"]],
         ],
       );
@@ -256,17 +256,18 @@ for (const leg of dbLegs)
         root.body.entries.map((e: { name: string }) => e.name),
         ["support"],
       );
-      // what an area cannot fence, and the agent's configuration, are not theirs
-      for (const [method, url, body] of [
-        ["POST", `/api/agents/${agent}/exec`, { argv: ["cat", "secret/b.txt"] }],
-        ["PATCH", `/api/agents/${agent}`, { name: "mine" }],
-        ["POST", `/api/agents/${agent}/personas`, { name: "wide" }],
-        ["POST", "/api/secrets", { org_id: org, name: "MINE", value: "mine-mine-mine" }],
-        ["GET", `/api/orgs/${org}/areas/support/revisions`],
-      ] as [string, string, unknown][]) {
+      // what an area cannot fence, and the agent's configuration, are not theirs: a writer's
+      // role has no such right at all, and the area's history is not for a fenced seat
+      for (const [method, url, body, code] of [
+        ["POST", `/api/agents/${agent}/exec`, { argv: ["cat", "secret/b.txt"] }, "access.denied"],
+        ["PATCH", `/api/agents/${agent}`, { name: "mine" }, "access.denied"],
+        ["POST", `/api/agents/${agent}/personas`, { name: "wide" }, "access.denied"],
+        ["POST", "/api/secrets", { org_id: org, name: "MINE", value: "mine-mine-mine" }, "access.denied"],
+        ["GET", `/api/orgs/${org}/areas/support/revisions`, undefined, "area.refused"],
+      ] as [string, string, unknown, string][]) {
         const r = await s(method, url, body);
         assert.equal(r.status, 403, `${method} ${url}: ${JSON.stringify(r.body)}`);
-        assert.equal(r.body.error.code, "area.refused");
+        assert.equal(r.body.error.code, code, `${method} ${url}`);
       }
       const areas = await s("GET", `/api/orgs/${org}/areas`);
       assert.deepEqual(

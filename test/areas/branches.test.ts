@@ -43,7 +43,7 @@ for (const leg of dbLegs)
         tools: ["run_command"],
         areas: { proj: ["proj"], other: ["other"] },
         members: [
-          { email: EDITOR, role: "editor", areas: ["proj"] },
+          { email: EDITOR, role: "writer", areas: ["proj"] },
           // a viewer who holds the repository's area, and one who holds another
           { email: VIEWER, role: "viewer", areas: ["proj"] },
           { email: OTHER, role: "viewer", areas: ["other"] },

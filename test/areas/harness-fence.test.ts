@@ -116,7 +116,7 @@ describe("a fenced harness turn", { skip }, () => {
     );
     const ed = await owner("PUT", `/api/orgs/${org}/members`, {
       email: SUPPORT,
-      role: "editor",
+      role: "writer",
       areas: ["support"],
     });
     assert.equal(ed.status, 200, JSON.stringify(ed.body));

@@ -22,7 +22,7 @@ for (const leg of dbLegs)
       t = await startTestServer({ leg, env: { AUTH_MODE: "trusted-header" } });
       ({ agent } = await orgWithAgent(owner, {
         areas: { proj: ["proj/"], other: ["other/"] },
-        members: [{ email: FENCED, role: "editor", areas: ["proj"] }],
+        members: [{ email: FENCED, role: "writer", areas: ["proj"] }],
       }));
     });
     after(async () => {

@@ -25,7 +25,7 @@ for (const leg of dbLegs)
         await orgWithAgent(owner, {
           org: "fenced",
           areas: { proj: ["proj/"] },
-          members: [{ email: FENCED, role: "editor", areas: ["proj"] }],
+          members: [{ email: FENCED, role: "writer", areas: ["proj"] }],
         })
       ).agentBody;
     });

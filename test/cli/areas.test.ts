@@ -76,8 +76,8 @@ test("warren areas: put, list, revisions, held by a member, delete", async () =>
   const list = await warren(["areas", "list", "--org", org.id]);
   assert.match(list.stdout, /^NAME\s+REVISION\s+FOLDERS\nsupport\s+2\s+support\n$/);
 
-  // an editor needs an area; given one, it holds it
-  const bare = await warren(["orgs", "set-member", org.id, "--email", EDITOR, "--role", "editor"]);
+  // a writer needs an area; given one, it holds it
+  const bare = await warren(["orgs", "set-member", org.id, "--email", EDITOR, "--role", "writer"]);
   assert.equal(bare.code, 1);
   assert.match(bare.stderr, /area\.required/);
   const held = await json([
@@ -87,12 +87,12 @@ test("warren areas: put, list, revisions, held by a member, delete", async () =>
     "--email",
     EDITOR,
     "--role",
-    "editor",
+    "writer",
     "--area",
     "support",
   ]);
-  assert.deepEqual([held.role, held.areas], ["editor", ["support"]]);
-  assert.match((await warren(["orgs", "members", org.id])).stdout, /editor@example\.com\s+editor\s+support/);
+  assert.deepEqual([held.role, held.areas], ["writer", ["support"]]);
+  assert.match((await warren(["orgs", "members", org.id])).stdout, /editor@example\.com\s+writer\s+support/);
   const inUse = await warren(["areas", "delete", "support", "--org", org.id]);
   assert.equal(inUse.code, 1);
   assert.match(inUse.stderr, /area\.in_use/);
@@ -141,7 +141,7 @@ test("warren conversations diff and land: a branch's files and patch, landed by 
     "mkdir -p ~/proj && cd ~/proj && git init -q -b main && echo init > README.md && git add -A && git -c user.name=o -c user.email=o@x commit -qm init",
   );
   await json(["areas", "put", "proj", "--org", org.id, "--folder", "proj"]);
-  await json(["orgs", "set-member", org.id, "--email", EDITOR, "--role", "editor", "--area", "proj"]);
+  await json(["orgs", "set-member", org.id, "--email", EDITOR, "--role", "writer", "--area", "proj"]);
   const c = await call(
     "POST",
     `/api/agents/${a.body.id}/conversations`,

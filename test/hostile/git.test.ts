@@ -64,7 +64,7 @@ for (const leg of dbLegs)
         name: "coder",
         tools: ["run_command"],
         areas: { proj: ["proj"], other: ["other"] },
-        members: [{ email: EDITOR, role: "editor", areas: ["proj"] }],
+        members: [{ email: EDITOR, role: "writer", areas: ["proj"] }],
       }));
       // each turn runs ~/proj/plant.sh, which the test writes before it
       const script = Array.from({ length: 5 }, () => [

@@ -294,11 +294,11 @@ for (const leg of dbLegs) {
 
       const friend = await me("PUT", `/api/orgs/${w.org}/members`, {
         email: "friend@example.com",
-        role: "editor",
+        role: "writer",
         areas: ["work"],
       });
       assertStatus(friend, 200);
-      assert.equal(friend.body.role, "editor");
+      assert.equal(friend.body.role, "writer");
       assertStatus(
         await as("friend@example.com")("GET", `/api/machines/${w.machine}`),
         200,
@@ -447,7 +447,7 @@ for (const leg of dbLegs) {
       const owner = as(OWNER);
       const r = await owner("PUT", `/api/orgs/${w.org}/members`, {
         email: "temp@example.com",
-        role: "editor",
+        role: "writer",
         areas: ["work"],
       });
       assertStatus(r, 200);

@@ -222,7 +222,7 @@ describe("the agent's terminal and roles", { skip }, () => {
       await t.call("PUT", `/api/orgs/${org.id}/members`, { email: `${role}@example.com`, role }, owner);
     // an editor holds an area, and a terminal is never inside one
     await t.call("PUT", `/api/orgs/${org.id}/areas/work`, { folders: ["work"] }, owner);
-    const editor = { email: "editor@example.com", role: "editor", areas: ["work"] };
+    const editor = { email: "editor@example.com", role: "writer", areas: ["work"] };
     assert.equal((await t.call("PUT", `/api/orgs/${org.id}/members`, editor, owner)).status, 200);
     const m = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", memory_mib: 256 }, owner))
       .body;

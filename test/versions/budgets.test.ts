@@ -64,7 +64,7 @@ for (const leg of dbLegs) {
       assert.equal((await owner("PUT", `/api/orgs/${org}/areas/work`, { folders: ["work"] })).status, 200);
       const r = await owner("PUT", `/api/orgs/${org}/members`, {
         email: EDITOR,
-        role: "editor",
+        role: "writer",
         areas: ["work"],
       });
       assert.ok(r.status === 200 || r.status === 201, JSON.stringify(r.body));

@@ -68,7 +68,7 @@ describe("areas and changes in the app", { concurrency: false }, () => {
     const row = page.getByTestId("area-support");
     await row.getByText("support/").waitFor();
     await page.locator('input[name="member_email"]').fill(MEMBER);
-    await page.locator('select[name="member_role"]').selectOption("editor");
+    await page.locator('select[name="member_role"]').selectOption("writer");
     await page.locator('input[name="member_areas"]').fill("support");
     await page.getByRole("button", { name: "Add or change member" }).click();
     await page.getByTestId(`areas of ${MEMBER}`).getByText("support").waitFor();
@@ -84,10 +84,10 @@ describe("areas and changes in the app", { concurrency: false }, () => {
     assert.match(await revisions.innerText(), /1: support · owner@example\.com/);
     await app.shot(page, "org-areas");
     const m = (await api("GET", `/api/orgs/${org}/members`)).body.items.find((x: any) => x.email === MEMBER);
-    assert.deepEqual([m.role, m.areas], ["editor", ["support"]]);
+    assert.deepEqual([m.role, m.areas], ["writer", ["support"]]);
   });
 
-  test("the fenced editor's pages offer only what its seat allows: files and conversations, no machine or agent to create", async () => {
+  test("the writer's pages offer only what its seat allows: files and conversations, no machine or agent to create", async () => {
     const theirs = await app.person(MEMBER);
     await theirs.goto(`${base}/orgs/${org}`);
     await theirs.getByRole("heading", { name: "Machines" }).waitFor();

@@ -49,7 +49,7 @@ export interface Can {
   role: Role | undefined;
   /** Create, change, run (owner, admin, an editor who holds no area). */
   write: boolean;
-  /** Upload and change files (as write, and an editor inside its areas). */
+  /** Upload and change files (as write, an editor with areas and a writer inside them). */
   files: boolean;
   /** Start conversations and talk in them (as files, and a guest). */
   converse: boolean;
@@ -60,11 +60,11 @@ export interface Can {
 }
 
 export function canOf(role: Role | undefined, areas: readonly string[] = []): Can {
-  const files = role === "owner" || role === "admin" || role === "editor";
+  const files = role === "owner" || role === "admin" || role === "editor" || role === "writer";
   return {
     role,
     // a member who holds areas works with agents through their files and conversations only
-    write: files && areas.length === 0,
+    write: files && role !== "writer" && areas.length === 0,
     files,
     converse: files || role === "guest",
     manage: role === "owner" || role === "admin",

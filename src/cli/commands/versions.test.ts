@@ -59,6 +59,13 @@ test("approvals: waiting by default, all or one status; a decision is allow or d
     status: undefined,
   });
   usage(["approvals", "list", "org_1", "--status", "pending"], /--status must be one of/);
+  assert.deepEqual(cmd(["approvals", "list", "org_1", "--mine"]), {
+    kind: "approvals.list",
+    orgId: "org_1",
+    status: "waiting",
+    mine: true,
+  });
+  usage(["approvals", "list", "org_1", "--mine", "--status", "all"], /--mine lists waiting approvals only/);
   assert.deepEqual(cmd(["approvals", "decide", "apr_1", "deny", "--sha256", SHA, "--message", "no"]), {
     kind: "approvals.decide",
     id: "apr_1",

@@ -140,18 +140,22 @@ export const approvals = defineGroup("approvals", "tool calls that wait for a pe
     args: ["org"],
     options: [
       { name: "status", value: "<status>", help: "waiting (default), allowed, denied, expired or all" },
+      { name: "mine", help: "only those waiting for your decision" },
     ],
     parse: (i) => {
       const status = i.str("status") ?? "waiting";
       if (status !== "all" && !(STATUSES as readonly string[]).includes(status))
         throw i.error(`--status must be one of ${STATUSES.join(", ")} or all, not "${status}"`);
+      const mine = i.flag("mine");
+      if (mine && status !== "waiting") throw i.error("--mine lists waiting approvals only; drop --status");
       return {
         orgId: i.arg("org"),
         status: status === "all" ? undefined : (status as Approval["status"]),
+        ...(mine ? { mine } : {}),
       };
     },
     run: async (ctx, p) => {
-      const list = await ctx.client.approvals.ofOrg(p.orgId, p.status);
+      const list = await ctx.client.approvals.ofOrg(p.orgId, p.status, p.mine ? { mine: true } : {});
       return ctx.show(list, () => listView("approvals", approvalColumns, list.items));
     },
   }),

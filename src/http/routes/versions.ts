@@ -124,12 +124,13 @@ export function approvalRoutes(approvals: Approvals): AnyRoute[] {
       url: "/api/orgs/:id/approvals",
       id: "approvals.org",
       tag: "approvals",
-      summary: "The organisation's approvals, newest first (status=waiting: those waiting now)",
+      summary:
+        "The organisation's approvals, newest first (status=waiting: those waiting now; mine=true: those waiting for the caller's decision)",
       params: idParams("org"),
       query: ApprovalListQuery,
       response: ApprovalList,
       handler: async ({ who, params, query }) => ({
-        items: await approvals.forOrg(who, params.id, query.status),
+        items: await approvals.forOrg(who, params.id, query.status, query.mine === "true"),
       }),
     }),
     route({

@@ -62,6 +62,13 @@ function ApprovalCard({
         </dd>
         <dt>Asked</dt>
         <dd>{when(a.created_at)}</dd>
+        <dt>Decided by</dt>
+        <dd data-testid="deciders">
+          {a.deciders.length > 0
+            ? `${a.deciders.join(", ")} (and owners, admins)`
+            : "owners, admins, editors without areas"}
+          {a.status === "waiting" && a.may_decide ? " · yours to decide" : ""}
+        </dd>
         {a.status !== "waiting" && (
           <>
             <dt>Decided</dt>
@@ -141,7 +148,7 @@ function ApprovalList({
             <ApprovalCard
               key={a.id}
               a={a}
-              canDecide={can.write}
+              canDecide={a.may_decide ?? can.write}
               onDecided={onDecided}
               onStale={(err) => {
                 setStale({ tool: a.tool, sha: a.args_sha256, err });
