@@ -63,7 +63,10 @@ export async function buildServices(
   const { config, store, provider, access, secrets, logger, metrics } = base;
   const db = store.db;
   const layout = provider.homes;
-  const registry = new GenerationRegistry(config.WARREN_ORG_MAX_RUNS);
+  const registry = new GenerationRegistry(config.WARREN_ORG_MAX_RUNS, {
+    perAgent: config.WARREN_QUEUE_PER_AGENT,
+    perOrg: config.WARREN_QUEUE_PER_ORG,
+  });
   // agents' calls from inside their boxes (warren-secret), and connections from their
   // commands to the boxes' bridge ports (BOX_BRIDGES), a handler per name (registered below)
   // (the uid-to-agent lookup is Agents', made below: calls and bridges come once boxes run)

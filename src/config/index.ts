@@ -301,6 +301,18 @@ export const configSchema = z
       .int("WARREN_ORG_MAX_RUNS must be a whole number of runs")
       .min(1, "WARREN_ORG_MAX_RUNS must be at least 1")
       .default(16),
+    /** Runs one agent may have waiting at once; past it run.queue_full, and a schedule's fire is skipped. */
+    WARREN_QUEUE_PER_AGENT: z.coerce
+      .number({ message: "WARREN_QUEUE_PER_AGENT must be a whole number of runs" })
+      .int("WARREN_QUEUE_PER_AGENT must be a whole number of runs")
+      .min(1, "WARREN_QUEUE_PER_AGENT must be at least 1")
+      .default(100),
+    /** Runs one organisation may have waiting at once, across its agents. */
+    WARREN_QUEUE_PER_ORG: z.coerce
+      .number({ message: "WARREN_QUEUE_PER_ORG must be a whole number of runs" })
+      .int("WARREN_QUEUE_PER_ORG must be a whole number of runs")
+      .min(1, "WARREN_QUEUE_PER_ORG must be at least 1")
+      .default(1000),
     /** Open event streams and WebSockets one identity may hold at once (docs/operations.md). */
     WARREN_STREAMS_PER_IDENTITY: z.coerce
       .number({ message: "WARREN_STREAMS_PER_IDENTITY must be a whole number of streams" })

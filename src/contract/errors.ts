@@ -33,6 +33,7 @@ export const errorStatus = {
   "run.input_too_large": 413,
   "request.too_large": 413,
   "run.org_limit": 429,
+  "run.queue_full": 429,
   "stream.too_many": 429,
   unsupported_media_type: 415,
   "host.refused": 421,

@@ -6,7 +6,7 @@
 // (openRun). A run that is a conversation's turn has each event stored in its conversation's
 // stream too (conversations.ts), in the same transaction. Nothing else inserts those rows;
 // grep for `schema.runEvents`, `schema.egressEvents` and `schema.conversationEvents` to check.
-import { and, eq, type SQL } from "drizzle-orm";
+import { and, eq, inArray, type SQL } from "drizzle-orm";
 import { SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
 import { Redactor, withCaseForms } from "../secrets/redact.js";
 import type { ResolvedSecrets } from "../secrets/service.js";
@@ -309,6 +309,39 @@ export class Records {
     const picked = await this.#o.db.select({ id: schema.runs.id }).from(schema.runs).where(where);
     const out: string[] = [];
     for (const p of picked) if (await this.updateRun(p.id, set, where)) out.push(p.id);
+    return out;
+  }
+
+  /**
+   * Ends many queued runs at once (an agent's backlog as it is deleted, the line as the server
+   * stops): one UPDATE and one INSERT of their events per 1000 runs, never a statement per
+   * run. `reason` and `data` are the server's own words (no secret of any run is in them).
+   * A run that is a conversation's turn gets its event through runEvent, in its conversation
+   * too. Answers the ids of the runs that were still `queued` and now are `cancelled`.
+   */
+  async endQueued(runIds: string[], reason: string, type: string, data: unknown): Promise<string[]> {
+    const out: string[] = [];
+    for (let i = 0; i < runIds.length; i += 1000) {
+      const chunk = runIds.slice(i, i + 1000);
+      const rows = await this.#o.db
+        .update(schema.runs)
+        .set({ status: "cancelled", statusReason: reason, endedAt: new Date() })
+        .where(and(inArray(schema.runs.id, chunk), eq(schema.runs.status, "queued")))
+        .returning({ id: schema.runs.id });
+      const ids = rows.map((r) => r.id);
+      if (ids.length === 0) continue;
+      const turns = await this.#o.db
+        .select({ runId: schema.conversationTurns.runId })
+        .from(schema.conversationTurns)
+        .where(inArray(schema.conversationTurns.runId, ids));
+      const turn = new Set(turns.map((t) => t.runId));
+      const plain = ids.filter((id) => !turn.has(id));
+      if (plain.length > 0)
+        await this.#o.db.insert(schema.runEvents).values(plain.map((runId) => ({ runId, type, data })));
+      for (const id of plain) for (const fn of this.#runWatchers.get(id) ?? []) fn();
+      for (const id of turn) await this.runEvent(id, type, data);
+      out.push(...ids);
+    }
     return out;
   }
 

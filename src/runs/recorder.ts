@@ -415,11 +415,7 @@ export class RunRecorder {
   /** Ends runs taken out of line before they started: cancelled, with why. */
   async endWaiting(runIds: string[], reason: string): Promise<void> {
     if (runIds.length === 0) return;
-    const ids = await this.#o.records.updateRuns(
-      and(inArray(schema.runs.id, runIds), eq(schema.runs.status, "queued"))!,
-      { status: "cancelled", statusReason: reason, endedAt: new Date() },
-    );
-    for (const id of ids) await this.#o.records.runEvent(id, "cancelled", { reason, queued: true });
+    const ids = await this.#o.records.endQueued(runIds, reason, "cancelled", { reason, queued: true });
     await this.#tellEnded(ids);
   }
 
@@ -431,11 +427,13 @@ export class RunRecorder {
   async #tellEnded(runIds: string[]): Promise<void> {
     if (this.#ended.size === 0 || runIds.length === 0) return;
     try {
-      const rows = await this.#o.db
-        .select({ id: schema.runs.id, status: schema.runs.status })
-        .from(schema.runs)
-        .where(inArray(schema.runs.id, runIds));
-      for (const r of rows) for (const fn of this.#ended) fn(r.id, r.status);
+      for (let i = 0; i < runIds.length; i += 1000) {
+        const rows = await this.#o.db
+          .select({ id: schema.runs.id, status: schema.runs.status })
+          .from(schema.runs)
+          .where(inArray(schema.runs.id, runIds.slice(i, i + 1000)));
+        for (const r of rows) for (const fn of this.#ended) fn(r.id, r.status);
+      }
     } catch (err) {
       this.#o.logger.error({ err, runIds }, "telling of the runs' end failed");
     }
@@ -454,12 +452,23 @@ export class RunRecorder {
   /** Cancels the agent's generation, if any, and waits until its record is written. */
   async stopAgent(agentId: string, reason: string): Promise<void> {
     const r = this.#o.registry;
-    const waiting = r.waiters(agentId).filter((id) => r.dequeue(id));
-    await this.endWaiting(waiting, reason);
+    // the whole backlog leaves the line in one walk and ends in a statement per 1000 runs
+    // (and no run of it is taken while it is deleted: schedules may go on firing until then)
+    await this.endWaiting(r.dequeueAgent(agentId, 60_000), reason);
     const g = r.forAgent(agentId);
-    if (!g) return;
-    r.cancel(g.runId, reason);
-    await this.#pending.get(g.runId);
+    if (g) {
+      r.cancel(g.runId, reason);
+      await this.#pending.get(g.runId);
+    }
+    // a run put in line as its backlog left it had its row written after: ended too
+    const late = await this.#o.db
+      .select({ id: schema.runs.id })
+      .from(schema.runs)
+      .where(and(eq(schema.runs.agentId, agentId), eq(schema.runs.status, "queued")));
+    await this.endWaiting(
+      late.map((x) => x.id),
+      reason,
+    );
   }
 
   /** Waits up to `ms` for the runs going on to end by themselves; true when none is left. */

@@ -1,7 +1,19 @@
 // The generation registry: at most one generation per agent, each with its cancellation, and
 // the line of runs waiting for one (first come, first served): a run waits while its agent has
 // a generation (or an earlier run waiting) or while its organisation runs as many as its cap.
+// The line is bounded: at most `perAgent` runs of one agent and `perOrg` of one organisation
+// wait at once; past either a run is refused (run.queue_full), never queued. Every count is
+// kept as runs come and go, so taking a run in or out of line costs no walk of the line.
 import { WarrenError } from "../errors.js";
+
+/** Seconds a run refused by a full queue is asked to wait before it is asked again (Retry-After). */
+export const QUEUE_RETRY_AFTER_S = 5;
+
+/** How many runs may wait at once: of one agent, of one organisation. */
+export interface QueueBounds {
+  perAgent: number;
+  perOrg: number;
+}
 
 export interface Generation {
   agentId: string;
@@ -41,10 +53,21 @@ export class GenerationRegistry {
   readonly #byOrg = new Map<string, number>();
   /** Waiting runs, oldest first. */
   #line: Entry[] = [];
+  /** How many runs of each agent, and of each organisation, wait in the line. */
+  readonly #waitingOfAgent = new Map<string, number>();
+  readonly #waitingOfOrg = new Map<string, number>();
   #closed = false;
+  /** Agents being deleted: no run of theirs is taken. */
+  readonly #closing = new Set<string>();
 
-  /** `orgMax`: how many generations one organisation may have going on at once. */
-  constructor(private readonly orgMax = Infinity) {}
+  /**
+   * `orgMax`: how many generations one organisation may have going on at once; `bounds`: how
+   * many runs may wait (WARREN_QUEUE_PER_AGENT, WARREN_QUEUE_PER_ORG).
+   */
+  constructor(
+    private readonly orgMax = Infinity,
+    readonly bounds: QueueBounds = { perAgent: Infinity, perOrg: Infinity },
+  ) {}
 
   /** Claims the agent for a generation now, or throws generation.busy (or run.org_limit). */
   acquire(agentId: string, runId: string, orgId = ""): Generation {
@@ -70,24 +93,81 @@ export class GenerationRegistry {
    */
   enqueue(w: Waiter, opts: { wait: boolean }): "started" | "queued" {
     if (this.#closed) throw new WarrenError("box.unavailable", "the server is stopping; start the run again");
-    const held = new Set(this.#line.map((e) => e.agentId));
-    const busy = this.#blocker(w, held);
+    if (this.#closing.has(w.agentId))
+      throw new WarrenError("not_found", "agent was not found (it is being deleted)");
+    const busy = this.#blocker(w, this.#waitingOfAgent);
     if (!busy) {
       w.start(this.acquire(w.agentId, w.runId, w.orgId));
       return "started";
     }
     if (!opts.wait) throw this.#refusal(busy, w.agentId, w.orgId);
+    const full = this.full(w.agentId, w.orgId);
+    if (full)
+      throw new WarrenError("run.queue_full", `${full}; wait for runs to end, or cancel some`, {
+        retryAfterS: QUEUE_RETRY_AFTER_S,
+      });
     this.#line.push({ ...w, since: new Date() });
+    this.#count(w, 1);
     return "queued";
+  }
+
+  /** Why one more run of the agent could not wait now (its queue or its organisation's is full), or null. */
+  full(agentId: string, orgId: string): string | null {
+    const agent = this.#waitingOfAgent.get(agentId) ?? 0;
+    if (agent >= this.bounds.perAgent)
+      return `the agent's queue is full: ${agent} runs wait, its bound (WARREN_QUEUE_PER_AGENT)`;
+    const org = this.#waitingOfOrg.get(orgId) ?? 0;
+    if (org >= this.bounds.perOrg)
+      return `the organisation's queue is full: ${org} runs wait, its bound (WARREN_QUEUE_PER_ORG)`;
+    return null;
+  }
+
+  /** How many runs wait: of the agent, of the organisation. */
+  queued(agentId: string, orgId: string): { agent: number; org: number } {
+    return { agent: this.#waitingOfAgent.get(agentId) ?? 0, org: this.#waitingOfOrg.get(orgId) ?? 0 };
   }
 
   /** Takes a waiting run out of line (cancelled before it started); false when it is not waiting. */
   dequeue(runId: string): boolean {
     const i = this.#line.findIndex((e) => e.runId === runId);
-    if (i < 0) return false;
+    const e = this.#line[i];
+    if (!e) return false;
     this.#line.splice(i, 1);
+    this.#count(e, -1);
     this.#pump();
     return true;
+  }
+
+  /**
+   * Takes every waiting run of the agent out of line at once, and takes no more of it for
+   * `ms` (its deletion: by then its row is gone); answers their ids.
+   */
+  dequeueAgent(agentId: string, ms = 0): string[] {
+    if (ms > 0) {
+      this.#closing.add(agentId);
+      setTimeout(() => this.#closing.delete(agentId), ms).unref();
+    }
+    if (!this.#waitingOfAgent.has(agentId)) return [];
+    const out: string[] = [];
+    this.#line = this.#line.filter((e) => {
+      if (e.agentId !== agentId) return true;
+      out.push(e.runId);
+      this.#count(e, -1);
+      return false;
+    });
+    this.#pump();
+    return out;
+  }
+
+  #count(e: { agentId: string; orgId: string }, d: 1 | -1): void {
+    for (const [m, k] of [
+      [this.#waitingOfAgent, e.agentId],
+      [this.#waitingOfOrg, e.orgId],
+    ] as const) {
+      const n = (m.get(k) ?? 0) + d;
+      if (n > 0) m.set(k, n);
+      else m.delete(k);
+    }
   }
 
   /** The waiting runs of an agent, oldest first (or of every agent). */
@@ -101,7 +181,8 @@ export class GenerationRegistry {
     const e = this.#line[i];
     if (!e) return null;
     const ahead = this.#line.slice(0, i);
-    const agentAhead = ahead.filter((x) => x.agentId === e.agentId).length;
+    let agentAhead = 0;
+    for (const x of ahead) if (x.agentId === e.agentId) agentAhead++;
     const running = this.#byAgent.get(e.agentId);
     if (running || agentAhead > 0) {
       const position = agentAhead + 1;
@@ -143,6 +224,8 @@ export class GenerationRegistry {
     this.#closed = true;
     const left = this.#line.map((e) => e.runId);
     this.#line = [];
+    this.#waitingOfAgent.clear();
+    this.#waitingOfOrg.clear();
     return left;
   }
 
@@ -172,7 +255,10 @@ export class GenerationRegistry {
   }
 
   /** What holds a run back now: its agent (`held`: agents with an earlier waiter), its organisation, or nothing. */
-  #blocker(w: { agentId: string; orgId: string }, held: Set<string>): WaitReason | null {
+  #blocker(
+    w: { agentId: string; orgId: string },
+    held: { has(agentId: string): boolean },
+  ): WaitReason | null {
     if (this.#byAgent.has(w.agentId) || held.has(w.agentId)) return "agent_busy";
     if ((this.#byOrg.get(w.orgId) ?? 0) >= this.orgMax) return "org_limit";
     return null;
@@ -202,14 +288,19 @@ export class GenerationRegistry {
   #pump(): void {
     if (this.#closed) return;
     const held = new Set<string>();
-    for (const e of [...this.#line]) {
+    const ready: [Entry, Generation][] = [];
+    // one walk: what nothing holds leaves the line (its generation taken at once, so the next
+    // of its organisation sees the place gone), then each starts, oldest first
+    this.#line = this.#line.filter((e) => {
       if (this.#blocker(e, held)) {
         held.add(e.agentId);
-        continue;
+        return true;
       }
-      this.#line.splice(this.#line.indexOf(e), 1);
-      e.start(this.acquire(e.agentId, e.runId, e.orgId));
-    }
+      this.#count(e, -1);
+      ready.push([e, this.acquire(e.agentId, e.runId, e.orgId)]);
+      return false;
+    });
+    for (const [e, g] of ready) e.start(g);
   }
 }
 

@@ -21,13 +21,25 @@ export type ScheduleRow = typeof schema.schedules.$inferSelect;
 
 /** A schedule's runs that fail in a row before it pauses itself. */
 export const MAX_FAILURES = 3;
+/**
+ * The runs of one `overlap: "allow"` schedule that may be queued or going on at once; a fire
+ * past it is skipped (counted in `skipped`, said in `last_error`).
+ */
+const ALLOW_MAX = 10;
+/**
+ * Fires of one organisation being started at once (from the ticker's hand-over to the run's
+ * row): a fire past it is held until one of them is done, its organisation's held schedules
+ * in turn, and the slots it missed meanwhile are skipped (counted). So one organisation's
+ * fires never heap up work in the server faster than it gets through them.
+ */
+const FIRING_PER_ORG = 2;
 
 const FAILED: readonly RunStatus[] = ["failed", "timed_out", "lost"];
 
 export interface FirerOptions {
   db: Db;
   runs: Pick<Runs, "start">;
-  registry: Pick<GenerationRegistry, "waiting">;
+  registry: Pick<GenerationRegistry, "waiting" | "full">;
   logger: Logger;
 }
 
@@ -60,12 +72,15 @@ export class ScheduleFirer {
   /** The runs each schedule has queued or going on, and the schedule of each such run. */
   readonly #inflight = new Map<string, Set<string>>();
   readonly #owner = new Map<string, string>();
+  /** Each organisation's fires being started, and its schedules held meanwhile with their first slot held. */
+  readonly #firing = new Map<string, number>();
+  readonly #held = new Map<string, Map<string, number>>();
   /** How late the ticker handed over each of the latest fires, in ms after its slot (the bench reads them). */
   readonly delays: number[] = [];
 
   constructor(o: FirerOptions) {
     this.#o = o;
-    this.#ticker = new Ticker((id, slot) => void this.#fire(id, slot));
+    this.#ticker = new Ticker((id, slot) => this.#admit(id, slot, false));
   }
 
   /** Loads every schedule that fires and sets its next slot; missed slots by each one's catch-up. */
@@ -95,8 +110,9 @@ export class ScheduleFirer {
     this.#ticker.stop();
   }
 
-  /** The schedule's next slot (null: paused, ended, or never). */
+  /** The schedule's next slot (null: paused, ended, or never); a held one's is the first it missed. */
   nextOf(id: string): number | null {
+    for (const held of this.#held.values()) if (held.has(id)) return held.get(id)!;
     return this.#ticker.next(id);
   }
 
@@ -107,6 +123,7 @@ export class ScheduleFirer {
       return;
     }
     const timing = timingOf(row);
+    for (const held of this.#held.values()) held.delete(row.id);
     this.#active.set(row.id, { row, timing });
     this.#ticker.set(
       row.id,
@@ -115,6 +132,7 @@ export class ScheduleFirer {
   }
 
   removed(id: string): void {
+    for (const held of this.#held.values()) held.delete(id);
     this.#active.delete(id);
     this.#ticker.set(id, null);
   }
@@ -124,7 +142,32 @@ export class ScheduleFirer {
     return this.#startRun(row, who, Date.now(), true);
   }
 
-  async #fire(id: string, slot: number): Promise<void> {
+  /** Fires the schedule now, or holds it while its organisation has FIRING_PER_ORG fires being started. */
+  #admit(id: string, slot: number, wasHeld: boolean): void {
+    const org = this.#active.get(id)?.row.orgId;
+    if (org === undefined) return;
+    const n = this.#firing.get(org) ?? 0;
+    if (n >= FIRING_PER_ORG) {
+      let held = this.#held.get(org);
+      if (!held) this.#held.set(org, (held = new Map()));
+      if (!held.has(id)) held.set(id, slot);
+      return;
+    }
+    this.#firing.set(org, n + 1);
+    void this.#fire(id, slot, wasHeld).finally(() => {
+      const left = (this.#firing.get(org) ?? 1) - 1;
+      if (left > 0) this.#firing.set(org, left);
+      else this.#firing.delete(org);
+      const held = this.#held.get(org);
+      const next = held?.entries().next().value;
+      if (!held || !next) return;
+      held.delete(next[0]);
+      if (held.size === 0) this.#held.delete(org);
+      this.#admit(next[0], next[1], true);
+    });
+  }
+
+  async #fire(id: string, slot: number, wasHeld: boolean): Promise<void> {
     const a = this.#active.get(id);
     if (!a) return;
     const now = Date.now();
@@ -133,13 +176,27 @@ export class ScheduleFirer {
     // every slot missed up to now is one fire, for the latest of them
     const due = latestSlot(a.timing, slot, now);
     this.#ticker.set(id, nextSlot(a.timing, now));
+    // a fire held back for its organisation's others skipped the slots it missed meanwhile
+    let missed = 0;
+    for (
+      let s: number | null = slot;
+      wasHeld && s !== null && s < due && missed < 100_000;
+      s = nextSlot(a.timing, s)
+    )
+      missed++;
     try {
       const skip = this.#skips(id, a.row.overlap);
+      // a fire the bounds refuse is skipped too, and says why (the queue is never passed)
+      const bound = skip ? null : this.#bound(id, a.row);
+      const skips = (skip || bound ? 1 : 0) + missed;
       const [row] = await this.#o.db
         .update(schema.schedules)
         .set({
           lastSlotAt: new Date(due),
-          ...(skip ? { skipped: sql`${schema.schedules.skipped} + 1` } : {}),
+          ...(skips > 0 ? { skipped: sql`${schema.schedules.skipped} + ${skips}` } : {}),
+          ...(bound
+            ? { lastError: `the fire for ${new Date(due).toISOString()} was skipped: ${bound}` }
+            : {}),
         })
         .where(and(eq(schema.schedules.id, id), eq(schema.schedules.paused, false)))
         .returning();
@@ -148,7 +205,7 @@ export class ScheduleFirer {
         this.removed(id);
         return;
       }
-      if (skip) return;
+      if (skip || bound) return;
       await this.#startRun(row, { userId: row.createdBy.user_id, email: row.createdBy.email }, due, false);
     } catch (err) {
       this.#o.logger.error({ err, scheduleId: id }, "a schedule's fire failed");
@@ -162,6 +219,14 @@ export class ScheduleFirer {
     if (overlap === "skip") return true;
     // queue_one: one may wait behind the run going on, no more
     return runs.some((r) => this.#o.registry.waiting(r) !== null);
+  }
+
+  /** Why a fire would pass a bound (the schedule's ceiling, its agent's or organisation's queue), or null. */
+  #bound(id: string, row: ScheduleRow): string | null {
+    const n = this.#inflight.get(id)?.size ?? 0;
+    if (row.overlap === "allow" && n >= ALLOW_MAX)
+      return `${n} runs of the schedule are queued or going on, the ceiling of overlap allow (${ALLOW_MAX})`;
+    return this.#o.registry.full(row.agentId, row.orgId);
   }
 
   async #startRun(row: ScheduleRow, who: Identity, slot: number, manual: boolean): Promise<string> {
@@ -179,6 +244,17 @@ export class ScheduleFirer {
     } catch (err) {
       this.#untrack(runId);
       await o.db.delete(schema.scheduleRuns).where(eq(schema.scheduleRuns.runId, runId));
+      if (!manual && err instanceof WarrenError && err.code === "run.queue_full") {
+        // the queue filled between the check and the start: a skip, not a failure
+        await o.db
+          .update(schema.schedules)
+          .set({
+            skipped: sql`${schema.schedules.skipped} + 1`,
+            lastError: `the fire for ${new Date(slot).toISOString()} was skipped: ${err.message}`,
+          })
+          .where(eq(schema.schedules.id, row.id));
+        throw err;
+      }
       // a fire that cannot start its run (its author's access, a full home) is a failure too
       if (!manual) await this.#failed(row.id, `the run could not start: ${messageOf(err)}`, true);
       throw err;
