@@ -56,7 +56,7 @@ export function Changes({ conversation: c }: { conversation: Conversation }) {
           </pre>
         </>
       ) : null}
-      {can.manage && (
+      {can.write && (
         <Action type="button" onClick={() => land.mutate()} busy={land.isPending} busyLabel="Landing…">
           Land into {c.base}
         </Action>
