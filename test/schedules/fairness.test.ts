@@ -193,9 +193,11 @@ for (const leg of dbLegs)
         deleting = false;
         await health;
         assert.equal(deleted.status, 204);
-        assert.ok(deleteMs <= DELETE_MS, `the deletion took ${Math.round(deleteMs)} ms`);
+        // PGlite runs every query in the server's own thread: its bounds are wider (docs/api.md)
+        const pglite = leg.name === "pglite";
+        assert.ok(deleteMs <= DELETE_MS * (pglite ? 2 : 1), `the deletion took ${Math.round(deleteMs)} ms`);
         assert.ok(
-          healthMs.length >= 1 && Math.max(...healthMs) < 2000,
+          healthMs.length >= 1 && Math.max(...healthMs) < (pglite ? 5000 : 2000),
           `/health took up to ${Math.max(...healthMs)} ms`,
         );
         console.log(

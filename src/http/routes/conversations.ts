@@ -69,6 +69,7 @@ export function conversationRoutes(
         "run.input_too_large",
         "conversation.closed",
         "run.org_limit",
+        "run.queue_full",
         "workspace.full",
         "workspace.measure",
         "access.denied",

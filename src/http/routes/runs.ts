@@ -32,6 +32,7 @@ export function runRoutes(
       errors: [
         "generation.busy",
         "run.org_limit",
+        "run.queue_full",
         "run.input_too_large",
         "workspace.full",
         "workspace.measure",

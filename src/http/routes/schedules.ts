@@ -79,6 +79,7 @@ export function scheduleRoutes(schedules: Schedules): AnyRoute[] {
       errors: [
         "run.input_too_large",
         "run.org_limit",
+        "run.queue_full",
         "workspace.full",
         "workspace.measure",
         "access.denied",
