@@ -36,7 +36,8 @@ describe("versions", { skip: boxSkipReason() ?? false }, () => {
   before(async () => {
     up = await startUpstreams();
     t = await startTestServer({
-      env: { WARREN_EGRESS_PRIVATE_ALLOW: `127.0.0.1:${up.httpPort}` },
+      // the canary's share is read over 200 runs queued at once: past the default queue bound
+      env: { WARREN_EGRESS_PRIVATE_ALLOW: `127.0.0.1:${up.httpPort}`, WARREN_QUEUE_PER_AGENT: "250" },
       egressHosts: { "pkg.test": ["127.0.0.1"] },
     });
     const org = (await t.call("POST", "/api/orgs", { name: "versions" })).body;
