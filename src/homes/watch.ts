@@ -13,6 +13,7 @@
 import { eq } from "drizzle-orm";
 import type { HomeLayout } from "../boxes/index.js";
 import type { Logger } from "../observability/log.js";
+import type { DiskFull } from "../runtime/index.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import { existsSync } from "node:fs";
@@ -28,16 +29,6 @@ export const WATCH_DUTY = 4;
 export interface WatchedTree {
   name: string;
   agentId: string | undefined;
-}
-
-/** The trees to stop for a home or machine past its cap, and why (the run's status reason). */
-export interface DiskFull {
-  machineId: string;
-  orgId: string;
-  agentId: string;
-  trees: string[];
-  /** Starts with `workspace.full:`. */
-  detail: string;
 }
 
 export interface DiskWatchOptions {

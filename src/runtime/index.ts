@@ -4,6 +4,7 @@ export { MachineRuntime } from "./runtime.js";
 export { connectBoxd } from "./connect.js";
 export type { MachineControl } from "./control.js";
 export type { BridgeHandler } from "./runtime.js";
+export type { DiskFull } from "./health.js";
 export type { BoxExecRequest, BoxExecResult, ExecIo, PtyStream } from "./exec-port.js";
 export type { PtySignal } from "../boxd/index.js";
 // agents' calls from inside a box: the runtime keeps the channel, services answer

@@ -11,7 +11,7 @@ import { asMember, orgWithAgent } from "../support/org.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { waitFor } from "../conversations/support.js";
 import { dbLegs } from "../support/db.js";
-import { APPROVAL_POLICY } from "../versions/support.js";
+import { APPROVAL_POLICY, approvalAgent } from "../versions/support.js";
 
 const SEATS = ["owner", "admin", "editor", "editor·areas", "writer", "viewer", "auditor", "guest"] as const;
 type Seat = (typeof SEATS)[number];
@@ -178,15 +178,7 @@ for (const leg of dbLegs)
           ? APPROVAL_POLICY.replace('@approval("required")', `@approval("required") @deciders("${deciders}")`)
           : APPROVAL_POLICY;
         const a = await owner("POST", "/api/agents", {
-          org_id: org,
-          machine_id: machine,
-          name,
-          kind: "assistant",
-          model: { provider: "script", name: "turns.json" },
-          tools: [
-            { type: "builtin", name: "read_file" },
-            { type: "builtin", name: "write_file" },
-          ],
+          ...approvalAgent(org, machine, name),
           tool_policy: policy,
         });
         assert.equal(a.status, 201, JSON.stringify(a.body));
