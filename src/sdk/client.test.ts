@@ -231,19 +231,19 @@ describe("a real warren server over HTTP", () => {
       const bob = await client.orgs.setMember(org.id, { email: "Bob@Example.com", role: "viewer" });
       assert.equal(bob.email, "bob@example.com");
       assert.equal(bob.role, "viewer");
-      // an editor holds at least one area
+      // a writer holds at least one area
       await rejects(
-        client.orgs.setMember(org.id, { email: "bob@example.com", role: "editor" }),
+        client.orgs.setMember(org.id, { email: "bob@example.com", role: "writer" }),
         400,
         "area.required",
       );
       await client.orgs.putArea(org.id, "docs", ["docs"]);
       const editor = await client.orgs.setMember(org.id, {
         email: "bob@example.com",
-        role: "editor",
+        role: "writer",
         areas: ["docs"],
       });
-      assert.deepEqual([editor.role, editor.areas], ["editor", ["docs"]]);
+      assert.deepEqual([editor.role, editor.areas], ["writer", ["docs"]]);
       await client.orgs.removeMember(org.id, bob.user_id);
       assert.equal((await client.orgs.members(org.id)).items.length, 1);
 
