@@ -6,60 +6,15 @@
 // way for WARREN_STREAM_IDLE_S is closed, and its slot given back.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import WebSocket from "ws";
+import type WebSocket from "ws";
 import { boxSkipReason } from "../box/fixture.js";
 import { asMember, orgWithAgent } from "../support/org.js";
 import { HOLDING_BOX_SERVER, previewGet } from "../support/preview.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { assertTooMany, openSocket, type Opened } from "../support/sockets.js";
 
 const OWNER = "owner@example.com";
 const VIEWER = "viewer@example.com";
-
-interface Opened {
-  ws?: WebSocket;
-  closed?: Promise<{ code: number; reason: string }>;
-  status: number;
-  retryAfter?: string | undefined;
-  body?: any;
-}
-
-/** Opens a WebSocket: open (once the far side said something), or the refused upgrade's answer. */
-function openSocket(url: string, headers: Record<string, string>, said = true): Promise<Opened> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, { headers });
-    const closed = new Promise<{ code: number; reason: string }>((r) =>
-      ws.once("close", (code, reason) => r({ code, reason: reason.toString() })),
-    );
-    ws.once("unexpected-response", (req, res) => {
-      let body = "";
-      res.on("data", (c: Buffer) => (body += c.toString()));
-      res.on("end", () => {
-        req.destroy();
-        resolve({
-          status: res.statusCode ?? 0,
-          retryAfter: res.headers["retry-after"],
-          body: JSON.parse(body),
-        });
-      });
-    });
-    if (said) ws.once("message", () => resolve({ ws, closed, status: 101 }));
-    else ws.once("open", () => resolve({ ws, closed, status: 101 }));
-    ws.once("error", reject);
-  });
-}
-
-const assertTooMany = (
-  r: { status: number; retryAfter?: string | null | undefined; body?: any },
-  about: RegExp,
-) => {
-  assert.equal(r.status, 429, JSON.stringify(r.body));
-  assert.equal(r.body?.error?.code, "stream.too_many");
-  assert.match(r.body.error.message, about);
-  assert.ok(
-    r.retryAfter && /^\d+$/.test(r.retryAfter) && Number(r.retryAfter) > 0,
-    `Retry-After: ${r.retryAfter}`,
-  );
-};
 
 /** Polls `check` until it answers something truthy (never a fixed sleep). */
 async function waitFor<T>(what: string, check: () => Promise<T | null | undefined | false>): Promise<T> {

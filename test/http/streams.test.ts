@@ -5,8 +5,9 @@
 // Last-Event-ID it misses nothing and repeats nothing.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { WebSocket } from "ws";
+import { waitFor } from "../conversations/support.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { assertTooMany, openSocket } from "../support/sockets.js";
 
 interface Event {
   id: number;
@@ -114,41 +115,6 @@ async function openStream(url: string, email: string, lastEventId?: number): Pro
   return stream;
 }
 
-/** Opens a WebSocket as `email`: "open", or the status of the refused upgrade and its answer. */
-function openSocket(
-  url: string,
-  email: string,
-): Promise<{ ws?: WebSocket; status: number; retryAfter?: string; body?: any }> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, { headers: { "x-forwarded-email": email } });
-    ws.on("unexpected-response", (req, res) => {
-      let body = "";
-      res.on("data", (c: Buffer) => (body += c.toString()));
-      res.on("end", () => {
-        req.destroy();
-        resolve({
-          status: res.statusCode ?? 0,
-          retryAfter: res.headers["retry-after"],
-          body: JSON.parse(body),
-        });
-      });
-    });
-    ws.on("open", () => resolve({ ws, status: 101 }));
-    ws.on("error", reject);
-  });
-}
-
-/** Polls `check` until it answers something truthy (never a fixed sleep). */
-async function waitFor<T>(what: string, check: () => Promise<T | null | undefined | false>): Promise<T> {
-  const end = Date.now() + 30_000;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 const A = "alice@example.com";
 const B = "bob@example.com";
 
@@ -196,19 +162,6 @@ async function say(t: TestServer, email: string, conversation: string, text: str
   assert.equal(r.status, 202, JSON.stringify(r.body));
 }
 
-const assertTooMany = (
-  r: { status: number; retryAfter?: string | null | undefined; body?: any },
-  about: RegExp,
-) => {
-  assert.equal(r.status, 429, JSON.stringify(r.body));
-  assert.equal(r.body?.error?.code, "stream.too_many");
-  assert.match(r.body.error.message, about);
-  assert.ok(
-    r.retryAfter && /^\d+$/.test(r.retryAfter) && Number(r.retryAfter) > 0,
-    `Retry-After: ${r.retryAfter}`,
-  );
-};
-
 describe("the stream budget", () => {
   let t: TestServer;
   let a: { agent: string; conversation: string };
@@ -254,8 +207,8 @@ describe("the stream budget", () => {
 
     // a WebSocket draws on the same budget: refused before it is accepted, past either cap
     const tty = (agent: string) => `${t.url!.replace(/^http/, "ws")}/api/agents/${agent}/cli/tty`;
-    assertTooMany(await openSocket(tty(a.agent), A), /one identity may hold/);
-    assertTooMany(await openSocket(tty(b.agent), B), /the server has 3/);
+    assertTooMany(await openSocket(tty(a.agent), { "x-forwarded-email": A }, false), /one identity may hold/);
+    assertTooMany(await openSocket(tty(b.agent), { "x-forwarded-email": B }, false), /the server has 3/);
 
     // one of alice's closed: its slot comes back (once the server has seen the close)
     a1.close();
