@@ -56,21 +56,33 @@ for (const leg of dbLegs)
         .split("\n")
         .map((l) => l.split(" ").map(Number) as [number, number]);
 
+    /** A machine (its cap, when given) with one agent capped at `mib`. */
+    const cappedAgent = async (machine: string, agent: string, mib: number, machineMib?: number) => {
+      const m = (
+        await t.call("POST", "/api/machines", {
+          org_id: org.id,
+          name: machine,
+          ...(machineMib !== undefined ? { max_workspace_mib: machineMib } : {}),
+        })
+      ).body;
+      const a = (
+        await t.call("POST", "/api/agents", {
+          org_id: org.id,
+          machine_id: m.id,
+          name: agent,
+          max_workspace_mib: mib,
+        })
+      ).body;
+      return { m, a };
+    };
+
     before(async () => {
       t = await startTestServer({ leg, env: { BOX_HEALTH_MS: String(HEALTH_MS) } });
       org = (await t.call("POST", "/api/orgs", { name: "disk" })).body;
       // The watcher's walker thread starts with the first box it sees; from source (tsx) that
       // takes seconds on a loaded host (tens of ms from the built server), which the bound
       // leaves out. A first run past a 1 MiB cap, waited for until it is stopped, starts it.
-      const m = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m0" })).body;
-      const a = (
-        await t.call("POST", "/api/agents", {
-          org_id: org.id,
-          machine_id: m.id,
-          name: "w",
-          max_workspace_mib: 1,
-        })
-      ).body;
+      const { a } = await cappedAgent("m0", "w", 1);
       const r = await t.call("POST", `/api/agents/${a.id}/runs`, {
         kind: "command",
         command: "head -c 3000000 /dev/zero >x; sleep 600",
@@ -84,15 +96,7 @@ for (const leg of dbLegs)
     after(async () => t.close()); // removes every box the server started
 
     test("a run writing past its home's 50 MiB cap is stopped within the bound; the run says workspace.full", async (ctx) => {
-      const m = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m1" })).body;
-      const a = (
-        await t.call("POST", "/api/agents", {
-          org_id: org.id,
-          machine_id: m.id,
-          name: "a",
-          max_workspace_mib: 50,
-        })
-      ).body;
+      const { m, a } = await cappedAgent("m1", "a", 50);
       assert.equal(a.max_workspace_mib, 50);
       const home = path.join(t.stateRoot, "workspaces", m.id, a.id);
       const started = await t.call("POST", `/api/agents/${a.id}/runs`, {
@@ -148,16 +152,7 @@ for (const leg of dbLegs)
     });
 
     test("an exec writing past its machine's cap is stopped; the machine records workspace.full", async (ctx) => {
-      const m = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m2", max_workspace_mib: 64 }))
-        .body;
-      const a = (
-        await t.call("POST", "/api/agents", {
-          org_id: org.id,
-          machine_id: m.id,
-          name: "b",
-          max_workspace_mib: 1000,
-        })
-      ).body;
+      const { m, a } = await cappedAgent("m2", "b", 1000, 64);
       const home = path.join(t.stateRoot, "workspaces", m.id, a.id);
       const r = await t.call("POST", `/api/agents/${a.id}/exec`, { command: WRITER, timeout_ms: 300_000 });
       assert.equal(r.status, 200, JSON.stringify(r.body));
