@@ -112,6 +112,15 @@ export class DiskWatch {
     const o = this.#o;
     const trees = this.#trees.get(machineId) ?? [];
     const liveAgents = new Set(trees.map((t) => t.agentId));
+    let homes = this.#homes.get(machineId);
+    if (!homes) this.#homes.set(machineId, (homes = new Map()));
+    for (const id of [...homes.keys()]) if (!liveAgents.has(id)) homes.delete(id);
+    // a live home is due once its interval passed; none due: no walk, and no read of the store
+    const due = (id: string | undefined): boolean => {
+      const last = id === undefined ? undefined : homes.get(id);
+      return !last || now - last.startedAt >= Math.max(o.intervalMs, WATCH_DUTY * last.walkMs);
+    };
+    if (![...liveAgents].some(due)) return;
     const [machine] = await o.db
       .select({
         name: schema.machines.name,
@@ -130,16 +139,12 @@ export class DiskWatch {
       })
       .from(schema.agents)
       .where(eq(schema.agents.machineId, machineId));
-    let homes = this.#homes.get(machineId);
-    if (!homes) this.#homes.set(machineId, (homes = new Map()));
-    for (const id of [...homes.keys()]) if (!liveAgents.has(id)) homes.delete(id);
 
     // each live home that is due: walked now; the others keep their last figure
     const grew = new Map<string, { bytes: number; was: number }>();
     for (const a of agents) {
-      if (!liveAgents.has(a.id)) continue;
+      if (!liveAgents.has(a.id) || !due(a.id)) continue;
       const last = homes.get(a.id);
-      if (last && now - last.startedAt < Math.max(o.intervalMs, WATCH_DUTY * last.walkMs)) continue;
       const began = Date.now();
       const bytes = await this.#measure(machineId, a.id);
       if (bytes === undefined || this.#closed) continue;
