@@ -5,6 +5,14 @@
 /** Members' roles in an organisation, from the most to the least they may do. */
 export const ROLES = ["owner", "admin", "editor", "writer", "viewer", "auditor", "guest"] as const;
 
+/** The roles that may decide an approval, and that a policy's `@deciders` may name. */
+export const DECIDING_ROLES: readonly string[] = [
+  "owner",
+  "admin",
+  "editor",
+  "writer",
+] satisfies (typeof ROLES)[number][];
+
 /** How a machine's agents are walled from each other. */
 export const TRUSTS = ["isolated", "shared"] as const;
 

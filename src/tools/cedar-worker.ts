@@ -5,6 +5,7 @@
 
 import { parentPort, workerData } from "node:worker_threads";
 import * as cedar from "@cedar-policy/cedar-wasm/nodejs";
+import { DECIDING_ROLES } from "../contract/lists.js";
 
 /** A policy set as the worker preparses it: the policies by id. */
 type Policies = Record<string, string>;
@@ -52,9 +53,6 @@ export type FromWorker =
   | { type: "missing"; id: number }
   /** Cedar threw: the instance is not to be trusted any more. */
   | { type: "broken"; id: number; message: string };
-
-/** The roles an approval may name as its deciders. */
-const DECIDING_ROLES = ["owner", "admin", "editor", "writer"];
 
 const port = parentPort;
 if (port === null) throw new Error("cedar-worker.ts runs only as a worker thread");

@@ -10,6 +10,7 @@ import { and, desc, eq, inArray, notInArray } from "drizzle-orm";
 import type { Access, Identity, Role } from "../access/index.js";
 import type { Approval } from "../contract/types.js";
 import { WarrenError } from "../errors.js";
+import { DECIDING_ROLES } from "../contract/lists.js";
 import { newId } from "../ids.js";
 import type { Records } from "../records/index.js";
 import type { Db } from "../store/index.js";
@@ -37,7 +38,7 @@ interface Seat {
 export function mayDecide(r: Pick<ApprovalRow, "deciders">, who: Identity, seat: Seat): boolean {
   if (seat.role === "owner" || seat.role === "admin") return true;
   if (r.deciders.length === 0) return seat.role === "editor" && !seat.fenced;
-  if (seat.role === "guest" || seat.role === "viewer" || seat.role === "auditor") return false;
+  if (!DECIDING_ROLES.includes(seat.role)) return false;
   return r.deciders.includes(who.email.toLowerCase()) || r.deciders.includes(seat.role);
 }
 
