@@ -240,6 +240,25 @@ for (const leg of dbLegs)
         await t?.close();
       });
 
+      test("a policy naming deciders it cannot have is refused when saved, saying why", async () => {
+        for (const [annotations, why] of [
+          ['@approval("required") @deciders("viewer")', /neither an email nor a role that decides/],
+          [
+            '@approval("required") @deciders("guest, dana@x.test")',
+            /neither an email nor a role that decides/,
+          ],
+          ['@approval("required") @deciders(" , ")', /names nobody/],
+          ['@deciders("dana@x.test")', /belongs beside @approval\("required"\)/],
+        ] as const) {
+          const r = await as(EMAIL.owner)("POST", "/api/agents", {
+            ...approvalAgent(org, machine, `bad-${++n}`),
+            tool_policy: `${annotations} permit(principal, action, resource);`,
+          });
+          assert.equal(r.status, 400, JSON.stringify(r.body));
+          assert.match(r.body.error.message, why);
+        }
+      });
+
       test("every row of the table is an action this suite makes, and every action a row", () => {
         assert.deepEqual([...ladderOfDocs().keys()].sort(), Object.keys(actions).sort());
       });
