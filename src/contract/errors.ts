@@ -10,6 +10,7 @@ export const errorStatus = {
   "area.refused": 403,
   "area.not_allowed": 400,
   "area.required": 400,
+  "name.ambiguous": 400,
   "area.in_use": 409,
   "branch.conflict": 409,
   "git.refused": 409,

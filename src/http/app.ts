@@ -172,11 +172,13 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     let code: ErrorCode;
     let message: string;
     // a conflicting land names its files in the envelope: {error: {code, message, files}}
-    let extra: { files?: unknown } = {};
+    let extra: { files?: unknown; candidates?: unknown } = {};
     if (err instanceof WarrenError) {
       code = err.code;
       message = err.message;
       if (code === "branch.conflict") extra = { files: err.details?.files ?? [] };
+      // an ambiguous name lists what it could mean: {error: {code, message, candidates}}
+      if (code === "name.ambiguous") extra = { candidates: err.details?.candidates ?? [] };
     } else if (
       err &&
       typeof err === "object" &&
