@@ -21,6 +21,8 @@ export type { SseMessage, StreamEvent, StreamOptions } from "./sse.js";
 export { AgentTerminal, TerminalConnection } from "./terminal.js";
 export type { TerminalConnectOptions, TerminalEnd } from "./terminal.js";
 export { RunsApi, TERMINAL_RUN_STATUSES, isTerminalRunStatus } from "./runs.js";
+export { traceEntries, traceSummary } from "./trace.js";
+export type { TraceEntry, TraceEvent } from "./trace.js";
 export { AGENT_KINDS, HARNESS_KINDS, ROLES, TRUSTS } from "./lists.js";
 export { WarrenApiError, isWarrenApiError } from "./errors.js";
 export type { ClientErrorCode, ErrorCode, WarrenErrorCode } from "./errors.js";
@@ -92,6 +94,8 @@ export type {
   MachineState,
   MachineTrust,
   MachineUpdateRequest,
+  NameAnswer,
+  NameQuery,
   Member,
   MemberSetRequest,
   Org,

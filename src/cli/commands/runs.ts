@@ -1,5 +1,5 @@
 // `warren runs ...`: commands the server records, started now and read, waited for or cancelled later.
-import type { Run, RunEvent } from "../../sdk/index.js";
+import { traceEntries, traceSummary, type Run, type RunEvent } from "../../sdk/index.js";
 import { defineCommand, defineGroup, type Input } from "../command.js";
 import { EXIT_FAILED, EXIT_OK, type Context } from "../context.js";
 import { detailView, listView, short, type Column } from "../format.js";
@@ -53,70 +53,12 @@ export async function finished(ctx: Context, run: Run): Promise<number> {
 
 const runArg = (i: Input) => ({ id: i.arg("run") });
 
-const oneLine = (v: unknown, max = 100): string =>
-  short((typeof v === "string" ? v : JSON.stringify(v ?? null)).replace(/\s+/g, " ").trim(), max);
-const str = (v: unknown): string =>
-  typeof v === "string" || typeof v === "number" || typeof v === "boolean"
-    ? String(v)
-    : JSON.stringify(v ?? null);
-const num = (v: unknown): number => (typeof v === "number" ? Math.round(v * 1e6) / 1e6 : 0);
-const ms = (v: unknown): number => Math.round(num(v));
-const dollars = (v: unknown): string => `$${num(v).toFixed(6)}`;
-
-/** One event of a run's trace as a line of its timeline (without the time). */
-function traceLine(type: string, d: Record<string, unknown>): string {
-  switch (type) {
-    case "started":
-      return d.kind
-        ? `${str(d.kind)}, model ${str(d.model)}, spec v${str(d.spec_version ?? "-")}, ${num(d.input_bytes)} B in, limit ${num(d.timeout_s)} s`
-        : `${oneLine(d.argv)}, uid ${str(d.uid)}, ${num(d.input_bytes)} B in, limit ${num(d.timeout_s)} s`;
-    case "models":
-      return Array.isArray(d.candidates) ? (d.candidates as unknown[]).map(str).join(", then ") : oneLine(d);
-    case "prompt":
-      return `system prompt ${typeof d.system === "string" ? d.system.length : 0} chars; user: ${oneLine(d.user, 80)}`;
-    case "model_call": {
-      const from = d.fallback_from as { provider: string; model: string; reason: string } | undefined;
-      const head = `${str(d.provider)}:${str(d.model)} ${str(d.status)}`;
-      const fb = from ? `  (fallback from ${from.provider}:${from.model}: ${from.reason})` : "";
-      if (d.status !== "ok") return `${head}  ${ms(d.latency_ms)} ms  ${oneLine(d.error, 80)}${fb}`;
-      return `${head}  ${num(d.tokens_in)}→${num(d.tokens_out)} tok  ${dollars(d.usd)}  ${ms(d.latency_ms)} ms  ${str(d.finish_reason)}${fb}`;
-    }
-    case "completion": {
-      const calls = Array.isArray(d.tool_calls) ? (d.tool_calls as { name: string; input: unknown }[]) : [];
-      const asks = calls.map((c) => `${c.name} ${oneLine(c.input, 60)}`).join("; ");
-      return `step ${num(d.step)}: ${d.text ? oneLine(d.text, 80) : "(no text)"}${asks ? ` → ${asks}` : ""}`;
-    }
-    case "tool_call": {
-      const policies =
-        Array.isArray(d.policies) && d.policies.length ? (d.policies as string[]).join(",") : "no policy";
-      const err = d.error ? `  error: ${oneLine(d.error, 60)}` : "";
-      return `${str(d.tool)} ${str(d.decision).toUpperCase()} (${policies})  ${oneLine(d.arguments, 60)}  ${num(d.result_bytes)} B  ${ms(d.duration_ms)} ms${err}`;
-    }
-    case "budget":
-      return `${str(d.limit)} ${str(d.used)} of ${str(d.max)} reached: ${str(d.on_limit)}`;
-    case "output":
-      return `${str(d.stream)}: ${oneLine(d.data)}`;
-    case "exit":
-      return d.status ? `${str(d.status)}${d.reason ? ` (${str(d.reason)})` : ""}` : oneLine(d);
-    default:
-      return oneLine(d);
-  }
-}
-
 /** A run's trace as a readable timeline: the time since its start, the event, what it says. */
 export function traceView(run: Run, events: readonly RunEvent[]): string {
-  const t0 = events[0] ? Date.parse(events[0].at) : 0;
-  const names: Record<string, string> = { model_call: "model", tool_call: "tool" };
-  const lines = events.map((e) => {
-    const at = `+${((Date.parse(e.at) - t0) / 1000).toFixed(3)}s`.padStart(10);
-    const type = (names[e.type] ?? e.type).padEnd(11);
-    return `${at}  ${type} ${traceLine(e.type, (e.data ?? {}) as Record<string, unknown>)}`;
-  });
-  const u = run.usage;
-  const tail = u
-    ? `\n${run.status}: ${u.steps} steps, ${u.tool_calls} tool calls (${u.tool_refusals} refused), ${u.tokens_in}→${u.tokens_out} tokens, ${dollars(u.usd)}\n`
-    : `\n${run.status}\n`;
-  return `${lines.join("\n")}\n${tail}`;
+  const lines = traceEntries(events).map(
+    (e) => `${`+${e.offset_s.toFixed(3)}s`.padStart(10)}  ${e.name.padEnd(11)} ${e.text}`,
+  );
+  return `${lines.join("\n")}\n\n${traceSummary(run)}\n`;
 }
 
 export const runs = defineGroup("runs", "recorded runs of commands", {
