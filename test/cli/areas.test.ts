@@ -3,42 +3,16 @@
 // changed, listed, held, refused while held and deleted, with its revisions; a conversation's
 // branch diffed and landed, refused to an editor.
 import assert from "node:assert/strict";
-import { Readable, Writable } from "node:stream";
 import { after, before, test } from "node:test";
-import { runCli } from "../../src/cli/run.js";
+import { runWarren, warrenJson } from "../support/cli.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const OWNER = "owner@example.com";
 const EDITOR = "editor@example.com";
 let t: TestServer;
 
-class Sink extends Writable {
-  readonly chunks: Buffer[] = [];
-  override _write(chunk: Buffer, _enc: BufferEncoding, done: () => void): void {
-    this.chunks.push(chunk);
-    done();
-  }
-  get text(): string {
-    return Buffer.concat(this.chunks).toString("utf8");
-  }
-}
-
-async function warren(argv: string[], who = OWNER) {
-  const stdout = new Sink();
-  const stderr = new Sink();
-  const code = await runCli(argv, {
-    stdout,
-    stderr,
-    stdin: Readable.from([]),
-    env: { WARREN_URL: t.url ?? "", WARREN_HEADERS: `x-forwarded-email: ${who}` },
-  });
-  return { code, stdout: stdout.text, stderr: stderr.text };
-}
-const json = async (argv: string[], who = OWNER) => {
-  const r = await warren(["--json", ...argv], who);
-  assert.equal(r.code, 0, `${argv.join(" ")}: ${r.stderr}`);
-  return JSON.parse(r.stdout);
-};
+const warren = (argv: string[], who = OWNER) => runWarren(argv, { url: t.url, as: who });
+const json = (argv: string[], who = OWNER) => warrenJson(["--json", ...argv], { url: t.url, as: who });
 
 before(async () => {
   t = await startTestServer({ listen: true, env: { AUTH_MODE: "trusted-header" } });

@@ -5,55 +5,23 @@ import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { Readable, Writable } from "node:stream";
 import { after, before, test } from "node:test";
-import { runCli } from "../../src/cli/run.js";
-import { parseConfig } from "../../src/config/index.js";
-import { createServer, type Server } from "../../src/server.js";
+import { runWarren } from "../support/cli.js";
+import { startTestServer, type TestServer } from "../support/server.js";
 
 let dir = "";
-let server: Server | undefined;
-let url = "";
+let t: TestServer | undefined;
 
-class Sink extends Writable {
-  readonly chunks: Buffer[] = [];
-  override _write(chunk: Buffer, _enc: BufferEncoding, done: () => void): void {
-    this.chunks.push(chunk);
-    done();
-  }
-  get text(): string {
-    return Buffer.concat(this.chunks).toString("utf8");
-  }
-}
-
-async function warren(argv: string[], stdin?: string) {
-  const stdout = new Sink();
-  const stderr = new Sink();
-  const code = await runCli(argv, {
-    stdout,
-    stderr,
-    stdin: Readable.from(stdin === undefined ? [] : [Buffer.from(stdin)]),
-    env: { WARREN_URL: url, WARREN_HEADERS: "x-forwarded-email: me@example.com" },
-  });
-  return { code, stdout: stdout.text, stderr: stderr.text };
-}
+const warren = (argv: string[], stdin?: string) =>
+  runWarren(argv, { url: t?.url, as: "me@example.com", stdin });
 
 before(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), "warren-cli-art-"));
-  server = await createServer(
-    parseConfig({
-      STATE_ROOT: path.join(dir, "state"),
-      LOG_LEVEL: "silent",
-      WARREN_PORT: "0",
-      AUTH_MODE: "trusted-header",
-    }),
-    { defaultMetrics: false },
-  );
-  url = await server.app.listen({ host: "127.0.0.1", port: 0 });
+  t = await startTestServer({ listen: true, env: { AUTH_MODE: "trusted-header" } });
 });
 after(async () => {
   try {
-    await server?.close();
+    await t?.close();
   } finally {
     if (dir) await rm(dir, { recursive: true, force: true });
   }
