@@ -473,7 +473,7 @@ describe("the operator app", { concurrency: false }, () => {
     const trace = owner.getByTestId("trace");
     await trace.getByText("exit", { exact: true }).waitFor();
     const types = await trace.locator("li b").allInnerTexts();
-    assert.ok(types.includes("model_call") && types.includes("tool_call"), types.join(","));
+    assert.ok(types.includes("model") && types.includes("tool"), types.join(","));
     assert.match(await trace.innerText(), /list_files ALLOW/);
     assert.match(await owner.getByTestId("run-output").innerText(), /all is well/);
     assert.match(await owner.getByTestId("run-usage").innerText(), /2 steps · 1 tool calls \(0 refused\)/);

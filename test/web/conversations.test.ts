@@ -151,7 +151,7 @@ describe("a conversation in the app", { concurrency: false }, () => {
     await page.goto(`${base}/agents/${agentId}/runs/${runId}`);
     const trace = page.getByTestId("trace");
     await trace.getByText("exit", { exact: true }).waitFor();
-    await trace.getByText("tool_call", { exact: true }).waitFor();
+    await trace.getByText("tool", { exact: true }).waitFor();
     await page.getByTestId("run-status").getByText("succeeded").waitFor();
     const mine = requests
       .slice(from)

@@ -88,7 +88,8 @@ describe("the Notes and Tables pages", { concurrency: false }, () => {
     await page.locator('input[name="path"]').fill("compost.md");
     await page.getByRole("button", { name: "Create" }).click();
     await page.waitForURL(/path=compost\.md$/);
-    await page.getByTestId("note-text").getByText("# compost").waitFor();
+    // the new note's Markdown is drawn: its "# compost" is a heading
+    await page.getByTestId("note-text").getByRole("heading", { name: "compost" }).waitFor();
     await page.getByTestId("notes-tree").getByRole("button", { name: "compost.md" }).waitFor();
   });
 

@@ -5,9 +5,10 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import type { Approval } from "warren/sdk";
-import { describeError, warren, type Can } from "../api";
+import { describeError, keys, warren, type Can } from "../api";
 import { Link } from "../router";
 import { Action, Empty, ErrorBox, Loading, StatusBadge, when } from "../ui";
+import "../polish.css";
 
 const approvalKeys = {
   org: (org: string) => ["approvals", "org", org] as const,
@@ -40,11 +41,20 @@ function ApprovalCard({
     },
   });
   const stale = decide.error !== null && describeError(decide.error).code === "approval.stale";
+  // the agent that asked, by its name (its id when it cannot be read)
+  const agent = useQuery({ queryKey: keys.agent(a.agent_id), queryFn: () => warren.agents.get(a.agent_id) });
+  const agentName = agent.data?.name ?? a.agent_id;
   return (
     <article className="card approval" data-testid="approval" aria-label={`approval ${a.id}`}>
       <h3>
         <code>{a.tool}</code> <StatusBadge status={a.status} />
       </h3>
+      <p className="sub" data-testid="approval-agent">
+        asked by agent{" "}
+        <Link href={`/agents/${a.agent_id}`} className="agent-name">
+          {agentName}
+        </Link>
+      </p>
       <dl>
         <dt>Run</dt>
         <dd>
@@ -100,12 +110,27 @@ function ApprovalCard({
               maxLength={4096}
             />
           </label>
-          <Action type="button" onClick={() => decide.mutate("allow")} busy={decide.isPending}>
-            Allow
-          </Action>
-          <Action type="submit" busy={decide.isPending}>
-            Deny
-          </Action>
+          <span className="decide">
+            <Action
+              type="button"
+              className="allow"
+              onClick={() => decide.mutate("allow")}
+              busy={decide.isPending && decide.variables === "allow"}
+              disabled={decide.isPending}
+              aria-label={`Allow: let ${agentName} call ${a.tool}`}
+            >
+              ✓ Allow
+            </Action>
+            <Action
+              type="submit"
+              className="deny"
+              busy={decide.isPending && decide.variables === "deny"}
+              disabled={decide.isPending}
+              aria-label={`Deny: refuse ${agentName} the call of ${a.tool}`}
+            >
+              ✕ Deny
+            </Action>
+          </span>
         </form>
       )}
       {!stale && <ErrorBox error={decide.error} />}

@@ -4,6 +4,7 @@ import { useMutation, useQueries, useQuery, useQueryClient } from "@tanstack/rea
 import type { Flow } from "warren/sdk";
 import { keys, useCan, warren } from "../api";
 import { Link, navigate, useTitle } from "../router";
+import { OrgCrumb } from "../crumbs";
 import { Action, Empty, ErrorBox, Loading, StatusBadge, mib, when } from "../ui";
 
 function FlowInstances({ flow, canWrite }: { flow: Flow; canWrite: boolean }) {
@@ -81,7 +82,7 @@ export function FlowsPage({ orgId }: { orgId: string }) {
   return (
     <section>
       <p className="crumbs">
-        <Link href="/">Organisations</Link> / <Link href={`/orgs/${orgId}`}>organisation</Link> /
+        <Link href="/">Organisations</Link> / <OrgCrumb orgId={orgId} /> /
       </p>
       <h1>Flows</h1>
       <p className="sub">
@@ -125,7 +126,7 @@ export function InstancePage({ id }: { id: string }) {
         <Link href="/">Organisations</Link> /{" "}
         {i && (
           <>
-            <Link href={`/orgs/${i.org_id}/flows`}>flows</Link> /
+            <OrgCrumb orgId={i.org_id} /> / <Link href={`/orgs/${i.org_id}/flows`}>flows</Link> /
           </>
         )}
       </p>

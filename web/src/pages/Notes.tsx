@@ -6,6 +6,8 @@ import { useState } from "react";
 import { useCan, warren } from "../api";
 import { lineDiff } from "../diff";
 import { Link, navigate, useLocation, useTitle } from "../router";
+import { OrgCrumb } from "../crumbs";
+import { Markdown } from "../markdown";
 import { Action, bytes, Empty, ErrorBox, Loading, when } from "../ui";
 
 interface Tree {
@@ -149,9 +151,7 @@ function Viewer({ orgId, path, canWrite }: { orgId: string; path: string; canWri
       ) : text.isPending ? (
         <Loading rows={3} />
       ) : (
-        <pre className="output" data-testid="note-text">
-          {text.data}
-        </pre>
+        <Markdown text={text.data ?? ""} className="note" testId="note-text" />
       )}
       {memory && text.data !== undefined && <Revisions orgId={orgId} path={path} current={text.data} />}
     </div>
@@ -183,7 +183,7 @@ export function NotesPage({ orgId }: { orgId: string }) {
   return (
     <section>
       <p className="crumbs">
-        <Link href="/">Organisations</Link> / <Link href={`/orgs/${orgId}`}>organisation</Link> /
+        <Link href="/">Organisations</Link> / <OrgCrumb orgId={orgId} /> /
       </p>
       <h1>Notes</h1>
       <p className="sub">

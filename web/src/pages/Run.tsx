@@ -2,56 +2,13 @@
 // them, from the run's event stream), its trace as a timeline, its receipt.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect } from "react";
-import { isTerminalRunStatus, type Run, type RunEvent } from "warren/sdk";
+import { isTerminalRunStatus, type Run } from "warren/sdk";
 import { keys, useCan, warren } from "../api";
 import { Link, useTitle } from "../router";
-import { useEventStream, type LiveEvent } from "../stream";
+import { useEventStream } from "../stream";
+import { TraceTimeline } from "../trace";
 import { Action, bytes, Empty, ErrorBox, Loading, StatusBadge, when } from "../ui";
 import { RunApprovals } from "./Approvals";
-
-/** A value of an event as short text. */
-const text = (v: unknown): string =>
-  v === undefined || v === null
-    ? ""
-    : typeof v === "string"
-      ? v
-      : typeof v === "number" || typeof v === "boolean"
-        ? String(v)
-        : JSON.stringify(v);
-
-function summary(e: RunEvent | LiveEvent): string {
-  const d = (e.data ?? {}) as Record<string, unknown>;
-  switch (e.type) {
-    case "output":
-      return `${String(d.stream)}: ${String(d.data).slice(0, 200)}`;
-    case "model_call":
-      return [
-        `${text(d.provider)}:${text(d.model)} ${text(d.status)}`,
-        d.tokens_in !== undefined ? `${text(d.tokens_in)}→${text(d.tokens_out)} tokens` : "",
-        d.usd !== undefined ? `$${Number(d.usd).toFixed(6)}` : "",
-        d.latency_ms !== undefined ? `${text(d.latency_ms)} ms` : "",
-        d.error ? `error ${text(d.error)}` : "",
-      ]
-        .filter(Boolean)
-        .join(" · ");
-    case "tool_call":
-      return [
-        `${text(d.tool)} ${text(d.decision).toUpperCase()}`,
-        text(d.arguments).slice(0, 120),
-        d.error ? `error ${text(d.error)}` : "",
-      ]
-        .filter(Boolean)
-        .join(" · ");
-    case "completion":
-      return `step ${text(d.step)}: ${text(d.text).slice(0, 160) || "(no text)"}`;
-    case "exit":
-      return Object.entries(d)
-        .map(([k, v]) => `${k} ${JSON.stringify(v)}`)
-        .join(", ");
-    default:
-      return JSON.stringify(d).slice(0, 300);
-  }
-}
 
 export function RunPage({ agentId, runId }: { agentId: string; runId: string }) {
   const qc = useQueryClient();
@@ -152,16 +109,7 @@ export function RunPage({ agentId, runId }: { agentId: string; runId: string }) 
               {trace.events.length === 0 ? (
                 <Empty>No events yet: they appear as the run goes.</Empty>
               ) : (
-                <ol className="timeline" data-testid="trace">
-                  {trace.events.map((e) => (
-                    <li key={e.id} className={`ev ev-${e.type}`}>
-                      <time dateTime={e.at} title={new Date(e.at).toLocaleString()}>
-                        +{((Date.parse(e.at) - Date.parse(trace.events[0]?.at ?? e.at)) / 1000).toFixed(1)} s
-                      </time>{" "}
-                      <b>{e.type}</b> <span className="clip">{summary(e)}</span>
-                    </li>
-                  ))}
-                </ol>
+                <TraceTimeline events={trace.events} run={ended ? r : undefined} />
               )}
             </>
           )}

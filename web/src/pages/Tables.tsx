@@ -4,6 +4,7 @@ import { useMutation, useQueries, useQuery, useQueryClient } from "@tanstack/rea
 import { useState } from "react";
 import { useCan, warren } from "../api";
 import { Link, navigate, useLocation, useTitle } from "../router";
+import { OrgCrumb } from "../crumbs";
 import { Action, Empty, ErrorBox, Loading } from "../ui";
 
 const cell = (v: unknown) => (v === undefined ? "" : typeof v === "string" ? v : JSON.stringify(v));
@@ -113,7 +114,7 @@ export function TablesPage({ orgId }: { orgId: string }) {
   return (
     <section>
       <p className="crumbs">
-        <Link href="/">Organisations</Link> / <Link href={`/orgs/${orgId}`}>organisation</Link> /
+        <Link href="/">Organisations</Link> / <OrgCrumb orgId={orgId} /> /
       </p>
       <h1>Tables</h1>
       <p className="sub">

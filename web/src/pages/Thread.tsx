@@ -8,6 +8,8 @@ import { keys, useCan, usePersonas, warren } from "../api";
 import { Link, useTitle } from "../router";
 import { useEventStream, type LiveEvent } from "../stream";
 import { Changes } from "./Changes";
+import { Markdown } from "../markdown";
+import { StopTurn } from "../stop";
 import { Action, Empty, ErrorBox, Loading, Spinner, StatusBadge, when } from "../ui";
 
 const record = (v: unknown): Record<string, unknown> =>
@@ -187,7 +189,7 @@ export function ThreadPage({ agentId, conversationId }: { agentId: string; conve
                     <li key={m.id} className="msg agent" data-testid="agent-message">
                       <div className="who">agent · {when(m.at)}</div>
                       {t && <ToolCalls tools={t.tools} />}
-                      <div className="text">{m.text}</div>
+                      <Markdown className="text" text={m.text} testId="answer" />
                     </li>
                   );
                 const user = (
@@ -224,7 +226,10 @@ export function ThreadPage({ agentId, conversationId }: { agentId: string; conve
                         </p>
                       )
                     ) : (
-                      <Spinner label={t?.started ? "The agent is working…" : "Waiting for its turn…"} />
+                      <>
+                        <Spinner label={t?.started ? "The agent is working…" : "Waiting for its turn…"} />
+                        {can.write && m.run_id && <StopTurn runId={m.run_id} />}
+                      </>
                     )}
                   </li>,
                 ];
