@@ -16,7 +16,6 @@ import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import type { Workload } from "../workloads/index.js";
 import { cutHistory, replayInput, wholeHistory, type TranscriptEntry } from "./history.js";
-import { TextStream } from "./text-stream.js";
 
 export interface TurnDeps {
   db: Db;
@@ -126,22 +125,14 @@ export class TurnRunner implements RunRunner {
         if (!over) await ctx.events(type, data);
       };
       const work = async (): Promise<RunOutcome> => {
-        if (this.plan.spec.kind === "assistant") {
-          const stream = new TextStream(ctx.recording.redactor, (delta) =>
-            events("output", { stream: "text", data: delta }),
-          );
-          try {
-            return await new ModelRunner(this.plan, d.gateway, d.runners, {
-              history,
-              append,
-              onText: (delta) => stream.push(delta),
-              ...(d.suspend ? { suspend: d.suspend } : {}),
-              ...(this.resume ? { resume: this.resume } : {}),
-            }).run({ ...ctx, events });
-          } finally {
-            await stream.end();
-          }
-        }
+        // its text streams as every run's does (ModelRunner), through this turn's events
+        if (this.plan.spec.kind === "assistant")
+          return new ModelRunner(this.plan, d.gateway, d.runners, {
+            history,
+            append,
+            ...(d.suspend ? { suspend: d.suspend } : {}),
+            ...(this.resume ? { resume: this.resume } : {}),
+          }).run({ ...ctx, events });
         // a harness CLI resumes its own session of the conversation, kept in the home; one
         // with none yet (the first turn, a home reset) is given the conversation replayed
         const input = Buffer.from(replayInput(history, text), "utf8");

@@ -13,7 +13,8 @@ import { homeOf } from "../machines/placement.js";
 import { BudgetStop, budgetName, failureOf } from "../models/gateway.js";
 import { modelTurn, type TurnAnswer, type TurnToolCall } from "../models/turn.js";
 import type { BudgetState, ModelUsage } from "../models/types.js";
-import { ApprovalSuspended, type ToolsetFactory } from "../tools/types.js";
+import { ApprovalSuspended } from "../approvals/types.js";
+import type { ToolsetFactory } from "../tools/types.js";
 import type { AgentRunContext, AgentRunner, AgentRunResult, RunUsage, SuspendedLoop } from "./kinds.js";
 import { renderSystemPrompt, SYSTEM_TEMPLATE } from "./system-prompt.js";
 
@@ -122,7 +123,7 @@ export class AssistantRunner implements AgentRunner {
         signal,
         stream,
         lastCallNote: LAST_CALL_NOTE,
-        ...(ctx.onText ? { onText: ctx.onText } : {}),
+        ...(ctx.onText ? { onText: (delta: string) => ctx.onText?.(delta, counts.steps + 1) } : {}),
       });
       counts.steps++;
       if (!models.includes(answer.model.label)) models.push(answer.model.label);

@@ -29,8 +29,8 @@ export interface AgentRunContext {
   history?: readonly ModelMessage[] | undefined;
   /** A conversation's turn: what the turn adds to the model history, as it is added. */
   append?: ((messages: ModelMessage[]) => Promise<void>) | undefined;
-  /** The model's text as it streams, piece by piece. */
-  onText?: ((delta: string) => void) | undefined;
+  /** The model's text as it streams, piece by piece, with the model step it belongs to (1 for the first). */
+  onText?: ((delta: string, step: number) => void) | undefined;
   /** A conversation's turn of a harness kind: its CLI resumes its own session of the conversation. */
   session?: HarnessSession | undefined;
   /** An assistant run taken up again after a restart: where its loop stopped (src/runs/resume.ts). */
@@ -57,8 +57,8 @@ export interface SuspendedLoop {
   last: string;
 }
 
-/** What a conversation's turn adds to an agent run: its history, its transcript, its text as it streams, its CLI session. */
-export type TurnHooks = Pick<AgentRunContext, "history" | "append" | "onText" | "session">;
+/** What a conversation's turn adds to an agent run: its history, its transcript, its CLI session. */
+export type TurnHooks = Pick<AgentRunContext, "history" | "append" | "session">;
 
 export interface AgentRunResult {
   /** suspended: the server stopped while a call waited for an approval; the run goes on in the next. */

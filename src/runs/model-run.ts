@@ -9,6 +9,7 @@ import type { ModelGateway } from "../models/types.js";
 import type { Workload } from "../workloads/index.js";
 import type { AgentRunContext, AgentRunners, AgentRunResult, RunUsage, TurnHooks } from "./kinds.js";
 import type { RunnerContext, RunOutcome, RunRunner } from "./recorder.js";
+import { TextStream } from "./text-stream.js";
 
 /** What an agent run is made from, settled before its row is written. */
 export interface AgentRunPlan {
@@ -85,6 +86,11 @@ export class ModelRunner implements RunRunner {
     let usage = emptyUsage();
     let result: AgentRunResult;
     let session: Awaited<ReturnType<ModelGateway["open"]>> | null = null;
+    // the model's text as it streams, every kind of run alike: `output` events of stream text,
+    // each naming its model step, written like every event of the run
+    const text = new TextStream(ctx.recording.redactor, (data, step) =>
+      ctx.events("output", { stream: "text", data, step }),
+    );
     try {
       const runner = this.runners.get(spec.kind);
       if (!runner) throw new Error(`this server runs no agents of kind ${spec.kind}`);
@@ -108,6 +114,7 @@ export class ModelRunner implements RunRunner {
         events: ctx.events,
         gateway: session,
         ...this.turn,
+        onText: (delta, step) => text.push(delta, step),
         progress: (u) => {
           usage = u;
           ctx.progress(usageView(u));
@@ -126,6 +133,7 @@ export class ModelRunner implements RunRunner {
         models: [],
       };
     } finally {
+      await text.end();
       session?.close();
     }
     // the server stopped while a call waited for an approval: the run goes on in the next server

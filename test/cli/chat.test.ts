@@ -7,6 +7,8 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { putHomeFile } from "../support/agent-runs.js";
+import { privateAllow } from "../support/bound.js";
+import { startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
 import { startHeldModel, type HeldModel } from "../support/held-model.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
@@ -15,13 +17,16 @@ const ALLOW_READS = '@id("reads") permit(principal, action, resource == Tool::"r
 
 let t: TestServer;
 let held: HeldModel;
+/** A model whose answers are streamed, text and tool calls, as its provider's wire has them. */
+let fake: FakeModelServer;
 let agentId = "";
 let where = { org_id: "", machine_id: "" };
 
 before(async () => {
   held = await startHeldModel("Tea is served ", "in the garden.");
-  // the held model's port, and nothing else of this host
-  t = await startTestServer({ listen: true, env: { WARREN_EGRESS_PRIVATE_ALLOW: `127.0.0.1:${held.port}` } });
+  fake = await startFakeOpenAI();
+  // the models' ports, and nothing else of this host
+  t = await startTestServer({ listen: true, env: { WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(held, fake) } });
   const org = (await t.call("POST", "/api/orgs", { name: "chat" })).body;
   const machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "chat-m" })).body;
   where = { org_id: org.id, machine_id: machine.id };
@@ -57,6 +62,7 @@ after(async () => {
     await t?.close();
   } finally {
     await held?.close();
+    await fake?.close();
   }
 });
 
@@ -238,5 +244,35 @@ describe("warren chat", { concurrency: false }, () => {
     const out = await c.done;
     assert.equal(out.code, 0, out.stderr);
     assert.equal(out.stdout, "Tea is served in the garden.\n");
+  });
+
+  test("a tool call between two texts: each step's text printed once, and the whole final answer", async () => {
+    fake.script([
+      {
+        text: "Let me look at the notes.",
+        tool_calls: [{ name: "read_file", input: { path: "notes.txt" } }],
+      },
+      { text: "The notes say that tea is served at five in the garden, by the old oak tree." },
+    ]);
+    const a = await t.call("POST", "/api/agents", {
+      ...where,
+      name: "looker",
+      kind: "assistant",
+      model: { provider: "openai-compatible", name: "looker", base_url: fake.baseUrl },
+      tools: [{ type: "builtin", name: "read_file" }],
+      tool_policy: ALLOW_READS,
+    });
+    assert.equal(a.status, 201, JSON.stringify(a.body));
+    await putHomeFile(t, a.body.id, "notes.txt", "tea at five");
+    const c = warren(["chat", a.body.id]);
+    c.write("What do the notes say?");
+    c.end();
+    const out = await c.done;
+    assert.equal(out.code, 0, out.stderr);
+    assert.equal(
+      out.stdout,
+      "Let me look at the notes.\nThe notes say that tea is served at five in the garden, by the old oak tree.\n",
+    );
+    assert.match(out.stderr, /· read_file ALLOW \{"path":"notes\.txt"\}/);
   });
 });

@@ -118,9 +118,8 @@ async function turn(ctx: Context, conversation: Conversation, inbox: Inbox, line
     const answer = messages.items.findLast((m) => m.role === "agent" && m.run_id === sent.run_id);
     if (answer) {
       view.answered = true;
-      const rest = answer.text.startsWith(view.printed) ? answer.text.slice(view.printed.length) : "";
+      const rest = view.final(answer.text);
       if (rest) await ctx.out(rest);
-      view.printed += rest;
     }
   }
   if (view.printed !== "" && !view.printed.endsWith("\n")) await ctx.out("\n");

@@ -33,6 +33,29 @@ test("a turn's answer: streamed pieces, then the whole answer again adds only wh
   assert.equal(v.answered, true);
 });
 
+test("a tool call between two texts: each step's text once, on its own line, and the whole answer", () => {
+  const v = new TurnView("run_a");
+  const said = [
+    v.step(ev("output", { stream: "text", data: "Let me look.", step: 1 })),
+    v.step(ev("tool_call", { tool: "read_file", decision: "allow", arguments: { path: "notes.txt" } })),
+    v.step(ev("output", { stream: "text", data: "The notes say: tea ", step: 2 })),
+    v.step(ev("output", { stream: "text", data: "at five.", step: 2 })),
+    v.step(ev("output", { stream: "stdout", data: "The notes say: tea at five." })),
+    v.step(ev("message", { role: "agent", text: "The notes say: tea at five." })),
+  ];
+  assert.equal(said.map((s) => s.answer).join(""), "Let me look.\nThe notes say: tea at five.");
+  // the last word held back until after the whole answer: the whole answer printed it
+  const w = new TurnView("run_a");
+  const late = [
+    w.step(ev("output", { stream: "text", data: "first.", step: 1 })),
+    w.step(ev("output", { stream: "text", data: "I looked ", step: 2 })),
+    w.step(ev("output", { stream: "stdout", data: "I looked and found it." })),
+    w.step(ev("output", { stream: "text", data: "and found it.", step: 2 })),
+  ];
+  assert.equal(late.map((s) => s.answer).join(""), "first.\nI looked and found it.");
+  assert.equal(w.final("I looked and found it."), "");
+});
+
 test("a piece that comes after the whole answer is not printed again", () => {
   const v = new TurnView("run_a");
   const said = [

@@ -36,4 +36,25 @@ describe("a model's text as events", () => {
     assert.equal(all, "the key is [redacted] and done");
     assert.ok(!written.some((w) => w.includes("hunter2")));
   });
+
+  it("never joins two steps' text: each piece names its step, a step's held word goes out when the next begins", async () => {
+    const written: [string, number][] = [];
+    const stream = new TextStream(redactor, async (text, step) => {
+      written.push([text, step]);
+    });
+    stream.push("first.", 1);
+    stream.push("I looked ", 2);
+    stream.push("and found it", 2);
+    await stream.end();
+    // pieces of one step written meanwhile go out together; never with another step's
+    assert.deepEqual(written[0], ["first.", 1]);
+    assert.ok(written.slice(1).every(([, step]) => step === 2));
+    assert.equal(
+      written
+        .slice(1)
+        .map(([t]) => t)
+        .join(""),
+      "I looked and found it",
+    );
+  });
 });
