@@ -35,7 +35,7 @@ image)
   done
   # the /etc entries a local box sees (src/boxes/local/bwrap.ts, ETC_ALLOW), and users of the image
   (cd "$root_dir" && node --import tsx --input-type=module -e '
-    const { etcEntries } = await import("./src/boxes/local/box-record.ts");
+    const { etcEntries } = await import("./src/boxes/kit/record.ts");
     for (const e of etcEntries()) console.log(e.name);
   ') | while read -r e; do cp -a "/etc/$e" "$root/etc/$e" 2>/dev/null || true; done
   printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' >"$root/etc/passwd"
@@ -44,7 +44,7 @@ image)
   install -m 0755 "$native/warren-secret" "$root/opt/warren/bin/"
   (cd "$root_dir" && node --import tsx --input-type=module -e '
     const fs = await import("node:fs");
-    const { encodeProgram, seccompProgram, hostSeccompArch } = await import("./src/boxes/local/seccomp.ts");
+    const { encodeProgram, seccompProgram, hostSeccompArch } = await import("./src/boxes/kit/seccomp.ts");
     const arch = hostSeccompArch();
     if (!arch) throw new Error("no seccomp table for " + process.arch);
     fs.writeFileSync(process.argv[1], encodeProgram(seccompProgram(arch)), { mode: 0o600 });

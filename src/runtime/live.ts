@@ -4,7 +4,7 @@ import type { BoxHandle } from "../boxes/index.js";
 import type { CallsChannel } from "../boxd/index.js";
 import type { BoxExec } from "./exec-port.js";
 import type { CommandOwner } from "./health.js";
-import { KeyedLock } from "../boxes/lock.js";
+import { KeyedLock } from "../boxes/kit/lock.js";
 
 export interface Live {
   box: BoxHandle;

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { BOXD_RESERVE } from "../../src/boxes/local/cgroup-plan.js";
+import { BOXD_RESERVE } from "../../src/boxes/kit/cgroup-plan.js";
 import type { OciProvider } from "../../src/boxes/oci/provider.js";
 import { boxSkipReason, waitFor } from "../box/fixture.js";
 import { startTestServer, type TestServer } from "../support/server.js";

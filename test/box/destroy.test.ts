@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
-import { cgroupPlan, destroyBoxCgroups, detectLayout, freezeCgroup } from "../../src/boxes/local/cgroups.js";
+import { cgroupPlan, destroyBoxCgroups, detectLayout, freezeCgroup } from "../../src/boxes/kit/cgroups.js";
 
 const layout = process.getuid?.() === 0 ? detectLayout() : null;
 const freezable = (dirs: string[]) =>

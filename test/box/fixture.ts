@@ -10,8 +10,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { BoxdClient, ExecOutcome, ExecRequest, PingResult } from "../../src/boxd/index.js";
 import type { BoxBridge, BoxLimits, BoxSpec, Trust } from "../../src/boxes/index.js";
-import { detectLayout } from "../../src/boxes/local/cgroups.js";
-import { agentGroups, prepareHome, prepareMachineDir } from "../../src/boxes/local/homes.js";
+import { detectLayout } from "../../src/boxes/kit/cgroups.js";
+import { agentGroups, prepareHome, prepareMachineDir } from "../../src/boxes/kit/homes.js";
 import { LocalProvider } from "../../src/boxes/local/provider.js";
 import { OciProvider } from "../../src/boxes/oci/provider.js";
 

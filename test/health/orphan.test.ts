@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { cgroupPlan, destroyBoxCgroups, detectLayout } from "../../src/boxes/local/cgroups.js";
+import { cgroupPlan, destroyBoxCgroups, detectLayout } from "../../src/boxes/kit/cgroups.js";
 import { boxdHostPid, boxSkipReason, makeBox } from "../box/fixture.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

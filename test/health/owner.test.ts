@@ -8,7 +8,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
-import { cgroupPlan, destroyBoxCgroups, detectLayout } from "../../src/boxes/local/cgroups.js";
+import { cgroupPlan, destroyBoxCgroups, detectLayout } from "../../src/boxes/kit/cgroups.js";
 import { builtCli, freePort } from "../support/serve.js";
 import { boxdHostPid, boxSkipReason } from "../box/fixture.js";
 

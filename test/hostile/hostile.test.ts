@@ -8,7 +8,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { BOX_ROOT_HOST_ID, BOXD_CAPS } from "../../src/boxes/local/bwrap.js";
+import { BOX_ROOT_HOST_ID, BOXD_CAPS } from "../../src/boxes/kit/boxd.js";
 import { boxdHostPid, boxSkipReason, hostPidsOfUid, makeBox, type TestBox } from "../box/fixture.js";
 
 const skip = boxSkipReason();

@@ -11,7 +11,7 @@ import { randomBytes } from "node:crypto";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { BOX_ROOT_HOST_ID } from "../../src/boxes/local/bwrap.js";
+import { BOX_ROOT_HOST_ID } from "../../src/boxes/kit/boxd.js";
 import { podName } from "../../src/boxes/kubernetes/manifests.js";
 import { boxSkipReason, ensureBuilt, testBoxdBinary, waitFor } from "../box/fixture.js";
 import { FakeKube } from "../support/fake-kube.js";

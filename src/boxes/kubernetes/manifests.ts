@@ -12,7 +12,7 @@ import type {
   V1Volume,
   V1VolumeMount,
 } from "@kubernetes/client-node";
-import { BOXD_CAPS } from "../local/bwrap.js";
+import { BOXD_CAPS } from "../kit/boxd.js";
 import { BOX_PATHS } from "../paths.js";
 import type { BoxLabels, BoxSpec } from "../types.js";
 

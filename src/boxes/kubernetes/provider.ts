@@ -13,9 +13,10 @@ import path from "node:path";
 import type { KubeConfig, V1Pod } from "@kubernetes/client-node";
 import { BoxdClient } from "../../boxd/client.js";
 import { WarrenError, notFound } from "../../errors.js";
-import { BOX_ID, boxSpecSchema, readBoxRecord, writeBoxRecord, type BoxRecord } from "../local/box-record.js";
-import { FsHomeLayout } from "../local/layout.js";
-import type { LoggerLike } from "../local/options.js";
+import { BOX_ID, checkSpec, readBoxRecord, recordSpec, writeBoxRecord } from "../kit/record.js";
+import { BoxDirs, providerRoots, type ProviderRoots } from "../kit/dirs.js";
+import { FsHomeLayout } from "../kit/layout.js";
+import type { LoggerLike } from "../kit/logger.js";
 import type {
   BoxEndpoint,
   BoxHandle,
@@ -44,9 +45,9 @@ import {
 } from "./manifests.js";
 import { Relay } from "./relay.js";
 import { BoxVolume } from "./volume.js";
-import { KeyedLock } from "../lock.js";
+import { KeyedLock } from "../kit/lock.js";
 
-export interface KubernetesProviderOptions {
+export interface KubernetesProviderOptions extends ProviderRoots {
   kubeConfig: KubeConfig;
   namespace: string;
   image: string;
@@ -60,9 +61,6 @@ export interface KubernetesProviderOptions {
   boxRootId?: number;
   server?: ServerPeer;
   seccomp?: PodSettings["seccomp"];
-  stateRoot: string;
-  runRoot?: string;
-  workspacesRoot?: string;
   orphanAfterS?: number;
   startTimeoutMs?: number;
   logger?: LoggerLike | undefined;
@@ -88,17 +86,16 @@ export class KubernetesProvider implements BoxProvider {
   readonly pauses = false;
   readonly homes: HomeLayout;
   readonly api: KubeApi;
-  private readonly runRoot: string;
+  private readonly dirs: BoxDirs;
   private readonly volume: BoxVolume;
   private readonly relays = new Map<string, Relay>();
   private readonly locks = new KeyedLock();
 
   constructor(private readonly o: KubernetesProviderOptions) {
-    const stateRoot = path.resolve(o.stateRoot);
-    this.runRoot = path.resolve(o.runRoot ?? path.join(stateRoot, "run"));
-    const workspaces = path.resolve(o.workspacesRoot ?? path.join(stateRoot, "workspaces"));
-    this.homes = new FsHomeLayout(workspaces);
-    this.volume = new BoxVolume(workspaces, o.boxRootId ?? 0);
+    const { runRoot, workspacesRoot } = providerRoots(o);
+    this.dirs = new BoxDirs(path.join(runRoot, "k8s-boxes"), "boxd.sock");
+    this.homes = new FsHomeLayout(workspacesRoot);
+    this.volume = new BoxVolume(workspacesRoot, o.boxRootId ?? 0);
     this.api = new KubeApi(o.kubeConfig, o.namespace);
   }
 
@@ -109,12 +106,11 @@ export class KubernetesProvider implements BoxProvider {
   }
 
   private boxDir(id: string): string {
-    if (!BOX_ID.test(id)) throw new WarrenError("request.invalid", `bad box id ${JSON.stringify(id)}`);
-    return path.join(this.runRoot, "k8s-boxes", id);
+    return this.dirs.dir(id);
   }
 
   endpoint(id: string): Extract<BoxEndpoint, { kind: "unix" }> {
-    return { kind: "unix", path: path.join(this.boxDir(id), "boxd.sock") };
+    return this.dirs.endpoint(id);
   }
 
   client(id: string): BoxdClient {
@@ -153,24 +149,13 @@ export class KubernetesProvider implements BoxProvider {
   }
 
   async create(spec: BoxSpec): Promise<BoxHandle> {
-    const parsed = boxSpecSchema.safeParse(spec);
-    if (!parsed.success)
-      throw new WarrenError(
-        "request.invalid",
-        `bad box spec: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
-      );
+    checkSpec(spec);
     // the objects must be expressible before anything is recorded, and the machine's folder
     // the one the Pod mounts
     podManifest(spec, this.podSettings());
     this.volume.checkHome(spec);
     return this.locks.run(spec.id, async () => {
-      const dir = this.boxDir(spec.id);
-      fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-      const old = readBoxRecord(dir);
-      const rec: BoxRecord = old
-        ? { ...old, spec }
-        : { version: 1, spec, state: "created", pid: null, pidStart: null, startedAt: null, cgroupDirs: [] };
-      await writeBoxRecord(dir, rec);
+      await recordSpec(this.boxDir(spec.id), spec);
       const pod = await this.api.readPod(podName(spec.id));
       return this.handle(spec.id, spec.labels, podState(pod) ?? "created", pod);
     });
@@ -351,7 +336,7 @@ export class KubernetesProvider implements BoxProvider {
 
   /** The box's private folder on the claim (box root's, 0700), mounted in the Pod at IN_POD.privateDir. */
   runFilesDir(id: string): RunFilesDir {
-    if (!BOX_ID.test(id)) throw new WarrenError("request.invalid", `bad box id ${JSON.stringify(id)}`);
+    this.dirs.dir(id); // a malformed id is refused, as for every host path
     return { hostDir: this.volume.paths(id).private, boxDir: IN_POD.privateDir };
   }
 

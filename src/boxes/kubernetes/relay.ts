@@ -9,7 +9,7 @@ import fs from "node:fs";
 import net from "node:net";
 import { PassThrough, Writable } from "node:stream";
 import { Exec, type KubeConfig } from "@kubernetes/client-node";
-import type { LoggerLike } from "../local/options.js";
+import type { LoggerLike } from "../kit/logger.js";
 import { CONTAINER, IN_POD } from "./manifests.js";
 
 export interface RelayTarget {

@@ -6,7 +6,7 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { WarrenError } from "../../errors.js";
-import { usersText } from "../local/box-record.js";
+import { usersText } from "../kit/users.js";
 import { BOX_PATHS } from "../paths.js";
 import type { BoxSpec } from "../types.js";
 import { workspaceSubPaths } from "./manifests.js";

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { BoxSpec } from "../types.js";
-import { BOXD_CAPS, IN_BOX, bwrapArgv, bwrapEnv, etcAllowed, type BwrapPaths } from "./bwrap.js";
+import { BOXD_CAPS, IN_BOX, etcAllowed } from "../kit/boxd.js";
+import { bwrapArgv, bwrapEnv, type BwrapPaths } from "./bwrap.js";
 
 const spec: BoxSpec = {
   id: "m1",

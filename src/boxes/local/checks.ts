@@ -5,7 +5,7 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import { WarrenError } from "../../errors.js";
 import type { HostProbe } from "../types.js";
-import { cgroupPlan, detectLayout } from "./cgroups.js";
+import { cgroupPlan, detectLayout } from "../kit/cgroups.js";
 
 /** Isolated machines' network walls need Landlock ABI 4 (TCP) and 6 (abstract sockets). */
 export const LANDLOCK_ABI_NEEDED = 6;

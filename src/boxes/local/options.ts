@@ -1,15 +1,6 @@
 // The local provider's options, checked when it is made (provider.ts).
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { z } from "zod";
-
-export interface LoggerLike {
-  info(message: string): void;
-  warn(message: string): void;
-  error(message: string): void;
-}
-
-export const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
+import type { LoggerLike } from "../kit/logger.js";
 
 export const optionsSchema = z.object({
   stateRoot: z.string().min(1),

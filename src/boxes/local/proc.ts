@@ -1,4 +1,5 @@
-// Process facts from /proc, so a recorded pid is never confused with a reused one.
+// Process facts from /proc, so a recorded pid is never confused with a reused one; how a
+// box's first process joins its cgroups; the end of a box's log.
 
 import fs from "node:fs";
 
@@ -29,5 +30,19 @@ export function isSameProcess(pid: number, startTime: string): boolean {
     return state !== "Z" && state !== "X" && parseStartTime(stat) === startTime;
   } catch {
     return false;
+  }
+}
+
+/** Joins the box's cgroups with the shell's own pid, then becomes bwrap: nothing forks before. */
+export const JOIN_AND_EXEC =
+  'for f; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 125; shift; done; shift; exec "$@"';
+
+/** The last bytes of a file (a box's log), or "" when it cannot be read. */
+export function tail(file: string, bytes = 600): string {
+  try {
+    const text = fs.readFileSync(file, "utf8");
+    return text.slice(-bytes).trim();
+  } catch {
+    return "";
   }
 }

@@ -30,7 +30,8 @@ import type {
   HostProbe,
   RunFilesDir,
 } from "../types.js";
-import { BOX_ROOT_HOST_ID, bwrapArgv, bwrapEnv } from "./bwrap.js";
+import { bwrapArgv, bwrapEnv } from "./bwrap.js";
+import { BOX_ROOT_HOST_ID } from "../kit/boxd.js";
 import {
   applyPlan,
   cgroupPlan,
@@ -41,37 +42,37 @@ import {
   freezeBox,
   detectLayout,
   type CgroupLayout,
-} from "./cgroups.js";
+} from "../kit/cgroups.js";
 import { localProbes, requireLaunchParts } from "./checks.js";
-import { FsHomeLayout } from "./layout.js";
-import { claimWarm, killBoxTree } from "./warm.js";
-import { BoxFiles } from "./box-files.js";
+import { FsHomeLayout } from "../kit/layout.js";
+import { killBoxTree } from "./warm.js";
+import { claimWarm } from "../kit/warm.js";
+import { BoxFiles } from "../kit/box-files.js";
 import { BoxLauncher } from "./launcher.js";
-import { isSameProcess, pidStartTime } from "./proc.js";
-import { hostSeccompArch } from "./seccomp.js";
+import { isSameProcess, JOIN_AND_EXEC, pidStartTime, tail } from "./proc.js";
+import { hostSeccompArch } from "../kit/seccomp.js";
 import {
-  BOX_ID,
-  boxSpecSchema,
-  BoxRecord,
-  JOIN_AND_EXEC,
+  checkSpec,
+  recordSpec,
+  type BoxRecord,
   systemDirs,
   etcEntries,
-  tail,
-  refreshBoxUsers,
   readBoxRecord,
   writeBoxRecord,
   socketDirs,
-} from "./box-record.js";
-
-import { optionsSchema, packageRoot, type LocalProviderOptions, type LoggerLike } from "./options.js";
-import { KeyedLock } from "../lock.js";
-export type { LocalProviderOptions, LoggerLike } from "./options.js";
+} from "../kit/record.js";
+import { refreshBoxUsers } from "../kit/users.js";
+import { BoxDirs, providerRoots } from "../kit/dirs.js";
+import { packageRoot, type LoggerLike } from "../kit/logger.js";
+import { optionsSchema, type LocalProviderOptions } from "./options.js";
+import { KeyedLock } from "../kit/lock.js";
+export type { LocalProviderOptions } from "./options.js";
+export type { LoggerLike } from "../kit/logger.js";
 
 export class LocalProvider implements BoxProvider {
   readonly name = "local" as const;
   readonly homes: HomeLayout;
-  private readonly stateRoot: string;
-  private readonly runRoot: string;
+  private readonly dirs: BoxDirs;
   private readonly boxdBinary: string;
   private readonly spawnHelper: string;
   private readonly warrenSecret: string;
@@ -89,9 +90,9 @@ export class LocalProvider implements BoxProvider {
 
   constructor(options: LocalProviderOptions) {
     const o = optionsSchema.parse(options);
-    this.stateRoot = path.resolve(o.stateRoot);
-    this.runRoot = path.resolve(o.runRoot ?? path.join(this.stateRoot, "run"));
-    this.homes = new FsHomeLayout(path.resolve(o.workspacesRoot ?? path.join(this.stateRoot, "workspaces")));
+    const { runRoot, workspacesRoot } = providerRoots(o);
+    this.dirs = new BoxDirs(path.join(runRoot, "boxes"));
+    this.homes = new FsHomeLayout(workspacesRoot);
     this.boxdBinary = path.resolve(o.boxdBinary ?? path.join(packageRoot, "dist", "native", "boxd"));
     this.spawnHelper = path.resolve(o.spawnHelper ?? path.join(packageRoot, "dist", "native", "boxd-spawn"));
     this.warrenSecret = path.join(path.dirname(this.spawnHelper), "warren-secret");
@@ -102,7 +103,7 @@ export class LocalProvider implements BoxProvider {
     this.startTimeoutMs = o.startTimeoutMs ?? 10_000;
     this.orphanAfterS = o.orphanAfterS ?? 300;
     this.logger = options.logger;
-    this.boxFiles = new BoxFiles(path.join(this.runRoot, "box-files"), this.boxRootId);
+    this.boxFiles = new BoxFiles(path.join(runRoot, "box-files"), this.boxRootId);
     this.launcher = new BoxLauncher(path.join(path.dirname(this.spawnHelper), "box-launch"));
   }
 
@@ -114,17 +115,16 @@ export class LocalProvider implements BoxProvider {
   // ---- paths -----------------------------------------------------------------------
 
   private boxDir(id: string): string {
-    if (!BOX_ID.test(id)) throw new WarrenError("request.invalid", `bad box id ${JSON.stringify(id)}`);
-    return path.join(this.runRoot, "boxes", id);
+    return this.dirs.dir(id);
   }
 
   endpoint(id: string): Extract<BoxEndpoint, { kind: "unix" }> {
-    return { kind: "unix", path: path.join(this.boxDir(id), "boxd", "boxd.sock") };
+    return this.dirs.endpoint(id);
   }
 
   /** The box's boxd folder (bound at /run/boxd, box root's): a run's files go in runs/ there. */
   runFilesDir(id: string): RunFilesDir {
-    return { hostDir: path.join(this.boxDir(id), "boxd"), boxDir: "/run/boxd" };
+    return this.dirs.runFiles(id);
   }
 
   /** A client for the box's boxd. */
@@ -179,12 +179,7 @@ export class LocalProvider implements BoxProvider {
   // ---- BoxProvider -------------------------------------------------------------------
 
   async create(spec: BoxSpec): Promise<BoxHandle> {
-    const parsed = boxSpecSchema.safeParse(spec);
-    if (!parsed.success)
-      throw new WarrenError(
-        "request.invalid",
-        `bad box spec: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
-      );
+    checkSpec(spec);
     const sock = this.endpoint(spec.id).path;
     if (Buffer.byteLength(sock) > 107)
       throw new WarrenError(
@@ -192,13 +187,7 @@ export class LocalProvider implements BoxProvider {
         `boxd's socket path ${sock} is longer than 107 bytes; use a shorter STATE_ROOT`,
       );
     return this.locks.run(spec.id, async () => {
-      const dir = this.boxDir(spec.id);
-      fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-      const old = this.readRecord(spec.id);
-      const rec: BoxRecord = old
-        ? { ...old, spec }
-        : { version: 1, spec, state: "created", pid: null, pidStart: null, startedAt: null, cgroupDirs: [] };
-      await this.writeRecord(rec);
+      const rec = await recordSpec(this.boxDir(spec.id), spec);
       return this.handle(rec, await this.liveState(rec));
     });
   }
@@ -305,15 +294,8 @@ export class LocalProvider implements BoxProvider {
   }
 
   async list(labels?: Partial<BoxLabels>): Promise<BoxHandle[]> {
-    let ids: string[];
-    try {
-      ids = fs.readdirSync(path.join(this.runRoot, "boxes"));
-    } catch {
-      return [];
-    }
     const out: BoxHandle[] = [];
-    for (const id of ids) {
-      if (!BOX_ID.test(id)) continue;
+    for (const id of this.dirs.ids()) {
       const rec = this.readRecord(id);
       if (!rec) continue;
       const want = Object.entries(labels ?? {});

@@ -5,7 +5,7 @@
 // as `local` binds them; the machine's folder, /data, the contracts and the harness CLIs
 // are the spec's mounts.
 import path from "node:path";
-import { boxdArgv, BOXD_CAPS, IN_BOX, type SystemDir } from "../local/bwrap.js";
+import { boxdArgv, BOXD_CAPS, IN_BOX, type SystemDir } from "../kit/boxd.js";
 import type { BoxMount, BoxSpec } from "../types.js";
 
 export interface ContainerParts {

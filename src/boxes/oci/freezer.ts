@@ -6,7 +6,7 @@
 // numbers) never names a cgroup here. Elsewhere the provider asks the engine (provider.ts).
 import fs from "node:fs";
 import path from "node:path";
-import { parseCgroupMounts } from "../local/cgroup-plan.js";
+import { parseCgroupMounts } from "../kit/cgroup-plan.js";
 
 /**
  * The freezer folders of the cgroup in `procCgroup` (a /proc/<pid>/cgroup's text), by the

@@ -21,7 +21,7 @@ import type {
   HostProbe,
   RunFilesDir,
 } from "../types.js";
-import { BOX_ROOT_HOST_ID } from "../local/bwrap.js";
+import { BOX_ROOT_HOST_ID } from "../kit/boxd.js";
 import {
   applyPlan,
   boxUsage,
@@ -33,22 +33,23 @@ import {
   freezeCgroup,
   isFrozen,
   killCgroup,
-} from "../local/cgroups.js";
+} from "../kit/cgroups.js";
 import {
-  BOX_ID,
-  boxSpecSchema,
+  checkSpec,
   etcEntries,
   readBoxRecord,
-  refreshBoxUsers,
+  recordSpec,
   socketDirs,
   systemDirs,
   writeBoxRecord,
   type BoxRecord,
-} from "../local/box-record.js";
-import { BoxFiles } from "../local/box-files.js";
-import { FsHomeLayout } from "../local/layout.js";
-import { packageRoot, type LoggerLike } from "../local/options.js";
-import { hostSeccompArch } from "../local/seccomp.js";
+} from "../kit/record.js";
+import { refreshBoxUsers } from "../kit/users.js";
+import { BoxDirs, providerRoots, type ProviderRoots } from "../kit/dirs.js";
+import { BoxFiles } from "../kit/box-files.js";
+import { FsHomeLayout } from "../kit/layout.js";
+import { packageRoot, type LoggerLike } from "../kit/logger.js";
+import { hostSeccompArch } from "../kit/seccomp.js";
 import { containerConfig, containerName } from "./container.js";
 import { containerStates, Engine, engineState } from "./engine.js";
 import { ociProbes } from "./checks.js";
@@ -62,12 +63,9 @@ import {
 } from "./runtime.js";
 import { containerFreezerDirs } from "./freezer.js";
 import { claimWarmContainer, updateLimits } from "./warm.js";
-import { KeyedLock } from "../lock.js";
+import { KeyedLock } from "../kit/lock.js";
 
-export interface OciProviderOptions {
-  stateRoot: string;
-  runRoot?: string;
-  workspacesRoot?: string;
+export interface OciProviderOptions extends ProviderRoots {
   /** The engine's unix socket (WARREN_OCI_SOCKET). */
   socket: string;
   /** The boxes' image (WARREN_OCI_IMAGE, built by scripts/oci.sh image). */
@@ -85,7 +83,7 @@ export class OciProvider implements BoxProvider {
   readonly name = "oci" as const;
   readonly homes: HomeLayout;
   readonly engine: Engine;
-  private readonly runRoot: string;
+  private readonly dirs: BoxDirs;
   private readonly native: string;
   private readonly boxdBinary: string;
   private readonly image: string;
@@ -98,9 +96,9 @@ export class OciProvider implements BoxProvider {
   private readonly wantedRuntime: OciRuntime | undefined;
 
   constructor(o: OciProviderOptions) {
-    const stateRoot = path.resolve(o.stateRoot);
-    this.runRoot = path.resolve(o.runRoot ?? path.join(stateRoot, "run"));
-    this.homes = new FsHomeLayout(path.resolve(o.workspacesRoot ?? path.join(stateRoot, "workspaces")));
+    const { runRoot, workspacesRoot } = providerRoots(o);
+    this.dirs = new BoxDirs(path.join(runRoot, "oci-boxes"));
+    this.homes = new FsHomeLayout(workspacesRoot);
     this.engine = new Engine(o.socket);
     this.native = path.join(packageRoot, "dist", "native");
     this.boxdBinary = path.resolve(o.boxdBinary ?? path.join(this.native, "boxd"));
@@ -110,23 +108,22 @@ export class OciProvider implements BoxProvider {
     this.orphanAfterS = o.orphanAfterS ?? 300;
     this.startTimeoutMs = o.startTimeoutMs ?? 20_000;
     this.logger = o.logger;
-    this.boxFiles = new BoxFiles(path.join(this.runRoot, "oci-box-files"), BOX_ROOT_HOST_ID);
+    this.boxFiles = new BoxFiles(path.join(runRoot, "oci-box-files"), BOX_ROOT_HOST_ID);
   }
 
   /** Nothing to let go of: each request opens its own connection to the engine. */
   close(): void {}
 
   private boxDir(id: string): string {
-    if (!BOX_ID.test(id)) throw new WarrenError("request.invalid", `bad box id ${JSON.stringify(id)}`);
-    return path.join(this.runRoot, "oci-boxes", id);
+    return this.dirs.dir(id);
   }
 
   endpoint(id: string): Extract<BoxEndpoint, { kind: "unix" }> {
-    return { kind: "unix", path: path.join(this.boxDir(id), "boxd", "boxd.sock") };
+    return this.dirs.endpoint(id);
   }
 
   runFilesDir(id: string): RunFilesDir {
-    return { hostDir: path.join(this.boxDir(id), "boxd"), boxDir: "/run/boxd" };
+    return this.dirs.runFiles(id);
   }
 
   client(id: string): BoxdClient {
@@ -188,20 +185,9 @@ export class OciProvider implements BoxProvider {
   }
 
   async create(spec: BoxSpec): Promise<BoxHandle> {
-    const parsed = boxSpecSchema.safeParse(spec);
-    if (!parsed.success)
-      throw new WarrenError(
-        "request.invalid",
-        `bad box spec: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
-      );
+    checkSpec(spec);
     return this.locks.run(spec.id, async () => {
-      const dir = this.boxDir(spec.id);
-      fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-      const old = readBoxRecord(dir);
-      const rec: BoxRecord = old
-        ? { ...old, spec }
-        : { version: 1, spec, state: "created", pid: null, pidStart: null, startedAt: null, cgroupDirs: [] };
-      await writeBoxRecord(dir, rec);
+      const rec = await recordSpec(this.boxDir(spec.id), spec);
       return this.handle(rec, (await this.containerState(rec)) ?? "created");
     });
   }
@@ -333,13 +319,7 @@ export class OciProvider implements BoxProvider {
     const want = Object.entries(labels ?? {}).filter(([, v]) => v !== undefined);
     const states = await containerStates(this.engine);
     const out: BoxHandle[] = [];
-    let ids: string[];
-    try {
-      ids = fs.readdirSync(path.join(this.runRoot, "oci-boxes")).filter((d) => BOX_ID.test(d));
-    } catch {
-      ids = [];
-    }
-    for (const id of ids) {
+    for (const id of this.dirs.ids()) {
       const rec = readBoxRecord(this.boxDir(id));
       const state = rec && states.get(this.cname(rec));
       if (rec && state && want.every(([k, v]) => rec.spec.labels[k] === v))

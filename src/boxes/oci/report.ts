@@ -5,7 +5,7 @@
 import { execFile } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { packageRoot } from "../local/options.js";
+import { packageRoot } from "../kit/logger.js";
 import { Engine } from "./engine.js";
 import { chooseRuntime, describeChoice, type OciRuntime } from "./runtime.js";
 

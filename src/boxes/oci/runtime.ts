@@ -15,7 +15,7 @@
 import { randomBytes } from "node:crypto";
 import { WarrenError } from "../../errors.js";
 import { OCI_RUNTIMES, type OciRuntime } from "../../config/index.js";
-import { systemDirs } from "../local/box-record.js";
+import { systemDirs } from "../kit/record.js";
 import type { Engine } from "./engine.js";
 import type { EngineMount } from "./container.js";
 

@@ -1,6 +1,6 @@
 // Claiming a warm oci box: a running container started ahead of need under an id of its
 // own, given to a machine at its first start. Its folders are claimed as a local warm box's
-// (../local/warm.ts: the machine's homes moved into the warm box's folder, which then takes
+// (../kit/warm.ts: the machine's homes moved into the warm box's folder, which then takes
 // the machine's name; its state folder renamed; its agents' cgroups given the machine's
 // limits; its users read again). No engine call stands in the claim's way:
 // - the container keeps its name, which the box's record names (`container`): a rename is
@@ -11,8 +11,8 @@
 //   updated right after the claim, under the box's lock (provider.ts).
 import { WarrenError } from "../../errors.js";
 import type { BoxSpec } from "../types.js";
-import { writeBoxRecord, type BoxRecord } from "../local/box-record.js";
-import { claimWarm, type WarmClaim } from "../local/warm.js";
+import { writeBoxRecord, type BoxRecord } from "../kit/record.js";
+import { claimWarm, type WarmClaim } from "../kit/warm.js";
 import type { Engine } from "./engine.js";
 
 /** Engines that answered Docker's update with 404 (Podman's compatible API has none). */

@@ -1,6 +1,11 @@
 // /etc/passwd and /etc/group of a box: root, nobody and one line per agent, so that
-// `id`, `ls -l` and shells show agents' names. Pure text; the provider writes the files
-// in place (same inode) so a running box sees changes through its bind mounts.
+// `id`, `ls -l` and shells show agents' names, read from the homes in its /home mount.
+// Every provider writes the files in place (same inode), so a running box sees changes
+// through its bind mounts (kubernetes: its sub-path mounts).
+import fs from "node:fs";
+import path from "node:path";
+import type { BoxSpec } from "../types.js";
+import type { BoxRecord } from "./record.js";
 
 export interface BoxUser {
   /** The agent's id: its user name and /home/<name>. */
@@ -65,4 +70,46 @@ export function usersFromHomes(entries: HomeEntry[], minUid = 1000): { users: Bo
   }
   users.sort((a, b) => a.uid - b.uid || a.name.localeCompare(b.name));
   return { users, shared };
+}
+
+/** The homes in a box's /home mount, as the host sees them. */
+function homeEntries(spec: BoxSpec): HomeEntry[] {
+  const home = spec.mounts.find((m) => m.kind === "bind" && m.target === "/home");
+  if (!home || home.kind !== "bind") return [];
+  let names: string[];
+  try {
+    names = fs.readdirSync(home.source);
+  } catch {
+    return [];
+  }
+  const out: HomeEntry[] = [];
+  for (const name of names) {
+    try {
+      const st = fs.lstatSync(path.join(home.source, name));
+      out.push({ name, uid: st.uid, gid: st.gid, isDirectory: st.isDirectory() });
+    } catch {
+      // removed meanwhile
+    }
+  }
+  return out;
+}
+
+/**
+ * Writes `passwd` and `group` in a box's state folder (STATE_ROOT/run/boxes/<id>) from
+ * its record's /home mount. Files are rewritten in place (same inode), because a running
+ * box has them bound at /etc/passwd and /etc/group.
+ */
+export function refreshBoxUsers(boxDir: string): { passwd: string; group: string } {
+  const rec = JSON.parse(fs.readFileSync(path.join(boxDir, "box.json"), "utf8")) as BoxRecord;
+  const text = usersText(rec.spec);
+  const files = { passwd: path.join(boxDir, "passwd"), group: path.join(boxDir, "group") };
+  fs.writeFileSync(files.passwd, text.passwd, { mode: 0o644 });
+  fs.writeFileSync(files.group, text.group, { mode: 0o644 });
+  return files;
+}
+
+/** The box's passwd and group, from the homes in its /home (each home owned by an agent uid is a user). */
+export function usersText(spec: BoxSpec): { passwd: string; group: string } {
+  const { users, shared } = usersFromHomes(homeEntries(spec));
+  return { passwd: passwdText(users), group: groupText(users, shared) };
 }

@@ -3,7 +3,7 @@
 // 0600) and the generated /etc files; each box binds them read-only.
 import fs from "node:fs";
 import path from "node:path";
-import { ETC_GENERATED } from "./bwrap.js";
+import { ETC_GENERATED } from "./boxd.js";
 import { BOXD_SECCOMP_DENY, encodeProgram, seccompProgram, type SeccompArch } from "./seccomp.js";
 
 export interface BoxFilePaths {

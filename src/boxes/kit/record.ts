@@ -1,13 +1,14 @@
-// What a local box is made of on the host: its record's shape (box.json), the host's system
-// folders and /etc entries it sees, and its users (passwd and group from its homes). The
-// provider (provider.ts) uses these.
+// A box's record on the host, as every provider keeps it (box.json in the box's state
+// folder): its spec's shape, checked when a box is created, its state and its cgroups; and
+// what a box is made of on the host: the system folders and /etc entries it sees, its
+// socket folders.
 import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { BOX_PATHS } from "../paths.js";
 import type { BoxSpec } from "../types.js";
-import { etcAllowed, type EtcEntry, type SystemDir } from "./bwrap.js";
-import { groupText, passwdText, usersFromHomes, type HomeEntry } from "./users.js";
+import { WarrenError } from "../../errors.js";
+import { etcAllowed, type EtcEntry, type SystemDir } from "./boxd.js";
 
 export const BOX_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
@@ -65,10 +66,6 @@ export interface BoxRecord {
   containerCgroups?: string[];
 }
 
-/** Joins the box's cgroups with the shell's own pid, then becomes bwrap: nothing forks before. */
-export const JOIN_AND_EXEC =
-  'for f; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 125; shift; done; shift; exec "$@"';
-
 /** The host's system folders as they exist (folders, or usrmerge symlinks). */
 export function systemDirs(candidates: readonly string[] = BOX_PATHS.system): SystemDir[] {
   const out: SystemDir[] = [];
@@ -109,55 +106,25 @@ export function etcEntries(etcDir = "/etc"): EtcEntry[] {
   return out;
 }
 
-export function tail(file: string, bytes = 600): string {
-  try {
-    const text = fs.readFileSync(file, "utf8");
-    return text.slice(-bytes).trim();
-  } catch {
-    return "";
-  }
+/** The spec, checked: a bad one is refused (request.invalid) with what is wrong in it. */
+export function checkSpec(spec: BoxSpec): void {
+  const parsed = boxSpecSchema.safeParse(spec);
+  if (!parsed.success)
+    throw new WarrenError(
+      "request.invalid",
+      `bad box spec: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+    );
 }
 
-/** The homes in a box's /home mount, as the host sees them. */
-function homeEntries(spec: BoxSpec): HomeEntry[] {
-  const home = spec.mounts.find((m) => m.kind === "bind" && m.target === "/home");
-  if (!home || home.kind !== "bind") return [];
-  let names: string[];
-  try {
-    names = fs.readdirSync(home.source);
-  } catch {
-    return [];
-  }
-  const out: HomeEntry[] = [];
-  for (const name of names) {
-    try {
-      const st = fs.lstatSync(path.join(home.source, name));
-      out.push({ name, uid: st.uid, gid: st.gid, isDirectory: st.isDirectory() });
-    } catch {
-      // removed meanwhile
-    }
-  }
-  return out;
-}
-
-/**
- * Writes `passwd` and `group` in a box's state folder (STATE_ROOT/run/boxes/<id>) from
- * its record's /home mount. Files are rewritten in place (same inode), because a running
- * box has them bound at /etc/passwd and /etc/group.
- */
-export function refreshBoxUsers(boxDir: string): { passwd: string; group: string } {
-  const rec = JSON.parse(fs.readFileSync(path.join(boxDir, "box.json"), "utf8")) as BoxRecord;
-  const text = usersText(rec.spec);
-  const files = { passwd: path.join(boxDir, "passwd"), group: path.join(boxDir, "group") };
-  fs.writeFileSync(files.passwd, text.passwd, { mode: 0o644 });
-  fs.writeFileSync(files.group, text.group, { mode: 0o644 });
-  return files;
-}
-
-/** The box's passwd and group, from the homes in its /home (each home owned by an agent uid is a user). */
-export function usersText(spec: BoxSpec): { passwd: string; group: string } {
-  const { users, shared } = usersFromHomes(homeEntries(spec));
-  return { passwd: passwdText(users), group: groupText(users, shared) };
+/** Records the spec in the box's folder (made 0700 if new): the record kept, or a new one. */
+export async function recordSpec(dir: string, spec: BoxSpec): Promise<BoxRecord> {
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const old = readBoxRecord(dir);
+  const rec: BoxRecord = old
+    ? { ...old, spec }
+    : { version: 1, spec, state: "created", pid: null, pidStart: null, startedAt: null, cgroupDirs: [] };
+  await writeBoxRecord(dir, rec);
+  return rec;
 }
 
 /** The box's record in its folder, or null when it has none. */
