@@ -1,5 +1,8 @@
 // Organisations, machines, agents and guilds: one namespace each, answers as the server sends them.
 import { seg, type RequestOptions, type Transport } from "./transport.js";
+import type { OrgUsage, UsageQuery } from "../contract/usage.js";
+
+export type { OrgUsage, UsageQuery };
 import type {
   Agent,
   AgentCreateRequest,
@@ -70,6 +73,14 @@ export class OrgsApi {
   /** Deletes an area no member holds (owner, admin). */
   deleteArea(id: string, name: string, opts: RequestOptions = {}): Promise<void> {
     return this.http.empty("DELETE", `/api/orgs/${seg(id)}/areas/${seg(name)}`, opts);
+  }
+
+  /**
+   * What the organisation's runs (or one agent's, `agent`) used step by step from `since` to
+   * `until` (default: the last day): tokens, dollars, CPU seconds, runs ended, disk.
+   */
+  usage(id: string, query: UsageQuery = {}, opts: RequestOptions = {}): Promise<OrgUsage> {
+    return this.http.json("GET", `/api/orgs/${seg(id)}/usage`, { ...opts, query: { ...query } });
   }
 }
 
