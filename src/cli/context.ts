@@ -28,6 +28,8 @@ export interface Globals {
   url: string;
   headers: Record<string, string>;
   json: boolean;
+  /** -q: only the ids of what was listed or made. */
+  quiet?: boolean;
 }
 
 /** A failure on this side (a local file, bad JSON in a policy file): printed like a server error. */
@@ -43,6 +45,16 @@ export class LocalError extends Error {
 
 export async function write(stream: NodeJS.WritableStream, chunk: string | Uint8Array): Promise<void> {
   if (!stream.write(chunk)) await once(stream, "drain");
+}
+
+/** The ids of an answer: each item's of `{items}`, else its own `id`; undefined when it has none. */
+function idsOf(answer: unknown): string[] | undefined {
+  const idOf = (v: unknown): string | undefined =>
+    typeof v === "object" && v !== null && "id" in v && typeof v.id === "string" ? v.id : undefined;
+  if (typeof answer === "object" && answer !== null && "items" in answer && Array.isArray(answer.items))
+    return answer.items.map(idOf).filter((id): id is string => id !== undefined);
+  const own = idOf(answer);
+  return own === undefined ? undefined : [own];
 }
 
 export class Context {
@@ -75,9 +87,19 @@ export class Context {
     return write(this.io.stderr, chunk);
   }
 
-  /** Prints the answer: exact JSON for scripts, or what `human` makes of it. Answers exit code 0. */
+  get quiet(): boolean {
+    return this.globals.quiet === true;
+  }
+
+  /**
+   * Prints the answer: exact JSON for scripts, only its ids under -q (each item's of a list, or
+   * its own), or what `human` makes of it. Answers exit code 0.
+   */
   async show(answer: unknown, human: () => string): Promise<number> {
-    if (this.json) {
+    const ids = this.quiet && !this.json ? idsOf(answer) : undefined;
+    if (ids !== undefined) {
+      await this.out(ids.map((id) => `${id}\n`).join(""));
+    } else if (this.json) {
       if (answer !== undefined) await this.printJson(answer);
     } else {
       await this.out(human());

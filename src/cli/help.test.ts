@@ -64,6 +64,7 @@ test("the texts themselves: the overview and a command's help, word for word", (
       "  --url <url>               the server (default $WARREN_URL, else http://127.0.0.1:8080)\n" +
       '  --header <"Name: value">  "Name: value" sent with every request; repeatable (also $WARREN_HEADERS, one a line)\n' +
       "  --json                    print the server's answer as JSON, for scripts\n" +
+      "  --quiet                   print only the ids of what a list or create answers, one a line\n" +
       "  --help                    show help\n" +
       "\n" +
       'Run "warren <command> --help" for more. --json prints the server\'s answers for scripts.\n',
@@ -87,6 +88,7 @@ test("the texts themselves: the overview and a command's help, word for word", (
       "  --url <url>               the server (default $WARREN_URL, else http://127.0.0.1:8080)\n" +
       '  --header <"Name: value">  "Name: value" sent with every request; repeatable (also $WARREN_HEADERS, one a line)\n' +
       "  --json                    print the server's answer as JSON, for scripts\n" +
+      "  --quiet                   print only the ids of what a list or create answers, one a line\n" +
       "  --help                    show help\n",
   );
 });
@@ -99,7 +101,7 @@ test("secrets create's help, word for word: the value never comes from an argume
       "create a secret; its value comes from stdin or --value-file, never an argument\n" +
       "\n" +
       "options:\n" +
-      "  --org <org>             the organisation id (org_...)\n" +
+      "  --org <org>             the organisation: its id (org_...) or its name; agents and machines named are looked up in it (default $WARREN_ORG)\n" +
       "  --description <text>    what it is for (members read this)\n" +
       "  --value-file <file>     read the value from this file (default: stdin; one trailing newline is dropped)\n" +
       "  --alias-of <secret>     make the name an alias of another secret's value\n" +
@@ -111,6 +113,7 @@ test("secrets create's help, word for word: the value never comes from an argume
       "  --url <url>               the server (default $WARREN_URL, else http://127.0.0.1:8080)\n" +
       '  --header <"Name: value">  "Name: value" sent with every request; repeatable (also $WARREN_HEADERS, one a line)\n' +
       "  --json                    print the server's answer as JSON, for scripts\n" +
+      "  --quiet                   print only the ids of what a list or create answers, one a line\n" +
       "  --help                    show help\n",
   );
   const group = helpText("secrets");

@@ -14,14 +14,19 @@ export const GLOBAL_OPTIONS: readonly OptionDef[] = [
     help: '"Name: value" sent with every request; repeatable (also $WARREN_HEADERS, one a line)',
   },
   { name: "json", help: "print the server's answer as JSON, for scripts" },
+  { name: "quiet", short: "q", help: "print only the ids of what a list or create answers, one a line" },
   { name: "help", short: "h", help: "show help" },
 ];
 
-export const orgOption: OptionDef = { name: "org", value: "<org>", help: "the organisation id (org_...)" };
+export const orgOption: OptionDef = {
+  name: "org",
+  value: "<org>",
+  help: "the organisation: its id (org_...) or its name; agents and machines named are looked up in it (default $WARREN_ORG)",
+};
 export const machineOption: OptionDef = {
   name: "machine",
   value: "<machine>",
-  help: "the machine id (mch_...)",
+  help: "the machine: its id (mch_...) or its name",
 };
 export const nameOption: OptionDef = { name: "name", value: "<name>", help: "a new name" };
 export const maxWorkspaceOption: OptionDef = {

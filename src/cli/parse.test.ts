@@ -141,6 +141,7 @@ test("exec: argv after --, or --command, with its options", () => {
     {
       kind: "exec",
       agentId: "agt_1",
+      orgId: undefined,
       target: { argv: ["ls", "-la", "--json"] },
       cwd: "src",
       env: { A: "1", B: "x=y" },
@@ -288,6 +289,7 @@ test("options stand anywhere before --, as the command's or as global ones", () 
   assert.deepEqual(cmd(["exec", "agt_1", "--", "ls", "--", "--help"]), {
     kind: "exec",
     agentId: "agt_1",
+    orgId: undefined,
     target: { argv: ["ls", "--", "--help"] },
     cwd: undefined,
     env: undefined,

@@ -211,6 +211,7 @@ class CliParser {
         url: parseUrl(typeof url === "string" ? url : undefined, this.env.WARREN_URL),
         headers: parseHeaders(this.env.WARREN_HEADERS, Array.isArray(headers) ? headers : undefined),
         json: opts.get("json") === true,
+        ...(opts.get("quiet") === true ? { quiet: true } : {}),
       };
     }
     return this.globals;

@@ -3,6 +3,7 @@ import { isWarrenApiError } from "../sdk/index.js";
 import { UsageError } from "./command.js";
 import { Context, EXIT_FAILED, EXIT_OK, EXIT_USAGE, LocalError, write, type CliIo } from "./context.js";
 import { helpText, shortHelp } from "./help.js";
+import { resolveNames } from "./names.js";
 import { parseCli, type Cli } from "./parse.js";
 
 export type { CliIo } from "./context.js";
@@ -22,7 +23,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       await write(io.stdout, helpText(command.topic));
       return EXIT_OK;
     }
-    return await command.command.run(new Context(io, globals), command.params);
+    const ctx = new Context(io, globals);
+    return await command.command.run(ctx, await resolveNames(ctx.client, command.params, io.env.WARREN_ORG));
   } catch (err) {
     if (isWarrenApiError(err) || err instanceof LocalError) {
       await write(io.stderr, `error: ${err.code}: ${err.message}\n`);

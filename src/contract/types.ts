@@ -11,6 +11,7 @@ import type * as egress from "./egress.js";
 import type * as exec from "./exec.js";
 import type * as homes from "./homes.js";
 import type * as machines from "./machines.js";
+import type * as names from "./names.js";
 import type * as orgs from "./orgs.js";
 import type * as policy from "./policy.js";
 import type * as runs from "./runs.js";
@@ -74,6 +75,8 @@ export type ExecStreamEvent = ExecOutputEvent | ExecExitEvent;
 export type Usage = Out<typeof homes.Usage>;
 export type FolderListing = Out<typeof homes.FolderListing>;
 export type Health = Out<typeof homes.Health>;
+export type NameAnswer = Out<typeof names.NameAnswer>;
+export type NameQuery = In<typeof names.NameQuery>;
 
 export type RunStatus = Out<typeof runs.RunStatus>;
 export type RunReceipt = Out<typeof runs.RunReceipt>;

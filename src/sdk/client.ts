@@ -9,7 +9,7 @@ import { RunsApi } from "./runs.js";
 import { SchedulesApi } from "./schedules.js";
 import { SecretsApi } from "./secrets.js";
 import { Transport, type RequestOptions, type WarrenClientOptions } from "./transport.js";
-import type { Health } from "./types.js";
+import type { Health, NameAnswer, NameQuery } from "./types.js";
 
 export class WarrenClient {
   readonly baseUrl: string;
@@ -51,6 +51,15 @@ export class WarrenClient {
   /** An organisation's artifact store (notes, memories, scripts, collections). */
   artifacts(orgId: string): OrgArtifacts {
     return new OrgArtifacts(this.http, orgId);
+  }
+
+  /**
+   * The id of an organisation, agent or machine by its name (an id answers itself), among what
+   * the caller sees; `org_id` (an id or a name) narrows an agent or machine to one organisation.
+   * A name several share is a 400 `name.ambiguous` naming them all.
+   */
+  resolve(query: NameQuery, opts: RequestOptions = {}): Promise<NameAnswer> {
+    return this.http.json("GET", "/api/names", { ...opts, query: { ...query } });
   }
 
   /** `{ok: true}` once the server's store and provider are ready (a 503 `http.503` before). */

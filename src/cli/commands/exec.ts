@@ -5,6 +5,7 @@ import { EXIT_FAILED } from "../context.js";
 import {
   commandOption,
   limitOptions,
+  orgOption,
   parseEnvPairs,
   readLimits,
   readTarget,
@@ -69,6 +70,7 @@ export const exec = defineSingle(
     summary: "run a command in the agent's box, streaming its output; exits with its code",
     args: ["agent"],
     options: [
+      orgOption,
       commandOption,
       { name: "cwd", value: "<dir>", help: "the working folder (default: the agent's home)" },
       {
@@ -88,6 +90,7 @@ export const exec = defineSingle(
     rest: true,
     parse: (i) => ({
       agentId: i.arg("agent"),
+      orgId: i.str("org"),
       target: readTarget(i),
       cwd: i.str("cwd"),
       env: parseEnvPairs(i.list("env"), i.topic),

@@ -2,8 +2,11 @@
 import { writeFile } from "node:fs/promises";
 import { defineCommand, defineGroup } from "../command.js";
 import { EXIT_OK, LocalError } from "../context.js";
+import { filesCp, filesLs } from "./folders.js";
 
 export const files = defineGroup("files", "files of an agent's home", {
+  ls: filesLs,
+  cp: filesCp,
   get: defineCommand({
     summary: "print a file of the agent's home (or save it with --out)",
     args: ["agent", "path"],
