@@ -5,30 +5,48 @@ import importX, { createNodeResolver } from "eslint-plugin-import-x";
 // Which folder of src/ may import which: the layers of DESIGN.md, checked. Paths are
 // relative to the repository; `except` is relative to `from`. Shared by every layer:
 // errors.ts, ids.ts, config/ (the environment's schema), observability/.
-// The services, in tiers from the bottom up: a service imports the tiers below its own (and
-// its own tier), never one above. Beneath them all: the store, boxd, the provider seam, the
-// runtime and the boot checks.
+// The services, in floors from the bottom up: a service imports the floors below its own (and
+// its own floor), never one above. Beneath them all: the store, boxd, the provider seam, the
+// runtime and the boot checks. Every folder of src/ that is a service is named here, each
+// floor with why it sits where it does (the lint message says it).
 const tiers = [
-  ["access", "net"],
-  ["machines"],
-  ["secrets"],
-  ["agents", "orgs", "workspaces"],
-  ["guilds", "homes", "bridges", "records", "artifacts"],
-  ["exec", "workloads", "egress", "preview", "models"],
-  ["terminal", "tools"],
-  ["runs"],
-  ["conversations", "versions", "flows"],
+  {
+    names: ["access", "net", "policy"],
+    why: "who may do what, which addresses are reachable and the Cedar policies are asked by everything",
+  },
+  { names: ["machines"], why: "machines hold boxes, and know only access" },
+  {
+    names: ["secrets", "budgets"],
+    why: "secrets and the budgets' ledger are read by agents, the door and the model gateway",
+  },
+  {
+    names: ["agents", "orgs", "workspaces", "areas"],
+    why: "agents, organisations, workspace classes and areas are what work is done by and in",
+  },
+  {
+    names: ["guilds", "homes", "bridges", "records", "artifacts"],
+    why: "homes, the record writer and the artifact store hold what an agent's work leaves",
+  },
+  {
+    names: ["exec", "workloads", "egress", "preview", "models", "approvals", "versions"],
+    why: "the door, the way out, the model gateway, approvals and versions serve a unit of work",
+  },
+  { names: ["terminal", "tools"], why: "terminals and tools use the door, the gateway and approvals" },
+  { names: ["runs"], why: "the run recorder drives tools, models and the door" },
+  { names: ["conversations", "evals", "flows"], why: "conversations, evaluations and flows start runs" },
+  { names: ["schedules", "dispatch"], why: "schedules and guild dispatch start runs and conversation turns" },
 ];
-const services = ["boot", ...tiers.flat()];
+const services = ["boot", ...tiers.flatMap((t) => t.names)];
 const list = (names) => names.map((n) => `${n}/`).join(", ");
-const tierZones = tiers.slice(0, -1).map((tier, i) => ({
-  target: tier.map((s) => `./src/${s}`),
-  from: tiers
-    .slice(i + 1)
-    .flat()
-    .map((s) => `./src/${s}`),
-  message: `${list(tier)} may import ${i === 0 ? "no other service" : list(tiers.slice(0, i).flat())} (beside each other, the store, the runtime's surface, the provider seam, contract/, config/, errors, ids, observability/); ${list(tiers.slice(i + 1).flat())} sit above and are handed in (a function or an interface in the options), not imported.`,
-}));
+const tierZones = tiers.slice(0, -1).map((tier, i) => {
+  const below = tiers.slice(0, i).flatMap((t) => t.names);
+  const above = tiers.slice(i + 1).flatMap((t) => t.names);
+  return {
+    target: tier.names.map((s) => `./src/${s}`),
+    from: above.map((s) => `./src/${s}`),
+    message: `${list(tier.names)} sit on floor ${i + 1} (${tier.why}): they may import ${i === 0 ? "no other service" : list(below)} (beside each other, the store, the runtime's surface, the provider seam, contract/, config/, errors, ids, observability/); ${list(above)} sit above and are told through the event bus or handed in, not imported.`,
+  };
+});
 const layers = [
   {
     target: "./src/store",

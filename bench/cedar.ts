@@ -2,7 +2,7 @@
 // server, forbids by argument pattern), asked for a mix of calls that allow and deny, timed
 // one decision at a time (each a round trip to a Cedar worker thread). Run alone: node --import tsx bench/cedar.ts
 import { pathToFileURL } from "node:url";
-import { ToolPolicy, type ToolRequest } from "../src/tools/policy.js";
+import { ToolPolicy, type ToolRequest } from "../src/policy/tool-policy.js";
 import { summarize, type Sample } from "./stats.js";
 
 const POLICY = `

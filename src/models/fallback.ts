@@ -2,7 +2,8 @@
 // admitted by the run's budget first, each failure and each move written to the trace.
 import type { LanguageModelV3 } from "@ai-sdk/provider";
 import { addressRefusedIn } from "../net/connector.js";
-import type { BudgetRefusal, BudgetState, GatewaySession, ModelCallRecord, ResolvedModel } from "./types.js";
+import type { BudgetState, GatewaySession, ModelCallRecord, ResolvedModel } from "./types.js";
+import type { BudgetRefusal } from "../budgets/types.js";
 
 /** Whether a failed call may move to the fallback: anything but the run's own abort. */
 function movable(err: unknown, signal: AbortSignal | undefined): boolean {

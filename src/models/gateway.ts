@@ -17,19 +17,18 @@ import type { Prices } from "./prices.js";
 import { parseScript, ScriptModel, type ScriptTurn } from "./script.js";
 import type {
   Admission,
-  BudgetRefusal,
   BudgetState,
   CallEstimate,
   GatewayOpen,
   GatewaySession,
   ModelCallRecord,
-  OrgBudgetLedger,
   ModelGateway,
   ModelUsage,
   ResolvedModel,
   RunEventSink,
   WireProtocol,
 } from "./types.js";
+import type { BudgetRefusal, OrgBudgetLedger } from "../budgets/types.js";
 
 export { BudgetStop, budgetName, callWithFallback, failureOf } from "./fallback.js";
 

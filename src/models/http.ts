@@ -10,14 +10,8 @@
 // on_limit finish, becomes one last call without tools).
 import http from "node:http";
 import type { Duplex } from "node:stream";
-import type {
-  BudgetRefusal,
-  GatewaySession,
-  ModelCallRecord,
-  ModelGateway,
-  ResolvedModel,
-  WireProtocol,
-} from "./types.js";
+import type { GatewaySession, ModelCallRecord, ModelGateway, ResolvedModel, WireProtocol } from "./types.js";
+import type { BudgetRefusal } from "../budgets/types.js";
 import { addressRefusedIn } from "../net/connector.js";
 import { budgetName } from "./fallback.js";
 import { UsageMeter, type J, type Wire } from "./usage-meter.js";

@@ -3,7 +3,7 @@
 // messages, the step's calls still to make) was kept redacted through the record writer, its
 // row stays `waiting` and its approval `waiting`. At boot these runs are not marked lost; the
 // run recorder drives each again (same row, its events going on) with the loop starting from
-// that state, and its call re-attaches to the approval still waiting (src/versions/approvals.ts).
+// that state, and its call re-attaches to the approval still waiting (src/approvals/service.ts).
 // What is kept is written as soon as the call waits (so a server that dies, not only one that
 // stops, leaves it), and let go once the call is decided. A conversation's turn is taken up as
 // a turn (src/conversations: its transcript, branch and fence).

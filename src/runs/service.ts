@@ -71,7 +71,7 @@ export interface RunsOptions {
    * names its version passes the gate as a canary does (an evaluation's own runs excepted).
    */
   gate?: (agentId: string, version: number) => Promise<void>;
-  /** Why a `waiting` run waits: a tool call's approval (src/versions/approvals.ts). */
+  /** Why a `waiting` run waits: a tool call's approval (src/approvals/service.ts). */
   approvalWaiting?: (runId: string) => Run["waiting"];
   /** Keeps where an assistant run stood when the server stops while it waits (resume.ts). */
   suspend?: AgentRunContext["suspend"];

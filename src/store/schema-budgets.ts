@@ -1,4 +1,4 @@
-// Budgets (src/versions/budgets.ts), a part of the schema re-exported by schema.ts: an
+// Budgets (src/budgets/ledger.ts), a part of the schema re-exported by schema.ts: an
 // organisation's limits of dollars and tokens per day and per month, for the organisation and
 // per agent, and what each period used and holds (the reservations of calls under way).
 import { bigint, doublePrecision, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";

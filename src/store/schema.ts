@@ -209,7 +209,7 @@ export const runs = pgTable(
     createdAt: created(),
     startedAt: timestamp("started_at", { withTimezone: true, mode: "date" }),
     endedAt: timestamp("ended_at", { withTimezone: true, mode: "date" }),
-    /** When the organisation's retention deleted the run's output and trace (src/versions/retention.ts). */
+    /** When the organisation's retention deleted the run's output and trace (src/records/retention.ts). */
     outputDeletedAt: timestamp("output_deleted_at", { withTimezone: true, mode: "date" }),
   },
   (t) => [index("runs_agent_idx").on(t.agentId, t.createdAt), index("runs_status_idx").on(t.status)],

@@ -15,10 +15,9 @@ import { builtinTool } from "./builtins.js";
 import { httpTool } from "./http.js";
 import { bounded, ToolFailure, type ToolImpl } from "./impl.js";
 import { connectMcp, type McpConnection } from "./mcp.js";
-import { ToolPolicy } from "./policy.js";
+import { ToolPolicy } from "../policy/tool-policy.js";
+import type { ApprovalDoor, KeepWaiting } from "../approvals/types.js";
 import type {
-  ApprovalDoor,
-  KeepWaiting,
   RunTool,
   ToolCallRecord,
   ToolOutcome,

@@ -1,6 +1,6 @@
 import { idParams } from "../../contract/common.js";
 import { Budgets, BudgetsRequest } from "../../contract/budgets.js";
-import type { Budgets as BudgetsService } from "../../versions/budgets.js";
+import type { Budgets as BudgetsService } from "../../budgets/ledger.js";
 import { route, type AnyRoute } from "../route.js";
 
 export function budgetRoutes(budgets: BudgetsService): AnyRoute[] {

@@ -26,10 +26,10 @@ import {
   VersionList,
   VersionParams,
 } from "../../contract/versions.js";
-import type { Approvals } from "../../versions/approvals.js";
-import type { Evals } from "../../versions/evals.js";
-import type { Evidence } from "../../versions/evidence.js";
-import type { Guardrails as GuardrailsService } from "../../versions/guardrails.js";
+import type { Approvals } from "../../approvals/service.js";
+import type { Evals } from "../../evals/service.js";
+import type { Evidence } from "../../evals/evidence.js";
+import type { Guardrails as GuardrailsService } from "../../policy/guardrails.js";
 import type { Versions } from "../../versions/service.js";
 import { route, type AnyRoute } from "../route.js";
 

@@ -13,7 +13,7 @@ import { WarrenError } from "../errors.js";
 import { newId } from "../ids.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
-import { periodStart } from "./budgets.js";
+import { periodStart } from "../budgets/ledger.js";
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 

@@ -11,7 +11,7 @@ import {
   ToolPolicy,
   type ToolRequest,
   toolPolicyProblem,
-} from "./policy.js";
+} from "./tool-policy.js";
 
 function req(tool: string, args: unknown = {}, kind: ToolRequest["tool"]["kind"] = "builtin"): ToolRequest {
   const server = kind === "mcp" ? tool.split("__")[0] : undefined;

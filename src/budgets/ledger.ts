@@ -7,7 +7,7 @@ import { and, eq, inArray, or, sql } from "drizzle-orm";
 import type { Access, Identity } from "../access/index.js";
 import type { BudgetsBody, BudgetsView } from "../contract/budgets.js";
 import { WarrenError } from "../errors.js";
-import type { OrgBudgetLedger, OrgBudgetRefusal, OrgReservation } from "../models/types.js";
+import type { OrgBudgetLedger, OrgBudgetRefusal, OrgReservation } from "./types.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 

@@ -21,7 +21,7 @@ import {
   type ApprovalAsk,
   type ApprovalDoor,
   type KeepWaiting,
-} from "../tools/types.js";
+} from "./types.js";
 
 type ApprovalRow = typeof schema.approvals.$inferSelect;
 
