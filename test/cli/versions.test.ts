@@ -5,43 +5,21 @@
 import assert from "node:assert/strict";
 import fs from "node:fs/promises";
 import path from "node:path";
-import { Readable, Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
-import { runCli } from "../../src/cli/run.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { waitFor } from "../conversations/support.js";
 import { putHomeFile, TERMINAL_STATUSES } from "../support/agent-runs.js";
+import { runWarren } from "../support/cli.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const POLICY = `@id("writes") @approval("required") permit(principal, action, resource == Tool::"write_file");`;
-
-class Sink extends Writable {
-  readonly chunks: Buffer[] = [];
-  override _write(chunk: Buffer, _enc: BufferEncoding, done: () => void): void {
-    this.chunks.push(chunk);
-    done();
-  }
-  get text(): string {
-    return Buffer.concat(this.chunks).toString("utf8");
-  }
-}
 
 describe("warren versions, canary, approvals", { skip: boxSkipReason() ?? false }, () => {
   let t: TestServer;
   let org: { id: string };
   let machine: { id: string };
 
-  const warren = async (argv: string[]) => {
-    const stdout = new Sink();
-    const stderr = new Sink();
-    const code = await runCli(argv, {
-      stdout,
-      stderr,
-      stdin: Readable.from([]),
-      env: { WARREN_URL: t.url ?? "" },
-    });
-    return { code, stdout: stdout.text, stderr: stderr.text };
-  };
+  const warren = (argv: string[]) => runWarren(argv, { url: t.url });
 
   before(async () => {
     t = await startTestServer({ listen: true });

@@ -2,11 +2,10 @@
 // as real runs (a scripted model, no key); with the agent's gate on, a version without a
 // passed evaluation cannot become current (409 version.gate), one that passed can.
 import assert from "node:assert/strict";
-import { Readable, Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
-import { runCli } from "../../src/cli/run.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { putHomeFile } from "../support/agent-runs.js";
+import { runWarren } from "../support/cli.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 describe("evaluations and the gate", { skip: boxSkipReason() ?? false }, () => {
@@ -115,21 +114,8 @@ describe("evaluations and the gate", { skip: boxSkipReason() ?? false }, () => {
 
   test("`warren evals run AGENT --version N` exits non-zero when the version fails, zero when it passes", async () => {
     const warren = async (argv: string[]) => {
-      let out = "";
-      const sink = () =>
-        new Writable({
-          write(chunk: Buffer, _enc, done) {
-            out += chunk.toString();
-            done();
-          },
-        });
-      const code = await runCli(argv, {
-        stdout: sink(),
-        stderr: sink(),
-        stdin: Readable.from([]),
-        env: { WARREN_URL: t.url! },
-      });
-      return { code, out };
+      const r = await runWarren(argv, { url: t.url! });
+      return { code: r.code, out: r.output };
     };
     const failing = await warren(["evals", "run", agent.id, "--version", "2"]);
     assert.equal(failing.code, 1, failing.out);

@@ -5,11 +5,10 @@ import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { Readable, Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { createHash } from "node:crypto";
-import { runCli } from "../../src/cli/run.js";
+import { runWarren } from "../support/cli.js";
 import { dbLegs } from "../support/db.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
@@ -27,21 +26,8 @@ for (const leg of dbLegs) {
       t.call(method, url, body, { "x-forwarded-email": email });
 
     const verify = async (file: string, extra: string[] = []) => {
-      let out = "";
-      const sink = () =>
-        new Writable({
-          write(chunk: Buffer, _enc, done) {
-            out += chunk.toString();
-            done();
-          },
-        });
-      const code = await runCli(["evidence", "verify", file, ...extra], {
-        stdout: sink(),
-        stderr: sink(),
-        stdin: Readable.from([]),
-        env: {},
-      });
-      return { code, out };
+      const r = await runWarren(["evidence", "verify", file, ...extra]);
+      return { code: r.code, out: r.output };
     };
 
     before(async () => {
