@@ -1,4 +1,5 @@
 // Runs the CLI: parse, carry the command out with the SDK, print errors, answer the exit code.
+import { readFile } from "node:fs/promises";
 import { isWarrenApiError } from "../sdk/index.js";
 import { UsageError } from "./command.js";
 import { Context, EXIT_FAILED, EXIT_OK, EXIT_USAGE, LocalError, write, type CliIo } from "./context.js";
@@ -10,6 +11,10 @@ export type { CliIo } from "./context.js";
 
 /** Runs the CLI; answers the process's exit code. */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
+    await write(io.stdout, `warren ${await packageVersion()}\n`);
+    return EXIT_OK;
+  }
   let cli: Cli;
   try {
     cli = parseCli(argv, io.env);
@@ -32,6 +37,16 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     }
     if (err instanceof UsageError) return usageFailed(io, err);
     throw err;
+  }
+}
+
+/** The version of the package this CLI is part of (its package.json, two folders up). */
+async function packageVersion(): Promise<string> {
+  const file = new URL("../../package.json", import.meta.url);
+  try {
+    return (JSON.parse(await readFile(file, "utf8")) as { version: string }).version;
+  } catch {
+    return "unknown";
   }
 }
 

@@ -8,6 +8,7 @@ import { agents } from "./agents.js";
 import { areas } from "./areas.js";
 import { artifacts } from "./artifacts.js";
 import { chat } from "./chat.js";
+import { completion } from "./completion.js";
 import { conversations } from "./conversations.js";
 import { doctor } from "./doctor.js";
 import { egress } from "./egress.js";
@@ -52,4 +53,5 @@ export const groups: readonly Group[] = [
   usage,
   egress,
   secrets,
+  completion,
 ];
