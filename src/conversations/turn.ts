@@ -9,7 +9,7 @@ import { asc, eq } from "drizzle-orm";
 import type { Records } from "../records/index.js";
 import type { AgentRunContext, AgentRunners, SuspendedLoop } from "../runs/kinds.js";
 import { ModelRunner, type AgentRunPlan } from "../runs/model-run.js";
-import type { RunnerContext, RunOutcome, RunRunner } from "../runs/recorder.js";
+import type { RunnerContext, RunOutcome, RunRunner } from "../runs/runner.js";
 import type { ModelGateway } from "../models/types.js";
 import { newId } from "../ids.js";
 import type { Db } from "../store/index.js";

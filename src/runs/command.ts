@@ -3,7 +3,7 @@
 import type { RunReceipt } from "../contract/types.js";
 import type { BoxExecResult } from "../runtime/index.js";
 import { BoundedOutput, type CommandLimits, type Workload } from "../workloads/index.js";
-import type { RunnerContext, RunOutcome, RunRunner } from "./recorder.js";
+import type { RunnerContext, RunOutcome, RunRunner } from "./runner.js";
 
 export const OUTPUT_LIMIT_BYTES = 1024 * 1024;
 /** Output events kept in a run's trace; past this the trace says how much was left out. */

@@ -8,7 +8,7 @@ import { WarrenError } from "../errors.js";
 import type { ModelGateway } from "../models/types.js";
 import type { Workload } from "../workloads/index.js";
 import type { AgentRunContext, AgentRunners, AgentRunResult, RunUsage, TurnHooks } from "./kinds.js";
-import type { RunnerContext, RunOutcome, RunRunner } from "./recorder.js";
+import type { RunnerContext, RunOutcome, RunRunner } from "./runner.js";
 import { TextStream } from "./text-stream.js";
 
 /** What an agent run is made from, settled before its row is written. */

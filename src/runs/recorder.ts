@@ -1,99 +1,25 @@
 // The run recorder: every run of every kind (a command, an assistant, a harness CLI; later a
 // conversation turn, a schedule, an evaluation) is started, queued, traced, timed out,
 // cancelled, measured, given its receipt and ended here, once. What a kind does is its runner
-// (RunRunner): given the run's door (a Workload), its input and a signal, it answers an
-// outcome; the recorder writes everything around it through the one record writer.
-import type { Fence } from "../areas/fence.js";
+// (RunRunner, runner.ts): given the run's door (a Workload), its input and a signal, it answers
+// an outcome; the recorder keeps the line and the runs going on, and drive.ts writes one run
+// from its start to its end through the one record writer.
 import { and, eq, inArray, notInArray } from "drizzle-orm";
-import type { AgentRow } from "../agents/service.js";
 import type { SandboxPolicy } from "../contract/policy.js";
-import type { Run, RunReceipt, RunUsage } from "../contract/types.js";
+import type { Run } from "../contract/types.js";
 import type { DiskCaps } from "../homes/caps.js";
 import { newId } from "../ids.js";
-import type { RunEventSink } from "../models/types.js";
 import type { Logger } from "../observability/log.js";
-import type { Records, RunRecording } from "../records/index.js";
+import type { Records } from "../records/index.js";
 import type { MachineRuntime } from "../runtime/index.js";
 import { schema } from "../store/index.js";
 import type { Db } from "../store/index.js";
-import type { MachineRow, Workload, Workloads } from "../workloads/index.js";
-import type { InstanceRef } from "../workspaces/service.js";
+import type { Workloads } from "../workloads/index.js";
+import { driveRun, messageOf, type Live } from "./drive.js";
 import type { Generation, GenerationRegistry } from "./registry.js";
+import type { RunRequest } from "./runner.js";
 import { runView, type RunRow, type RunStatus } from "./view.js";
 import { RunStops } from "./stops.js";
-
-type Sizes = { agentMib: number | null; machineMib: number | null };
-/** What a run going on uses: its command tree, its models and tools so far, its sandbox policy. */
-type Live = { command?: { machineId: string; cgroup: string }; usage?: RunUsage; policy?: SandboxPolicy };
-
-/** What a runner is given: the run's door, its input, its signal, its trace. */
-export interface RunnerContext {
-  run: RunRow;
-  workload: Workload;
-  input: Buffer;
-  /** Aborted on cancel, on the run's time limit and at shutdown. */
-  signal: AbortSignal;
-  /** One event of the run's trace (redacted by the record writer). */
-  events: RunEventSink;
-  /** The run's records' redaction set (a runner adds what it protects through the workload). */
-  recording: RunRecording;
-  /** The command tree of the run's own command, for its live usage. */
-  commandStarted(cgroup: string): void;
-  /** What the run used so far (GET /api/runs/:id while it runs). */
-  progress(usage: RunUsage): void;
-}
-
-/** What a runner answers; the recorder decides a timed-out or cancelled run's status itself. */
-export interface RunOutcome {
-  /** suspended: the run stays waiting for the next server, which takes it up (resume.ts). */
-  status: "succeeded" | "failed" | "timed_out" | "cancelled" | "suspended";
-  reason?: string | null | undefined;
-  exitCode: number | null;
-  signal?: string | null | undefined;
-  output: string;
-  outputTruncated?: boolean | undefined;
-  /** The receipt's fields of this kind (the recorder writes the common ones). */
-  receipt?: Partial<RunReceipt> | undefined;
-  usage?: RunUsage | undefined;
-}
-
-export interface RunRunner {
-  /** What the run's `started` event says of this kind (beyond agent, input and time limit). */
-  started(work: Workload): Record<string, unknown>;
-  run(ctx: RunnerContext): Promise<RunOutcome>;
-}
-
-/** A run to start: what its row says, and its runner. */
-export interface RunRequest {
-  agent: AgentRow;
-  machine: MachineRow;
-  kind: RunRow["kind"];
-  argv: string[];
-  specVersion: number | null;
-  timeoutS: number;
-  input: Buffer;
-  /** false: refuse the run when it cannot start now, instead of queueing it. */
-  wait: boolean;
-  runner: RunRunner;
-  /** The run's id, when its caller wrote about it first (a conversation's turn); else a new one. */
-  id?: string | undefined;
-  /** The door's narrowing of the run's secrets (a persona's): only these names reach its commands. */
-  secrets?: readonly string[] | undefined;
-  /** The conversation the run is a turn of: its events are the conversation's too. */
-  conversationId?: string | undefined;
-  /** The folders of the home the run keeps (a fenced conversation's turn); absent: the whole home. */
-  fence?: Fence | undefined;
-  /** Where the run's commands run when they name no folder (relative to the home); the home when absent. */
-  cwd?: string | undefined;
-  /** A conversation's worktree (from) the run finds at its repository's folder (at), never the repository's own. */
-  place?: { from: string; at: string } | undefined;
-  /** The sandbox policy of the run's version, kept for its whole life; default the agent's as it is. */
-  sandboxPolicy?: SandboxPolicy | undefined;
-  /** The flow instance the run is made in: its /workspace is the instance's. */
-  instance?: InstanceRef | undefined;
-  /** A suspended run's row, taken up again after a restart (resume.ts): no new row is written. */
-  resume?: RunRow | undefined;
-}
 
 export interface RunRecorderOptions {
   db: Db;
@@ -106,14 +32,6 @@ export interface RunRecorderOptions {
   version: string;
 }
 
-/** Why a run was cancelled: the reason its generation was aborted with. */
-function abortReason(signal: AbortSignal): string {
-  const r: unknown = signal.reason;
-  return r instanceof Error && r.message ? r.message : "cancelled";
-}
-
-const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
-
 export class RunRecorder {
   readonly #o: RunRecorderOptions;
   /** The bookkeeping of each run this server started, by run id, until it is recorded. */
@@ -123,11 +41,11 @@ export class RunRecorder {
   /** Who hears of each run's end, once its record is written (a schedule counts its failures). */
   readonly #ended = new Set<(runId: string, status: RunStatus) => void>();
 
-  /** Trees of runs the health loop stopped: recorded on the run; a disk cap's ends it as workspace.full. */
-  readonly #stops: RunStops;
+  /** What driving a run needs, with the trees of runs the health loop stopped (stops.ts). */
+  readonly #drive: Parameters<typeof driveRun>[0];
   constructor(o: RunRecorderOptions) {
     this.#o = o;
-    this.#stops = new RunStops(o.runtime, o.records);
+    this.#drive = { ...o, stops: new RunStops(o.runtime, o.records), live: this.#live };
   }
 
   /**
@@ -176,7 +94,7 @@ export class RunRecorder {
           if (!row) return;
           // a run that waited is gated again: its home may have grown meanwhile
           const before = startedNow ? gated : await o.caps.gate(agent, machine, req.instance?.id);
-          await this.#drive(row, req, before, gen.controller.signal);
+          await driveRun(this.#drive, row, req, before, gen.controller.signal);
         })
         .catch(async (err: unknown) => {
           // refused as it left the line (home over its cap, secrets): the run ends as failed
@@ -271,145 +189,6 @@ export class RunRecorder {
     );
     if (changed) await this.#o.records.runEvent(runId, "refused", { reason });
     else this.#o.logger.error({ err, runId }, "run bookkeeping failed");
-  }
-
-  /** One run from its start to its end, its records written through its redaction set. */
-  async #drive(run: RunRow, req: RunRequest, before: Sizes, signal: AbortSignal): Promise<void> {
-    const o = this.#o;
-    const { agent, machine } = req;
-    // opened once, as the generation starts: a change of secrets reaches the next generation
-    const scope = { id: run.id, ...(req.sandboxPolicy ? { policy: req.sandboxPolicy } : {}) };
-    const work = await o.workloads.open(agent, {
-      machine,
-      run: scope,
-      secrets: req.secrets,
-      fence: req.fence,
-      cwd: req.cwd,
-      place: req.place,
-      instance: req.instance,
-    });
-    const recording = o.records.openRun(run.id, agent.id, work.secrets);
-    work.recordInto(recording);
-    const pending: Promise<void>[] = [];
-    const events: RunEventSink = async (type, data) => {
-      const p = o.records.runEvent(run.id, type, data);
-      pending.push(p);
-      await p;
-    };
-    const live: Live = req.sandboxPolicy ? { policy: req.sandboxPolicy } : {};
-    this.#live.set(run.id, live);
-    const timer = new AbortController();
-    let t: NodeJS.Timeout | undefined;
-    try {
-      const startedAt = run.startedAt ?? new Date();
-      await o.records.updateRun(run.id, { status: "running", startedAt });
-      await events(req.resume ? "taken_up" : "started", {
-        ...req.runner.started(work),
-        agent_id: agent.id,
-        input_bytes: req.input.length,
-        timeout_s: run.timeoutS,
-      });
-      // a run taken up again (resume.ts) keeps the limit it had from its start
-      const left = run.timeoutS * 1000 - (req.resume ? Date.now() - startedAt.getTime() : 0);
-      t = setTimeout(() => timer.abort(new Error(`ran past its ${run.timeoutS} s limit`)), Math.max(0, left));
-      let out: RunOutcome;
-      try {
-        out = await req.runner.run({
-          run,
-          workload: work,
-          input: req.input,
-          signal: AbortSignal.any([signal, timer.signal]),
-          events,
-          recording,
-          commandStarted: (cgroup) => (live.command = { machineId: machine.id, cgroup }),
-          progress: (u) => (live.usage = u),
-        });
-      } catch (err) {
-        o.logger.info({ runId: run.id, err }, "the run failed before its runner answered");
-        out = { status: "failed", reason: messageOf(err), exitCode: null, output: "", usage: live.usage };
-      } finally {
-        clearTimeout(t);
-      }
-      if (out.status === "suspended") return; // its row stays waiting, for the next server (resume.ts)
-      // a memory: false workspace goes before the run is measured and recorded as ended
-      await work.release();
-      // the run's own end wins over what the runner made of the abort
-      let status: RunStatus = out.status;
-      let reason = out.reason ?? null;
-      if (signal.aborted) {
-        status = "cancelled";
-        reason = abortReason(signal);
-      } else if (timer.signal.aborted || out.status === "timed_out") {
-        status = "timed_out";
-        reason = `ran past its ${run.timeoutS} s limit`;
-      }
-      if (!signal.aborted) [status, reason] = this.#stops.ended(run.id, status, reason);
-      await Promise.allSettled(pending);
-      await events("exit", {
-        status,
-        exit_code: out.exitCode,
-        signal: out.signal ?? null,
-        timed_out: status === "timed_out",
-        reason,
-      });
-      const after = await this.#measure(agent, machine, events, req.instance?.id);
-      const endedAt = new Date();
-      const receipt: RunReceipt = {
-        run_id: run.id,
-        kind: run.kind,
-        argv: run.argv,
-        agent_id: agent.id,
-        agent_name: agent.name,
-        machine_id: machine.id,
-        uid: work.uid,
-        server_version: o.version,
-        started_at: startedAt.toISOString(),
-        ended_at: endedAt.toISOString(),
-        duration_ms: endedAt.getTime() - startedAt.getTime(),
-        exit_code: out.exitCode,
-        signal: out.signal ?? null,
-        cpu_seconds: null,
-        peak_memory_bytes: null,
-        bytes_out: Buffer.byteLength(out.output),
-        stdout_bytes: Buffer.byteLength(out.output),
-        stderr_bytes: 0,
-        input_bytes: req.input.length,
-        limits: null,
-        disk_before_mib: before.agentMib,
-        disk_after_mib: after.agentMib,
-        machine_disk_before_mib: before.machineMib,
-        machine_disk_after_mib: after.machineMib,
-        ...out.receipt,
-      };
-      await o.records.updateRun(run.id, {
-        status,
-        statusReason: reason,
-        exitCode: out.exitCode,
-        signal: out.signal ?? null,
-        output: out.output,
-        outputTruncated: out.outputTruncated ?? false,
-        endedAt,
-        receipt,
-        ...(out.usage ? { usage: out.usage } : {}),
-      });
-    } finally {
-      await work.unstage();
-      await work.release();
-      recording.close();
-    }
-  }
-
-  async #measure(agent: AgentRow, machine: MachineRow, events: RunEventSink, inst?: string): Promise<Sizes> {
-    try {
-      const sizes = await this.#o.caps.measureAndStore(agent, machine, inst);
-      const { agentMib: workspace_mib, machineMib: machine_workspace_mib, instanceMib } = sizes;
-      const flow = instanceMib !== undefined ? { flow_workspace_mib: instanceMib } : {};
-      await events("measurement", { workspace_mib, machine_workspace_mib, ...flow });
-      return sizes;
-    } catch (err) {
-      await events("measurement", { error: messageOf(err) });
-      return { agentMib: null, machineMib: null };
-    }
   }
 
   /** Ends runs taken out of line before they started: cancelled, with why. */
