@@ -5,6 +5,7 @@ import { EXIT_FAILED, EXIT_OK, type Context } from "../context.js";
 import { detailView, listView, short, type Column } from "../format.js";
 import { commandOption, limitOptions, readLimits, readTarget, timeoutMsOption } from "../options.js";
 import { targetBody } from "./exec.js";
+import { runLogs } from "./run-logs.js";
 
 export const runColumns: Column<Run>[] = [
   { header: "ID", value: (r) => r.id },
@@ -172,6 +173,7 @@ export const runs = defineGroup("runs", "recorded runs of commands", {
       return ctx.show(list, () => listView("runs", runColumns, list.items));
     },
   }),
+  logs: runLogs,
   wait: defineCommand({
     summary: "wait until a run ends, then show it",
     args: ["run"],
