@@ -97,9 +97,9 @@ export class AssistantRunner implements AgentRunner {
       };
     };
     const usage = (): RunUsage => ({ ...modelUsage(), ...counts });
-    const done = (r: Omit<AgentRunResult, "usage" | "models" | "exit_code">): AgentRunResult => ({
+    const done = (r: Omit<AgentRunResult, "usage" | "models" | "exitCode">): AgentRunResult => ({
       ...r,
-      exit_code: r.status === "succeeded" ? 0 : null,
+      exitCode: r.status === "succeeded" ? 0 : null,
       usage: usage(),
       models,
     });
@@ -184,19 +184,19 @@ export class AssistantRunner implements AgentRunner {
           await events("budget", { ...budget, step: counts.steps });
           const reached = reachedOf(budget);
           if (budget.on_limit === "stop")
-            return done({ status: "failed", status_reason: `${reached}; stopped`, output: last });
+            return done({ status: "failed", reason: `${reached}; stopped`, output: last });
           // the gateway makes it the one last call: LAST_CALL_NOTE is said, no tool may be asked for
           const final = await turn("none");
           return done({
             status: "succeeded",
-            status_reason: `${reached}; finished with a last call without tools`,
+            reason: `${reached}; finished with a last call without tools`,
             output: final.text,
           });
         }
         if (counts.steps >= MAX_STEPS)
           return done({
             status: "failed",
-            status_reason: `the model still asked for tools after ${MAX_STEPS} steps`,
+            reason: `the model still asked for tools after ${MAX_STEPS} steps`,
             output: last,
           });
         const answer = await turn("auto");
@@ -204,7 +204,7 @@ export class AssistantRunner implements AgentRunner {
         if (answer.lastCall)
           return done({
             status: "succeeded",
-            status_reason: `${reachedOf(gateway.reached())}; finished with a last call without tools`,
+            reason: `${reachedOf(gateway.reached())}; finished with a last call without tools`,
             output: answer.text,
           });
         if (answer.toolCalls.length === 0) return done({ status: "succeeded", output: answer.text });
@@ -224,13 +224,13 @@ export class AssistantRunner implements AgentRunner {
           "call_max" in st
             ? `${budgetName(st)} was reached (${st.used} of ${st.max} used, ${st.reserved} held; the next call may use up to ${st.call_max})`
             : reachedOf(st);
-        return done({ status: "failed", status_reason: `${why}; stopped`, output: last });
+        return done({ status: "failed", reason: `${why}; stopped`, output: last });
       }
-      if (signal.aborted) return done({ status: "cancelled", status_reason: "aborted", output: last });
+      if (signal.aborted) return done({ status: "cancelled", reason: "aborted", output: last });
       const f = failureOf(err);
       return done({
         status: "failed",
-        status_reason: `the model call failed: ${f.status !== null ? `${f.status} ` : ""}${f.message}`,
+        reason: `the model call failed: ${f.status !== null ? `${f.status} ` : ""}${f.message}`,
         output: last,
       });
     } finally {

@@ -373,13 +373,13 @@ export class HarnessRunner implements AgentRunner {
         status,
         ...(status === "failed"
           ? {
-              status_reason: result.signal
+              reason: result.signal
                 ? `the ${this.kind} CLI was killed by ${result.signal}`
                 : `the ${this.kind} CLI exited with ${result.exitCode}`,
             }
           : {}),
         output: output.text(),
-        exit_code: result.exitCode,
+        exitCode: result.exitCode,
         usage: usage(),
         models,
       };

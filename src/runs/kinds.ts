@@ -6,6 +6,7 @@ import type { AgentSpec } from "../contract/spec.js";
 import type { GatewaySession, ModelUsage, RunEventSink } from "../models/types.js";
 import type { Workload } from "../workloads/index.js";
 import type { HarnessSession } from "./harness.js";
+import type { Runner, RunOutcome } from "./runner.js";
 
 export interface RunUsage extends ModelUsage {
   steps: number;
@@ -60,20 +61,18 @@ export interface SuspendedLoop {
 /** What a conversation's turn adds to an agent run: its history, its transcript, its CLI session. */
 export type TurnHooks = Pick<AgentRunContext, "history" | "append" | "session">;
 
-export interface AgentRunResult {
-  /** suspended: the server stopped while a call waited for an approval; the run goes on in the next. */
-  status: "succeeded" | "failed" | "timed_out" | "cancelled" | "suspended";
-  status_reason?: string;
-  output: string;
-  exit_code: number | null;
+/**
+ * What an agent kind's loop answers: a run's outcome in the same words (suspended: the server
+ * stopped while a call waited for an approval; the run goes on in the next), with its usage
+ * counted the kind's way and the models it called, in order of first use.
+ */
+export type AgentRunResult = Pick<RunOutcome, "status" | "reason" | "exitCode" | "output"> & {
   usage: RunUsage;
-  /** The models the run called, in order of first use. */
   models: string[];
-}
+};
 
-export interface AgentRunner {
-  run(ctx: AgentRunContext): Promise<AgentRunResult>;
-}
+/** An agent kind's loop is a runner like every other (runner.ts), given the agent run's context. */
+export type AgentRunner = Runner<AgentRunContext, AgentRunResult>;
 
 /** The runners of agent kinds, by kind: each kind's module registers its own at composition. */
 export class AgentRunners {

@@ -126,9 +126,9 @@ export class ModelRunner implements RunRunner {
       if (m) usage = { ...usage, ...m };
       result = {
         status: "failed",
-        status_reason: err instanceof Error ? err.message : String(err),
+        reason: err instanceof Error ? err.message : String(err),
         output: "",
-        exit_code: null,
+        exitCode: null,
         usage,
         models: [],
       };
@@ -167,8 +167,8 @@ export class ModelRunner implements RunRunner {
     };
     return {
       status: result.status,
-      reason: result.status_reason ?? null,
-      exitCode: result.exit_code,
+      reason: result.reason ?? null,
+      exitCode: result.exitCode,
       output,
       receipt,
       usage: usageView(usage),

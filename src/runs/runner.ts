@@ -42,10 +42,19 @@ export interface RunOutcome {
   usage?: RunUsage | undefined;
 }
 
-export interface RunRunner {
+/**
+ * The one runner interface: given a context, it answers an outcome. A run's runner is given
+ * the run's context (RunRunner); an agent kind's loop, inside ModelRunner, the agent run's
+ * (kinds.ts: AgentRunner), and answers in the same words.
+ */
+export interface Runner<C = RunnerContext, O = RunOutcome> {
+  run(ctx: C): Promise<O>;
+}
+
+/** A run's runner, which also says what the run's `started` event tells of its kind. */
+export interface RunRunner extends Runner {
   /** What the run's `started` event says of this kind (beyond agent, input and time limit). */
   started(work: Workload): Record<string, unknown>;
-  run(ctx: RunnerContext): Promise<RunOutcome>;
 }
 
 /** A run to start: what its row says, and its runner. */
