@@ -1,5 +1,6 @@
 // The artifact store as one agent's tools see it, the agent acting as itself: its own notes
-// and the notes whose access list reaches it, its memory (the current text only: earlier
+// and the notes whose access list reaches it (its organisation's spelled `org/<name>.md`, a
+// bare name being its own), its memory (the current text only: earlier
 // revisions are for operators), the collections whose access list reaches it (records written
 // only under `write`), and its own scripts. What it writes is redacted of every secret that
 // reaches it before it is stored.
@@ -26,6 +27,9 @@ type Redactor = { redactText(s: string): string };
 
 const refused = (what: string) => new WarrenError("access.denied", what);
 
+/** How note tools spell an organisation's note (`<name>.md` in the store): `org/<name>.md`. */
+const ORG_NOTES = "org/";
+
 export class AgentArtifacts {
   constructor(
     private readonly db: Db,
@@ -33,13 +37,26 @@ export class AgentArtifacts {
     private readonly redactor: () => Promise<Redactor>,
   ) {}
 
-  /** A note's display path: a bare name (`plan.md`) is the agent's own note. */
+  /**
+   * A note as note tools name it: a bare name (`plan.md`) is the agent's own note,
+   * `org/<name>.md` its organisation's, any other a display path (`guilds/<guild id>/<name>.md`,
+   * `agents/<agent id>/notes/<name>.md`). Answers the note's path in the store.
+   */
   notePath(raw: string): Extract<ArtifactPath, { kind: "note" }> {
-    const full = raw.includes("/") ? raw : `agents/${this.agent.id}/notes/${raw}`;
+    const org = raw.startsWith(ORG_NOTES) ? raw.slice(ORG_NOTES.length) : null;
+    if (org !== null && org.includes("/"))
+      throw new WarrenError("request.invalid", `${raw} is not an organisation's note (org/<name>.md)`);
+    const full = org ?? (raw.includes("/") ? raw : `agents/${this.agent.id}/notes/${raw}`);
     const p = parseArtifactPath(full);
     if (p.kind !== "note")
       throw new WarrenError("request.invalid", `${raw} is not a note (a path ending in .md)`);
     return p;
+  }
+
+  /** A note's path in the store as note tools spell it (what note_list gives): `org/<name>.md` for an organisation's. */
+  spelled(path: string): string {
+    const p = parseArtifactPath(path);
+    return p.kind === "note" && p.owner === "org" ? `${ORG_NOTES}${p.name}` : path;
   }
 
   #own(p: ArtifactPath): boolean {
@@ -102,22 +119,27 @@ export class AgentArtifacts {
     });
     return items.map((i) => ({
       ...i,
+      path: this.spelled(i.path),
       mode: this.#own(parseArtifactPath(i.path)) ? "write" : reach.get(i.path)!,
     }));
   }
 
+  /** A note the agent reaches; one it does not is refused alike whether it exists or not. */
   async readNote(raw: string): Promise<string> {
     const p = this.notePath(raw);
+    const name = this.spelled(p.path);
     if (!this.#own(p) && !allowsRead(await this.#mode(p.path)))
-      throw refused(`the note ${p.path} is not shared with you`);
-    return this.#content(p.path, `there is no note ${p.path}`);
+      throw refused(`the note ${name} is not shared with you`);
+    return this.#content(p.path, `there is no note ${name}`);
   }
 
   async writeNote(raw: string, content: string) {
     const p = this.notePath(raw);
+    const name = this.spelled(p.path);
     if (!this.#own(p) && (await this.#mode(p.path)) !== "write")
-      throw refused(`you may not write the note ${p.path} (its access list gives you no write)`);
-    return this.#write(p, content);
+      throw refused(`you may not write the note ${name} (its access list gives you no write)`);
+    const r = await this.#write(p, content);
+    return { ...r, path: name };
   }
 
   // ---- memory: the current text only

@@ -34,7 +34,7 @@ const obj = (properties: Record<string, unknown>, required: string[] = []) => ({
 });
 const s = (description: string) => ({ type: "string", description });
 const NOTE_PATH = s(
-  "a note: a name like plan.md for one of your own, or a display path (agents/<agent id>/notes/<name>.md, guilds/<guild id>/<name>.md, <name>.md)",
+  "a note as note_list gives it: a name like plan.md for one of your own, org/<name>.md for your organisation's, guilds/<guild id>/<name>.md for a guild's, agents/<agent id>/notes/<name>.md",
 );
 
 const lines = (items: { path: string; bytes: number; revision: number; mode?: string }[], empty: string) =>
@@ -229,13 +229,13 @@ const BUILDERS: Record<ArtifactTool, (env: BuiltinEnv) => ToolImpl> = {
   }),
 };
 
-/** A note's path in its canonical form (a bare name is the agent's own note), which the policy tests. */
+/** A note's path in its canonical form (a bare name is the agent's own note; an organisation's is org/<name>.md), which the policy tests. */
 const notePath =
   (env: BuiltinEnv) =>
   (value: unknown, name: string): string => {
     if (typeof value !== "string") throw new ToolFailure(`the argument "${name}" must be a string`);
     try {
-      return env.artifacts.notePath(value).path;
+      return env.artifacts.spelled(env.artifacts.notePath(value).path);
     } catch (err) {
       if (isWarrenError(err)) throw new ToolFailure(err.message);
       throw err;

@@ -148,6 +148,99 @@ describe("the artifact tools", { skip: boxSkipReason() ?? false }, () => {
     assert.match(bad.output, /refused before the tool policy/);
   });
 
+  test("note tools reach every note the access lists reach, as note_list spells it: the organisation's (org/<name>.md), a guild's and its own", async () => {
+    const put = async (p: string, text: string) => {
+      const r = await t.inject({
+        method: "PUT",
+        url: `/api/orgs/${org.id}/artifacts/${p}`,
+        headers: { "content-type": "text/markdown" },
+        payload: text,
+      });
+      assert.equal(r.statusCode, 200, r.body);
+    };
+    const share = async (p: string, grants: unknown[]) => {
+      const r = await t.call("PUT", `/api/orgs/${org.id}/access/${p}`, { grants });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+    };
+    const crew = (await t.call("POST", "/api/guilds", { org_id: org.id, name: "crew" })).body;
+    assert.equal((await t.call("POST", `/api/guilds/${crew.id}/agents`, { agent_id: a.id })).status, 204);
+    await put("team-notes.md", "standup at 9:30");
+    await share("team-notes.md", [{ scope: "org", id: org.id, mode: "write" }]);
+    await put("handbook.md", "read, do not edit");
+    await share("handbook.md", [{ scope: "org", id: org.id, mode: "read" }]);
+    await put(`guilds/${crew.id}/roster.md`, "ana, bo");
+    await share(`guilds/${crew.id}/roster.md`, [{ scope: "guild", id: crew.id, mode: "write" }]);
+    // reached by nothing: an organisation note with no access list, and one that does not exist
+    await put("board-only.md", "the board's plans");
+
+    const { set, records } = await tools(ALLOW_ALL, ["note_list", "note_read", "note_write"]);
+    const call = async (name: string, args: Record<string, unknown>) => (await set.call(name, args)).output;
+    assert.equal(
+      (await call("note_write", { path: "mine.md", content: "my own" })).trim(),
+      `wrote agents/${a.id}/notes/mine.md (revision 1)`,
+    );
+    const listed = await call("note_list", {});
+    const paths = listed.split("\n").map((l) => l.split("\t")[0]);
+    for (const p of [
+      "org/team-notes.md",
+      "org/handbook.md",
+      `guilds/${crew.id}/roster.md`,
+      `agents/${a.id}/notes/mine.md`,
+    ])
+      assert.ok(paths.includes(p), `${p} in:\n${listed}`);
+    assert.ok(!paths.some((p) => p?.includes("board-only")), listed);
+    assert.match(listed, /^org\/handbook\.md\t\d+ bytes\trevision 1\tread$/m);
+
+    // every path note_list gives reads
+    assert.equal(await call("note_read", { path: "org/team-notes.md" }), "standup at 9:30");
+    assert.equal(await call("note_read", { path: "org/handbook.md" }), "read, do not edit");
+    assert.equal(await call("note_read", { path: `guilds/${crew.id}/roster.md` }), "ana, bo");
+    assert.equal(await call("note_read", { path: `agents/${a.id}/notes/mine.md` }), "my own");
+    assert.equal(await call("note_read", { path: "mine.md" }), "my own");
+    // a bare name stays the agent's own
+    assert.match(
+      await call("note_read", { path: "team-notes.md" }),
+      new RegExp(`no note agents/${a.id}/notes/team-notes\\.md`),
+    );
+
+    // under write: written where the access list says, as the store's path
+    assert.match(
+      await call("note_write", { path: "org/team-notes.md", content: "standup at 10" }),
+      /wrote org\/team-notes\.md \(revision 2\)/,
+    );
+    assert.match(
+      await call("note_write", { path: `guilds/${crew.id}/roster.md`, content: "ana, bo, cy" }),
+      /revision 2/,
+    );
+    const stored = await t.inject({ method: "GET", url: `/api/orgs/${org.id}/artifacts/team-notes.md` });
+    assert.equal(stored.body, "standup at 10");
+    assert.equal(await call("note_read", { path: `guilds/${crew.id}/roster.md` }), "ana, bo, cy");
+    // read only: refused, unchanged
+    assert.match(
+      await call("note_write", { path: "org/handbook.md", content: "edited" }),
+      /you may not write the note org\/handbook\.md/,
+    );
+    assert.equal(
+      (await t.inject({ method: "GET", url: `/api/orgs/${org.id}/artifacts/handbook.md` })).body,
+      "read, do not edit",
+    );
+
+    // a note no list reaches is refused alike whether it exists or not: nothing says which
+    const there = await call("note_read", { path: "org/board-only.md" });
+    const absent = await call("note_read", { path: "org/no-such-note.md" });
+    assert.match(there, /the note org\/board-only\.md is not shared with you/);
+    assert.equal(absent.replace("no-such-note", "board-only"), there);
+    assert.doesNotMatch(there, /the board's plans/);
+    assert.match(await call("note_write", { path: "org/board-only.md", content: "x" }), /you may not write/);
+    assert.match(await call("note_read", { path: "org/a/b.md" }), /not an organisation's note/);
+    // the policy sees the note as the tool spells it
+    assert.ok(
+      records.some(
+        (r) => r.tool === "note_read" && (r.arguments as { path?: string }).path === "org/team-notes.md",
+      ),
+    );
+  });
+
   test("script_write stores a script; script_run writes scripts/ in the home and runs it in the box as the agent", async () => {
     const { set } = await tools(ALLOW_ALL);
     assert.match(
