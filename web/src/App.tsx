@@ -6,6 +6,7 @@ import { OrgPage } from "./pages/Org";
 import { MachinePage } from "./pages/Machine";
 import { AgentPage } from "./pages/Agent";
 import { SecretsPage } from "./pages/Secrets";
+import { OrgUsagePage } from "./pages/Usage";
 import { Loading } from "./ui";
 
 const ThreadPage = lazy(() => import("./pages/Thread").then((m) => ({ default: m.ThreadPage })));
@@ -32,6 +33,7 @@ function Page() {
         <TablesPage orgId={m.id ?? ""} />
       </Suspense>
     );
+  if ((m = match("/orgs/:id/usage", path))) return <OrgUsagePage id={m.id ?? ""} />;
   if ((m = match("/orgs/:id/flows", path)))
     return (
       <Suspense fallback={<Loading />}>

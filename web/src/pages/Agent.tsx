@@ -14,6 +14,7 @@ import { EgressTab } from "./Egress";
 import { ConversationsTab } from "./Conversations";
 import { SchedulesTab } from "./Schedules";
 import { VersionsTab } from "./Versions";
+import { UsageCharts } from "./Usage";
 
 const TerminalTab = lazy(() => import("../terminal/TerminalTab").then((m) => ({ default: m.TerminalTab })));
 
@@ -175,6 +176,7 @@ export function AgentPage({ id, tab }: { id: string; tab: string }) {
                   a home or the machine is over its cap, the next run fails with <code>workspace.full</code>:
                   free space from the Terminal, or raise the cap in Settings.
                 </p>
+                {a ? <UsageCharts orgId={a.org_id} agentId={id} /> : null}
               </>
             ) : (
               <Loading rows={2} />

@@ -8,6 +8,7 @@ import { AreasSection } from "./Areas";
 import { OrgApprovals } from "./Approvals";
 import { Link, navigate, useTitle } from "../router";
 import { Action, Dialog, Empty, ErrorBox, Loading, mib, StatusBadge } from "../ui";
+import { OrgDashboard } from "./Usage";
 
 export function OrgPage({ id }: { id: string }) {
   const orgs = useOrgs();
@@ -61,8 +62,9 @@ export function OrgPage({ id }: { id: string }) {
       <p className="sub">
         <Link href={`/secrets?org=${id}`}>Secrets of this organisation</Link> ·{" "}
         <Link href={`/orgs/${id}/notes`}>Notes</Link> · <Link href={`/orgs/${id}/tables`}>Tables</Link> ·{" "}
-        <Link href={`/orgs/${id}/flows`}>Flows</Link>
+        <Link href={`/orgs/${id}/flows`}>Flows</Link> · <Link href={`/orgs/${id}/usage`}>Usage</Link>
       </p>
+      <OrgDashboard orgId={id} />
       <OrgApprovals orgId={id} can={can} />
 
       <h2>Machines</h2>
