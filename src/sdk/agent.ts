@@ -3,7 +3,7 @@ import { envelopeOf, WarrenApiError } from "./errors.js";
 import { ndjson } from "./ndjson.js";
 import { AgentConversations, AgentPersonas, ConversationsApi, PersonasApi } from "./conversations.js";
 import { AgentSchedules, SchedulesApi } from "./schedules.js";
-import type { RunsApi } from "./runs.js";
+import type { RunsApi, WaitOptions } from "./runs.js";
 import { AgentTerminal } from "./terminal.js";
 import { AgentVersions } from "./versions.js";
 import { homePath, seg, type RequestOptions, type Transport } from "./transport.js";
@@ -114,6 +114,14 @@ export class AgentRuns {
   }
 }
 
+/** What `agent.ask` answers: the agent's answer text and the run that made it. */
+export interface AskAnswer {
+  /** The answer (the run's output); empty when the run did not succeed. */
+  text: string;
+  /** The run, ended: its status says whether the answer is whole. */
+  run: Run;
+}
+
 export class AgentHandle {
   readonly files: AgentFiles;
   readonly runs: AgentRuns;
@@ -127,6 +135,7 @@ export class AgentHandle {
   readonly versions: AgentVersions;
   /** Standing orders to run the agent. */
   readonly schedules: AgentSchedules;
+  readonly #runs: RunsApi;
 
   constructor(
     private readonly http: Transport,
@@ -135,11 +144,22 @@ export class AgentHandle {
   ) {
     this.files = new AgentFiles(http, id);
     this.runs = new AgentRuns(runs, id);
+    this.#runs = runs;
     this.terminal = new AgentTerminal(http, id);
     this.conversations = new AgentConversations(new ConversationsApi(http), id);
     this.personas = new AgentPersonas(new PersonasApi(http), id);
     this.versions = new AgentVersions(http, id);
     this.schedules = new AgentSchedules(new SchedulesApi(http), id);
+  }
+
+  /**
+   * Asks the agent once: a run of the agent by its kind on `text`, waited for. Answers its text
+   * and the run (a run that did not succeed answers its status, not an error).
+   */
+  async ask(text: string, opts: WaitOptions = {}): Promise<AskAnswer> {
+    const started = await this.#runs.create(this.id, { kind: "agent", input: text }, { signal: opts.signal });
+    const run = await this.#runs.wait(started.id, opts);
+    return { text: run.status === "succeeded" ? run.output : "", run };
   }
 
   /** Runs a command in the agent's box as the agent and answers once it ended, with its output. */

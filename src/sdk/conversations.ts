@@ -109,6 +109,14 @@ export class AgentConversations {
   events(id: string, opts: StreamOptions = {}): AsyncGenerator<ConversationStreamEvent, void> {
     return this.api.events(id, opts);
   }
+  /** What a branch conversation (one started with `repo`) changed against its base. */
+  diff(id: string, opts: RequestOptions = {}): Promise<ConversationDiff> {
+    return this.api.diff(id, opts);
+  }
+  /** Lands a branch conversation's branch into its base (owners and admins). */
+  land(id: string, opts: RequestOptions = {}): Promise<{ landed: true; commit: string }> {
+    return this.api.land(id, opts);
+  }
 }
 
 /** One agent's personas. */

@@ -27,7 +27,7 @@ export { AGENT_KINDS, HARNESS_KINDS, ROLES, TRUSTS } from "./lists.js";
 export { WarrenApiError, isWarrenApiError } from "./errors.js";
 export type { ClientErrorCode, ErrorCode, WarrenErrorCode } from "./errors.js";
 
-export type { ExecCommand, ExecOptions } from "./agent.js";
+export type { AskAnswer, ExecCommand, ExecOptions } from "./agent.js";
 export type { WaitOptions } from "./runs.js";
 export type { WarrenClientOptions, RequestOptions } from "./transport.js";
 export type {

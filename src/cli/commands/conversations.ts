@@ -1,8 +1,14 @@
 // `warren conversations ...`: an agent's threads, read and closed, a branch's diff and its landing
 // (talk in one with `warren chat`).
-import type { Conversation, ConversationDiff, ConversationMessage } from "../../sdk/index.js";
+import type {
+  Conversation,
+  ConversationCreateRequest,
+  ConversationDiff,
+  ConversationMessage,
+} from "../../sdk/index.js";
 import { defineCommand, defineGroup, type Input } from "../command.js";
 import { detailView, listView, short, visible, type Column } from "../format.js";
+import { orgOption } from "../options.js";
 
 export const conversationColumns: Column<Conversation>[] = [
   { header: "ID", value: (c) => c.id },
@@ -52,6 +58,32 @@ export const conversations = defineGroup(
   "conversations",
   "an agent's conversations (talk with `warren chat`)",
   {
+    start: defineCommand({
+      summary: "start a conversation with an agent; with --repo a branch conversation (see diff and land)",
+      args: ["agent"],
+      options: [
+        orgOption,
+        {
+          name: "repo",
+          value: "<repo>",
+          help: "a git repository of the home; the conversation works on a branch of it",
+        },
+        { name: "title", value: "<text>", help: "the conversation's title" },
+        { name: "persona", value: "<prs_id>", help: "the persona whose narrowing every turn keeps" },
+      ],
+      parse: (i) => {
+        const body: ConversationCreateRequest = {};
+        const [repo, title, persona] = [i.str("repo"), i.str("title"), i.str("persona")];
+        if (repo !== undefined) body.repo = repo;
+        if (title !== undefined) body.title = title;
+        if (persona !== undefined) body.persona_id = persona;
+        return { agentId: i.arg("agent"), orgId: i.str("org"), body };
+      },
+      run: async (ctx, p) => {
+        const c = await ctx.client.agent(p.agentId).conversations.create(p.body);
+        return ctx.show(c, () => detailView(c));
+      },
+    }),
     list: defineCommand({
       summary: "list an agent's conversations",
       args: ["agent"],
