@@ -79,7 +79,7 @@ describe("the app's trace, Markdown, Stop, approvals and breadcrumbs", { concurr
       "turns.json",
       JSON.stringify([
         { tool_calls: [{ name: "read_file", input: { path: "notes.txt" } }] },
-        { text: "Tomatoes go in in May." },
+        { text: "Tomatoes go in in **May**." },
       ]),
     );
     const r = await api("POST", `/api/agents/${agentId}/runs`, { kind: "agent", input: "when?" });
@@ -115,6 +115,8 @@ describe("the app's trace, Markdown, Stop, approvals and breadcrumbs", { concurr
       await page.getByTestId("trace-summary").innerText(),
       /^succeeded: 2 steps, 1 tool calls \(0 refused\), \d+→\d+ tokens, \$\d+\.\d{6}$/,
     );
+    // the run's answer is drawn as Markdown
+    assert.equal(await page.getByTestId("run-output").locator("strong").innerText(), "May");
     // a line opens to its event whole
     const tool = lines.filter({ has: page.locator("b", { hasText: /^tool$/ }) }).first();
     await tool.locator("summary").click();

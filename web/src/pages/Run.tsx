@@ -6,6 +6,7 @@ import { isTerminalRunStatus, type Run } from "warren/sdk";
 import { keys, useCan, warren } from "../api";
 import { Link, useTitle } from "../router";
 import { useEventStream } from "../stream";
+import { Markdown } from "../markdown";
 import { TraceTimeline } from "../trace";
 import { Action, bytes, Empty, ErrorBox, Loading, StatusBadge, when } from "../ui";
 import { RunApprovals } from "./Approvals";
@@ -98,6 +99,9 @@ export function RunPage({ agentId, runId }: { agentId: string; runId: string }) 
           <h2>Output</h2>
           {r.output_withheld ? (
             <Empty>Your role (auditor) sees the record of a run without its output or trace.</Empty>
+          ) : ended && r.kind !== "command" && r.output ? (
+            // an agent's answer, drawn as Markdown (a command's output stays as printed)
+            <Markdown text={r.output} className="answer" testId="run-output" />
           ) : (
             <pre className="output" data-testid="run-output">
               {ended ? r.output || liveOutput || "(no output)" : liveOutput || "(waiting for output…)"}
