@@ -3,65 +3,24 @@
 // run, agents and workspace, then ended (its workspace kept where it says), and the refusals.
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import { rm } from "node:fs/promises";
 import path from "node:path";
-import { Readable, Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
-import { runCli } from "../../src/cli/run.js";
-import { parseConfig } from "../../src/config/index.js";
-import { createServer, type Server } from "../../src/server.js";
 import { boxSkipReason } from "../box/fixture.js";
-import { stateWithPolicy } from "../workspaces/support.js";
-
-class Sink extends Writable {
-  readonly chunks: Buffer[] = [];
-  override _write(chunk: Buffer, _enc: BufferEncoding, done: () => void): void {
-    this.chunks.push(chunk);
-    done();
-  }
-  get text(): string {
-    return Buffer.concat(this.chunks).toString("utf8");
-  }
-}
+import { runWarren, warrenJson } from "../support/cli.js";
+import type { TestServer } from "../support/server.js";
+import { serverWithPolicy } from "../workspaces/support.js";
 
 describe("warren flows", { skip: boxSkipReason() ?? false }, () => {
-  let root = "";
-  let server: Server | undefined;
-  let url = "";
+  let t: TestServer | undefined;
 
-  async function warren(argv: string[]) {
-    const stdout = new Sink();
-    const stderr = new Sink();
-    const code = await runCli(argv, {
-      stdout,
-      stderr,
-      stdin: Readable.from([]),
-      env: { WARREN_URL: url, WARREN_HEADERS: "x-forwarded-email: me@example.com" },
-    });
-    return { code, stdout: stdout.text, stderr: stderr.text };
-  }
-  async function json(argv: string[]) {
-    const r = await warren([...argv, "--json"]);
-    assert.equal(r.code, 0, r.stderr);
-    return JSON.parse(r.stdout);
-  }
+  const warren = (argv: string[]) => runWarren(argv, { url: t?.url, as: "me@example.com" });
+  const json = (argv: string[]) => warrenJson([...argv, "--json"], { url: t?.url, as: "me@example.com" });
 
   before(async () => {
-    root = await stateWithPolicy();
-    server = await createServer(
-      parseConfig({ STATE_ROOT: root, LOG_LEVEL: "silent", WARREN_PORT: "0", AUTH_MODE: "trusted-header" }),
-      { defaultMetrics: false },
-    );
-    url = await server.app.listen({ host: "127.0.0.1", port: 0 });
+    t = await serverWithPolicy({ listen: true, env: { AUTH_MODE: "trusted-header" } });
   });
   after(async () => {
-    try {
-      if (server)
-        for (const b of await server.provider.list()) await server.provider.remove(b.id).catch(() => {});
-      await server?.close();
-    } finally {
-      if (root) await rm(root, { recursive: true, force: true, maxRetries: 3 });
-    }
+    await t?.close();
   });
 
   test("create, list, start, run, show, end", async () => {

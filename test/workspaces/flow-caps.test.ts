@@ -3,52 +3,25 @@
 // refused with workspace.full until space is freed.
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import { rm } from "node:fs/promises";
 import path from "node:path";
 import { test } from "node:test";
 import { boxSkipReason } from "../box/fixture.js";
 import { dbLegs } from "../support/db.js";
-import { startTestServer } from "../support/server.js";
-import { stateWithPolicy } from "./support.js";
-
-const TERMINAL = ["succeeded", "failed", "timed_out", "cancelled", "lost"];
+import { classAgent, commandRun, serverWithPolicy } from "./support.js";
 
 for (const leg of dbLegs)
   test(
     `a flow instance's workspace is measured after each run and capped like a home (${leg.name})`,
     { skip: boxSkipReason() ?? leg.skip ?? false },
     async () => {
-      const root = await stateWithPolicy();
-      const t = await startTestServer({ stateRoot: root, leg, env: { WORKSPACE_MAX_MIB: "2" } });
+      const t = await serverWithPolicy({ leg, env: { WORKSPACE_MAX_MIB: "2" } });
       try {
-        const org = (await t.call("POST", "/api/orgs", { name: "caps" })).body;
-        const m = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
-        const a = (
-          await t.call("POST", "/api/agents", {
-            org_id: org.id,
-            machine_id: m.id,
-            name: "a",
-            workspace_class: "shared_instance",
-          })
-        ).body;
+        const { org, a } = await classAgent(t, "caps", "shared_instance");
         const flow = (await t.call("POST", "/api/flows", { org_id: org.id, name: "f", agent_ids: [a.id] }))
           .body;
         const inst = (await t.call("POST", `/api/flows/${flow.id}/instances`, {})).body;
         assert.equal(inst.workspace.mib, null, "not measured before a run");
-        const run = async (command: string) => {
-          const r = await t.call("POST", `/api/flow-instances/${inst.id}/runs`, {
-            agent_id: a.id,
-            kind: "command",
-            command,
-          });
-          if (r.status !== 202) return r;
-          for (const end = Date.now() + 60_000; Date.now() < end;) {
-            const got = await t.call("GET", `/api/runs/${r.body.id}`);
-            if (TERMINAL.includes(got.body.status)) return got;
-            await new Promise((res) => setTimeout(res, 50));
-          }
-          throw new Error(`run ${r.body.id} did not end`);
-        };
+        const run = (command: string) => commandRun(t, a.id, command, inst.id);
         const big = await run("head -c 3145728 /dev/urandom > /workspace/big && echo ok");
         assert.equal(big.body.status, "succeeded", JSON.stringify(big.body));
         const measured = (await t.call("GET", `/api/flow-instances/${inst.id}`)).body;
@@ -81,7 +54,6 @@ for (const leg of dbLegs)
         assert.ok(after.workspace.mib < 2, JSON.stringify(after.workspace));
       } finally {
         await t.close();
-        await rm(root, { recursive: true, force: true, maxRetries: 3 });
       }
     },
   );

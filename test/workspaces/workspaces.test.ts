@@ -7,14 +7,13 @@ import { rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { boxSkipReason } from "../box/fixture.js";
+import { TERMINAL_STATUSES } from "../support/agent-runs.js";
 import { dbLegs } from "../support/db.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { agentLabels } from "../../src/workspaces/service.js";
 import { WarrenClient } from "../../src/sdk/index.js";
 import { tty, type Tty } from "../terminal/ws.js";
-import { stateWithPolicy } from "./support.js";
-
-const TERMINAL = ["succeeded", "failed", "timed_out", "cancelled", "lost"];
+import { classAgent, commandRun, serverWithPolicy, stateWithPolicy } from "./support.js";
 
 /** Runs a command run (optionally inside a flow instance) and waits until it ends. */
 async function runCommand(
@@ -23,21 +22,9 @@ async function runCommand(
   command: string,
   instanceId?: string,
 ): Promise<{ status: string; output: string; id: string }> {
-  const r = instanceId
-    ? await t.call("POST", `/api/flow-instances/${instanceId}/runs`, {
-        agent_id: agentId,
-        kind: "command",
-        command,
-      })
-    : await t.call("POST", `/api/agents/${agentId}/runs`, { kind: "command", command });
-  assert.equal(r.status, 202, JSON.stringify(r.body));
-  const end = Date.now() + 60_000;
-  for (;;) {
-    const run = (await t.call("GET", `/api/runs/${r.body.id}`)).body;
-    if (TERMINAL.includes(run.status)) return run;
-    if (Date.now() > end) throw new Error(`run ${r.body.id} still ${run.status}`);
-    await new Promise((res) => setTimeout(res, 50));
-  }
+  const r = await commandRun(t, agentId, command, instanceId);
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  return r.body;
 }
 
 for (const leg of dbLegs)
@@ -63,8 +50,8 @@ for (const leg of dbLegs)
     };
 
     before(async () => {
-      root = await stateWithPolicy();
-      t = await startTestServer({ stateRoot: root, leg });
+      t = await serverWithPolicy({ leg });
+      root = t.stateRoot;
       org = (await t.call("POST", "/api/orgs", { name: "ws" })).body;
       for (const trust of ["isolated", "shared"] as const)
         machines[trust] = (
@@ -75,7 +62,6 @@ for (const leg of dbLegs)
     });
     after(async () => {
       await t?.close();
-      await rm(root, { recursive: true, force: true, maxRetries: 3 });
     });
 
     test("an agent's spec names a declared class; an undeclared one is refused", async () => {
@@ -302,7 +288,7 @@ for (const leg of dbLegs)
       let run: any;
       for (;;) {
         run = (await t.call("GET", `/api/runs/${m.body.run_id}`)).body;
-        if (TERMINAL.includes(run.status) || Date.now() > end) break;
+        if (TERMINAL_STATUSES.includes(run.status) || Date.now() > end) break;
         await new Promise((res) => setTimeout(res, 50));
       }
       assert.equal(run.status, "succeeded", JSON.stringify(run));
@@ -353,16 +339,7 @@ describe("boot checks of workspaces", { skip: boxSkipReason() ?? false }, () => 
       const t = await startTestServer({ stateRoot: root });
       let agentId: string;
       try {
-        const org = (await t.call("POST", "/api/orgs", { name: "boot" })).body;
-        const m = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
-        agentId = (
-          await t.call("POST", "/api/agents", {
-            org_id: org.id,
-            machine_id: m.id,
-            name: "a",
-            workspace_class: "shared_instance",
-          })
-        ).body.id;
+        agentId = (await classAgent(t, "boot", "shared_instance")).a.id;
       } finally {
         await t.close();
       }
@@ -405,16 +382,7 @@ describe("boot checks of workspaces", { skip: boxSkipReason() ?? false }, () => 
       let leftover: string;
       let kept: string;
       try {
-        const org = (await t.call("POST", "/api/orgs", { name: "sweep" })).body;
-        const m = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
-        const a = (
-          await t.call("POST", "/api/agents", {
-            org_id: org.id,
-            machine_id: m.id,
-            name: "a",
-            workspace_class: "private_scratch",
-          })
-        ).body;
+        const { m, a } = await classAgent(t, "sweep", "private_scratch");
         // what a run cut short by a stop leaves: a unit of work's workspace with its labels
         const layout = t.server.workspaces.layout;
         leftover = await layout.prepareAgent(
@@ -467,8 +435,7 @@ describe("boot checks of workspaces", { skip: boxSkipReason() ?? false }, () => 
 
 describe("flows through the SDK", { skip: boxSkipReason() ?? false }, () => {
   test("a flow, an instance, a run in it, the end: the workspace kept where it says", async () => {
-    const root = await stateWithPolicy();
-    const t = await startTestServer({ stateRoot: root, listen: true });
+    const t = await serverWithPolicy({ listen: true });
     try {
       const client = new WarrenClient({ baseUrl: t.url! });
       const org = await client.orgs.create({ name: "sdk" });
@@ -503,27 +470,16 @@ describe("flows through the SDK", { skip: boxSkipReason() ?? false }, () => {
       );
     } finally {
       await t.close();
-      await rm(root, { recursive: true, force: true, maxRetries: 3 });
     }
   });
 });
 
 describe("a terminal's /workspace", { skip: boxSkipReason() ?? false }, () => {
   test("a terminal of an agent with a class works in the same /workspace as its commands", async () => {
-    const root = await stateWithPolicy();
-    const t = await startTestServer({ stateRoot: root, listen: true });
+    const t = await serverWithPolicy({ listen: true });
     let x: Tty | undefined;
     try {
-      const org = (await t.call("POST", "/api/orgs", { name: "tty" })).body;
-      const m = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
-      const a = (
-        await t.call("POST", "/api/agents", {
-          org_id: org.id,
-          machine_id: m.id,
-          name: "a",
-          workspace_class: "private_scratch",
-        })
-      ).body;
+      const { a } = await classAgent(t, "tty", "private_scratch");
       const w = await t.call("POST", `/api/agents/${a.id}/exec`, {
         command: "echo from-exec > /workspace/e.txt",
       });
@@ -537,7 +493,6 @@ describe("a terminal's /workspace", { skip: boxSkipReason() ?? false }, () => {
     } finally {
       x?.ws.close();
       await t.close();
-      await rm(root, { recursive: true, force: true, maxRetries: 3 });
     }
   });
 });
