@@ -18,13 +18,13 @@ import { flowRoutes } from "../http/routes/flows.js";
 import { homeRoutes } from "../http/routes/homes.js";
 import { machineRoutes } from "../http/routes/machines.js";
 import { orgRoutes } from "../http/routes/orgs.js";
-import { nameRoutes } from "../http/routes/names.js";
 import { portRoutes } from "../http/routes/ports.js";
 import { runRoutes } from "../http/routes/runs.js";
 import { scheduleRoutes } from "../http/routes/schedules.js";
 import { dispatchRoutes } from "../http/routes/dispatch.js";
 import { secretRoutes } from "../http/routes/secrets.js";
 import { terminalRoutes } from "../http/routes/terminal.js";
+import { usageRoutes } from "../http/routes/usage.js";
 import {
   approvalRoutes,
   evalRoutes,
@@ -33,6 +33,7 @@ import {
   versionRoutes,
 } from "../http/routes/versions.js";
 import { createPreviewServer, previewOrigin } from "../preview/index.js";
+import { UsageRecords } from "../records/usage.js";
 import type { Base } from "./base.js";
 import type { Services } from "./services.js";
 
@@ -76,7 +77,6 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
     streams: budget,
     routes: [
       ...orgRoutes(s.orgs),
-      ...nameRoutes(s),
       ...machineRoutes(s.machines),
       ...agentRoutes(s.agents),
       ...guildRoutes(s.guilds),
@@ -105,6 +105,8 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
       ...evidenceRoutes(s.evidence),
       ...guardrailRoutes(s.guardrails),
       ...budgetRoutes(s.budgets),
+      // what the runs used over time, summed from their receipts in the store
+      ...usageRoutes(new UsageRecords(base.store.db, access)),
       ...scheduleRoutes(s.schedules),
       ...dispatchRoutes(s.dispatch),
       ...flowRoutes(s.flows),

@@ -157,6 +157,7 @@ for (const leg of dbLegs)
           ok: 200,
           call: (s) => as(EMAIL[s])("PUT", `/api/orgs/${org}/guardrails`, { network_deny: [] }),
         },
+        "usage.read": { ok: 200, call: (s) => as(EMAIL[s])("GET", `/api/orgs/${org}/usage?step=1h`) },
       };
 
       const putFile = async (s: Seat, p: string): Promise<Answer> => {
