@@ -18,6 +18,7 @@ import { flowRoutes } from "../http/routes/flows.js";
 import { homeRoutes } from "../http/routes/homes.js";
 import { machineRoutes } from "../http/routes/machines.js";
 import { orgRoutes } from "../http/routes/orgs.js";
+import { nameRoutes } from "../http/routes/names.js";
 import { portRoutes } from "../http/routes/ports.js";
 import { runRoutes } from "../http/routes/runs.js";
 import { scheduleRoutes } from "../http/routes/schedules.js";
@@ -77,6 +78,7 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
     streams: budget,
     routes: [
       ...orgRoutes(s.orgs),
+      ...nameRoutes(s),
       ...machineRoutes(s.machines),
       ...agentRoutes(s.agents),
       ...guildRoutes(s.guilds),
