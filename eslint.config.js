@@ -11,8 +11,8 @@ import importX, { createNodeResolver } from "eslint-plugin-import-x";
 // floor with why it sits where it does (the lint message says it).
 const tiers = [
   {
-    names: ["access", "net", "policy"],
-    why: "who may do what, which addresses are reachable and the Cedar policies are asked by everything",
+    names: ["events", "access", "net", "policy"],
+    why: "the event bus, who may do what, which addresses are reachable and the Cedar policies are asked by everything",
   },
   { names: ["machines"], why: "machines hold boxes, and know only access" },
   {
@@ -73,6 +73,12 @@ const layers = [
     from: "./src/boxes/local",
     message: "the local provider is reached through src/boxes (its index: the interface and createProvider).",
   },
+  ...["local", "oci", "kubernetes"].map((provider, _, all) => ({
+    target: `./src/boxes/${provider}`,
+    from: all.filter((other) => other !== provider).map((other) => `./src/boxes/${other}`),
+    message:
+      "a provider never imports another provider: what they share (paths, records, users files, cgroups, locks) lives in src/boxes/kit, so each can change alone.",
+  })),
   {
     target: "./src/runtime",
     from: "./src",
@@ -81,6 +87,7 @@ const layers = [
       "./boxes",
       "./boxd",
       "./store",
+      "./events",
       "./errors.ts",
       "./ids.ts",
       "./config",

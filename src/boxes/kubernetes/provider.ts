@@ -9,26 +9,21 @@
 // State: the Pods, by label; the spec a box was created with, in
 // STATE_ROOT/run/k8s-boxes/<id>/box.json as the other providers keep it.
 import fs from "node:fs";
-import path from "node:path";
 import type { KubeConfig, V1Pod } from "@kubernetes/client-node";
-import { BoxdClient } from "../../boxd/client.js";
 import { WarrenError, notFound } from "../../errors.js";
 import { BOX_ID, checkSpec, readBoxRecord, recordSpec, writeBoxRecord } from "../kit/record.js";
-import { BoxDirs, providerRoots, type ProviderRoots } from "../kit/dirs.js";
-import { FsHomeLayout } from "../kit/layout.js";
-import type { LoggerLike } from "../kit/logger.js";
+import { providerRoots } from "../kit/dirs.js";
 import type {
-  BoxEndpoint,
   BoxHandle,
   BoxLabels,
   BoxProvider,
   BoxSpec,
   BoxState,
   BoxUsage,
-  HomeLayout,
   HostProbe,
   RunFilesDir,
 } from "../types.js";
+import { ProviderBase, type ProviderBaseOptions } from "../kit/base.js";
 import { KubeApi } from "./api.js";
 import { kubernetesProbes } from "./checks.js";
 import {
@@ -45,9 +40,8 @@ import {
 } from "./manifests.js";
 import { Relay } from "./relay.js";
 import { BoxVolume } from "./volume.js";
-import { KeyedLock } from "../kit/lock.js";
 
-export interface KubernetesProviderOptions extends ProviderRoots {
+export interface KubernetesProviderOptions extends ProviderBaseOptions {
   kubeConfig: KubeConfig;
   namespace: string;
   image: string;
@@ -63,7 +57,6 @@ export interface KubernetesProviderOptions extends ProviderRoots {
   seccomp?: PodSettings["seccomp"];
   orphanAfterS?: number;
   startTimeoutMs?: number;
-  logger?: LoggerLike | undefined;
 }
 
 /** A Pod's phase as a box's state. */
@@ -80,22 +73,17 @@ function podState(pod: V1Pod | null): BoxState | null {
   }
 }
 
-export class KubernetesProvider implements BoxProvider {
+export class KubernetesProvider extends ProviderBase implements BoxProvider {
   readonly name = "kubernetes" as const;
   /** A Pod cannot be frozen through the API: idle boxes are stopped (docs/kubernetes.md). */
   readonly pauses = false;
-  readonly homes: HomeLayout;
   readonly api: KubeApi;
-  private readonly dirs: BoxDirs;
   private readonly volume: BoxVolume;
   private readonly relays = new Map<string, Relay>();
-  private readonly locks = new KeyedLock();
 
   constructor(private readonly o: KubernetesProviderOptions) {
-    const { runRoot, workspacesRoot } = providerRoots(o);
-    this.dirs = new BoxDirs(path.join(runRoot, "k8s-boxes"), "boxd.sock");
-    this.homes = new FsHomeLayout(workspacesRoot);
-    this.volume = new BoxVolume(workspacesRoot, o.boxRootId ?? 0);
+    super(o, "k8s-boxes", "boxd.sock");
+    this.volume = new BoxVolume(providerRoots(o).workspacesRoot, o.boxRootId ?? 0);
     this.api = new KubeApi(o.kubeConfig, o.namespace);
   }
 
@@ -103,18 +91,6 @@ export class KubernetesProvider implements BoxProvider {
   close(): void {
     for (const r of this.relays.values()) r.close();
     this.relays.clear();
-  }
-
-  private boxDir(id: string): string {
-    return this.dirs.dir(id);
-  }
-
-  endpoint(id: string): Extract<BoxEndpoint, { kind: "unix" }> {
-    return this.dirs.endpoint(id);
-  }
-
-  client(id: string): BoxdClient {
-    return new BoxdClient(this.endpoint(id));
   }
 
   private handle(id: string, labels: BoxLabels, state: BoxState, pod: V1Pod | null): BoxHandle {
@@ -211,12 +187,12 @@ export class KubernetesProvider implements BoxProvider {
         await this.waitForBoxd(id, timeoutMs);
         const startedAt = running.status?.startTime ? new Date(running.status.startTime).toISOString() : null;
         await writeBoxRecord(this.boxDir(id), { ...rec, state: "running", startedAt });
-        this.o.logger?.info(`box ${id} started in Pod ${podName(id)}`);
+        this.logger.info(`box ${id} started in Pod ${podName(id)}`);
         return this.handle(id, spec.labels, "running", running);
       } catch (err) {
         await this.end(id).catch(() => undefined);
         await writeBoxRecord(this.boxDir(id), { ...rec, state: "stopped", startedAt: null });
-        this.o.logger?.error(`box ${id} failed to start: ${(err as Error).message}`);
+        this.logger.error(`box ${id} failed to start: ${(err as Error).message}`);
         throw new WarrenError(
           "box.unavailable",
           `box ${id} did not start: ${(err as Error).message}`,
@@ -232,12 +208,7 @@ export class KubernetesProvider implements BoxProvider {
   private async waitForBoxd(id: string, timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const answered = await this.client(id)
-        .ping(2000)
-        .then(
-          () => true,
-          () => false,
-        );
+      const answered = await this.answers(id, 2000);
       if (answered) return;
       if (Date.now() > deadline) throw new Error(`boxd did not answer within ${timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 50));
@@ -327,7 +298,7 @@ export class KubernetesProvider implements BoxProvider {
    * Rewrites the box's passwd and group on the claim from the homes in the machine's folder,
    * in place: the Pod has them mounted by sub-path, and sees the change at once.
    */
-  async refreshUsers(id: string): Promise<void> {
+  override async refreshUsers(id: string): Promise<void> {
     await this.locks.run(id, async () => {
       const rec = readBoxRecord(this.boxDir(id));
       if (rec) await this.volume.writeUsers(rec.spec);
@@ -335,7 +306,7 @@ export class KubernetesProvider implements BoxProvider {
   }
 
   /** The box's private folder on the claim (box root's, 0700), mounted in the Pod at IN_POD.privateDir. */
-  runFilesDir(id: string): RunFilesDir {
+  override runFilesDir(id: string): RunFilesDir {
     this.dirs.dir(id); // a malformed id is refused, as for every host path
     return { hostDir: this.volume.paths(id).private, boxDir: IN_POD.privateDir };
   }
@@ -346,7 +317,7 @@ export class KubernetesProvider implements BoxProvider {
   }
 
   /** No cgroup per command in a Pod: boxd ends a cancelled command's tree itself. */
-  async killCommand(): Promise<number> {
+  override async killCommand(): Promise<number> {
     return 0;
   }
 

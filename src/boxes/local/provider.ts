@@ -16,27 +16,15 @@
 
 import fs from "node:fs";
 import path from "node:path";
-import { WarrenError, notFound } from "../../errors.js";
-import { BoxdClient } from "../../boxd/client.js";
-import type {
-  BoxEndpoint,
-  BoxHandle,
-  BoxLabels,
-  BoxProvider,
-  BoxSpec,
-  BoxState,
-  BoxUsage,
-  HomeLayout,
-  HostProbe,
-  RunFilesDir,
-} from "../types.js";
+import { WarrenError } from "../../errors.js";
+import type { BoxHandle, BoxLabels, BoxProvider, BoxSpec, BoxState, BoxUsage, HostProbe } from "../types.js";
+import { ProviderBase } from "../kit/base.js";
 import { bwrapArgv, bwrapEnv } from "./bwrap.js";
 import { BOX_ROOT_HOST_ID } from "../kit/boxd.js";
 import {
   applyPlan,
   cgroupPlan,
   boxUsage,
-  killCgroup,
   delegateCgroups,
   destroyBoxCgroups,
   freezeBox,
@@ -44,7 +32,6 @@ import {
   type CgroupLayout,
 } from "../kit/cgroups.js";
 import { localProbes, requireLaunchParts } from "./checks.js";
-import { FsHomeLayout } from "../kit/layout.js";
 import { killBoxTree } from "./warm.js";
 import { claimWarm } from "../kit/warm.js";
 import { BoxFiles } from "../kit/box-files.js";
@@ -62,17 +49,13 @@ import {
   socketDirs,
 } from "../kit/record.js";
 import { refreshBoxUsers } from "../kit/users.js";
-import { BoxDirs, providerRoots } from "../kit/dirs.js";
-import { packageRoot, type LoggerLike } from "../kit/logger.js";
+import { packageRoot } from "../kit/logger.js";
 import { optionsSchema, type LocalProviderOptions } from "./options.js";
-import { KeyedLock } from "../kit/lock.js";
 export type { LocalProviderOptions } from "./options.js";
 export type { LoggerLike } from "../kit/logger.js";
 
-export class LocalProvider implements BoxProvider {
+export class LocalProvider extends ProviderBase implements BoxProvider {
   readonly name = "local" as const;
-  readonly homes: HomeLayout;
-  private readonly dirs: BoxDirs;
   private readonly boxdBinary: string;
   private readonly spawnHelper: string;
   private readonly warrenSecret: string;
@@ -82,17 +65,13 @@ export class LocalProvider implements BoxProvider {
   private readonly cgroupParent: string;
   private readonly startTimeoutMs: number;
   private readonly orphanAfterS: number;
-  private readonly logger: LoggerLike | undefined;
   private layout: CgroupLayout | null | undefined;
-  private readonly locks = new KeyedLock();
   private readonly launcher: BoxLauncher;
   private readonly boxFiles: BoxFiles;
 
   constructor(options: LocalProviderOptions) {
+    super(options, "boxes");
     const o = optionsSchema.parse(options);
-    const { runRoot, workspacesRoot } = providerRoots(o);
-    this.dirs = new BoxDirs(path.join(runRoot, "boxes"));
-    this.homes = new FsHomeLayout(workspacesRoot);
     this.boxdBinary = path.resolve(o.boxdBinary ?? path.join(packageRoot, "dist", "native", "boxd"));
     this.spawnHelper = path.resolve(o.spawnHelper ?? path.join(packageRoot, "dist", "native", "boxd-spawn"));
     this.warrenSecret = path.join(path.dirname(this.spawnHelper), "warren-secret");
@@ -102,8 +81,7 @@ export class LocalProvider implements BoxProvider {
     this.cgroupParent = o.cgroupParent ?? "warren";
     this.startTimeoutMs = o.startTimeoutMs ?? 10_000;
     this.orphanAfterS = o.orphanAfterS ?? 300;
-    this.logger = options.logger;
-    this.boxFiles = new BoxFiles(path.join(runRoot, "box-files"), this.boxRootId);
+    this.boxFiles = new BoxFiles(path.join(this.runRoot, "box-files"), this.boxRootId);
     this.launcher = new BoxLauncher(path.join(path.dirname(this.spawnHelper), "box-launch"));
   }
 
@@ -112,25 +90,7 @@ export class LocalProvider implements BoxProvider {
     this.launcher.close();
   }
 
-  // ---- paths -----------------------------------------------------------------------
-
-  private boxDir(id: string): string {
-    return this.dirs.dir(id);
-  }
-
-  endpoint(id: string): Extract<BoxEndpoint, { kind: "unix" }> {
-    return this.dirs.endpoint(id);
-  }
-
-  /** The box's boxd folder (bound at /run/boxd, box root's): a run's files go in runs/ there. */
-  runFilesDir(id: string): RunFilesDir {
-    return this.dirs.runFiles(id);
-  }
-
-  /** A client for the box's boxd. */
-  client(id: string): BoxdClient {
-    return new BoxdClient(this.endpoint(id));
-  }
+  // ---- records ---------------------------------------------------------------------
 
   private readRecord(id: string): BoxRecord | null {
     return readBoxRecord(this.boxDir(id));
@@ -151,15 +111,7 @@ export class LocalProvider implements BoxProvider {
   }
 
   private handle(rec: BoxRecord, state: BoxState): BoxHandle {
-    const up = state === "running" || state === "paused";
-    return {
-      id: rec.spec.id,
-      labels: rec.spec.labels,
-      state,
-      endpoint: this.endpoint(rec.spec.id),
-      pid: up ? rec.pid : null,
-      startedAt: up && rec.startedAt ? new Date(rec.startedAt) : null,
-    };
+    return this.handleOf(rec, state, rec.pid);
   }
 
   private async liveState(rec: BoxRecord): Promise<BoxState> {
@@ -194,8 +146,7 @@ export class LocalProvider implements BoxProvider {
 
   async start(id: string): Promise<BoxHandle> {
     return this.locks.run(id, async () => {
-      const rec = this.readRecord(id);
-      if (!rec) throw notFound(`box ${id}`);
+      const rec = this.recordOf(id);
       const now = await this.liveState(rec);
       if (now === "running") return this.handle(rec, "running");
       if (now === "paused") {
@@ -227,8 +178,7 @@ export class LocalProvider implements BoxProvider {
   /** Freezes the box's whole cgroup tree (boxd, commands, terminals): the freezer keeps it in memory. */
   async pause(id: string): Promise<void> {
     await this.locks.run(id, async () => {
-      const rec = this.readRecord(id);
-      if (!rec) throw notFound(`box ${id}`);
+      const rec = this.recordOf(id);
       const now = await this.liveState(rec);
       if (now === "paused") return;
       if (now !== "running") throw new WarrenError("box.unavailable", `box ${id} is not running`);
@@ -243,34 +193,24 @@ export class LocalProvider implements BoxProvider {
 
   async resume(id: string): Promise<BoxHandle> {
     return this.locks.run(id, async () => {
-      const rec = this.readRecord(id);
-      if (!rec) throw notFound(`box ${id}`);
+      const rec = this.recordOf(id);
       const now = await this.liveState(rec);
-      if (now === "paused") return this.thaw(rec);
-      if (now === "running") return this.handle(rec, "running");
-      throw new WarrenError("box.unavailable", `box ${id} is not paused`);
+      return this.resumeFrom(
+        id,
+        now,
+        () => this.thaw(rec),
+        () => this.handle(rec, "running"),
+      );
     });
   }
 
   /** Thaws a paused box. The ping connects first: a thawed boxd counts it as its server's contact. */
   private async thaw(rec: BoxRecord): Promise<BoxHandle> {
-    const answered = this.client(rec.spec.id)
-      .ping(2000)
-      .then(
-        () => null,
-        (err: unknown) => err,
-      );
+    const answered = this.pingNow(rec.spec.id);
     await freezeBox(rec.cgroupDirs, false);
     const running: BoxRecord = { ...rec, state: "running" };
     await this.writeRecord(running);
-    const err = await answered;
-    if (err)
-      throw new WarrenError(
-        "box.unavailable",
-        `box ${rec.spec.id} did not answer after its resume`,
-        undefined,
-        { cause: err },
-      );
+    await answered();
     return this.handle(running, "running");
   }
 
@@ -313,16 +253,6 @@ export class LocalProvider implements BoxProvider {
     });
   }
 
-  /**
-   * Rewrites the box's /etc/passwd and /etc/group from the homes in the machine's folder
-   * (each home owned by an agent uid is a user). In place: a running box sees it at once.
-   */
-  async refreshUsers(id: string): Promise<void> {
-    await this.locks.run(id, async () => {
-      refreshBoxUsers(this.boxDir(id));
-    });
-  }
-
   async usage(id: string): Promise<BoxUsage | null> {
     const rec = this.readRecord(id);
     if (!rec || rec.pid === null || rec.cgroupDirs.length === 0) return null;
@@ -337,14 +267,6 @@ export class LocalProvider implements BoxProvider {
       cgroupParent: this.cgroupParent,
       repair: opts.repair,
     });
-  }
-
-  async killCommand(id: string, name: string): Promise<number> {
-    if (!/^[A-Za-z0-9_.-]+$/.test(name) || name === "." || name === "..")
-      throw new WarrenError("request.invalid", `bad command cgroup ${JSON.stringify(name)}`);
-    const rec = this.readRecord(id);
-    if (!rec) return 0;
-    return killCgroup(rec.cgroupDirs.map((d) => path.join(d, "agents", name)));
   }
 
   // ---- the thin part that runs things ----------------------------------------------
@@ -454,7 +376,7 @@ export class LocalProvider implements BoxProvider {
       await this.kill(started);
       await this.writeRecord({ ...started, state: "stopped", pid: null, pidStart: null, startedAt: null });
       const log = tail(path.join(dir, "box.log"));
-      this.logger?.error(`box ${id} failed to start: ${(err as Error).message}`);
+      this.logger.error(`box ${id} failed to start: ${(err as Error).message}`);
       throw new WarrenError(
         "box.unavailable",
         `box ${id} did not start: ${(err as Error).message}${log ? `; log: ${log}` : ""}`,
@@ -464,7 +386,7 @@ export class LocalProvider implements BoxProvider {
         },
       );
     }
-    this.logger?.info(`box ${id} started (pid ${pid})`);
+    this.logger.info(`box ${id} started (pid ${pid})`);
     return this.handle(started, "running");
   }
 }

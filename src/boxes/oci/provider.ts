@@ -7,20 +7,9 @@
 // socket folders, passwd and group); the container carries the box's labels.
 import fs from "node:fs";
 import path from "node:path";
-import { WarrenError, notFound } from "../../errors.js";
-import { BoxdClient } from "../../boxd/client.js";
-import type {
-  BoxEndpoint,
-  BoxHandle,
-  BoxLabels,
-  BoxProvider,
-  BoxSpec,
-  BoxState,
-  BoxUsage,
-  HomeLayout,
-  HostProbe,
-  RunFilesDir,
-} from "../types.js";
+import { WarrenError } from "../../errors.js";
+import type { BoxHandle, BoxLabels, BoxProvider, BoxSpec, BoxState, BoxUsage, HostProbe } from "../types.js";
+import { ProviderBase, type ProviderBaseOptions } from "../kit/base.js";
 import { BOX_ROOT_HOST_ID } from "../kit/boxd.js";
 import {
   applyPlan,
@@ -32,7 +21,6 @@ import {
   freezeBox,
   freezeCgroup,
   isFrozen,
-  killCgroup,
 } from "../kit/cgroups.js";
 import {
   checkSpec,
@@ -45,10 +33,8 @@ import {
   type BoxRecord,
 } from "../kit/record.js";
 import { refreshBoxUsers } from "../kit/users.js";
-import { BoxDirs, providerRoots, type ProviderRoots } from "../kit/dirs.js";
 import { BoxFiles } from "../kit/box-files.js";
-import { FsHomeLayout } from "../kit/layout.js";
-import { packageRoot, type LoggerLike } from "../kit/logger.js";
+import { packageRoot } from "../kit/logger.js";
 import { hostSeccompArch } from "../kit/seccomp.js";
 import { containerConfig, containerName } from "./container.js";
 import { containerStates, Engine, engineState } from "./engine.js";
@@ -63,9 +49,8 @@ import {
 } from "./runtime.js";
 import { containerFreezerDirs } from "./freezer.js";
 import { claimWarmContainer, updateLimits } from "./warm.js";
-import { KeyedLock } from "../kit/lock.js";
 
-export interface OciProviderOptions extends ProviderRoots {
+export interface OciProviderOptions extends ProviderBaseOptions {
   /** The engine's unix socket (WARREN_OCI_SOCKET). */
   socket: string;
   /** The boxes' image (WARREN_OCI_IMAGE, built by scripts/oci.sh image). */
@@ -76,29 +61,22 @@ export interface OciProviderOptions extends ProviderRoots {
   boxdBinary?: string;
   orphanAfterS?: number;
   startTimeoutMs?: number;
-  logger?: LoggerLike | undefined;
 }
 
-export class OciProvider implements BoxProvider {
+export class OciProvider extends ProviderBase implements BoxProvider {
   readonly name = "oci" as const;
-  readonly homes: HomeLayout;
   readonly engine: Engine;
-  private readonly dirs: BoxDirs;
   private readonly native: string;
   private readonly boxdBinary: string;
   private readonly image: string;
   private readonly cgroupParent: string;
   private readonly orphanAfterS: number;
   private readonly startTimeoutMs: number;
-  private readonly logger: LoggerLike | undefined;
   private readonly boxFiles: BoxFiles;
-  private readonly locks = new KeyedLock();
   private readonly wantedRuntime: OciRuntime | undefined;
 
   constructor(o: OciProviderOptions) {
-    const { runRoot, workspacesRoot } = providerRoots(o);
-    this.dirs = new BoxDirs(path.join(runRoot, "oci-boxes"));
-    this.homes = new FsHomeLayout(workspacesRoot);
+    super(o, "oci-boxes");
     this.engine = new Engine(o.socket);
     this.native = path.join(packageRoot, "dist", "native");
     this.boxdBinary = path.resolve(o.boxdBinary ?? path.join(this.native, "boxd"));
@@ -107,28 +85,11 @@ export class OciProvider implements BoxProvider {
     this.cgroupParent = o.cgroupParent ?? "warren-oci";
     this.orphanAfterS = o.orphanAfterS ?? 300;
     this.startTimeoutMs = o.startTimeoutMs ?? 20_000;
-    this.logger = o.logger;
-    this.boxFiles = new BoxFiles(path.join(runRoot, "oci-box-files"), BOX_ROOT_HOST_ID);
+    this.boxFiles = new BoxFiles(path.join(this.runRoot, "oci-box-files"), BOX_ROOT_HOST_ID);
   }
 
   /** Nothing to let go of: each request opens its own connection to the engine. */
   close(): void {}
-
-  private boxDir(id: string): string {
-    return this.dirs.dir(id);
-  }
-
-  endpoint(id: string): Extract<BoxEndpoint, { kind: "unix" }> {
-    return this.dirs.endpoint(id);
-  }
-
-  runFilesDir(id: string): RunFilesDir {
-    return this.dirs.runFiles(id);
-  }
-
-  client(id: string): BoxdClient {
-    return new BoxdClient(this.endpoint(id));
-  }
 
   /** The name of the container of a box's record: its own, or a claimed warm box's. */
   private cname(rec: BoxRecord): string {
@@ -167,15 +128,7 @@ export class OciProvider implements BoxProvider {
   }
 
   private handle(rec: BoxRecord, state: BoxState): BoxHandle {
-    const up = state === "running" || state === "paused";
-    return {
-      id: rec.spec.id,
-      labels: rec.spec.labels,
-      state,
-      endpoint: this.endpoint(rec.spec.id),
-      pid: null,
-      startedAt: up && rec.startedAt ? new Date(rec.startedAt) : null,
-    };
+    return this.handleOf(rec, state, null);
   }
 
   private plan(rec: BoxRecord) {
@@ -194,8 +147,7 @@ export class OciProvider implements BoxProvider {
 
   async start(id: string): Promise<BoxHandle> {
     return this.locks.run(id, async () => {
-      const rec = readBoxRecord(this.boxDir(id));
-      if (!rec) throw notFound(`box ${id}`);
+      const rec = this.recordOf(id);
       const now = await this.containerState(rec);
       if (now === "running") return this.handle(rec, "running");
       if (now === "paused") return this.unpause(rec);
@@ -219,8 +171,7 @@ export class OciProvider implements BoxProvider {
    */
   async pause(id: string): Promise<void> {
     await this.locks.run(id, async () => {
-      const rec = readBoxRecord(this.boxDir(id));
-      if (!rec) throw notFound(`box ${id}`);
+      const rec = this.recordOf(id);
       const c = await this.container(rec);
       const now = c ? this.stateOf(rec, engineState(c.State.Status)) : null;
       if (now === "paused") return;
@@ -234,25 +185,21 @@ export class OciProvider implements BoxProvider {
 
   async resume(id: string): Promise<BoxHandle> {
     return this.locks.run(id, async () => {
-      const rec = readBoxRecord(this.boxDir(id));
-      if (!rec) throw notFound(`box ${id}`);
+      const rec = this.recordOf(id);
       // frozen by the provider: thawed without asking the engine (a gone container's freezer is gone too)
       const own = rec.containerCgroups ?? [];
       if (rec.state === "paused" && own.length && isFrozen(own)) return this.unpause(rec);
-      const now = await this.containerState(rec);
-      if (now === "paused") return this.unpause(rec);
-      if (now === "running") return this.handle(rec, "running");
-      throw new WarrenError("box.unavailable", `box ${id} is not paused`);
+      return this.resumeFrom(
+        id,
+        await this.containerState(rec),
+        () => this.unpause(rec),
+        () => this.handle(rec, "running"),
+      );
     });
   }
 
   private async unpause(rec: BoxRecord): Promise<BoxHandle> {
-    const answered = this.client(rec.spec.id)
-      .ping(2000)
-      .then(
-        () => null,
-        (err: unknown) => err,
-      );
+    const answered = this.pingNow(rec.spec.id);
     const own = rec.containerCgroups ?? [];
     if (own.length) await freezeBox([...own, ...rec.cgroupDirs], false);
     else {
@@ -261,16 +208,7 @@ export class OciProvider implements BoxProvider {
     }
     const running: BoxRecord = { ...rec, state: "running", containerCgroups: undefined };
     await writeBoxRecord(this.boxDir(rec.spec.id), running);
-    const err = await answered;
-    if (err)
-      throw new WarrenError(
-        "box.unavailable",
-        `box ${rec.spec.id} did not answer after its resume`,
-        undefined,
-        {
-          cause: err,
-        },
-      );
+    await answered();
     return this.handle(running, "running");
   }
 
@@ -282,12 +220,7 @@ export class OciProvider implements BoxProvider {
       this.locks.run(spec.id, async () => {
         // its boxd answering is what running means here (claimWarm reads its record's state)
         const warm = readBoxRecord(this.boxDir(warmId));
-        const up = await this.client(warmId)
-          .ping(1000)
-          .then(
-            () => true,
-            () => false,
-          );
+        const up = await this.answers(warmId, 1000);
         if (!warm || !up) throw new WarrenError("box.unavailable", "the warm box is not running");
         const rec = await claimWarmContainer(this.cname(warm), {
           ...{ warmBoxDir: this.boxDir(warmId), boxDir: this.boxDir(spec.id), spec },
@@ -298,7 +231,7 @@ export class OciProvider implements BoxProvider {
         void this.locks
           .run(spec.id, () => updateLimits(this.engine, this.cname(rec), spec.limits))
           .catch((err: unknown) =>
-            this.logger?.error(`box ${spec.id}: the container's limits were not updated: ${String(err)}`),
+            this.logger.error(`box ${spec.id}: the container's limits were not updated: ${String(err)}`),
           );
         return this.handle(rec, "running");
       }),
@@ -337,24 +270,10 @@ export class OciProvider implements BoxProvider {
     });
   }
 
-  async refreshUsers(id: string): Promise<void> {
-    await this.locks.run(id, async () => {
-      refreshBoxUsers(this.boxDir(id));
-    });
-  }
-
   async usage(id: string): Promise<BoxUsage | null> {
     const rec = readBoxRecord(this.boxDir(id));
     if (!rec || rec.cgroupDirs.length === 0 || rec.startedAt === null) return null;
     return boxUsage(rec.cgroupDirs);
-  }
-
-  async killCommand(id: string, name: string): Promise<number> {
-    if (!/^[A-Za-z0-9_.-]+$/.test(name) || name === "." || name === "..")
-      throw new WarrenError("request.invalid", `bad command cgroup ${JSON.stringify(name)}`);
-    const rec = readBoxRecord(this.boxDir(id));
-    if (!rec) return 0;
-    return killCgroup(rec.cgroupDirs.map((d) => path.join(d, "agents", name)));
   }
 
   hostProbes(): Record<string, HostProbe> {
@@ -439,12 +358,7 @@ export class OciProvider implements BoxProvider {
       await this.engine.expect("POST", `/containers/${containerName(id)}/start`, [204, 304]);
       const deadline = Date.now() + this.startTimeoutMs;
       for (;;) {
-        const ok = await this.client(id)
-          .ping(1000)
-          .then(
-            () => true,
-            () => false,
-          );
+        const ok = await this.answers(id, 1000);
         if (ok) break;
         if (Date.now() > deadline) throw new Error(`boxd did not answer within ${this.startTimeoutMs} ms`);
         if ((await this.containerState(started)) === "stopped") throw new Error("the container exited");
@@ -461,7 +375,7 @@ export class OciProvider implements BoxProvider {
         .catch(() => "");
       await this.end(started).catch(() => undefined);
       await writeBoxRecord(dir, { ...started, state: "stopped", startedAt: null });
-      this.logger?.error(`box ${id} failed to start: ${(err as Error).message}`);
+      this.logger.error(`box ${id} failed to start: ${(err as Error).message}`);
       // the runtime kept may have stopped working (the service started again with another)
       if (/OCI runtime/i.test((err as Error).message))
         forgetRuntime(this.engine, this.image, this.wantedRuntime);
@@ -473,7 +387,7 @@ export class OciProvider implements BoxProvider {
         { cause: err },
       );
     }
-    this.logger?.info(`box ${id} started in container ${containerName(id)} (runtime ${runtime.runtime})`);
+    this.logger.info(`box ${id} started in container ${containerName(id)} (runtime ${runtime.runtime})`);
     return this.handle(started, "running");
   }
 }
