@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { dbLegs } from "../support/db.js";
 import { asMember, orgWithAgent } from "../support/org.js";
+import { putHomeFile } from "../support/agent-runs.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { waitFor } from "../conversations/support.js";
 
@@ -26,15 +27,7 @@ for (const leg of dbLegs)
     let agent: string;
     const as = asMember(() => t);
     const owner = as(OWNER);
-    const put = async (p: string, text: string) => {
-      const r = await t.inject({
-        method: "PUT",
-        url: `/api/agents/${agent}/files/${p}`,
-        payload: Buffer.from(text),
-        headers: { "x-forwarded-email": OWNER, "content-type": "application/octet-stream" },
-      });
-      assert.equal(r.statusCode, 204, r.body);
-    };
+    const put = (p: string, text: string) => putHomeFile(t, agent, p, text, OWNER);
 
     const ended = (runId: string) =>
       waitFor(`run ${runId} to end`, async () => {

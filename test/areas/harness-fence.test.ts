@@ -14,6 +14,7 @@ import {
   type FakeResponsesServer,
   type ResponsesTurn,
 } from "../support/fake-responses.js";
+import { putHomeFile } from "../support/agent-runs.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { waitFor } from "../conversations/support.js";
 
@@ -47,15 +48,7 @@ describe("a fenced harness turn", { skip }, () => {
   const as = (email: string) => (method: string, url: string, body?: unknown) =>
     t.call(method, url, body, { "x-forwarded-email": email });
   const owner = as(OWNER);
-  const put = async (p: string, text: string) => {
-    const r = await t.inject({
-      method: "PUT",
-      url: `/api/agents/${agent}/files/${p}`,
-      payload: Buffer.from(text),
-      headers: { "x-forwarded-email": OWNER, "content-type": "application/octet-stream" },
-    });
-    assert.equal(r.statusCode, 204, r.body);
-  };
+  const put = (p: string, text: string) => putHomeFile(t, agent, p, text, OWNER);
   const turn = async (conversation: string, text: string) => {
     const m = await as(SUPPORT)("POST", `/api/conversations/${conversation}/messages`, { text });
     assert.equal(m.status, 202, JSON.stringify(m.body));

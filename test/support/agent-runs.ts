@@ -10,13 +10,22 @@ export interface TraceEvent {
   data: any;
 }
 
-/** PUT a file into the agent's home by the files API; fails the test unless 204. */
-export async function putHomeFile(t: TestServer, agentId: string, p: string, data: string): Promise<void> {
+/**
+ * PUT a file into the agent's home by the files API (as the person `as`, by the trusted
+ * header, when named); fails the test unless 204.
+ */
+export async function putHomeFile(
+  t: TestServer,
+  agentId: string,
+  p: string,
+  data: string,
+  as?: string,
+): Promise<void> {
   const r = await t.inject({
     method: "PUT",
     url: `/api/agents/${agentId}/files/${p}`,
     payload: data,
-    headers: { "content-type": "application/octet-stream" },
+    headers: { "content-type": "application/octet-stream", ...(as ? { "x-forwarded-email": as } : {}) },
   });
   assert.equal(r.statusCode, 204, r.body);
 }
