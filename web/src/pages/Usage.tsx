@@ -55,7 +55,13 @@ function Chart({
     .map((v, i) => (v === null ? null : `${PAD.left + i * bw + bw / 2},${y(v)}`))
     .filter((s): s is string => s !== null);
   return (
-    <figure className="card" data-testid={`chart-${id}`} data-max={max} data-total={total}>
+    <figure
+      className="card"
+      style={{ margin: 0, minHeight: 0 }}
+      data-testid={`chart-${id}`}
+      data-max={max}
+      data-total={total}
+    >
       <figcaption>
         <strong>{title}</strong>{" "}
         <span className="sub">{line ? `latest ${show(lastOf(values))}` : `in all ${show(total)}`}</span>
@@ -146,7 +152,13 @@ export function UsageCharts({ orgId, agentId }: { orgId: string; agentId?: strin
     <section aria-label="usage over time" data-testid="usage">
       <div role="group" aria-label="span" className="sub">
         {(Object.keys(SPANS) as Span[]).map((k) => (
-          <button key={k} type="button" aria-pressed={k === span} onClick={() => setSpan(k)}>
+          <button
+            key={k}
+            type="button"
+            className={k === span ? undefined : "secondary"}
+            aria-pressed={k === span}
+            onClick={() => setSpan(k)}
+          >
             {SPANS[k].label}
           </button>
         ))}
@@ -158,7 +170,7 @@ export function UsageCharts({ orgId, agentId }: { orgId: string; agentId?: strin
             {u.totals.execs} runs, {u.totals.tokens_in + u.totals.tokens_out} tokens ({u.totals.tokens_in} in,{" "}
             {u.totals.tokens_out} out), {dollars(u.totals.usd)}, {whole(u.totals.cpu_seconds)} CPU seconds.
           </p>
-          <div className="cards">
+          <div className="cards" style={{ gridTemplateColumns: "repeat(auto-fit, minmax(440px, 1fr))" }}>
             <Chart
               title="Tokens"
               id="tokens"
@@ -221,7 +233,7 @@ export function OrgDashboard({ orgId }: { orgId: string }) {
   });
   const up = machines.data?.filter((m) => m.state === "running").length;
   const tile = (id: string, label: string, value: string | undefined, of?: string) => (
-    <div className="card" data-testid={`tile-${id}`}>
+    <div className="card" style={{ minHeight: 0 }} data-testid={`tile-${id}`}>
       <h2>{label}</h2>
       <p>
         <strong data-testid={`value-${id}`}>{value ?? "…"}</strong>
