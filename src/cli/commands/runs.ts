@@ -6,6 +6,7 @@ import { detailView, listView, short, type Column } from "../format.js";
 import { commandOption, limitOptions, readLimits, readTarget, timeoutMsOption } from "../options.js";
 import { targetBody } from "./exec.js";
 import { runLogs } from "./run-logs.js";
+import { TurnView } from "./turns.js";
 
 export const runColumns: Column<Run>[] = [
   { header: "ID", value: (r) => r.id },
@@ -38,10 +39,12 @@ export function runExitCode(run: Run): number {
   return run.exit_code !== null && run.exit_code > 0 ? Math.min(255, run.exit_code) : EXIT_FAILED;
 }
 
-/** After `runs start --wait`: the run's output (or its JSON), and its exit code. */
-export async function finished(ctx: Context, run: Run): Promise<number> {
+/** After `runs start --wait`: the run's output (or its JSON; none again when `streamed` printed it), and its exit code. */
+export async function finished(ctx: Context, run: Run, streamed = ""): Promise<number> {
   if (ctx.json) await ctx.printJson(run);
-  else if (run.output)
+  else if (streamed) {
+    if (!streamed.endsWith("\n")) await ctx.out("\n");
+  } else if (run.output)
     // an agent's answer is text without a final newline; a command's output is printed as is
     await ctx.out(run.kind !== "command" && !run.output.endsWith("\n") ? `${run.output}\n` : run.output);
   if (!ctx.json && run.status !== "succeeded") {
@@ -122,6 +125,17 @@ export const runs = defineGroup("runs", "recorded runs of commands", {
       );
       if (!p.wait) return ctx.show(run, () => runView(run));
       const timeoutMs = p.timeoutS !== undefined ? p.timeoutS * 1000 + 60_000 : 24 * 3600_000;
+      // an agent's run: the model's text as it comes (each step once), its tool calls on stderr
+      if (p.target === null && !ctx.json) {
+        const view = new TurnView(run.id);
+        for await (const e of ctx.client.runs.stream(run.id)) {
+          const s = view.step({ ...e, run_id: run.id });
+          if (s.answer) await ctx.out(s.answer);
+          if (s.note) await ctx.err(s.note);
+          if (s.exit) break;
+        }
+        return finished(ctx, await ctx.client.runs.wait(run.id, { timeoutMs }), view.printed);
+      }
       return finished(
         ctx,
         await ctx.waitFor(`waiting for ${run.id}`, ctx.client.runs.wait(run.id, { timeoutMs })),
