@@ -71,11 +71,18 @@ export function bootProbes(
 export async function openBase(config: Config, state: StatePaths, opts: BaseOptions): Promise<Base> {
   // Secrets' key: checked at every start, so a lost or damaged key is found before it is needed.
   const masterKey = await resolveMasterKey(config, state.run);
+  // the provider says what it did through the server's logger, made below (it redacts secrets)
+  const boxLog: { to?: Logger } = {};
   const provider = createProvider(config, {
     stateRoot: state.root,
     runRoot: state.run,
     workspacesRoot: state.workspaces,
     orphanAfterS: config.BOX_ORPHAN_S,
+    logger: {
+      info: (m) => boxLog.to?.info(m),
+      warn: (m) => boxLog.to?.warn(m),
+      error: (m) => boxLog.to?.error(m),
+    },
   });
   // what boxes need: refused when missing, unless accepted (WARREN_ALLOW_DEGRADED)
   const checks = await runChecks(bootProbes(state, provider, opts.probes), config.WARREN_ALLOW_DEGRADED);
@@ -111,6 +118,7 @@ export async function openBase(config: Config, state: StatePaths, opts: BaseOpti
   const logger =
     opts.logger ??
     createLogger(config.LOG_LEVEL, opts.logDestination, (line) => secrets.logRedactor.redactText(line));
+  boxLog.to = logger;
   if (masterKey.source === "generated")
     logger.warn(
       { file: masterKey.file },

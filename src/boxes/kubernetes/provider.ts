@@ -113,7 +113,7 @@ export class KubernetesProvider extends ProviderBase implements BoxProvider {
       this.o.kubeConfig,
       { namespace: this.o.namespace, pod: podName(id) },
       this.endpoint(id).path,
-      this.o.logger,
+      this.logger,
     );
     if (this.relays.has(id)) relay.close();
     else this.relays.set(id, relay);
@@ -190,7 +190,9 @@ export class KubernetesProvider extends ProviderBase implements BoxProvider {
         this.logger.info(`box ${id} started in Pod ${podName(id)}`);
         return this.handle(id, spec.labels, "running", running);
       } catch (err) {
-        await this.end(id).catch(() => undefined);
+        await this.end(id).catch((cleanup: unknown) =>
+          this.logger.warn(`box ${id}: its Pod was not deleted after a failed start: ${String(cleanup)}`),
+        );
         await writeBoxRecord(this.boxDir(id), { ...rec, state: "stopped", startedAt: null });
         this.logger.error(`box ${id} failed to start: ${(err as Error).message}`);
         throw new WarrenError(

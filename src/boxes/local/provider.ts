@@ -150,7 +150,10 @@ export class LocalProvider extends ProviderBase implements BoxProvider {
       const now = await this.liveState(rec);
       if (now === "running") return this.handle(rec, "running");
       if (now === "paused") {
-        const thawed = await this.thaw(rec).catch(() => null);
+        const thawed = await this.thaw(rec).catch((err: unknown) => {
+          this.logger.warn(`box ${id} did not resume (${String(err)}); it starts again`);
+          return null;
+        });
         if (thawed) return thawed;
       }
       // Whatever is left of an earlier run (a hung boxd, stray processes) goes first:

@@ -373,7 +373,9 @@ export class OciProvider extends ProviderBase implements BoxProvider {
             .slice(-1500),
         )
         .catch(() => "");
-      await this.end(started).catch(() => undefined);
+      await this.end(started).catch((cleanup: unknown) =>
+        this.logger.warn(`box ${id}: its container was not removed after a failed start: ${String(cleanup)}`),
+      );
       await writeBoxRecord(dir, { ...started, state: "stopped", startedAt: null });
       this.logger.error(`box ${id} failed to start: ${(err as Error).message}`);
       // the runtime kept may have stopped working (the service started again with another)
