@@ -12,9 +12,9 @@ import type { Logger } from "../observability/log.js";
 import type { Records } from "../records/index.js";
 import { schema, type Db } from "../store/index.js";
 import type { AgentRunners, SuspendedLoop } from "./kinds.js";
-import { ModelRunner, planAgentRun } from "./model-run.js";
 import type { RunRecorder } from "./recorder.js";
-import type { RunsOptions, VersionForRun } from "./service.js";
+import { runRequest, type RunRequestDeps, type VersionForRun } from "./request.js";
+import type { RunsOptions } from "./service.js";
 import type { RunRow } from "./view.js";
 
 /** A run suspended by the last server's stop, with where its loop stood. */
@@ -27,7 +27,7 @@ interface RunResumerOptions {
   db: Db;
   records: Pick<Records, "suspendRun" | "updateRun" | "runEvent">;
   recorder: RunRecorder;
-  agents: Pick<RunsOptions["agents"], "machineOf">;
+  agents: RunRequestDeps["agents"];
   gateway: RunsOptions["gateway"];
   runners: AgentRunners;
   versionFor: VersionForRun;
@@ -101,26 +101,19 @@ export class RunResumer {
     if (await o.turns?.(run, state)) return;
     const [agent] = await o.db.select().from(schema.agents).where(eq(schema.agents.id, run.agentId));
     if (!agent) throw new Error("its agent was deleted");
-    const machine = await o.agents.machineOf(agent);
-    // the version the run began with, its sandbox policy too
-    const chosen = await o.versionFor(agent, { version: run.specVersion ?? undefined });
-    const plan = planAgentRun(chosen.spec, chosen.version, o.runners, run.timeoutS);
-    await o.recorder.start({
-      agent,
-      machine,
-      kind: plan.spec.kind,
-      argv: [],
-      specVersion: plan.version,
-      timeoutS: plan.timeoutS,
-      input: Buffer.from(state.input, "utf8"),
-      wait: true,
-      sandboxPolicy: chosen.spec.sandbox_policy,
-      id: run.id,
-      resume: run,
-      runner: new ModelRunner(plan, o.gateway, o.runners, {
-        resume: state,
-        suspend: (runId, agentId, at) => o.records.suspendRun(runId, agentId, at),
-      }),
-    });
+    // the version the run began with (its sandbox policy too), and its limit
+    const suspend: RunRequestDeps["suspend"] = (runId, agentId, at) =>
+      o.records.suspendRun(runId, agentId, at);
+    const req = await runRequest(
+      { ...o, suspend },
+      {
+        agent,
+        input: state.input,
+        version: { ask: { version: run.specVersion ?? undefined } },
+        timeoutS: run.timeoutS,
+        resume: { run, state },
+      },
+    );
+    await o.recorder.start(req);
   }
 }

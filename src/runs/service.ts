@@ -1,11 +1,10 @@
 // Runs: a generation with an input, an output and a record (status, exit, output, a trace
 // of events and a receipt). At most one generation per agent at a time. This service checks
-// access and what is asked, then hands the run to the run recorder (recorder.ts) with its
-// kind's runner: a command (command.ts) or the agent's kind (model-run.ts).
+// access and what is asked, builds the run's request (request.ts: its version, limits and
+// runner) and hands it to the run recorder (recorder.ts).
 import { and, asc, desc, eq, gt, lt } from "drizzle-orm";
 import type { Access, Identity, Role } from "../access/index.js";
-import type { AgentRow, Agents } from "../agents/service.js";
-import type { AgentSpec } from "../contract/spec.js";
+import type { Agents } from "../agents/service.js";
 import { WarrenError } from "../errors.js";
 import type { Run } from "../contract/types.js";
 import type { ModelGateway } from "../models/types.js";
@@ -13,10 +12,9 @@ import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import { argvOf, type CommandLimits } from "../workloads/index.js";
 import type { InstanceRef } from "../workspaces/service.js";
-import { CommandRunner } from "./command.js";
 import type { AgentRunContext, AgentRunners } from "./kinds.js";
-import { ModelRunner, planAgentRun } from "./model-run.js";
 import type { RunRecorder } from "./recorder.js";
+import { runRequest, type VersionForRun } from "./request.js";
 import { runView, terminal, viewFor, withSchedules, type RunRow } from "./view.js";
 
 export const MAX_INPUT_BYTES = 256 * 1024;
@@ -49,16 +47,10 @@ export interface CommandRunInput {
   routing_key?: string | undefined;
 }
 
-/** The version a run runs (asked by number, a canary's, or the current one) with its spec. */
-export type VersionForRun = (
-  agent: AgentRow,
-  ask: { version?: number | undefined; routing_key?: string | undefined },
-) => Promise<{ spec: AgentSpec; version: number | null }>;
-
 export interface RunsOptions {
   db: Db;
   access: Access;
-  agents: Pick<Agents, "load" | "specOf" | "machineOf">;
+  agents: Pick<Agents, "load" | "specOf" | "specAt" | "machineOf">;
   /** Every run's lifecycle: queue, start, trace, timeout, cancel, measurement, receipt, end. */
   recorder: RunRecorder;
   /** Agent runs: the model gateway and the runners of agent kinds. */
@@ -104,38 +96,17 @@ export class Runs {
       );
     }
     if (input.version !== undefined && opts.evaluation !== true) await o.gate?.(agent.id, input.version);
-    const machine = await o.agents.machineOf(agent);
-    // the run keeps this version (its sandbox policy too) for its whole life
-    const chosen = await (o.versionFor ?? ((a: AgentRow) => o.agents.specOf(a)))(agent, input);
-    const common = {
+    const command =
+      input.kind === "command" ? { argv: argvOf(input), env: input.env, limits: input.limits } : undefined;
+    const req = await runRequest(o, {
       agent,
-      machine,
-      input: inputBytes,
-      wait: input.wait ?? true,
-      sandboxPolicy: chosen.spec.sandbox_policy,
-      id: opts.id,
-      instance: opts.instance,
-    };
-    if (input.kind === "agent") {
-      const plan = planAgentRun(chosen.spec, chosen.version, o.runners, input.timeout_s);
-      return o.recorder.start({
-        ...common,
-        kind: plan.spec.kind,
-        argv: [],
-        specVersion: plan.version,
-        timeoutS: plan.timeoutS,
-        runner: new ModelRunner(plan, o.gateway, o.runners, o.suspend ? { suspend: o.suspend } : {}),
-      });
-    }
-    const argv = argvOf(input);
-    return o.recorder.start({
-      ...common,
-      kind: "command",
-      argv,
-      specVersion: chosen.version,
-      timeoutS: input.timeout_s ?? 3600,
-      runner: new CommandRunner({ argv, env: input.env, limits: input.limits }),
+      input: input.input ?? "",
+      version: { ask: { version: input.version, routing_key: input.routing_key } },
+      timeoutS: input.timeout_s,
+      command,
+      rest: { wait: input.wait ?? true, id: opts.id, instance: opts.instance },
     });
+    return o.recorder.start(req);
   }
 
   async #load(who: Identity, id: string, perm: "read" | "inspect" | "write"): Promise<RunRow> {
