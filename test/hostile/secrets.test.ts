@@ -17,6 +17,7 @@ import { AgentSpec } from "../../src/contract/spec.js";
 import { schema } from "../../src/store/index.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { eventsOfType, putHomeFile, runAgent, type TraceEvent } from "../support/agent-runs.js";
+import { whereFound as probe } from "../support/probe.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { startUpstreams, type Upstreams } from "../egress/upstreams.js";
 
@@ -24,27 +25,6 @@ const ENV_VALUE = "envtok7c2f9a1d4e8b"; // lower case: it can be spelled in a ho
 const TOOL_VALUE = "toolkey-5e1d9c3b7a2f-hidden";
 const LEGACY_VALUE = "legacy-9a8b7c6d5e4f-env";
 const ALLOW_ALL = `@id("all") permit(principal, action, resource);`;
-const b64 = (s: string) => Buffer.from(s).toString("base64");
-
-// Where a value is found in the box: the environment, any process's environ or command line,
-// the files of the home, /agent, /tmp, /etc and /data. The value is decoded in the shell and
-// handed to grep through a pipe, so that no command line of the search holds it; a control
-// value (one that is there) shows that the search finds what is there.
-const probe = (values: Record<string, string>) =>
-  [
-    "look() {",
-    '  hits=""',
-    '  env | grep -qaF -f <(printf "%s\\n" "$1") && hits="$hits env"',
-    "  for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do",
-    '    grep -qaF -f <(printf "%s\\n" "$1") "$f" 2>/dev/null && hits="$hits ${f%/*}/${f##*/}"',
-    "  done",
-    '  for f in $(grep -rlaF -f <(printf "%s\\n" "$1") /home /agent /tmp /etc /data 2>/dev/null); do hits="$hits $f"; done',
-    '  echo "${hits:- none}"',
-    "}",
-    ...Object.entries(values).map(
-      ([name, v]) => `echo "${name}:$(look "$(printf %s ${b64(v)} | base64 -d)")"`,
-    ),
-  ].join("\n");
 
 interface Recorder {
   url: string;

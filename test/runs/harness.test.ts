@@ -19,6 +19,7 @@ import {
 import { startFakeAnthropic, startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
 import { privateAllow } from "../support/bound.js";
 import { eventsOfType, putHomeFile, runAgent as runAgentOn } from "../support/agent-runs.js";
+import { whereFound } from "../support/probe.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const KEY = "sk-proj-real-4b8e1f0c9d2a7e63";
@@ -26,27 +27,8 @@ const OTHER = "other-secret-5e7a1c9b3d";
 const CONTROL = "control-in-a-file-8f2d4b6a";
 const ALLOW_ALL = `@id("all") permit(principal, action, resource);`;
 const HARNESS_DIR = process.env.WARREN_TEST_HARNESS_DIR ?? path.resolve(".state/harness");
-const b64 = (s: string) => Buffer.from(s).toString("base64");
-
-// Where a value is found in the box: the environment, any process's environ or command line,
-// the files of the home, /agent, /tmp, /etc and /data. The value is decoded in the shell and
-// handed to grep through a pipe, so that no command line of the search holds it.
 const probe = (values: Record<string, string>) =>
-  [
-    "look() {",
-    '  hits=""',
-    '  env | grep -qaF -f <(printf "%s\\n" "$1") && hits="$hits env"',
-    "  for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do",
-    '    grep -qaF -f <(printf "%s\\n" "$1") "$f" 2>/dev/null && hits="$hits ${f%/*}/${f##*/}"',
-    "  done",
-    '  for f in $(grep -rlaF -f <(printf "%s\\n" "$1") /home /agent /tmp /etc /data 2>/dev/null); do hits="$hits $f"; done',
-    '  echo "${hits:- none}"',
-    "}",
-    ...Object.entries(values).map(
-      ([name, v]) => `echo "${name}:$(look "$(printf %s ${b64(v)} | base64 -d)")"`,
-    ),
-    'echo "token:${WARREN_RUN_TOKEN:0:4}"',
-  ].join("\n");
+  whereFound(values, ['echo "token:${WARREN_RUN_TOKEN:0:4}"']);
 
 // skipped only outside scripts/test.sh (which installs codex and says where): there a
 // missing CLI fails the test
