@@ -35,7 +35,7 @@ const figures = {
   execs: z.number().int().describe("runs that ended (each a receipt)"),
 };
 
-export const UsagePoint = z
+const UsagePoint = z
   .object({
     at: z.string().describe("the step's start"),
     ...figures,
@@ -48,7 +48,7 @@ export const UsagePoint = z
   })
   .meta({ id: "UsagePoint" });
 
-export const UsageTotals = z.object(figures).meta({ id: "UsageTotals" });
+const UsageTotals = z.object(figures).meta({ id: "UsageTotals" });
 
 export const OrgUsage = z
   .object({

@@ -2,7 +2,7 @@
 import { seg, type RequestOptions, type Transport } from "./transport.js";
 import type { OrgUsage, UsageQuery } from "../contract/usage.js";
 
-export type { OrgUsage, UsageQuery };
+export type { OrgUsage };
 import type {
   Agent,
   AgentCreateRequest,
