@@ -6,6 +6,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { Page, Request } from "playwright-core";
+import { privateAllow } from "../support/bound.js";
+import { startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
 import { startHeldModel, type HeldModel } from "../support/held-model.js";
 import { OWNER, startWebApp, type WebApp } from "./fixture.js";
 
@@ -14,6 +16,8 @@ const ANSWER = "The notes say: tea at five, in the garden, with the good cups.";
 const FIRST = "Tea is served ";
 const REST = "in the garden.";
 let held: HeldModel | undefined;
+/** A model that streams a text, a tool call, then another text, as its provider's wire has them. */
+let fake: FakeModelServer | undefined;
 let app: WebApp;
 let base = "";
 const api = (method: string, url: string, body?: object | string, raw = false) =>
@@ -21,14 +25,16 @@ const api = (method: string, url: string, body?: object | string, raw = false) =
 
 before(async () => {
   held = await startHeldModel(FIRST, REST);
-  // the held model's port, and nothing else of this host
-  app = await startWebApp("conv", { WARREN_EGRESS_PRIVATE_ALLOW: `127.0.0.1:${held.port}` });
+  fake = await startFakeOpenAI();
+  // the models' ports, and nothing else of this host
+  app = await startWebApp("conv", { WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(held, fake) });
   base = app.base;
 });
 
 after(async () => {
   await app?.stop();
   await held?.close();
+  await fake?.close();
 });
 
 describe("a conversation in the app", { concurrency: false }, () => {
@@ -193,6 +199,49 @@ describe("a conversation in the app", { concurrency: false }, () => {
       .getByText(FIRST + REST)
       .waitFor();
     assert.equal(await page.getByTestId("streamed").count(), 0);
+  });
+
+  test("a tool call between two texts: each step's text apart, never glued, and the answer whole", async () => {
+    const agent = (await api("GET", `/api/agents/${agentId}`)).body;
+    fake!.script([
+      {
+        text: "Let me look at the notes.",
+        tool_calls: [{ name: "read_file", input: { path: "notes.txt" } }],
+      },
+      { text: "The notes say tea is served at five in the garden." },
+    ]);
+    const looker = await api("POST", "/api/agents", {
+      org_id: agent.org_id,
+      machine_id: agent.machine_id,
+      name: "looker",
+      kind: "assistant",
+      model: { provider: "openai-compatible", name: "looker", base_url: fake!.baseUrl },
+      tools: [{ type: "builtin", name: "read_file" }],
+      tool_policy: ALLOW_READS,
+    });
+    assert.equal(looker.status, 201, JSON.stringify(looker.body));
+    const put = await api("PUT", `/api/agents/${looker.body.id}/files/notes.txt`, "tea at five", true);
+    assert.equal(put.status, 204);
+    await page.goto(`${base}/agents/${looker.body.id}/conversations`);
+    await page.getByRole("button", { name: "Start conversation" }).click();
+    await page.waitForURL(/\/conversations\/cnv_[0-9a-z]{16}$/);
+    await page.getByTestId("stream-state").getByText("live").waitFor();
+    const box = page.locator('textarea[name="conversation_message"]');
+    await box.fill("What do the notes say?");
+    await box.press("Enter");
+    const answer = page.getByTestId("agent-message");
+    await answer
+      .getByTestId("answer")
+      .getByText("The notes say tea is served at five in the garden.")
+      .waitFor();
+    // the step before the tool call stays apart, above the answer; the answer is the last step alone
+    assert.deepEqual(await answer.getByTestId("step").allInnerTexts(), ["Let me look at the notes."]);
+    assert.equal(
+      (await answer.getByTestId("answer").innerText()).trim(),
+      "The notes say tea is served at five in the garden.",
+    );
+    assert.doesNotMatch(await answer.innerText(), /notes\.The notes/);
+    await app.shot(page, "conversation-steps");
   });
 
   test("close: the composer goes, the list says closed, the API refuses a message", async () => {

@@ -47,15 +47,20 @@ export function RunPage({ agentId, runId }: { agentId: string; runId: string }) 
   useEffect(() => {
     if (ended) void qc.invalidateQueries({ queryKey: keys.runs(agentId) });
   }, [ended, agentId, qc]);
-  // what it printed; the model's text as it streams (stream "text") while nothing is printed yet
-  const pieces = (stream: (s: unknown) => boolean) =>
-    trace.events
-      .filter((e) => e.type === "output" && stream((e.data as { stream?: unknown } | null)?.stream))
-      .map((e) => {
-        const d = (e.data as { data?: unknown } | null)?.data;
-        return typeof d === "string" ? d : "";
-      })
-      .join("");
+  // what it printed; the model's text as it streams (stream "text") while nothing is printed yet,
+  // each model step's text apart from the next (a blank line between), never glued together
+  const pieces = (stream: (s: unknown) => boolean) => {
+    let out = "";
+    let step: unknown;
+    for (const e of trace.events) {
+      const d = e.data as { stream?: unknown; data?: unknown; step?: unknown } | null;
+      if (e.type !== "output" || !stream(d?.stream) || typeof d?.data !== "string") continue;
+      if (out !== "" && d.step !== step) out += out.endsWith("\n") ? "\n" : "\n\n";
+      step = d.step;
+      out += d.data;
+    }
+    return out;
+  };
   const liveOutput = pieces((s) => s !== "text") || pieces((s) => s === "text");
 
   return (

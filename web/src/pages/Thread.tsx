@@ -20,7 +20,8 @@ const str = (v: unknown): string =>
 /** What the stream says of one turn. */
 interface Turn {
   started: boolean;
-  streamed: string;
+  /** The model's text as it streams, one entry per model step, in order (a tool call comes between two). */
+  steps: { step: number; text: string }[];
   tools: LiveEvent[];
   exit: { status: string; reason: string } | undefined;
   interrupted: string | undefined;
@@ -34,12 +35,17 @@ function turnsOf(events: readonly LiveEvent[]): Map<string, Turn> {
     if (!t)
       turns.set(
         e.run_id,
-        (t = { started: false, streamed: "", tools: [], exit: undefined, interrupted: undefined }),
+        (t = { started: false, steps: [], tools: [], exit: undefined, interrupted: undefined }),
       );
     const d = record(e.data);
     if (e.type === "started") t.started = true;
-    else if (e.type === "output" && d.stream === "text") t.streamed += str(d.data);
-    else if (e.type === "tool_call" || e.type === "approval") t.tools.push(e);
+    else if (e.type === "output" && d.stream === "text") {
+      // each model step's text apart: pieces of two steps are never glued together
+      const step = typeof d.step === "number" ? d.step : 0;
+      const last = t.steps.at(-1);
+      if (last && last.step === step) last.text += str(d.data);
+      else t.steps.push({ step, text: str(d.data) });
+    } else if (e.type === "tool_call" || e.type === "approval") t.tools.push(e);
     else if (e.type === "interrupted") t.interrupted = str(d.reason);
     else if (e.type === "exit") t.exit = { status: str(d.status), reason: str(d.reason) };
     // the turn could not start (the home full, the organisation at its cap, ...)
@@ -75,6 +81,21 @@ function byTurn(thread: readonly ConversationMessage[]): ConversationMessage[] {
     if (answer) out.push(answer);
   }
   return out;
+}
+
+/** The text of model steps, each apart. */
+function Steps({ steps }: { steps: readonly { step: number; text: string }[] }) {
+  return (
+    <>
+      {steps
+        .filter((s) => s.text.trim() !== "")
+        .map((s) => (
+          <div key={s.step} className="step" data-testid="step" data-step={s.step}>
+            {s.text}
+          </div>
+        ))}
+    </>
+  );
 }
 
 function ToolCalls({ tools }: { tools: LiveEvent[] }) {
@@ -189,6 +210,8 @@ export function ThreadPage({ agentId, conversationId }: { agentId: string; conve
                     <li key={m.id} className="msg agent" data-testid="agent-message">
                       <div className="who">agent · {when(m.at)}</div>
                       {t && <ToolCalls tools={t.tools} />}
+                      {/* what the model said before its last step stays as it streamed; the last step is the answer */}
+                      {t && <Steps steps={t.steps.slice(0, -1)} />}
                       <Markdown className="text" text={m.text} testId="answer" />
                     </li>
                   );
@@ -209,9 +232,9 @@ export function ThreadPage({ agentId, conversationId }: { agentId: string; conve
                   <li key={`${m.id}-turn`} className="msg agent live" data-testid="turn-live">
                     <div className="who">agent</div>
                     {t && <ToolCalls tools={t.tools} />}
-                    {t?.streamed ? (
-                      <div className="text" data-testid="streamed">
-                        {t.streamed}
+                    {t && t.steps.length > 0 ? (
+                      <div data-testid="streamed">
+                        <Steps steps={t.steps} />
                       </div>
                     ) : null}
                     {t?.interrupted ? (
