@@ -36,21 +36,27 @@ function localError(action: string, path: string, err: unknown): LocalError {
   );
 }
 
-/** Whether `path` of the home is a folder: a read says so with file.not_regular. */
-async function isRemoteFolder(files: AgentFiles, path: string): Promise<boolean> {
+/** The bytes of a file of the home, or null when `path` is a folder (a read says so with file.not_regular). */
+async function readOrFolder(files: AgentFiles, path: string): Promise<Uint8Array | null> {
   try {
-    await files.list(path);
-    return true;
+    return await files.read(path);
   } catch (err) {
-    if (isWarrenApiError(err) && err.code === "file.not_regular") return false;
+    if (isWarrenApiError(err) && err.code === "file.not_regular" && /is a folder/.test(err.message))
+      return null;
     throw err;
   }
 }
 
 /** Copies a file or folder of the home to `dest` here; answers the number of files written. */
-async function download(ctx: Context, files: AgentFiles, path: string, dest: string): Promise<number> {
-  if (path !== "" && !(await isRemoteFolder(files, path))) {
-    const bytes = await files.read(path);
+async function download(
+  ctx: Context,
+  files: AgentFiles,
+  path: string,
+  dest: string,
+  known?: "file" | "folder",
+): Promise<number> {
+  const bytes = known === "folder" || path === "" ? null : await readOrFolder(files, path);
+  if (bytes !== null) {
     await writeFile(dest, bytes).catch((err: unknown) => {
       throw localError("write", dest, err);
     });
@@ -65,8 +71,8 @@ async function download(ctx: Context, files: AgentFiles, path: string, dest: str
   let count = 0;
   for (const e of listing.entries) {
     const from = within(path, e.name);
-    if (e.type === "file") count += await download(ctx, files, from, join(dest, e.name));
-    else if (e.type === "folder") count += await download(ctx, files, from, join(dest, e.name));
+    if (e.type === "file" || e.type === "folder")
+      count += await download(ctx, files, from, join(dest, e.name), e.type);
     else await ctx.err(`warren: skipped ${from}: a ${e.type}, not copied\n`);
   }
   return count;

@@ -70,7 +70,10 @@ export function nameRoutes(sources: NameSources): AnyRoute[] {
       query: NameQuery,
       response: NameAnswer,
       errors: ["name.ambiguous"],
-      handler: async ({ who, query }) => ({ kind: query.kind, ...(await resolveName(sources, who, query)) }),
+      handler: async ({ who, query }) => {
+        const { id, name, org_id } = await resolveName(sources, who, query);
+        return { kind: query.kind, id, name, org_id };
+      },
     }),
   ];
 }
