@@ -2,14 +2,13 @@
 // reaps the others, marks the runs that were going on as lost, and never makes a second
 // box for a machine.
 import assert from "node:assert/strict";
-import type { ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
-import { LocalProvider } from "../../src/boxes/local/provider.js";
-import { builtCli, freePort, serveOn } from "../support/serve.js";
+import { crashableServe } from "../support/recovery.js";
+import { builtCli } from "../support/serve.js";
 import { boxSkipReason } from "../box/fixture.js";
 
 const cli = builtCli;
@@ -28,21 +27,10 @@ test(
   { skip: boxSkipReason() ?? (existsSync(cli) ? false : "dist/cli/main.js is missing: run npm run build") },
   async () => {
     const stateRoot = await mkdtemp(path.join(os.tmpdir(), "warren-recovery-"));
-    const port = await freePort();
-    const base = `http://127.0.0.1:${port}`;
-    const call = async (method: string, url: string, body?: unknown) => {
-      const r = await fetch(base + url, {
-        method,
-        headers: body ? { "content-type": "application/json" } : {},
-        body: body ? JSON.stringify(body) : undefined,
-      });
-      const text = await r.text();
-      return { status: r.status, body: text ? JSON.parse(text) : undefined };
-    };
-    const provider = new LocalProvider({ stateRoot, runRoot: path.join(stateRoot, "run") });
-    let server: ChildProcess | undefined;
+    const served = await crashableServe(stateRoot);
+    const { call, provider } = served;
     try {
-      server = await serveOn(stateRoot, port);
+      await served.start();
       const org = (await call("POST", "/api/orgs", { name: "r" })).body;
       const machines = [];
       const agents = [];
@@ -88,11 +76,10 @@ test(
       const before = new Map((await provider.list()).map((b) => [b.id, b.pid]));
       assert.equal(before.size, 3);
 
-      server.kill("SIGKILL");
-      await new Promise((r) => server?.once("exit", r));
+      await served.crash();
       for (const [id, pid] of before) assert.ok(pid && alive(pid), `box ${id} survives the server's death`);
 
-      server = await serveOn(stateRoot, port);
+      await served.start();
 
       const after = await provider.list();
       assert.deepEqual(
@@ -128,12 +115,7 @@ test(
       assert.equal(ps.body.stdout, "", "the lost run's processes were killed with its connection");
       assert.equal((await provider.list()).length, 2, "no second box was made for an adopted machine");
     } finally {
-      if (server && server.exitCode === null) {
-        server.kill("SIGTERM");
-        await new Promise((r) => server?.once("exit", r));
-      }
-      for (const b of await provider.list()) await provider.remove(b.id).catch(() => {});
-      await rm(stateRoot, { recursive: true, force: true });
+      await served.close();
     }
   },
 );

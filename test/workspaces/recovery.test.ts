@@ -2,25 +2,16 @@
 // `memory: false` agent: the next server finds each run's part of its box and its workspaces
 // by their labels, never by a name; the instance's workspace is kept, the run's own goes.
 import assert from "node:assert/strict";
-import type { ChildProcess } from "node:child_process";
 import fs from "node:fs";
-import { rm } from "node:fs/promises";
 import path from "node:path";
 import { test } from "node:test";
-import { LocalProvider } from "../../src/boxes/local/provider.js";
 import { DirRunStaging } from "../../src/runs/staging.js";
 import { boxSkipReason } from "../box/fixture.js";
+import { waitFor } from "../conversations/support.js";
 import { startTestServer } from "../support/server.js";
-import { builtCli, freePort, serveOn } from "../support/serve.js";
+import { crashableServe } from "../support/recovery.js";
+import { builtCli } from "../support/serve.js";
 import { stateWithPolicy } from "./support.js";
-
-async function until(what: string, ok: () => Promise<boolean> | boolean, ms = 60_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await ok())) {
-    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 test(
   "a server killed mid-run: recovery finds the runs' box parts and workspaces by their labels",
@@ -30,23 +21,12 @@ test(
   },
   async () => {
     const stateRoot = await stateWithPolicy();
-    const port = await freePort();
-    const base = `http://127.0.0.1:${port}`;
-    const call = async (method: string, url: string, body?: unknown) => {
-      const r = await fetch(base + url, {
-        method,
-        headers: body ? { "content-type": "application/json" } : {},
-        body: body ? JSON.stringify(body) : undefined,
-      });
-      const text = await r.text();
-      return { status: r.status, body: text ? JSON.parse(text) : undefined };
-    };
-    const provider = new LocalProvider({ stateRoot, runRoot: path.join(stateRoot, "run") });
+    const served = await crashableServe(stateRoot);
+    const { call, provider } = served;
     // the run parts' labels, read as recovery reads them (no name is guessed)
     const staging = new DirRunStaging((id) => provider.runFilesDir(id));
-    let server: ChildProcess | undefined;
     try {
-      server = await serveOn(stateRoot, port);
+      await served.start();
       const org = (await call("POST", "/api/orgs", { name: "r" })).body;
       const m = (await call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
       const member = (
@@ -81,7 +61,7 @@ test(
       });
       assert.equal(own.status, 202, JSON.stringify(own.body));
       const seen = path.join(inst.workspace.host_path, "seen");
-      await until("the runs wrote in their workspaces", async () => {
+      await waitFor("the runs wrote in their workspaces", async () => {
         if (!fs.existsSync(seen)) return false;
         const r = (await call("GET", `/api/runs/${own.body.id}`)).body;
         return (
@@ -108,9 +88,7 @@ test(
       assert.equal(ownPart?.labels["warren.agent"], forgetful.id);
       assert.equal(ownPart?.labels["warren.flow_instance"], undefined);
 
-      server.kill("SIGKILL");
-      await new Promise((r) => server?.once("exit", r));
-      server = undefined;
+      await served.crash();
 
       const lines: string[] = [];
       const t = await startTestServer({
@@ -148,12 +126,7 @@ test(
         await t.close();
       }
     } finally {
-      if (server && server.exitCode === null) {
-        server.kill("SIGKILL");
-        await new Promise((r) => server?.once("exit", r));
-      }
-      for (const b of await provider.list()) await provider.remove(b.id).catch(() => {});
-      await rm(stateRoot, { recursive: true, force: true, maxRetries: 3 });
+      await served.close();
     }
   },
 );
