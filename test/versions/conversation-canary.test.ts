@@ -6,6 +6,7 @@ import { after, before, describe, test } from "node:test";
 import { bucketOf } from "../../src/versions/service.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { putHomeFile, TERMINAL_STATUSES } from "../support/agent-runs.js";
+import { orgWithAgent } from "../support/org.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { waitFor } from "../conversations/support.js";
 
@@ -32,17 +33,11 @@ describe("the canary of conversations", { skip: boxSkipReason() ?? false }, () =
 
   before(async () => {
     t = await startTestServer();
-    const org = (await t.call("POST", "/api/orgs", { name: "canary-talk" })).body;
-    const m = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
-    const made = await t.call("POST", "/api/agents", {
-      org_id: org.id,
-      machine_id: m.id,
+    ({ agentBody: agent } = await orgWithAgent((method, url, body) => t.call(method, url, body), {
+      org: "canary-talk",
       name: "talker",
-      kind: "assistant",
-      model: { provider: "script", name: "one.json" },
-    });
-    assert.equal(made.status, 201, JSON.stringify(made.body));
-    agent = made.body;
+      script: "one.json",
+    }));
     await putHomeFile(t, agent.id, "one.json", said("from one"));
     await putHomeFile(t, agent.id, "two.json", said("from two"));
   });

@@ -6,6 +6,7 @@ import { after, before, describe, test } from "node:test";
 import { boxSkipReason } from "../box/fixture.js";
 import { putHomeFile } from "../support/agent-runs.js";
 import { runWarren } from "../support/cli.js";
+import { orgWithAgent } from "../support/org.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 describe("evaluations and the gate", { skip: boxSkipReason() ?? false }, () => {
@@ -35,17 +36,11 @@ describe("evaluations and the gate", { skip: boxSkipReason() ?? false }, () => {
 
   before(async () => {
     t = await startTestServer({ listen: true });
-    const org = (await t.call("POST", "/api/orgs", { name: "evals" })).body;
-    const m = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
-    const a = await t.call("POST", "/api/agents", {
-      org_id: org.id,
-      machine_id: m.id,
+    ({ agentBody: agent } = await orgWithAgent((method, url, body) => t.call(method, url, body), {
+      org: "evals",
       name: "calc",
-      kind: "assistant",
-      model: { provider: "script", name: "v1.json" },
-    });
-    assert.equal(a.status, 201, JSON.stringify(a.body));
-    agent = a.body;
+      script: "v1.json",
+    }));
     await answers("v1.json", "The answer is 4.");
     await answers("v2.json", "I think it is five.");
     await answers("v3.json", "The answer is 4, surely.");
