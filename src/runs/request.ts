@@ -52,8 +52,11 @@ export interface AgentWork {
   persona?: { narrow(spec: AgentSpec): AgentSpec; secrets: readonly string[] | undefined } | undefined;
   /** The folders of the home the run keeps; null: the whole home. */
   fence?: Fence | undefined;
-  /** The runner of the work, given its plan; default the agent's kind's (ModelRunner). */
-  runner?: ((plan: AgentRunPlan) => RunRunner) | undefined;
+  /**
+   * The runner of the work, given its plan and the agent's kind's runner (ModelRunner, the
+   * default), which it may wrap: a new way of running agent work is a runner made here.
+   */
+  runner?: ((plan: AgentRunPlan, base: RunRunner) => RunRunner) | undefined;
   /** A run suspended by the last server's stop: its row and where its loop stood. */
   resume?: { run: RunRow; state: SuspendedLoop } | undefined;
   /** What the recorder takes as it is (see RunRequest). */
@@ -90,10 +93,10 @@ export async function runRequest(d: RunRequestDeps, w: AgentWork): Promise<RunRe
   }
   const spec = w.persona ? w.persona.narrow(chosen.spec) : chosen.spec;
   const plan = planAgentRun(spec, chosen.version, d.runners, w.timeoutS);
-  const hooks = {
+  const base = new ModelRunner(plan, d.gateway, d.runners, {
     ...(d.suspend ? { suspend: d.suspend } : {}),
     ...(w.resume ? { resume: w.resume.state } : {}),
-  };
+  });
   // a conversation's turn of a harness kind keeps its CLI's session folder of the conversation too
   const session = w.rest?.conversationId && plan.spec.kind !== "assistant";
   const fence =
@@ -104,7 +107,7 @@ export async function runRequest(d: RunRequestDeps, w: AgentWork): Promise<RunRe
     argv: [],
     specVersion: plan.version,
     timeoutS: plan.timeoutS,
-    runner: w.runner?.(plan) ?? new ModelRunner(plan, d.gateway, d.runners, hooks),
+    runner: w.runner?.(plan, base) ?? base,
     ...(w.persona ? { secrets: w.persona.secrets } : {}),
     ...(fence !== undefined ? { fence } : {}),
   };

@@ -14,7 +14,7 @@ import { argvOf, type CommandLimits } from "../workloads/index.js";
 import type { InstanceRef } from "../workspaces/service.js";
 import type { AgentRunContext, AgentRunners } from "./kinds.js";
 import type { RunRecorder } from "./recorder.js";
-import { runRequest, type VersionForRun } from "./request.js";
+import { runRequest, type AgentWork, type VersionForRun } from "./request.js";
 import { runView, terminal, viewFor, withSchedules, type RunRow } from "./view.js";
 
 export const MAX_INPUT_BYTES = 256 * 1024;
@@ -84,7 +84,13 @@ export class Runs {
     who: Identity,
     agentId: string,
     input: RunInput,
-    opts: { id?: string; instance?: InstanceRef | undefined; evaluation?: boolean } = {},
+    opts: {
+      id?: string;
+      instance?: InstanceRef | undefined;
+      evaluation?: boolean;
+      /** The run's own runner, made from its plan and the agent kind's runner (request.ts). */
+      runner?: AgentWork["runner"];
+    } = {},
   ): Promise<Run> {
     const o = this.#o;
     const agent = await o.agents.load(who, agentId, "write");
@@ -104,6 +110,7 @@ export class Runs {
       version: { ask: { version: input.version, routing_key: input.routing_key } },
       timeoutS: input.timeout_s,
       command,
+      runner: opts.runner,
       rest: { wait: input.wait ?? true, id: opts.id, instance: opts.instance },
     });
     return o.recorder.start(req);
