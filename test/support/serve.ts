@@ -5,6 +5,10 @@ import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
+// a readiness wait, not a timing: a `warren serve` starting on a 2-core host that other work
+// keeps busy has taken over a minute to answer /health (PGlite's first start, the migrations)
+const SERVE_READY_MS = 180_000;
+
 export const builtCli = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../dist/cli/main.js");
 
 /** A loopback port nothing listens on right now. */
@@ -77,7 +81,7 @@ export async function startServe(o: { stateRoot: string; env?: Record<string, st
     await exited;
     clearTimeout(timer);
   };
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + SERVE_READY_MS;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`warren serve exited:\n${log}`);
     const ok = await fetch(`${base}/health`).then(
@@ -135,8 +139,7 @@ export async function serveOn(stateRoot: string, port: number): Promise<ChildPro
     },
     stdio: ["ignore", "ignore", "inherit"],
   });
-  // a readiness wait, not a timing: PGlite's first start takes seconds on a loaded 2-core host
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + SERVE_READY_MS;
   while (Date.now() < deadline) {
     const ok = await fetch(`http://127.0.0.1:${port}/health`).then(
       (r) => r.ok,
