@@ -5,7 +5,7 @@ import { WarrenError } from "../errors.js";
 import { newId } from "../ids.js";
 import type { HomeLayout } from "../boxes/index.js";
 import type { MachineControl } from "../runtime/index.js";
-import { homeOf, lowestFreeSlot, portsOf, UID_BASE, uidOf, type AgentAt } from "../machines/placement.js";
+import { homeOf, lowestFreeSlot, portsOf, uidOf } from "../machines/placement.js";
 import type { Machines } from "../machines/service.js";
 import type { AgentInsert, AgentRow, Db, MachineRow } from "../store/index.js";
 import { isForeignKeyViolation, isUniqueViolation, memo, schema } from "../store/index.js";
@@ -15,6 +15,7 @@ import { AgentSpec } from "../contract/spec.js";
 import { checkToolHeaders, toolHeaderWarnings } from "../secrets/tool-headers.js";
 import { emptyPolicy } from "./policy.js";
 import { appendVersion } from "./versions.js";
+import type { EvalGates } from "./gate.js";
 import type { Agent } from "../contract/types.js";
 import type { Workspaces } from "../workspaces/service.js";
 
@@ -120,6 +121,39 @@ export function agentView(a: AgentRow, spec: AgentSpec = DEFAULT_SPEC): Agent {
   };
 }
 
+/** The agents' specs by version, read again after any change of a spec (Agents' and the door's). */
+export class AgentSpecs {
+  readonly #db: Db;
+  readonly #byVersion;
+
+  constructor(db: Db) {
+    this.#db = db;
+    this.#byVersion = memo<string, AgentSpec | null>(db, [schema.agentSpecs]);
+  }
+
+  /** The agent's current spec and its version (null: never given one). */
+  async of(agent: AgentRow): Promise<{ spec: AgentSpec; version: number | null }> {
+    const version = agent.specVersion;
+    // the agent's row keeps its current version's sandbox policy (and an agent never given a
+    // spec has its policy there alone)
+    if (version === null)
+      return { spec: { ...DEFAULT_SPEC, sandbox_policy: policyOf(agent) }, version: null };
+    const spec = (await this.at(agent.id, version)) ?? DEFAULT_SPEC;
+    return { spec: { ...spec, sandbox_policy: policyOf(agent) }, version };
+  }
+
+  /** One version of an agent's spec, or null when it has none of that number. */
+  at(agentId: string, version: number): Promise<AgentSpec | null> {
+    return this.#byVersion.get(`${agentId}\n${version}`, async () => {
+      const [r] = await this.#db
+        .select()
+        .from(schema.agentSpecs)
+        .where(and(eq(schema.agentSpecs.agentId, agentId), eq(schema.agentSpecs.version, version)));
+      return r ? parseStored(r.spec) : null;
+    });
+  }
+}
+
 export interface AgentsOptions {
   db: Db;
   access: Access;
@@ -133,10 +167,10 @@ export interface AgentsOptions {
   cancelGeneration?: (agentId: string) => Promise<void>;
   /** The address rule: a sandbox policy is checked against it when saved. */
   addressRule?: Pick<AddressRule, "entryProblem">;
-  /** Throws version.gate when the agent's evaluation gate is on: a change then goes through a version (src/versions). */
-  gate?: (agentId: string, version: null) => Promise<void>;
-  /** Turns the agent's evaluation gate on (a suite's name) or off (null). */
-  setGate?: (who: Identity, agentId: string, suite: string | null) => Promise<unknown>;
+  /** The evaluation gates: with one on, a change goes through a version (src/versions). */
+  gates?: Pick<EvalGates, "set" | "check">;
+  /** The specs by version (one reader shared with the door's workspaces); else its own. */
+  specs?: AgentSpecs;
   /** Workspace classes: a spec's class is checked when saved, its per-agent workspace made. */
   workspaces?: Pick<Workspaces, "checkSpec" | "agentSaved" | "agentDeleted">;
 }
@@ -154,15 +188,12 @@ export class Agents {
   private readonly checkToolPolicy: PolicyCheck;
   private readonly cancelGeneration: (agentId: string) => Promise<void>;
   private readonly addressRule: Pick<AddressRule, "entryProblem"> | undefined;
-  readonly #gate: AgentsOptions["gate"];
-  readonly #setGate: AgentsOptions["setGate"];
+  readonly #gates: AgentsOptions["gates"];
   private readonly workspaces: AgentsOptions["workspaces"];
   /** Rows by id (null: none), read again after any change of an agent. */
   readonly #rows;
-  /** Specs by agent and version, read again after any change of a spec. */
-  readonly #specs;
-  /** The agent in a machine's uid, read again after any change of an agent. */
-  readonly #atUid;
+  /** Specs by agent and version. */
+  readonly #specs: AgentSpecs;
 
   constructor(o: AgentsOptions) {
     this.db = o.db;
@@ -174,28 +205,10 @@ export class Agents {
     this.checkToolPolicy = o.checkToolPolicy;
     this.cancelGeneration = o.cancelGeneration ?? (async () => {});
     this.addressRule = o.addressRule;
-    this.#gate = o.gate;
-    this.#setGate = o.setGate;
+    this.#gates = o.gates;
     this.workspaces = o.workspaces;
     this.#rows = memo<string, Readonly<AgentRow> | null>(o.db, [schema.agents]);
-    this.#specs = memo<string, AgentSpec | null>(o.db, [schema.agentSpecs]);
-    this.#atUid = memo<string, AgentAt | null>(o.db, [schema.agents]);
-  }
-
-  /**
-   * The agent of a machine that runs as `uid` (the uid boxd saw for a connection or a call),
-   * or null. The one place a uid names an agent.
-   */
-  atUid(machineId: string, uid: number): Promise<AgentAt | null> {
-    const slot = uid - UID_BASE;
-    if (!Number.isInteger(slot) || slot < 0) return Promise.resolve(null);
-    return this.#atUid.get(`${machineId}\n${slot}`, async () => {
-      const [a] = await this.db
-        .select({ id: schema.agents.id, orgId: schema.agents.orgId })
-        .from(schema.agents)
-        .where(and(eq(schema.agents.machineId, machineId), eq(schema.agents.slot, slot)));
-      return a ? Object.freeze(a) : null;
-    });
+    this.#specs = o.specs ?? new AgentSpecs(o.db);
   }
 
   async create(
@@ -333,25 +346,13 @@ export class Agents {
   }
 
   /** The agent's current spec and its version (null: never given one). */
-  async specOf(agent: AgentRow): Promise<{ spec: AgentSpec; version: number | null }> {
-    const version = agent.specVersion;
-    // the agent's row keeps its current version's sandbox policy (and an agent never given a
-    // spec has its policy there alone)
-    if (version === null)
-      return { spec: { ...DEFAULT_SPEC, sandbox_policy: policyOf(agent) }, version: null };
-    const spec = (await this.specAt(agent.id, version)) ?? DEFAULT_SPEC;
-    return { spec: { ...spec, sandbox_policy: policyOf(agent) }, version };
+  specOf(agent: AgentRow): Promise<{ spec: AgentSpec; version: number | null }> {
+    return this.#specs.of(agent);
   }
 
   /** One version of an agent's spec, or null when it has none of that number. */
   specAt(agentId: string, version: number): Promise<AgentSpec | null> {
-    return this.#specs.get(`${agentId}\n${version}`, async () => {
-      const [r] = await this.db
-        .select()
-        .from(schema.agentSpecs)
-        .where(and(eq(schema.agentSpecs.agentId, agentId), eq(schema.agentSpecs.version, version)));
-      return r ? parseStored(r.spec) : null;
-    });
+    return this.#specs.at(agentId, version);
   }
 
   async #specsOf(rows: AgentRow[]): Promise<Map<string, AgentSpec>> {
@@ -409,7 +410,7 @@ export class Agents {
     } & SpecPatch,
   ): Promise<Agent> {
     const row = await this.load(who, id, "write");
-    if (patch.eval_gate !== undefined) await this.#setGate?.(who, id, patch.eval_gate);
+    if (patch.eval_gate !== undefined) await this.#gates?.set(row, who, patch.eval_gate);
     if (patch.sandbox_policy !== undefined && this.addressRule)
       checkNetworkPolicy(patch.sandbox_policy, this.addressRule);
     const current = await this.specOf(row);
@@ -428,7 +429,7 @@ export class Agents {
     // (older versions stay as they were)
     const changed = spec !== null && JSON.stringify(spec) !== JSON.stringify(current.spec);
     if (changed) {
-      await this.#gate?.(id, null);
+      await this.#gates?.check(id, null);
       updated = (await appendVersion(this.db, id, spec, who.email, { current: true, set })).row;
     } else if (Object.keys(set).length > 0) {
       const [u] = await this.db.update(schema.agents).set(set).where(eq(schema.agents.id, id)).returning();

@@ -22,7 +22,7 @@ export class Bridges {
   readonly #handlers = new Map<string, BridgeStreamHandler>();
 
   constructor(
-    /** Who runs as a uid of a machine (Agents.atUid). */
+    /** Who runs as a uid of a machine (machines/uids.ts). */
     private readonly agentAt: AgentAtUid,
     private readonly logger: Logger,
   ) {}

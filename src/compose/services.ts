@@ -5,7 +5,8 @@ import { Areas } from "../areas/service.js";
 import { Branches } from "../conversations/branches.js";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { Agents } from "../agents/service.js";
+import { Agents, AgentSpecs } from "../agents/service.js";
+import { EvalGates } from "../agents/gate.js";
 import { Artifacts } from "../artifacts/index.js";
 import { Bridges } from "../bridges/index.js";
 import { Conversations, Personas } from "../conversations/index.js";
@@ -21,6 +22,7 @@ import { readAgentFile, readHomeFile } from "../homes/files.js";
 import { parseHomePath } from "../homes/paths.js";
 import { Homes } from "../homes/service.js";
 import { Machines } from "../machines/service.js";
+import { agentAtUid } from "../machines/uids.js";
 import { Gateway } from "../models/gateway.js";
 import { ModelHttpFace } from "../models/http.js";
 import { Prices } from "../models/prices.js";
@@ -52,6 +54,7 @@ import { Versions } from "../versions/service.js";
 import { Workloads } from "../workloads/index.js";
 import { Workspaces } from "../workspaces/service.js";
 import { Flows } from "../flows/service.js";
+import { EventBus } from "../events/index.js";
 import type { Base } from "./base.js";
 
 export type Services = Awaited<ReturnType<typeof buildServices>>;
@@ -62,6 +65,8 @@ export async function buildServices(
 ) {
   const { config, store, provider, access, secrets, logger, metrics } = base;
   const db = store.db;
+  // the one in-process event bus: what happened, told after the fact to whoever listens
+  const events = new EventBus(logger);
   const layout = provider.homes;
   const registry = new GenerationRegistry(config.WARREN_ORG_MAX_RUNS, {
     perAgent: config.WARREN_QUEUE_PER_AGENT,
@@ -69,8 +74,8 @@ export async function buildServices(
   });
   // agents' calls from inside their boxes (warren-secret), and connections from their
   // commands to the boxes' bridge ports (BOX_BRIDGES), a handler per name (registered below)
-  // (the uid-to-agent lookup is Agents', made below: calls and bridges come once boxes run)
-  const agentAt = (machineId: string, uid: number) => agents.atUid(machineId, uid);
+  // (who runs as a uid: the lookup beside placement)
+  const agentAt = agentAtUid(db);
   const agentCalls = new AgentCalls({
     secrets,
     agentAt,
@@ -119,15 +124,17 @@ export async function buildServices(
     onCall: (machineId, call) => agentCalls.handle(machineId, call),
     onBridge: bridges.accept,
     redact: (agentId, value) => records.redactedFor(agentId, value),
+    events,
   });
 
   const staging = new DirRunStaging((machineId) => provider.runFilesDir(machineId));
   // the one door of every agent's work in its box
-  // each unit of work's /workspace by the agent's class (the spec is Agents', made below)
+  // each unit of work's /workspace by the agent's class (the agent's spec, read as Agents reads it)
+  const specs = new AgentSpecs(db);
   const workspaces = new Workspaces({
     policy: base.policy,
     layout: base.workspaceLayout,
-    specOf: (agent) => agents.specOf(agent),
+    specOf: (agent) => specs.of(agent),
     logger,
   });
   const workloads = new Workloads({ db, runtime, homes: layout, secrets, staging, logger, workspaces });
@@ -147,10 +154,13 @@ export async function buildServices(
     runtime,
     logger,
     version: o.version,
+    events,
   });
 
   const orgs = new Orgs(db, access);
   const machines = new Machines(db, access, layout, runtime);
+  // the agents' evaluation gates, read by agents, versions and runs, kept by the evaluations
+  const gates = new EvalGates(db, access);
   const agents: Agents = new Agents({
     db,
     access,
@@ -161,12 +171,12 @@ export async function buildServices(
     checkToolPolicy: (text) => toolPolicyProblem(text),
     cancelGeneration: (agentId) => recorder.stopAgent(agentId, "the agent is being deleted"),
     addressRule: base.addressRule,
-    // the evaluation gate (made below): with it on, a change goes through a version
-    gate: (agentId, version) => evals.gate(agentId, version),
-    setGate: (who, agentId, suite) => evals.setGate(who, agentId, suite),
+    specs,
+    // the evaluation gate: with it on, a change goes through a version
+    gates,
     workspaces,
   });
-  const guilds = new Guilds(db, access, agents, (guildId) => dispatch.wake(guildId));
+  const guilds = new Guilds(db, access, agents, events);
   const exec = new Exec(agents, workloads, metrics);
   // the agents' way out of their boxes: the `egress` bridge into the filtering proxy
   const egress = new Egress({
@@ -216,7 +226,7 @@ export async function buildServices(
       return text.trim() === "" ? null : guardrailPolicy(text);
     },
   });
-  const terminals = new Terminals({ access, agents, workloads, runtime, logger });
+  const terminals = new Terminals({ access, agents, workloads, runtime, events, logger });
 
   // a file of an agent's home by the home rules (the scripted provider's scripts)
   const readHome = (agent: { id: string; machineId: string }, p: string, maxBytes: number) =>
@@ -280,7 +290,7 @@ export async function buildServices(
     agents,
     checkToolPolicy: (text) => toolPolicyProblem(text),
     addressRule: base.addressRule,
-    gate: (agentId, version) => evals.gate(agentId, version),
+    gate: (agentId, version) => gates.check(agentId, version),
   });
   const runs = new Runs({
     db,
@@ -290,7 +300,7 @@ export async function buildServices(
     gateway,
     runners,
     versionFor: (agent, ask) => versions.forRun(agent, ask),
-    gate: (agentId, version) => evals.gate(agentId, version),
+    gate: (agentId, version) => gates.check(agentId, version),
     approvalWaiting: (runId) => approvals.waitingOf(runId),
     suspend: (runId, agentId, state) => records.suspendRun(runId, agentId, state),
   });
@@ -309,17 +319,17 @@ export async function buildServices(
     logger,
   });
   // evaluation suites: each case a real run of the version evaluated; the gate on promotion
-  const evals: Evals = new Evals({
+  const evals = new Evals({
     db,
     access,
     agents,
+    gates,
     runs,
     settled: (runId) => recorder.settled(runId),
     logger,
   });
   // schedules: one ticker fires them, each fire a run through the runs service
-  const firer = new ScheduleFirer({ db, runs, registry, logger });
-  recorder.onEnded((runId, status) => firer.ended(runId, status));
+  const firer = new ScheduleFirer({ db, runs, registry, events, logger });
   const schedules = new Schedules({ db, access, agents, firer });
   const areas = new Areas(db, access);
   const homes = new Homes(db, agents, layout, config.WORKSPACE_MAX_MIB, areas);
@@ -344,13 +354,23 @@ export async function buildServices(
     suspend: (runId, agentId, state) => records.suspendRun(runId, agentId, state),
   });
   // guild dispatch: a guild's messages, each a turn of one of its agents' conversations
-  const dispatch = new GuildDispatch({ db, access, agents, conversations, runners, registry, logger });
+  const dispatch = new GuildDispatch({
+    db,
+    access,
+    agents,
+    conversations,
+    runners,
+    registry,
+    events,
+    logger,
+  });
   const flows: Flows = new Flows({ db, access, runs, conversations, layout: base.workspaceLayout });
   // a box that stops interrupts the turns going on in it
-  runtime.onStopped((machineId, reason) => conversations.boxStopped(machineId, reason));
+  events.on("box.stopped", (e) => conversations.boxStopped(e.machineId, e.reason));
 
   return {
     registry,
+    events,
     runtime,
     bridges,
     records,

@@ -18,6 +18,7 @@ import type { GenerationRegistry } from "../runs/registry.js";
 import { MAX_INPUT_BYTES } from "../runs/service.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
+import type { EventBus } from "../events/index.js";
 
 type MessageRow = typeof schema.guildMessages.$inferSelect;
 type Target = { agent_id: string; conversation_id: string; run_id: string };
@@ -29,6 +30,8 @@ export interface GuildDispatchOptions {
   conversations: Pick<Conversations, "create" | "get" | "post">;
   runners: AgentRunners;
   registry: Pick<GenerationRegistry, "forAgent" | "waiters">;
+  /** A queued message and an agent's joining wake the guild's dispatcher (told on the bus). */
+  events: Pick<EventBus, "on" | "emit">;
   logger: Logger;
 }
 
@@ -59,6 +62,8 @@ export class GuildDispatch {
 
   constructor(o: GuildDispatchOptions) {
     this.#o = o;
+    o.events.on("guild.message_queued", (e) => this.wake(e.guildId));
+    o.events.on("guild.joined", (e) => this.wake(e.guildId));
   }
 
   async #guild(who: Identity, id: string, perm: "read" | "write") {
@@ -90,7 +95,7 @@ export class GuildDispatch {
       })
       .returning();
     if (!row) throw new Error("guild message insert returned nothing");
-    this.wake(g.id);
+    this.#o.events.emit("guild.message_queued", { guildId: g.id, messageId: row.id });
     return view(row);
   }
 

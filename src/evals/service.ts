@@ -3,9 +3,10 @@
 // runs one version on every case as real runs (through the runs service and its recorder,
 // as any run), then says whether the share of cases that passed reaches the rate. With the
 // agent's gate on, making a version current needs a passed evaluation of it by the gate's suite.
-import { and, asc, desc, eq, gte } from "drizzle-orm";
+import { and, asc, eq } from "drizzle-orm";
 import type { Access, Identity } from "../access/index.js";
 import type { Agents } from "../agents/service.js";
+import type { EvalGates } from "../agents/gate.js";
 import { TERMINAL_RUN_STATUSES } from "../contract/lists.js";
 import type { EvalGate, EvalGateHistory, EvalRun, EvalSuite } from "../contract/types.js";
 import { WarrenError } from "../errors.js";
@@ -14,6 +15,7 @@ import type { Logger } from "../observability/log.js";
 import type { Runs } from "../runs/service.js";
 import type { AgentRow, Db } from "../store/index.js";
 import { schema } from "../store/index.js";
+import { EvalCaseRunner } from "./case-runner.js";
 
 interface Expect {
   contains?: string | undefined;
@@ -37,6 +39,8 @@ export interface EvalsOptions {
   db: Db;
   access: Access;
   agents: Pick<Agents, "load" | "specAt">;
+  /** The agents' evaluation gates (kept here: turned on and off, their suites written). */
+  gates: EvalGates;
   runs: Pick<Runs, "start">;
   /** A started run's bookkeeping, until its record is written (the recorder's). */
   settled: (runId: string) => Promise<void> | undefined;
@@ -44,7 +48,6 @@ export interface EvalsOptions {
 }
 
 type SuiteRow = typeof schema.evalSuites.$inferSelect;
-type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
 type EvalRunRow = typeof schema.evalRuns.$inferSelect;
 
 const suiteView = (r: SuiteRow): EvalSuite => ({
@@ -95,8 +98,10 @@ export class Evals {
     body: { name: string; cases: Case[]; pass_rate: number },
   ): Promise<EvalSuite> {
     const agent = await this.#o.agents.load(who, agentId, "write");
-    const gated = (await this.gateOf(agent.id)) === body.name && (await this.#suite(agent.id, body.name));
-    if (gated) await this.#ownerOnly(agent, who, `rewrites the suite ${body.name} its evaluation gate names`);
+    const gated =
+      (await this.#o.gates.of(agent.id)) === body.name && (await this.#o.gates.suite(agent.id, body.name));
+    if (gated)
+      await this.#o.gates.ownerOnly(agent, who, `rewrites the suite ${body.name} its evaluation gate names`);
     const row = { cases: body.cases, passRate: body.pass_rate, createdBy: who.email, createdAt: new Date() };
     const [r] = await this.#o.db.transaction(async (tx) => {
       const written = await tx
@@ -104,33 +109,10 @@ export class Evals {
         .values({ id: newId("evs"), orgId: agent.orgId, agentId: agent.id, name: body.name, ...row })
         .onConflictDoUpdate({ target: [schema.evalSuites.agentId, schema.evalSuites.name], set: row })
         .returning();
-      if (gated) await this.#gateRevision(tx, agent.id, body.name, who);
+      if (gated) await this.#o.gates.revision(tx, agent.id, body.name, who);
       return written;
     });
     return suiteView(r!);
-  }
-
-  /** Throws access.denied unless `who` is an owner of the agent's organisation. */
-  async #ownerOnly(agent: AgentRow, who: Identity, act: string): Promise<void> {
-    if ((await this.#o.access.roleIn(agent.orgId, who)) !== "owner")
-      throw new WarrenError(
-        "access.denied",
-        `only an owner ${act}: while the gate is on, only an owner changes what it asks or turns it off; ask an owner`,
-      );
-  }
-
-  /** The next revision of the agent's gate history: its suite after the change (null: off), by whom. */
-  async #gateRevision(tx: Tx, agentId: string, suite: string | null, who: Identity): Promise<void> {
-    const c = schema.agentEvalGateChanges;
-    const [last] = await tx
-      .select({ revision: c.revision })
-      .from(c)
-      .where(eq(c.agentId, agentId))
-      .orderBy(desc(c.revision))
-      .limit(1);
-    await tx
-      .insert(c)
-      .values({ agentId, revision: (last?.revision ?? 0) + 1, suiteName: suite, by: who.email });
   }
 
   async suites(who: Identity, agentId: string): Promise<EvalSuite[]> {
@@ -143,14 +125,6 @@ export class Evals {
     return rows.map(suiteView);
   }
 
-  async #suite(agentId: string, name: string): Promise<SuiteRow | undefined> {
-    const [s] = await this.#o.db
-      .select()
-      .from(schema.evalSuites)
-      .where(and(eq(schema.evalSuites.agentId, agentId), eq(schema.evalSuites.name, name)));
-    return s;
-  }
-
   /** Starts an evaluation of `version` by the suite: each case a real run of that version. */
   async evaluate(
     who: Identity,
@@ -161,7 +135,7 @@ export class Evals {
     const agent = await this.#o.agents.load(who, agentId, "write");
     if (!(await this.#o.agents.specAt(agent.id, version)))
       throw new WarrenError("not_found", `the agent has no version ${version}`);
-    const suite = await this.#suite(agent.id, suiteName);
+    const suite = await this.#o.gates.suite(agent.id, suiteName);
     if (!suite)
       throw new WarrenError("request.invalid", `suite: the agent has no suite named ${suiteName}`, {
         field: "suite",
@@ -205,7 +179,7 @@ export class Evals {
         who,
         agent.id,
         { kind: "agent", input: c.input, version },
-        { evaluation: true },
+        { evaluation: true, runner: (_plan, base) => new EvalCaseRunner(base) },
       );
       const ended = await this.#ended(run.id);
       const calls = await this.#o.db
@@ -273,35 +247,7 @@ export class Evals {
    * while it is on); every change is a revision of the agent's gate history with its author.
    */
   async setGate(who: Identity, agentId: string, suite: string | null): Promise<EvalGate> {
-    const agent = await this.#o.agents.load(who, agentId, "write");
-    const before = await this.gateOf(agent.id);
-    // an open gate is loosened by an owner only: turned off, or its suite changed (to one
-    // that asks less, say); anyone who may write turns a closed gate on
-    if (before !== null && suite !== before)
-      await this.#ownerOnly(
-        agent,
-        who,
-        suite === null
-          ? `turns the agent's evaluation gate off (it is on, with suite ${before})`
-          : `changes the suite of the agent's evaluation gate (it is on, with suite ${before})`,
-      );
-    if (suite !== null && !(await this.#suite(agent.id, suite)))
-      throw new WarrenError("request.invalid", `suite: the agent has no suite named ${suite}`, {
-        field: "suite",
-      });
-    if (suite === before) return { agent_id: agent.id, eval_gate: suite };
-    await this.#o.db.transaction(async (tx) => {
-      if (suite === null) {
-        await tx.delete(schema.agentEvalGates).where(eq(schema.agentEvalGates.agentId, agent.id));
-      } else {
-        await tx
-          .insert(schema.agentEvalGates)
-          .values({ agentId: agent.id, suiteName: suite })
-          .onConflictDoUpdate({ target: schema.agentEvalGates.agentId, set: { suiteName: suite } });
-      }
-      await this.#gateRevision(tx, agent.id, suite, who);
-    });
-    return { agent_id: agent.id, eval_gate: suite };
+    return this.#o.gates.set(await this.#o.agents.load(who, agentId, "write"), who, suite);
   }
 
   /** The agent's gate and every change of it, oldest first. */
@@ -311,7 +257,7 @@ export class Evals {
     const rows = await this.#o.db.select().from(c).where(eq(c.agentId, agent.id)).orderBy(asc(c.revision));
     return {
       agent_id: agent.id,
-      eval_gate: await this.gateOf(agent.id),
+      eval_gate: await this.#o.gates.of(agent.id),
       history: rows.map((r) => ({
         revision: r.revision,
         eval_gate: r.suiteName,
@@ -319,44 +265,6 @@ export class Evals {
         at: r.createdAt.toISOString(),
       })),
     };
-  }
-
-  async gateOf(agentId: string): Promise<string | null> {
-    const [g] = await this.#o.db
-      .select()
-      .from(schema.agentEvalGates)
-      .where(eq(schema.agentEvalGates.agentId, agentId));
-    return g?.suiteName ?? null;
-  }
-
-  /** Throws version.gate unless the agent's gate is off or `version` passed an evaluation by its suite. */
-  async gate(agentId: string, version: number | null): Promise<void> {
-    const suite = await this.gateOf(agentId);
-    if (suite === null) return;
-    const rewritten = (await this.#suite(agentId, suite))?.createdAt;
-    if (version !== null && rewritten) {
-      const [passed] = await this.#o.db
-        .select({ id: schema.evalRuns.id })
-        .from(schema.evalRuns)
-        .where(
-          and(
-            eq(schema.evalRuns.agentId, agentId),
-            eq(schema.evalRuns.version, version),
-            eq(schema.evalRuns.suiteName, suite),
-            eq(schema.evalRuns.status, "passed"),
-            // by the suite as it is: an evaluation started before its last rewrite asked other cases
-            gte(schema.evalRuns.createdAt, rewritten),
-          ),
-        )
-        .limit(1);
-      if (passed) return;
-    }
-    throw new WarrenError(
-      "version.gate",
-      version === null
-        ? `the agent's gate is on (suite ${suite}): write the change as a version (POST /api/agents/:id/versions), evaluate it, then make it current`
-        : `the agent's gate is on: version ${version} has no passed evaluation by suite ${suite}; evaluate it first (POST /api/agents/:id/versions/${version}/evaluate)`,
-    );
   }
 }
 

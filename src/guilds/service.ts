@@ -6,14 +6,15 @@ import { newId } from "../ids.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import type { Guild } from "../contract/types.js";
+import type { EventBus } from "../events/index.js";
 
 export class Guilds {
   constructor(
     private readonly db: Db,
     private readonly access: Access,
     private readonly agents: Agents,
-    /** Told when an agent joins a guild (its dispatcher may have messages waiting for one). */
-    private readonly joined: (guildId: string) => void = () => undefined,
+    /** Where an agent's joining is told (its guild's dispatcher may have messages waiting for one). */
+    private readonly events?: Pick<EventBus, "emit">,
   ) {}
 
   async create(who: Identity, input: { org_id: string; name: string }): Promise<Guild> {
@@ -65,7 +66,7 @@ export class Guilds {
     const agent = await this.agents.load(who, agentId, "read");
     if (agent.orgId !== g.orgId) throw new WarrenError("not_found", "agent was not found");
     await this.db.insert(schema.guildAgents).values({ guildId, agentId }).onConflictDoNothing();
-    this.joined(guildId);
+    this.events?.emit("guild.joined", { guildId, agentId: agent.id });
   }
 
   async removeAgent(who: Identity, guildId: string, agentId: string): Promise<void> {

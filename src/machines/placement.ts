@@ -22,7 +22,7 @@ export interface AgentAt {
   orgId: string;
 }
 
-/** Finds the agent of a machine that runs as a uid (Agents.atUid, the one place a uid names an agent). */
+/** Finds the agent of a machine that runs as a uid (uids.ts, the one place a uid names an agent). */
 export type AgentAtUid = (machineId: string, uid: number) => Promise<AgentAt | null>;
 
 export function portsOf(slot: number): { first: number; last: number } {

@@ -20,6 +20,7 @@ import type { Generation, GenerationRegistry } from "./registry.js";
 import type { RunRequest } from "./runner.js";
 import { runView, type RunRow, type RunStatus } from "./view.js";
 import { RunStops } from "./stops.js";
+import type { EventBus } from "../events/index.js";
 
 export interface RunRecorderOptions {
   db: Db;
@@ -30,6 +31,8 @@ export interface RunRecorderOptions {
   runtime: Pick<MachineRuntime, "commandUsage" | "onRunaway" | "onDiskFull">;
   logger: Logger;
   version: string;
+  /** Where each run's end is told once its record is written (run.ended). */
+  events: Pick<EventBus, "emit" | "on">;
 }
 
 export class RunRecorder {
@@ -38,8 +41,6 @@ export class RunRecorder {
   readonly #pending = new Map<string, Promise<void>>();
   /** What each run going on uses: its command tree, its models and tools so far. */
   readonly #live = new Map<string, Live>();
-  /** Who hears of each run's end, once its record is written (a schedule counts its failures). */
-  readonly #ended = new Set<(runId: string, status: RunStatus) => void>();
 
   /** What driving a run needs, with the trees of runs the health loop stopped (stops.ts). */
   readonly #drive: Parameters<typeof driveRun>[0];
@@ -198,20 +199,21 @@ export class RunRecorder {
     await this.#tellEnded(ids);
   }
 
-  /** Calls `fn` with each run's id and final status once its record is written. */
+  /** Calls `fn` with each run's id and final status once its record is written (run.ended). */
   onEnded(fn: (runId: string, status: RunStatus) => void): void {
-    this.#ended.add(fn);
+    this.#o.events.on("run.ended", (e) => fn(e.runId, e.status));
   }
 
+  /** Tells each run's end on the event bus (run.ended), with its final status. */
   async #tellEnded(runIds: string[]): Promise<void> {
-    if (this.#ended.size === 0 || runIds.length === 0) return;
+    if (runIds.length === 0) return;
     try {
       for (let i = 0; i < runIds.length; i += 1000) {
         const rows = await this.#o.db
           .select({ id: schema.runs.id, status: schema.runs.status })
           .from(schema.runs)
           .where(inArray(schema.runs.id, runIds.slice(i, i + 1000)));
-        for (const r of rows) for (const fn of this.#ended) fn(r.id, r.status);
+        for (const r of rows) this.#o.events.emit("run.ended", { runId: r.id, status: r.status });
       }
     } catch (err) {
       this.#o.logger.error({ err, runIds }, "telling of the runs' end failed");

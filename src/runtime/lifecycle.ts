@@ -13,6 +13,7 @@ import type { BoxExec } from "./exec-port.js";
 import type { BoxHealth } from "./health.js";
 import type { Live, LiveBoxes } from "./live.js";
 import { WARM_LABEL, WarmPool } from "./warm.js";
+import type { EventBus } from "../events/index.js";
 
 /** The tier of a warm box until it is claimed (a claim gives it its machine's limits). */
 const MACHINE_WARM = { memoryMib: 2048, cpus: 1 };
@@ -31,12 +32,13 @@ export interface LifecycleOptions {
   pids?: number | undefined;
   /** Warm boxes kept started for machines' first starts (default 0: none). */
   warmPool?: number | undefined;
+  /** Where a box's stop is told (box.stopped): the turns and terminals in it end. */
+  events?: Pick<EventBus, "emit"> | undefined;
 }
 
 type MachineRow = typeof schema.machines.$inferSelect;
 
 export class BoxLifecycle {
-  readonly #stopListeners: ((machineId: string, reason: string) => void)[] = [];
   readonly warm: WarmPool;
 
   constructor(
@@ -61,13 +63,9 @@ export class BoxLifecycle {
     });
   }
 
-  /** Called with the reason whenever a machine's box is stopped (idle, by a request, gone). */
-  onStopped(fn: (machineId: string, reason: string) => void): void {
-    this.#stopListeners.push(fn);
-  }
-
+  /** Tells whenever a machine's box is stopped (idle, by a request, gone), with the reason. */
   #stopped(machineId: string, reason: string): void {
-    for (const fn of this.#stopListeners) fn(machineId, reason);
+    this.o.events?.emit("box.stopped", { machineId, reason });
   }
 
   /** Forgets the box: its channels and its boxd client close (the box itself keeps running). */

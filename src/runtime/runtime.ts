@@ -23,6 +23,7 @@ import { IdleReaper } from "./idle.js";
 import { BoxLifecycle } from "./lifecycle.js";
 import { LiveBoxes } from "./live.js";
 import { BoxdReach } from "./reach.js";
+import type { EventBus } from "../events/index.js";
 
 export type { BridgeHandler, CallHandler } from "./channels.js";
 
@@ -55,6 +56,8 @@ export interface RuntimeOptions {
   disk?: DiskWatcher | undefined;
   /** The record writer's redaction of an agent's values, for what machine events say of its commands. */
   redact?: <T>(agentId: string | undefined, value: T) => Promise<T>;
+  /** Where a box's stop is told (box.stopped on the event bus). */
+  events?: Pick<EventBus, "emit">;
 }
 
 export class MachineRuntime implements MachineControl {
@@ -142,11 +145,6 @@ export class MachineRuntime implements MachineControl {
   isRunning(machineId: string): boolean {
     const live = this.#live.get(machineId);
     return live !== undefined && !live.paused;
-  }
-
-  /** Called with the reason whenever a machine's box is stopped (idle, by a request, gone). */
-  onStopped(fn: (machineId: string, reason: string) => void): void {
-    this.#lifecycle.onStopped(fn);
   }
 
   stop(machineId: string, reason: string): Promise<void> {

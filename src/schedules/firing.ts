@@ -16,6 +16,7 @@ import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import { latestSlot, nextSlot, timingOf, type Timing } from "./slots.js";
 import { Ticker } from "./ticker.js";
+import type { EventBus } from "../events/index.js";
 
 export type ScheduleRow = typeof schema.schedules.$inferSelect;
 
@@ -40,6 +41,8 @@ export interface FirerOptions {
   db: Db;
   runs: Pick<Runs, "start">;
   registry: Pick<GenerationRegistry, "waiting" | "full">;
+  /** Runs' ends are heard (run.ended), each fire told (schedule.fired). */
+  events: Pick<EventBus, "emit" | "on">;
   logger: Logger;
 }
 
@@ -80,6 +83,7 @@ export class ScheduleFirer {
 
   constructor(o: FirerOptions) {
     this.#o = o;
+    o.events.on("run.ended", (e) => this.#ended(e.runId, e.status));
     this.#ticker = new Ticker((id, slot) => this.#admit(id, slot, false));
   }
 
@@ -238,6 +242,7 @@ export class ScheduleFirer {
     this.#track(row.id, runId);
     try {
       await o.runs.start(who, row.agentId, runInputOf(row), { id: runId });
+      o.events.emit("schedule.fired", { scheduleId: row.id, runId });
       if (row.lastError !== null)
         await o.db.update(schema.schedules).set({ lastError: null }).where(eq(schema.schedules.id, row.id));
       return runId;
@@ -278,8 +283,8 @@ export class ScheduleFirer {
     return id;
   }
 
-  /** A run's end (the run recorder tells every one): a schedule's counts toward its failures. */
-  ended(runId: string, status: RunStatus): void {
+  /** A run's end (run.ended, told of every one): a schedule's counts toward its failures. */
+  #ended(runId: string, status: RunStatus): void {
     const id = this.#owner.get(runId);
     if (id === undefined) return;
     const done = FAILED.includes(status)

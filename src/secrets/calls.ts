@@ -23,7 +23,7 @@ export type HomeFileReader = (
 
 export interface AgentCallsOptions {
   secrets: Secrets;
-  /** Who runs as a uid of a machine (Agents.atUid). */
+  /** Who runs as a uid of a machine (machines/uids.ts). */
   agentAt: AgentAtUid;
   readHomeFile: HomeFileReader;
   logger: Logger;

@@ -11,6 +11,7 @@ import type { Logger } from "../observability/log.js";
 import type { MachineRuntime } from "../runtime/index.js";
 import type { Workloads } from "../workloads/index.js";
 import { CLOSE_ENDED, TerminalSession, type Viewer, type ViewerMode } from "./session.js";
+import type { EventBus } from "../events/index.js";
 
 /** The agent's login shell (the box's /etc/passwd gives every agent /bin/bash). */
 export const LOGIN_SHELL = ["/bin/bash", "-l"];
@@ -24,7 +25,9 @@ export interface TerminalsOptions {
   agents: Pick<Agents, "load">;
   /** The agents' door: a terminal is opened through it, its output redacted there. */
   workloads: Workloads;
-  runtime: Pick<MachineRuntime, "touch" | "onStopped">;
+  runtime: Pick<MachineRuntime, "touch">;
+  /** A box that stops ends the terminals in it (box.stopped). */
+  events: Pick<EventBus, "on">;
   logger: Logger;
   scrollbackBytes?: number;
   touchEveryMs?: number;
@@ -50,7 +53,7 @@ export class Terminals {
 
   constructor(o: TerminalsOptions) {
     this.#o = o;
-    o.runtime.onStopped((machineId, reason) => {
+    o.events.on("box.stopped", ({ machineId, reason }) => {
       for (const s of [...this.#shared.values(), ...this.#own])
         if (s.machineId === machineId) s.end(`the machine stopped: ${reason}`);
     });
