@@ -181,6 +181,7 @@ export const secrets = defineGroup("secrets", "secrets: values commands get as v
       "set the hosts a model key may be sent to (owners and admins); none given: only the provider's official host",
     args: ["secret"],
     options: [
+      orgOption,
       {
         name: "host",
         value: "<host[:port]>",
@@ -188,9 +189,22 @@ export const secrets = defineGroup("secrets", "secrets: values commands get as v
         help: "a host the key may be sent to, such as api.openai.com or 10.0.0.5:8000; repeatable",
       },
     ],
-    parse: (i) => ({ id: i.arg("secret"), hosts: i.list("host") ?? [] }),
+    parse: (i) => ({ id: i.arg("secret"), orgId: i.str("org"), hosts: i.list("host") ?? [] }),
     run: async (ctx, p) => {
-      const s = await ctx.client.secrets.update(p.id, { hosts: p.hosts });
+      // the secret's id, or its name as --key-secret takes it (in --org when names repeat)
+      let id = p.id;
+      if (!/^sec_[0-9a-z]{16}$/.test(id)) {
+        const named = (await ctx.client.secrets.list({ org_id: p.orgId })).items.filter((x) => x.name === id);
+        const [only] = named;
+        if (!only) throw new LocalError("not_found", `no secret named ${id} is visible to you`);
+        if (named.length > 1)
+          throw new LocalError(
+            "name.ambiguous",
+            `${named.length} secrets are named ${id}: ${named.map((x) => `${x.id} (in ${x.org_id})`).join(", ")}; give --org or an id`,
+          );
+        id = only.id;
+      }
+      const s = await ctx.client.secrets.update(id, { hosts: p.hosts });
       return ctx.show(
         s,
         () => `${p.id} may be sent to ${s.hosts.join(",") || "its provider's official host"}\n`,
