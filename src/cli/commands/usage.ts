@@ -69,7 +69,7 @@ function orgUsageView(u: OrgUsage): string {
 
 export const usage = defineSingle(
   "usage",
-  "disk of an agent's home, or what an organisation's runs used over time",
+  "disk use of an agent's home",
   defineCommand({
     summary:
       "show the disk an agent's home and machine use; with --org, the tokens, dollars, CPU seconds and runs of the organisation (or of the agent) over time",
@@ -87,13 +87,13 @@ export const usage = defineSingle(
         if (!agentId) throw i.error("give an agent, or --org for an organisation's usage over time");
         for (const o of ["since", "until", "step"])
           if (i.str(o) !== undefined) throw i.error(`--${o} goes with --org`);
-        return { kind: "disk" as const, agentId };
+        return { agentId };
       }
       const query = { agent: agentId, since: i.str("since"), until: i.str("until"), step: i.str("step") };
-      return { kind: "org" as const, org, query };
+      return { org, query };
     },
     run: async (ctx, p) => {
-      if (p.kind === "disk") {
+      if (p.org === undefined) {
         const answer = await ctx.client.agent(p.agentId).usage();
         return ctx.show(answer, () => usageView(answer));
       }
