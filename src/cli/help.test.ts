@@ -77,6 +77,7 @@ test("the texts themselves: the overview and a command's help, word for word", (
       "run a command in the agent's box, streaming its output; exits with its code\n" +
       "\n" +
       "options:\n" +
+      "  --org <org>               the organisation: its id (org_...) or its name; agents and machines named are looked up in it (default $WARREN_ORG)\n" +
       "  --command <text>          shell text to run instead of the argv after --\n" +
       "  --cwd <dir>               the working folder (default: the agent's home)\n" +
       "  --env <NAME=value>        NAME=value for the command; repeatable\n" +
