@@ -19,7 +19,7 @@ const entryColumns: Column<Entry>[] = [
 ];
 
 /** `AGENT:PATH` (the agent's id or name) or a local path; `:` only counts before any `/`. */
-export function sideOf(text: string): { agent: string; path: string } | { local: string } {
+function sideOf(text: string): { agent: string; path: string } | { local: string } {
   const colon = text.indexOf(":");
   const slash = text.indexOf("/");
   if (colon > 0 && (slash === -1 || colon < slash))
