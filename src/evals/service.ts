@@ -15,7 +15,6 @@ import type { Logger } from "../observability/log.js";
 import type { Runs } from "../runs/service.js";
 import type { AgentRow, Db } from "../store/index.js";
 import { schema } from "../store/index.js";
-import { EvalCaseRunner } from "./case-runner.js";
 
 interface Expect {
   contains?: string | undefined;
@@ -179,7 +178,7 @@ export class Evals {
         who,
         agent.id,
         { kind: "agent", input: c.input, version },
-        { evaluation: true, runner: (_plan, base) => new EvalCaseRunner(base) },
+        { evaluation: true },
       );
       const ended = await this.#ended(run.id);
       const calls = await this.#o.db
