@@ -53,6 +53,7 @@ import { Guardrails, guardrailPolicy } from "../policy/guardrails.js";
 import { Versions } from "../versions/service.js";
 import { Workloads } from "../workloads/index.js";
 import { Workspaces } from "../workspaces/service.js";
+import { instanceOfConversation } from "../workspaces/instances.js";
 import { Flows } from "../flows/service.js";
 import { EventBus } from "../events/index.js";
 import type { Base } from "./base.js";
@@ -304,6 +305,27 @@ export async function buildServices(
     approvalWaiting: (runId) => approvals.waitingOf(runId),
     suspend: (runId, agentId, state) => records.suspendRun(runId, agentId, state),
   });
+  const areas = new Areas(db, access);
+  const personas = new Personas({ db, access, agents, secrets });
+  // conversations: each message a turn, a run the recorder drives, its history the thread so far
+  const conversations = new Conversations({
+    db,
+    access,
+    agents,
+    personas,
+    areas,
+    branches: new Branches(db, workloads, layout),
+    records,
+    recorder,
+    gateway,
+    runners,
+    historyBytes: config.WARREN_CONVERSATION_HISTORY_BYTES,
+    logger,
+    // a conversation held in a flow instance: its turns work in the instance's /workspace
+    instanceOf: (conversationId) => instanceOfConversation(db, conversationId),
+    canaryFor: (agent, key) => versions.canaryFor(agent, key),
+    suspend: (runId, agentId, state) => records.suspendRun(runId, agentId, state),
+  });
   // runs suspended at the last server's stop (a call waiting for an approval), taken up again
   const resumer = new RunResumer({
     db,
@@ -331,28 +353,7 @@ export async function buildServices(
   // schedules: one ticker fires them, each fire a run through the runs service
   const firer = new ScheduleFirer({ db, runs, registry, events, logger });
   const schedules = new Schedules({ db, access, agents, firer });
-  const areas = new Areas(db, access);
   const homes = new Homes(db, agents, layout, config.WORKSPACE_MAX_MIB, areas);
-  const personas = new Personas({ db, access, agents, secrets });
-  // conversations: each message a turn, a run the recorder drives, its history the thread so far
-  const conversations = new Conversations({
-    db,
-    access,
-    agents,
-    personas,
-    areas,
-    branches: new Branches(db, workloads, layout),
-    records,
-    recorder,
-    gateway,
-    runners,
-    historyBytes: config.WARREN_CONVERSATION_HISTORY_BYTES,
-    logger,
-    // a conversation held in a flow instance: its turns work in the instance's /workspace
-    instanceOf: (conversationId) => flows.instanceOf(conversationId),
-    canaryFor: (agent, key) => versions.canaryFor(agent, key),
-    suspend: (runId, agentId, state) => records.suspendRun(runId, agentId, state),
-  });
   // guild dispatch: a guild's messages, each a turn of one of its agents' conversations
   const dispatch = new GuildDispatch({
     db,

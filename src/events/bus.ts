@@ -1,6 +1,5 @@
 // The one in-process event bus: what happened, told after the fact to whoever listens. Each
-// event names its subject (a run, a conversation, a guild, a schedule, an approval, a machine,
-// an agent); the events of one subject reach their listeners in the order they were emitted
+// event names its subject (a run, a guild, a schedule, a machine); the events of one subject reach their listeners in the order they were emitted
 // (the next waits until every listener of the one before has finished), those of different
 // subjects independently. A listener cannot throw into the emitter: emit returns at once, and
 // a listener that throws or rejects is logged while the others still run.
@@ -10,20 +9,14 @@ import type { RunStatus } from "../contract/types.js";
 export interface Events {
   /** A run's record is written with its final status (the recorder). */
   "run.ended": { runId: string; status: RunStatus };
-  /** A conversation's turn ended (the conversations' turn runner). */
-  "turn.ended": { conversationId: string; runId: string; status: RunStatus };
   /** A message was put in a guild's queue (guild dispatch). */
   "guild.message_queued": { guildId: string; messageId: string };
   /** An agent joined a guild: messages waiting for one may go now (guilds). */
   "guild.joined": { guildId: string; agentId: string };
   /** A schedule fired a run (the schedules' firer). */
   "schedule.fired": { scheduleId: string; runId: string };
-  /** A person allowed or denied a waiting tool call (approvals). */
-  "approval.decided": { approvalId: string; runId: string; decision: "allow" | "deny" };
   /** A machine's box stopped: idle, asked, or gone (the runtime). */
   "box.stopped": { machineId: string; reason: string };
-  /** An agent and its home were deleted (agents). */
-  "agent.deleted": { agentId: string; machineId: string };
 }
 
 export type EventName = keyof Events;
@@ -36,13 +29,10 @@ export type Listener<N extends EventName> = (event: Events[N]) => unknown;
 /** The subject of each event: its events are told in order. */
 const SUBJECT: { [N in EventName]: (e: Events[N]) => string } = {
   "run.ended": (e) => e.runId,
-  "turn.ended": (e) => e.conversationId,
   "guild.message_queued": (e) => e.guildId,
   "guild.joined": (e) => e.guildId,
   "schedule.fired": (e) => e.scheduleId,
-  "approval.decided": (e) => e.runId,
   "box.stopped": (e) => e.machineId,
-  "agent.deleted": (e) => e.agentId,
 };
 
 export class EventBus {

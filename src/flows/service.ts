@@ -12,6 +12,7 @@ import type { RunInput, Runs } from "../runs/service.js";
 import { isUniqueViolation, schema, type Db } from "../store/index.js";
 import type { WorkspaceLayout } from "../workspaces/layout.js";
 import { flowLabels, type InstanceRef } from "../workspaces/service.js";
+import { instanceEnded as ended } from "../workspaces/instances.js";
 
 /** The groups of instances' workspaces: above agents' uids and the shared group, below nobody. */
 export const INSTANCE_GID_FIRST = 50_000;
@@ -242,21 +243,6 @@ export class Flows {
     return c;
   }
 
-  /** The instance a conversation is held in (Conversations asks at each turn); an ended one refuses the turn. */
-  async instanceOf(conversationId: string): Promise<InstanceRef | undefined> {
-    const [r] = await this.o.db
-      .select({ i: schema.flowInstances })
-      .from(schema.flowInstanceConversations)
-      .innerJoin(
-        schema.flowInstances,
-        eq(schema.flowInstances.id, schema.flowInstanceConversations.instanceId),
-      )
-      .where(eq(schema.flowInstanceConversations.conversationId, conversationId));
-    if (!r) return undefined;
-    if (r.i.status !== "running") throw ended();
-    return { id: r.i.id, flowId: r.i.flowId, gid: r.i.gid };
-  }
-
   /** A run of one of the flow's agents inside the instance: its /workspace is the instance's. */
   async run(who: Identity, instanceId: string, input: RunInput & { agent_id: string }): Promise<Run> {
     const { agent_id, ...run } = input;
@@ -280,12 +266,6 @@ export class Flows {
     return this.#view(u ?? i);
   }
 }
-
-const ended = () =>
-  new WarrenError(
-    "flow.instance_ended",
-    "the flow instance has ended (its workspace is kept); start a new instance to work in it again",
-  );
 
 function flowView(f: FlowRow, agentIds: string[]): FlowView {
   return {

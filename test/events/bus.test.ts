@@ -86,8 +86,8 @@ test("an event is not told synchronously inside emit", async () => {
   const { logger } = logged();
   const bus = new EventBus(logger);
   let told = false;
-  bus.on("agent.deleted", () => void (told = true));
-  bus.emit("agent.deleted", { agentId: "agt_1", machineId: "mch_1" });
+  bus.on("schedule.fired", () => void (told = true));
+  bus.emit("schedule.fired", { scheduleId: "sch_1", runId: "run_1" });
   assert.equal(told, false);
   await bus.idle();
   assert.equal(told, true);
