@@ -1,7 +1,7 @@
 // The one in-process event bus: what happened, told after the fact to whoever listens. Each
-// event names its subject (a run, a guild, a schedule, a machine); the events of one subject reach their listeners in the order they were emitted
-// (the next waits until every listener of the one before has finished), those of different
-// subjects independently. A listener cannot throw into the emitter: emit returns at once, and
+// event names its subject (a run, a guild, a schedule, a machine); the events of one subject
+// reach their listeners in the order they were emitted (the next waits until every listener
+// of the one before has finished), those of different subjects independently. A listener cannot throw into the emitter: emit returns at once, and
 // a listener that throws or rejects is logged while the others still run.
 import type { RunStatus } from "../contract/types.js";
 

@@ -1,2 +1,1 @@
 export { EventBus } from "./bus.js";
-export type { Events, EventName, Listener } from "./bus.js";
