@@ -156,8 +156,15 @@ describe("the app's trace, Markdown, Stop, approvals and breadcrumbs", { concurr
     assert.equal(await answer.locator("script, img, iframe, object, embed, svg").count(), 0);
     assert.equal(await answer.getByRole("link").count(), 1);
     assert.equal(await answer.getByText("click me").count(), 1);
+    // (the page's own globals: this file is typed for Node, not the DOM)
+    type Attr = { name: string; value: string };
+    type El = { tagName: string; attributes: Iterable<Attr> };
     const handlers = await page.evaluate(() =>
-      [...document.querySelectorAll("*")].flatMap((el) =>
+      [
+        ...(
+          globalThis as unknown as { document: { querySelectorAll(s: string): Iterable<El> } }
+        ).document.querySelectorAll("*"),
+      ].flatMap((el) =>
         [...el.attributes]
           .filter((a) => /^on/i.test(a.name) || /^\s*(javascript|data):/i.test(a.value))
           .map((a) => `${el.tagName} ${a.name}`),
@@ -166,7 +173,7 @@ describe("the app's trace, Markdown, Stop, approvals and breadcrumbs", { concurr
     assert.deepEqual(handlers, []);
     // the javascript: text is not a link; clicking it does nothing
     await answer.getByText("click me").click();
-    assert.equal(await page.evaluate(() => (window as { __pwned?: unknown }).__pwned), undefined);
+    assert.equal(await page.evaluate(() => (globalThis as { __pwned?: unknown }).__pwned), undefined);
     await web.shot(page, "polish-markdown");
   });
 
@@ -226,7 +233,10 @@ describe("the app's trace, Markdown, Stop, approvals and breadcrumbs", { concurr
     assert.match(await deny.innerText(), /Deny/);
     const look = (b: typeof allow) =>
       b.evaluate((el) => {
-        const s = getComputedStyle(el);
+        const win = globalThis as unknown as {
+          getComputedStyle(e: unknown): { backgroundColor: string; color: string };
+        };
+        const s = win.getComputedStyle(el);
         return `${s.backgroundColor} ${s.color}`;
       });
     assert.notEqual(await look(allow), await look(deny));
