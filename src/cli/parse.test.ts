@@ -56,13 +56,13 @@ test("resource commands become typed commands", () => {
   assert.deepEqual(cmd(["orgs", "list"]), { kind: "orgs.list" });
   assert.deepEqual(cmd(["orgs", "set-member", "org_1", "--email", "b@x.io", "--role", "viewer"]), {
     kind: "orgs.set-member",
-    id: "org_1",
+    orgId: "org_1",
     email: "b@x.io",
     role: "viewer",
   });
   assert.deepEqual(cmd(["orgs", "remove-member", "org_1", "usr_2"]), {
     kind: "orgs.remove-member",
-    id: "org_1",
+    orgId: "org_1",
     userId: "usr_2",
   });
   assert.deepEqual(
@@ -85,11 +85,11 @@ test("resource commands become typed commands", () => {
     },
   );
   assert.deepEqual(cmd(["machines", "list"]), { kind: "machines.list", orgId: undefined });
-  assert.deepEqual(cmd(["machines", "stop", "mch_1"]), { kind: "machines.stop", id: "mch_1" });
-  assert.deepEqual(cmd(["machines", "pause", "mch_1"]), { kind: "machines.pause", id: "mch_1" });
+  assert.deepEqual(cmd(["machines", "stop", "mch_1"]), { kind: "machines.stop", machineId: "mch_1" });
+  assert.deepEqual(cmd(["machines", "pause", "mch_1"]), { kind: "machines.pause", machineId: "mch_1" });
   assert.deepEqual(cmd(["machines", "update", "mch_1", "--max-workspace-mib", "2048"]), {
     kind: "machines.update",
-    id: "mch_1",
+    machineId: "mch_1",
     body: { max_workspace_mib: 2048 },
   });
   assert.deepEqual(cmd(["agents", "create", "a", "--org", "org_1", "--machine", "mch_1"]), {
@@ -103,7 +103,7 @@ test("resource commands become typed commands", () => {
   });
   assert.deepEqual(cmd(["agents", "update", "agt_1", "--policy-file", "p.json"]), {
     kind: "agents.update",
-    id: "agt_1",
+    agentId: "agt_1",
     body: {},
     policyFile: "p.json",
   });

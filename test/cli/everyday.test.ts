@@ -76,6 +76,11 @@ describe("warren by names, files cp, runs logs -f", { skip: boxSkipReason() ?? f
     const echo = await warren(["exec", "builder", "--", "sh", "-c", "echo hi"]);
     assert.equal(echo.code, 0, echo.stderr);
     assert.equal(echo.stdout, "hi\n");
+    // an agent, a machine and an organisation named where `get` takes its id
+    const first0 = (await ok(["agents", "list", "--org", "acme", "-q"])).trim();
+    assert.equal((await ok(["agents", "get", "builder", "--org", "acme", "-q"])).trim(), first0);
+    assert.equal((await ok(["machines", "get", "m1", "--org", "acme", "-q"])).trim(), machine);
+    assert.match(await ok(["orgs", "get", "acme", "-q"]), /^org_[0-9a-z]{16}\n$/);
     const unknown = await warren(["exec", "nobody", "--org", "acme", "--", "true"]);
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /^error: not_found: /);

@@ -16,7 +16,12 @@ export const agentColumns: Column<Agent>[] = [
   { header: "DISK", value: (a) => mib(a.workspace_mib, a.max_workspace_mib) },
 ];
 
-const agentArg = (i: Input) => ({ id: i.arg("agent") });
+// an agent by id, or by name in the organisation of --org (else $WARREN_ORG)
+const inOrg = (i: Input) => {
+  const org = i.str("org");
+  return org === undefined ? {} : { orgId: org };
+};
+const agentArg = (i: Input) => ({ agentId: i.arg("agent"), ...inOrg(i) });
 
 export const agents = defineGroup("agents", "agents: a home, a slot and a port block on a machine", {
   create: defineCommand({
@@ -55,18 +60,20 @@ export const agents = defineGroup("agents", "agents: a home, a slot and a port b
   get: defineCommand({
     summary: "show an agent",
     args: ["agent"],
+    options: [orgOption],
     parse: agentArg,
     run: async (ctx, p) => {
-      const agent = await ctx.client.agents.get(p.id);
+      const agent = await ctx.client.agents.get(p.agentId);
       return ctx.show(agent, () => agentView(agent));
     },
   }),
   show: defineCommand({
     summary: "show an agent with its spec: kind, model, instructions, tools, tool policy, limits",
     args: ["agent"],
+    options: [orgOption],
     parse: agentArg,
     run: async (ctx, p) => {
-      const agent = await ctx.client.agents.get(p.id);
+      const agent = await ctx.client.agents.get(p.agentId);
       return ctx.show(agent, () => agentView(agent));
     },
   }),
@@ -74,6 +81,7 @@ export const agents = defineGroup("agents", "agents: a home, a slot and a port b
     summary: "rename an agent, change its disk cap, its sandbox policy or its spec (a new version)",
     args: ["agent"],
     options: [
+      orgOption,
       nameOption,
       maxWorkspaceOption,
       { name: "policy-file", value: "<file>", help: "a JSON file holding the sandbox policy" },
@@ -90,11 +98,11 @@ export const agents = defineGroup("agents", "agents: a home, a slot and a port b
       if (Object.keys(body).length === 0 && policyFile === undefined && !saysSpec(spec)) {
         throw i.error("say what to change: --name, --max-workspace-mib, --policy-file or a spec option");
       }
-      return { id: i.arg("agent"), body, policyFile, ...(saysSpec(spec) ? { spec } : {}) };
+      return { agentId: i.arg("agent"), ...inOrg(i), body, policyFile, ...(saysSpec(spec) ? { spec } : {}) };
     },
     run: async (ctx, p) => {
       // limits and the model's parts change what the agent has now
-      const current = p.spec ? await ctx.client.agents.get(p.id) : undefined;
+      const current = p.spec ? await ctx.client.agents.get(p.agentId) : undefined;
       const body = { ...p.body, ...(p.spec ? await specBody(ctx, p.spec, current) : {}) };
       if (p.policyFile !== undefined) {
         const text = (await ctx.readLocal(p.policyFile, "the policy file")).toString("utf8");
@@ -107,17 +115,18 @@ export const agents = defineGroup("agents", "agents: a home, a slot and a port b
           );
         }
       }
-      const agent = await ctx.client.agents.update(p.id, body);
+      const agent = await ctx.client.agents.update(p.agentId, body);
       return ctx.show(agent, () => agentView(agent));
     },
   }),
   delete: defineCommand({
     summary: "delete an agent and its home",
     args: ["agent"],
+    options: [orgOption],
     parse: agentArg,
     run: async (ctx, p) => {
-      await ctx.client.agents.delete(p.id);
-      return ctx.show(undefined, () => `deleted ${p.id}\n`);
+      await ctx.client.agents.delete(p.agentId);
+      return ctx.show(undefined, () => `deleted ${p.agentId}\n`);
     },
   }),
 });

@@ -34,7 +34,11 @@ const runawayOption: OptionDef = {
   help: "how long a command tree may hold the box at its pids or memory limit before it is stopped (default 60)",
 };
 
-const machineArg = (i: Input) => ({ id: i.arg("machine") });
+// a machine by id, or by name in the organisation of --org (else $WARREN_ORG)
+const machineArg = (i: Input) => {
+  const org = i.str("org");
+  return { machineId: i.arg("machine"), ...(org === undefined ? {} : { orgId: org }) };
+};
 
 const MiB = 1024 * 1024;
 
@@ -99,9 +103,10 @@ export const machines = defineGroup("machines", "machines: where agents live, on
   get: defineCommand({
     summary: "show a machine and its box: state, usage, the limit it is at, its latest events",
     args: ["machine"],
+    options: [orgOption],
     parse: machineArg,
     run: async (ctx, p) => {
-      const machine = await ctx.client.machines.get(p.id);
+      const machine = await ctx.client.machines.get(p.machineId);
       return ctx.show(machine, () => machineDetail(machine));
     },
   }),
@@ -125,38 +130,41 @@ export const machines = defineGroup("machines", "machines: where agents live, on
         throw i.error(
           "say what to change: --name, --max-workspace-mib, --memory-mib, --cpus or --runaway-after-s",
         );
-      return { id: i.arg("machine"), body };
+      return { machineId: i.arg("machine"), body };
     },
     run: async (ctx, p) => {
-      const machine = await ctx.client.machines.update(p.id, p.body);
+      const machine = await ctx.client.machines.update(p.machineId, p.body);
       return ctx.show(machine, () => detailView(machine));
     },
   }),
   stop: defineCommand({
     summary: "stop a machine's box; its files stay",
     args: ["machine"],
+    options: [orgOption],
     parse: machineArg,
     run: async (ctx, p) => {
-      const machine = await ctx.client.machines.stop(p.id);
+      const machine = await ctx.client.machines.stop(p.machineId);
       return ctx.show(machine, () => detailView(machine));
     },
   }),
   pause: defineCommand({
     summary: "pause a machine's box: frozen in memory, resumed by the next command",
     args: ["machine"],
+    options: [orgOption],
     parse: machineArg,
     run: async (ctx, p) => {
-      const machine = await ctx.client.machines.pause(p.id);
+      const machine = await ctx.client.machines.pause(p.machineId);
       return ctx.show(machine, () => detailView(machine));
     },
   }),
   delete: defineCommand({
     summary: "delete a machine that has no agents",
     args: ["machine"],
+    options: [orgOption],
     parse: machineArg,
     run: async (ctx, p) => {
-      await ctx.client.machines.delete(p.id);
-      return ctx.show(undefined, () => `deleted ${p.id}\n`);
+      await ctx.client.machines.delete(p.machineId);
+      return ctx.show(undefined, () => `deleted ${p.machineId}\n`);
     },
   }),
 });

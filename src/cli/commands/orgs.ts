@@ -24,7 +24,7 @@ function readRole(i: Input): Role {
   return role;
 }
 
-const orgArg = (i: Input) => ({ id: i.arg("org") });
+const orgArg = (i: Input) => ({ orgId: i.arg("org") });
 
 export const orgs = defineGroup("orgs", "organisations and their members", {
   create: defineCommand({
@@ -49,7 +49,7 @@ export const orgs = defineGroup("orgs", "organisations and their members", {
     args: ["org"],
     parse: orgArg,
     run: async (ctx, p) => {
-      const org = await ctx.client.orgs.get(p.id);
+      const org = await ctx.client.orgs.get(p.orgId);
       return ctx.show(org, () => detailView(org));
     },
   }),
@@ -58,8 +58,8 @@ export const orgs = defineGroup("orgs", "organisations and their members", {
     args: ["org"],
     parse: orgArg,
     run: async (ctx, p) => {
-      await ctx.client.orgs.delete(p.id);
-      return ctx.show(undefined, () => `deleted ${p.id}\n`);
+      await ctx.client.orgs.delete(p.orgId);
+      return ctx.show(undefined, () => `deleted ${p.orgId}\n`);
     },
   }),
   members: defineCommand({
@@ -67,7 +67,7 @@ export const orgs = defineGroup("orgs", "organisations and their members", {
     args: ["org"],
     parse: orgArg,
     run: async (ctx, p) => {
-      const list = await ctx.client.orgs.members(p.id);
+      const list = await ctx.client.orgs.members(p.orgId);
       return ctx.show(list, () => listView("members", memberColumns, list.items));
     },
   }),
@@ -87,10 +87,10 @@ export const orgs = defineGroup("orgs", "organisations and their members", {
     required: ["email", "role"],
     parse: (i) => {
       const areas = i.list("area");
-      return { id: i.arg("org"), email: i.need("email"), role: readRole(i), ...(areas ? { areas } : {}) };
+      return { orgId: i.arg("org"), email: i.need("email"), role: readRole(i), ...(areas ? { areas } : {}) };
     },
     run: async (ctx, p) => {
-      const member = await ctx.client.orgs.setMember(p.id, {
+      const member = await ctx.client.orgs.setMember(p.orgId, {
         email: p.email,
         role: p.role,
         ...(p.areas ? { areas: p.areas } : {}),
@@ -101,10 +101,10 @@ export const orgs = defineGroup("orgs", "organisations and their members", {
   "remove-member": defineCommand({
     summary: "remove a member (by user id, usr_...)",
     args: ["org", "user"],
-    parse: (i) => ({ id: i.arg("org"), userId: i.arg("user") }),
+    parse: (i) => ({ orgId: i.arg("org"), userId: i.arg("user") }),
     run: async (ctx, p) => {
-      await ctx.client.orgs.removeMember(p.id, p.userId);
-      return ctx.show(undefined, () => `removed ${p.userId} from ${p.id}\n`);
+      await ctx.client.orgs.removeMember(p.orgId, p.userId);
+      return ctx.show(undefined, () => `removed ${p.userId} from ${p.orgId}\n`);
     },
   }),
 });
