@@ -1,8 +1,8 @@
 // Areas and a conversation's Changes in the operator app, in a real browser (Debian's chromium,
 // driven by playwright-core) against a real `warren serve` (the built CLI, trusted-header mode,
 // real boxes): an area defined and edited on the organisation page, its revisions, a member
-// given it in the member form; then a conversation on a repository, its Changes (files and the
-// patch) and Land.
+// given it in the member form; then a conversation on a repository (started from the form),
+// its Changes (files and the patch) and Land.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { waitFor } from "../conversations/support.js";
@@ -99,12 +99,17 @@ describe("areas and changes in the app", { concurrency: false }, () => {
     await app.shot(theirs, "fenced-editor-files");
   });
 
-  test("a conversation's Changes show its files and patch; Land merges it into its base", async () => {
-    const c = await api("POST", `/api/agents/${agent}/conversations`, {
-      title: "notes",
-      repo: "support/app",
-    });
-    assert.equal(c.status, 201, JSON.stringify(c.body));
+  test("a conversation started on a repository from the form: its Changes show its files and patch; Land merges it into its base", async () => {
+    await page.goto(`${base}/agents/${agent}/conversations`);
+    const form = page.getByRole("form", { name: "start a conversation" });
+    await form.getByLabel("Title").fill("notes");
+    await form.getByLabel("Repository").fill("support/app");
+    await form.getByRole("button", { name: "Start conversation" }).click();
+    await page.waitForURL(/\/conversations\/cnv_[0-9a-z]+$/);
+    const id = /\/conversations\/(cnv_[0-9a-z]+)$/.exec(page.url())![1]!;
+    const c = await api("GET", `/api/conversations/${id}`);
+    assert.equal(c.status, 200, JSON.stringify(c.body));
+    assert.equal(c.body.repo, "support/app");
     const m = await api("POST", `/api/conversations/${c.body.id}/messages`, { text: "Write the notes" });
     await waitFor("the turn", async () => {
       const r = (await api("GET", `/api/runs/${m.body.run_id}`)).body;

@@ -1,5 +1,5 @@
 // The Conversations tab: the agent's threads and a new one (as the agent, or as one of its
-// personas). A thread is its own page (Thread.tsx).
+// personas; on a branch of a repository in the home when one is named). A thread is its own page (Thread.tsx).
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { keys, usePersonas, warren, type Can } from "../api";
@@ -19,11 +19,13 @@ export function ConversationsTab({ agentId, can }: { agentId: string; can: Can }
   const personas = usePersonas(agentId);
   const [title, setTitle] = useState("");
   const [persona, setPersona] = useState("");
+  const [repo, setRepo] = useState("");
   const start = useMutation({
     mutationFn: () =>
       warren.agent(agentId).conversations.create({
         ...(title.trim() ? { title: title.trim() } : {}),
         ...(persona ? { persona_id: persona } : {}),
+        ...(repo.trim() ? { repo: repo.trim() } : {}),
       }),
     onSuccess: async (c) => {
       qc.setQueryData(keys.conversation(c.id), c);
@@ -52,6 +54,17 @@ export function ConversationsTab({ agentId, can }: { agentId: string; can: Can }
               onChange={(e) => setTitle(e.target.value)}
               placeholder="optional: what it is about"
               maxLength={200}
+            />
+          </label>
+          <label>
+            Repository
+            <input
+              name="conversation_repo"
+              value={repo}
+              onChange={(e) => setRepo(e.target.value)}
+              placeholder="optional: a git folder in the home"
+              title="a git repository folder in the agent's home: the conversation works on its own branch there, to diff and land"
+              maxLength={500}
             />
           </label>
           <label>

@@ -234,7 +234,10 @@ export function OrgDashboard({ orgId }: { orgId: string }) {
   const up = machines.data?.filter((m) => m.state === "running").length;
   const tile = (id: string, label: string, value: string | undefined, of?: string) => (
     <div className="card" style={{ minHeight: 0 }} data-testid={`tile-${id}`}>
-      <h2>{label}</h2>
+      {/* a figure's name, not a section: the page's headings stay its sections' */}
+      <p className="sub" data-testid={`label-${id}`}>
+        {label}
+      </p>
       <p>
         <strong data-testid={`value-${id}`}>{value ?? "…"}</strong>
         {of ? <span className="sub"> {of}</span> : null}
