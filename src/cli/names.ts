@@ -23,6 +23,12 @@ type Bag = Record<string, unknown>;
 const isBag = (v: unknown): v is Bag =>
   typeof v === "object" && v !== null && Object.getPrototypeOf(v) === Object.prototype;
 
+/** The id of a name's answer; an answer without one (not a warren server) is an error, not undefined. */
+function idIn(answer: { id?: unknown }): string {
+  if (typeof answer.id === "string" && ID.test(answer.id)) return answer.id;
+  throw new Error("the server's answer to a name names no id: is --url a warren server?");
+}
+
 /** The command's parameters with every name put as its id (the parameters are not changed). */
 export async function resolveNames<P>(
   client: WarrenClient,
@@ -44,12 +50,14 @@ export async function resolveNames<P>(
   const given = named("org")[0]?.[1] as string | undefined;
   const scope = given ?? (envOrg === "" ? undefined : envOrg);
   const orgId =
-    scope === undefined || ID.test(scope) ? scope : (await client.resolve({ kind: "org", name: scope })).id;
+    scope === undefined || ID.test(scope) ? scope : idIn(await client.resolve({ kind: "org", name: scope }));
   const idOf = async (kind: Kind, text: string): Promise<string> => {
     if (ID.test(text)) return text;
     if (kind === "org")
-      return text === scope && orgId !== undefined ? orgId : (await client.resolve({ kind, name: text })).id;
-    return (await client.resolve({ kind, name: text, ...(orgId !== undefined ? { org_id: orgId } : {}) })).id;
+      return text === scope && orgId !== undefined ? orgId : idIn(await client.resolve({ kind, name: text }));
+    return idIn(
+      await client.resolve({ kind, name: text, ...(orgId !== undefined ? { org_id: orgId } : {}) }),
+    );
   };
   const copy = async (b: Bag): Promise<Bag> => {
     const out: Bag = {};

@@ -52,7 +52,7 @@ test("a short wait draws nothing, and a disabled spinner never does", async () =
 
 const run: Run = {
   id: "run_1",
-  agent_id: "agt_1",
+  agent_id: "agt_0123456789abcdef",
   machine_id: "mch_1",
   kind: "command",
   status: "queued",
@@ -119,20 +119,20 @@ test("runs wait and runs start --wait spin on a terminal's stderr, and only ther
   assert.equal(json.stderr, "");
   assert.equal((JSON.parse(json.stdout) as Run).status, "succeeded");
 
-  const started = await cli(["runs", "start", "agt_1", "--wait", "--", "echo", "hi"], true);
+  const started = await cli(["runs", "start", "agt_0123456789abcdef", "--wait", "--", "echo", "hi"], true);
   assert.equal(started.code, 0);
   assert.equal(started.stdout, "hi\n");
   assert.match(started.stderr, /^\r⠋ waiting for run_1/);
   assert.ok(started.stderr.endsWith("\r\u001b[K"));
 
   for (const tty of [false, true]) {
-    const quiet = await cli(["runs", "start", "agt_1", "--wait", "--json", "--", "echo", "hi"], tty);
+    const quiet = await cli(["runs", "start", "agt_0123456789abcdef", "--wait", "--json", "--", "echo", "hi"], tty);
     assert.equal(quiet.code, 0);
     assert.equal(quiet.stderr, "");
     assert.ok(!spun(quiet.stdout));
     assert.equal((JSON.parse(quiet.stdout) as Run).output, "hi\n");
   }
-  const pipedStart = await cli(["runs", "start", "agt_1", "--wait", "--", "echo", "hi"], false);
+  const pipedStart = await cli(["runs", "start", "agt_0123456789abcdef", "--wait", "--", "echo", "hi"], false);
   assert.equal(pipedStart.stderr, "");
 });
 
@@ -169,14 +169,14 @@ test("exec spins until the command's first output, on a terminal only", async ()
     });
     return { code, stdout: stdout.text, stderr: stderr.text };
   };
-  const onTerminal = await run(["exec", "agt_1", "--", "echo", "hi"], true);
+  const onTerminal = await run(["exec", "agt_0123456789abcdef", "--", "echo", "hi"], true);
   assert.equal(onTerminal.code, 3);
   assert.equal(onTerminal.stdout, "hi\n");
-  assert.match(onTerminal.stderr, /^\r⠋ starting the command in agt_1's box/);
+  assert.match(onTerminal.stderr, /^\r⠋ starting the command in agt_0123456789abcdef's box/);
   assert.ok(onTerminal.stderr.endsWith("\r\u001b[K"));
-  const piped = await run(["exec", "agt_1", "--", "echo", "hi"], false);
+  const piped = await run(["exec", "agt_0123456789abcdef", "--", "echo", "hi"], false);
   assert.deepEqual(piped, { code: 3, stdout: "hi\n", stderr: "" });
-  const json = await run(["exec", "agt_1", "--json", "--", "echo", "hi"], true);
+  const json = await run(["exec", "agt_0123456789abcdef", "--json", "--", "echo", "hi"], true);
   assert.equal(json.code, 3);
   assert.equal(json.stderr, "");
   assert.ok(!spun(json.stdout));

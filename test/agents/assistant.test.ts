@@ -222,7 +222,20 @@ describe("assistant runs", { skip: boxSkipReason() ?? false }, () => {
     );
     assert.equal(of(events, "completion").length, 4);
     assert.equal(of(events, "prompt")[0].user, "How many words has the plan?");
-    assert.deepEqual(of(events, "output"), [{ stream: "stdout", data: "The plan has 3 words." }]);
+    // the model's text streams as it comes, each piece naming its step; the whole answer last
+    const outputs = of(events, "output");
+    assert.deepEqual(outputs.at(-1), { stream: "stdout", data: "The plan has 3 words." });
+    const texts = outputs.filter((o) => o.stream === "text");
+    assert.equal(texts.length, outputs.length - 1);
+    const byStep = new Map<number, string>();
+    for (const o of texts) byStep.set(o.step, (byStep.get(o.step) ?? "") + o.data);
+    assert.deepEqual(
+      [...byStep],
+      [
+        [1, "I will write the plan."],
+        [4, "The plan has 3 words."],
+      ],
+    );
     assert.doesNotMatch(JSON.stringify(events), new RegExp(KEY));
     assert.doesNotMatch(JSON.stringify(run), new RegExp(KEY));
 

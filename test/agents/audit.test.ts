@@ -112,9 +112,20 @@ for (const leg of dbLegs)
       assert.equal(events.status, 200);
       const types = events.body.items.map((e: { type: string }) => e.type);
       assert.deepEqual(
-        types.filter((x: string) => ["prompt", "model_call", "completion", "output", "exit"].includes(x)),
-        ["prompt", "model_call", "completion", "output", "exit"],
+        types.filter((x: string) => ["prompt", "model_call", "completion", "exit"].includes(x)),
+        ["prompt", "model_call", "completion", "exit"],
       );
+      // the model's text streams as outputs of stream "text" (its step named), the whole answer last
+      const outputs = events.body.items
+        .filter((e: { type: string }) => e.type === "output")
+        .map((e: any) => e.data);
+      assert.deepEqual(outputs.at(-1), { stream: "stdout", data: "a private answer" });
+      const texts = outputs.slice(0, -1);
+      assert.ok(
+        texts.every((o: any) => o.stream === "text" && o.step === 1),
+        JSON.stringify(texts),
+      );
+      assert.equal(texts.map((o: any) => o.data).join(""), "a private answer");
       const prompt = events.body.items.find((e: { type: string }) => e.type === "prompt").data;
       assert.equal(prompt.system, "House rules for a.\n\nThe secret plan is in the instructions.\n");
       assert.equal(prompt.user, "a private question");
