@@ -274,5 +274,21 @@ describe("warren chat", { concurrency: false }, () => {
       "Let me look at the notes.\nThe notes say that tea is served at five in the garden, by the old oak tree.\n",
     );
     assert.match(out.stderr, /· read_file ALLOW \{"path":"notes\.txt"\}/);
+
+    // the same as an agent run: `runs logs` prints each step's text once and the answer once
+    fake.script([
+      { text: "Let me look again.", tool_calls: [{ name: "read_file", input: { path: "notes.txt" } }] },
+      { text: "Tea at five, still." },
+    ]);
+    const r = await t.call("POST", `/api/agents/${a.body.id}/runs`, { kind: "agent", input: "Again?" });
+    assert.equal(r.status, 202, JSON.stringify(r.body));
+    const logs = warren(["runs", "logs", "-f", r.body.id]);
+    logs.end();
+    const followed = await logs.done;
+    assert.equal(followed.code, 0, followed.stderr);
+    assert.equal(followed.stdout, "Let me look again.\nTea at five, still.\n");
+    const again = warren(["runs", "logs", r.body.id]);
+    again.end();
+    assert.equal((await again.done).stdout, followed.stdout);
   });
 });

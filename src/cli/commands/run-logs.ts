@@ -3,18 +3,23 @@
 import type { RunEvent, StreamEvent } from "../../sdk/index.js";
 import { defineCommand } from "../command.js";
 import { EXIT_OK, type Context } from "../context.js";
+import { TurnView } from "./turns.js";
 
-/** An output event's text and where it goes: stderr's to stderr, stdout's and a model's text to stdout. */
-function outputOf(type: string, data: unknown): { to: "out" | "err"; text: string } | null {
-  if (type !== "output" || typeof data !== "object" || data === null) return null;
-  const d = data as { stream?: unknown; data?: unknown };
-  if (typeof d.data !== "string") return null;
-  return { to: d.stream === "stderr" ? "err" : "out", text: d.data };
+/**
+ * Prints one event as `runs start --wait` does (TurnView): a command's stdout and stderr as they
+ * came; an agent run's text once, each step on a line of its own, then only what its whole answer
+ * adds (never the answer twice); tool calls as notes on stderr.
+ */
+async function print(ctx: Context, view: TurnView, type: string, data: unknown): Promise<void> {
+  const s = view.step({ id: "", type, data, at: undefined, run_id: view.runId });
+  if (s.answer) await ctx.out(s.answer);
+  if (s.note) await ctx.err(s.note);
 }
 
-async function print(ctx: Context, type: string, data: unknown): Promise<void> {
-  const o = outputOf(type, data);
-  if (o) await (o.to === "err" ? ctx.err(o.text) : ctx.out(o.text));
+/** An agent's answer ends its line (a command's output is left as it printed it). */
+async function ended(ctx: Context, view: TurnView): Promise<number> {
+  if (!ctx.json && view.spoke && !view.printed.endsWith("\n")) await ctx.out("\n");
+  return EXIT_OK;
 }
 
 export const runLogs = defineCommand({
@@ -25,12 +30,13 @@ export const runLogs = defineCommand({
   ],
   parse: (i) => ({ id: i.arg("run"), follow: i.flag("follow") }),
   run: async (ctx, p) => {
+    const view = new TurnView(p.id);
     if (p.follow) {
       for await (const e of ctx.client.runs.stream(p.id)) {
         if (ctx.json) await ctx.out(`${JSON.stringify(e satisfies StreamEvent)}\n`);
-        else await print(ctx, e.type, e.data);
+        else await print(ctx, view, e.type, e.data);
       }
-      return EXIT_OK;
+      return ended(ctx, view);
     }
     const all: RunEvent[] = [];
     for (;;) {
@@ -40,7 +46,7 @@ export const runLogs = defineCommand({
       all.push(...page.items);
     }
     if (ctx.json) return ctx.show({ items: all.filter((e) => e.type === "output") }, () => "");
-    for (const e of all) await print(ctx, e.type, e.data);
-    return EXIT_OK;
+    for (const e of all) await print(ctx, view, e.type, e.data);
+    return ended(ctx, view);
   },
 });

@@ -37,6 +37,11 @@ export class TurnView {
 
   constructor(readonly runId: string) {}
 
+  /** Whether a model's text was printed (an agent's answer, which ends on a line of its own). */
+  get spoke(): boolean {
+    return this.streamed;
+  }
+
   /** True for an event of this turn. */
   owns(e: StreamEvent): boolean {
     return e.run_id === this.runId;
