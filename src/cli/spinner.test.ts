@@ -126,13 +126,19 @@ test("runs wait and runs start --wait spin on a terminal's stderr, and only ther
   assert.ok(started.stderr.endsWith("\r\u001b[K"));
 
   for (const tty of [false, true]) {
-    const quiet = await cli(["runs", "start", "agt_0123456789abcdef", "--wait", "--json", "--", "echo", "hi"], tty);
+    const quiet = await cli(
+      ["runs", "start", "agt_0123456789abcdef", "--wait", "--json", "--", "echo", "hi"],
+      tty,
+    );
     assert.equal(quiet.code, 0);
     assert.equal(quiet.stderr, "");
     assert.ok(!spun(quiet.stdout));
     assert.equal((JSON.parse(quiet.stdout) as Run).output, "hi\n");
   }
-  const pipedStart = await cli(["runs", "start", "agt_0123456789abcdef", "--wait", "--", "echo", "hi"], false);
+  const pipedStart = await cli(
+    ["runs", "start", "agt_0123456789abcdef", "--wait", "--", "echo", "hi"],
+    false,
+  );
   assert.equal(pipedStart.stderr, "");
 });
 
