@@ -61,29 +61,22 @@ export class UsageRecords {
       lt(r.endedAt, until),
       q.agent ? eq(r.agentId, q.agent) : undefined,
     );
-    const [sums, disks] = await Promise.all([
-      this.db
-        .select({
-          step,
-          tokens_in: num("tokens_in"),
-          tokens_out: num("tokens_out"),
-          usd: num("usd"),
-          cpu_seconds: num("cpu_seconds"),
-          execs: sql<number>`count(*)::int`,
-        })
-        .from(r)
-        .where(where)
-        .groupBy(sql`1`),
-      this.db
-        .select({
-          step,
-          agent: r.agentId,
-          mib: sql<number | null>`max((${r.receipt}->>'disk_after_mib')::float8)`,
-        })
-        .from(r)
-        .where(where)
-        .groupBy(sql`1`, sql`2`),
-    ]);
+    // one read of the runs: each step's sums per agent (an agent's disk is its largest after a
+    // run of the step; the organisation's, the sum of its agents')
+    const rows = await this.db
+      .select({
+        step,
+        agent: r.agentId,
+        tokens_in: num("tokens_in"),
+        tokens_out: num("tokens_out"),
+        usd: num("usd"),
+        cpu_seconds: num("cpu_seconds"),
+        execs: sql<number>`count(*)::int`,
+        mib: sql<number | null>`max((${r.receipt}->>'disk_after_mib')::float8)`,
+      })
+      .from(r)
+      .where(where)
+      .groupBy(sql`1`, sql`2`);
     const count = Math.ceil((until.getTime() - since.getTime()) / 1000 / stepS);
     const series = Array.from({ length: count }, (_, i) => ({
       at: new Date(since.getTime() + i * stepS * 1000).toISOString(),
@@ -95,17 +88,14 @@ export class UsageRecords {
       disk_mib: null as number | null,
     }));
     const totals = { tokens_in: 0, tokens_out: 0, usd: 0, cpu_seconds: 0, execs: 0 };
-    for (const s of sums) {
-      const p = series[Number(s.step)];
+    for (const row of rows) {
+      const p = series[Number(row.step)];
       if (!p) continue;
       for (const k of ["tokens_in", "tokens_out", "usd", "cpu_seconds", "execs"] as const) {
-        p[k] = round9(Number(s[k]));
-        totals[k] = round9(totals[k] + p[k]);
+        p[k] = round9(p[k] + Number(row[k]));
+        totals[k] = round9(totals[k] + Number(row[k]));
       }
-    }
-    for (const d of disks) {
-      const p = series[Number(d.step)];
-      if (p && d.mib !== null) p.disk_mib = round9((p.disk_mib ?? 0) + Number(d.mib));
+      if (row.mib !== null) p.disk_mib = round9((p.disk_mib ?? 0) + Number(row.mib));
     }
     return {
       org_id: orgId,

@@ -100,11 +100,11 @@ for (const leg of dbLegs) {
       assert.equal(u.totals.tokens_out, sum(runs, "tokens_out"));
       assert.ok(close(u.totals.usd, sum(runs, "usd")), `${u.totals.usd} vs ${sum(runs, "usd")}`);
       assert.ok(close(u.totals.cpu_seconds, sum(runs, "cpu_seconds")));
-      // every run in the step its receipt ended in
+      // every run in the step it ended in (the run's ended_at, which the server steps by)
       for (const k of ["tokens_in", "tokens_out", "usd", "cpu_seconds", "execs"]) {
         const byStep = new Map<string, number>();
         for (const r of runs) {
-          const i = Math.floor((Date.parse(r.receipt.ended_at) - Date.parse(since)) / 60_000);
+          const i = Math.floor((Date.parse(r.ended_at) - Date.parse(since)) / 60_000);
           const at = new Date(Date.parse(since) + i * 60_000).toISOString();
           byStep.set(at, (byStep.get(at) ?? 0) + (k === "execs" ? 1 : (r.receipt[k] ?? 0)));
         }
