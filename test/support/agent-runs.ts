@@ -3,6 +3,17 @@
 import assert from "node:assert/strict";
 import type { TestServer } from "./server.js";
 
+/**
+ * The body of an assistant on the scripted Anthropic server at `baseUrl` (its key the secret
+ * ANTHROPIC_KEY), given run_command and a policy that permits everything.
+ */
+export const scriptedAssistant = (baseUrl: string) => ({
+  kind: "assistant",
+  model: { provider: "anthropic", name: "claude-sonnet-4-5", base_url: baseUrl, key_secret: "ANTHROPIC_KEY" },
+  tools: [{ type: "builtin", name: "run_command" }],
+  tool_policy: `permit(principal, action, resource);`,
+});
+
 export const TERMINAL_STATUSES = ["succeeded", "failed", "timed_out", "cancelled", "lost"];
 
 export interface TraceEvent {

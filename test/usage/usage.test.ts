@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { boxSkipReason } from "../box/fixture.js";
-import { runAgent } from "../support/agent-runs.js";
+import { runAgent, scriptedAssistant } from "../support/agent-runs.js";
 import { privateAllow } from "../support/bound.js";
 import { dbLegs } from "../support/db.js";
 import { startFakeAnthropic, type FakeModelServer } from "../support/fake-models.js";
@@ -52,15 +52,7 @@ for (const leg of dbLegs) {
           org_id: org,
           machine_id: machine,
           name,
-          kind: "assistant",
-          model: {
-            provider: "anthropic",
-            name: "claude-sonnet-4-5",
-            base_url: anth.baseUrl,
-            key_secret: "ANTHROPIC_KEY",
-          },
-          tools: [{ type: "builtin", name: "run_command" }],
-          tool_policy: `permit(principal, action, resource);`,
+          ...scriptedAssistant(anth.baseUrl),
         });
         assert.equal(a.status, 201, JSON.stringify(a.body));
         agents.push(a.body.id);

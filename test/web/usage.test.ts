@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { Page } from "playwright-core";
 import { privateAllow } from "../support/bound.js";
+import { scriptedAssistant } from "../support/agent-runs.js";
 import { startFakeAnthropic, type FakeModelServer } from "../support/fake-models.js";
 import { OWNER, startWebApp, type WebApp } from "./fixture.js";
 
@@ -62,15 +63,7 @@ describe("usage in the app", { concurrency: false }, () => {
         org_id: org,
         machine_id: machine,
         name,
-        kind: "assistant",
-        model: {
-          provider: "anthropic",
-          name: "claude-sonnet-4-5",
-          base_url: anth.baseUrl,
-          key_secret: "ANTHROPIC_KEY",
-        },
-        tools: [{ type: "builtin", name: "run_command" }],
-        tool_policy: `permit(principal, action, resource);`,
+        ...scriptedAssistant(anth.baseUrl),
       });
       assert.equal(a.status, 201, a.text);
       agents.push(a.body.id);
