@@ -251,12 +251,14 @@ describe("measure", () => {
     const fifo = path.join(base, "fifo");
     execFileSync("mkfifo", [fifo]);
     let stuck = true;
+    const standIns: Worker[] = [];
     const exits: Promise<unknown>[] = [];
     const m = new HomeMeter({
       threads: 2,
       startWorker: () => {
         if (!stuck) return startWorker();
         const w = standIn("fs.closeSync(fs.openSync(workerData, 'r'));", fifo);
+        standIns.push(w);
         exits.push(once(w, "exit"));
         return w;
       },
@@ -282,7 +284,9 @@ describe("measure", () => {
       assert.ok((await m.measure(home)).bytes > 0);
     } finally {
       // Free the blocked threads (a reader and writer in one: open(2) of the FIFO returns at
-      // once and unblocks its waiting readers), and wait until each has stopped.
+      // once and unblocks its waiting readers), and wait until each has stopped. The meter let
+      // them go unreferenced; held again here, so that waiting for their exit keeps the loop alive.
+      for (const w of standIns) w.ref();
       const fd = openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK);
       try {
         await Promise.all(exits);
