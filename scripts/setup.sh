@@ -11,8 +11,10 @@ cd "$(dirname "$0")/.."
 # browser tests of the app and the terminal page (playwright-core, no browser download); vim:
 # the full-screen program of the terminal test; podman: the oci provider's engine (its Docker
 # compatible service, scripts/oci.sh); runc, crun: its OCI runtimes (crun refuses a host whose
-# cgroups are hybrid, v1 controllers beside a cgroup2 mount; runc runs there: WARREN_OCI_RUNTIME)
-pkgs=(bubblewrap postgresql gcc libc6-dev linux-libc-dev make util-linux procps iproute2 strace python3 openssl curl git tmux chromium vim podman runc crun)
+# cgroups are hybrid, v1 controllers beside a cgroup2 mount; runc runs there: WARREN_OCI_RUNTIME);
+# python3-httpx, python3-pytest, python3-setuptools, python3-wheel: the Python SDK, its
+# conformance suite and its wheel (sdk/python)
+pkgs=(bubblewrap postgresql gcc libc6-dev linux-libc-dev make util-linux procps iproute2 strace python3 openssl curl git tmux chromium vim podman runc crun python3-httpx python3-pytest python3-setuptools python3-wheel)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
