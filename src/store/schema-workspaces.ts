@@ -1,5 +1,5 @@
 // A part of the schema (re-exported by schema.ts, which would pass its bound of lines).
-import { index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import { index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 import { created } from "./columns.js";
 import { orgs, agents, conversations } from "./schema.js";
 
@@ -14,6 +14,12 @@ export const flows = pgTable(
       .notNull()
       .references(() => orgs.id, { onDelete: "restrict" }),
     name: text("name").notNull(),
+    /** `contract`: made from a contract file (WARREN_CONTRACTS); the API does not change it. */
+    source: text("source", { enum: ["api", "contract"] }).notNull().default("api"),
+    /** A contract flow's revision: the content hash of its folder as last loaded. */
+    revision: text("revision"),
+    /** A contract flow's file, relative to the contracts folder. */
+    contractFile: text("contract_file"),
     createdAt: created(),
   },
   (t) => [index("flows_org_idx").on(t.orgId)],
@@ -29,6 +35,8 @@ export const flowAgents = pgTable(
     agentId: text("agent_id")
       .notNull()
       .references(() => agents.id, { onDelete: "cascade" }),
+    /** A contract flow's agent: the permission bundle (policy.yaml) its spec stays within. */
+    bundle: text("bundle"),
   },
   (t) => [primaryKey({ columns: [t.flowId, t.agentId] }), index("flow_agents_agent_idx").on(t.agentId)],
 );
@@ -51,6 +59,10 @@ export const flowInstances = pgTable(
     gid: integer("gid").notNull(),
     /** The workspace's size when last measured (after each run in it), MiB; null before. */
     workspaceMib: integer("workspace_mib"),
+    /** A contract flow's revision when the instance started (it keeps it). */
+    revision: text("revision"),
+    /** What the instance was started with (a contract's `input`). */
+    input: jsonb("input").$type<Record<string, unknown>>(),
     createdAt: created(),
     endedAt: timestamp("ended_at", { withTimezone: true, mode: "date" }),
   },
