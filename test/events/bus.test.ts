@@ -92,3 +92,42 @@ test("an event is not told synchronously inside emit", async () => {
   await bus.idle();
   assert.equal(told, true);
 });
+
+test("a listener that hangs is logged and let go: the others, the subject's next event and the emitter go on, in order", async () => {
+  const { logger, lines } = logged();
+  const bus = new EventBus(logger, { limitMs: 100 });
+  const seen: string[] = [];
+  // hangs on run_a's first event, for good
+  bus.on("run.ended", (e) => (e.status === "failed" ? new Promise<void>(() => undefined) : undefined));
+  bus.on("run.ended", async (e) => {
+    await Promise.resolve();
+    seen.push(`${e.runId}:${e.status}`);
+  });
+  const started = Date.now();
+  bus.emit("run.ended", { runId: "run_a", status: "failed" });
+  bus.emit("run.ended", { runId: "run_a", status: "succeeded" });
+  bus.emit("run.ended", { runId: "run_b", status: "cancelled" });
+  await bus.idle();
+  // run_b did not wait for run_a's hang; run_a's second event came after its first, once let go
+  assert.deepEqual(seen, ["run_a:failed", "run_b:cancelled", "run_a:succeeded"]);
+  assert.ok(Date.now() - started >= 90, "the subject's next event waited for the limit");
+  assert.equal(lines.length, 1);
+  assert.equal(lines[0]!.msg, "a listener of run.ended took longer than 100 ms; the bus went on without it");
+});
+
+test("a listener of one subject hears that subject's events only", async () => {
+  const { logger } = logged();
+  const bus = new EventBus(logger);
+  const seen: string[] = [];
+  const stop = bus.on("run.event_stored", (e) => void seen.push(`one ${e.runId}`), "run_a");
+  bus.on("run.event_stored", (e) => void seen.push(`all ${e.runId}`));
+  bus.emit("run.event_stored", { runId: "run_a" });
+  bus.emit("run.event_stored", { runId: "run_b" });
+  await bus.idle();
+  assert.deepEqual(seen.sort(), ["all run_a", "all run_b", "one run_a"]);
+  stop();
+  seen.length = 0;
+  bus.emit("run.event_stored", { runId: "run_a" });
+  await bus.idle();
+  assert.deepEqual(seen, ["all run_a"]);
+});
