@@ -244,8 +244,11 @@ export const secrets = pgTable(
     description: text("description").notNull().default(""),
     sealed: text("sealed"),
     aliasOf: text("alias_of").references((): AnyPgColumn => secrets.id, { onDelete: "cascade" }),
-    /** env: reaches commands as a variable; model: a provider key only the model gateway reads. */
-    use: text("use", { enum: ["env", "model", "tool"] })
+    /**
+     * env: reaches commands as a variable; model: a provider key only the model gateway reads;
+     * egress: commands see a marker, the egress proxy puts the value in requests to its hosts.
+     */
+    use: text("use", { enum: ["env", "model", "tool", "egress"] })
       .notNull()
       .default("env"),
     /**
@@ -266,7 +269,7 @@ export const secrets = pgTable(
     uniqueIndex("secrets_org_name_uq").on(t.orgId, t.name),
     index("secrets_alias_idx").on(t.aliasOf),
     check("secrets_value_or_alias", sql`(${t.sealed} IS NULL) <> (${t.aliasOf} IS NULL)`),
-    check("secrets_use", sql`${t.use} IN ('env', 'model', 'tool')`),
+    check("secrets_use", sql`${t.use} IN ('env', 'model', 'tool', 'egress')`),
   ],
 );
 
@@ -418,3 +421,4 @@ export * from "./schema-schedules.js";
 export * from "./schema-workspaces.js";
 export * from "./schema-budgets.js";
 export * from "./schema-suspensions.js";
+export * from "./schema-egress.js";
