@@ -18,6 +18,7 @@ import { appendVersion } from "./versions.js";
 import type { EvalGates } from "./gate.js";
 import type { Agent } from "../contract/types.js";
 import type { Workspaces } from "../workspaces/service.js";
+import type { Bundles } from "../workspaces/bundles.js";
 
 export type { AgentRow };
 
@@ -173,6 +174,8 @@ export interface AgentsOptions {
   specs?: AgentSpecs;
   /** Workspace classes: a spec's class is checked when saved, its per-agent workspace made. */
   workspaces?: Pick<Workspaces, "checkSpec" | "agentSaved" | "agentDeleted">;
+  /** Permission bundles: a spec of an agent of a contract flow stays within its bundle. */
+  bundles?: Pick<Bundles, "check">;
 }
 
 /** How many agents of a machine one read of an agent brings along. */
@@ -190,6 +193,7 @@ export class Agents {
   private readonly addressRule: Pick<AddressRule, "entryProblem"> | undefined;
   readonly #gates: AgentsOptions["gates"];
   private readonly workspaces: AgentsOptions["workspaces"];
+  readonly #bundles: AgentsOptions["bundles"];
   /** Rows by id (null: none), read again after any change of an agent. */
   readonly #rows;
   /** Specs by agent and version. */
@@ -207,6 +211,7 @@ export class Agents {
     this.addressRule = o.addressRule;
     this.#gates = o.gates;
     this.workspaces = o.workspaces;
+    this.#bundles = o.bundles;
     this.#rows = memo<string, Readonly<AgentRow> | null>(o.db, [schema.agents]);
     this.#specs = o.specs ?? new AgentSpecs(o.db);
   }
@@ -417,6 +422,7 @@ export class Agents {
     const spec = await nextSpec(current.spec, patch, this.checkToolPolicy);
     if (spec) await checkToolHeaders(this.db, row.orgId, spec, current.spec);
     if (spec && patch.workspace_class !== undefined) this.workspaces?.checkSpec(spec);
+    if (spec) await this.#bundles?.check(id, spec);
     const set: Partial<AgentInsert> = {};
     if (patch.name !== undefined) set.name = patch.name;
     const cap =

@@ -137,7 +137,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     }
     const url = req.url;
     const path = url.split("?")[0] ?? url;
-    const identified = (path.startsWith("/api/") && path !== "/api/openapi.json") || path === "/metrics";
+    const identified =
+      (path.startsWith("/api/") && path !== "/api/openapi.json") || path === "/metrics" || path === "/mcp";
     if (!identified) return;
     if (config.AUTH_MODE === "compat-cookie") {
       req.identity = await access.identify(OPERATOR_EMAIL);
@@ -172,13 +173,17 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     let code: ErrorCode;
     let message: string;
     // a conflicting land names its files in the envelope: {error: {code, message, files}}
-    let extra: { files?: unknown; candidates?: unknown } = {};
+    let extra: { files?: unknown; candidates?: unknown; over?: unknown; problem?: unknown } = {};
     if (err instanceof WarrenError) {
       code = err.code;
       message = err.message;
       if (code === "branch.conflict") extra = { files: err.details?.files ?? [] };
       // an ambiguous name lists what it could mean: {error: {code, message, candidates}}
       if (code === "name.ambiguous") extra = { candidates: err.details?.candidates ?? [] };
+      // a spec over its permission bundle names what is over: {error: {code, message, over}}
+      if (code === "bundle.exceeded") extra = { over: err.details?.over };
+      // a contract that does not hold names its file and line: {error: {code, message, problem}}
+      if (code === "contract.invalid") extra = { problem: err.details?.problem };
     } else if (
       err &&
       typeof err === "object" &&

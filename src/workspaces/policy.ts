@@ -1,5 +1,6 @@
 // The operator's policy file (STATE_ROOT/policy.yaml, or WARREN_POLICY): the workspace classes
-// agents may name. One schema reads it; a file that does not hold stops the server with the
+// agents may name, and the permission bundles (sets of tools, hosts and secrets) a flow
+// contract's agents take. One schema reads it; a file that does not hold stops the server with the
 // file, the place and the fix.
 import fs from "node:fs";
 import { parse, YAMLParseError } from "yaml";
@@ -23,13 +24,25 @@ export const WorkspaceClass = z
   .strict();
 export type WorkspaceClass = z.output<typeof WorkspaceClass>;
 
-/**
- * The policy file. Only `workspace_classes` is read here; other sections (permission bundles)
- * belong to other parts and are left as they are.
- */
+/** A permission bundle: what the spec of an agent that takes it may ask for, and no more. */
+export const PermissionBundle = z
+  .object({
+    description: z.string().max(2000).default(""),
+    /** Tool names (a builtin's, an http tool's, an MCP server's). */
+    tools: z.array(z.string().min(1).max(64)).max(256).default([]),
+    /** Hosts (`host`, `host:port`, `*.domain`) of its sandbox policy and its tools' URLs. */
+    hosts: z.array(z.string().min(1).max(253)).max(256).default([]),
+    /** Secrets' names its spec names (model keys, tools' headers). */
+    secrets: z.array(z.string().min(1).max(128)).max(256).default([]),
+  })
+  .strict();
+export type PermissionBundle = z.output<typeof PermissionBundle>;
+
+/** The policy file: its workspace classes and permission bundles; other sections are left as they are. */
 export const PolicyFile = z
   .object({
     workspace_classes: z.record(workspaceClassName, WorkspaceClass).default({}),
+    permission_bundles: z.record(workspaceClassName, PermissionBundle).default({}),
   })
   .loose();
 
@@ -37,6 +50,8 @@ export interface Policy {
   /** Where it was read from, or null when no file was there (no class is declared). */
   file: string | null;
   classes: ReadonlyMap<string, WorkspaceClass>;
+  /** The permission bundles by name (none when absent). */
+  bundles?: ReadonlyMap<string, PermissionBundle>;
 }
 
 export class PolicyError extends Error {
@@ -79,5 +94,9 @@ export function parsePolicy(text: string, file: string): Policy {
       .map((i) => `${i.path.map(String).join(".") || "(the file)"}: ${i.message}`);
     throw new PolicyError(`the policy file ${file} does not hold: ${msgs.join("; ")}`);
   }
-  return { file, classes: new Map(Object.entries(r.data.workspace_classes)) };
+  return {
+    file,
+    classes: new Map(Object.entries(r.data.workspace_classes)),
+    bundles: new Map(Object.entries(r.data.permission_bundles)),
+  };
 }
