@@ -56,6 +56,18 @@ export const ConversationCreateRequest = z
 
 // The text's own limit (256 KiB) is checked by the service to answer run.input_too_large; the
 // schema only bounds what it will even read.
+export const ConversationForkRequest = z
+  .object({
+    at_message: z
+      .union([z.number().int(), idOf("msg")])
+      .optional()
+      .describe(
+        "the last message the fork keeps: its place (1 is the first) or its id; absent: all of them. One that names no message of the conversation is 400 request.invalid (field at_message)",
+      ),
+  })
+  .strict()
+  .meta({ id: "ConversationForkRequest" });
+
 export const ConversationMessageRequest = z
   .object({
     text: z

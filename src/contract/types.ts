@@ -108,6 +108,7 @@ export type TerminalSignal = Out<typeof terminal.TerminalSignal>;
 export type ConversationAuthor = Out<typeof conversations.ConversationAuthor>;
 export type Conversation = Out<typeof conversations.Conversation>;
 export type ConversationCreateRequest = In<typeof conversations.ConversationCreateRequest>;
+export type ConversationForkRequest = In<typeof conversations.ConversationForkRequest>;
 export type ConversationMessage = Out<typeof conversations.ConversationMessage>;
 export type ConversationMessageCreated = Out<typeof conversations.ConversationMessageCreated>;
 export type ConversationEvent = Out<typeof conversations.ConversationEvent>;

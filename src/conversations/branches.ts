@@ -7,6 +7,7 @@
 // fast-forward that git itself refuses when it would overwrite an uncommitted change. Every git
 // command goes through the git door (./git.ts): in the agent's box, with no secret, never with
 // configuration, hooks or a `.git` pointer the repository holds.
+import fs from "node:fs/promises";
 import { eq } from "drizzle-orm";
 import type { AgentRow } from "../agents/service.js";
 import type { HomeLayout } from "../boxes/index.js";
@@ -124,10 +125,130 @@ export class Branches {
     return row;
   }
 
+  /**
+   * A fork's branch (see ./fork.ts): `warren/<fork id>` made from the head of the source's
+   * branch in a worktree of its own, then the source worktree's uncommitted changes (modified,
+   * added, deleted and untracked files; not those the repository ignores) copied over and
+   * committed on it. Its cost is one checkout of the head's tree and a copy of the changed files
+   * (reflinked where the file system can), never a walk of the history. Nothing of the source is
+   * locked or changed: its status is read without the index lock (GIT_OPTIONAL_LOCKS=0), and
+   * its files are copied as they are at that moment, in the agent's box, as the agent.
+   */
+  async fork(
+    agent: AgentRow,
+    source: BranchRow,
+    forkId: string,
+    fence: Fence,
+    message: string,
+  ): Promise<BranchRow> {
+    if (standing(source.repo.split("/"), fence) !== "inside")
+      throw new WarrenError("area.refused", "that path is outside your areas");
+    const home = homeOf(agent.id);
+    const branch = `warren/${forkId}`;
+    const worktree = worktreeOf(forkId);
+    const from = await this.#checked(agent, source, source.worktree !== null);
+    const head = await from.repo(["rev-parse", "--verify", "-q", `refs/heads/${source.branch}^{commit}`]);
+    if (head.code !== 0) throw new WarrenError("not_found", `the branch ${source.branch} is gone`);
+    const changed = source.worktree ? await this.#changed(agent, from, source.worktree) : [];
+    const place = { repo: source.repo, worktree };
+    const made = await this.#open(agent, place, { worktreeMayBeMissing: true });
+    if (!made) throw new WarrenError("not_found", `the repository ${source.repo} is gone`);
+    const add = await made.repo([
+      "worktree",
+      "add",
+      "-q",
+      "-b",
+      branch,
+      `${home}/${worktree}`,
+      head.out.trim(),
+    ]);
+    if (add.code !== 0) throw new Error(`git worktree add failed: ${add.err.trim()}`);
+    try {
+      const git = await this.#open(agent, place);
+      if (!git) throw new Error("the fork's worktree is not there once made");
+      if (changed.length > 0 && source.worktree) {
+        await this.#copy(agent, source.worktree, worktree, changed);
+        await this.#commitIn(agent, git, message);
+      }
+      const [row] = await this.db
+        .insert(schema.conversationBranches)
+        .values({ conversationId: forkId, repo: source.repo, branch, base: source.base, worktree })
+        .returning();
+      if (!row) throw new Error("branch insert returned nothing");
+      return row;
+    } catch (err) {
+      // nothing of a failed fork stays
+      await made.repo(["worktree", "remove", "--force", `${home}/${worktree}`]);
+      await made.repo(["branch", "-D", branch]);
+      throw err;
+    }
+  }
+
+  /** The paths the worktree changed against its head (NUL-separated status, renames as two). */
+  async #changed(agent: AgentRow, git: Git, worktree: string): Promise<{ path: string; there: boolean }[]> {
+    const st = await git.worktree([
+      "status",
+      "--porcelain=v1",
+      "-z",
+      "--untracked-files=all",
+      "--no-renames",
+    ]);
+    if (st.code !== 0) throw new Error(`git status failed: ${st.err.trim()}`);
+    const root = `${this.layout.homeDir(agent.machineId, agent.id)}/${worktree}`;
+    const out: { path: string; there: boolean }[] = [];
+    for (const entry of st.out.split("\0")) {
+      if (entry.length < 4) continue;
+      const path = entry.slice(3);
+      // there or not, as the host sees it now (never followed: a link is copied as a link)
+      const there = await fs.lstat(`${root}/${path}`).then(
+        () => true,
+        () => false,
+      );
+      out.push({ path, there });
+    }
+    return out;
+  }
+
+  /** The changed files copied from one worktree to the other in the agent's box; the gone ones removed. */
+  async #copy(
+    agent: AgentRow,
+    from: string,
+    to: string,
+    changed: { path: string; there: boolean }[],
+  ): Promise<void> {
+    const work = await this.workloads.open(agent, { secrets: [] });
+    const home = homeOf(agent.id);
+    const list = (there: boolean) =>
+      Buffer.from(
+        changed
+          .filter((c) => c.there === there)
+          .map((c) => `${c.path}\0`)
+          .join(""),
+      );
+    const steps: { argv: string[]; cwd: string; stdin: Buffer }[] = [
+      // cp -a keeps modes and links as they are; --reflink=auto shares the blocks where it can
+      {
+        argv: ["xargs", "-0", "-r", "cp", "-a", "--reflink=auto", "--parents", "-t", `${home}/${to}`, "--"],
+        cwd: `${home}/${from}`,
+        stdin: list(true),
+      },
+      { argv: ["xargs", "-0", "-r", "rm", "-f", "--"], cwd: `${home}/${to}`, stdin: list(false) },
+    ];
+    for (const s of steps) {
+      if (s.stdin.length === 0) continue;
+      const { result, stderr } = await work.collect({ ...s, timeoutMs: 120_000 }, { limitBytes: 64 * 1024 });
+      if (result.exitCode !== 0)
+        throw new Error(`copying the source's changes failed: ${stderr.text().trim().slice(0, 500)}`);
+    }
+  }
+
   /** Commits what changed in the worktree; answers the commit, or null when nothing changed. */
   async commit(agent: AgentRow, b: BranchRow, message: string): Promise<string | null> {
     if (!b.worktree) return null;
-    const git = await this.#checked(agent, b, true);
+    return this.#commitIn(agent, await this.#checked(agent, b, true), message);
+  }
+
+  async #commitIn(agent: AgentRow, git: Git, message: string): Promise<string | null> {
     const add = await git.worktree(["add", "-A"]);
     if (add.code !== 0) throw new Error(`git add failed: ${add.err.trim()}`);
     const staged = await git.worktree([...DIFF, "--cached", "--quiet"]);

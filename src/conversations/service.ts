@@ -31,6 +31,7 @@ import type { RunRecorder } from "../runs/recorder.js";
 import type { RunRow } from "../runs/view.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
+import { ConversationForks, type ForkPoint } from "./fork.js";
 import type { Personas } from "./personas.js";
 import { ConversationReach } from "./reach.js";
 import type { TurnDeps } from "./turn.js";
@@ -67,11 +68,14 @@ export class Conversations {
   readonly #r: ConversationReach;
   /** Its turns: started, taken up, interrupted (turns.ts). */
   readonly #t: ConversationTurns;
+  /** Its forks (fork.ts). */
+  readonly #f: ConversationForks;
 
   constructor(o: ConversationsOptions) {
     this.#o = o;
     this.#r = new ConversationReach(o);
     this.#t = new ConversationTurns({ ...o, reach: this.#r });
+    this.#f = new ConversationForks({ ...o, reach: this.#r });
   }
 
   async create(who: Identity, agentId: string, body: ConversationCreateRequest): Promise<Conversation> {
@@ -118,6 +122,11 @@ export class Conversations {
       await o.db.delete(schema.conversations).where(eq(schema.conversations.id, row.id));
       throw err;
     }
+  }
+
+  /** A new conversation from this one up to a message (default: all), with its branch's work (fork.ts). */
+  fork(who: Identity, id: string, at: ForkPoint): Promise<Conversation> {
+    return this.#f.fork(who, id, at);
   }
 
   async list(who: Identity, agentId: string): Promise<Conversation[]> {

@@ -6,6 +6,7 @@ import type {
   Conversation,
   ConversationCreateRequest,
   ConversationDiff,
+  ConversationForkRequest,
   ConversationMessage,
   ConversationMessageCreated,
   List,
@@ -56,6 +57,14 @@ export class ConversationsApi {
   /** Lands its branch into its base (owners and admins); a conflict is `branch.conflict`. */
   land(id: string, opts: RequestOptions = {}): Promise<{ landed: true; commit: string }> {
     return this.http.json("POST", `/api/conversations/${seg(id)}/land`, opts);
+  }
+  /**
+   * A new conversation from this one: its messages up to `at_message` (its place, 1 the first,
+   * or a message's id; absent: all), its persona, areas and version; a branch conversation's
+   * fork gets a branch from its head holding its uncommitted changes.
+   */
+  fork(id: string, body: ConversationForkRequest = {}, opts: RequestOptions = {}): Promise<Conversation> {
+    return this.http.json("POST", `/api/conversations/${seg(id)}/fork`, { ...opts, json: body });
   }
   /**
    * Every event of every turn, as it happens, from the first (or after `opts.after`). A dropped
@@ -116,6 +125,10 @@ export class AgentConversations {
   /** Lands a branch conversation's branch into its base (owners and admins). */
   land(id: string, opts: RequestOptions = {}): Promise<{ landed: true; commit: string }> {
     return this.api.land(id, opts);
+  }
+  /** A new conversation from this one up to a message, with its branch's uncommitted work. */
+  fork(id: string, body: ConversationForkRequest = {}, opts: RequestOptions = {}): Promise<Conversation> {
+    return this.api.fork(id, body, opts);
   }
 }
 

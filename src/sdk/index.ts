@@ -50,6 +50,7 @@ export type {
   ConversationCreateRequest,
   ConversationDiff,
   ConversationEvent,
+  ConversationForkRequest,
   ConversationMessage,
   ConversationMessageCreated,
   Persona,

@@ -1,9 +1,10 @@
-// `warren conversations ...`: an agent's threads, read and closed, a branch's diff and its landing
+// `warren conversations ...`: an agent's threads, read, forked and closed, a branch's diff and its landing
 // (talk in one with `warren chat`).
 import type {
   Conversation,
   ConversationCreateRequest,
   ConversationDiff,
+  ConversationForkRequest,
   ConversationMessage,
 } from "../../sdk/index.js";
 import { defineCommand, defineGroup, type Input } from "../command.js";
@@ -127,6 +128,28 @@ export const conversations = defineGroup(
       run: async (ctx, p) => {
         const landed = await ctx.client.conversations.land(p.id);
         return ctx.show(landed, () => `landed ${p.id}: ${landed.commit}\n`);
+      },
+    }),
+    fork: defineCommand({
+      summary:
+        "fork a conversation: a new one with its messages up to --at (default all), its persona, areas and version, and a branch holding its uncommitted changes",
+      args: ["conversation"],
+      options: [
+        {
+          name: "at",
+          value: "<n|msg_id>",
+          help: "the last message the fork keeps: its place (1 is the first) or its id",
+        },
+      ],
+      parse: (i) => {
+        const at = i.str("at");
+        const body: ConversationForkRequest = {};
+        if (at !== undefined) body.at_message = /^[0-9]+$/.test(at) ? Number(at) : at;
+        return { id: i.arg("conversation"), body };
+      },
+      run: async (ctx, p) => {
+        const c = await ctx.client.conversations.fork(p.id, p.body);
+        return ctx.show(c, () => detailView(c));
       },
     }),
     close: defineCommand({

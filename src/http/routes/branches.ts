@@ -1,9 +1,14 @@
 import { idParams } from "../../contract/common.js";
-import { ConversationDiff, ConversationLanded } from "../../contract/conversations.js";
+import {
+  Conversation,
+  ConversationDiff,
+  ConversationForkRequest,
+  ConversationLanded,
+} from "../../contract/conversations.js";
 import type { Conversations } from "../../conversations/index.js";
 import { route, type AnyRoute } from "../route.js";
 
-/** A conversation's branch: its diff against its base, and landing it. */
+/** A conversation's branch: its diff against its base, landing it, and forking the conversation with it. */
 export function branchRoutes(conversations: Conversations): AnyRoute[] {
   return [
     route({
@@ -28,6 +33,20 @@ export function branchRoutes(conversations: Conversations): AnyRoute[] {
       response: ConversationLanded,
       errors: ["access.denied", "branch.conflict"],
       handler: ({ who, params }) => conversations.land(who, params.id),
+    }),
+    route({
+      method: "POST",
+      url: "/api/conversations/:id/fork",
+      id: "conversations.fork",
+      tag: "conversations",
+      summary:
+        "A new conversation with this one's messages up to at_message (default: all), its persona, areas and version; with a branch, a new branch from its head holding its uncommitted changes",
+      params: idParams("cnv"),
+      body: ConversationForkRequest,
+      status: 201,
+      response: Conversation,
+      errors: ["access.denied", "area.refused"],
+      handler: ({ who, params, body }) => conversations.fork(who, params.id, body.at_message),
     }),
   ];
 }
