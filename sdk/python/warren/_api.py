@@ -267,6 +267,10 @@ class ConversationsApi(object):
         """Merge the conversation's branch into its base (owners and admins); a conflict, or an uncommitted change it would overwrite, is 409 branch.conflict with the files and changes nothing."""
         return self._t.json("POST", f"/api/conversations/{_seg(id)}/land", query=None, timeout=timeout)  # type: ignore[no-any-return]
 
+    def fork(self, id: str, body: "ConversationForkRequest", *, timeout: Optional[float] = _DEFAULT) -> "Conversation":
+        """A new conversation with this one's messages up to at_message (default: all), its persona, areas and version; with a branch, a new branch from its head holding its uncommitted changes."""
+        return self._t.json("POST", f"/api/conversations/{_seg(id)}/fork", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+
 
 class PersonasApi(object):
     def __init__(self, transport: SyncTransport) -> None:
@@ -862,6 +866,10 @@ class AsyncConversationsApi(object):
     async def land(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "ConversationLanded":
         """Merge the conversation's branch into its base (owners and admins); a conflict, or an uncommitted change it would overwrite, is 409 branch.conflict with the files and changes nothing."""
         return await self._t.json("POST", f"/api/conversations/{_seg(id)}/land", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+    async def fork(self, id: str, body: "ConversationForkRequest", *, timeout: Optional[float] = _DEFAULT) -> "Conversation":
+        """A new conversation with this one's messages up to at_message (default: all), its persona, areas and version; with a branch, a new branch from its head holding its uncommitted changes."""
+        return await self._t.json("POST", f"/api/conversations/{_seg(id)}/fork", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
 
 
 class AsyncPersonasApi(object):

@@ -419,6 +419,13 @@ ConversationEvent = TypedDict(
     },
 )
 
+ConversationForkRequest = TypedDict(
+    "ConversationForkRequest",
+    {
+        "at_message": NotRequired[Union[int, str]],
+    },
+)
+
 ConversationLanded = TypedDict(
     "ConversationLanded",
     {
