@@ -14,6 +14,7 @@ export const SYSTEM_READ: readonly string[] = [
   BOX_PATHS.contracts,
   BOX_PATHS.bin,
   BOX_PATHS.harness,
+  BOX_PATHS.authority,
 ];
 
 /**

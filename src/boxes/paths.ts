@@ -23,6 +23,8 @@ export const BOX_PATHS = {
   dev: "/dev",
   /** The machine's folder: one home per agent, /home/<agent id>. */
   homes: "/home",
+  /** The machine's interception authority (its certificate, a bundle with it), read-only. */
+  authority: "/home/.warren",
   /** Shared reference data, read-only. */
   data: "/data",
   contracts: "/opt/warren/contracts",

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { idOf, items } from "./common.js";
+import { networkEntryProblem } from "./policy.js";
 
 /** Names a secret may not take: the variables warren sets itself, and ones that change how programs start. */
 export const RESERVED_SECRET_NAMES = [
@@ -77,7 +78,7 @@ export const OFFICIAL_MODEL_HOSTS: Record<string, readonly string[]> = {
  * A host a model key may be sent to: a DNS name or an IP address (IPv6 in brackets), with a
  * port when it is not the scheme's default; lower-cased, without a trailing dot.
  */
-export const modelHost = z
+const hostText = z
   .string()
   .max(260)
   .transform((h) =>
@@ -85,16 +86,41 @@ export const modelHost = z
       .trim()
       .toLowerCase()
       .replace(/\.(?=(:\d+)?$)/, ""),
-  )
-  .refine(
-    (h) =>
-      /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*|\[[0-9a-f:.]+\])(?::(?:[1-9]\d{0,3}|[1-5]\d{4}|6[0-4]\d{3}|65[0-4]\d{2}|655[0-2]\d|6553[0-5]))?$/.test(
-        h,
-      ),
-    "must be a host name or IP address with an optional :port (no scheme, no path), such as api.openai.com or 10.0.0.5:8000",
   );
+const modelHostRe =
+  /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*|\[[0-9a-f:.]+\])(?::(?:[1-9]\d{0,3}|[1-5]\d{4}|6[0-4]\d{3}|65[0-4]\d{2}|655[0-2]\d|6553[0-5]))?$/;
 
-const hosts = z.array(modelHost).max(32);
+/**
+ * Why a host is refused for a secret of this use, or null. Model: a host name or IP address
+ * with an optional :port. Egress: a host pattern as a network policy's allow list takes it
+ * (`api.example.com`, `*.example.com`, an address or a CIDR, each with an optional :port).
+ */
+export function secretHostProblem(use: string, host: string): string | null {
+  if (use === "egress") {
+    const p = networkEntryProblem(host);
+    return p === null ? null : `${JSON.stringify(host)} ${p}`;
+  }
+  return modelHostRe.test(host)
+    ? null
+    : "must be a host name or IP address with an optional :port (no scheme, no path), such as api.openai.com or 10.0.0.5:8000";
+}
+
+/** Why a secret's hosts are refused (a bad one, or none for use egress), or undefined. */
+export function secretHostsProblem(s: {
+  use?: string | undefined;
+  alias_of?: string | undefined;
+  hosts?: readonly string[] | undefined;
+}): string | undefined {
+  if (s.use === "egress" && s.alias_of === undefined && (s.hosts ?? []).length === 0)
+    return "a secret of use egress is bound to at least one host";
+  for (const h of s.hosts ?? []) {
+    const p = secretHostProblem(s.use ?? "env", h);
+    if (p) return p;
+  }
+  return undefined;
+}
+
+const hosts = z.array(hostText).max(32);
 
 /**
  * How a secret is used: `env` reaches the agent's commands as an environment variable;
@@ -103,10 +129,10 @@ const hosts = z.array(modelHost).max(32);
  * MCP tools. Neither `model` nor `tool` ever reaches a command's environment, a terminal or
  * a box. Set at creation; the one change is env to tool (PATCH, by an owner or admin).
  */
-export const SecretUse = z.enum(["env", "model", "tool"]).meta({
+export const SecretUse = z.enum(["env", "model", "tool", "egress"]).meta({
   id: "SecretUse",
   description:
-    "env: reaches commands as an environment variable; model: a model provider's key, read only by the model gateway; tool: a tool's credential, read only by the tool gateway (http and MCP headers)",
+    "env: reaches commands as an environment variable; model: a model provider's key, read only by the model gateway; tool: a tool's credential, read only by the tool gateway (http and MCP headers); egress: commands see only a marker in WARREN_SECRET_<NAME>, and the egress proxy puts the value in place of it in the headers of requests to the secret's hosts",
 });
 
 /** A secret as every member reads it: never its value. */
@@ -122,7 +148,7 @@ export const Secret = z
     hosts: z
       .array(z.string())
       .describe(
-        "use model: the hosts its value may be sent to; empty: only the official API host of the model's provider (an alias shows those of the secret it names)",
+        "use model: the hosts its value may be sent to; empty: only the official API host of the model's provider. Use egress: the host patterns the proxy puts its value in requests to (an alias shows those of the secret it names)",
       ),
     stored_by_agent: z.string().nullable().describe("the agent that stored it from its box, or null"),
     created_at: z.string(),
@@ -143,16 +169,29 @@ export const SecretCreateRequest = z
     hosts: hosts
       .optional()
       .describe(
-        "use model: the hosts its value may be sent to (default none: only the official API host of the provider of the model that names it; a key for an openai-compatible base_url needs its host here)",
+        "use model: the hosts its value may be sent to (default none: only the official API host of the provider of the model that names it; a key for an openai-compatible base_url needs its host here). Use egress (required, at least one): the host patterns (as a network allow list's: api.example.com, *.example.com, with an optional :port) the proxy puts its value in requests to",
       ),
   })
   .strict()
+  .superRefine((b, ctx) => {
+    for (const [i, h] of (b.hosts ?? []).entries()) {
+      const problem = secretHostProblem(b.use ?? "env", h);
+      if (problem) ctx.addIssue({ code: "custom", message: problem, path: ["hosts", i] });
+    }
+  })
   .refine((b) => (b.value === undefined) !== (b.alias_of === undefined), {
     message: "give exactly one of value or alias_of",
     path: ["value"],
   })
-  .refine((b) => b.hosts === undefined || (b.use === "model" && b.alias_of === undefined), {
-    message: "hosts are for a secret of use model (an alias takes those of the secret it names)",
+  .refine(
+    (b) => b.hosts === undefined || ((b.use === "model" || b.use === "egress") && b.alias_of === undefined),
+    {
+      message: "hosts are for a secret of use model or egress (an alias takes those of the secret it names)",
+      path: ["hosts"],
+    },
+  )
+  .refine((b) => b.use !== "egress" || b.alias_of !== undefined || (b.hosts ?? []).length > 0, {
+    message: "a secret of use egress is bound to at least one host",
     path: ["hosts"],
   })
   .meta({ id: "SecretCreateRequest" });
@@ -167,7 +206,9 @@ export const SecretUpdateRequest = z
       .describe("moves a secret of use env to tool (owners and admins); no other change of use is allowed"),
     hosts: hosts
       .optional()
-      .describe("use model: replaces the hosts its value may be sent to (owners and admins only)"),
+      .describe(
+        "use model or egress: replaces the hosts its value may be sent to (owners and admins only; egress keeps at least one)",
+      ),
   })
   .strict()
   .meta({ id: "SecretUpdateRequest" });

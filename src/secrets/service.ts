@@ -8,8 +8,9 @@ import { newId } from "../ids.js";
 import type { Db, GrantRow, SecretRow } from "../store/index.js";
 import { isUniqueViolation, schema } from "../store/index.js";
 import type { Secret, SecretUse } from "../contract/types.js";
-import { SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
+import { SECRET_VALUE_MIN_BYTES, secretHostsProblem as hostsBad } from "../contract/secrets.js";
 import { open, seal } from "./crypto.js";
+import { egressOf, markerOf, markerVariable, type EgressHeld } from "./markers.js";
 import { Reaching } from "./reaching.js";
 import { Redactor, withCaseForms } from "./redact.js";
 
@@ -200,10 +201,11 @@ export class Secrets {
     const id = newId("sec");
     let sealed: string | null = null;
     let use: SecretUse = input.use ?? "env";
-    if (input.hosts !== undefined && (input.use !== "model" || input.alias_of !== undefined))
+    const bound = input.use === "model" || input.use === "egress";
+    if ((input.hosts !== undefined && (!bound || input.alias_of !== undefined)) || hostsBad(input))
       throw new WarrenError(
         "request.invalid",
-        "body.hosts: hosts are for a secret of use model (an alias takes those of the secret it names)",
+        `body.hosts: ${hostsBad(input) ?? "hosts are for a secret of use model or egress (an alias takes those of the secret it names)"}`,
       );
     if (input.alias_of !== undefined) {
       const [target] = await this.#db
@@ -304,12 +306,13 @@ export class Secrets {
     if (input.hosts !== undefined) {
       // where a key may be sent decides who may read it: not an editor's choice
       await this.#access.require(row.orgId, who, "manage", "secret");
-      if (row.use !== "model" || row.aliasOf !== null)
+      const bad = hostsBad({ use: row.use, hosts: input.hosts });
+      if ((row.use !== "model" && row.use !== "egress") || row.aliasOf !== null || bad)
         throw new WarrenError(
           "request.invalid",
           row.aliasOf !== null
             ? `body.hosts: this secret is an alias; change the hosts of the secret it names (${row.aliasOf})`
-            : "body.hosts: hosts are for a secret of use model",
+            : `body.hosts: ${bad ?? "hosts are for a secret of use model or egress"}`,
         );
     }
     const grants = input.grants ? await this.#checkGrants(row.orgId, input.grants) : undefined;
@@ -437,6 +440,9 @@ export class Secrets {
       if (opened.length === 0) return { env: {}, redactor: Redactor.empty };
       const env: Record<string, string> = {};
       for (const o of opened) if (o.use === "env") env[o.name] = o.value.toString("utf8");
+      // use egress: a marker, never the value (the egress proxy puts it back for its hosts)
+      for (const o of opened)
+        if (o.use === "egress") env[markerVariable(o.name)] = markerOf(this.#key, agent.id, o.name);
       // a value in a host name comes back lower-cased (egress records, the proxy's answers)
       const values = withCaseForms(opened.map((o) => o.value));
       return { env, redactor: new Redactor(values, SECRET_VALUE_MIN_BYTES) };
@@ -457,6 +463,11 @@ export class Secrets {
         out[o.name] = { use: o.use, value: o.value.toString("utf8") };
       }
     return out;
+  }
+
+  /** For the egress proxy alone: the secrets of use egress that reach an agent, with their markers. */
+  async egressFor(agent: { id: string; orgId: string }): Promise<readonly EgressHeld[]> {
+    return egressOf(this.#key, agent.id, await this.#reach.opened(agent));
   }
 
   /**

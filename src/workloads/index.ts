@@ -89,6 +89,8 @@ export interface WorkloadsOptions {
   logger: Logger;
   /** The /workspace of each unit of work, by the agent's class (none when absent). */
   workspaces?: Pick<Workspaces, "mount"> | undefined;
+  /** The variables that make a machine's box trust its interception authority (egress/authority.ts). */
+  authority?: { boxEnv(machineId: string): Promise<Record<string, string>> } | undefined;
 }
 
 /** The run a workload belongs to. */
@@ -127,7 +129,10 @@ export class Workloads {
   ): Promise<Workload> {
     const machine = opts.machine ?? (await this.#machineOf(agent));
     const resolved = await this.o.secrets.resolve(agent);
-    const secrets = opts.secrets ? narrowed(resolved, opts.secrets) : resolved;
+    let secrets = opts.secrets ? narrowed(resolved, opts.secrets) : resolved;
+    // a secret of use egress (a marker in WARREN_SECRET_*): its programs trust the machine's authority
+    if (this.o.authority && Object.keys(secrets.env).some((k) => k.startsWith("WARREN_SECRET_")))
+      secrets = { ...secrets, env: { ...secrets.env, ...(await this.o.authority.boxEnv(machine.id)) } };
     const workspace =
       (await this.o.workspaces?.mount(agent, {
         ...(opts.run ? { run: opts.run } : {}),
@@ -174,7 +179,7 @@ export class Workloads {
 function narrowed(s: ResolvedSecrets, names: readonly string[]): ResolvedSecrets {
   const keep = new Set(names);
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(s.env)) if (keep.has(k)) env[k] = v;
+  for (const [k, v] of Object.entries(s.env)) if (keep.has(k.replace(/^WARREN_SECRET_/, ""))) env[k] = v;
   return { ...s, env };
 }
 
