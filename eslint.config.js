@@ -145,8 +145,14 @@ const layers = [
   {
     target: "./src/cli",
     from: "./src",
-    except: ["./cli", "./sdk", "./main.ts", "./server.ts", "./config"],
+    except: ["./cli", "./sdk", "./mcp", "./main.ts", "./server.ts", "./config"],
     message: "the CLI speaks to warren through the SDK; only `serve` starts the server (src/main.ts).",
+  },
+  {
+    target: "./src/mcp",
+    from: "./src",
+    except: ["./mcp", "./sdk"],
+    message: "warren's MCP tools call the API through the SDK, as the caller: no other way in.",
   },
   {
     target: "./src/boot",

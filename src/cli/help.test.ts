@@ -60,6 +60,7 @@ test("the texts themselves: the overview and a command's help, word for word", (
       "  egress         an agent's connections out of its box\n" +
       "  secrets        secrets: values commands get as variables\n" +
       "  completion     print the shell completion script (bash or zsh)\n" +
+      "  mcp            serve warren's tools to an MCP client on stdio\n" +
       "\n" +
       "global options:\n" +
       "  --url <url>               the server (default $WARREN_URL, else http://127.0.0.1:8080)\n" +

@@ -41,7 +41,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
 }
 
 /** The version of the package this CLI is part of (its package.json, two folders up). */
-async function packageVersion(): Promise<string> {
+export async function packageVersion(): Promise<string> {
   const file = new URL("../../package.json", import.meta.url);
   try {
     return (JSON.parse(await readFile(file, "utf8")) as { version: string }).version;

@@ -15,6 +15,7 @@ import { branchRoutes } from "../http/routes/branches.js";
 import { egressRoutes } from "../http/routes/egress.js";
 import { execRoutes } from "../http/routes/exec.js";
 import { flowRoutes } from "../http/routes/flows.js";
+import { mcpRoutes } from "../http/routes/mcp.js";
 import { homeRoutes } from "../http/routes/homes.js";
 import { machineRoutes } from "../http/routes/machines.js";
 import { orgRoutes } from "../http/routes/orgs.js";
@@ -112,6 +113,8 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
       ...scheduleRoutes(s.schedules),
       ...dispatchRoutes(s.dispatch),
       ...flowRoutes(s.flows),
+      // warren as an MCP server (streamable HTTP), its tools calling these same routes as the caller
+      ...mcpRoutes({ version, identityHeader: config.TRUSTED_HEADER }),
     ],
   });
   await app.ready();

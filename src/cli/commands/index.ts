@@ -19,6 +19,7 @@ import { files } from "./files.js";
 import { flows } from "./flows.js";
 import { guilds } from "./guilds.js";
 import { machines } from "./machines.js";
+import { mcp } from "./mcp.js";
 import { orgs } from "./orgs.js";
 import { runs } from "./runs.js";
 import { schedules } from "./schedules.js";
@@ -54,4 +55,5 @@ export const groups: readonly Group[] = [
   egress,
   secrets,
   completion,
+  mcp,
 ];
