@@ -10,14 +10,13 @@ import path from "node:path";
 import tls from "node:tls";
 import { eq } from "drizzle-orm";
 import { BOX_PATHS, type HomeLayout } from "../boxes/index.js";
-import { open, seal } from "../secrets/crypto.js";
 import { schema, type Db } from "../store/index.js";
 import { hostCertificate, newAuthority } from "./x509.js";
 
 export interface AuthorityOptions {
   db: Db;
-  /** The master key: the authorities' keys are sealed under it. */
-  key: Buffer;
+  /** The master key's seal (Secrets.sealer): the authorities' keys are sealed under it. */
+  sealer: { seal(id: string, value: Buffer): string; open(id: string, sealed: string): Buffer };
   /** Where a machine's folder is on this host (its box sees it at /home). */
   homes: Pick<HomeLayout, "machineDir">;
 }
@@ -62,14 +61,14 @@ export class Authorities {
         .values({
           machineId,
           cert: made.cert,
-          sealedKey: seal(this.#o.key, machineId, Buffer.from(made.key)),
+          sealedKey: this.#o.sealer.seal(machineId, Buffer.from(made.key)),
         })
         .onConflictDoNothing();
       // another server may have made it first: the stored one wins
       row = await read();
       if (!row) throw new Error(`the machine ${machineId} is gone`);
     }
-    return { cert: row.cert, key: open(this.#o.key, machineId, row.sealedKey).toString("utf8") };
+    return { cert: row.cert, key: this.#o.sealer.open(machineId, row.sealedKey).toString("utf8") };
   }
 
   /** The TLS context the proxy answers an intercepted connection to `host` with. */

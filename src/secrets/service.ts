@@ -109,6 +109,12 @@ export class Secrets {
     this.#resolved = this.#reach.memo<{ env: Readonly<Record<string, string>>; redactor: Redactor }>();
   }
 
+  /** The master key's seal for the server's own keys (the egress authorities': egress/authority.ts). */
+  readonly sealer = {
+    seal: (id: string, v: Buffer) => seal(this.#key, id, v),
+    open: (id: string, sealed: string) => open(this.#key, id, sealed),
+  };
+
   /** The redactor of the server's log: every value of every organisation. */
   get logRedactor(): Redactor {
     return this.#logRedactor;

@@ -15,8 +15,8 @@ export interface Upstreams {
   httpsPort: number;
   /** The certificate's PEM (also its own CA). */
   ca: string;
-  /** Requests seen: method, host header, url. */
-  seen: { method: string; host: string; url: string }[];
+  /** Requests seen: method, host header, url (and the Authorization header, when one came). */
+  seen: { method: string; host: string; url: string; authorization?: string }[];
   close(): Promise<void>;
 }
 
@@ -104,7 +104,13 @@ export async function startUpstreams(): Promise<Upstreams> {
   const seen: Upstreams["seen"] = [];
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     const url = req.url ?? "/";
-    seen.push({ method: req.method ?? "", host: req.headers.host ?? "", url });
+    const authorization = req.headers.authorization;
+    seen.push({
+      method: req.method ?? "",
+      host: req.headers.host ?? "",
+      url,
+      ...(authorization ? { authorization } : {}),
+    });
     const body: Buffer[] = [];
     req.on("data", (b: Buffer) => body.push(b));
     req.on("end", () => {
