@@ -167,7 +167,8 @@ export function mcpRoutes(o: { version: string; identityHeader: string }): AnyRo
       errors: [...common.errors],
       method: "DELETE",
       id: "mcp.close",
-      summary: "MCP (streamable HTTP): ends the session of Mcp-Session-Id",
+      summary: "MCP (streamable HTTP): ends the session of Mcp-Session-Id (200, an empty body)",
+      produces: "text/plain",
       handler: ({ who, req, reply }) => serve(who, req, reply),
     }),
   ];
