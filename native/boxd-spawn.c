@@ -45,7 +45,7 @@
  * Usage:
  *   boxd-spawn --probe   (prints the Landlock ABI and whether seccomp filters work)
  *   boxd-spawn [--cgroup DIR]... --seccomp FILE --uid N --gid N [--groups a,b]
- *              --cwd DIR [--agent-dir DIR]
+ *              --cwd DIR [--agent-dir DIR] [--workspace-dir DIR] [--self-dir DIR]
  *              [--fence-home DIR [--fence-cover yes [--keep REL]...]
  *                [--place-from REL --place-at REL] [--hide REL]...]
  *              [--files restrict [--read P]... [--write P]...]
@@ -262,7 +262,7 @@ struct opts {
   long uid, gid;
   gid_t groups[MAX_GROUPS];
   size_t ngroups;
-  const char *cwd, *seccomp_path, *agent_dir, *fence_home, *workspace_dir;
+  const char *cwd, *seccomp_path, *agent_dir, *fence_home, *workspace_dir, *self_dir;
   const char *place_from, *place_at; /* a worktree bound at its repository's folder */
   const char *keep[MAX_FENCE_KEEP], *hide[MAX_FENCE_KEEP];
   size_t nkeep, nhide;
@@ -294,7 +294,7 @@ enum {
 
 static int is_walls_option(const char *a) {
   static const char *const walls[] = {"--uid",        "--gid",         "--seccomp", "--groups", "--agent-dir",
-                                      "--fence-home", "--fence-cover", "--keep",    "--hide",   "--workspace-dir", "--files",
+                                      "--fence-home", "--fence-cover", "--keep",    "--hide",   "--workspace-dir", "--self-dir", "--files",
                                       "--place-from", "--place-at",
                                       "--read",       "--write",       "--scope",   "--bind-ports",
                                       "--connect-ports", NULL};
@@ -332,6 +332,7 @@ static int parse_opts(int argc, char **argv, struct opts *o, int allowed) {
       o->keep[o->nkeep++] = v;
     }
     else if (strcmp(a, "--workspace-dir") == 0) o->workspace_dir = v;
+    else if (strcmp(a, "--self-dir") == 0) o->self_dir = v;
     else if (strcmp(a, "--files") == 0) {
       if (strcmp(v, "restrict") != 0) die(126, "arguments", "--files takes 'restrict'");
       o->files_restrict = 1;
@@ -703,9 +704,11 @@ static int probe(void) {
 /* Steps 3-8: /agent, the filter, the agent's ids, its cwd (when given: a helper walled
    ahead enters it when its command comes), Landlock and seccomp; t: when privileges were
    dropped, Landlock applied, seccomp loaded. */
+#define SELF_TARGET "/opt/warren/contracts/self"
+
 static void apply_walls(const struct opts *o, const char *cwd, double *t) {
   /* 3. /agent, the fence and /workspace, for this tree only. */
-  if (o->agent_dir || o->fence_home || o->workspace_dir) {
+  if (o->agent_dir || o->fence_home || o->workspace_dir || o->self_dir) {
     if (unshare(CLONE_NEWNS) != 0) die(126, "mounts", "unshare: %s", strerror(errno));
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) die(126, "mounts", "make private: %s", strerror(errno));
   }
@@ -719,6 +722,14 @@ static void apply_walls(const struct opts *o, const char *cwd, double *t) {
     /* not recursive: nothing mounted beneath the workspace's folder comes with it */
     if (mount(o->workspace_dir, "/workspace", NULL, MS_BIND, NULL) != 0)
       die(126, "workspace-dir", "bind %s: %s", o->workspace_dir, strerror(errno));
+  }
+  if (o->self_dir) {
+    /* the agent's own flow's folder, read-only; a contracts folder without its `self` mount
+       point leaves the command without it (the folder stays at its own name) */
+    if (mount(o->self_dir, SELF_TARGET, NULL, MS_BIND | MS_REC, NULL) != 0) {
+      if (errno != ENOENT) die(126, "self-dir", "bind %s: %s", o->self_dir, strerror(errno));
+    } else if (mount(NULL, SELF_TARGET, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) != 0)
+      die(126, "self-dir", "read-only: %s", strerror(errno));
   }
 
   /* 4. the filter, read while the file is still readable (root-only folder): a filter

@@ -120,7 +120,7 @@ export async function doctor(
   const root = config.STATE_ROOT;
   const provider = createProvider(config, { stateRoot: root, runRoot: statePaths(root).run });
   const results = await runChecks(
-    bootProbes(statePaths(root), provider, {}, false),
+    bootProbes(statePaths(root, config), provider, {}, false),
     config.WARREN_ALLOW_DEGRADED,
   );
   await out(`${report(results)}\n`);

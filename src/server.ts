@@ -82,7 +82,7 @@ async function version(): Promise<string> {
 }
 
 export async function createServer(config: Config, opts: ServerOptions = {}): Promise<Server> {
-  const state = statePaths(config.STATE_ROOT);
+  const state = statePaths(config.STATE_ROOT, config);
   await mkdir(state.root, { recursive: true, mode: 0o711 });
   await mkdir(state.run, { recursive: true, mode: 0o700 });
   await mkdir(state.workspaces, { recursive: true, mode: 0o711 });

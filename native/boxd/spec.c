@@ -149,6 +149,11 @@ int spec_parse(const struct jv *x, struct spec *s, struct perr *e) {
     if (abs_path(workspace, "exec.workspaceDir", e)) return -1;
     s->workspace_dir = workspace;
   }
+  const struct jv *self = json_get(x, "selfDir");
+  if (self) {
+    if (abs_path(self, "exec.selfDir", e)) return -1;
+    s->self_dir = self;
+  }
   const struct jv *files = json_get(x, "files");
   if (files) {
     if (files->t != J_OBJ) return fail(e, "exec.files must be an object");
@@ -255,6 +260,7 @@ static int walls_options(const struct spec *s, const char *seccomp, struct buf *
       bad |= opts(o, "--hide") || optv(o, s->fence_hide->items[i]);
   }
   if (s->workspace_dir) bad |= opts(o, "--workspace-dir") || optv(o, s->workspace_dir);
+  if (s->self_dir) bad |= opts(o, "--self-dir") || optv(o, s->self_dir);
   if (s->port_first > 0) {
     snprintf(num, sizeof num, "%ld-%ld", s->port_first, s->port_last);
     bad |= opts(o, "--bind-ports") || opts(o, num);

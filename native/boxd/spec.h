@@ -23,6 +23,7 @@ struct spec {
   /* a conversation's worktree (from) bound at its repository's folder (at); NULL = none */
   const struct jv *place_from, *place_at;
   const struct jv *workspace_dir; /* bound read-write at /workspace; NULL = none */
+  const struct jv *self_dir;      /* bound read-only at /opt/warren/contracts/self; NULL = none */
   int generation;
   int trace; /* the answer carries the exec's phase times (see ExecTrace) */
   int has_mem, has_pids;

@@ -121,6 +121,8 @@ export interface ExecSpec {
   fence?: { home: string; keep?: string[]; hide?: string[]; place?: { from: string; at: string } };
   /** A path in the box mounted read-write at /workspace for this command only. */
   workspaceDir?: string;
+  /** A folder of /opt/warren/contracts mounted read-only at /opt/warren/contracts/self (the agent's own flow's). */
+  selfDir?: string;
   limits?: ExecLimits;
   /**
    * The command's file access, enforced with Landlock: folders (or files) it may read and

@@ -105,6 +105,7 @@ export function parseExecSpec(x: unknown): ExecSpec {
     spec.fence = fence;
   }
   if (x.workspaceDir !== undefined) spec.workspaceDir = absPath(x.workspaceDir, "exec.workspaceDir");
+  if (x.selfDir !== undefined) spec.selfDir = absPath(x.selfDir, "exec.selfDir");
   if (x.files !== undefined) {
     if (!isRecord(x.files)) throw new ProtocolError("exec.files must be an object");
     const lists = { read: x.files.read, write: x.files.write };

@@ -19,6 +19,7 @@ import { openStore, type Store } from "../store/index.js";
 import { readPolicy, workspaceProbes } from "../workspaces/boot.js";
 import { WorkspaceLayout } from "../workspaces/layout.js";
 import type { Policy } from "../workspaces/policy.js";
+import { contractsLoadedProbe } from "../flows/contract-files.js";
 
 export interface BaseOptions {
   logger?: Logger | undefined;
@@ -65,7 +66,12 @@ export function bootProbes(
   extra: Probes = {},
   repair = true,
 ): Probes {
-  return { ...provider.hostProbes({ repair }), ...stateProbes(state), ...extra };
+  return {
+    ...provider.hostProbes({ repair }),
+    ...stateProbes(state),
+    contracts_loaded: contractsLoadedProbe(state.contracts, state.policy),
+    ...extra,
+  };
 }
 
 export async function openBase(config: Config, state: StatePaths, opts: BaseOptions): Promise<Base> {

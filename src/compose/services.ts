@@ -55,6 +55,8 @@ import { Workloads } from "../workloads/index.js";
 import { Workspaces } from "../workspaces/service.js";
 import { instanceOfConversation } from "../workspaces/instances.js";
 import { Flows } from "../flows/service.js";
+import { ContractFlows } from "../flows/contracts.js";
+import { Bundles } from "../workspaces/bundles.js";
 import { EventBus } from "../events/index.js";
 import type { Base } from "./base.js";
 
@@ -138,7 +140,21 @@ export async function buildServices(
     specOf: (agent) => specs.of(agent),
     logger,
   });
-  const workloads = new Workloads({ db, runtime, homes: layout, secrets, staging, logger, workspaces });
+  const bundles = new Bundles({ db, policy: base.policy });
+  // flows made from contract files (WARREN_CONTRACTS), loaded at boot and on reload
+  const contractFlows = new ContractFlows({
+    db,
+    dir: base.state.contracts,
+    policy: base.policy,
+    bundles,
+    specOf: (agent) => specs.of(agent),
+    logger,
+  });
+  const workloads = new Workloads({
+    ...{ db, runtime, homes: layout, secrets, staging, logger, workspaces },
+    // the agent's own flow's folder at /opt/warren/contracts/self
+    selfOf: (agentId, instance) => contractFlows.selfOf(agentId, instance),
+  });
   const caps = new DiskCaps(
     db,
     layout,
@@ -176,6 +192,8 @@ export async function buildServices(
     // the evaluation gate: with it on, a change goes through a version
     gates,
     workspaces,
+    // a contract flow's agent: its spec stays within its permission bundle
+    bundles,
   });
   const guilds = new Guilds(db, access, agents, events);
   const exec = new Exec(agents, workloads, metrics);
@@ -365,7 +383,16 @@ export async function buildServices(
     events,
     logger,
   });
-  const flows: Flows = new Flows({ db, access, runs, conversations, layout: base.workspaceLayout });
+  const flows: Flows = new Flows({
+    db,
+    access,
+    runs,
+    conversations,
+    layout: base.workspaceLayout,
+    contracts: contractFlows,
+  });
+  // the boot check (contracts_loaded) has parsed them; a contract naming what is not here is skipped, logged
+  await contractFlows.load();
   // a box that stops interrupts the turns going on in it
   events.on("box.stopped", (e) => conversations.boxStopped(e.machineId, e.reason));
 

@@ -16,6 +16,8 @@ export const BOOT_CHECK_NAMES = [
   "state",
   "data",
   "contracts",
+  // every flow contract of WARREN_CONTRACTS parses and holds (the first that does not is named)
+  "contracts_loaded",
   "policy",
   "workspace_class_exists",
   "workspaces",
@@ -359,6 +361,14 @@ export const configSchema = z
       .optional()
       .transform((v) => (v === "" ? undefined : v))
       .describe("the policy file (workspace classes); default STATE_ROOT/policy.yaml"),
+    WARREN_CONTRACTS: z
+      .string()
+      .optional()
+      .transform((v) => (v === "" ? undefined : v))
+      .refine((v) => v === undefined || path.isAbsolute(v), "WARREN_CONTRACTS must be an absolute path")
+      .describe(
+        "the flow contracts folder (one folder per flow, its flow.yaml); default STATE_ROOT/contracts",
+      ),
     WARREN_ALLOW_DEGRADED: z
       .string()
       .optional()

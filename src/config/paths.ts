@@ -21,16 +21,20 @@ export interface StatePaths {
   policy: string;
 }
 
-export function statePaths(root: string): StatePaths {
+/** `over`: the configuration's folders that are not under STATE_ROOT (WARREN_CONTRACTS). */
+export function statePaths(
+  root: string,
+  over: { WARREN_CONTRACTS?: string | undefined; WARREN_POLICY?: string | undefined } = {},
+): StatePaths {
   return {
     root,
     run: path.join(root, "run"),
     workspaces: path.join(root, "workspaces"),
     data: path.join(root, "data"),
-    contracts: path.join(root, "contracts"),
+    contracts: over.WARREN_CONTRACTS ?? path.join(root, "contracts"),
     pglite: path.join(root, "pglite"),
     templates: path.join(root, "templates"),
     flows: path.join(root, "flows"),
-    policy: path.join(root, "policy.yaml"),
+    policy: over.WARREN_POLICY ?? path.join(root, "policy.yaml"),
   };
 }

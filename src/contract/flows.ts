@@ -10,6 +10,13 @@ export const Flow = z
     org_id: z.string(),
     name: z.string(),
     agent_ids: z.array(z.string()),
+    source: z
+      .enum(["api", "contract"])
+      .describe("contract: made from a contract file (WARREN_CONTRACTS); the API does not change it"),
+    revision: z
+      .string()
+      .nullable()
+      .describe("a contract flow's revision as last loaded (sha256 of its contract and files); null for api"),
     created_at: z.string(),
   })
   .meta({ id: "Flow" });
@@ -23,6 +30,37 @@ export const FlowCreateRequest = z
   })
   .strict()
   .meta({ id: "FlowCreateRequest" });
+
+export const FlowUpdateRequest = z
+  .object({
+    name: name.optional(),
+    agent_ids: z.array(idOf("agt")).min(1, "name at least one agent").max(64).optional(),
+  })
+  .strict()
+  .meta({ id: "FlowUpdateRequest" });
+
+const ContractProblem = z
+  .object({ file: z.string(), line: z.number().int(), reason: z.string() })
+  .meta({ id: "FlowContractProblem" });
+
+export const FlowReloadResponse = z
+  .object({
+    flows: z
+      .array(
+        z.object({
+          id: z.string(),
+          org_id: z.string(),
+          name: z.string(),
+          revision: z.string(),
+          file: z.string().describe("the contract file, relative to the contracts folder"),
+        }),
+      )
+      .describe("the flows made or brought to their contracts (of the organisations the caller reads)"),
+    skipped: z
+      .array(ContractProblem)
+      .describe("contracts that hold but name what the database does not have (an unknown agent...)"),
+  })
+  .meta({ id: "FlowReloadResponse" });
 
 export const FlowConversationCreateRequest = z
   .object({
@@ -57,6 +95,8 @@ export const FlowInstance = z
     org_id: z.string(),
     name: z.string().nullable(),
     status: z.enum(["running", "ended"]),
+    revision: z.string().nullable().describe("the flow's revision when the instance started (it keeps it)"),
+    input: z.record(z.string(), z.unknown()).describe("what the instance was started with"),
     agent_ids: z.array(z.string()),
     workspace: FlowWorkspace,
     run_ids: z.array(z.string()).describe("the runs made inside the instance, oldest first"),
@@ -70,7 +110,13 @@ export const FlowInstance = z
 export const FlowInstanceList = items(FlowInstance, "FlowInstanceList");
 
 export const FlowInstanceCreateRequest = z
-  .object({ name: name.optional() })
+  .object({
+    name: name.optional(),
+    input: z
+      .record(z.string().max(64), z.unknown())
+      .optional()
+      .describe("a contract flow's input: its contract's `input` says what it takes"),
+  })
   .strict()
   .meta({ id: "FlowInstanceCreateRequest" });
 

@@ -8,7 +8,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { isMap, LineCounter, parseDocument, type Document } from "yaml";
 import { FlowContract } from "../contract/flow-contract.js";
-import type { Policy } from "../workspaces/policy.js";
+import { loadPolicy, type Policy } from "../workspaces/policy.js";
 
 /** The contract file of a flow's folder. */
 export const CONTRACT_FILE = "flow.yaml";
@@ -201,4 +201,27 @@ export function readContracts(
     });
   }
   return { contracts, problems };
+}
+
+/**
+ * The boot check `contracts_loaded` (and `warren doctor`'s): every contract of the folder parses
+ * and holds against the policy file; the first that does not is named with its file and line.
+ */
+export function contractsLoadedProbe(dir: string, policyFile: string) {
+  return async (): Promise<{ ok: boolean; detail: string; fix: string }> => {
+    let policy: Policy | null;
+    try {
+      policy = loadPolicy(policyFile, false);
+    } catch {
+      policy = null; // the policy check names what is wrong with it
+    }
+    const { contracts, problems } = readContracts(dir, policy);
+    const first = problems[0];
+    if (!first) return { ok: true, detail: `${contracts.length} flow contract(s) in ${dir}`, fix: "" };
+    return {
+      ok: false,
+      detail: `the flow contract ${path.join(dir, first.file)} does not hold at line ${first.line}: ${first.reason}${problems.length > 1 ? ` (and ${problems.length - 1} more)` : ""}`,
+      fix: `correct ${path.join(dir, first.file)} (the schema: docs/flow-contract.schema.json)`,
+    };
+  };
 }

@@ -13,6 +13,7 @@ import { isUniqueViolation, schema, type Db } from "../store/index.js";
 import type { WorkspaceLayout } from "../workspaces/layout.js";
 import { flowLabels, type InstanceRef } from "../workspaces/service.js";
 import { instanceEnded as ended } from "../workspaces/instances.js";
+import type { ContractFlows, ReloadReport } from "./contracts.js";
 
 /** The groups of instances' workspaces: above agents' uids and the shared group, below nobody. */
 export const INSTANCE_GID_FIRST = 50_000;
@@ -26,6 +27,10 @@ export interface FlowView {
   org_id: string;
   name: string;
   agent_ids: string[];
+  /** `contract`: made from a contract file (the API does not change it); `api`: through the API. */
+  source: "api" | "contract";
+  /** A contract flow's revision as last loaded (the hash of its contract and files); null for api. */
+  revision: string | null;
   created_at: string;
 }
 
@@ -35,6 +40,9 @@ export interface InstanceView {
   org_id: string;
   name: string | null;
   status: "running" | "ended";
+  /** The flow's revision when the instance started (it keeps it); null for an api flow. */
+  revision: string | null;
+  input: Record<string, unknown>;
   agent_ids: string[];
   /** `mib`: its size when last measured (after each run in it), null before. */
   workspace: { path: "/workspace"; host_path: string; labels: Record<string, string>; mib: number | null };
@@ -50,7 +58,16 @@ export interface FlowsOptions {
   runs: Pick<Runs, "start">;
   conversations: Pick<Conversations, "create">;
   layout: WorkspaceLayout;
+  /** The contracts flows were made from (an instance's input is checked against its contract's). */
+  contracts?: Pick<ContractFlows, "of" | "reload">;
 }
+
+/** flow.from_contract: a contract flow changes through its file, never through the API. */
+const fromContract = (what: string) =>
+  new WarrenError(
+    "flow.from_contract",
+    `${what} was made from a contract file; change the contract and reload (POST /api/flows/reload)`,
+  );
 
 export class Flows {
   constructor(private readonly o: FlowsOptions) {}
@@ -61,21 +78,18 @@ export class Flows {
   ): Promise<FlowView> {
     const { db, access } = this.o;
     await access.require(input.org_id, who, "write", "organisation");
-    const ids = [...new Set(input.agent_ids)];
-    const found = await db
-      .select({ id: schema.agents.id })
-      .from(schema.agents)
-      .where(and(inArray(schema.agents.id, ids), eq(schema.agents.orgId, input.org_id)));
-    const known = new Set(found.map((a) => a.id));
-    const missing = ids.filter((id) => !known.has(id));
-    if (missing.length > 0)
-      throw new WarrenError(
-        "request.invalid",
-        `agent_ids: no agent ${missing.join(", ")} in the organisation`,
-        {
-          field: "agent_ids",
-        },
+    const [twin] = await db
+      .select({ id: schema.flows.id })
+      .from(schema.flows)
+      .where(
+        and(
+          eq(schema.flows.orgId, input.org_id),
+          eq(schema.flows.name, input.name),
+          eq(schema.flows.source, "contract"),
+        ),
       );
+    if (twin) throw fromContract(`flow "${input.name}" (${twin.id})`);
+    const ids = await this.#checkAgents(input.org_id, input.agent_ids);
     const id = newId("flw");
     const row = await db.transaction(async (tx) => {
       const [f] = await tx
@@ -87,6 +101,55 @@ export class Flows {
     });
     if (!row) throw new Error("flow insert returned nothing");
     return flowView(row, ids);
+  }
+
+  /** Reads the contracts folder again (owner or admin): new instances take the new revisions. */
+  async reload(who: Identity): Promise<ReloadReport> {
+    if (!this.o.contracts) throw new WarrenError("not_found", "this server loads no flow contracts");
+    return this.o.contracts.reload(who);
+  }
+
+  /** Changes an api flow's name or agents; a contract flow is refused (409 flow.from_contract). */
+  async update(
+    who: Identity,
+    id: string,
+    patch: { name?: string | undefined; agent_ids?: string[] | undefined },
+  ) {
+    const f = await this.#loadFlow(who, id, "write");
+    if (f.source === "contract") throw fromContract(`flow "${f.name}"`);
+    const ids = patch.agent_ids ? await this.#checkAgents(f.orgId, patch.agent_ids) : undefined;
+    const row = await this.o.db.transaction(async (tx) => {
+      const [u] = patch.name
+        ? await tx.update(schema.flows).set({ name: patch.name }).where(eq(schema.flows.id, f.id)).returning()
+        : [f];
+      if (ids) {
+        await tx.delete(schema.flowAgents).where(eq(schema.flowAgents.flowId, f.id));
+        await tx.insert(schema.flowAgents).values(ids.map((agentId) => ({ flowId: f.id, agentId })));
+      }
+      return u ?? f;
+    });
+    return flowView(row, await this.#agentsOf(f.id));
+  }
+
+  /** The agents named, each an agent of the organisation (else request.invalid). */
+  async #checkAgents(orgId: string, agentIds: string[]): Promise<string[]> {
+    const { db } = this.o;
+    const ids = [...new Set(agentIds)];
+    const found = await db
+      .select({ id: schema.agents.id })
+      .from(schema.agents)
+      .where(and(inArray(schema.agents.id, ids), eq(schema.agents.orgId, orgId)));
+    const known = new Set(found.map((a) => a.id));
+    const missing = ids.filter((id) => !known.has(id));
+    if (missing.length > 0)
+      throw new WarrenError(
+        "request.invalid",
+        `agent_ids: no agent ${missing.join(", ")} in the organisation`,
+        {
+          field: "agent_ids",
+        },
+      );
+    return ids;
   }
 
   async #loadFlow(who: Identity, id: string, perm: "read" | "write"): Promise<FlowRow> {
@@ -121,8 +184,15 @@ export class Flows {
   }
 
   /** A new instance of the flow: its row with a group of its own, then its workspace. */
-  async start(who: Identity, flowId: string, input: { name?: string | undefined }): Promise<InstanceView> {
+  async start(
+    who: Identity,
+    flowId: string,
+    input: { name?: string | undefined; input?: Record<string, unknown> | undefined },
+  ): Promise<InstanceView> {
     const f = await this.#loadFlow(who, flowId, "write");
+    const given = input.input ?? {};
+    const declared = this.o.contracts?.of(f.id)?.contract.input;
+    if (declared) checkInput(declared, given);
     const id = newId("fli");
     let row: InstanceRow | undefined;
     for (let attempt = 0; attempt < 16 && !row; attempt++) {
@@ -130,7 +200,16 @@ export class Flows {
       try {
         [row] = await this.o.db
           .insert(schema.flowInstances)
-          .values({ id, flowId: f.id, orgId: f.orgId, name: input.name ?? null, status: "running", gid })
+          .values({
+            id,
+            flowId: f.id,
+            orgId: f.orgId,
+            name: input.name ?? null,
+            status: "running",
+            gid,
+            revision: f.revision,
+            input: given,
+          })
           .returning();
       } catch (e) {
         if (!isUniqueViolation(e)) throw e;
@@ -182,6 +261,8 @@ export class Flows {
       org_id: i.orgId,
       name: i.name,
       status: i.status,
+      revision: i.revision,
+      input: i.input ?? {},
       agent_ids: await this.#agentsOf(i.flowId),
       workspace: {
         path: "/workspace",
@@ -273,6 +354,27 @@ function flowView(f: FlowRow, agentIds: string[]): FlowView {
     org_id: f.orgId,
     name: f.name,
     agent_ids: agentIds,
+    source: f.source,
+    revision: f.revision,
     created_at: f.createdAt.toISOString(),
   };
+}
+
+/** An instance's input against its contract's `input`: the required there, of their types, nothing else. */
+function checkInput(
+  declared: Record<string, { type: string; required: boolean }>,
+  given: Record<string, unknown>,
+): void {
+  const bad = (msg: string) => new WarrenError("request.invalid", `input: ${msg}`, { field: "input" });
+  for (const [k, v] of Object.entries(given)) {
+    const d = declared[k];
+    if (!d)
+      throw bad(
+        `"${k}" is not an input of the flow's contract (${Object.keys(declared).join(", ") || "none"})`,
+      );
+    const type = Array.isArray(v) ? "array" : v === null ? "null" : typeof v;
+    if (type !== d.type) throw bad(`"${k}" must be of type ${d.type}`);
+  }
+  for (const [k, d] of Object.entries(declared))
+    if (d.required && !(k in given)) throw bad(`"${k}" is required by the flow's contract`);
 }

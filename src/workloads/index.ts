@@ -89,6 +89,8 @@ export interface WorkloadsOptions {
   logger: Logger;
   /** The /workspace of each unit of work, by the agent's class (none when absent). */
   workspaces?: Pick<Workspaces, "mount"> | undefined;
+  /** The folder of /opt/warren/contracts of the agent's own flow (in the instance, else its contract flow's). */
+  selfOf?: ((agentId: string, instance?: InstanceRef) => Promise<string | undefined>) | undefined;
   /** The variables that make a machine's box trust its interception authority (egress/authority.ts). */
   authority?: { boxEnv(machineId: string): Promise<Record<string, string>> } | undefined;
 }
@@ -138,7 +140,7 @@ export class Workloads {
         ...(opts.run ? { run: opts.run } : {}),
         ...(opts.instance ? { instance: opts.instance } : {}),
       })) ?? null;
-    return new Workload(
+    const work = new Workload(
       this.o,
       agent,
       machine,
@@ -148,6 +150,8 @@ export class Workloads {
       workspace,
       opts.instance,
     );
+    work.selfDir = await this.o.selfOf?.(agent.id, opts.instance);
+    return work;
   }
 
   /** The door of an agent known by id (work the server starts itself, not a request). */
@@ -192,6 +196,8 @@ export class Workload {
   #labelled: Promise<void> | undefined;
   /** The redaction set of the run's records (Records.openRun): what this work protects joins it. */
   #recording: { add(values: readonly (Buffer | string)[]): void } | undefined;
+  /** Its flow's folder, seen read-only at /opt/warren/contracts/self by its commands. */
+  selfDir: string | undefined;
 
   constructor(
     private readonly o: WorkloadsOptions,
@@ -354,6 +360,7 @@ export class Workload {
           ...(main ? { agentDir: this.#staged, generation: true } : {}),
           ...this.#homeView(),
           ...(this.workspace ? { workspaceDir: this.workspace.boxDir } : {}),
+          ...(this.selfDir !== undefined ? { selfDir: this.selfDir } : {}),
         },
         io,
         { agentId: this.agent.id, runId: this.run?.id, argv: cmd.shownAs ?? cmd.argv },
@@ -432,6 +439,7 @@ export class Workload {
           ...walls,
           groups: walls.groups ?? [],
           ...(this.workspace ? { workspaceDir: this.workspace.boxDir } : {}),
+          ...(this.selfDir !== undefined ? { selfDir: this.selfDir } : {}),
           cols: req.cols,
           rows: req.rows,
         },

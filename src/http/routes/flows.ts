@@ -8,7 +8,9 @@ import {
   FlowInstanceList,
   FlowList,
   FlowListQuery,
+  FlowReloadResponse,
   FlowRunCreateRequest,
+  FlowUpdateRequest,
 } from "../../contract/flows.js";
 import { Run } from "../../contract/runs.js";
 import { Conversation } from "../../contract/conversations.js";
@@ -26,8 +28,31 @@ export function flowRoutes(flows: Flows): AnyRoute[] {
       body: FlowCreateRequest,
       status: 201,
       response: Flow,
-      errors: ["access.denied"],
+      errors: ["access.denied", "flow.from_contract"],
       handler: ({ who, body }) => flows.create(who, body),
+    }),
+    route({
+      method: "POST",
+      url: "/api/flows/reload",
+      id: "flows.reload",
+      tag: "flows",
+      summary:
+        "Read the flow contracts folder (WARREN_CONTRACTS) again and bring the contract flows to it (owner or admin)",
+      response: FlowReloadResponse,
+      errors: ["access.denied", "contract.invalid"],
+      handler: ({ who }) => flows.reload(who),
+    }),
+    route({
+      method: "PATCH",
+      url: "/api/flows/:id",
+      id: "flows.update",
+      tag: "flows",
+      summary: "Rename a flow or change its agents (a contract flow: 409 flow.from_contract)",
+      params: idParams("flw"),
+      body: FlowUpdateRequest,
+      response: Flow,
+      errors: ["access.denied", "flow.from_contract"],
+      handler: ({ who, params, body }) => flows.update(who, params.id, body),
     }),
     route({
       method: "GET",
