@@ -11,7 +11,7 @@ import { asMember, orgWithAgent } from "../support/org.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { waitFor } from "../conversations/support.js";
 import { dbLegs } from "../support/db.js";
-import { APPROVAL_POLICY, approvalAgent } from "../versions/support.js";
+import { APPROVAL_POLICY, approvalAgent } from "../approvals/support.js";
 
 const SEATS = ["owner", "admin", "editor", "editor·areas", "writer", "viewer", "auditor", "guest"] as const;
 type Seat = (typeof SEATS)[number];
