@@ -33,6 +33,12 @@ export class ApprovalSuspended extends Error {
 }
 
 /**
+ * Why a wait ended without a decision before its run did (a signal aborted with it): its
+ * approval expires saying this message, and the answer is a denial decided by nobody.
+ */
+export class ApprovalExpired extends Error {}
+
+/**
  * Keeps where the run's loop stands, redacted, while a call of it waits for a decision (the
  * run loop's: src/runs/assistant.ts): a server that dies meanwhile leaves it for the next
  * one to take the run up from (src/runs/resume.ts).

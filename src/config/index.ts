@@ -288,6 +288,13 @@ export const configSchema = z
       .min(1, "EGRESS_MAX_CONNECTIONS must be at least 1")
       .max(10_000, "EGRESS_MAX_CONNECTIONS must be at most 10000")
       .default(64),
+    /** How long a connection a policy's `network.ask` holds waits for a person's decision. */
+    EGRESS_ASK_TIMEOUT_S: z.coerce
+      .number({ message: "EGRESS_ASK_TIMEOUT_S must be a number of seconds" })
+      .int("EGRESS_ASK_TIMEOUT_S must be a whole number of seconds")
+      .min(1, "EGRESS_ASK_TIMEOUT_S must be at least 1")
+      .max(86_400, "EGRESS_ASK_TIMEOUT_S must be at most 86400")
+      .default(300),
     BOX_ORPHAN_S: z.coerce
       .number({ message: "BOX_ORPHAN_S must be a number of seconds" })
       .int("BOX_ORPHAN_S must be a whole number of seconds")

@@ -194,6 +194,23 @@ export const SandboxPolicy = z
           .default([]),
         /** Narrows hosts to methods and path prefixes, for plain HTTP (a tunnel cannot be checked). */
         rules: z.array(NetworkRule).max(64).optional(),
+        /**
+         * Hosts outside `allow` a person is asked about, per connection of a run (the
+         * connection is held until an approval is decided): patterns as in `allow`, or "*" for all.
+         */
+        ask: z
+          .union([
+            z.literal("*"),
+            z
+              .array(
+                z.string().superRefine((v, ctx) => {
+                  const problem = v === "*" ? null : networkEntryProblem(v);
+                  if (problem) ctx.addIssue({ code: "custom", message: `"${v}" ${problem}` });
+                }),
+              )
+              .max(128),
+          ])
+          .optional(),
       })
       .strict()
       .default({ allow: [] }),

@@ -104,7 +104,9 @@ export const Approval = z
     run_id: z.string(),
     agent_id: z.string(),
     tool_call_id: z.string().describe("the model's id of the call"),
-    tool: z.string(),
+    tool: z
+      .string()
+      .describe("the tool called; `egress`: a connection held by the sandbox policy's network.ask"),
     arguments: z.unknown().describe("the call's arguments as the policy decided on them (redacted)"),
     args_sha256: z.string().describe("SHA-256 of the canonical arguments: a decision must carry it"),
     policy_version: z.number().nullable().describe("the spec version whose tool policy asked"),
@@ -132,6 +134,12 @@ export const ApprovalDecision = z
     decision: z.enum(["allow", "deny"]),
     message: z.string().max(4096).optional().describe("said to the model with a denial"),
     args_sha256: z.string().regex(/^[0-9a-fA-F]{64}$/, "must be the approval's args_sha256 (64 hex digits)"),
+    add_to_policy: z
+      .boolean()
+      .optional()
+      .describe(
+        "with allow, on an egress approval (tool `egress`): also add its host:port to the agent's network allow list, as a new version by the decider",
+      ),
   })
   .strict()
   .meta({ id: "ApprovalDecision" });

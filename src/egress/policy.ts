@@ -14,6 +14,8 @@ export interface CompiledPolicy {
   rules: NonNullable<Network["rules"]>;
   /** The organisation's network deny list: what no policy of its agents may reach. */
   deny: { text: string; entry: NetworkEntry }[];
+  /** The hosts outside the list a person is asked about (`network.ask`): all, or those named. */
+  ask: { all: boolean; entries: { text: string; entry: NetworkEntry }[] };
 }
 
 function parsed(list: readonly string[]): { text: string; entry: NetworkEntry }[] {
@@ -37,6 +39,10 @@ export function compilePolicy(network: Network, deny: readonly string[] = []): C
     entries: parsed(network.allow),
     rules: network.rules ?? [],
     deny: parsed(deny),
+    ask: {
+      all: network.ask === "*" || (network.ask ?? []).includes("*"),
+      entries: network.ask === "*" ? [] : parsed((network.ask ?? []).filter((a) => a !== "*")),
+    },
   };
 }
 
@@ -131,13 +137,15 @@ export function byPolicy(
   p: CompiledPolicy,
   t: Target,
   plain: { method: string; path: string } | null,
-): { ok: true; by: string } | { ok: false; reason: string } {
+): { ok: true; by: string; ask?: true } | { ok: false; reason: string } {
   const name = `${t.ip?.length === 16 ? `[${t.host}]` : t.host}:${t.port}`;
   const denied = deniedBy(p, t);
   if (denied !== undefined)
     return { ok: false, reason: `${name} is on the organisation's network deny list (${denied})` };
   const by = matchEntry(p, t) ?? (p.open ? "open mode" : undefined);
-  if (!by) return { ok: false, reason: `${name} is not in the agent's network allow list` };
+  // outside the list but named by `ask`: allowed only once a person allows it (src/egress/ask.ts)
+  const ask = !by && (p.ask.all || matchIn(p.ask.entries, t) !== undefined);
+  if (!by && !ask) return { ok: false, reason: `${name} is not in the agent's network allow list` };
   const rules = rulesFor(p, t);
   if (!plain && rules.length > 0)
     return {
@@ -146,5 +154,5 @@ export function byPolicy(
     };
   if (plain && !rulesAllow(rules, plain.method, plain.path))
     return { ok: false, reason: `${plain.method} ${plain.path} is not allowed by the rules for ${t.host}` };
-  return { ok: true, by };
+  return ask ? { ok: true, by: "ask", ask: true } : { ok: true, by: by as string };
 }

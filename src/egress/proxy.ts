@@ -31,6 +31,9 @@ import { byPolicy, deniedBy, matchEntry, targetOf, type CompiledPolicy, type Tar
 
 export type { EgressContext, EgressRecord, ProxyOptions } from "./wire.js";
 
+/** Why a connection whose client left while it was decided (held for a person) goes no further. */
+const GONE = "the client went away before the connection was made";
+
 export class EgressProxy {
   readonly #o: ProxyOptions;
   readonly #http: http.Server;
@@ -161,6 +164,11 @@ export class EgressProxy {
       if (l.c.ctx.agentId !== agentId) continue;
       const why = byPolicy(p, l.t, l.plain);
       if (!why.ok) l.end(`ended by a change of the policy: ${why.reason}`);
+      // a host the list no longer names, only `ask`: it goes on only where its run was allowed it
+      else if (why.ask && !this.#o.ask?.granted(l.c.ctx, l.t, l.plain))
+        l.end(
+          `ended by a change of the policy: ${l.t.host}:${l.t.port} is not in the agent's network allow list`,
+        );
       else if (p.open && !matchEntry(p, l.t) && this.#o.rule.needsBound(l.address))
         l.end(`ended by a change of the policy: ${openReason(l.t, l.address)}`);
     }
@@ -201,6 +209,12 @@ export class EgressProxy {
       return { ok: false, reason: t.ip ? v.reason : `${t.host} resolves to ${v.reason}`, address: true };
     if (why.by === "open mode" && this.#o.rule.needsBound(addr))
       return { ok: false, reason: openReason(t, addr), address: true };
+    // a host outside the list that `ask` names: held until a person decides (ask.ts)
+    if (why.ask) {
+      const held = await this.#o.ask?.hold(c.ctx, t, plain);
+      if (!held) return { ok: false, reason: `${t.host}:${t.port} is not in the agent's network allow list` };
+      return held.ok ? { ok: true, address: addr, reason: held.reason } : held;
+    }
     return { ok: true, address: addr, reason: `allowed by ${why.by}` };
   }
 
@@ -243,6 +257,7 @@ export class EgressProxy {
     const { parsed, t, port, path } = plain;
     const d = await this.#decide(c, t, { method, path });
     if (!d.ok) return refuse(403, d.reason, t.host, port, path, d.address === true);
+    if (req.socket.destroyed) return refuse(403, GONE, t.host, port, path);
     let bytesOut = 0;
     let bytesIn = 0;
     const up = http.request({
@@ -378,6 +393,8 @@ export class EgressProxy {
     head: Buffer,
     say: { opened(): void; failed(code: string): void },
   ): void {
+    if (socket.destroyed)
+      return this.#refusedNow(c, t0, { reason: GONE, host: t.host, port: t.port, method: null, path: null });
     // the upstream is read into one large buffer (libuv's own reads are 64 KiB): fewer,
     // larger chunks towards the box, whose pace pauses it
     // Each read is copied into a buffer of the tunnel's own small pool, given back once

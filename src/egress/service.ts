@@ -18,6 +18,7 @@ import type { Records } from "../records/index.js";
 import type { Db } from "../store/index.js";
 import { memo, schema } from "../store/index.js";
 import { compilePolicy, type CompiledPolicy } from "./policy.js";
+import { EgressAsk, type AskOptions } from "./ask.js";
 import { EgressProxy, type EgressRecord } from "./proxy.js";
 
 export interface EgressOptions {
@@ -44,6 +45,8 @@ export interface EgressOptions {
    * this host's loopback under test names). A name not in it does not resolve.
    */
   hosts?: Record<string, string[]>;
+  /** Where connections to hosts a policy's `network.ask` names wait for a person (ask.ts); none: refused. */
+  ask?: AskOptions;
 }
 
 /** What an agent's egress policy is read from: its sandbox policy and its organisation's deny list. */
@@ -84,6 +87,7 @@ export class Egress {
       track: (socket) => o.own.track(socket),
       maxConnections: o.maxConnections,
       onRecord: (r) => this.#enqueue(r),
+      ...(o.ask ? { ask: new EgressAsk(o.ask) } : {}),
     });
     this.#recheck = setInterval(() => void this.#recheckLive(), RECHECK_MS);
     this.#recheck.unref();

@@ -4,6 +4,7 @@ import type net from "node:net";
 import type { Duplex } from "node:stream";
 import { formatIp, type AddressRule } from "../net/rule.js";
 import { targetOf, type CompiledPolicy, type Target } from "./policy.js";
+import type { EgressAsker } from "./ask.js";
 
 /** One decision, as stored (see EgressRecord in the contract for the wire form). */
 export interface EgressRecord {
@@ -40,6 +41,8 @@ export interface ProxyOptions {
   maxConnections: number;
   connectTimeoutMs?: number;
   onRecord(r: EgressRecord): void;
+  /** Where a connection to a host the policy's `network.ask` names is held for a person (ask.ts). */
+  ask?: EgressAsker;
 }
 
 export interface Conn {
