@@ -6,6 +6,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseConfig } from "../src/config/index.js";
 import { createServer } from "../src/server.js";
+import { writePythonSdk } from "./python-sdk.js";
 
 export async function currentDocument(): Promise<string> {
   const stateRoot = await mkdtemp(path.join(os.tmpdir(), "warren-openapi-"));
@@ -30,6 +31,10 @@ export const documentPath = path.resolve(
 );
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  await writeFile(documentPath, await currentDocument());
+  const document = await currentDocument();
+  await writeFile(documentPath, document);
   console.log(`wrote ${documentPath}`);
+  // the Python SDK's operations and models are made from the document: kept current with it
+  await writePythonSdk(JSON.parse(document));
+  console.log("wrote sdk/python/warren (scripts/python-sdk.ts)");
 }

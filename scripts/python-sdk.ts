@@ -180,8 +180,9 @@ function operations(doc: Document, models: Models): Op[] {
   for (const [route, methods] of Object.entries(doc.paths)) {
     for (const [http, o] of Object.entries(methods)) {
       const ok = Object.entries(o.responses).find(([code]) => /^2\d\d$/.test(code));
-      // a WebSocket upgrade or a proxied port is no call of this client
-      if (!ok) continue;
+      // a WebSocket upgrade or a proxied port is no call of this client, nor is /mcp (the Model
+      // Context Protocol's own door, for that protocol's clients)
+      if (!ok || route === "/mcp" || route.startsWith("/mcp/")) continue;
       const [group, ...rest] = o.operationId.split(".");
       const method = pyName(rest.join("_") || group!);
       const base = pascal(o.operationId);
@@ -383,9 +384,18 @@ export function pythonSdkFiles(doc: Document): Map<string, string> {
   ]);
 }
 
+const readDocument = async (file = path.join(root, "docs/openapi.json")) =>
+  JSON.parse(await readFile(file, "utf8")) as Document;
+
+/** Writes the generated files from a document (scripts/openapi.ts calls it after writing its own). */
+export async function writePythonSdk(doc: unknown): Promise<void> {
+  for (const [name, text] of pythonSdkFiles(doc as Document))
+    await writeFile(path.join(packageDir, name), text);
+}
+
 /** The generated files that differ from what is checked in (none: current). */
 export async function stalePythonFiles(): Promise<string[]> {
-  const doc = JSON.parse(await readFile(path.join(root, "docs/openapi.json"), "utf8")) as Document;
+  const doc = await readDocument();
   const stale: string[] = [];
   for (const [name, text] of pythonSdkFiles(doc)) {
     const have = await readFile(path.join(packageDir, name), "utf8").catch(() => "");
@@ -402,8 +412,9 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
       process.exit(1);
     }
   } else {
-    const doc = JSON.parse(await readFile(path.join(root, "docs/openapi.json"), "utf8")) as Document;
-    for (const [name, text] of pythonSdkFiles(doc)) await writeFile(path.join(packageDir, name), text);
+    // --document FILE: another copy of the document than docs/openapi.json
+    const at = process.argv.indexOf("--document");
+    await writePythonSdk(await readDocument(at > 0 ? process.argv[at + 1] : undefined));
     console.log(`wrote ${packageDir}`);
   }
 }

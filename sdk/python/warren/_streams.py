@@ -43,6 +43,11 @@ class SseParser:
         self._retry: Optional[int] = None
 
     def line(self, line: str) -> Optional[SseMessage]:
+        # a line as httpx gives it: with its end (older versions) or without
+        if line.endswith("\n"):
+            line = line[:-1]
+        if line.endswith("\r"):
+            line = line[:-1]
         if line == "":
             message = None
             if self._data:

@@ -1620,8 +1620,8 @@ SecretUpdateRequest = TypedDict(
     },
 )
 
-# env: reaches commands as an environment variable; model: a model provider's key, read only by the model gateway; tool: a tool's credential, read only by the tool gateway (http and MCP headers)
-SecretUse = Literal["env", "model", "tool"]
+# env: reaches commands as an environment variable; model: a model provider's key, read only by the model gateway; tool: a tool's credential, read only by the tool gateway (http and MCP headers); egress: commands see only a marker in WARREN_SECRET_<NAME>, and the egress proxy puts the value in place of it in the headers of requests to the secret's hosts
+SecretUse = Literal["env", "model", "tool", "egress"]
 
 TerminalMessage0 = TypedDict(
     "TerminalMessage0",
