@@ -19,7 +19,7 @@ import { startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js
 import { asMember } from "../support/org.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { assistantAgent, waitFor } from "../conversations/support.js";
-import { approvalAgent } from "../versions/support.js";
+import { approvalAgent } from "../approvals/support.js";
 
 const OWNER = "owner@example.com";
 const VIEWER = "viewer@example.com";
