@@ -36,6 +36,7 @@ import { benchProviders } from "./providers.js";
 import { buildFloor, timeFloor } from "./floor.js";
 import { tracePhases } from "./phases.js";
 import { benchEgress, egressTable } from "./egress.js";
+import { benchEgressAsk, egressAskTable } from "./egress-ask.js";
 import { benchMeasure } from "./measure.js";
 import { benchRedaction, median } from "./redact.js";
 import { benchSchedules } from "./schedules.js";
@@ -360,6 +361,11 @@ async function egressRows(): Promise<void> {
     log,
   });
   for (const r of egressTable(e)) rows.push({ ...r, vsFloor: "" });
+}
+
+async function egressAskRows(): Promise<void> {
+  const e = await benchEgressAsk({ requests: quick ? 200 : 1000, decisions: quick ? 5 : 20, log });
+  for (const r of egressAskTable(e)) rows.push({ ...r, vsFloor: "" });
 }
 
 async function conversationRows(): Promise<void> {
@@ -829,6 +835,7 @@ async function main(): Promise<number> {
     await cleanup(); // server, boxes, container: before the disk-bound measurement
 
     await egressRows();
+    await egressAskRows();
     await conversationRows();
     await scheduleRows();
     await providerRows();
