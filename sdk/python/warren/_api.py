@@ -550,6 +550,14 @@ class FlowsApi(object):
         """The organisation's flows, newest first."""
         return self._t.json("GET", f"/api/flows", query={"org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
 
+    def reload(self, *, timeout: Optional[float] = _DEFAULT) -> "FlowReloadResponse":
+        """Read the flow contracts folder (WARREN_CONTRACTS) again and bring the contract flows to it (owner or admin)."""
+        return self._t.json("POST", f"/api/flows/reload", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+    def update(self, id: str, body: "FlowUpdateRequest", *, timeout: Optional[float] = _DEFAULT) -> "Flow":
+        """Rename a flow or change its agents (a contract flow: 409 flow.from_contract)."""
+        return self._t.json("PATCH", f"/api/flows/{_seg(id)}", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+
     def get(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "Flow":
         """One flow."""
         return self._t.json("GET", f"/api/flows/{_seg(id)}", query=None, timeout=timeout)  # type: ignore[no-any-return]
@@ -1149,6 +1157,14 @@ class AsyncFlowsApi(object):
     async def list(self, *, org_id: Optional[str] = None, timeout: Optional[float] = _DEFAULT) -> "FlowList":
         """The organisation's flows, newest first."""
         return await self._t.json("GET", f"/api/flows", query={"org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
+
+    async def reload(self, *, timeout: Optional[float] = _DEFAULT) -> "FlowReloadResponse":
+        """Read the flow contracts folder (WARREN_CONTRACTS) again and bring the contract flows to it (owner or admin)."""
+        return await self._t.json("POST", f"/api/flows/reload", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+    async def update(self, id: str, body: "FlowUpdateRequest", *, timeout: Optional[float] = _DEFAULT) -> "Flow":
+        """Rename a flow or change its agents (a contract flow: 409 flow.from_contract)."""
+        return await self._t.json("PATCH", f"/api/flows/{_seg(id)}", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
 
     async def get(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "Flow":
         """One flow."""

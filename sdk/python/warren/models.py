@@ -135,6 +135,7 @@ ApprovalDecision = TypedDict(
         "decision": Required[Literal["allow", "deny"]],
         "message": NotRequired[str],
         "args_sha256": Required[str],
+        "add_to_policy": NotRequired[bool],
     },
 )
 
@@ -733,7 +734,18 @@ Flow = TypedDict(
         "org_id": Required[str],
         "name": Required[str],
         "agent_ids": Required[List[str]],
+        "source": Required[Literal["api", "contract"]],
+        "revision": Required[Union[str, None]],
         "created_at": Required[str],
+    },
+)
+
+FlowContractProblem = TypedDict(
+    "FlowContractProblem",
+    {
+        "file": Required[str],
+        "line": Required[int],
+        "reason": Required[str],
     },
 )
 
@@ -763,6 +775,8 @@ FlowInstance = TypedDict(
         "org_id": Required[str],
         "name": Required[Union[str, None]],
         "status": Required[Literal["running", "ended"]],
+        "revision": Required[Union[str, None]],
+        "input": Required[Dict[str, Any]],
         "agent_ids": Required[List[str]],
         "workspace": Required["FlowWorkspace"],
         "run_ids": Required[List[str]],
@@ -776,6 +790,7 @@ FlowInstanceCreateRequest = TypedDict(
     "FlowInstanceCreateRequest",
     {
         "name": NotRequired[str],
+        "input": NotRequired[Dict[str, Any]],
     },
 )
 
@@ -790,6 +805,25 @@ FlowList = TypedDict(
     "FlowList",
     {
         "items": Required[List["Flow"]],
+    },
+)
+
+FlowReloadResponseFlowsItem = TypedDict(
+    "FlowReloadResponseFlowsItem",
+    {
+        "id": Required[str],
+        "org_id": Required[str],
+        "name": Required[str],
+        "revision": Required[str],
+        "file": Required[str],
+    },
+)
+
+FlowReloadResponse = TypedDict(
+    "FlowReloadResponse",
+    {
+        "flows": Required[List["FlowReloadResponseFlowsItem"]],
+        "skipped": Required[List["FlowContractProblem"]],
     },
 )
 
@@ -824,6 +858,14 @@ FlowRunCreateRequest1 = TypedDict(
 )
 
 FlowRunCreateRequest = Union["FlowRunCreateRequest0", "FlowRunCreateRequest1"]
+
+FlowUpdateRequest = TypedDict(
+    "FlowUpdateRequest",
+    {
+        "name": NotRequired[str],
+        "agent_ids": NotRequired[List[str]],
+    },
+)
 
 FlowWorkspace = TypedDict(
     "FlowWorkspace",
@@ -1423,6 +1465,7 @@ SandboxPolicyNetwork = TypedDict(
         "mode": NotRequired[Literal["allow-list", "open"]],
         "allow": Required[List[str]],
         "rules": NotRequired[List["SandboxPolicyNetworkRulesItem"]],
+        "ask": NotRequired[Union[Literal["*"], List[str]]],
     },
 )
 
@@ -1458,6 +1501,7 @@ SandboxPolicyInputNetwork = TypedDict(
         "mode": NotRequired[Literal["allow-list", "open"]],
         "allow": NotRequired[List[str]],
         "rules": NotRequired[List["SandboxPolicyInputNetworkRulesItem"]],
+        "ask": NotRequired[Union[Literal["*"], List[str]]],
     },
 )
 
