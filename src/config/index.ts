@@ -40,6 +40,15 @@ export type BootCheckName = (typeof BOOT_CHECK_NAMES)[number];
 export const OCI_RUNTIMES = ["runc", "crun"] as const;
 export type OciRuntime = (typeof OCI_RUNTIMES)[number];
 
+/** An OTLP/HTTP endpoint (http or https); empty is unset. */
+const otlpUrl = z
+  .string()
+  .optional()
+  .transform((v) => (v === "" ? undefined : v))
+  .refine((v) => v === undefined || /^https?:\/\/[^/\s]+/.test(v), {
+    message: "an OTLP endpoint is an http:// or https:// URL (e.g. http://localhost:4318)",
+  });
+
 const bool = z
   .enum(["0", "1", "true", "false", ""])
   .optional()
@@ -389,6 +398,22 @@ export const configSchema = z
         message: `WARREN_ALLOW_DEGRADED is a comma-separated list of: ${BOOT_CHECK_NAMES.join(", ")}`,
       }),
     WARREN_MODEL_PRICES: modelPrices,
+    // OpenTelemetry (src/observability/telemetry.ts): the standard variables, off with no endpoint
+    OTEL_SDK_DISABLED: bool,
+    OTEL_SERVICE_NAME: z.string().min(1).default("warren"),
+    OTEL_EXPORTER_OTLP_ENDPOINT: otlpUrl,
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: otlpUrl,
+    OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: otlpUrl,
+    OTEL_EXPORTER_OTLP_HEADERS: z.string().optional(),
+    OTEL_EXPORTER_OTLP_PROTOCOL: z
+      .enum(["http/json", ""], {
+        message:
+          "OTEL_EXPORTER_OTLP_PROTOCOL: warren exports OTLP over HTTP as JSON (http/json), which an OTLP/HTTP receiver (port 4318) takes; unset it or set http/json",
+      })
+      .optional(),
+    OTEL_TRACES_EXPORTER: z.enum(["otlp", "none"]).default("otlp"),
+    OTEL_METRICS_EXPORTER: z.enum(["otlp", "none"]).default("otlp"),
+    OTEL_METRIC_EXPORT_INTERVAL: z.coerce.number().int().min(100).default(60_000),
     LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   })
   .superRefine((c, ctx) => {

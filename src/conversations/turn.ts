@@ -12,6 +12,7 @@ import { ModelRunner, type AgentRunPlan } from "../runs/model-run.js";
 import type { RunnerContext, RunOutcome, RunRunner } from "../runs/runner.js";
 import type { ModelGateway } from "../models/types.js";
 import { newId } from "../ids.js";
+import { inSpan } from "../observability/tracing.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import type { Workload } from "../workloads/index.js";
@@ -106,7 +107,24 @@ export class TurnRunner implements RunRunner {
     return { messages, turnStarts };
   }
 
-  async run(ctx: RunnerContext): Promise<RunOutcome> {
+  /** The turn, a span of its run's trace (GenAI's invoke_agent: the agent answering the conversation). */
+  run(ctx: RunnerContext): Promise<RunOutcome> {
+    const agent = ctx.workload.agent;
+    const attributes = {
+      "gen_ai.operation.name": "invoke_agent",
+      "gen_ai.agent.id": agent.id,
+      "gen_ai.agent.name": agent.name,
+      "gen_ai.conversation.id": this.conversationId,
+      "warren.run.id": ctx.run.id,
+    };
+    return inSpan(`invoke_agent ${agent.name}`, attributes, async (span) => {
+      const out = await this.#run(ctx);
+      span.setAttribute("warren.run.status", out.status);
+      return out;
+    });
+  }
+
+  async #run(ctx: RunnerContext): Promise<RunOutcome> {
     const d = this.d;
     const runId = ctx.run.id;
     const text = ctx.input.toString("utf8");

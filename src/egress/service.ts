@@ -17,6 +17,7 @@ import type { Logger } from "../observability/log.js";
 import type { Records } from "../records/index.js";
 import type { Db } from "../store/index.js";
 import { memo, schema } from "../store/index.js";
+import { egressSpan } from "../observability/tracing.js";
 import { compilePolicy, type CompiledPolicy } from "./policy.js";
 import { EgressAsk, type AskOptions } from "./ask.js";
 import { EgressProxy, type EgressRecord } from "./proxy.js";
@@ -192,6 +193,7 @@ export class Egress {
     if (this.#queue.length >= FLUSH_AT) void this.flush();
     else this.#timer ??= setTimeout(() => void this.flush(), FLUSH_MS);
   }
+    egressSpan(r); // OpenTelemetry, when on: a span of the run going on
 
   /** Stores the decisions not yet stored (and their run events). */
   flush(): Promise<void> {

@@ -14,6 +14,13 @@ import { errorStatus, type ErrorCode } from "../contract/errors.js";
 import { WarrenError } from "../errors.js";
 import type { Logger } from "../observability/log.js";
 import type { Metrics } from "../observability/metrics.js";
+import {
+  endRequestSpan,
+  requestSpan,
+  tracing,
+  type Span,
+  type TraceContext,
+} from "../observability/tracing.js";
 import { inRanges, type OwnEndpoints } from "../net/own.js";
 import { hostAllowed, isStateChange, originAllowed } from "./guards.js";
 import { openApiDocument } from "./openapi.js";
@@ -28,6 +35,9 @@ declare module "fastify" {
   interface FastifyRequest {
     identity: Identity | null;
     startedAt: bigint;
+    /** The request's span and the context its handler runs in (OpenTelemetry, when on). */
+    span: Span | null;
+    traceContext: TraceContext | null;
   }
   interface FastifyContextConfig {
     rawBody?: boolean;
@@ -94,6 +104,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   app.decorateRequest("identity", null);
   app.decorateRequest("startedAt", 0n);
+  app.decorateRequest("span", null);
+  app.decorateRequest("traceContext", null);
 
   // Bodies that are not JSON arrive as bytes; JSON routes parse them and say so when they are not JSON.
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
@@ -110,6 +122,17 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   app.addHook("onRequest", async (req) => {
     req.startedAt = process.hrtime.bigint();
+    if (tracing.on) {
+      // the route's pattern, never the path or its query (ids and tokens stay out of the trace)
+      const route = req.routeOptions.url ?? "unmatched";
+      const { span, ctx } = requestSpan(
+        `${req.method} ${route}`,
+        { "http.request.method": req.method, "http.route": route },
+        req.headers,
+      );
+      req.span = span;
+      req.traceContext = ctx;
+    }
     const host = req.headers.host;
     if (!hostAllowed(host, config.PUBLIC_BASE_URL)) {
       throw new WarrenError(
@@ -163,6 +186,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     metrics.requests.inc({ method: req.method, route, status: String(reply.statusCode) });
     const seconds = Number(process.hrtime.bigint() - req.startedAt) / 1e9;
     metrics.latency.observe({ method: req.method, route }, seconds);
+    if (req.span) endRequestSpan(req.span, reply.statusCode);
     req.log.info(
       { method: req.method, route, status: reply.statusCode, ms: Math.round(seconds * 1e4) / 10 },
       "request",

@@ -14,6 +14,7 @@ import { z } from "zod";
 import type { Identity } from "../access/index.js";
 import type { ErrorCode } from "../contract/errors.js";
 import { WarrenError } from "../errors.js";
+import { withContext } from "../observability/tracing.js";
 import { closeWhenIdle, type StreamBudget } from "./streams.js";
 
 export interface RouteContext<P, Q, B> {
@@ -280,14 +281,17 @@ function registerWebSocket(
       if (!req.ws) throw plain();
       const who = req.identity;
       if (!who) throw new WarrenError("auth.required", "no identity: sign in through the proxy");
-      const out = await spec.handler({
-        params: spec.params ? req.params : {},
-        query: spec.query ? req.query : {},
-        body: undefined,
-        who,
-        req,
-        reply,
-      });
+      // the handler runs in the request's trace (what it starts nests under the request's span)
+      const out = await withContext(req.traceContext ?? undefined, () =>
+        spec.handler({
+          params: spec.params ? req.params : {},
+          query: spec.query ? req.query : {},
+          body: undefined,
+          who,
+          req,
+          reply,
+        }),
+      );
       if (budget) {
         const release = budget.acquire(who);
         req.raw.socket.once("close", release);
@@ -345,14 +349,17 @@ export function registerRoutes(app: FastifyInstance, routes: AnyRoute[], streams
             ? req.body
             : Buffer.alloc(0)
           : req.body;
-        const out = await spec.handler({
-          params: spec.params ? req.params : {},
-          query: spec.query ? req.query : {},
-          body,
-          who,
-          req,
-          reply,
-        });
+        // the handler runs in the request's trace (what it starts nests under the request's span)
+        const out = await withContext(req.traceContext ?? undefined, () =>
+          spec.handler({
+            params: spec.params ? req.params : {},
+            query: spec.query ? req.query : {},
+            body,
+            who,
+            req,
+            reply,
+          }),
+        );
         if (out === reply || reply.sent) return reply;
         reply.code(ok);
         if (out === undefined) return reply.send();

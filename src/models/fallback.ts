@@ -2,6 +2,14 @@
 // admitted by the run's budget first, each failure and each move written to the trace.
 import type { LanguageModelV3 } from "@ai-sdk/provider";
 import { addressRefusedIn } from "../net/connector.js";
+import {
+  contextOf,
+  failed,
+  openSpan,
+  SpanKind,
+  withContext,
+  type TraceContext,
+} from "../observability/tracing.js";
 import type { BudgetState, GatewaySession, ModelCallRecord, ResolvedModel } from "./types.js";
 import type { BudgetRefusal } from "../budgets/types.js";
 
@@ -68,6 +76,8 @@ export class BudgetStop extends Error {
  * Each attempt is first admitted by the budget (Session.admit, as the HTTP face's calls are):
  * one it does not let go throws BudgetStop, never sent. An attempt cut before its usage is
  * counted by what it streamed (about 4 characters a token, the input by its estimate).
+ * Each attempt is a span (GenAI's chat: model, tokens, finish reason); the answer carries the
+ * context of the one that answered, for the tool calls it asked for to nest under.
  * Throws the last failure when none answered.
  */
 export async function callWithFallback<T>(
@@ -76,7 +86,7 @@ export async function callWithFallback<T>(
   signal: AbortSignal | undefined,
   call: { tokensIn: number; maxOut?: number },
   attempt: (model: LanguageModelV3, m: ResolvedModel, plan: AttemptPlan) => Promise<Attempt<T>>,
-): Promise<{ value: T; model: ResolvedModel; lastCall: boolean }> {
+): Promise<{ value: T; model: ResolvedModel; lastCall: boolean; trace?: TraceContext | undefined }> {
   const list = session.candidates();
   let from: ModelCallRecord["fallback_from"];
   let last: unknown = new Error("no model to call");
@@ -97,9 +107,29 @@ export async function callWithFallback<T>(
       ...(from ? { fallback_from: from } : {}),
     };
     const flowed = () => (plan.chars > 0 ? Math.ceil(plan.chars / 4) : null);
+    const span = openSpan(
+      `chat ${m.ref.name}`,
+      {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": m.ref.provider,
+        "gen_ai.request.model": m.ref.name,
+        "warren.model.via": via,
+        ...(plan.maxOut !== undefined ? { "gen_ai.request.max_tokens": plan.maxOut } : {}),
+        ...(from ? { "warren.model.fallback_from": `${from.provider}:${from.model}` } : {}),
+      },
+      { kind: SpanKind.CLIENT },
+    );
+    const trace = contextOf(span);
     try {
-      const r = await attempt(session.languageModel(m), m, plan);
+      const r = await withContext(trace, () => attempt(session.languageModel(m), m, plan));
       const estimated = r.tokensIn === null || r.tokensOut === null;
+      span.setAttributes({
+        "gen_ai.response.model": m.ref.name,
+        "gen_ai.usage.input_tokens": r.tokensIn ?? call.tokensIn,
+        "gen_ai.usage.output_tokens": r.tokensOut ?? flowed() ?? 0,
+        ...(r.finishReason !== null ? { "gen_ai.response.finish_reasons": [r.finishReason] } : {}),
+        ...(estimated ? { "warren.usage.estimated": true } : {}),
+      });
       await session.record({
         ...base,
         tokens_in: r.tokensIn ?? call.tokensIn,
@@ -110,10 +140,11 @@ export async function callWithFallback<T>(
         status: "ok",
         ...(estimated ? { estimated: true } : {}),
       });
-      return { value: r.value, model: m, lastCall: admitted.lastCall };
+      return { value: r.value, model: m, lastCall: admitted.lastCall, trace };
     } catch (err) {
       last = err;
       const f = failureOf(err);
+      failed(span, new Error(f.message), f.status !== null ? String(f.status) : undefined);
       // cut after something streamed: counted by what flowed, never 0
       const out = flowed();
       await session.record({
@@ -139,6 +170,7 @@ export async function callWithFallback<T>(
               : "provider error",
       };
     } finally {
+      span.end();
       await admitted.release();
     }
   }

@@ -12,6 +12,7 @@ import type { SecretUse } from "../contract/types.js";
 import { OFFICIAL_MODEL_HOSTS, SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
 import { WarrenError } from "../errors.js";
 import { Redactor } from "../secrets/redact.js";
+import { modelCallTold } from "../observability/telemetry.js";
 import type { GuardedFetch } from "../net/connector.js";
 import type { Prices } from "./prices.js";
 import { parseScript, ScriptModel, type ScriptTurn } from "./script.js";
@@ -193,6 +194,8 @@ class Session implements GatewaySession {
     this.#usage.calls++;
     await this.ledger?.spend(this.owner, { tokens: call.tokens_in + call.tokens_out, usd });
     const priced = this.prices.lookup(call.provider, call.model) !== null;
+    // its OTLP metrics, and a span of a harness's call through the HTTP face (the loop's: fallback.ts)
+    modelCallTold({ ...call, usd }, this.runId);
     await this.events("model_call", { ...call, usd, ...(priced ? {} : { unpriced: true }) });
   }
 

@@ -5,6 +5,7 @@
 import { generateText, jsonSchema, streamText, tool, type ModelMessage, type ToolSet } from "ai";
 import type { GatewaySession, ModelCallRecord, ResolvedModel } from "./types.js";
 import { callWithFallback } from "./gateway.js";
+import type { TraceContext } from "../observability/tracing.js";
 
 export interface TurnTool {
   name: string;
@@ -47,6 +48,8 @@ export interface TurnAnswer {
   model: ResolvedModel;
   /** The budget made it the run's one last call (sent with tool choice none). */
   lastCall: boolean;
+  /** The trace context of the call that answered: the tool calls it asked for nest under it. */
+  trace?: TraceContext | undefined;
 }
 
 function toolSet(tools: readonly TurnTool[]): ToolSet {
@@ -79,7 +82,7 @@ export async function modelTurn(session: GatewaySession, req: TurnRequest): Prom
     tokensIn: inputEstimate(req),
     ...(req.maxOutputTokens !== undefined ? { maxOut: req.maxOutputTokens } : {}),
   };
-  const { value, model, lastCall } = await callWithFallback(
+  const { value, model, lastCall, trace } = await callWithFallback(
     session,
     req.via ?? "loop",
     req.signal,
@@ -140,5 +143,6 @@ export async function modelTurn(session: GatewaySession, req: TurnRequest): Prom
     messages: value.messages,
     model,
     lastCall,
+    trace,
   };
 }

@@ -14,6 +14,7 @@ import { BudgetStop, budgetName, failureOf } from "../models/gateway.js";
 import { modelTurn, type TurnAnswer, type TurnToolCall } from "../models/turn.js";
 import type { BudgetState, ModelUsage } from "../models/types.js";
 import { ApprovalSuspended } from "../approvals/types.js";
+import { withContext, type TraceContext } from "../observability/tracing.js";
 import type { ToolsetFactory } from "../tools/types.js";
 import type { AgentRunContext, AgentRunner, AgentRunResult, RunUsage, SuspendedLoop } from "./kinds.js";
 import { renderSystemPrompt, SYSTEM_TEMPLATE } from "./system-prompt.js";
@@ -147,12 +148,19 @@ export class AssistantRunner implements AgentRunner {
     });
     const suspend = ctx.suspend;
     // the step's calls, one after another, in the order the model asked; then their answers
-    const callTools = async (calls: TurnToolCall[], results: ToolModelMessage["content"]) => {
+    // (in the trace, under the model call that asked for them)
+    const callTools = async (
+      calls: TurnToolCall[],
+      results: ToolModelMessage["content"],
+      trace?: TraceContext,
+    ) => {
       for (const [i, call] of calls.entries()) {
         signal.throwIfAborted();
         // kept while the call waits for a decision: a server that dies meanwhile takes it up
         const keep = suspend && (() => suspend(ctx.runId, agent.id, stateAt(calls.slice(i), results)));
-        const outcome = await toolset.call(call.name, call.input, call.id, keep).catch((err: unknown) => {
+        const outcome = await withContext(trace, () =>
+          toolset.call(call.name, call.input, call.id, keep),
+        ).catch((err: unknown) => {
           throw err instanceof ApprovalSuspended ? new Suspension(calls.slice(i), results) : err;
         });
         counts.tool_calls++;
@@ -208,7 +216,7 @@ export class AssistantRunner implements AgentRunner {
             output: answer.text,
           });
         if (answer.toolCalls.length === 0) return done({ status: "succeeded", output: answer.text });
-        await callTools(answer.toolCalls, []);
+        await callTools(answer.toolCalls, [], answer.trace);
       }
     } catch (err) {
       // the server stops while a call waits for an approval: where the loop is, kept for the next server

@@ -8,6 +8,8 @@ import type { RunReceipt, RunUsage } from "../contract/types.js";
 import type { DiskCaps } from "../homes/caps.js";
 import type { RunEventSink } from "../models/types.js";
 import type { Logger } from "../observability/log.js";
+import { countRun } from "../observability/telemetry.js";
+import { contextOf, forgetRun, inSpan, rememberRun } from "../observability/tracing.js";
 import type { Records } from "../records/index.js";
 import type { MachineRow, Workloads } from "../workloads/index.js";
 import type { RunOutcome, RunRequest } from "./runner.js";
@@ -41,14 +43,45 @@ function abortReason(signal: AbortSignal): string {
 
 export const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
-/** One run from its start to its end, its records written through its redaction set. */
-export async function driveRun(
+/** One run from its start to its end, its records written through its redaction set: a span of its trace. */
+export function driveRun(
   o: DriveDeps,
   run: RunRow,
   req: RunRequest,
   before: Sizes,
   signal: AbortSignal,
 ): Promise<void> {
+  const attributes = {
+    "warren.run.id": run.id,
+    "warren.run.kind": run.kind,
+    "warren.agent.id": req.agent.id,
+    "warren.org.id": req.agent.orgId,
+    "warren.machine.id": req.machine.id,
+    ...(req.conversationId ? { "gen_ai.conversation.id": req.conversationId } : {}),
+  };
+  return inSpan(`run ${run.kind}`, attributes, async (span) => {
+    // what the run's commands do outside its calls (egress) nests under it too
+    rememberRun(run.id, contextOf(span));
+    try {
+      const status = await drive(o, run, req, before, signal);
+      if (status) {
+        span.setAttribute("warren.run.status", status);
+        countRun(run.kind, status);
+      }
+    } finally {
+      forgetRun(run.id);
+    }
+  });
+}
+
+/** Answers the run's final status (undefined: suspended, for the next server). */
+async function drive(
+  o: DriveDeps,
+  run: RunRow,
+  req: RunRequest,
+  before: Sizes,
+  signal: AbortSignal,
+): Promise<RunStatus | undefined> {
   const { agent, machine } = req;
   // opened once, as the generation starts: a change of secrets reaches the next generation
   const scope = { id: run.id, ...(req.sandboxPolicy ? { policy: req.sandboxPolicy } : {}) };
@@ -103,7 +136,7 @@ export async function driveRun(
     } finally {
       clearTimeout(t);
     }
-    if (out.status === "suspended") return; // its row stays waiting, for the next server (resume.ts)
+    if (out.status === "suspended") return undefined; // its row stays waiting, for the next server (resume.ts)
     // a memory: false workspace goes before the run is measured and recorded as ended
     await work.release();
     // the run's own end wins over what the runner made of the abort
@@ -165,6 +198,7 @@ export async function driveRun(
       receipt,
       ...(out.usage ? { usage: out.usage } : {}),
     });
+    return status;
   } finally {
     await work.unstage();
     await work.release();

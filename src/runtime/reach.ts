@@ -14,6 +14,29 @@ import type { CommandOwner } from "./health.js";
 import type { BoxLifecycle } from "./lifecycle.js";
 import type { LiveBoxes } from "./live.js";
 import { execTrace, monotonicUs } from "./trace.js";
+import type { ExecTrace } from "../boxd/index.js";
+import { metering, observeExec } from "../observability/telemetry.js";
+import { inSpan, phaseSpans, tracing, type Phase } from "../observability/tracing.js";
+
+/** boxd's marks of an exec as phases, between the runtime taking it and having its answer. */
+function phasesOf(runtimeUs: number, t: ExecTrace, answeredUs: number): Phase[] {
+  const marks: [string, number][] = [
+    ["send", runtimeUs],
+    ["limits", t.requestUs],
+    ["spec", t.limitsUs],
+    ["helper_read", t.specSentUs],
+    ["privileges", t.specReadUs],
+    ["landlock", t.privilegesUs],
+    ["seccomp", t.landlockUs],
+    ["command", t.seccompUs],
+    ["answer", t.exitUs],
+    ["receive", t.answerUs],
+  ];
+  return marks.map(([name, startUs], i) => ({ name, startUs, endUs: marks[i + 1]?.[1] ?? answeredUs }));
+}
+
+const outcomeOf = (r: BoxExecResult): string =>
+  r.timedOut ? "timed_out" : r.cancelled ? "cancelled" : r.exitCode === 0 ? "ok" : "failed";
 
 export class BoxdReach {
   constructor(
@@ -50,16 +73,33 @@ export class BoxdReach {
         io.onStart?.(pid, cgroup);
       },
     };
-    if (execTrace.enabled) return this.#traced(machineId, req, tracked);
-    return this.#retrying(machineId, () => this.#execOnce(machineId, req, tracked));
+    if (execTrace.enabled || tracing.on) return this.#traced(machineId, req, tracked);
+    if (!metering()) return this.#retrying(machineId, () => this.#execOnce(machineId, req, tracked));
+    const t0 = performance.now();
+    return this.#retrying(machineId, () => this.#execOnce(machineId, req, tracked)).then((r) => {
+      observeExec((performance.now() - t0) / 1000, outcomeOf(r));
+      return r;
+    });
   }
 
-  async #traced(machineId: string, req: BoxExecRequest, io: ExecIo): Promise<BoxExecResult> {
-    const runtimeUs = monotonicUs();
-    const r = await this.#retrying(machineId, () => this.#execOnce(machineId, { ...req, trace: true }, io));
-    execTrace.last = { runtimeUs, ...(r.trace ? { box: r.trace } : {}), answeredUs: monotonicUs() };
-    const { trace: _trace, ...result } = r;
-    return result;
+  /** An exec with boxd's phase times: for the bench's breakdown, and as child spans of its span. */
+  #traced(machineId: string, req: BoxExecRequest, io: ExecIo): Promise<BoxExecResult> {
+    return inSpan("box.exec", { "warren.machine.id": machineId }, async (span) => {
+      const runtimeUs = monotonicUs();
+      const r = await this.#retrying(machineId, () => this.#execOnce(machineId, { ...req, trace: true }, io));
+      const answeredUs = monotonicUs();
+      if (execTrace.enabled) execTrace.last = { runtimeUs, ...(r.trace ? { box: r.trace } : {}), answeredUs };
+      const outcome = outcomeOf(r);
+      span.setAttributes({
+        "warren.exec.outcome": outcome,
+        ...(r.exitCode !== null ? { "process.exit.code": r.exitCode } : {}),
+        ...(r.signal ? { "warren.exec.signal": r.signal } : {}),
+      });
+      if (r.trace) phaseSpans(span, phasesOf(runtimeUs, r.trace, answeredUs));
+      observeExec((answeredUs - runtimeUs) / 1e6, outcome);
+      const { trace: _trace, ...result } = r;
+      return result;
+    });
   }
 
   async #execOnce(machineId: string, req: BoxExecRequest, io: ExecIo): Promise<BoxExecResult> {

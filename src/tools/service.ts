@@ -10,6 +10,7 @@ import type { Egress } from "../egress/service.js";
 import { addressRefusedIn, type GuardedFetch } from "../net/connector.js";
 import { uidOf } from "../machines/placement.js";
 import type { Logger } from "../observability/log.js";
+import { failed, inSpan } from "../observability/tracing.js";
 import type { Secrets, ToolHeaderValues } from "../secrets/service.js";
 import { builtinTool } from "./builtins.js";
 import { httpTool } from "./http.js";
@@ -158,7 +159,29 @@ class RunToolset implements Toolset {
     };
   }
 
-  async call(name: string, given: unknown, callId?: string, keep?: KeepWaiting): Promise<ToolOutcome> {
+  /**
+   * A call, a span of the run's trace (GenAI's execute_tool: the tool, its call id, the
+   * decision and the deciding policies; an approval's wait a span under it). No argument or
+   * answer goes in it.
+   */
+  call(name: string, given: unknown, callId?: string, keep?: KeepWaiting): Promise<ToolOutcome> {
+    const kind = this.#byName.get(name)?.kind;
+    const attributes = {
+      "gen_ai.operation.name": "execute_tool",
+      "gen_ai.tool.name": name,
+      ...(callId !== undefined ? { "gen_ai.tool.call.id": callId } : {}),
+      ...(kind ? { "warren.tool.kind": kind } : {}),
+    };
+    return inSpan(`execute_tool ${name}`, attributes, async (span) => {
+      const out = await this.#call(name, given, callId, keep);
+      const r = out.record;
+      span.setAttributes({ "warren.tool.decision": r.decision, "warren.tool.policies": r.policies });
+      if (r.error !== undefined) failed(span, new Error(r.error), r.code ?? "tool_error");
+      return out;
+    });
+  }
+
+  async #call(name: string, given: unknown, callId?: string, keep?: KeepWaiting): Promise<ToolOutcome> {
     const started = performance.now();
     // some providers hand the arguments over as JSON text
     let args = given;
@@ -252,19 +275,23 @@ class RunToolset implements Toolset {
           d.policies,
           "approval unavailable",
         );
-      const answer = await door.ask(
-        {
-          runId: this.ctx.runId,
-          toolCallId: callId ?? randomUUID(),
-          tool: name,
-          arguments: shownArgs,
-          argsSha256: argsDigest(canonical),
-          policies: d.policies,
-          deciders: d.deciders ?? [],
-        },
-        this.ctx.signal,
-        keep,
-      );
+      const answer = await inSpan("approval.wait", { "gen_ai.tool.name": name }, async (span) => {
+        const a = await door.ask(
+          {
+            runId: this.ctx.runId,
+            toolCallId: callId ?? randomUUID(),
+            tool: name,
+            arguments: shownArgs,
+            argsSha256: argsDigest(canonical),
+            policies: d.policies,
+            deciders: d.deciders ?? [],
+          },
+          this.ctx.signal,
+          keep,
+        );
+        span.setAttribute("warren.approval.decision", a.decision);
+        return a;
+      });
       if (answer.decision === "deny") {
         const said = answer.message ? `: ${answer.message}` : "";
         // no decider: the call could not wait for one (its run ended, its arguments were not restored)
