@@ -164,8 +164,11 @@ export interface AgentsOptions {
   config: Pick<Config, "WORKSPACE_MAX_MIB">;
   /** Checks a tool policy when a spec is saved (the tools' Cedar check). */
   checkToolPolicy: PolicyCheck;
-  /** Cancels the agent's generation, if any, before it is deleted. */
-  cancelGeneration?: (agentId: string) => Promise<void>;
+  /**
+   * The work going on (the run recorder, built before): the agent's generation and its line
+   * are stopped before it is deleted.
+   */
+  work?: AgentWork;
   /** The address rule: a sandbox policy is checked against it when saved. */
   addressRule?: Pick<AddressRule, "entryProblem">;
   /** The evaluation gates: with one on, a change goes through a version (src/versions). */
@@ -176,6 +179,12 @@ export interface AgentsOptions {
   workspaces?: Pick<Workspaces, "checkSpec" | "agentSaved" | "agentDeleted">;
   /** Permission bundles: a spec of an agent of a contract flow stays within its bundle. */
   bundles?: Pick<Bundles, "check">;
+}
+
+/** What stops an agent's work before it is deleted (the run recorder). */
+export interface AgentWork {
+  /** Cancels the agent's generation and its queued runs, and waits until their records are written. */
+  stopAgent(agentId: string, reason: string): Promise<void>;
 }
 
 /** How many agents of a machine one read of an agent brings along. */
@@ -189,7 +198,7 @@ export class Agents {
   private readonly control: MachineControl;
   private readonly config: Pick<Config, "WORKSPACE_MAX_MIB">;
   private readonly checkToolPolicy: PolicyCheck;
-  private readonly cancelGeneration: (agentId: string) => Promise<void>;
+  readonly #work: AgentWork | undefined;
   private readonly addressRule: Pick<AddressRule, "entryProblem"> | undefined;
   readonly #gates: AgentsOptions["gates"];
   private readonly workspaces: AgentsOptions["workspaces"];
@@ -207,7 +216,7 @@ export class Agents {
     this.control = o.control;
     this.config = o.config;
     this.checkToolPolicy = o.checkToolPolicy;
-    this.cancelGeneration = o.cancelGeneration ?? (async () => {});
+    this.#work = o.work;
     this.addressRule = o.addressRule;
     this.#gates = o.gates;
     this.workspaces = o.workspaces;
@@ -459,7 +468,7 @@ export class Agents {
   /** Deletes the agent and its home; its runs' records stay. */
   async delete(who: Identity, id: string): Promise<void> {
     const row = await this.load(who, id, "write");
-    await this.cancelGeneration(id);
+    await this.#work?.stopAgent(id, "the agent is being deleted");
     await this.db.transaction(async (tx) => {
       // grants have no foreign key (they name an org, a guild or an agent): the agent's go with it
       await tx

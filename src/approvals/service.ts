@@ -5,7 +5,10 @@
 // waits, decides it; anything else is approval.stale. A decline is the tool's answer to the
 // model; the tool never runs. When the server stops, a waiting call is suspended, not
 // expired: its approval stays waiting, and the next server's run asks again for the same call,
-// which re-attaches to it (src/runs/resume.ts).
+// which re-attaches to it (src/runs/resume.ts). A decision, once stored, is told on the event
+// bus (approval.decided); the call waiting for it is released by this service's listener of
+// that event. A run taken up after a restart that ends without asking again (run.ended) has
+// its approvals still waiting expire.
 import { and, desc, eq, inArray, notInArray } from "drizzle-orm";
 import type { Access, Identity, Role } from "../access/index.js";
 import type { Approval } from "../contract/types.js";
@@ -15,8 +18,8 @@ import { newId } from "../ids.js";
 import type { Records } from "../records/index.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
+import type { EventBus } from "../events/index.js";
 import {
-  ApprovalExpired,
   ApprovalSuspended,
   type ApprovalAnswer,
   type ApprovalAsk,
@@ -52,11 +55,16 @@ export interface ApprovalsOptions {
   db: Db;
   access: Access;
   records: Pick<Records, "runEvent" | "updateRun" | "redactedFor">;
-  /**
-   * Adds what an egress approval (tool `egress`) names to its agent's network allow list, as a
-   * new version by the decider (a decision with `add_to_policy`); throws what refuses it.
-   */
-  addToPolicy?: (who: Identity, agentId: string, args: unknown) => Promise<void>;
+  /** Where a decision is told (approval.decided) and runs' ends are heard (run.ended). */
+  events: Pick<EventBus, "emit" | "on">;
+}
+
+/** A call waiting in this process for its decision. */
+interface Waiting {
+  runId: string;
+  since: Date;
+  decide: (a: ApprovalAnswer) => void;
+  suspend: () => void;
 }
 
 function view(r: ApprovalRow, mayDecide?: boolean): Approval {
@@ -83,15 +91,18 @@ function view(r: ApprovalRow, mayDecide?: boolean): Approval {
 export class Approvals implements ApprovalDoor {
   readonly #o: ApprovalsOptions;
   /** The calls waiting in this process, by approval id: their decision is handed over here. */
-  readonly #waiting = new Map<
-    string,
-    { runId: string; since: Date; decide: (a: ApprovalAnswer) => void; suspend: () => void }
-  >();
+  readonly #waiting = new Map<string, Waiting>();
+  /** The calls decided, until the decision's event releases them (approval.decided). */
+  readonly #decided = new Map<string, Waiting>();
+  /** The runs taken up after a restart with an approval still waiting (see expireOrphans). */
+  readonly #resumed = new Set<string>();
   /** Set as the server stops: a call whose run is aborted now is suspended, not expired. */
   #stopping = false;
 
   constructor(o: ApprovalsOptions) {
     this.#o = o;
+    o.events.on("approval.decided", (e) => this.#release(e));
+    o.events.on("run.ended", (e) => (this.#resumed.delete(e.runId) ? this.#expireEnded(e.runId) : undefined));
   }
 
   /** A call waits for its decision (or its run's end); the run is `waiting` meanwhile. */
@@ -160,12 +171,7 @@ export class Approvals implements ApprovalDoor {
     await o.records.runEvent(req.runId, "approval", { ...view(row), ...(open ? { resumed: true } : {}) });
     // where the run stands is kept while it waits, for a server that dies meanwhile (src/runs/resume.ts)
     await keep?.();
-    // a wait given up for its own reason (ApprovalExpired: an egress hold's time) says it
-    const onAbort = () =>
-      void this.#expire(
-        id,
-        signal.reason instanceof ApprovalExpired ? signal.reason.message : "the run ended before a decision",
-      );
+    const onAbort = () => void this.#expire(id, "the run ended before a decision");
     signal.addEventListener("abort", onAbort, { once: true });
     if (signal.aborted) onAbort();
     try {
@@ -177,9 +183,7 @@ export class Approvals implements ApprovalDoor {
       // a suspended run stays waiting for the next server; a decided one is not taken up again
       if (!suspended) {
         if (keep) await o.db.delete(schema.runSuspensions).where(eq(schema.runSuspensions.runId, req.runId));
-        // another wait of the same run (a connection held for an egress approval) keeps it waiting
-        if (!this.waitingOf(req.runId))
-          await o.records.updateRun(req.runId, { status: "running" }, eq(schema.runs.status, "waiting"));
+        await o.records.updateRun(req.runId, { status: "running" }, eq(schema.runs.status, "waiting"));
       }
     }
   }
@@ -196,7 +200,7 @@ export class Approvals implements ApprovalDoor {
    * A run taken up after a restart ended without asking again (its limit passed, or it was
    * cancelled, before its call re-attached): its approvals still waiting expire.
    */
-  expireEnded(runId: string): Promise<number> {
+  #expireEnded(runId: string): Promise<number> {
     return this.#expireLeft("the run ended before a decision", ["queued", "running", "waiting"], runId);
   }
 
@@ -226,22 +230,11 @@ export class Approvals implements ApprovalDoor {
   async decide(
     who: Identity,
     id: string,
-    body: {
-      decision: "allow" | "deny";
-      message?: string | undefined;
-      args_sha256: string;
-      add_to_policy?: boolean | undefined;
-    },
+    body: { decision: "allow" | "deny"; message?: string | undefined; args_sha256: string },
   ): Promise<Approval> {
     const o = this.#o;
     const [row] = await o.db.select().from(schema.approvals).where(eq(schema.approvals.id, id));
     if (!row) throw new WarrenError("not_found", "approval was not found");
-    if (body.add_to_policy && (row.tool !== "egress" || body.decision !== "allow" || !o.addToPolicy))
-      throw new WarrenError(
-        "request.invalid",
-        "add_to_policy goes with allowing an egress approval (a host a run asked to reach), not with a tool call or a denial",
-        { field: "add_to_policy" },
-      );
     const seat = await this.#seat(row.orgId, who);
     if (!mayDecide(row, who, seat))
       throw new WarrenError(
@@ -258,8 +251,6 @@ export class Approvals implements ApprovalDoor {
         "approval.stale",
         `the decision names other arguments (sha256 ${body.args_sha256}) than the call waits with (${row.argsSha256}); read the approval again and decide on what it shows`,
       );
-    // the host joins the agent's allow list first: what refuses that leaves the approval waiting
-    if (body.add_to_policy) await o.addToPolicy?.(who, row.agentId, row.arguments);
     const status = body.decision === "allow" ? "allowed" : "denied";
     const [decided] = await o.db
       .update(schema.approvals)
@@ -270,9 +261,24 @@ export class Approvals implements ApprovalDoor {
     if (!decided || !w)
       throw new WarrenError("approval.stale", `the call ${row.toolCallId} was decided meanwhile`);
     this.#waiting.delete(id);
+    this.#decided.set(id, w);
     await o.records.runEvent(row.runId, "approval", view(decided));
-    w.decide({ decision: body.decision, message: body.message ?? null, decidedBy: who.email });
+    o.events.emit("approval.decided", {
+      approvalId: id,
+      runId: row.runId,
+      decision: body.decision,
+      message: body.message ?? null,
+      decidedBy: who.email,
+    });
     return view(decided, false);
+  }
+
+  /** A stored decision (approval.decided) releases the call waiting for it in this process. */
+  #release(e: { approvalId: string } & ApprovalAnswer): void {
+    const w = this.#decided.get(e.approvalId);
+    if (!w) return;
+    this.#decided.delete(e.approvalId);
+    w.decide({ decision: e.decision, message: e.message, decidedBy: e.decidedBy });
   }
 
   /** The caller's role (after `read`: a non-member is not_found) and whether areas fence them. */
@@ -320,8 +326,14 @@ export class Approvals implements ApprovalDoor {
    * At boot, once the runs cut short are recorded as lost: their approvals expire, saying so;
    * those of the runs still waiting (suspended, taken up again: src/runs/resume.ts) go on.
    */
-  expireOrphans(): Promise<number> {
-    return this.#expireLeft("the server stopped while the call waited", ["waiting"]);
+  async expireOrphans(): Promise<number> {
+    const n = await this.#expireLeft("the server stopped while the call waited", ["waiting"]);
+    const left = await this.#o.db
+      .selectDistinct({ runId: schema.approvals.runId })
+      .from(schema.approvals)
+      .where(eq(schema.approvals.status, "waiting"));
+    for (const r of left) this.#resumed.add(r.runId);
+    return n;
   }
 
   /** Approvals still waiting whose runs are in none of `going` (of run `runId` alone, when named). */

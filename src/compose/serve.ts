@@ -86,7 +86,14 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
       ...execRoutes(s.exec, budget),
       ...egressRoutes(s.egress),
       ...terminalRoutes(s.terminals),
-      ...runRoutes(s.runs, { streams, watch: (runId, fn) => s.records.watchRun(runId, fn) }),
+      // a run's stream wakes at each stored event of the run, and at its end (the event bus)
+      ...runRoutes(s.runs, {
+        streams,
+        watch: (runId, fn) => {
+          const stops = [s.events.on("run.event_stored", fn, runId), s.events.on("run.ended", fn, runId)];
+          return () => stops.forEach((stop) => stop());
+        },
+      }),
       ...conversationRoutes(s.conversations, s.personas, streams),
       ...secretRoutes(base.secrets),
       ...portRoutes(s.agents, {
@@ -114,7 +121,7 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
       ...dispatchRoutes(s.dispatch),
       ...flowRoutes(s.flows),
       // warren as an MCP server (streamable HTTP), its tools calling these same routes as the caller
-      ...mcpRoutes({ version, identityHeader: config.TRUSTED_HEADER }),
+      ...mcpRoutes({ version, identityHeader: config.TRUSTED_HEADER, streams }),
     ],
   });
   await app.ready();

@@ -12,7 +12,6 @@ import { Bridges } from "../bridges/index.js";
 import { Conversations, Personas } from "../conversations/index.js";
 import { Egress } from "../egress/service.js";
 import { denyListOf } from "../egress/policy.js";
-import { addToAllowList } from "../egress/ask.js";
 import { Exec } from "../exec/service.js";
 import { GuildDispatch } from "../dispatch/service.js";
 import { Guilds } from "../guilds/service.js";
@@ -88,7 +87,11 @@ export async function buildServices(
   });
   const bridges = new Bridges(agentAt, logger);
   // the one writer of the records an agent's work leaves, redacted of the agent's secrets
-  const records = new Records({ db, redactorOf: async (agent) => (await secrets.resolve(agent)).redactor });
+  const records = new Records({
+    db,
+    redactorOf: async (agent) => (await secrets.resolve(agent)).redactor,
+    events,
+  });
   // disk caps while commands run: the homes with live command trees, walked by the health loop
   const disk = new DiskWatch({
     db,
@@ -187,7 +190,8 @@ export async function buildServices(
     control: runtime,
     config,
     checkToolPolicy: (text) => toolPolicyProblem(text),
-    cancelGeneration: (agentId) => recorder.stopAgent(agentId, "the agent is being deleted"),
+    // its work going on is stopped before it is deleted
+    work: recorder,
     addressRule: base.addressRule,
     specs,
     // the evaluation gate: with it on, a change goes through a version
@@ -198,14 +202,6 @@ export async function buildServices(
   });
   const guilds = new Guilds(db, access, agents, events);
   const exec = new Exec(agents, workloads, metrics);
-  // a tool call a permit asks approval for waits for a person's decision there (and a
-  // connection to a host a sandbox policy's network.ask names); an allowed host may join the list
-  const approvals = new Approvals({
-    db,
-    access,
-    records,
-    addToPolicy: (who, agentId, args) => addToAllowList(agents, who, agentId, args),
-  });
   // the agents' way out of their boxes: the `egress` bridge into the filtering proxy
   const egress = new Egress({
     records,
@@ -221,16 +217,12 @@ export async function buildServices(
     rule: base.addressRule,
     own: base.own,
     ...(o.egressHosts ? { hosts: o.egressHosts } : {}),
-    ask: {
-      approvals,
-      runSignal: (runId) => registry.forRun(runId)?.controller.signal,
-      timeoutMs: config.EGRESS_ASK_TIMEOUT_S * 1000,
-      events,
-    },
   });
   bridges.register("egress", egress.handler);
   // the artifact store (notes, memory, scripts, collections), written by agents redacted as their records
   const artifacts = new Artifacts({ db, access, redactorOf: (agentId) => records.forAgent(agentId) });
+  // a tool call a permit asks approval for waits for a person's decision there
+  const approvals = new Approvals({ db, access, records, events });
   // the organisations' guardrails: every tool decision must also pass them
   const guardrails = new Guardrails(db, access, (text) => toolPolicyProblem(text));
   const tools = new Tools({
@@ -356,6 +348,7 @@ export async function buildServices(
     instanceOf: (conversationId) => instanceOfConversation(db, conversationId),
     canaryFor: (agent, key) => versions.canaryFor(agent, key),
     suspend: (runId, agentId, state) => records.suspendRun(runId, agentId, state),
+    events,
   });
   // runs suspended at the last server's stop (a call waiting for an approval), taken up again
   const resumer = new RunResumer({
@@ -366,9 +359,6 @@ export async function buildServices(
     gateway,
     runners,
     versionFor: (agent, ask) => versions.forRun(agent, ask),
-    // a conversation's turn goes on as a turn (its transcript, branch and fence)
-    turns: (run, state) => conversations.takeUp(run, state),
-    ended: (runId) => approvals.expireEnded(runId),
     logger,
   });
   // evaluation suites: each case a real run of the version evaluated; the gate on promotion
@@ -406,8 +396,6 @@ export async function buildServices(
   });
   // the boot check (contracts_loaded) has parsed them; a contract naming what is not here is skipped, logged
   await contractFlows.load();
-  // a box that stops interrupts the turns going on in it
-  events.on("box.stopped", (e) => conversations.boxStopped(e.machineId, e.reason));
 
   return {
     registry,

@@ -6,6 +6,8 @@
 // order. A turn cut short by its box stopping or the server stopping is marked interrupted;
 // the next message goes on from the transcript, on a fresh box if need be. Who reaches a
 // conversation is reach.ts; its turns, started and taken up, turns.ts; a turn's run, turn.ts.
+// On the event bus it hears runs' ends (a turn's is told again as turn.ended) and boxes'
+// stops (the turns going on in the box are interrupted); its streams hear the stored events.
 import { and, asc, desc, eq, gt, inArray, sql } from "drizzle-orm";
 import { allows, type Access, type Identity } from "../access/index.js";
 import type { AgentRow, Agents } from "../agents/service.js";
@@ -25,10 +27,9 @@ import { newId } from "../ids.js";
 import type { ModelGateway } from "../models/types.js";
 import type { Logger } from "../observability/log.js";
 import type { Records } from "../records/index.js";
-import type { AgentRunners, SuspendedLoop } from "../runs/kinds.js";
+import type { AgentRunners } from "../runs/kinds.js";
 import { planAgentRun } from "../runs/model-run.js";
 import type { RunRecorder } from "../runs/recorder.js";
-import type { RunRow } from "../runs/view.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import { ConversationForks, type ForkPoint } from "./fork.js";
@@ -38,6 +39,7 @@ import type { TurnDeps } from "./turn.js";
 import { ConversationTurns, pinnedVersions } from "./turns.js";
 import { authorOf, messageView, view, type ConversationRow } from "./views.js";
 import type { InstanceRef } from "../workspaces/service.js";
+import type { EventBus } from "../events/index.js";
 
 export interface ConversationsOptions {
   db: Db;
@@ -60,6 +62,8 @@ export interface ConversationsOptions {
     ((agent: AgentRow, key: string) => Promise<{ spec: AgentSpec; version: number } | null>) | undefined;
   /** Keeps where an assistant turn stands while a call waits for an approval (src/runs/resume.ts). */
   suspend?: TurnDeps["suspend"];
+  /** Runs' ends and boxes' stops heard, turns' ends told (turn.ended), stored events watched. */
+  events: Pick<EventBus, "on" | "emit">;
 }
 
 export class Conversations {
@@ -76,6 +80,12 @@ export class Conversations {
     this.#r = new ConversationReach(o);
     this.#t = new ConversationTurns({ ...o, reach: this.#r });
     this.#f = new ConversationForks({ ...o, reach: this.#r });
+    o.events.on("run.ended", async ({ runId, status }) => {
+      const conversationId = await o.records.conversations.turnOf(runId);
+      if (conversationId) o.events.emit("turn.ended", { conversationId, runId, status });
+    });
+    // a box that stops interrupts the turns going on in it
+    o.events.on("box.stopped", (e) => this.#t.boxStopped(e.machineId, e.reason));
   }
 
   async create(who: Identity, agentId: string, body: ConversationCreateRequest): Promise<Conversation> {
@@ -272,8 +282,9 @@ export class Conversations {
     }));
   }
 
+  /** Calls `fn` at each new stored event of a conversation until the answered function is called. */
   watch(conversationId: string, fn: () => void): () => void {
-    return this.#o.records.conversations.watch(conversationId, fn);
+    return this.#o.events.on("conversation.event_stored", () => fn(), conversationId);
   }
 
   /** A person's message: stored, then its turn started (or queued behind the agent's work). */
@@ -281,14 +292,9 @@ export class Conversations {
     return this.#t.post(who, id, text);
   }
 
-  /** A turn suspended by the last server's stop, taken up again (src/runs/resume.ts); false for any other run. */
-  takeUp(run: RunRow, state: SuspendedLoop): Promise<boolean> {
-    return this.#t.takeUp(run, state);
-  }
-
-  /** A box stopped: the turns going on in it are interrupted (cancelled, and marked so). */
-  boxStopped(machineId: string, reason: string): void {
-    this.#t.boxStopped(machineId, reason);
+  /** At boot: the turns the last server's stop suspended, taken up again (src/runs/resume.ts). */
+  takeUp(): Promise<number> {
+    return this.#t.takeUpSuspended();
   }
 
   /** At boot: the turns the last server's stop cut short (./recover.ts). */

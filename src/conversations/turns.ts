@@ -16,6 +16,7 @@ import type { Records } from "../records/index.js";
 import type { SuspendedLoop } from "../runs/kinds.js";
 import type { RunRecorder } from "../runs/recorder.js";
 import { runRequest, type RunRequestDeps } from "../runs/request.js";
+import { suspendedRuns, takeUpEach } from "../runs/resume.js";
 import { MAX_INPUT_BYTES } from "../runs/service.js";
 import type { RunRow } from "../runs/view.js";
 import type { Db } from "../store/index.js";
@@ -119,18 +120,25 @@ export class ConversationTurns {
     });
   }
 
+  /** At boot: each turn the last server suspended, taken up again (or lost, saying why). */
+  async takeUpSuspended(): Promise<number> {
+    return takeUpEach(this.#o, await suspendedRuns(this.#o.db, true), (run, state) =>
+      this.#takeUp(run, state),
+    );
+  }
+
   /**
    * A turn the last server suspended while its call waited for an approval (src/runs/resume.ts),
    * started again from where its loop stood: the same run, with the version, persona and
-   * limit it began with. False when the run is no conversation's turn.
+   * limit it began with.
    */
-  async takeUp(run: RunRow, state: SuspendedLoop): Promise<boolean> {
+  async #takeUp(run: RunRow, state: SuspendedLoop): Promise<void> {
     const o = this.#o;
     const [turn] = await o.db
       .select()
       .from(schema.conversationTurns)
       .where(eq(schema.conversationTurns.runId, run.id));
-    if (!turn) return false;
+    if (!turn) throw new Error("its turn was deleted");
     const [c] = await o.db
       .select()
       .from(schema.conversations)
@@ -147,7 +155,6 @@ export class ConversationTurns {
       resume: { run, state },
     });
     await o.recorder.start(req);
-    return true;
   }
 
   /** A person's message: stored, then its turn started (or queued behind the agent's work). */

@@ -1,6 +1,6 @@
 // The one in-process event bus: what happened, told after the fact to whoever listens. Each
-// event names its subject (a run, a conversation, a guild, a schedule, a machine, an approval,
-// an agent); the events of one subject reach their listeners in the order they were emitted
+// event names its subject (a run, a conversation, a guild, a schedule, a machine, an
+// approval); the events of one subject reach their listeners in the order they were emitted
 // (the next waits until every listener of the one before has finished, or ran out of its
 // time), those of different subjects independently. A listener cannot throw into the emitter:
 // emit returns at once, a listener that throws or rejects is logged while the others still
@@ -28,8 +28,6 @@ export interface Events {
     message: string | null;
     decidedBy: string;
   };
-  /** An agent was deleted, its runs stopped before (agents). */
-  "agent.deleted": { agentId: string; orgId: string };
   /** A message was put in a guild's queue (guild dispatch). */
   "guild.message_queued": { guildId: string; messageId: string };
   /** An agent joined a guild: messages waiting for one may go now (guilds). */
@@ -54,7 +52,6 @@ const SUBJECT: { [N in EventName]: (e: Events[N]) => string } = {
   "conversation.event_stored": (e) => e.conversationId,
   "turn.ended": (e) => e.conversationId,
   "approval.decided": (e) => e.approvalId,
-  "agent.deleted": (e) => e.agentId,
   "guild.message_queued": (e) => e.guildId,
   "guild.joined": (e) => e.guildId,
   "schedule.fired": (e) => e.scheduleId,

@@ -5,6 +5,7 @@
 // so a reader that has seen id n and asks for what is after it misses nothing, on PGlite and
 // on PostgreSQL alike.
 import { eq, sql } from "drizzle-orm";
+import type { EventBus } from "../events/index.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 
@@ -30,11 +31,12 @@ export class ConversationRecords {
   readonly #db: Db;
   /** Per run: its conversation, or null when it is no turn. */
   readonly #turns = new Map<string, string | null>();
-  /** Per conversation: who waits for its next event (the streams). */
-  readonly #watchers = new Map<string, Set<() => void>>();
+  /** Where each stored event is told (conversation.event_stored): the streams listen there. */
+  readonly #events: Pick<EventBus, "emit">;
 
-  constructor(db: Db) {
+  constructor(db: Db, events: Pick<EventBus, "emit">) {
     this.#db = db;
+    this.#events = events;
   }
 
   /** Says whether a run is a turn of a conversation (null: it is none), before its first event. */
@@ -80,19 +82,8 @@ export class ConversationRecords {
     return c.seq;
   }
 
-  /** Wakes the streams of a conversation: it has a new event. */
+  /** Tells that a conversation has a new event (conversation.event_stored). */
   notify(conversationId: string): void {
-    for (const fn of this.#watchers.get(conversationId) ?? []) fn();
-  }
-
-  /** Calls `fn` at each new event of a conversation until the answered function is called. */
-  watch(conversationId: string, fn: () => void): () => void {
-    let set = this.#watchers.get(conversationId);
-    if (!set) this.#watchers.set(conversationId, (set = new Set()));
-    set.add(fn);
-    return () => {
-      set.delete(fn);
-      if (set.size === 0) this.#watchers.delete(conversationId);
-    };
+    this.#events.emit("conversation.event_stored", { conversationId });
   }
 }

@@ -6,6 +6,8 @@
 // (openRun). A run that is a conversation's turn has each event stored in its conversation's
 // stream too (conversations.ts), in the same transaction. Nothing else inserts those rows;
 // grep for `schema.runEvents`, `schema.egressEvents` and `schema.conversationEvents` to check.
+// Each stored event is told on the event bus (run.event_stored, conversation.event_stored):
+// the server-sent event streams listen there.
 import { and, eq, inArray, type SQL } from "drizzle-orm";
 import { SECRET_VALUE_MIN_BYTES } from "../contract/secrets.js";
 import { Redactor, withCaseForms } from "../secrets/redact.js";
@@ -13,6 +15,7 @@ import type { ResolvedSecrets } from "../secrets/service.js";
 import type { Db, EgressInsert, RunInsert } from "../store/index.js";
 import { schema } from "../store/index.js";
 import { ConversationRecords, messageData } from "./conversations.js";
+import type { EventBus } from "../events/index.js";
 
 export interface Redacts {
   redactText(s: string): string;
@@ -82,6 +85,8 @@ export interface RecordsOptions {
   db: Db;
   /** The redaction set of an agent now: every value that reaches it (Secrets.resolve(agent).redactor). */
   redactorOf: (agent: { id: string; orgId: string }) => Promise<Redacts>;
+  /** Where each stored event of a run or a conversation is told. */
+  events: Pick<EventBus, "emit">;
 }
 
 type RunSet = Partial<Pick<RunInsert, "status" | "statusReason" | "output" | "endedAt">> & Partial<RunInsert>;
@@ -103,12 +108,10 @@ export class Records {
    * that their ids are committed in order and a reader after id n misses none.
    */
   readonly #tails = new Map<string, Promise<unknown>>();
-  /** Per run: who waits for its next event (the streams). */
-  readonly #runWatchers = new Map<string, Set<() => void>>();
 
   constructor(o: RecordsOptions) {
     this.#o = o;
-    this.conversations = new ConversationRecords(o.db);
+    this.conversations = new ConversationRecords(o.db, o.events);
   }
 
   /**
@@ -213,20 +216,9 @@ export class Records {
       await mine;
     } finally {
       if (this.#tails.get(runId) === mine) this.#tails.delete(runId);
-      for (const fn of this.#runWatchers.get(runId) ?? []) fn();
+      this.#o.events.emit("run.event_stored", { runId });
       if (conversationId) this.conversations.notify(conversationId);
     }
-  }
-
-  /** Calls `fn` at each new event of a run until the answered function is called. */
-  watchRun(runId: string, fn: () => void): () => void {
-    let set = this.#runWatchers.get(runId);
-    if (!set) this.#runWatchers.set(runId, (set = new Set()));
-    set.add(fn);
-    return () => {
-      set.delete(fn);
-      if (set.size === 0) this.#runWatchers.delete(runId);
-    };
   }
 
   /**
@@ -338,7 +330,7 @@ export class Records {
       const plain = ids.filter((id) => !turn.has(id));
       if (plain.length > 0)
         await this.#o.db.insert(schema.runEvents).values(plain.map((runId) => ({ runId, type, data })));
-      for (const id of plain) for (const fn of this.#runWatchers.get(id) ?? []) fn();
+      for (const runId of plain) this.#o.events.emit("run.event_stored", { runId });
       for (const id of turn) await this.runEvent(id, type, data);
       out.push(...ids);
     }

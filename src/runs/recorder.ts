@@ -10,7 +10,6 @@ import type { Run } from "../contract/types.js";
 import type { DiskCaps } from "../homes/caps.js";
 import { newId } from "../ids.js";
 import type { Logger } from "../observability/log.js";
-import { bindActive } from "../observability/tracing.js";
 import type { Records } from "../records/index.js";
 import type { MachineRuntime } from "../runtime/index.js";
 import { schema } from "../store/index.js";
@@ -19,7 +18,7 @@ import type { Workloads } from "../workloads/index.js";
 import { driveRun, messageOf, type Live } from "./drive.js";
 import type { Generation, GenerationRegistry } from "./registry.js";
 import type { RunRequest } from "./runner.js";
-import { runView, type RunRow, type RunStatus } from "./view.js";
+import { runView, type RunRow } from "./view.js";
 import { RunStops } from "./stops.js";
 import type { EventBus } from "../events/index.js";
 
@@ -33,7 +32,7 @@ export interface RunRecorderOptions {
   logger: Logger;
   version: string;
   /** Where each run's end is told once its record is written (run.ended). */
-  events: Pick<EventBus, "emit" | "on">;
+  events: Pick<EventBus, "emit">;
 }
 
 export class RunRecorder {
@@ -112,9 +111,8 @@ export class RunRecorder {
         .then(() => this.#tellEnded([id]));
       this.#pending.set(id, p);
     };
-    // a run that waits in line starts, when its turn comes, in the trace of what asked for it
     const placed = o.registry.enqueue(
-      { agentId: agent.id, orgId: agent.orgId, runId: id, start: bindActive(launch) },
+      { agentId: agent.id, orgId: agent.orgId, runId: id, start: launch },
       { wait: req.wait },
     );
     startedNow = placed === "started";
@@ -199,11 +197,6 @@ export class RunRecorder {
     if (runIds.length === 0) return;
     const ids = await this.#o.records.endQueued(runIds, reason, "cancelled", { reason, queued: true });
     await this.#tellEnded(ids);
-  }
-
-  /** Calls `fn` with each run's id and final status once its record is written (run.ended). */
-  onEnded(fn: (runId: string, status: RunStatus) => void): void {
-    this.#o.events.on("run.ended", (e) => fn(e.runId, e.status));
   }
 
   /** Tells each run's end on the event bus (run.ended), with its final status. */

@@ -6,7 +6,8 @@
 // that state, and its call re-attaches to the approval still waiting (src/approvals/service.ts).
 // What is kept is written as soon as the call waits (so a server that dies, not only one that
 // stops, leaves it), and let go once the call is decided. A conversation's turn is taken up as
-// a turn (src/conversations: its transcript, branch and fence).
+// a turn by Conversations itself (src/conversations/turns.ts: its transcript, branch and
+// fence), with the two functions here: which runs wait, and taking each up or losing it.
 import { eq, inArray } from "drizzle-orm";
 import type { Logger } from "../observability/log.js";
 import type { Records } from "../records/index.js";
@@ -31,74 +32,69 @@ interface RunResumerOptions {
   gateway: RunsOptions["gateway"];
   runners: AgentRunners;
   versionFor: VersionForRun;
-  /** Takes a conversation's turn up as a turn (src/conversations); false for any other run. */
-  turns?: (run: RunRow, state: SuspendedLoop) => Promise<boolean>;
-  /**
-   * A run taken up here ended: what of it may still wait (an approval its call never asked
-   * for again, the run having ended before: its limit passed, it was cancelled) is let go.
-   */
-  ended?: (runId: string) => Promise<unknown>;
   logger: Logger;
+}
+
+/**
+ * At boot (the runs cut short recorded as lost, the boxes recovered): the suspended runs still
+ * waiting, conversations' turns (`turns`) or the others. What was kept of a run that ended
+ * meanwhile is dropped.
+ */
+export async function suspendedRuns(db: Db, turns: boolean): Promise<SuspendedRun[]> {
+  const rows = await db
+    .select({ run: schema.runs, state: schema.runSuspensions.state, turn: schema.conversationTurns.runId })
+    .from(schema.runSuspensions)
+    .innerJoin(schema.runs, eq(schema.runs.id, schema.runSuspensions.runId))
+    .leftJoin(schema.conversationTurns, eq(schema.conversationTurns.runId, schema.runSuspensions.runId));
+  const stale = rows.filter((r) => r.run.status !== "waiting").map((r) => r.run.id);
+  if (stale.length > 0)
+    await db.delete(schema.runSuspensions).where(inArray(schema.runSuspensions.runId, stale));
+  return rows
+    .filter((r) => r.run.status === "waiting" && (r.turn !== null) === turns)
+    .map((r) => ({ run: r.run, state: r.state as SuspendedLoop }));
+}
+
+/** Takes each suspended run up again with `takeUp`; one that cannot go on is lost, saying why. */
+export async function takeUpEach(
+  o: { db: Db; records: Pick<Records, "updateRun" | "runEvent">; logger: Logger },
+  found: SuspendedRun[],
+  takeUp: (run: RunRow, state: SuspendedLoop) => Promise<void>,
+): Promise<number> {
+  let n = 0;
+  for (const { run, state } of found) {
+    try {
+      // taken up once: a run that is suspended again keeps where it stands then
+      await o.db.delete(schema.runSuspensions).where(eq(schema.runSuspensions.runId, run.id));
+      await takeUp(run, state);
+      n++;
+    } catch (err) {
+      const reason = `the server restarted while the run waited, and it could not be taken up again: ${err instanceof Error ? err.message : String(err)}`;
+      o.logger.warn({ err, runId: run.id }, "a suspended run could not be taken up again");
+      const set = { status: "lost" as const, statusReason: reason, endedAt: new Date() };
+      if (await o.records.updateRun(run.id, set, eq(schema.runs.status, "waiting")))
+        await o.records.runEvent(run.id, "lost", { reason, queued: false });
+    }
+  }
+  if (n > 0) o.logger.info({ runs: n }, "runs suspended by the server's stop are taken up again");
+  return n;
 }
 
 export class RunResumer {
   readonly #o: RunResumerOptions;
-  /** The runs taken up by this server that have not ended yet. */
-  readonly #going = new Set<string>();
 
   constructor(o: RunResumerOptions) {
     this.#o = o;
-    o.recorder.onEnded((runId) => {
-      if (this.#going.delete(runId))
-        void o.ended?.(runId).catch((err: unknown) => o.logger.warn({ err, runId }, "a taken-up run's end"));
-    });
   }
 
-  /**
-   * At boot (the runs cut short recorded as lost, the boxes recovered): the suspended runs still
-   * waiting. What was kept of a run that ended meanwhile is dropped.
-   */
-  async #pending(): Promise<SuspendedRun[]> {
-    const { db } = this.#o;
-    const rows = await db
-      .select({ run: schema.runs, state: schema.runSuspensions.state })
-      .from(schema.runSuspensions)
-      .innerJoin(schema.runs, eq(schema.runs.id, schema.runSuspensions.runId));
-    const stale = rows.filter((r) => r.run.status !== "waiting").map((r) => r.run.id);
-    if (stale.length > 0)
-      await db.delete(schema.runSuspensions).where(inArray(schema.runSuspensions.runId, stale));
-    return rows
-      .filter((r) => r.run.status === "waiting")
-      .map((r) => ({ run: r.run, state: r.state as SuspendedLoop }));
-  }
-
-  /** Takes each suspended run up again through the run recorder; one that cannot go on is lost, saying why. */
+  /** Takes each suspended run (a turn's aside) up again through the run recorder. */
   async takeUp(): Promise<number> {
-    const found = await this.#pending();
-    let n = 0;
-    for (const { run, state } of found) {
-      try {
-        this.#going.add(run.id);
-        await this.#takeUp(run, state);
-        n++;
-      } catch (err) {
-        this.#going.delete(run.id);
-        const reason = `the server restarted while the run waited, and it could not be taken up again: ${err instanceof Error ? err.message : String(err)}`;
-        this.#o.logger.warn({ err, runId: run.id }, "a suspended run could not be taken up again");
-        const set = { status: "lost" as const, statusReason: reason, endedAt: new Date() };
-        if (await this.#o.records.updateRun(run.id, set, eq(schema.runs.status, "waiting")))
-          await this.#o.records.runEvent(run.id, "lost", { reason, queued: false });
-      }
-    }
-    if (n > 0) this.#o.logger.info({ runs: n }, "runs suspended by the server's stop are taken up again");
-    return n;
+    return takeUpEach(this.#o, await suspendedRuns(this.#o.db, false), (run, state) =>
+      this.#takeUp(run, state),
+    );
   }
 
   async #takeUp(run: RunRow, state: SuspendedLoop): Promise<void> {
     const o = this.#o;
-    // taken up once: a run that is suspended again keeps where it stands then
-    await o.db.delete(schema.runSuspensions).where(eq(schema.runSuspensions.runId, run.id));
-    if (await o.turns?.(run, state)) return;
     const [agent] = await o.db.select().from(schema.agents).where(eq(schema.agents.id, run.agentId));
     if (!agent) throw new Error("its agent was deleted");
     // the version the run began with (its sandbox policy too), and its limit
