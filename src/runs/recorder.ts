@@ -10,6 +10,7 @@ import type { Run } from "../contract/types.js";
 import type { DiskCaps } from "../homes/caps.js";
 import { newId } from "../ids.js";
 import type { Logger } from "../observability/log.js";
+import { bindActive } from "../observability/tracing.js";
 import type { Records } from "../records/index.js";
 import type { MachineRuntime } from "../runtime/index.js";
 import { schema } from "../store/index.js";
@@ -111,8 +112,9 @@ export class RunRecorder {
         .then(() => this.#tellEnded([id]));
       this.#pending.set(id, p);
     };
+    // a run that waits in line starts, when its turn comes, in the trace of what asked for it
     const placed = o.registry.enqueue(
-      { agentId: agent.id, orgId: agent.orgId, runId: id, start: launch },
+      { agentId: agent.id, orgId: agent.orgId, runId: id, start: bindActive(launch) },
       { wait: req.wait },
     );
     startedNow = placed === "started";
