@@ -147,8 +147,7 @@ class Models {
     return [
       HEADER,
       '"""The API\'s shapes as the server sends and takes them (snake_case, as on the wire)."""\n',
-      "from typing import Any, Dict, List, Literal, Union\n",
-      "from typing import NotRequired, Required, TypedDict\n",
+      "from typing import Any, Dict, List, Literal, NotRequired, Required, TypedDict, Union\n",
       "",
       ...this.out,
     ].join("\n");
@@ -244,17 +243,13 @@ function method(op: Op, asyncStyle: boolean, models: Models): string[] {
   const route = op.path.replace(/\{([^}]+)\}/g, (_, name: string) =>
     name === "path" && op.path.endsWith("{path}") ? `{_home(${pyName(name)})}` : `{_seg(${pyName(name)})}`,
   );
+  // an f-string only when the route has parameters
+  const pyRoute = `${route.includes("{") ? "f" : ""}${JSON.stringify(route)}`;
   const query = op.query.length
     ? `{${op.query.map((q) => `${JSON.stringify(q.name)}: ${pyName(q.name)}`).join(", ")}}`
     : "None";
   const send = op.body ? (op.body.kind === "json" ? "json=body" : "data=data") : "";
-  const call = [
-    JSON.stringify(op.http),
-    `f${JSON.stringify(route)}`,
-    `query=${query}`,
-    send,
-    "timeout=timeout",
-  ]
+  const call = [JSON.stringify(op.http), pyRoute, `query=${query}`, send, "timeout=timeout"]
     .filter(Boolean)
     .join(", ");
   const doc = op.summary
@@ -303,7 +298,7 @@ function method(op: Op, asyncStyle: boolean, models: Models): string[] {
         `        """${op.summary ? `${op.summary.replace(/\\/g, "\\\\")}; ` : ""}as it happens, taken up again after a dropped connection with Last-Event-ID."""`,
       );
       out.push(
-        `        return self._t.sse(f${JSON.stringify(route)}, query=${sseQuery}, after=after, reconnects=reconnects, timeout=timeout, ends_after=${end ? JSON.stringify(end) : "None"})`,
+        `        return self._t.sse(${pyRoute}, query=${sseQuery}, after=after, reconnects=reconnects, timeout=timeout, ends_after=${end ? JSON.stringify(end) : "None"})`,
       );
     }
   }

@@ -16,15 +16,15 @@ class SystemApi(object):
 
     def health(self, *, timeout: Optional[float] = _DEFAULT) -> "Health":
         """200 {ok: true} once the store and the provider are ready (with `degraded`: the accepted missing parts); 503 {ok: false} before."""
-        return self._t.json("GET", f"/health", query=None, timeout=timeout)  # type: ignore[no-any-return]
+        return self._t.json("GET", "/health", query=None, timeout=timeout)  # type: ignore[no-any-return]
 
     def metrics(self, *, timeout: Optional[float] = _DEFAULT) -> str:
         """Prometheus metrics of this server; series of a machine or organisation only for the organisations the caller belongs to."""
-        return self._t.text("GET", f"/metrics", query=None, timeout=timeout)
+        return self._t.text("GET", "/metrics", query=None, timeout=timeout)
 
     def openapi(self, *, timeout: Optional[float] = _DEFAULT) -> "OpenApiDocument":
         """This document: every route, generated from the same schemas that check them."""
-        return self._t.json("GET", f"/api/openapi.json", query=None, timeout=timeout)  # type: ignore[no-any-return]
+        return self._t.json("GET", "/api/openapi.json", query=None, timeout=timeout)  # type: ignore[no-any-return]
 
 
 class OrgsApi(object):
@@ -33,11 +33,11 @@ class OrgsApi(object):
 
     def create(self, body: "OrgCreateRequest", *, timeout: Optional[float] = _DEFAULT) -> "Org":
         """Create an organisation; the caller becomes its owner."""
-        return self._t.json("POST", f"/api/orgs", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+        return self._t.json("POST", "/api/orgs", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
 
     def list(self, *, timeout: Optional[float] = _DEFAULT) -> "OrgList":
         """The organisations the caller is a member of."""
-        return self._t.json("GET", f"/api/orgs", query=None, timeout=timeout)  # type: ignore[no-any-return]
+        return self._t.json("GET", "/api/orgs", query=None, timeout=timeout)  # type: ignore[no-any-return]
 
     def get(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "Org":
         """One organisation."""
@@ -74,7 +74,7 @@ class NamesApi(object):
 
     def resolve(self, *, kind: Optional[Literal["org", "agent", "machine"]] = None, name: Optional[str] = None, org_id: Optional[str] = None, timeout: Optional[float] = _DEFAULT) -> "NameAnswer":
         """The id of an organisation, agent or machine by its name (exact, else ignoring case) among what the caller sees; ?org_id= narrows an agent or machine to one organisation (its id or name)."""
-        return self._t.json("GET", f"/api/names", query={"kind": kind, "name": name, "org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
+        return self._t.json("GET", "/api/names", query={"kind": kind, "name": name, "org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
 
 
 class MachinesApi(object):
@@ -83,11 +83,11 @@ class MachinesApi(object):
 
     def create(self, body: "MachineCreateRequest", *, timeout: Optional[float] = _DEFAULT) -> "Machine":
         """Create a machine: a place where agents live, with one box."""
-        return self._t.json("POST", f"/api/machines", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+        return self._t.json("POST", "/api/machines", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
 
     def list(self, *, org_id: Optional[str] = None, timeout: Optional[float] = _DEFAULT) -> "MachineList":
         """Machines of the caller's organisations (or of one)."""
-        return self._t.json("GET", f"/api/machines", query={"org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
+        return self._t.json("GET", "/api/machines", query={"org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
 
     def get(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "Machine":
         """One machine with its box's state."""
@@ -116,11 +116,11 @@ class AgentsApi(object):
 
     def create(self, body: "AgentCreateRequest", *, timeout: Optional[float] = _DEFAULT) -> "Agent":
         """Create an agent on a machine: it takes the lowest free slot."""
-        return self._t.json("POST", f"/api/agents", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+        return self._t.json("POST", "/api/agents", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
 
     def list(self, *, org_id: Optional[str] = None, machine_id: Optional[str] = None, timeout: Optional[float] = _DEFAULT) -> "AgentList":
         """Agents of the caller's organisations, optionally of one organisation or machine."""
-        return self._t.json("GET", f"/api/agents", query={"org_id": org_id, "machine_id": machine_id}, timeout=timeout)  # type: ignore[no-any-return]
+        return self._t.json("GET", "/api/agents", query={"org_id": org_id, "machine_id": machine_id}, timeout=timeout)  # type: ignore[no-any-return]
 
     def get(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "Agent":
         """One agent."""
@@ -149,11 +149,11 @@ class GuildsApi(object):
 
     def create(self, body: "GuildCreateRequest", *, timeout: Optional[float] = _DEFAULT) -> "Guild":
         """Create a guild: a named group of agents."""
-        return self._t.json("POST", f"/api/guilds", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+        return self._t.json("POST", "/api/guilds", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
 
     def list(self, *, org_id: Optional[str] = None, timeout: Optional[float] = _DEFAULT) -> "GuildList":
         """Guilds of the caller's organisations (or of one)."""
-        return self._t.json("GET", f"/api/guilds", query={"org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
+        return self._t.json("GET", "/api/guilds", query={"org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
 
     def get(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "Guild":
         """One guild and its agents."""
@@ -295,11 +295,11 @@ class SecretsApi(object):
 
     def create(self, body: "SecretCreateRequest", *, timeout: Optional[float] = _DEFAULT) -> "Secret":
         """Create a secret (sealed at rest) or an alias of one, granted to the organisation, guilds or agents; the answer never holds the value."""
-        return self._t.json("POST", f"/api/secrets", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+        return self._t.json("POST", "/api/secrets", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
 
     def list(self, *, org_id: Optional[str] = None, timeout: Optional[float] = _DEFAULT) -> "SecretList":
         """Secrets of the caller's organisations (or of one): names, descriptions and grants, never values."""
-        return self._t.json("GET", f"/api/secrets", query={"org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
+        return self._t.json("GET", "/api/secrets", query={"org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
 
     def get(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "Secret":
         """One secret: its name, description and grants, never its value."""
@@ -544,15 +544,15 @@ class FlowsApi(object):
 
     def create(self, body: "FlowCreateRequest", *, timeout: Optional[float] = _DEFAULT) -> "Flow":
         """Make a flow: a named set of the organisation's agents."""
-        return self._t.json("POST", f"/api/flows", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+        return self._t.json("POST", "/api/flows", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
 
     def list(self, *, org_id: Optional[str] = None, timeout: Optional[float] = _DEFAULT) -> "FlowList":
         """The organisation's flows, newest first."""
-        return self._t.json("GET", f"/api/flows", query={"org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
+        return self._t.json("GET", "/api/flows", query={"org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
 
     def reload(self, *, timeout: Optional[float] = _DEFAULT) -> "FlowReloadResponse":
         """Read the flow contracts folder (WARREN_CONTRACTS) again and bring the contract flows to it (owner or admin)."""
-        return self._t.json("POST", f"/api/flows/reload", query=None, timeout=timeout)  # type: ignore[no-any-return]
+        return self._t.json("POST", "/api/flows/reload", query=None, timeout=timeout)  # type: ignore[no-any-return]
 
     def update(self, id: str, body: "FlowUpdateRequest", *, timeout: Optional[float] = _DEFAULT) -> "Flow":
         """Rename a flow or change its agents (a contract flow: 409 flow.from_contract)."""
@@ -624,15 +624,15 @@ class AsyncSystemApi(object):
 
     async def health(self, *, timeout: Optional[float] = _DEFAULT) -> "Health":
         """200 {ok: true} once the store and the provider are ready (with `degraded`: the accepted missing parts); 503 {ok: false} before."""
-        return await self._t.json("GET", f"/health", query=None, timeout=timeout)  # type: ignore[no-any-return]
+        return await self._t.json("GET", "/health", query=None, timeout=timeout)  # type: ignore[no-any-return]
 
     async def metrics(self, *, timeout: Optional[float] = _DEFAULT) -> str:
         """Prometheus metrics of this server; series of a machine or organisation only for the organisations the caller belongs to."""
-        return await self._t.text("GET", f"/metrics", query=None, timeout=timeout)
+        return await self._t.text("GET", "/metrics", query=None, timeout=timeout)
 
     async def openapi(self, *, timeout: Optional[float] = _DEFAULT) -> "OpenApiDocument":
         """This document: every route, generated from the same schemas that check them."""
-        return await self._t.json("GET", f"/api/openapi.json", query=None, timeout=timeout)  # type: ignore[no-any-return]
+        return await self._t.json("GET", "/api/openapi.json", query=None, timeout=timeout)  # type: ignore[no-any-return]
 
 
 class AsyncOrgsApi(object):
@@ -641,11 +641,11 @@ class AsyncOrgsApi(object):
 
     async def create(self, body: "OrgCreateRequest", *, timeout: Optional[float] = _DEFAULT) -> "Org":
         """Create an organisation; the caller becomes its owner."""
-        return await self._t.json("POST", f"/api/orgs", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+        return await self._t.json("POST", "/api/orgs", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
 
     async def list(self, *, timeout: Optional[float] = _DEFAULT) -> "OrgList":
         """The organisations the caller is a member of."""
-        return await self._t.json("GET", f"/api/orgs", query=None, timeout=timeout)  # type: ignore[no-any-return]
+        return await self._t.json("GET", "/api/orgs", query=None, timeout=timeout)  # type: ignore[no-any-return]
 
     async def get(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "Org":
         """One organisation."""
@@ -682,7 +682,7 @@ class AsyncNamesApi(object):
 
     async def resolve(self, *, kind: Optional[Literal["org", "agent", "machine"]] = None, name: Optional[str] = None, org_id: Optional[str] = None, timeout: Optional[float] = _DEFAULT) -> "NameAnswer":
         """The id of an organisation, agent or machine by its name (exact, else ignoring case) among what the caller sees; ?org_id= narrows an agent or machine to one organisation (its id or name)."""
-        return await self._t.json("GET", f"/api/names", query={"kind": kind, "name": name, "org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
+        return await self._t.json("GET", "/api/names", query={"kind": kind, "name": name, "org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
 
 
 class AsyncMachinesApi(object):
@@ -691,11 +691,11 @@ class AsyncMachinesApi(object):
 
     async def create(self, body: "MachineCreateRequest", *, timeout: Optional[float] = _DEFAULT) -> "Machine":
         """Create a machine: a place where agents live, with one box."""
-        return await self._t.json("POST", f"/api/machines", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+        return await self._t.json("POST", "/api/machines", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
 
     async def list(self, *, org_id: Optional[str] = None, timeout: Optional[float] = _DEFAULT) -> "MachineList":
         """Machines of the caller's organisations (or of one)."""
-        return await self._t.json("GET", f"/api/machines", query={"org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
+        return await self._t.json("GET", "/api/machines", query={"org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
 
     async def get(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "Machine":
         """One machine with its box's state."""
@@ -724,11 +724,11 @@ class AsyncAgentsApi(object):
 
     async def create(self, body: "AgentCreateRequest", *, timeout: Optional[float] = _DEFAULT) -> "Agent":
         """Create an agent on a machine: it takes the lowest free slot."""
-        return await self._t.json("POST", f"/api/agents", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+        return await self._t.json("POST", "/api/agents", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
 
     async def list(self, *, org_id: Optional[str] = None, machine_id: Optional[str] = None, timeout: Optional[float] = _DEFAULT) -> "AgentList":
         """Agents of the caller's organisations, optionally of one organisation or machine."""
-        return await self._t.json("GET", f"/api/agents", query={"org_id": org_id, "machine_id": machine_id}, timeout=timeout)  # type: ignore[no-any-return]
+        return await self._t.json("GET", "/api/agents", query={"org_id": org_id, "machine_id": machine_id}, timeout=timeout)  # type: ignore[no-any-return]
 
     async def get(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "Agent":
         """One agent."""
@@ -757,11 +757,11 @@ class AsyncGuildsApi(object):
 
     async def create(self, body: "GuildCreateRequest", *, timeout: Optional[float] = _DEFAULT) -> "Guild":
         """Create a guild: a named group of agents."""
-        return await self._t.json("POST", f"/api/guilds", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+        return await self._t.json("POST", "/api/guilds", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
 
     async def list(self, *, org_id: Optional[str] = None, timeout: Optional[float] = _DEFAULT) -> "GuildList":
         """Guilds of the caller's organisations (or of one)."""
-        return await self._t.json("GET", f"/api/guilds", query={"org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
+        return await self._t.json("GET", "/api/guilds", query={"org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
 
     async def get(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "Guild":
         """One guild and its agents."""
@@ -903,11 +903,11 @@ class AsyncSecretsApi(object):
 
     async def create(self, body: "SecretCreateRequest", *, timeout: Optional[float] = _DEFAULT) -> "Secret":
         """Create a secret (sealed at rest) or an alias of one, granted to the organisation, guilds or agents; the answer never holds the value."""
-        return await self._t.json("POST", f"/api/secrets", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+        return await self._t.json("POST", "/api/secrets", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
 
     async def list(self, *, org_id: Optional[str] = None, timeout: Optional[float] = _DEFAULT) -> "SecretList":
         """Secrets of the caller's organisations (or of one): names, descriptions and grants, never values."""
-        return await self._t.json("GET", f"/api/secrets", query={"org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
+        return await self._t.json("GET", "/api/secrets", query={"org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
 
     async def get(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "Secret":
         """One secret: its name, description and grants, never its value."""
@@ -1152,15 +1152,15 @@ class AsyncFlowsApi(object):
 
     async def create(self, body: "FlowCreateRequest", *, timeout: Optional[float] = _DEFAULT) -> "Flow":
         """Make a flow: a named set of the organisation's agents."""
-        return await self._t.json("POST", f"/api/flows", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+        return await self._t.json("POST", "/api/flows", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
 
     async def list(self, *, org_id: Optional[str] = None, timeout: Optional[float] = _DEFAULT) -> "FlowList":
         """The organisation's flows, newest first."""
-        return await self._t.json("GET", f"/api/flows", query={"org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
+        return await self._t.json("GET", "/api/flows", query={"org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
 
     async def reload(self, *, timeout: Optional[float] = _DEFAULT) -> "FlowReloadResponse":
         """Read the flow contracts folder (WARREN_CONTRACTS) again and bring the contract flows to it (owner or admin)."""
-        return await self._t.json("POST", f"/api/flows/reload", query=None, timeout=timeout)  # type: ignore[no-any-return]
+        return await self._t.json("POST", "/api/flows/reload", query=None, timeout=timeout)  # type: ignore[no-any-return]
 
     async def update(self, id: str, body: "FlowUpdateRequest", *, timeout: Optional[float] = _DEFAULT) -> "Flow":
         """Rename a flow or change its agents (a contract flow: 409 flow.from_contract)."""

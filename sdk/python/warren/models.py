@@ -2,9 +2,7 @@
 
 """The API's shapes as the server sends and takes them (snake_case, as on the wire)."""
 
-from typing import Any, Dict, List, Literal, Union
-
-from typing import NotRequired, Required, TypedDict
+from typing import Any, Dict, List, Literal, NotRequired, Required, TypedDict, Union
 
 
 AccessList = TypedDict(
