@@ -121,7 +121,7 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
       ...dispatchRoutes(s.dispatch),
       ...flowRoutes(s.flows),
       // warren as an MCP server (streamable HTTP), its tools calling these same routes as the caller
-      ...mcpRoutes({ version, identityHeader: config.TRUSTED_HEADER }),
+      ...mcpRoutes({ version, identityHeader: config.TRUSTED_HEADER, streams }),
     ],
   });
   await app.ready();

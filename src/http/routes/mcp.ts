@@ -13,6 +13,7 @@ import type { Identity } from "../../access/index.js";
 import { WarrenError } from "../../errors.js";
 import { clientVia, createMcpServer, type Extra } from "../../mcp/server.js";
 import { route, type AnyRoute } from "../route.js";
+import type { EventStreams } from "../sse.js";
 
 /** Open sessions at most; an initialize past it is 429 `stream.too_many`. */
 const MAX_SESSIONS = 256;
@@ -23,6 +24,8 @@ interface Session {
   transport: StreamableHTTPServerTransport;
   userId: string;
   lastUsed: number;
+  /** Takes it off the streams the server ends when it stops. */
+  unlist: () => void;
 }
 
 /** What a tool call is made with: the caller's identity headers and peer address. */
@@ -59,7 +62,11 @@ const headerOf = (req: FastifyRequest, name: string): string | undefined => {
   return Array.isArray(v) ? v[0] : v;
 };
 
-export function mcpRoutes(o: { version: string; identityHeader: string }): AnyRoute[] {
+/**
+ * The /mcp routes. Sessions end with the server (`streams.close()`), and a session's stream of
+ * messages from the server (GET) holds a slot of the stream budget while it is open.
+ */
+export function mcpRoutes(o: { version: string; identityHeader: string; streams: EventStreams }): AnyRoute[] {
   const sessions = new Map<string, Session>();
   // the request headers that say who the caller is, passed on to each of its calls
   const carried = [o.identityHeader.toLowerCase(), "authorization", "cookie"];
@@ -97,6 +104,7 @@ export function mcpRoutes(o: { version: string; identityHeader: string }): AnyRo
     const session: Session = {
       userId: who.userId,
       lastUsed: Date.now(),
+      unlist: o.streams.add(() => void session.transport.close()),
       transport: new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id) => void sessions.set(id, session),
@@ -104,6 +112,7 @@ export function mcpRoutes(o: { version: string; identityHeader: string }): AnyRo
       }),
     };
     session.transport.onclose = () => {
+      session.unlist();
       const id = session.transport.sessionId;
       if (id) sessions.delete(id);
     };
@@ -130,6 +139,11 @@ export function mcpRoutes(o: { version: string; identityHeader: string }): AnyRo
       );
     }
     session.lastUsed = Date.now();
+    if (req.method === "GET") {
+      // refused (429 stream.too_many) before anything is sent, given back when it closes
+      const release = o.streams.budget.acquire(who);
+      reply.raw.once("close", release);
+    }
     const raw = req.raw as IncomingMessage & { auth?: AuthInfo };
     raw.auth = { token: "", clientId: who.email, scopes: [], extra: { caller: callerOf(req) } };
     reply.hijack();
