@@ -68,7 +68,8 @@ if [[ -z ${TEST_FILES:-} ]]; then
       test/box/*.test.ts test/api/exec.test.ts test/api/pause.test.ts test/homes/files-api.test.ts \
       test/runs/runs.test.ts test/terminal/shell.test.ts test/egress/record.test.ts \
       test/secrets/secrets.test.ts test/hostile/apart.test.ts test/hostile/egress-wall.test.ts \
-      test/hostile/hostile.test.ts test/api/warm.test.ts src/boxes/oci/provider.test.ts
+      test/hostile/hostile.test.ts test/api/warm.test.ts src/boxes/oci/provider.test.ts \
+      test/flows/contracts.test.ts test/workspaces/workspaces.test.ts
   else
     echo "== box suites on the oci provider: skipped, podman is not installed (scripts/setup.sh installs it)"
   fi
