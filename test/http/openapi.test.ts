@@ -30,7 +30,7 @@ test("docs/openapi.json matches the served document", async () => {
   assert.equal(
     checkedIn,
     served,
-    "docs/openapi.json is stale: run `node --import tsx scripts/openapi.ts` and commit it",
+    "docs/openapi.json is stale: run `node --import tsx scripts/openapi.ts` and commit it with sdk/python/warren (the Python SDK it also writes)",
   );
 });
 
