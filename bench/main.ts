@@ -32,6 +32,7 @@ import { startTestServer, type TestServer } from "../test/support/server.js";
 import { benchCedar } from "./cedar.js";
 import { jsonClient, runClients } from "./clients.js";
 import { benchConversations } from "./conversations.js";
+import { benchForks } from "./forks.js";
 import { benchProviders } from "./providers.js";
 import { buildFloor, timeFloor } from "./floor.js";
 import { tracePhases } from "./phases.js";
@@ -40,6 +41,7 @@ import { benchEgressAsk, egressAskTable } from "./egress-ask.js";
 import { benchMeasure } from "./measure.js";
 import { benchRedaction, median } from "./redact.js";
 import { benchSchedules } from "./schedules.js";
+import { benchTracing } from "./tracing.js";
 import { fmt, percentile, summarize, table, timeMany, type Sample } from "./stats.js";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -399,6 +401,29 @@ async function conversationRows(): Promise<void> {
   });
 }
 
+async function forkRows(): Promise<void> {
+  const f = await benchForks({ forks: quick ? 3 : 7, files: 20_000, changed: 500, log });
+  const what = `${f.files.toLocaleString("en-US")} files, ${f.changed} changed`;
+  rows.push({
+    what: `conversation fork: POST .../fork to its 201 (${what})`,
+    p50: fmt(f.fork.p50),
+    p99: fmt(f.fork.p99),
+    vsFloor: ratio(f.fork.p50 / f.checkout.p50),
+    target: "p50 ≤ 500",
+    met: yesNo(f.fork.p50 <= 500),
+    data: { ...f.fork, checkout_floor: f.checkout },
+  });
+  rows.push({
+    what: `conversation fork: the source's pause while it runs (a read of it beyond its idle ${fmt(f.idleRead)} ms)`,
+    p50: fmt(f.pause.p50),
+    p99: fmt(f.pause.p99),
+    vsFloor: "",
+    target: "p50 ≤ 20",
+    met: yesNo(f.pause.p50 <= 20),
+    data: { ...f.pause, idle_read_ms: f.idleRead, event_loop_max_ms: f.loopMax },
+  });
+}
+
 async function scheduleRows(): Promise<void> {
   const c = await benchSchedules({ schedules: 1000, agents: 50, windowS: quick ? 20 : 60, log });
   rows.push({
@@ -419,6 +444,35 @@ async function scheduleRows(): Promise<void> {
     met: yesNo(c.delay.p99 <= 1000),
     data: { ...c.delay, fired: c.fired, skipped: c.skipped },
   });
+}
+
+/** What OpenTelemetry's export (to a receiver on loopback) costs a warm exec and the throughput (bench/tracing.ts). */
+async function tracingRows(): Promise<void> {
+  const clients = quick ? 10 : N.clients;
+  const r = await benchTracing({ n: N.warm, clients, seconds: N.throughputS }, log);
+  const pct = (x: number) => `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)}%`;
+  if (r.execSpans === 0)
+    throw new WarrenFailure("tracing: the receiver got no exec span while export was on");
+  for (const [mode, side] of [
+    ["off (no OTLP endpoint)", r.off],
+    ["on (OTLP/HTTP to loopback)", r.on],
+  ] as const) {
+    timeRow(`tracing ${mode}: warm exec /bin/true via the API`, side.warm, {
+      ...(side === r.on ? { target: "p50 within 3% of off", met: yesNo(Math.abs(r.warmDelta) <= 0.03) } : {}),
+    });
+    rows.push({
+      what: `tracing ${mode}: throughput, ${clients} clients (execs/s, errors)`,
+      p50: `${side.execsPerS.toFixed(0)} execs/s`,
+      p99: `${side.errors} errors`,
+      vsFloor: side === r.on ? `${pct(r.throughputDelta)} vs off` : "",
+      target: side === r.on ? "within 3% of off" : "",
+      met: side === r.on ? yesNo(Math.abs(r.throughputDelta) <= 0.03) : "",
+      data: { execs_per_s: side.execsPerS, errors: side.errors, clients },
+    });
+  }
+  log(
+    `tracing: warm p50 ${pct(r.warmDelta)}, throughput ${pct(r.throughputDelta)} with export on; ${r.spans} spans`,
+  );
 }
 
 async function warren(): Promise<void> {
@@ -837,8 +891,10 @@ async function main(): Promise<number> {
     await egressRows();
     await egressAskRows();
     await conversationRows();
+    await forkRows();
     await scheduleRows();
     await providerRows();
+    await tracingRows();
 
     log(`measurement: a home of ${N.files} files, ${N.measureRuns} runs each`);
     const r = await benchMeasure(N.files, N.measureRuns, log);
