@@ -20,6 +20,14 @@ export interface AskBench {
   decided: Sample;
 }
 
+/** What the bench reads of an approval. */
+interface Waiting {
+  id: string;
+  args_sha256: string;
+  status: string;
+  arguments: { host: string };
+}
+
 /** n keep-alive GETs of bench.test through the proxy (or direct): each one's ms, as JSON. */
 const KEEPALIVE = `
 import json, socket, sys, time
@@ -125,12 +133,10 @@ export async function benchEgressAsk(
     const decided: number[] = [];
     for (let i = 1; i <= decisions; i++) {
       const host = `ask-${i}.test`;
-      let ap: { id: string; args_sha256: string; status: string; arguments: { host: string } } | undefined;
+      let ap: Waiting | undefined;
       const end = Date.now() + 60_000;
       while (!ap) {
-        const list = (await t.call("GET", `/api/runs/${run.body.id}/approvals`)).body.items as NonNullable<
-          typeof ap
-        >[];
+        const list = (await t.call("GET", `/api/runs/${run.body.id}/approvals`)).body.items as Waiting[];
         ap = list.find((x) => x.arguments.host === host && x.status === "waiting");
         if (!ap && Date.now() > end) throw new Error(`no approval for ${host}`);
         if (!ap) await new Promise((r) => setTimeout(r, 5));

@@ -17,6 +17,9 @@ import type { EventBus } from "../events/index.js";
 import type { Target } from "./policy.js";
 import type { EgressContext } from "./wire.js";
 
+/** Why a connection whose client left while it was decided (held for a person) goes no further. */
+export const GONE = "the client went away before the connection was made";
+
 /** A plain HTTP request's method and path; null for a tunnel (CONNECT, SOCKS). */
 type Plain = { method: string; path: string } | null;
 

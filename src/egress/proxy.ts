@@ -28,11 +28,9 @@ import {
 } from "./wire.js";
 import { socks } from "./socks.js";
 import { byPolicy, deniedBy, matchEntry, targetOf, type CompiledPolicy, type Target } from "./policy.js";
+import { GONE } from "./ask.js";
 
 export type { EgressContext, EgressRecord, ProxyOptions } from "./wire.js";
-
-/** Why a connection whose client left while it was decided (held for a person) goes no further. */
-const GONE = "the client went away before the connection was made";
 
 export class EgressProxy {
   readonly #o: ProxyOptions;
