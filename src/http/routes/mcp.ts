@@ -123,6 +123,7 @@ export function mcpRoutes(o: { version: string; identityHeader: string; streams:
   const serve = async (who: Identity, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
     const sid = headerOf(req, "mcp-session-id");
     let session: Session;
+    let opened = false;
     if (sid !== undefined) {
       const found = sessions.get(sid);
       if (!found)
@@ -132,6 +133,7 @@ export function mcpRoutes(o: { version: string; identityHeader: string; streams:
       session = found;
     } else if (req.method === "POST" && isInitializeRequest(req.body)) {
       session = await open(req, who);
+      opened = true;
     } else {
       throw new WarrenError(
         "request.invalid",
@@ -148,6 +150,8 @@ export function mcpRoutes(o: { version: string; identityHeader: string; streams:
     raw.auth = { token: "", clientId: who.email, scopes: [], extra: { caller: callerOf(req) } };
     reply.hijack();
     await session.transport.handleRequest(raw, reply.raw, req.body);
+    // an initialize the transport refused (406, a bad message) opened no session: let it go
+    if (opened && session.transport.sessionId === undefined) await session.transport.close();
     return reply;
   };
 
