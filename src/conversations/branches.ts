@@ -149,21 +149,23 @@ export class Branches {
     const from = await this.#checked(agent, source, source.worktree !== null);
     const head = await from.repo(["rev-parse", "--verify", "-q", `refs/heads/${source.branch}^{commit}`]);
     if (head.code !== 0) throw new WarrenError("not_found", `the branch ${source.branch} is gone`);
-    const changed = source.worktree ? await this.#changed(agent, from, source.worktree) : [];
     const place = { repo: source.repo, worktree };
-    const made = await this.#open(agent, place, { worktreeMayBeMissing: true });
-    if (!made) throw new WarrenError("not_found", `the repository ${source.repo} is gone`);
-    const add = await made.repo([
-      "worktree",
-      "add",
-      "-q",
-      "-b",
-      branch,
-      `${home}/${worktree}`,
-      head.out.trim(),
+    // the source's changes are read while the fork's worktree is checked out: neither waits
+    const [reading, making] = await Promise.allSettled([
+      source.worktree ? this.#changed(agent, from, source.worktree) : [],
+      this.#open(agent, place, { worktreeMayBeMissing: true }).then(async (made) => {
+        if (!made) throw new WarrenError("not_found", `the repository ${source.repo} is gone`);
+        const at = `${home}/${worktree}`;
+        const add = await made.repo(["worktree", "add", "-q", "-b", branch, at, head.out.trim()]);
+        if (add.code !== 0) throw new Error(`git worktree add failed: ${add.err.trim()}`);
+        return made;
+      }),
     ]);
-    if (add.code !== 0) throw new Error(`git worktree add failed: ${add.err.trim()}`);
+    if (making.status === "rejected") throw making.reason;
+    const made = making.value;
     try {
+      if (reading.status === "rejected") throw reading.reason;
+      const changed = reading.value;
       const git = await this.#open(agent, place);
       if (!git) throw new Error("the fork's worktree is not there once made");
       if (changed.length > 0 && source.worktree) {
@@ -195,18 +197,20 @@ export class Branches {
     ]);
     if (st.code !== 0) throw new Error(`git status failed: ${st.err.trim()}`);
     const root = `${this.layout.homeDir(agent.machineId, agent.id)}/${worktree}`;
-    const out: { path: string; there: boolean }[] = [];
-    for (const entry of st.out.split("\0")) {
-      if (entry.length < 4) continue;
-      const path = entry.slice(3);
-      // there or not, as the host sees it now (never followed: a link is copied as a link)
-      const there = await fs.lstat(`${root}/${path}`).then(
-        () => true,
-        () => false,
-      );
-      out.push({ path, there });
-    }
-    return out;
+    const paths = st.out
+      .split("\0")
+      .filter((e) => e.length >= 4)
+      .map((e) => e.slice(3));
+    // there or not, as the host sees it now (a link is copied as a link, never followed)
+    return Promise.all(
+      paths.map(async (path) => ({
+        path,
+        there: await fs.lstat(`${root}/${path}`).then(
+          () => true,
+          () => false,
+        ),
+      })),
+    );
   }
 
   /** The changed files copied from one worktree to the other in the agent's box; the gone ones removed. */

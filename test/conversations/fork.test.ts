@@ -4,11 +4,12 @@
 // box, its file written and not committed) is forked at its third message: the fork holds the
 // three messages and their history, its branch the source's uncommitted changes (modified,
 // added, untracked, deleted), and it goes on by itself; the source's turn ends as it would
-// have, and its next turn sees none of the fork. A bad at_message is 400.
+// have, and its next turn sees none of the fork. A bad at_message is 400. The CLI forks too.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { boxSkipReason } from "../box/fixture.js";
 import { privateAllow } from "../support/bound.js";
+import { runWarren, warrenJson } from "../support/cli.js";
 import { startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
 import { shellOf } from "../support/org.js";
 import { startTestServer, type TestServer } from "../support/server.js";
@@ -147,5 +148,16 @@ describe("forking a conversation", { skip: boxSkipReason() ?? false }, () => {
     const srcFiles = await git(`ls-tree -r --name-only warren/${c.id}`);
     assert.match(srcFiles, /draft\.txt/);
     assert.doesNotMatch(srcFiles, /fork-only\.txt/);
+
+    // the CLI: a fork at the second message, by its place; a bad one is the server's 400
+    const cli = await warrenJson(["--json", "conversations", "fork", c.id, "--at", "2"], { url: t.url });
+    const byCli = (await t.call("GET", `/api/conversations/${cli.id}/messages`)).body.items;
+    assert.deepEqual(
+      byCli.map((m: any) => m.text),
+      messages.slice(0, 2).map((m: any) => m.text),
+    );
+    const badCli = await runWarren(["conversations", "fork", c.id, "--at", "99"], { url: t.url });
+    assert.notEqual(badCli.code, 0);
+    assert.match(badCli.stderr, /request\.invalid|at_message/);
   });
 });
