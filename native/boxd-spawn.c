@@ -90,6 +90,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -726,10 +727,21 @@ static void apply_walls(const struct opts *o, const char *cwd, double *t) {
   if (o->self_dir) {
     /* the agent's own flow's folder, read-only; a contracts folder without its `self` mount
        point leaves the command without it (the folder stays at its own name) */
+    struct statvfs sv;
+    memset(&sv, 0, sizeof sv);
     if (mount(o->self_dir, SELF_TARGET, NULL, MS_BIND | MS_REC, NULL) != 0) {
       if (errno != ENOENT) die(126, "self-dir", "bind %s: %s", o->self_dir, strerror(errno));
-    } else if (mount(NULL, SELF_TARGET, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) != 0)
-      die(126, "self-dir", "read-only: %s", strerror(errno));
+    } else if (statvfs(SELF_TARGET, &sv) != 0 || !(sv.f_flag & ST_RDONLY)) {
+      /* a bind keeps its source mount's flags (the contracts are mounted read-only); else made
+         read-only here, keeping the flags a container's mount may lock */
+      unsigned long keep = 0;
+      if (sv.f_flag & ST_NOEXEC) keep |= MS_NOEXEC;
+      if (sv.f_flag & ST_NOATIME) keep |= MS_NOATIME;
+      if (sv.f_flag & ST_NODIRATIME) keep |= MS_NODIRATIME;
+      if (sv.f_flag & ST_RELATIME) keep |= MS_RELATIME;
+      if (mount(NULL, SELF_TARGET, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | keep, NULL) != 0)
+        die(126, "self-dir", "read-only: %s", strerror(errno));
+    }
   }
 
   /* 4. the filter, read while the file is still readable (root-only folder): a filter
