@@ -92,9 +92,6 @@ export function spanBetween(
 export const contextOf = (span: Span): TraceContext | undefined =>
   tracing.on ? trace.setSpan(context.active(), span) : undefined;
 
-/** The context now: to carry a trace across a queue, a timer or an event. */
-export const activeContext = (): TraceContext | undefined => (tracing.on ? context.active() : undefined);
-
 /** Runs `fn` in `ctx` (when given and tracing is on). */
 export function withContext<T>(ctx: TraceContext | undefined, fn: () => T): T {
   return tracing.on && ctx ? context.with(ctx, fn) : fn();
