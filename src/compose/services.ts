@@ -11,6 +11,8 @@ import { Artifacts } from "../artifacts/index.js";
 import { Bridges } from "../bridges/index.js";
 import { Conversations, Personas } from "../conversations/index.js";
 import { Egress } from "../egress/service.js";
+import { Authorities } from "../egress/authority.js";
+import { Injection } from "../egress/inject.js";
 import { denyListOf } from "../egress/policy.js";
 import { Exec } from "../exec/service.js";
 import { GuildDispatch } from "../dispatch/service.js";
@@ -144,6 +146,8 @@ export async function buildServices(
     specOf: (agent) => specs.of(agent),
     logger,
   });
+  // secrets held by the proxy: each machine's interception authority, trusted in its box
+  const authorities = new Authorities({ db, sealer: secrets.sealer, homes: layout });
   const bundles = new Bundles({ db, policy: base.policy });
   // flows made from contract files (WARREN_CONTRACTS), loaded at boot and on reload
   const contractFlows = new ContractFlows({
@@ -156,6 +160,7 @@ export async function buildServices(
   });
   const workloads = new Workloads({
     ...{ db, runtime, homes: layout, secrets, staging, logger, workspaces },
+    authority: authorities,
     // the agent's own flow's folder at /opt/warren/contracts/self
     selfOf: (agentId, instance) => contractFlows.selfOf(agentId, instance),
   });
@@ -217,6 +222,10 @@ export async function buildServices(
     rule: base.addressRule,
     own: base.own,
     ...(o.egressHosts ? { hosts: o.egressHosts } : {}),
+    inject: new Injection({
+      ...{ db, secrets, authorities, track: (socket) => base.own.track(socket) },
+      trustFile: path.join(base.state.root, "egress-trust.pem"),
+    }),
   });
   bridges.register("egress", egress.handler);
   // the artifact store (notes, memory, scripts, collections), written by agents redacted as their records

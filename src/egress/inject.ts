@@ -21,6 +21,7 @@ import { memo, schema, type Db } from "../store/index.js";
 import type { Authorities } from "./authority.js";
 import { compilePolicy, matchEntry, targetOf, type CompiledPolicy, type Target } from "./policy.js";
 import {
+  connectFailure,
   oneLine,
   splitHostPort,
   type Conn,
@@ -109,9 +110,30 @@ export class Injection {
     return bound;
   }
 
-  /** Whether a CONNECT to this target is intercepted: a secret of the agent is bound to it. */
-  async binds(ctx: EgressContext, t: Target): Promise<boolean> {
-    return (await this.#secrets(ctx.agentId)).some((b) => matchEntry(b.hosts, t) !== undefined);
+  /**
+   * Takes a CONNECT the policy allowed when a secret of the agent is bound to its host (then
+   * intercepts it and answers true); false: it stays the proxy's, a blind tunnel.
+   */
+  async took(
+    socket: Duplex,
+    head: Buffer,
+    c: Conn,
+    t: Target,
+    d: { address: number[]; reason: string },
+    record: Intercepted["record"],
+    going: Set<Live>,
+  ): Promise<boolean> {
+    const bound = (await this.#secrets(c.ctx.agentId)).some((b) => matchEntry(b.hosts, t) !== undefined);
+    if (bound)
+      await this.#intercept(socket, head, {
+        c,
+        t,
+        address: d.address,
+        reason: d.reason,
+        record,
+        live: going,
+      });
+    return bound;
   }
 
   /**
@@ -150,20 +172,11 @@ export class Injection {
     return { ok: true, headers: out };
   }
 
-  /** Takes a CONNECT the policy allowed to a bound host: the TLS is answered here. */
-  async intercept(
-    socket: Duplex,
-    head: Buffer,
-    c: Conn,
-    t: Target,
-    d: { address: number[]; reason: string },
-    record: Intercepted["record"],
-    going: Set<Live>,
-  ): Promise<void> {
-    const x: Intercepted = { c, t, address: d.address, reason: d.reason, record, live: going };
+  /** A CONNECT the policy allowed to a bound host: its TLS is answered here. */
+  async #intercept(socket: Duplex, head: Buffer, x: Intercepted): Promise<void> {
     const t0 = Date.now();
     if (socket.destroyed)
-      return void record(refused(x, t0, "the client went away before the connection was made"));
+      return void x.record(refused(x, t0, "the client went away before the connection was made"));
     let context: tls.SecureContext;
     try {
       const agent = await this.#agent(x.c.ctx.agentId);
@@ -171,7 +184,7 @@ export class Injection {
       context = await this.#o.authorities.context(agent.machineId, x.t.host, x.t.ip);
     } catch (err) {
       x.record(refused(x, t0, `the interception authority failed: ${(err as Error).message}`));
-      return void socket.end("HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+      return void socket.end(connectFailure("the interception authority failed"));
     }
     socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
     if (head.length) socket.unshift(head);

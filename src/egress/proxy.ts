@@ -10,6 +10,8 @@ import type { Duplex } from "node:stream";
 import { endToEnd } from "../net/headers.js";
 import { formatIp, isLocalName } from "../net/rule.js";
 import {
+  connectFailure,
+  connectRefusal,
   oneLine,
   openReason,
   plainTarget,
@@ -27,6 +29,7 @@ import {
   type ProxyOptions,
 } from "./wire.js";
 import { socks } from "./socks.js";
+import { headersFor } from "./inject.js";
 import { byPolicy, deniedBy, matchEntry, targetOf, type CompiledPolicy, type Target } from "./policy.js";
 import { GONE } from "./ask.js";
 
@@ -256,6 +259,8 @@ export class EgressProxy {
     const d = await this.#decide(c, t, { method, path });
     if (!d.ok) return refuse(403, d.reason, t.host, port, path, d.address === true);
     if (req.socket.destroyed) return refuse(403, GONE, t.host, port, path);
+    const sent = await headersFor(this.#o.inject, c.ctx, t, req);
+    if (!sent.ok) return refuse(403, sent.reason, t.host, port, path);
     let bytesOut = 0;
     let bytesIn = 0;
     const up = http.request({
@@ -263,7 +268,7 @@ export class EgressProxy {
       port,
       method,
       path,
-      headers: { ...endToEnd(req.headers), host: parsed.host },
+      headers: { ...sent.headers, host: parsed.host },
       agent: false,
       timeout: this.#o.connectTimeoutMs ?? 10_000,
     });
@@ -347,11 +352,7 @@ export class EgressProxy {
         method: null,
         path: null,
       });
-      const body = `warren egress: refused: ${oneLine(reason)}\n`;
-      const text = status === 403 ? "Forbidden" : status === 502 ? "Bad Gateway" : "Bad Request";
-      socket.end(
-        `HTTP/1.1 ${status} ${text}\r\nContent-Type: text/plain; charset=utf-8\r\nX-Warren-Egress: refused\r\n${address ? "X-Warren-Egress-Rule: address\r\n" : ""}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-      );
+      socket.end(connectRefusal(status, reason, address));
     };
     const hp = splitHostPort(req.url ?? "", null);
     const t = hp && targetOf(hp.host, hp.port);
@@ -370,14 +371,10 @@ export class EgressProxy {
     }
     const d = await this.#decide(c, t, null);
     if (!d.ok) return refuse(403, d.reason, t.host, t.port, d.address === true);
+    if (await this.#o.inject?.took(socket, head, c, t, d, (r) => this.#record(c, r), this.#live)) return;
     this.#tunnel(c, t, d, t0, socket, head, {
       opened: () => socket.write("HTTP/1.1 200 Connection Established\r\n\r\n"),
-      failed: (code) => {
-        const body = `warren egress: the upstream failed: ${oneLine(code)}\n`;
-        socket.end(
-          `HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-        );
-      },
+      failed: (code) => socket.end(connectFailure(code)),
     });
   }
 

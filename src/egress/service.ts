@@ -20,6 +20,7 @@ import { memo, schema } from "../store/index.js";
 import { egressSpan } from "../observability/tracing.js";
 import { compilePolicy, type CompiledPolicy } from "./policy.js";
 import { EgressAsk, type AskOptions } from "./ask.js";
+import type { Injection } from "./inject.js";
 import { EgressProxy, type EgressRecord } from "./proxy.js";
 
 export interface EgressOptions {
@@ -48,6 +49,8 @@ export interface EgressOptions {
   hosts?: Record<string, string[]>;
   /** Where connections to hosts a policy's `network.ask` names wait for a person (ask.ts); none: refused. */
   ask?: AskOptions;
+  /** Secrets held by the proxy (inject.ts): markers replaced in requests to their hosts. */
+  inject?: Injection;
 }
 
 /** What an agent's egress policy is read from: its sandbox policy and its organisation's deny list. */
@@ -89,6 +92,7 @@ export class Egress {
       maxConnections: o.maxConnections,
       onRecord: (r) => this.#enqueue(r),
       ...(o.ask ? { ask: new EgressAsk(o.ask) } : {}),
+      ...(o.inject ? { inject: o.inject } : {}),
     });
     this.#recheck = setInterval(() => void this.#recheckLive(), RECHECK_MS);
     this.#recheck.unref();

@@ -5,6 +5,7 @@ import type { Duplex } from "node:stream";
 import { formatIp, type AddressRule } from "../net/rule.js";
 import { targetOf, type CompiledPolicy, type Target } from "./policy.js";
 import type { EgressAsker } from "./ask.js";
+import type { Injection } from "./inject.js";
 
 /** One decision, as stored (see EgressRecord in the contract for the wire form). */
 export interface EgressRecord {
@@ -43,6 +44,8 @@ export interface ProxyOptions {
   onRecord(r: EgressRecord): void;
   /** Where a connection to a host the policy's `network.ask` names is held for a person (ask.ts). */
   ask?: EgressAsker;
+  /** Secrets held by the proxy: markers replaced for their hosts, refused elsewhere (inject.ts). */
+  inject?: Injection;
 }
 
 export interface Conn {
@@ -140,6 +143,19 @@ export function reader(stream: Duplex, initial: Buffer) {
 
 export const openReason = (t: Target, addr: number[]) =>
   `${t.ip ? `${t.host} is` : `${t.host} resolves to`} an address that is not public (${formatIp(addr)}); open mode reaches public addresses only`;
+
+/** A CONNECT's refusal as the proxy answers it (the address rule's refusal told apart). */
+export function connectRefusal(status: number, reason: string, address = false): string {
+  const body = `warren egress: refused: ${oneLine(reason)}\n`;
+  const text = status === 403 ? "Forbidden" : status === 502 ? "Bad Gateway" : "Bad Request";
+  return `HTTP/1.1 ${status} ${text}\r\nContent-Type: text/plain; charset=utf-8\r\nX-Warren-Egress: refused\r\n${address ? "X-Warren-Egress-Rule: address\r\n" : ""}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+}
+
+/** A CONNECT whose upstream could not be reached, as the proxy answers it. */
+export function connectFailure(code: string): string {
+  const body = `warren egress: the upstream failed: ${oneLine(code)}\n`;
+  return `HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+}
 
 export const oneLine = (s: string) => s.replace(/[\r\n]+/g, " ").slice(0, 500);
 /** Control characters (a NUL in a SOCKS name) written as \xNN: a record holds text only. */
