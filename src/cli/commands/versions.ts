@@ -165,6 +165,10 @@ export const approvals = defineGroup("approvals", "tool calls that wait for a pe
     options: [
       { name: "sha256", value: "<hex>", help: "the approval's args_sha256: the call you decide on" },
       { name: "message", value: "<text>", help: "why (a denial's message is the model's answer)" },
+      {
+        name: "add-to-policy",
+        help: "with allow, on an egress approval: also add its host:port to the agent's network allow list",
+      },
     ],
     required: ["sha256"],
     parse: (i) => {
@@ -174,13 +178,16 @@ export const approvals = defineGroup("approvals", "tool calls that wait for a pe
       const decision: "allow" | "deny" = given;
       const sha = i.need("sha256");
       if (!/^[0-9a-fA-F]{64}$/.test(sha)) throw i.error("--sha256 must be the approval's 64 hex digits");
-      return { id: i.arg("id"), decision, sha, message: i.str("message") };
+      const add = i.flag("add-to-policy");
+      if (add && decision !== "allow") throw i.error("--add-to-policy goes with allow");
+      return { id: i.arg("id"), decision, sha, message: i.str("message"), add };
     },
     run: async (ctx, p) => {
       const a = await ctx.client.approvals.decide(p.id, {
         decision: p.decision,
         args_sha256: p.sha,
         ...(p.message !== undefined ? { message: p.message } : {}),
+        ...(p.add ? { add_to_policy: true } : {}),
       });
       return ctx.show(a, () => `approval ${a.id}: ${a.status} by ${a.decided_by ?? "-"} (${a.tool})\n`);
     },
