@@ -20,7 +20,7 @@ import type { ConversationReach } from "./reach.js";
 import { pinnedVersions } from "./turns.js";
 import { authorOf, view } from "./views.js";
 
-export interface ForkOptions {
+interface ForkOptions {
   db: Db;
   access: Access;
   agents: Pick<Agents, "load">;
