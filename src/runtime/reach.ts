@@ -86,7 +86,9 @@ export class BoxdReach {
   #traced(machineId: string, req: BoxExecRequest, io: ExecIo): Promise<BoxExecResult> {
     return inSpan("box.exec", { "warren.machine.id": machineId }, async (span) => {
       const runtimeUs = monotonicUs();
-      const r = await this.#retrying(machineId, () => this.#execOnce(machineId, { ...req, trace: true }, io));
+      // boxd is asked for its phases only when they go somewhere (a span not sampled: not)
+      const trace = execTrace.enabled || span.isRecording();
+      const r = await this.#retrying(machineId, () => this.#execOnce(machineId, { ...req, trace }, io));
       const answeredUs = monotonicUs();
       if (execTrace.enabled) execTrace.last = { runtimeUs, ...(r.trace ? { box: r.trace } : {}), answeredUs };
       const outcome = outcomeOf(r);
