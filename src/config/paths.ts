@@ -24,8 +24,18 @@ export interface StatePaths {
 /** `over`: the configuration's folders that are not under STATE_ROOT (WARREN_CONTRACTS). */
 export function statePaths(
   root: string,
-  over: { WARREN_CONTRACTS?: string | undefined; WARREN_POLICY?: string | undefined } = {},
+  over: {
+    WARREN_CONTRACTS?: string | undefined;
+    WARREN_POLICY?: string | undefined;
+    WARREN_PROVIDER?: string | undefined;
+  } = {},
 ): StatePaths {
+  // on kubernetes flow instances' workspaces are on the workspaces claim (STATE_ROOT/workspaces),
+  // its sub-path .flows every Pod mounts at /opt/warren/flows (docs/kubernetes.md)
+  const flows =
+    over.WARREN_PROVIDER === "kubernetes"
+      ? path.join(root, "workspaces", ".flows")
+      : path.join(root, "flows");
   return {
     root,
     run: path.join(root, "run"),
@@ -34,7 +44,7 @@ export function statePaths(
     contracts: over.WARREN_CONTRACTS ?? path.join(root, "contracts"),
     pglite: path.join(root, "pglite"),
     templates: path.join(root, "templates"),
-    flows: path.join(root, "flows"),
+    flows,
     policy: over.WARREN_POLICY ?? path.join(root, "policy.yaml"),
   };
 }

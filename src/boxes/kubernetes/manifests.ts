@@ -119,6 +119,13 @@ export function sharedSubPath(target: string): string {
   return path.posix.normalize(target).replace(/^\/+/, "").replace(/\//g, "-");
 }
 
+/**
+ * The sub-path of the workspaces claim that holds flow instances' workspaces: the server's
+ * STATE_ROOT/workspaces/.flows (its flows folder on kubernetes), every Pod's /opt/warren/flows.
+ * No machine id starts with a dot.
+ */
+export const FLOWS_SUBPATH = ".flows";
+
 export function podManifest(spec: BoxSpec, s: PodSettings): V1Pod {
   const sub = workspaceSubPaths(spec.id);
   const volumes: V1Volume[] = [
@@ -134,6 +141,9 @@ export function podManifest(spec: BoxSpec, s: PodSettings): V1Pod {
       mounts.push({ name, mountPath: target });
     } else if (target === BOX_PATHS.homes) {
       mounts.push({ name: "workspaces", mountPath: target, subPath: sub.home });
+    } else if (target === BOX_PATHS.flows) {
+      // each flow instance's /workspace is a folder of it, bound per command as on local
+      mounts.push({ name: "workspaces", mountPath: target, subPath: FLOWS_SUBPATH });
     } else {
       shared = true;
       mounts.push({
