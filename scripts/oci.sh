@@ -22,7 +22,7 @@ set -eu
 
 # A box's root skeleton in $1: its mount points and the host's usrmerge links.
 skeleton() {
-  for d in usr etc proc dev sys tmp home data agent run/warren/cg run/boxd run/calls opt/warren/contracts opt/warren/bin opt/warren/harness; do
+  for d in usr etc proc dev sys tmp home data agent run/warren/cg run/boxd run/calls opt/warren/contracts opt/warren/bin opt/warren/harness opt/warren/flows workspace; do
     mkdir -p "$1/$d"
   done
   chmod 0711 "$1/run/warren" "$1/run/warren/cg"
