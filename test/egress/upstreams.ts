@@ -9,6 +9,7 @@ import https from "node:https";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { selfSigned } from "../support/tls.js";
 
 export interface Upstreams {
   httpPort: number;
@@ -74,31 +75,11 @@ function gitRepo(dir: string): string {
 
 export async function startUpstreams(): Promise<Upstreams> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "egress-up-"));
-  const key = path.join(dir, "key.pem");
-  const cert = path.join(dir, "cert.pem");
-  execFileSync(
-    "openssl",
-    [
-      "req",
-      "-x509",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:prime256v1",
-      "-nodes",
-      "-keyout",
-      key,
-      "-out",
-      cert,
-      "-days",
-      "2",
-      "-subj",
-      "/CN=pkg.test",
-      "-addext",
-      `subjectAltName=${TEST_NAMES.map((n) => `DNS:${n}`).join(",")}`,
-    ],
-    { stdio: "ignore" },
-  );
+  const { key, cert } = selfSigned(dir, {
+    cn: "pkg.test",
+    san: TEST_NAMES.map((n) => `DNS:${n}`).join(","),
+    days: 2,
+  });
   const whl = wheel(dir);
   const bare = gitRepo(dir);
   const seen: Upstreams["seen"] = [];

@@ -20,7 +20,7 @@
 // that box's boxd socket on this host: the one translation the fake makes is that socket's
 // path. A local box keeps the local provider's id mapping (box root is its host id there),
 // where a real Pod with `hostUsers: false` sees its volumes idmapped (docs/kubernetes.md).
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import type http from "node:http";
@@ -29,6 +29,7 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { WebSocketServer, type WebSocket } from "ws";
+import { selfSigned } from "./tls.js";
 import { LocalProvider } from "../../src/boxes/local/provider.js";
 import type { BoxMount, BoxSpec } from "../../src/boxes/types.js";
 
@@ -95,31 +96,7 @@ function certificate(): { key: string; cert: string } {
   if (made) return made;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "fake-kube-"));
   try {
-    const [key, crt] = [path.join(dir, "api.key"), path.join(dir, "api.crt")];
-    execFileSync(
-      "openssl",
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-        "-days",
-        "1",
-      ].concat([
-        "-subj",
-        "/CN=fake-kube",
-        "-addext",
-        "subjectAltName=IP:127.0.0.1",
-        "-keyout",
-        key,
-        "-out",
-        crt,
-      ]),
-      { stdio: "ignore" },
-    );
+    const { key, cert: crt } = selfSigned(dir, { cn: "fake-kube", san: "IP:127.0.0.1", days: 1 });
     made = { key: fs.readFileSync(key, "utf8"), cert: fs.readFileSync(crt, "utf8") };
     return made;
   } finally {
