@@ -1,6 +1,7 @@
 // `/agents/:id/conversations/:conversation`: one thread. The messages, each person's message
 // followed by the agent's turn: its tool calls folded under it, its answer streaming as the
-// model writes it (the conversation's event stream), its end. A composer, and close.
+// model writes it (the conversation's event stream), its end; each message can be forked from.
+// A composer, and close.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
 import type { ConversationMessage } from "warren/sdk";
@@ -8,6 +9,7 @@ import { keys, useCan, usePersonas, warren } from "../api";
 import { Link, useTitle } from "../router";
 import { useEventStream, type LiveEvent } from "../stream";
 import { Changes } from "./Changes";
+import { ForkButton } from "./Fork";
 import { Markdown } from "../markdown";
 import { StopTurn } from "../stop";
 import { Action, Empty, ErrorBox, Loading, Spinner, StatusBadge, when } from "../ui";
@@ -161,6 +163,9 @@ export function ThreadPage({ agentId, conversationId }: { agentId: string; conve
   const turns = turnsOf(stream.events);
   const thread = byTurn(merged(messages.data ?? [], stream.events));
   const answered = new Set(thread.filter((m) => m.role === "agent").map((m) => m.run_id));
+  // a fork's first messages are copies: a turn of the source left out of it is no turn going on here
+  const copied = Number(record(stream.events.find((e) => e.type === "forked")?.data).messages ?? 0);
+  const settled = new Set((messages.data ?? []).slice(0, copied).map((m) => m.id));
   const open = c?.status === "open";
 
   return (
@@ -208,7 +213,12 @@ export function ThreadPage({ agentId, conversationId }: { agentId: string; conve
                 if (m.role === "agent")
                   return (
                     <li key={m.id} className="msg agent" data-testid="agent-message">
-                      <div className="who">agent · {when(m.at)}</div>
+                      <div className="who">
+                        agent · {when(m.at)}
+                        {can.converse && (
+                          <ForkButton agentId={agentId} conversationId={conversationId} messageId={m.id} />
+                        )}
+                      </div>
                       {t && <ToolCalls tools={t.tools} />}
                       {/* what the model said before its last step stays as it streamed; the last step is the answer */}
                       {t && <Steps steps={t.steps.slice(0, -1)} />}
@@ -219,13 +229,16 @@ export function ThreadPage({ agentId, conversationId }: { agentId: string; conve
                   <li key={m.id} className="msg user">
                     <div className="who">
                       {m.author?.name || m.author?.email || "someone"} · {when(m.at)}
+                      {can.converse && (
+                        <ForkButton agentId={agentId} conversationId={conversationId} messageId={m.id} />
+                      )}
                     </div>
                     <div className="text" data-testid="user-message">
                       {m.text}
                     </div>
                   </li>
                 );
-                if (!m.run_id || answered.has(m.run_id)) return user;
+                if (!m.run_id || answered.has(m.run_id) || settled.has(m.id)) return user;
                 // the turn going on (or ended without an answer): its calls, its text as it streams
                 return [
                   user,
