@@ -20,6 +20,7 @@ import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import type { EventBus } from "../events/index.js";
 import {
+  ApprovalExpired,
   ApprovalSuspended,
   type ApprovalAnswer,
   type ApprovalAsk,
@@ -55,6 +56,11 @@ export interface ApprovalsOptions {
   db: Db;
   access: Access;
   records: Pick<Records, "runEvent" | "updateRun" | "redactedFor">;
+  /**
+   * Adds what an egress approval (tool `egress`) names to its agent's network allow list, as a
+   * new version by the decider (a decision with `add_to_policy`); throws what refuses it.
+   */
+  addToPolicy?: (who: Identity, agentId: string, args: unknown) => Promise<void>;
   /** Where a decision is told (approval.decided) and runs' ends are heard (run.ended). */
   events: Pick<EventBus, "emit" | "on">;
 }
@@ -171,7 +177,12 @@ export class Approvals implements ApprovalDoor {
     await o.records.runEvent(req.runId, "approval", { ...view(row), ...(open ? { resumed: true } : {}) });
     // where the run stands is kept while it waits, for a server that dies meanwhile (src/runs/resume.ts)
     await keep?.();
-    const onAbort = () => void this.#expire(id, "the run ended before a decision");
+    // a wait given up for its own reason (ApprovalExpired: an egress hold's time) says it
+    const onAbort = () =>
+      void this.#expire(
+        id,
+        signal.reason instanceof ApprovalExpired ? signal.reason.message : "the run ended before a decision",
+      );
     signal.addEventListener("abort", onAbort, { once: true });
     if (signal.aborted) onAbort();
     try {
@@ -183,7 +194,9 @@ export class Approvals implements ApprovalDoor {
       // a suspended run stays waiting for the next server; a decided one is not taken up again
       if (!suspended) {
         if (keep) await o.db.delete(schema.runSuspensions).where(eq(schema.runSuspensions.runId, req.runId));
-        await o.records.updateRun(req.runId, { status: "running" }, eq(schema.runs.status, "waiting"));
+        // another wait of the same run (a connection held for an egress approval) keeps it waiting
+        if (!this.waitingOf(req.runId))
+          await o.records.updateRun(req.runId, { status: "running" }, eq(schema.runs.status, "waiting"));
       }
     }
   }
@@ -230,11 +243,22 @@ export class Approvals implements ApprovalDoor {
   async decide(
     who: Identity,
     id: string,
-    body: { decision: "allow" | "deny"; message?: string | undefined; args_sha256: string },
+    body: {
+      decision: "allow" | "deny";
+      message?: string | undefined;
+      args_sha256: string;
+      add_to_policy?: boolean | undefined;
+    },
   ): Promise<Approval> {
     const o = this.#o;
     const [row] = await o.db.select().from(schema.approvals).where(eq(schema.approvals.id, id));
     if (!row) throw new WarrenError("not_found", "approval was not found");
+    if (body.add_to_policy && (row.tool !== "egress" || body.decision !== "allow" || !o.addToPolicy))
+      throw new WarrenError(
+        "request.invalid",
+        "add_to_policy goes with allowing an egress approval (a host a run asked to reach), not with a tool call or a denial",
+        { field: "add_to_policy" },
+      );
     const seat = await this.#seat(row.orgId, who);
     if (!mayDecide(row, who, seat))
       throw new WarrenError(
@@ -251,6 +275,8 @@ export class Approvals implements ApprovalDoor {
         "approval.stale",
         `the decision names other arguments (sha256 ${body.args_sha256}) than the call waits with (${row.argsSha256}); read the approval again and decide on what it shows`,
       );
+    // the host joins the agent's allow list first: what refuses that leaves the approval waiting
+    if (body.add_to_policy) await o.addToPolicy?.(who, row.agentId, row.arguments);
     const status = body.decision === "allow" ? "allowed" : "denied";
     const [decided] = await o.db
       .update(schema.approvals)

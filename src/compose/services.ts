@@ -14,6 +14,7 @@ import { Egress } from "../egress/service.js";
 import { Authorities } from "../egress/authority.js";
 import { Injection } from "../egress/inject.js";
 import { denyListOf } from "../egress/policy.js";
+import { addToAllowList } from "../egress/ask.js";
 import { Exec } from "../exec/service.js";
 import { GuildDispatch } from "../dispatch/service.js";
 import { Guilds } from "../guilds/service.js";
@@ -207,6 +208,15 @@ export async function buildServices(
   });
   const guilds = new Guilds(db, access, agents, events);
   const exec = new Exec(agents, workloads, metrics);
+  // a tool call a permit asks approval for waits for a person's decision there (and a
+  // connection to a host a sandbox policy's network.ask names); an allowed host may join the list
+  const approvals = new Approvals({
+    db,
+    access,
+    records,
+    addToPolicy: (who, agentId, args) => addToAllowList(agents, who, agentId, args),
+    events,
+  });
   // the agents' way out of their boxes: the `egress` bridge into the filtering proxy
   const egress = new Egress({
     records,
@@ -226,12 +236,16 @@ export async function buildServices(
       ...{ db, secrets, authorities, track: (socket) => base.own.track(socket) },
       trustFile: path.join(base.state.root, "egress-trust.pem"),
     }),
+    ask: {
+      approvals,
+      runSignal: (runId) => registry.forRun(runId)?.controller.signal,
+      timeoutMs: config.EGRESS_ASK_TIMEOUT_S * 1000,
+      events,
+    },
   });
   bridges.register("egress", egress.handler);
   // the artifact store (notes, memory, scripts, collections), written by agents redacted as their records
   const artifacts = new Artifacts({ db, access, redactorOf: (agentId) => records.forAgent(agentId) });
-  // a tool call a permit asks approval for waits for a person's decision there
-  const approvals = new Approvals({ db, access, records, events });
   // the organisations' guardrails: every tool decision must also pass them
   const guardrails = new Guardrails(db, access, (text) => toolPolicyProblem(text));
   const tools = new Tools({
