@@ -17,7 +17,6 @@ import type { GuardedFetch } from "./net/connector.js";
 import type { OwnEndpoints } from "./net/own.js";
 import type { AddressRule } from "./net/rule.js";
 import type { Logger } from "./observability/log.js";
-import { startTelemetry, type Telemetry } from "./observability/telemetry.js";
 import { recoverLeftovers } from "./runs/parts.js";
 import type { Store } from "./store/index.js";
 
@@ -92,16 +91,9 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
   await mkdir(state.flows, { recursive: true, mode: 0o711 });
   // one server per STATE_ROOT; released by close() or when the start fails
   const lock = lockStateRoot(state.root, state.run);
-  let telemetry: Telemetry | undefined;
   try {
-    const base = await openBase(config, state, opts);
     const ver = await version();
-    // OpenTelemetry, when an OTLP endpoint is set: its spans redacted as the log is
-    telemetry = startTelemetry(config, {
-      version: ver,
-      redact: (text) => base.secrets.logRedactor.redactText(text),
-      logger: base.logger,
-    });
+    const base = await openBase(config, state, { ...opts, version: ver });
     const s = await buildServices(base, { version: ver, egressHosts: opts.egressHosts });
     const lost = await s.recorder.markLost();
     if (lost > 0)
@@ -146,13 +138,11 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
         try {
           await stop(base, s, faces, o);
         } finally {
-          await telemetry?.stop();
           lock.release();
         }
       },
     };
   } catch (err) {
-    await telemetry?.stop();
     lock.release();
     throw err;
   }

@@ -12,6 +12,7 @@ import { OwnEndpoints } from "../net/own.js";
 import { AddressRule } from "../net/rule.js";
 import { createLogger, type Logger } from "../observability/log.js";
 import { Metrics } from "../observability/metrics.js";
+import { startTelemetry, type Telemetry } from "../observability/telemetry.js";
 import { SealError } from "../secrets/crypto.js";
 import { MasterKeyError, resolveMasterKey } from "../secrets/master-key.js";
 import { Secrets } from "../secrets/service.js";
@@ -29,6 +30,8 @@ export interface BaseOptions {
   defaultMetrics?: boolean | undefined;
   /** Replaces boot checks' probes (tests simulate a missing part). */
   probes?: Probes | undefined;
+  /** The server's version (OpenTelemetry's service.version). */
+  version?: string | undefined;
 }
 
 export interface Base {
@@ -54,6 +57,8 @@ export interface Base {
   policy: Policy;
   /** Where agents' and flow instances' workspaces are. */
   workspaceLayout: WorkspaceLayout;
+  /** OpenTelemetry's exporters, when an OTLP endpoint is set (stopped last, compose/serve.ts). */
+  telemetry: Telemetry;
 }
 
 /** The checks that need the store: the policy file, the classes agents name, their workspaces. */
@@ -172,5 +177,11 @@ export async function openBase(config: Config, state: StatePaths, opts: BaseOpti
     connectorWith: (deny) => createConnector({ rule: addressRule, own, deny }),
     policy: policy.policy,
     workspaceLayout,
+    // its spans redacted as the log is
+    telemetry: startTelemetry(config, {
+      version: opts.version ?? "0.0.0",
+      redact: (text) => secrets.logRedactor.redactText(text),
+      logger,
+    }),
   };
 }

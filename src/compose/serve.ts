@@ -188,4 +188,5 @@ export async function stop(
   base.provider.close?.();
   await s.egress.close();
   await base.store.close();
+  await base.telemetry.stop(); // what is left of the traces and metrics is exported
 }
