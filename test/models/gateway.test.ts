@@ -2,8 +2,6 @@
 // Chat Completions wire formats (one JSON answer and server-sent events): keys from secrets,
 // counting, prices, budgets, routing, fallback on a 429, workload tokens.
 import assert from "node:assert/strict";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import type { ModelMessage } from "ai";
 import { AgentSpec } from "../../src/contract/spec.js";
@@ -12,6 +10,7 @@ import { Prices } from "../../src/models/prices.js";
 import { modelTurn } from "../../src/models/turn.js";
 import type { GuardedFetch } from "../../src/net/connector.js";
 import { boundConnector } from "../support/bound.js";
+import { startCutStream } from "../support/cut-stream.js";
 import { startFakeAnthropic, startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
 
 const KEY = "sk-test-4f9a1c2e7d";
@@ -291,39 +290,12 @@ describe("model gateway", () => {
 
   test("a streamed call of the loop cut before its usage is counted by what flowed, never 0", async () => {
     // a provider that streams 400 characters and drops the connection before message_delta
-    const cut = http.createServer((req, res) => {
-      req.resume();
-      req.on("end", () => {
-        res.writeHead(200, { "content-type": "text/event-stream" });
-        const ev = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
-        res.write(
-          ev("message_start", {
-            type: "message_start",
-            message: {
-              id: "m",
-              type: "message",
-              role: "assistant",
-              content: [],
-              model: "m",
-              usage: { input_tokens: 3, output_tokens: 1 },
-            },
-          }) +
-            ev("content_block_start", {
-              type: "content_block_start",
-              index: 0,
-              content_block: { type: "text", text: "" },
-            }) +
-            ev("content_block_delta", {
-              type: "content_block_delta",
-              index: 0,
-              delta: { type: "text_delta", text: "x".repeat(400) },
-            }),
-          () => setTimeout(() => res.destroy(), 50),
-        );
-      });
+    const cut = await startCutStream({
+      message: { model: "m", usage: { input_tokens: 3, output_tokens: 1 } },
+      blockStart: true,
+      dropAfterMs: 50,
     });
-    await new Promise<void>((r) => cut.listen(0, "127.0.0.1", r));
-    const base = `http://127.0.0.1:${(cut.address() as AddressInfo).port}/v1`;
+    const base = cut.base;
     HOSTS.push(new URL(base).host);
     const before = connector;
     connector = boundConnector(anth, oai, base);
@@ -351,8 +323,7 @@ describe("model gateway", () => {
       s.close();
     } finally {
       connector = before;
-      cut.closeAllConnections();
-      await new Promise((r) => cut.close(r));
+      await cut.close();
     }
   });
 

@@ -13,6 +13,7 @@ import { Prices } from "../../src/models/prices.js";
 import type { GatewaySession } from "../../src/models/types.js";
 import type { GuardedFetch } from "../../src/net/connector.js";
 import { boundConnector } from "../support/bound.js";
+import { startCutStream } from "../support/cut-stream.js";
 import { startFakeAnthropic, startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
 import { startFakeResponses, type FakeResponsesServer } from "../support/fake-responses.js";
 
@@ -354,33 +355,8 @@ describe("the model gateway's HTTP face", () => {
 
   test("an answer cut before its usage is counted by what flowed, never 0", async () => {
     // a provider that streams a little text and drops the connection before message_delta
-    const cut = http.createServer((req, res) => {
-      req.resume();
-      req.on("end", () => {
-        res.writeHead(200, { "content-type": "text/event-stream" });
-        const ev = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
-        res.write(
-          ev("message_start", {
-            type: "message_start",
-            message: {
-              id: "m",
-              type: "message",
-              role: "assistant",
-              content: [],
-              usage: { output_tokens: 1 },
-            },
-          }) +
-            ev("content_block_delta", {
-              type: "content_block_delta",
-              index: 0,
-              delta: { type: "text_delta", text: "x".repeat(400) },
-            }),
-          () => res.destroy(),
-        );
-      });
-    });
-    await new Promise<void>((r) => cut.listen(0, "127.0.0.1", r));
-    const base = `http://127.0.0.1:${(cut.address() as AddressInfo).port}/v1`;
+    const cut = await startCutStream({ message: { usage: { output_tokens: 1 } } });
+    const base = cut.base;
     HOSTS.push(new URL(base).host);
     connector = boundConnector(anth, oai, resp, down, base);
     events.length = 0;
@@ -397,8 +373,7 @@ describe("the model gateway's HTTP face", () => {
       assert.deepEqual(s.usage().tokens_out, 100);
     } finally {
       s.close();
-      cut.closeAllConnections();
-      await new Promise((r) => cut.close(r));
+      await cut.close();
     }
   });
 
