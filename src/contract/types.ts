@@ -144,5 +144,7 @@ export type Flow = Out<typeof flows.Flow>;
 export type FlowCreateRequest = In<typeof flows.FlowCreateRequest>;
 export type FlowInstance = Out<typeof flows.FlowInstance>;
 export type FlowInstanceCreateRequest = In<typeof flows.FlowInstanceCreateRequest>;
+export type FlowUpdateRequest = In<typeof flows.FlowUpdateRequest>;
+export type FlowReloadResponse = Out<typeof flows.FlowReloadResponse>;
 export type FlowRunCreateRequest = In<typeof flows.FlowRunCreateRequest>;
 export type FlowConversationCreateRequest = In<typeof flows.FlowConversationCreateRequest>;

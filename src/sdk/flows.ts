@@ -8,7 +8,9 @@ import type {
   FlowCreateRequest,
   FlowInstance,
   FlowInstanceCreateRequest,
+  FlowReloadResponse,
   FlowRunCreateRequest,
+  FlowUpdateRequest,
   List,
   Run,
 } from "./types.js";
@@ -25,6 +27,14 @@ export class FlowsApi {
   }
   get(id: string, opts: RequestOptions = {}): Promise<Flow> {
     return this.http.json("GET", `/api/flows/${seg(id)}`, opts);
+  }
+  /** Renames a flow made through the API or changes its agents (a contract flow: 409 flow.from_contract). */
+  update(id: string, body: FlowUpdateRequest, opts: RequestOptions = {}): Promise<Flow> {
+    return this.http.json("PATCH", `/api/flows/${seg(id)}`, { ...opts, json: body });
+  }
+  /** Reads the flow contracts folder again (owner or admin): the flows made or brought to their contracts. */
+  reload(opts: RequestOptions = {}): Promise<FlowReloadResponse> {
+    return this.http.json("POST", "/api/flows/reload", opts);
   }
   /** Starts an instance of the flow, with its own shared /workspace. */
   start(
