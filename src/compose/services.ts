@@ -338,6 +338,7 @@ export async function buildServices(
     checkToolPolicy: (text) => toolPolicyProblem(text),
     addressRule: base.addressRule,
     gate: (agentId, version) => gates.check(agentId, version),
+    bundles,
   });
   const runs = new Runs({
     db,

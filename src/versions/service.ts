@@ -19,6 +19,7 @@ import type { AddressRule } from "../net/rule.js";
 import { checkToolHeaders } from "../secrets/tool-headers.js";
 import type { AgentRow, Db } from "../store/index.js";
 import { schema } from "../store/index.js";
+import type { Bundles } from "../workspaces/bundles.js";
 
 export interface VersionsOptions {
   db: Db;
@@ -30,6 +31,8 @@ export interface VersionsOptions {
    * canary's; null: a version never evaluated).
    */
   gate?: (agentId: string, version: number | null) => Promise<void>;
+  /** A contract flow's agent: a new version stays within its permission bundle (400 bundle.exceeded). */
+  bundles?: Pick<Bundles, "check">;
 }
 
 /** Where a routing key falls in [0, 1): the same key, the same place, for one agent. */
@@ -99,6 +102,7 @@ export class Versions {
     const spec = (await nextSpec(current.spec, patch, this.#o.checkToolPolicy)) ?? current.spec;
     if (this.#o.addressRule) checkNetworkPolicy(spec.sandbox_policy, this.#o.addressRule);
     await checkToolHeaders(this.#o.db, agent.orgId, spec, current.spec);
+    await this.#o.bundles?.check(agent.id, spec);
     // made current as it is written: it cannot have passed an evaluation yet
     if (makeCurrent === true) await this.#o.gate?.(agent.id, null);
     const { version } = await appendVersion(this.#o.db, agent.id, spec, who.email, {

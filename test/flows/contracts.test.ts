@@ -181,6 +181,12 @@ describe("flows as files on real boxes", { skip: boxSkipReason() ?? false }, () 
       hosts: ["evil.example.net"],
       secrets: [],
     });
+    // a new version is held to the bundle too
+    const version = await owner("POST", `/api/agents/${agents.writer}/versions`, {
+      tools: [{ type: "builtin", name: "web_fetch" }],
+    });
+    assert.equal(version.status, 400, JSON.stringify(version.body));
+    assert.deepEqual(version.body.error.over.tools, ["web_fetch"]);
     const within = await owner("PATCH", `/api/agents/${agents.writer}`, {
       tools: [{ type: "builtin", name: "read_file" }],
       sandbox_policy: { files: { read: [], write: [] }, network: { allow: ["api.example.com"] } },
