@@ -193,11 +193,11 @@ export class Egress {
   }
 
   #enqueue(r: EgressRecord): void {
+    egressSpan(r); // OpenTelemetry, when on: a span of the run going on
     this.#queue.push(r);
     if (this.#queue.length >= FLUSH_AT) void this.flush();
     else this.#timer ??= setTimeout(() => void this.flush(), FLUSH_MS);
   }
-    egressSpan(r); // OpenTelemetry, when on: a span of the run going on
 
   /** Stores the decisions not yet stored (and their run events). */
   flush(): Promise<void> {
