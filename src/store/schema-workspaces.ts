@@ -1,5 +1,14 @@
 // A part of the schema (re-exported by schema.ts, which would pass its bound of lines).
-import { index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import {
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+} from "drizzle-orm/pg-core";
 import { created } from "./columns.js";
 import { orgs, agents, conversations } from "./schema.js";
 
@@ -15,7 +24,9 @@ export const flows = pgTable(
       .references(() => orgs.id, { onDelete: "restrict" }),
     name: text("name").notNull(),
     /** `contract`: made from a contract file (WARREN_CONTRACTS); the API does not change it. */
-    source: text("source", { enum: ["api", "contract"] }).notNull().default("api"),
+    source: text("source", { enum: ["api", "contract"] })
+      .notNull()
+      .default("api"),
     /** A contract flow's revision: the content hash of its folder as last loaded. */
     revision: text("revision"),
     /** A contract flow's file, relative to the contracts folder. */
