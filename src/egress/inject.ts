@@ -23,7 +23,9 @@ import { compilePolicy, matchEntry, targetOf, type CompiledPolicy, type Target }
 import {
   connectFailure,
   oneLine,
+  relay,
   splitHostPort,
+  type Carried,
   type Conn,
   type EgressContext,
   type EgressRecord,
@@ -262,8 +264,7 @@ export class Injection {
       return refuse("a request in an intercepted connection names a path, not a URL");
     const sent = await this.rewrite(x.c.ctx, x.t, req.headers, path);
     if (!sent.ok) return refuse(sent.reason);
-    let bytesOut = 0;
-    let bytesIn = 0;
+    const carried: Carried = { out: 0, in: 0 };
     let done = false;
     const finish = (extra: string) => {
       if (done) return;
@@ -273,8 +274,8 @@ export class Injection {
         at: new Date(t0),
         decision: "allowed",
         reason: `${x.reason}; intercepted for the agent's secrets bound to it${extra}`,
-        bytesOut,
-        bytesIn,
+        bytesOut: carried.out,
+        bytesIn: carried.in,
         durationMs: Date.now() - t0,
       });
     };
@@ -293,27 +294,7 @@ export class Injection {
     ups.add(up);
     up.on("socket", (s) => this.#o.track(s));
     up.on("close", () => ups.delete(up));
-    req.on("data", (b: Buffer) => (bytesOut += b.length));
-    up.on("timeout", () => up.destroy(new Error("the upstream did not answer in time")));
-    up.on("response", (ur) => {
-      up.setTimeout(0);
-      ur.on("data", (b: Buffer) => (bytesIn += b.length));
-      res.writeHead(ur.statusCode ?? 502, ur.statusMessage, endToEnd(ur.headers));
-      ur.pipe(res);
-      ur.on("error", () => res.destroy());
-    });
-    up.on("error", (err: NodeJS.ErrnoException) => {
-      if (!res.headersSent) {
-        res.writeHead(502, { "content-type": "text/plain; charset=utf-8", connection: "close" });
-        res.end(`warren egress: the upstream failed: ${oneLine(err.message)}\n`);
-      } else res.destroy();
-      finish(`; the upstream failed: ${err.code ?? err.message}`);
-    });
-    res.on("close", () => {
-      if (!res.writableFinished) up.destroy();
-      finish("");
-    });
-    req.pipe(up);
+    relay(req, res, up, carried, finish);
   }
 }
 

@@ -7,7 +7,6 @@
 import http from "node:http";
 import net from "node:net";
 import type { Duplex } from "node:stream";
-import { endToEnd } from "../net/headers.js";
 import { formatIp, isLocalName } from "../net/rule.js";
 import {
   connectFailure,
@@ -16,11 +15,13 @@ import {
   openReason,
   plainTarget,
   printable,
+  relay,
   splice,
   splitHostPort,
   TUNNEL_HIGH_WATER,
   TUNNEL_POOL,
   TUNNEL_READ,
+  type Carried,
   type Conn,
   type Decision,
   type EgressContext,
@@ -261,8 +262,7 @@ export class EgressProxy {
     if (req.socket.destroyed) return refuse(403, GONE, t.host, port, path);
     const sent = await headersFor(this.#o.inject, c.ctx, t, req);
     if (!sent.ok) return refuse(403, sent.reason, t.host, port, path);
-    let bytesOut = 0;
-    let bytesIn = 0;
+    const carried: Carried = { out: 0, in: 0 };
     const up = http.request({
       host: formatIp(d.address),
       port,
@@ -289,8 +289,8 @@ export class EgressProxy {
           port,
           method,
           path,
-          bytesOut,
-          bytesIn,
+          bytesOut: carried.out,
+          bytesIn: carried.in,
           durationMs: Date.now() - t0,
         });
         finish(`; ${reason}`);
@@ -312,32 +312,12 @@ export class EgressProxy {
         port,
         method,
         path,
-        bytesOut,
-        bytesIn,
+        bytesOut: carried.out,
+        bytesIn: carried.in,
         durationMs: Date.now() - t0,
       });
     };
-    req.on("data", (b: Buffer) => (bytesOut += b.length));
-    up.on("timeout", () => up.destroy(new Error("the upstream did not answer in time")));
-    up.on("response", (ur) => {
-      up.setTimeout(0);
-      ur.on("data", (b: Buffer) => (bytesIn += b.length));
-      res.writeHead(ur.statusCode ?? 502, ur.statusMessage, endToEnd(ur.headers));
-      ur.pipe(res);
-      ur.on("error", () => res.destroy());
-    });
-    up.on("error", (err) => {
-      if (!res.headersSent) {
-        res.writeHead(502, { "content-type": "text/plain; charset=utf-8", connection: "close" });
-        res.end(`warren egress: the upstream failed: ${oneLine(err.message)}\n`);
-      } else res.destroy();
-      finish(`; the upstream failed: ${(err as NodeJS.ErrnoException).code ?? err.message}`);
-    });
-    res.on("close", () => {
-      if (!res.writableFinished) up.destroy();
-      finish("");
-    });
-    req.pipe(up);
+    relay(req, res, up, carried, finish);
   }
 
   async #connect(req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {

@@ -1,7 +1,9 @@
 // The egress proxy's parts that hold no state of its own: what it records and is given, the
 // shapes of a connection and a decision, and the byte plumbing of tunnels and SOCKS (proxy.ts).
+import type http from "node:http";
 import type net from "node:net";
 import type { Duplex } from "node:stream";
+import { endToEnd } from "../net/headers.js";
 import { formatIp, type AddressRule } from "../net/rule.js";
 import { targetOf, type CompiledPolicy, type Target } from "./policy.js";
 import type { EgressAsker } from "./ask.js";
@@ -219,4 +221,45 @@ export function plainTarget(
       };
   }
   return { ok: true, parsed, t, port, path };
+}
+
+/** The bytes a relayed request carried each way. */
+export interface Carried {
+  out: number;
+  in: number;
+}
+
+/**
+ * Relays a plain request to its upstream and the upstream's answer back (end-to-end headers
+ * only), counting the bytes each way; `finish` is told once the exchange ends, with why when
+ * the upstream failed. The plain proxy and the intercepted connections relay the same way.
+ */
+export function relay(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  up: http.ClientRequest,
+  carried: Carried,
+  finish: (extra: string) => void,
+): void {
+  req.on("data", (b: Buffer) => (carried.out += b.length));
+  up.on("timeout", () => up.destroy(new Error("the upstream did not answer in time")));
+  up.on("response", (ur) => {
+    up.setTimeout(0);
+    ur.on("data", (b: Buffer) => (carried.in += b.length));
+    res.writeHead(ur.statusCode ?? 502, ur.statusMessage, endToEnd(ur.headers));
+    ur.pipe(res);
+    ur.on("error", () => res.destroy());
+  });
+  up.on("error", (err: NodeJS.ErrnoException) => {
+    if (!res.headersSent) {
+      res.writeHead(502, { "content-type": "text/plain; charset=utf-8", connection: "close" });
+      res.end(`warren egress: the upstream failed: ${oneLine(err.message)}\n`);
+    } else res.destroy();
+    finish(`; the upstream failed: ${err.code ?? err.message}`);
+  });
+  res.on("close", () => {
+    if (!res.writableFinished) up.destroy();
+    finish("");
+  });
+  req.pipe(up);
 }
