@@ -72,7 +72,21 @@ test("approvals: waiting by default, all or one status; a decision is allow or d
     decision: "deny",
     sha: SHA,
     message: "no",
+    add: false,
   });
+  // an egress approval's host may join the agent's allow list, with allow only
+  assert.deepEqual(cmd(["approvals", "decide", "apr_1", "allow", "--sha256", SHA, "--add-to-policy"]), {
+    kind: "approvals.decide",
+    id: "apr_1",
+    decision: "allow",
+    sha: SHA,
+    message: undefined,
+    add: true,
+  });
+  usage(
+    ["approvals", "decide", "apr_1", "deny", "--sha256", SHA, "--add-to-policy"],
+    /--add-to-policy goes with allow/,
+  );
   usage(["approvals", "decide", "apr_1", "maybe", "--sha256", SHA], /allow or deny/);
   usage(["approvals", "decide", "apr_1", "allow", "--sha256", "abc"], /64 hex digits/);
   usage(["approvals", "decide", "apr_1", "allow"], /--sha256/);
