@@ -74,7 +74,12 @@ describe("forking in the app", () => {
       (u) => /\/conversations\/cnv_[0-9a-z]{16}$/.test(u.pathname) && !u.pathname.endsWith(c.body.id),
     );
     const forkId = new URL(page.url()).pathname.split("/").at(-1)!;
-    await page.getByTestId("user-message").getByText("second question").waitFor();
+    // the fork's thread, not the source's still on screen while the new one loads: one answer
+    await page.waitForFunction(
+      () =>
+        document.querySelectorAll('[data-testid="agent-message"]').length === 1 &&
+        document.querySelectorAll('[data-testid="user-message"]').length === 2,
+    );
     assert.deepEqual(await page.getByTestId("user-message").allTextContents(), [
       "first question",
       "second question",
