@@ -76,9 +76,8 @@ describe("forking in the app", () => {
     const forkId = new URL(page.url()).pathname.split("/").at(-1)!;
     // the fork's thread, not the source's still on screen while the new one loads: one answer
     await page.waitForFunction(
-      () =>
-        document.querySelectorAll('[data-testid="agent-message"]').length === 1 &&
-        document.querySelectorAll('[data-testid="user-message"]').length === 2,
+      `document.querySelectorAll('[data-testid="agent-message"]').length === 1 &&
+        document.querySelectorAll('[data-testid="user-message"]').length === 2`,
     );
     assert.deepEqual(await page.getByTestId("user-message").allTextContents(), [
       "first question",
