@@ -84,7 +84,14 @@ export function jsonClient(url: string, maxSockets: number) {
       req.once("error", reject);
       req.end(payload);
     });
-  return { call, close: () => agent.destroy() };
+  /** A call that must succeed (2xx): its body, else an error naming the answer. */
+  const ok = async (method: string, path: string, body?: unknown): Promise<any> => {
+    const r = await call(method, path, body);
+    if (r.status < 200 || r.status > 299)
+      throw new Error(`${method} ${path} answered ${r.status}: ${JSON.stringify(r.body)}`);
+    return r.body;
+  };
+  return { call, ok, close: () => agent.destroy() };
 }
 
 function client(url: string, maxSockets: number) {

@@ -131,12 +131,7 @@ export async function benchConversations(o: {
   const api = jsonClient(t.url!, 8);
   let machine: string | undefined;
   try {
-    const ok = async (method: string, path: string, body?: unknown) => {
-      const r = await api.call(method, path, body);
-      if (r.status < 200 || r.status > 299)
-        throw new Error(`${method} ${path} answered ${r.status}: ${JSON.stringify(r.body)}`);
-      return r.body;
-    };
+    const { ok } = api;
     const org = await ok("POST", "/api/orgs", { name: "talk" });
     machine = (await ok("POST", "/api/machines", { org_id: org.id, name: "talk" })).id as string;
     const agent = await ok("POST", "/api/agents", {

@@ -40,12 +40,7 @@ export async function benchForks(o: {
   const probe = jsonClient(t.url!, 1);
   let machine: string | undefined;
   try {
-    const ok = async (method: string, path: string, body?: unknown) => {
-      const r = await api.call(method, path, body);
-      if (r.status < 200 || r.status > 299)
-        throw new Error(`${method} ${path} answered ${r.status}: ${JSON.stringify(r.body)}`);
-      return r.body;
-    };
+    const { ok } = api;
     const org = await ok("POST", "/api/orgs", { name: "forks" });
     machine = (await ok("POST", "/api/machines", { org_id: org.id, name: "forks", max_workspace_mib: 8192 }))
       .id as string;

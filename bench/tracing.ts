@@ -39,11 +39,7 @@ async function side(
   });
   try {
     const api = jsonClient(t.url!, 64);
-    const ok = async (method: string, path: string, body?: unknown) => {
-      const r = await api.call(method, path, body);
-      if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
-      return r.body;
-    };
+    const { ok } = api;
     const org = await ok("POST", "/api/orgs", { name: "otel" });
     const m = await ok("POST", "/api/machines", { org_id: org.id, name: "m" });
     const agents: string[] = [];
