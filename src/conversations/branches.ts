@@ -7,7 +7,6 @@
 // fast-forward that git itself refuses when it would overwrite an uncommitted change. Every git
 // command goes through the git door (./git.ts): in the agent's box, with no secret, never with
 // configuration, hooks or a `.git` pointer the repository holds.
-import fs from "node:fs/promises";
 import { eq } from "drizzle-orm";
 import type { AgentRow } from "../agents/service.js";
 import type { HomeLayout } from "../boxes/index.js";
@@ -152,7 +151,7 @@ export class Branches {
     const place = { repo: source.repo, worktree };
     // the source's changes are read while the fork's worktree is checked out: neither waits
     const [reading, making] = await Promise.allSettled([
-      source.worktree ? this.#changed(agent, from, source.worktree) : [],
+      source.worktree ? this.#changed(from) : [],
       this.#open(agent, place, { worktreeMayBeMissing: true }).then(async (made) => {
         if (!made) throw new WarrenError("not_found", `the repository ${source.repo} is gone`);
         const at = `${home}/${worktree}`;
@@ -186,8 +185,12 @@ export class Branches {
     }
   }
 
-  /** The paths the worktree changed against its head (NUL-separated status, renames as two). */
-  async #changed(agent: AgentRow, git: Git, worktree: string): Promise<{ path: string; there: boolean }[]> {
+  /**
+   * The paths the worktree changed against its head (NUL-separated status, renames as two), and
+   * whether each is still there, read from the status itself (a Y of D, or an X of D with a
+   * blank Y, is gone): nothing of the agent's paths is looked up on the host.
+   */
+  async #changed(git: Git): Promise<{ path: string; there: boolean }[]> {
     const st = await git.worktree([
       "status",
       "--porcelain=v1",
@@ -196,21 +199,15 @@ export class Branches {
       "--no-renames",
     ]);
     if (st.code !== 0) throw new Error(`git status failed: ${st.err.trim()}`);
-    const root = `${this.layout.homeDir(agent.machineId, agent.id)}/${worktree}`;
-    const paths = st.out
-      .split("\0")
-      .filter((e) => e.length >= 4)
-      .map((e) => e.slice(3));
-    // there or not, as the host sees it now (a link is copied as a link, never followed)
-    return Promise.all(
-      paths.map(async (path) => ({
-        path,
-        there: await fs.lstat(`${root}/${path}`).then(
-          () => true,
-          () => false,
-        ),
-      })),
-    );
+    const gone = new Map<string, boolean>();
+    for (const e of st.out.split("\0")) {
+      if (e.length < 4) continue;
+      const path = e.slice(3);
+      const deleted = e[1] === "D" || (e[0] === "D" && e[1] === " ");
+      // deleted from the index and back as an untracked file: listed twice, and there
+      gone.set(path, (gone.get(path) ?? true) && deleted);
+    }
+    return [...gone].map(([path, g]) => ({ path, there: !g }));
   }
 
   /** The changed files copied from one worktree to the other in the agent's box; the gone ones removed. */
