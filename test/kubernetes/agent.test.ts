@@ -13,11 +13,11 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { BOX_ROOT_HOST_ID } from "../../src/boxes/kit/boxd.js";
 import { podName } from "../../src/boxes/kubernetes/manifests.js";
-import { boxSkipReason, ensureBuilt, testBoxdBinary, waitFor } from "../box/fixture.js";
-import { FakeKube } from "../support/fake-kube.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import { boxSkipReason, ensureBuilt, waitFor } from "../box/fixture.js";
+import type { FakeKube } from "../support/fake-kube.js";
+import type { TestServer } from "../support/server.js";
+import { serveOnFakeKube } from "./support.js";
 
-const NS = "warren-boxes";
 const terminal = ["succeeded", "failed", "timed_out", "cancelled", "lost"];
 
 describe(
@@ -58,34 +58,7 @@ describe(
       ensureBuilt();
       root = fs.mkdtempSync(path.join(os.tmpdir(), "wka-"));
       stateRoot = path.join(root, "server");
-      fake = new FakeKube({
-        root: path.join(root, "fake"),
-        namespaces: [NS],
-        storageClasses: ["standard"],
-        claims: [
-          // the server's Pod mounts this claim at STATE_ROOT/workspaces: here it is that folder
-          {
-            name: "warren-workspaces",
-            accessModes: ["ReadWriteMany"],
-            dir: path.join(stateRoot, "workspaces"),
-          },
-          { name: "warren-shared", accessModes: ["ReadWriteMany"] },
-        ],
-        token: "fake-token",
-        boxdBinary: testBoxdBinary,
-        bridgeBinary: path.join(path.dirname(testBoxdBinary), "box-bridge"),
-      });
-      await fake.listen();
-      t = await startTestServer({
-        stateRoot,
-        env: {
-          WARREN_PROVIDER: "kubernetes",
-          WARREN_K8S_KUBECONFIG: fake.kubeconfig(path.join(root, "kubeconfig")),
-          WARREN_K8S_NAMESPACE: NS,
-          // the fake's Pods are local boxes: box root is the local provider's host id there
-          WARREN_K8S_BOX_ROOT_ID: String(BOX_ROOT_HOST_ID),
-        },
-      });
+      t = await serveOnFakeKube({ root, stateRoot }, (f) => (fake = f));
       const org = (await api().call("POST", "/api/orgs", { name: "k8s" })).body;
       machine = (
         await api().call("POST", "/api/machines", { org_id: org.id, name: "m", max_workspace_mib: 200 })

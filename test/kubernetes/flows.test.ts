@@ -9,14 +9,13 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { BOX_ROOT_HOST_ID } from "../../src/boxes/kit/boxd.js";
 import { podName } from "../../src/boxes/kubernetes/manifests.js";
-import { boxSkipReason, ensureBuilt, testBoxdBinary } from "../box/fixture.js";
+import { boxSkipReason, ensureBuilt } from "../box/fixture.js";
 import { TERMINAL_STATUSES } from "../support/agent-runs.js";
-import { FakeKube } from "../support/fake-kube.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import type { FakeKube } from "../support/fake-kube.js";
+import type { TestServer } from "../support/server.js";
+import { serveOnFakeKube } from "./support.js";
 
-const NS = "warren-boxes";
 const POLICY = `workspace_classes:
   shared_instance:
     workspace_scope: per-flow-instance
@@ -74,33 +73,10 @@ describe(
       fs.writeFileSync(path.join(contracts, "pair", "notes.md"), "shipped notes\n");
       fs.mkdirSync(stateRoot, { recursive: true });
       fs.writeFileSync(path.join(stateRoot, "policy.yaml"), POLICY);
-      fake = new FakeKube({
-        root: path.join(root, "fake"),
-        namespaces: [NS],
-        storageClasses: ["standard"],
-        claims: [
-          {
-            name: "warren-workspaces",
-            accessModes: ["ReadWriteMany"],
-            dir: path.join(stateRoot, "workspaces"),
-          },
-          { name: "warren-shared", accessModes: ["ReadWriteMany"], dir: shared },
-        ],
-        token: "fake-token",
-        boxdBinary: testBoxdBinary,
-        bridgeBinary: path.join(path.dirname(testBoxdBinary), "box-bridge"),
-      });
-      await fake.listen();
-      t = await startTestServer({
-        stateRoot,
-        env: {
-          WARREN_PROVIDER: "kubernetes",
-          WARREN_K8S_KUBECONFIG: fake.kubeconfig(path.join(root, "kubeconfig")),
-          WARREN_K8S_NAMESPACE: NS,
-          WARREN_K8S_BOX_ROOT_ID: String(BOX_ROOT_HOST_ID),
-          WARREN_CONTRACTS: contracts,
-        },
-      });
+      t = await serveOnFakeKube(
+        { root, stateRoot, shared, env: { WARREN_CONTRACTS: contracts } },
+        (f) => (fake = f),
+      );
       const org = (await api().call("POST", "/api/orgs", { name: "k8s" })).body;
       // each agent on a machine of its own: two Pods share the instance's /workspace
       for (const name of ["a", "b"]) {
