@@ -34,7 +34,13 @@ describe("egress approvals (network.ask)", { skip: boxSkipReason() ?? false }, (
         EGRESS_ASK_TIMEOUT_S: String(ASK_S),
         WARREN_EGRESS_PRIVATE_ALLOW: `127.0.0.1:${up.httpPort},127.0.0.1:${up.httpsPort}`,
       },
-      egressHosts: Object.fromEntries([...TEST_NAMES, "b.example.com"].map((n) => [n, ["127.0.0.1"]])),
+      egressHosts: {
+        ...Object.fromEntries(
+          [...TEST_NAMES, "b.example.com", "inner.example.com"].map((n) => [n, ["127.0.0.1"]]),
+        ),
+        // a name under ask that leads to the cloud's metadata address
+        "meta.example.com": ["169.254.169.254"],
+      },
     });
     const org = (await t.call("POST", "/api/orgs", { name: "ask" })).body;
     const m = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", memory_mib: 1024 })).body;
@@ -201,5 +207,30 @@ describe("egress approvals (network.ask)", { skip: boxSkipReason() ?? false }, (
     const next = await start(`curl -sS -w ' %{http_code}\\n' http://example.com:${up.httpPort}/hello`);
     assert.equal((await ended(next)).output, `hello from example.com:${up.httpPort}\n 200\n`);
     assert.equal((await approvals(next)).length, 0);
+  });
+
+  test("a host under ask whose address the address rule refuses is refused at once: nobody is asked", async () => {
+    const runId = await start(
+      [
+        `curl -sS -w ' %{http_code}\\n' http://meta.example.com/latest/meta-data/`,
+        // loopback, on a port the operator did not open
+        `curl -sS -w ' %{http_code}\\n' http://inner.example.com:9/`,
+        `curl -sS -k https://meta.example.com/ 2>&1 | head -c 300; echo " exit \${PIPESTATUS[0]}"`,
+      ].join("; "),
+    );
+    const run = await ended(runId);
+    assert.equal(run.status, "succeeded", JSON.stringify(run));
+    // two plain requests answered 403 by the proxy, and the tunnel's "response 403"
+    assert.equal((run.output as string).match(/ 403\n/g)?.length, 3, run.output);
+    assert.match(run.output as string, /response 403\n exit 56\n$/);
+    assert.equal((await approvals(runId)).length, 0, "no approval was raised");
+    for (const host of ["meta.example.com", "inner.example.com"]) {
+      const recs = (await records(host)).filter((r) => r.run_id === runId);
+      assert.ok(recs.length > 0, `${host} was recorded`);
+      for (const r of recs) {
+        assert.equal(r.decision, "refused");
+        assert.doesNotMatch(r.reason, /approval/);
+      }
+    }
   });
 });
