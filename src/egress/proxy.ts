@@ -136,6 +136,33 @@ export class EgressProxy {
     });
   }
 
+  /**
+   * The record writer of one request or tunnel that got under way: its target and run fixed
+   * when it began, its bytes and duration read when it is told (allowed when it ends, refused
+   * when it is cut off).
+   */
+  #teller(
+    c: Conn,
+    runId: string | null,
+    t0: number,
+    target: Pick<EgressRecord, "host" | "port" | "method" | "path">,
+    bytes: () => { out: number; in: number },
+  ) {
+    return (decision: EgressRecord["decision"], reason: string, at: Date): void => {
+      const b = bytes();
+      this.#record(c, {
+        ...target,
+        runId,
+        at,
+        decision,
+        reason,
+        bytesOut: b.out,
+        bytesIn: b.in,
+        durationMs: Date.now() - t0,
+      });
+    };
+  }
+
   /** A refusal before anything was sent or read. */
   #refusedNow(
     c: Conn,
@@ -273,6 +300,7 @@ export class EgressProxy {
       timeout: this.#o.connectTimeoutMs ?? 10_000,
     });
     up.on("socket", (s) => this.#o.track(s));
+    const tell = this.#teller(c, runId, t0, { host: t.host, port, method, path }, () => carried);
     let done = false;
     const live: Live = {
       c,
@@ -280,19 +308,7 @@ export class EgressProxy {
       address: d.address,
       plain: { method, path },
       end: (reason) => {
-        this.#record(c, {
-          runId,
-          at: new Date(),
-          decision: "refused",
-          reason,
-          host: t.host,
-          port,
-          method,
-          path,
-          bytesOut: carried.out,
-          bytesIn: carried.in,
-          durationMs: Date.now() - t0,
-        });
+        tell("refused", reason, new Date());
         finish(`; ${reason}`);
         up.destroy();
         res.destroy();
@@ -303,19 +319,7 @@ export class EgressProxy {
       this.#live.delete(live);
       if (done) return;
       done = true;
-      this.#record(c, {
-        runId,
-        at: new Date(t0),
-        decision: "allowed",
-        reason: `${d.reason}${extra}`,
-        host: t.host,
-        port,
-        method,
-        path,
-        bytesOut: carried.out,
-        bytesIn: carried.in,
-        durationMs: Date.now() - t0,
-      });
+      tell("allowed", `${d.reason}${extra}`, new Date(t0));
     };
     relay(req, res, up, carried, finish);
   }
@@ -398,6 +402,10 @@ export class EgressProxy {
       this.#o.connectTimeoutMs ?? 10_000,
     );
     this.#o.track(up);
+    const tell = this.#teller(c, runId, t0, { host: t.host, port: t.port, method: null, path: null }, () => ({
+      out: up.bytesWritten,
+      in: up.bytesRead,
+    }));
     let connected = false;
     let recorded = false;
     const live: Live = {
@@ -406,19 +414,7 @@ export class EgressProxy {
       address: d.address,
       plain: null,
       end: (reason) => {
-        this.#record(c, {
-          runId,
-          at: new Date(),
-          decision: "refused",
-          reason,
-          host: t.host,
-          port: t.port,
-          method: null,
-          path: null,
-          bytesOut: up.bytesWritten,
-          bytesIn: up.bytesRead,
-          durationMs: Date.now() - t0,
-        });
+        tell("refused", reason, new Date());
         finish(`; ${reason}`);
         up.destroy();
         socket.destroy();
@@ -429,19 +425,7 @@ export class EgressProxy {
       this.#live.delete(live);
       if (recorded) return;
       recorded = true;
-      this.#record(c, {
-        runId,
-        at: new Date(t0),
-        decision: "allowed",
-        reason: `${d.reason}${extra}`,
-        host: t.host,
-        port: t.port,
-        method: null,
-        path: null,
-        bytesOut: up.bytesWritten,
-        bytesIn: up.bytesRead,
-        durationMs: Date.now() - t0,
-      });
+      tell("allowed", `${d.reason}${extra}`, new Date(t0));
     };
     up.once("connect", () => {
       clearTimeout(timer);
