@@ -221,3 +221,24 @@ export const RunEventList = items(RunEvent, "RunEventList");
 export const RunEventsQuery = z
   .object({ after: z.coerce.number().int().min(0).optional().describe("only events after this event id") })
   .strict();
+
+/** One model call, as counted and written to the trace as a `model_call` event. */
+export interface ModelCallRecord {
+  provider: string;
+  model: string;
+  tokens_in: number;
+  tokens_out: number;
+  usd: number;
+  latency_ms: number;
+  finish_reason: string | null;
+  status: "ok" | "error";
+  error?: string;
+  /** Set when this call was made on a fallback: from which model and why. */
+  fallback_from?: { provider: string; model: string; reason: string };
+  /** Which face made it: the in-process loop, or a harness through the HTTP face. */
+  via: "loop" | "http";
+  /** Set when the answer was cut before its usage came: the counts are estimated from what flowed. */
+  estimated?: boolean;
+  /** Set when the client hung up before the answer's end (the answer was still read to its end). */
+  client_closed?: boolean;
+}

@@ -1,5 +1,6 @@
 // A call with fallback: the session's candidates in order until one answers, each attempt
 // admitted by the run's budget first, each failure and each move written to the trace.
+import type { ModelCallRecord } from "../contract/runs.js";
 import type { LanguageModelV3 } from "@ai-sdk/provider";
 import { addressRefusedIn } from "../net/connector.js";
 import {
@@ -10,7 +11,7 @@ import {
   withContext,
   type TraceContext,
 } from "../observability/tracing.js";
-import type { BudgetState, GatewaySession, ModelCallRecord, ResolvedModel } from "./types.js";
+import type { BudgetState, GatewaySession, ResolvedModel } from "./types.js";
 import type { BudgetRefusal } from "../budgets/types.js";
 
 /** Whether a failed call may move to the fallback: anything but the run's own abort. */

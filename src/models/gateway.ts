@@ -6,6 +6,7 @@ import { randomBytes } from "node:crypto";
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import type { ModelCallRecord } from "../contract/runs.js";
 import type { LanguageModelV3 } from "@ai-sdk/provider";
 import type { ModelRef, ModelSpec } from "../contract/spec.js";
 import type { SecretUse } from "../contract/types.js";
@@ -22,7 +23,6 @@ import type {
   CallEstimate,
   GatewayOpen,
   GatewaySession,
-  ModelCallRecord,
   ModelGateway,
   ModelUsage,
   ResolvedModel,

@@ -9,8 +9,9 @@
 // against the run's budget before it is sent; one that would cross it is refused (or, with
 // on_limit finish, becomes one last call without tools).
 import http from "node:http";
+import type { ModelCallRecord } from "../contract/runs.js";
 import type { Duplex } from "node:stream";
-import type { GatewaySession, ModelCallRecord, ModelGateway, ResolvedModel, WireProtocol } from "./types.js";
+import type { GatewaySession, ModelGateway, ResolvedModel, WireProtocol } from "./types.js";
 import type { BudgetRefusal } from "../budgets/types.js";
 import { addressRefusedIn } from "../net/connector.js";
 import { budgetName } from "./fallback.js";

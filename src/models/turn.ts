@@ -3,7 +3,8 @@
 // callWithFallback.
 // The AI SDK speaks the providers' wire formats; it runs no tool and retries nothing itself.
 import { generateText, jsonSchema, streamText, tool, type ModelMessage, type ToolSet } from "ai";
-import type { GatewaySession, ModelCallRecord, ResolvedModel } from "./types.js";
+import type { ModelCallRecord } from "../contract/runs.js";
+import type { GatewaySession, ResolvedModel } from "./types.js";
 import { callWithFallback } from "./gateway.js";
 import type { TraceContext } from "../observability/tracing.js";
 

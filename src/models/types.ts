@@ -3,6 +3,7 @@
 // (src/models/http) with the run's workload token. The real key never leaves the server.
 import type { GuardedFetch } from "../net/connector.js";
 import type { LanguageModelV3 } from "@ai-sdk/provider";
+import type { ModelCallRecord } from "../contract/runs.js";
 import type { AgentSpec, ModelRef } from "../contract/spec.js";
 import type { Redactor } from "../secrets/redact.js";
 import type { BudgetRefusal } from "../budgets/types.js";
@@ -20,27 +21,6 @@ export interface ResolvedModel {
   apiKey: string | null;
   /** `provider:name`, as the trace and the receipt name it. */
   label: string;
-}
-
-/** One model call, as counted and written to the trace as a `model_call` event. */
-export interface ModelCallRecord {
-  provider: string;
-  model: string;
-  tokens_in: number;
-  tokens_out: number;
-  usd: number;
-  latency_ms: number;
-  finish_reason: string | null;
-  status: "ok" | "error";
-  error?: string;
-  /** Set when this call was made on a fallback: from which model and why. */
-  fallback_from?: { provider: string; model: string; reason: string };
-  /** Which face made it: the in-process loop, or a harness through the HTTP face. */
-  via: "loop" | "http";
-  /** Set when the answer was cut before its usage came: the counts are estimated from what flowed. */
-  estimated?: boolean;
-  /** Set when the client hung up before the answer's end (the answer was still read to its end). */
-  client_closed?: boolean;
 }
 
 export interface ModelUsage {

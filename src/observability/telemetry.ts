@@ -14,6 +14,7 @@ import {
   type Histogram,
 } from "@opentelemetry/api";
 import type { Counter } from "@opentelemetry/api";
+import type { ModelCallRecord } from "../contract/runs.js";
 import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-http";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { resourceFromAttributes } from "@opentelemetry/resources";
@@ -113,20 +114,7 @@ export function countRun(kind: string, status: string): void {
  * as metrics; a harness's call through the HTTP face is also a span of its run (the loop's
  * calls are spans of their own, models/fallback.ts).
  */
-export function modelCallTold(
-  c: {
-    provider: string;
-    model: string;
-    tokens_in: number;
-    tokens_out: number;
-    usd: number;
-    latency_ms: number;
-    finish_reason: string | null;
-    status: "ok" | "error";
-    via: "loop" | "http";
-  },
-  runId: string,
-): void {
+export function modelCallTold(c: ModelCallRecord, runId: string): void {
   const at: Attributes = {
     "gen_ai.operation.name": "chat",
     "gen_ai.provider.name": c.provider,
