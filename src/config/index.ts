@@ -40,14 +40,34 @@ export type BootCheckName = (typeof BOOT_CHECK_NAMES)[number];
 export const OCI_RUNTIMES = ["runc", "crun"] as const;
 export type OciRuntime = (typeof OCI_RUNTIMES)[number];
 
+/** A text variable; empty is unset. */
+const text = () =>
+  z
+    .string()
+    .optional()
+    .transform((v) => (v === "" ? undefined : v));
+
+/** A comma-separated list of names, each one of `allowed`. */
+function namesFrom<const T extends readonly string[]>(name: string, allowed: T) {
+  return z
+    .string()
+    .optional()
+    .transform((v) =>
+      (v ?? "")
+        .split(",")
+        .map((x) => x.trim())
+        .filter(Boolean),
+    )
+    .refine((v) => v.every((x) => (allowed as readonly string[]).includes(x)), {
+      message: `${name} is a comma-separated list of: ${allowed.join(", ")}`,
+    })
+    .transform((v) => v as T[number][]);
+}
+
 /** An OTLP/HTTP endpoint (http or https); empty is unset. */
-const otlpUrl = z
-  .string()
-  .optional()
-  .transform((v) => (v === "" ? undefined : v))
-  .refine((v) => v === undefined || /^https?:\/\/[^/\s]+/.test(v), {
-    message: "an OTLP endpoint is an http:// or https:// URL (e.g. http://localhost:4318)",
-  });
+const otlpUrl = text().refine((v) => v === undefined || /^https?:\/\/[^/\s]+/.test(v), {
+  message: "an OTLP endpoint is an http:// or https:// URL (e.g. http://localhost:4318)",
+});
 
 const bool = z
   .enum(["0", "1", "true", "false", ""])
@@ -137,13 +157,9 @@ export const configSchema = z
       .max(65535, "WARREN_PORT must be between 0 and 65535")
       .default(8080),
     STATE_ROOT: z.string().min(1, "STATE_ROOT must name a folder").default(".state"),
-    DATABASE_URL: z
-      .string()
-      .optional()
-      .transform((v) => (v === "" ? undefined : v))
-      .refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), {
-        message: "DATABASE_URL must be a postgres:// or postgresql:// URL, or unset for the embedded PGlite",
-      }),
+    DATABASE_URL: text().refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), {
+      message: "DATABASE_URL must be a postgres:// or postgresql:// URL, or unset for the embedded PGlite",
+    }),
     WARREN_PROVIDER: z
       .enum(["local", "oci", "kubernetes"], {
         message: "WARREN_PROVIDER must be one of local, oci, kubernetes",
@@ -172,13 +188,9 @@ export const configSchema = z
       .optional()
       .transform((v) => (v === "" ? undefined : v)),
     /** WARREN_PROVIDER=kubernetes: a kubeconfig file; unset, the server's own in-cluster account. */
-    WARREN_K8S_KUBECONFIG: z
-      .string()
-      .optional()
-      .transform((v) => (v === "" ? undefined : v))
-      .refine((v) => v === undefined || v.startsWith("/"), {
-        message: "WARREN_K8S_KUBECONFIG must be an absolute path to a kubeconfig file",
-      }),
+    WARREN_K8S_KUBECONFIG: text().refine((v) => v === undefined || v.startsWith("/"), {
+      message: "WARREN_K8S_KUBECONFIG must be an absolute path to a kubeconfig file",
+    }),
     WARREN_K8S_NAMESPACE: z
       .string()
       .default("warren-boxes")
@@ -218,14 +230,10 @@ export const configSchema = z
       .min(0, "WARREN_K8S_BOX_ROOT_ID must be a user id")
       .max(0x7ffffffe, "WARREN_K8S_BOX_ROOT_ID must be a user id")
       .default(0),
-    WARREN_MASTER_KEY: z
-      .string()
-      .optional()
-      .transform((v) => (v === "" ? undefined : v))
-      .refine((v) => v === undefined || /^[0-9a-fA-F]{64}$/.test(v), {
-        message:
-          "WARREN_MASTER_KEY must be 64 hex characters (32 bytes); generate one with `openssl rand -hex 32`",
-      }),
+    WARREN_MASTER_KEY: text().refine((v) => v === undefined || /^[0-9a-fA-F]{64}$/.test(v), {
+      message:
+        "WARREN_MASTER_KEY must be 64 hex characters (32 bytes); generate one with `openssl rand -hex 32`",
+    }),
     ALLOW_ZERO_MASTER_KEY: bool,
     AUTH_MODE: z
       .enum(["compat-cookie", "trusted-header"], {
@@ -237,13 +245,9 @@ export const configSchema = z
       .regex(/^[A-Za-z0-9-]+$/, "TRUSTED_HEADER must be an HTTP header name")
       .default("x-forwarded-email")
       .transform((v) => v.toLowerCase()),
-    PUBLIC_BASE_URL: z
-      .string()
-      .optional()
-      .transform((v) => (v === "" ? undefined : v))
-      .refine((v) => v === undefined || URL.canParse(v), {
-        message: "PUBLIC_BASE_URL must be an absolute URL such as https://warren.example.com",
-      }),
+    PUBLIC_BASE_URL: text().refine((v) => v === undefined || URL.canParse(v), {
+      message: "PUBLIC_BASE_URL must be an absolute URL such as https://warren.example.com",
+    }),
     WARREN_PREVIEW_PORT: z.coerce
       .number({ message: "WARREN_PREVIEW_PORT must be a port number" })
       .int()
@@ -355,48 +359,15 @@ export const configSchema = z
       .int("WARREN_CONVERSATION_HISTORY_BYTES must be a whole number of bytes")
       .min(1024, "WARREN_CONVERSATION_HISTORY_BYTES must be at least 1024")
       .default(512 * 1024),
-    WARREN_HARNESS_KINDS: z
-      .string()
-      .optional()
-      .transform((v) =>
-        (v ?? "")
-          .split(",")
-          .map((x) => x.trim())
-          .filter(Boolean),
-      )
-      .refine((v) => v.every((x) => (HARNESS_KINDS as readonly string[]).includes(x)), {
-        message: `WARREN_HARNESS_KINDS is a comma-separated list of: ${HARNESS_KINDS.join(", ")}`,
-      })
-      .transform((v) => v as (typeof HARNESS_KINDS)[number][]),
-    WARREN_HARNESS_DIR: z
-      .string()
-      .optional()
-      .transform((v) => (v === "" ? undefined : v)),
-    WARREN_POLICY: z
-      .string()
-      .optional()
-      .transform((v) => (v === "" ? undefined : v))
-      .describe("the policy file (workspace classes); default STATE_ROOT/policy.yaml"),
-    WARREN_CONTRACTS: z
-      .string()
-      .optional()
-      .transform((v) => (v === "" ? undefined : v))
+    WARREN_HARNESS_KINDS: namesFrom("WARREN_HARNESS_KINDS", HARNESS_KINDS),
+    WARREN_HARNESS_DIR: text(),
+    WARREN_POLICY: text().describe("the policy file (workspace classes); default STATE_ROOT/policy.yaml"),
+    WARREN_CONTRACTS: text()
       .refine((v) => v === undefined || path.isAbsolute(v), "WARREN_CONTRACTS must be an absolute path")
       .describe(
         "the flow contracts folder (one folder per flow, its flow.yaml); default STATE_ROOT/contracts",
       ),
-    WARREN_ALLOW_DEGRADED: z
-      .string()
-      .optional()
-      .transform((v) =>
-        (v ?? "")
-          .split(",")
-          .map((x) => x.trim())
-          .filter(Boolean),
-      )
-      .refine((v) => v.every((x) => (BOOT_CHECK_NAMES as readonly string[]).includes(x)), {
-        message: `WARREN_ALLOW_DEGRADED is a comma-separated list of: ${BOOT_CHECK_NAMES.join(", ")}`,
-      }),
+    WARREN_ALLOW_DEGRADED: namesFrom("WARREN_ALLOW_DEGRADED", BOOT_CHECK_NAMES),
     WARREN_MODEL_PRICES: modelPrices,
     // OpenTelemetry (src/observability/telemetry.ts): the standard variables, off with no endpoint
     OTEL_SDK_DISABLED: bool,
