@@ -422,3 +422,4 @@ export * from "./schema-workspaces.js";
 export * from "./schema-budgets.js";
 export * from "./schema-suspensions.js";
 export * from "./schema-egress.js";
+export * from "./schema-connections.js";
