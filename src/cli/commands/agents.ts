@@ -1,6 +1,6 @@
 // `warren agents ...`: a home, a slot and a port block on a machine.
 import type { Agent, AgentCreateRequest, AgentUpdateRequest, SandboxPolicyInput } from "../../sdk/index.js";
-import { defineCommand, defineGroup, type Input } from "../command.js";
+import { defineCommand, defineGroup, type CommandSpec, type Input } from "../command.js";
 import { LocalError } from "../context.js";
 import { listView, mib, type Column } from "../format.js";
 import { machineOption, maxWorkspaceOption, nameOption, orgOption } from "../options.js";
@@ -22,6 +22,17 @@ const inOrg = (i: Input) => {
   return org === undefined ? {} : { orgId: org };
 };
 const agentArg = (i: Input) => ({ agentId: i.arg("agent"), ...inOrg(i) });
+
+const getAgent: CommandSpec<ReturnType<typeof agentArg>> = {
+  summary: "show an agent",
+  args: ["agent"],
+  options: [orgOption],
+  parse: agentArg,
+  run: async (ctx, p) => {
+    const agent = await ctx.client.agents.get(p.agentId);
+    return ctx.show(agent, () => agentView(agent));
+  },
+};
 
 export const agents = defineGroup("agents", "agents: a home, a slot and a port block on a machine", {
   create: defineCommand({
@@ -57,25 +68,11 @@ export const agents = defineGroup("agents", "agents: a home, a slot and a port b
       return ctx.show(list, () => listView("agents", agentColumns, list.items));
     },
   }),
-  get: defineCommand({
-    summary: "show an agent",
-    args: ["agent"],
-    options: [orgOption],
-    parse: agentArg,
-    run: async (ctx, p) => {
-      const agent = await ctx.client.agents.get(p.agentId);
-      return ctx.show(agent, () => agentView(agent));
-    },
-  }),
+  get: defineCommand(getAgent),
+  // the same as get, under the name people reach for when they want the spec
   show: defineCommand({
+    ...getAgent,
     summary: "show an agent with its spec: kind, model, instructions, tools, tool policy, limits",
-    args: ["agent"],
-    options: [orgOption],
-    parse: agentArg,
-    run: async (ctx, p) => {
-      const agent = await ctx.client.agents.get(p.agentId);
-      return ctx.show(agent, () => agentView(agent));
-    },
   }),
   update: defineCommand({
     summary: "rename an agent, change its disk cap, its sandbox policy or its spec (a new version)",
