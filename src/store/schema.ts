@@ -62,6 +62,15 @@ export const machines = pgTable(
     workspaceMib: integer("workspace_mib"),
     /** How long a command tree may hold the box at its pids or memory limit before it is stopped. */
     runawayAfterS: integer("runaway_after_s").notNull().default(60),
+    /** Its own image on oci and kubernetes (null: the boxes' image); schema-environments.ts. */
+    image: text("image"),
+    /** Capabilities the owner turned on: the host's GPU devices, a container engine in the box. */
+    gpu: boolean("gpu").notNull().default(false),
+    nestedEngine: boolean("nested_engine").notNull().default(false),
+    /** The environment's last good revision (0: the base alone). */
+    envRevision: integer("env_revision").notNull().default(0),
+    /** The revision the running box's commands see (null: no box started since it was recorded). */
+    boxEnvRevision: integer("box_env_revision"),
     state: text("state", { enum: ["stopped", "starting", "running", "paused"] })
       .notNull()
       .default("stopped"),
@@ -423,3 +432,4 @@ export * from "./schema-budgets.js";
 export * from "./schema-suspensions.js";
 export * from "./schema-egress.js";
 export * from "./schema-connections.js";
+export * from "./schema-environments.js";
