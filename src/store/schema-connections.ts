@@ -14,6 +14,8 @@ export const connectionProviders = pgTable("connection_providers", {
     .notNull()
     .references(() => orgs.id, { onDelete: "cascade" }),
   name: text("name").notNull(),
+  /** The issuer its answers name (RFC 9207 `iss`, an ID token's `iss`), when it has one. */
+  issuer: text("issuer"),
   authorizationUrl: text("authorization_url").notNull(),
   tokenUrl: text("token_url").notNull(),
   revocationUrl: text("revocation_url"),

@@ -1,0 +1,1 @@
+ALTER TABLE "connection_providers" ADD COLUMN "issuer" text;
