@@ -781,6 +781,39 @@ async function throughput(url: string, machines: { agents: string[] }[]): Promis
 
 // ---- the run -------------------------------------------------------------------------------
 
+function readOr(file: string, otherwise: string): string {
+  try {
+    return fs.readFileSync(file, "utf8");
+  } catch {
+    return otherwise;
+  }
+}
+
+/** The cgroup hierarchies mounted here: v2 alone, v1 alone, or both (hybrid), with v1's controllers. */
+function cgroupLayout(): string {
+  const mounts = readOr("/proc/self/mounts", "")
+    .split("\n")
+    .map((l) => l.split(" "))
+    .filter((f) => f[2] === "cgroup" || f[2] === "cgroup2");
+  const v2 = mounts.filter((f) => f[2] === "cgroup2").map((f) => f[1]);
+  const v1 = mounts
+    .filter((f) => f[2] === "cgroup")
+    .flatMap((f) =>
+      (f[3] ?? "")
+        .split(",")
+        .filter((o) => !["rw", "ro", "relatime", "nosuid", "nodev", "noexec"].includes(o)),
+    );
+  const kind = v1.length && v2.length ? "hybrid" : v2.length ? "v2" : v1.length ? "v1" : "none";
+  const v2Controllers = v2.map((m) => readOr(`${m}/cgroup.controllers`, "").trim() || "no controllers");
+  return [
+    kind,
+    v1.length ? `v1: ${v1.join(" ")}` : "",
+    v2.length ? `v2 at ${v2.join(", ")} (${v2Controllers.join("; ")})` : "",
+  ]
+    .filter(Boolean)
+    .join("; ");
+}
+
 function environment(): Record<string, string> {
   const cpus = os.cpus();
   let distro = "";
@@ -792,6 +825,8 @@ function environment(): Record<string, string> {
   return {
     date: new Date().toISOString(),
     host: `${distro || os.type()}, kernel ${os.release()} (${os.arch()})`,
+    cgroups: cgroupLayout(),
+    "security modules": readOr("/sys/kernel/security/lsm", "unknown").trim(),
     cores: `${cpus.length} × ${cpus[0]?.model.trim() ?? "?"}`,
     memory: `${(os.totalmem() / 1024 ** 3).toFixed(1)} GiB`,
     node: process.version,
@@ -940,8 +975,14 @@ async function main(): Promise<number> {
   process.stdout.write(`\nwhole run: ${seconds.toFixed(0)} s${quick ? " (WARREN_BENCH_QUICK)" : ""}\n`);
 
   fs.mkdirSync(path.dirname(resultsFile), { recursive: true });
+  // the table as printed, beside the JSON, under the host's name and the date: two hosts' runs
+  // sit side by side in bench/results/ to be compared
+  const stem = `${os.hostname().replace(/[^\w.-]/g, "_")}-${env.date!.slice(0, 19).replace(/[:T]/g, "-")}`;
   fs.writeFileSync(
-    resultsFile,
+    path.join(path.dirname(resultsFile), `${stem}.txt`),
+    `${envLines.join("\n")}\n\n${table(headers, cells)}\n`,
+  );
+  const json =
     JSON.stringify(
       {
         environment: env,
@@ -961,9 +1002,12 @@ async function main(): Promise<number> {
       },
       null,
       2,
-    ) + "\n",
+    ) + "\n";
+  fs.writeFileSync(resultsFile, json);
+  fs.writeFileSync(path.join(path.dirname(resultsFile), `${stem}.json`), json);
+  process.stdout.write(
+    `written to ${path.relative(repoRoot, resultsFile)} and bench/results/${stem}.{json,txt}\n`,
   );
-  process.stdout.write(`written to ${path.relative(repoRoot, resultsFile)}\n`);
 
   if (failure) {
     process.stderr.write(
