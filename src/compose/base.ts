@@ -8,6 +8,7 @@ import { createProvider, type BoxProvider } from "../boxes/index.js";
 import type { Config } from "../config/index.js";
 import type { StatePaths } from "../config/paths.js";
 import { createConnector, type ConnectorOptions, type GuardedFetch } from "../net/connector.js";
+import { parseOutboundProxy } from "../net/proxy.js";
 import { OwnEndpoints } from "../net/own.js";
 import { AddressRule } from "../net/rule.js";
 import { createLogger, type Logger } from "../observability/log.js";
@@ -161,6 +162,11 @@ export async function openBase(config: Config, state: StatePaths, opts: BaseOpti
     own.addFixed(db.hostname, Number(db.port || 5432));
   }
   const addressRule = new AddressRule({ bound: config.WARREN_EGRESS_PRIVATE_ALLOW, own });
+  // the server's own outbound proxy (validated with the configuration)
+  const outbound = config.WARREN_OUTBOUND_PROXY
+    ? parseOutboundProxy(config.WARREN_OUTBOUND_PROXY)
+    : undefined;
+  const proxy = typeof outbound === "string" ? undefined : outbound;
   return {
     config,
     state,
@@ -173,8 +179,8 @@ export async function openBase(config: Config, state: StatePaths, opts: BaseOpti
     metrics: new Metrics(opts.defaultMetrics ?? true),
     own,
     addressRule,
-    connector: createConnector({ rule: addressRule, own }),
-    connectorWith: (deny) => createConnector({ rule: addressRule, own, deny }),
+    connector: createConnector({ rule: addressRule, own, proxy }),
+    connectorWith: (deny) => createConnector({ rule: addressRule, own, deny, proxy }),
     policy: policy.policy,
     workspaceLayout,
     // its spans redacted as the log is

@@ -4,6 +4,7 @@ import path from "node:path";
 import { z } from "zod";
 import { parseNetworkEntry } from "../contract/policy.js";
 import { HARNESS_KINDS } from "../contract/lists.js";
+import { parseOutboundProxy } from "../net/proxy.js";
 
 /** The boot checks (src/boot): each can be accepted as missing with WARREN_ALLOW_DEGRADED. */
 export const BOOT_CHECK_NAMES = [
@@ -369,6 +370,12 @@ export const configSchema = z
       ),
     WARREN_ALLOW_DEGRADED: namesFrom("WARREN_ALLOW_DEGRADED", BOOT_CHECK_NAMES),
     WARREN_MODEL_PRICES: modelPrices,
+    /** The server's own outbound proxy (http://host:port): tools' and connections' HTTP goes through it. */
+    WARREN_OUTBOUND_PROXY: text()
+      .refine((v) => v === undefined || typeof parseOutboundProxy(v) !== "string", {
+        message: "WARREN_OUTBOUND_PROXY must be http://[user:password@]host:port",
+      })
+      .describe("the server's own outbound proxy for tools' and connections' HTTP"),
     // OpenTelemetry (src/observability/telemetry.ts): the standard variables, off with no endpoint
     OTEL_SDK_DISABLED: bool,
     OTEL_SERVICE_NAME: z.string().min(1).default("warren"),

@@ -11,6 +11,7 @@ import https from "node:https";
 import { Readable } from "node:stream";
 import zlib from "node:zlib";
 import type { OwnEndpoints } from "./own.js";
+import { tunnel, type OutboundProxy } from "./proxy.js";
 import { formatIp, normaliseHost, type AddressRule } from "./rule.js";
 
 /** A fetch the rule refused before anything was sent: the target is an address no agent may reach. */
@@ -50,6 +51,8 @@ export interface ConnectorOptions {
    * it names and the entry naming it, which refuses the fetch.
    */
   deny?: (targets: DenyTarget[]) => Promise<{ target: DenyTarget; entry: string } | undefined>;
+  /** WARREN_OUTBOUND_PROXY: every hop goes through it, tunnelled to the address checked (./proxy.ts). */
+  proxy?: OutboundProxy | undefined;
 }
 
 /** A target as a deny list sees it: a name, or an address (its text and bytes), and the port. */
@@ -142,7 +145,7 @@ export function createConnector(o: ConnectorOptions): GuardedFetch {
   }
 
   /** One request to the checked address; answers the response as it arrives (its body streams). */
-  function send(
+  async function send(
     url: URL,
     target: Target,
     method: string,
@@ -160,6 +163,12 @@ export function createConnector(o: ConnectorOptions): GuardedFetch {
     if (Buffer.isBuffer(body)) out["content-length"] = String(body.length);
     else if (body === null && method !== "GET" && method !== "HEAD") out["content-length"] = "0";
     const secure = url.protocol === "https:";
+    // through the server's outbound proxy: a tunnel to the very address the rule judged
+    const tunnelled = o.proxy
+      ? await tunnel(o.proxy, target, secure, signal).catch((err: unknown) => {
+          throw new TypeError("fetch failed", { cause: err });
+        })
+      : undefined;
     const options: https.RequestOptions = {
       method,
       host: target.address,
@@ -168,6 +177,7 @@ export function createConnector(o: ConnectorOptions): GuardedFetch {
       headers: out,
       agent: false,
       ...(secure && target.servername ? { servername: target.servername } : {}),
+      ...(tunnelled ? { createConnection: () => tunnelled } : {}),
     };
     return new Promise((resolve, reject) => {
       const req = (secure ? https : http).request(options);
@@ -178,6 +188,7 @@ export function createConnector(o: ConnectorOptions): GuardedFetch {
         signal.addEventListener("abort", onAbort, { once: true });
       }
       req.once("socket", (s) => o.own.track(s));
+      if (tunnelled) o.own.track(tunnelled);
       req.once("response", (res) => {
         if (signal) {
           res.once("close", () => signal.removeEventListener("abort", onAbort));
