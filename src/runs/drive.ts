@@ -12,6 +12,8 @@ import { countRun } from "../observability/telemetry.js";
 import { contextOf, forgetRun, inSpan, rememberRun } from "../observability/tracing.js";
 import type { Records } from "../records/index.js";
 import type { MachineRow, Workloads } from "../workloads/index.js";
+import type { MachineRuntime } from "../runtime/index.js";
+import { awaitBox } from "./await-box.js";
 import type { RunOutcome, RunRequest } from "./runner.js";
 import type { RunStops } from "./stops.js";
 import type { RunRow, RunStatus } from "./view.js";
@@ -28,6 +30,8 @@ export interface DriveDeps {
   records: Records;
   workloads: Workloads;
   caps: DiskCaps;
+  /** Starts a machine's box (a run waits, queued with why, while it cannot: await-box.ts). */
+  runtime: Pick<MachineRuntime, "ensure">;
   logger: Logger;
   version: string;
   stops: RunStops;
@@ -83,6 +87,28 @@ async function drive(
   signal: AbortSignal,
 ): Promise<RunStatus | undefined> {
   const { agent, machine } = req;
+  // a run whose box cannot start now waits for it, queued with why, within its limit
+  const waitStart = Date.now();
+  if (!req.resume && needsBox(run, machine)) {
+    const ended = await awaitBox(o, run, machine.id, signal);
+    if (ended) {
+      await o.records.updateRun(run.id, {
+        status: ended.status,
+        statusReason: ended.reason,
+        endedAt: new Date(),
+      });
+      const { status, reason } = ended;
+      await o.records.runEvent(run.id, "exit", {
+        status,
+        exit_code: null,
+        signal: null,
+        timed_out: status === "timed_out",
+        reason,
+      });
+      return ended.status;
+    }
+  }
+  const waited = Date.now() - waitStart;
   // opened once, as the generation starts: a change of secrets reaches the next generation
   const scope = { id: run.id, ...(req.sandboxPolicy ? { policy: req.sandboxPolicy } : {}) };
   const work = await o.workloads.open(agent, {
@@ -116,7 +142,7 @@ async function drive(
       timeout_s: run.timeoutS,
     });
     // a run taken up again (resume.ts) keeps the limit it had from its start
-    const left = run.timeoutS * 1000 - (req.resume ? Date.now() - startedAt.getTime() : 0);
+    const left = run.timeoutS * 1000 - (req.resume ? Date.now() - startedAt.getTime() : waited);
     t = setTimeout(() => timer.abort(new Error(`ran past its ${run.timeoutS} s limit`)), Math.max(0, left));
     let out: RunOutcome;
     try {
@@ -204,6 +230,15 @@ async function drive(
     await work.release();
     recording.close();
   }
+}
+
+/**
+ * Whether the run waits for its box before it starts: every kind whose commands run in the box
+ * from their start, and an assistant's turn while its machine's last start failed.
+ */
+function needsBox(run: RunRow, machine: MachineRow): boolean {
+  if (run.kind !== "assistant") return true;
+  return machine.state === "stopped" && (machine.stateReason ?? "").startsWith("start failed");
 }
 
 async function measure(

@@ -29,7 +29,7 @@ export interface RunRecorderOptions {
   registry: GenerationRegistry;
   workloads: Workloads;
   caps: DiskCaps;
-  runtime: Pick<MachineRuntime, "commandUsage" | "onRunaway" | "onDiskFull">;
+  runtime: Pick<MachineRuntime, "commandUsage" | "onRunaway" | "onDiskFull" | "ensure">;
   logger: Logger;
   version: string;
   /** Where each run's end is told once its record is written (run.ended). */
