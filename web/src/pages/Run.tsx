@@ -83,6 +83,12 @@ export function RunPage({ agentId, runId }: { agentId: string; runId: string }) 
             {r.exit_code !== null ? ` · exit ${r.exit_code}` : ""} ·{" "}
             <code>{r.argv.length ? r.argv.join(" ") : `${r.kind} run`}</code>
           </p>
+          {r.status === "queued" && r.status_reason && (
+            <details className="sub" data-testid="run-why" open>
+              <summary>Why?</summary>
+              {r.status_reason}
+            </details>
+          )}
           {can.write && !ended && (
             <Action
               type="button"
