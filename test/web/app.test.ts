@@ -529,6 +529,7 @@ describe("the operator app", { concurrency: false }, () => {
       "Versions",
       "Files",
       "Terminal",
+      "Browser",
       "Usage",
       "Egress",
       "Settings",

@@ -17,6 +17,7 @@ import { VersionsTab } from "./Versions";
 import { UsageCharts } from "./Usage";
 
 const TerminalTab = lazy(() => import("../terminal/TerminalTab").then((m) => ({ default: m.TerminalTab })));
+const BrowserTab = lazy(() => import("../browser/BrowserTab").then((m) => ({ default: m.BrowserTab })));
 
 const TABS = [
   { id: "overview", label: "Overview", needs: "read" },
@@ -26,6 +27,7 @@ const TABS = [
   { id: "versions", label: "Versions", needs: "read" },
   { id: "files", label: "Files", needs: "inspect" },
   { id: "terminal", label: "Terminal", needs: "inspect" },
+  { id: "browser", label: "Browser", needs: "inspect" },
   { id: "usage", label: "Usage", needs: "read" },
   { id: "egress", label: "Egress", needs: "inspect" },
   { id: "settings", label: "Settings", needs: "read" },
@@ -152,6 +154,10 @@ export function AgentPage({ id, tab }: { id: string; tab: string }) {
         ) : current.id === "terminal" ? (
           <Suspense fallback={<Loading />}>
             <TerminalTab agentId={id} canType={can.write} />
+          </Suspense>
+        ) : current.id === "browser" ? (
+          <Suspense fallback={<Loading />}>
+            <BrowserTab agentId={id} canType={can.write} />
           </Suspense>
         ) : current.id === "egress" ? (
           <EgressTab agentId={id} />
