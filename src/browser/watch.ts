@@ -27,7 +27,7 @@ export type WatchMessage = z.output<typeof BrowserWatchMessage>;
 /** A DevTools session on one tab (the browser service's CdpSession). */
 export interface TabSession {
   send<T = unknown>(method: string, params?: object): Promise<T>;
-  on(event: string, fn: (params: never) => void): () => void;
+  on<P>(event: string, fn: (params: P) => void): () => void;
   /** Detaches this session (the tab stays). */
   close(): void;
   closed: Promise<void>;
