@@ -2,6 +2,7 @@
 import { BootCheckError, report, runChecks } from "./boot/checks.js";
 import { StateLockError } from "./boot/lock.js";
 import { createProvider, ociRuntimeReport } from "./boxes/index.js";
+import { ExtensionError, loadExtensions } from "./compose/extensions.js";
 import { ConfigError, parseConfig } from "./config/index.js";
 import { statePaths } from "./config/paths.js";
 import { MasterKeyError, resolveMasterKey } from "./secrets/master-key.js";
@@ -27,7 +28,7 @@ export async function serve(
   try {
     server = await createServer(config);
   } catch (err) {
-    if (err instanceof MasterKeyError || err instanceof StateLockError) {
+    if (err instanceof MasterKeyError || err instanceof StateLockError || err instanceof ExtensionError) {
       process.stderr.write(`cannot start: ${err.message}\n`);
       process.exit(2);
     }
@@ -117,6 +118,7 @@ export async function doctor(
   out: (text: string) => Promise<void>,
 ): Promise<number> {
   const config = parseConfig(env);
+  await loadExtensions(config);
   const root = config.STATE_ROOT;
   const provider = createProvider(config, { stateRoot: root, runRoot: statePaths(root).run });
   const results = await runChecks(

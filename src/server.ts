@@ -9,6 +9,7 @@ import type { Probes } from "./boot/checks.js";
 import { lockStateRoot } from "./boot/lock.js";
 import type { BoxProvider } from "./boxes/index.js";
 import { openBase, type BaseOptions } from "./compose/base.js";
+import { loadExtensions } from "./compose/extensions.js";
 import { buildFaces, listen, stop } from "./compose/serve.js";
 import { buildServices, type Services } from "./compose/services.js";
 import type { Config } from "./config/index.js";
@@ -89,6 +90,8 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
   await mkdir(state.data, { recursive: true, mode: 0o755 });
   await mkdir(state.contracts, { recursive: true, mode: 0o755 });
   await mkdir(state.flows, { recursive: true, mode: 0o711 });
+  // the extensions' identity modes and providers, before either is chosen
+  await loadExtensions(config);
   // one server per STATE_ROOT; released by close() or when the start fails
   const lock = lockStateRoot(state.root, state.run);
   try {

@@ -1,6 +1,12 @@
 // The provider seam's public surface: the interface, where things are in a box, and the
 // factory. What one provider does on the host (uids, modes, folders) stays behind it.
-export { createProvider } from "./select.js";
+export {
+  boxProviderNames,
+  createProvider,
+  registerBoxProvider,
+  type BoxProviderDefinition,
+  type ProviderContext,
+} from "./select.js";
 export { ociRuntimeReport } from "./oci/report.js";
 export { BOX_BRIDGES, BOX_PATHS, type BridgeName } from "./paths.js";
 export type * from "./types.js";

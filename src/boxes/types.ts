@@ -7,7 +7,8 @@
 import type { BoxdEndpoint } from "../boxd/index.js";
 import type { TRUSTS } from "../contract/lists.js";
 
-export type ProviderName = "local" | "oci" | "kubernetes";
+/** The built-in providers, or one an extension registers (select.ts). */
+export type ProviderName = "local" | "oci" | "kubernetes" | (string & {});
 
 /** `paused`: every process of the box stands frozen in memory (resume thaws it). */
 export type BoxState = "created" | "running" | "paused" | "stopped";

@@ -161,10 +161,13 @@ export const configSchema = z
     DATABASE_URL: text().refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), {
       message: "DATABASE_URL must be a postgres:// or postgresql:// URL, or unset for the embedded PGlite",
     }),
+    /** local, oci, kubernetes, or a provider an extension registers (src/boxes/select.ts). */
     WARREN_PROVIDER: z
-      .enum(["local", "oci", "kubernetes"], {
-        message: "WARREN_PROVIDER must be one of local, oci, kubernetes",
-      })
+      .string()
+      .regex(
+        /^[a-z][a-z0-9-]{0,62}$/,
+        "WARREN_PROVIDER must name a box provider, such as local, oci or kubernetes",
+      )
       .default("local"),
     /** The container engine's API socket of WARREN_PROVIDER=oci (Podman's service, or Docker's). */
     WARREN_OCI_SOCKET: z
@@ -236,11 +239,32 @@ export const configSchema = z
         "WARREN_MASTER_KEY must be 64 hex characters (32 bytes); generate one with `openssl rand -hex 32`",
     }),
     ALLOW_ZERO_MASTER_KEY: bool,
+    /**
+     * The identity mode's name: compat-cookie, trusted-header or one an extension registers
+     * (src/http/identity.ts); the start refuses a name no mode has.
+     */
     AUTH_MODE: z
-      .enum(["compat-cookie", "trusted-header"], {
-        message: "AUTH_MODE must be compat-cookie or trusted-header",
-      })
+      .string()
+      .regex(
+        /^[a-z][a-z0-9-]{0,62}$/,
+        "AUTH_MODE must name an identity mode, such as compat-cookie or trusted-header",
+      )
       .default("compat-cookie"),
+    /**
+     * Extensions loaded at boot, before the identity mode and the provider are chosen: a
+     * comma-separated list of module files (absolute, or relative to the folder the server
+     * starts in) or package names, each exporting `register(host)` (docs/extensions.md).
+     */
+    WARREN_EXTENSIONS: z
+      .string()
+      .optional()
+      .transform((v) =>
+        (v ?? "")
+          .split(",")
+          .map((x) => x.trim())
+          .filter(Boolean)
+          .map((x) => (x.startsWith(".") || x.startsWith("/") ? path.resolve(x) : x)),
+      ),
     TRUSTED_HEADER: z
       .string()
       .regex(/^[A-Za-z0-9-]+$/, "TRUSTED_HEADER must be an HTTP header name")
@@ -417,7 +441,10 @@ export const configSchema = z
     WARREN_HARNESS_DIR: path.resolve(c.WARREN_HARNESS_DIR ?? path.join(c.STATE_ROOT, "harness")),
   }));
 
-export type Config = z.output<typeof configSchema>;
+export type Config = z.output<typeof configSchema> & {
+  /** The variables the schema does not know, for the extensions' own (docs/extensions.md). */
+  readonly extraEnv?: Readonly<Record<string, string | undefined>>;
+};
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -429,6 +456,9 @@ export class ConfigError extends Error {
 /** Parses an environment (process.env in main, a literal object in tests). */
 export function parseConfig(env: Record<string, string | undefined>): Config {
   const r = configSchema.safeParse(env);
-  if (r.success) return r.data;
+  if (r.success) {
+    const known = new Set(Object.keys(configSchema.in.shape));
+    return { ...r.data, extraEnv: Object.fromEntries(Object.entries(env).filter(([k]) => !known.has(k))) };
+  }
   throw new ConfigError(r.error.issues.map((i) => `${i.path.join(".") || "environment"}: ${i.message}`));
 }

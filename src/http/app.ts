@@ -8,7 +8,7 @@ import Fastify, {
   type FastifyInstance,
   type FastifyError,
 } from "fastify";
-import { OPERATOR_EMAIL, type Access, type Identity } from "../access/index.js";
+import type { Access, Identity } from "../access/index.js";
 import type { Config } from "../config/index.js";
 import { errorStatus, type ErrorCode } from "../contract/errors.js";
 import { WarrenError } from "../errors.js";
@@ -21,8 +21,9 @@ import {
   type Span,
   type TraceContext,
 } from "../observability/tracing.js";
-import { inRanges, type OwnEndpoints } from "../net/own.js";
+import type { OwnEndpoints } from "../net/own.js";
 import { hostAllowed, isStateChange, originAllowed } from "./guards.js";
+import { makeIdentityMode } from "./identity.js";
 import { openApiDocument } from "./openapi.js";
 import { DEFAULT_WEB_ROOT, isAppPath, webAsset } from "./web.js";
 import { parseJsonBody, registerRoutes, route, type AnyRoute } from "./route.js";
@@ -47,7 +48,10 @@ declare module "fastify" {
 }
 
 export interface AppOptions {
-  config: Pick<Config, "AUTH_MODE" | "TRUSTED_HEADER" | "PUBLIC_BASE_URL" | "WARREN_TRUSTED_PROXIES">;
+  config: Pick<
+    Config,
+    "AUTH_MODE" | "TRUSTED_HEADER" | "PUBLIC_BASE_URL" | "WARREN_TRUSTED_PROXIES" | "extraEnv"
+  >;
   access: Access;
   /** The server's own outgoing connections: a request over one of them has no identity, in any mode. */
   own: OwnEndpoints;
@@ -77,6 +81,7 @@ function frameworkCode(err: FastifyError, tooLarge: ErrorCode | undefined): Erro
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const { config, access, metrics } = opts;
+  const identityMode = await makeIdentityMode(config.AUTH_MODE, { env: config.extraEnv ?? {}, config });
   const baseLogger: FastifyBaseLogger = opts.logger;
   const app = Fastify({
     loggerInstance: baseLogger,
@@ -163,21 +168,13 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     const identified =
       (path.startsWith("/api/") && path !== "/api/openapi.json") || path === "/metrics" || path === "/mcp";
     if (!identified) return;
-    if (config.AUTH_MODE === "compat-cookie") {
-      req.identity = await access.identify(OPERATOR_EMAIL);
-      return;
-    }
-    // the identity header is believed only from the authenticating proxy's addresses
-    if (!inRanges(req.socket.remoteAddress, config.WARREN_TRUSTED_PROXIES)) {
-      throw new WarrenError(
-        "auth.required",
-        `sign in through the proxy: the ${config.TRUSTED_HEADER} header is believed only from WARREN_TRUSTED_PROXIES`,
-      );
-    }
-    const raw = req.headers[config.TRUSTED_HEADER];
-    const email = Array.isArray(raw) ? raw[0] : raw;
-    if (!email)
-      throw new WarrenError("auth.required", `sign in: the ${config.TRUSTED_HEADER} header is missing`);
+    // the identity mode AUTH_MODE names (./identity.ts: built in, or an extension's)
+    const email = await identityMode.identify({
+      method: req.method,
+      url: req.url,
+      headers: req.headers,
+      remoteAddress: req.socket.remoteAddress,
+    });
     req.identity = await access.identify(email);
   });
 
