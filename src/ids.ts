@@ -23,7 +23,8 @@ export function newId(
     | "gms"
     | "flw"
     | "fli"
-    | "wsp",
+    | "wsp"
+    | "env",
 ): string {
   const bytes = randomBytes(16);
   let out = "";

@@ -26,9 +26,11 @@ export const SYSTEM_READ: readonly string[] = [
  */
 export function fileAccessOf(
   policy: SandboxPolicy,
-  where: { home: string; shared: boolean; agentDir?: boolean },
+  where: { home: string; shared: boolean; agentDir?: boolean; env?: string },
 ): { read: string[]; write: string[] } {
   const read = [...SYSTEM_READ];
+  // its own machine's environment layers, never another machine's
+  if (where.env) read.push(where.env);
   if (where.shared) read.push(BOX_PATHS.homes);
   if (where.agentDir) read.push(BOX_PATHS.agent);
   const write = [where.home, BOX_PATHS.tmp, BOX_PATHS.dev];

@@ -37,6 +37,11 @@ export const BOX_PATHS = {
   agent: "/agent",
   /** The agent's workspace by its class, read-write, bound per command. */
   workspace: "/workspace",
+  /**
+   * Machines' environment layers, read-only: a command reads only its own machine's
+   * (`<machine id>/<revision>`, whose bin folders lead its PATH).
+   */
+  env: "/opt/warren/env",
   /** Every flow instance's workspace, bound per command at /workspace for its agents only. */
   flows: "/opt/warren/flows",
 } as const;

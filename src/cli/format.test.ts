@@ -50,6 +50,11 @@ const machine: Machine = {
   unreserved_mib: 512,
   free_mib: null,
   runaway_after_s: 60,
+  image: null,
+  gpu: false,
+  nested_engine: false,
+  env_revision: 0,
+  box_env_revision: null,
   created_at: "2026-01-01T00:00:00.000Z",
 };
 

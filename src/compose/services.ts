@@ -25,6 +25,7 @@ import { readAgentFile, readHomeFile } from "../homes/files.js";
 import { parseHomePath } from "../homes/paths.js";
 import { Homes } from "../homes/service.js";
 import { Machines } from "../machines/service.js";
+import { defaultHost } from "../machines/capabilities.js";
 import { agentAtUid } from "../machines/uids.js";
 import { Gateway } from "../models/gateway.js";
 import { ModelHttpFace } from "../models/http.js";
@@ -123,6 +124,7 @@ export async function buildServices(
       harness: config.WARREN_HARNESS_DIR,
     },
     idleMs: config.BOX_IDLE_S * 1000,
+      environments: base.state.environments,
     // idle boxes are paused first (frozen in memory), stopped at BOX_IDLE_S
     pauseMs: provider.pauses === false ? 0 : config.BOX_PAUSE_S * 1000,
     warmPool: config.BOX_WARM_POOL,
@@ -185,7 +187,7 @@ export async function buildServices(
   });
 
   const orgs = new Orgs(db, access);
-  const machines = new Machines(db, access, layout, runtime);
+  const machines = new Machines(db, access, layout, runtime, defaultHost(provider.name));
   // the agents' evaluation gates, read by agents, versions and runs, kept by the evaluations
   const gates = new EvalGates(db, access);
   const agents: Agents = new Agents({

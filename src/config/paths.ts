@@ -19,6 +19,8 @@ export interface StatePaths {
   flows: string;
   /** The operator's policy file (workspace classes); WARREN_POLICY overrides it. */
   policy: string;
+  /** Machines' environment layers (`<machine id>/<revision>`), every box's /opt/warren/env read-only. */
+  environments: string;
 }
 
 /** `over`: the configuration's folders that are not under STATE_ROOT (WARREN_CONTRACTS). */
@@ -36,8 +38,14 @@ export function statePaths(
     over.WARREN_PROVIDER === "kubernetes"
       ? path.join(root, "workspaces", ".flows")
       : path.join(root, "flows");
+  // on kubernetes on the workspaces claim too, its sub-path .environments (docs/kubernetes.md)
+  const environments =
+    over.WARREN_PROVIDER === "kubernetes"
+      ? path.join(root, "workspaces", ".environments")
+      : path.join(root, "environments");
   return {
     root,
+    environments,
     run: path.join(root, "run"),
     workspaces: path.join(root, "workspaces"),
     data: path.join(root, "data"),

@@ -31,3 +31,21 @@ export function portsOf(slot: number): { first: number; last: number } {
 }
 
 export const homeOf = (agentId: string): string => `${BOX_PATHS.homes}/${agentId}`;
+
+/** A machine's environment layers in its box (each revision a folder of it). */
+export const envDirOf = (machineId: string): string => `${BOX_PATHS.env}/${machineId}`;
+
+/**
+ * What a command's PATH and loader path gain from its machine's environment at `revision`
+ * (0, the base alone: nothing): the layer's bin folders before the system's, its lib folders.
+ */
+export function envVariables(machineId: string, revision: number): { path: string[]; libs: string[] } {
+  if (revision <= 0) return { path: [], libs: [] };
+  const root = `${envDirOf(machineId)}/${revision}`;
+  return {
+    path: ["/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"].map((d) => root + d),
+    libs: ["/usr/local/lib", "/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib"].map(
+      (d) => root + d,
+    ),
+  };
+}

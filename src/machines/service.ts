@@ -8,6 +8,7 @@ import type { HomeLayout } from "../boxes/index.js";
 import type { MachineControl } from "../runtime/index.js";
 import type { Machine } from "../contract/types.js";
 import type { TRUSTS } from "../contract/lists.js";
+import { checkCapabilities, defaultHost, type MachineHost } from "./capabilities.js";
 
 type Trust = (typeof TRUSTS)[number];
 
@@ -19,6 +20,9 @@ export interface MachineInput {
   cpus?: number | undefined;
   trust?: Trust | undefined;
   runaway_after_s?: number | undefined;
+  image?: string | null | undefined;
+  gpu?: boolean | undefined;
+  nested_engine?: boolean | undefined;
 }
 
 export const MACHINE_DEFAULTS = {
@@ -53,6 +57,11 @@ export function machineView(m: MachineRow, load: MachineLoad): Machine {
     unreserved_mib: Math.max(0, m.maxWorkspaceMib - reserved_mib),
     free_mib: m.workspaceMib === null ? null : Math.max(0, m.maxWorkspaceMib - m.workspaceMib),
     runaway_after_s: m.runawayAfterS,
+    image: m.image,
+    gpu: m.gpu,
+    nested_engine: m.nestedEngine,
+    env_revision: m.envRevision,
+    box_env_revision: m.boxEnvRevision,
     created_at: m.createdAt.toISOString(),
   };
 }
@@ -70,6 +79,7 @@ export class Machines {
     private readonly access: Access,
     private readonly layout: HomeLayout,
     private readonly control: MachineControl,
+    private readonly host: MachineHost = defaultHost("local"),
   ) {
     this.#rows = memo<string, Readonly<MachineRow> | null>(db, [schema.machines]);
     this.#load = memo<string, MachineLoad>(db, [schema.agents]);
@@ -77,6 +87,7 @@ export class Machines {
 
   async create(who: Identity, input: MachineInput): Promise<Machine> {
     await this.access.require(input.org_id, who, "write", "organisation");
+    checkCapabilities(this.host, input);
     const id = newId("mch");
     await this.layout.prepareMachine(id);
     const [row] = await this.db
@@ -90,6 +101,9 @@ export class Machines {
         cpus: input.cpus ?? MACHINE_DEFAULTS.cpus,
         trust: input.trust ?? "isolated",
         runawayAfterS: input.runaway_after_s ?? MACHINE_DEFAULTS.runaway_after_s,
+        image: input.image ?? null,
+        gpu: input.gpu ?? false,
+        nestedEngine: input.nested_engine ?? false,
       })
       .returning();
     if (!row) throw new Error("machine insert returned nothing");
@@ -152,15 +166,22 @@ export class Machines {
       memory_mib?: number | undefined;
       cpus?: number | undefined;
       runaway_after_s?: number | undefined;
+      image?: string | null | undefined;
+      gpu?: boolean | undefined;
+      nested_engine?: boolean | undefined;
     },
   ): Promise<Machine> {
     await this.load(who, id, "write");
+    checkCapabilities(this.host, patch);
     const set: Partial<MachineInsert> = {};
     if (patch.name !== undefined) set.name = patch.name;
     if (patch.max_workspace_mib !== undefined) set.maxWorkspaceMib = patch.max_workspace_mib;
     if (patch.memory_mib !== undefined) set.memoryMib = patch.memory_mib;
     if (patch.cpus !== undefined) set.cpus = patch.cpus;
     if (patch.runaway_after_s !== undefined) set.runawayAfterS = patch.runaway_after_s;
+    if (patch.image !== undefined) set.image = patch.image;
+    if (patch.gpu !== undefined) set.gpu = patch.gpu;
+    if (patch.nested_engine !== undefined) set.nestedEngine = patch.nested_engine;
     if (Object.keys(set).length > 0)
       await this.db.update(schema.machines).set(set).where(eq(schema.machines.id, id));
     return this.get(who, id);

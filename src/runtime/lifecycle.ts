@@ -1,7 +1,7 @@
 // Starting, adopting and stopping machines' boxes. The database's state column follows
 // every transition, with its reason and time; a machine never has two boxes.
-import { existsSync } from "node:fs";
-import { eq, inArray } from "drizzle-orm";
+import { existsSync, mkdirSync } from "node:fs";
+import { eq, inArray, sql } from "drizzle-orm";
 import { BOX_BRIDGES, BOX_PATHS, type BoxHandle, type BoxProvider, type BoxSpec } from "../boxes/index.js";
 import { WarrenError } from "../errors.js";
 import type { Logger } from "../observability/log.js";
@@ -26,7 +26,14 @@ export interface LifecycleOptions {
   /** Opens boxd on a running box. */
   connect: (box: BoxHandle) => BoxExec;
   /** `harness`: the host folder of the harness CLIs, bound read-only when it exists. */
-  paths: { data: string; contracts: string; flows?: string | undefined; harness?: string | undefined };
+  paths: {
+    data: string;
+    contracts: string;
+    flows?: string | undefined;
+    harness?: string | undefined;
+    /** Machines' environment layers, bound read-only at /opt/warren/env (made when absent). */
+    environments?: string | undefined;
+  };
   tmpMib?: number | undefined;
   /** The agents' pids limit of every box (default 4096). */
   pids?: number | undefined;
@@ -86,6 +93,8 @@ export class BoxLifecycle {
 
   specFor(m: Pick<MachineRow, "id" | "orgId" | "memoryMib" | "cpus">): BoxSpec {
     const { provider, paths } = this.o;
+    if (paths.environments && !existsSync(paths.environments))
+      mkdirSync(paths.environments, { recursive: true, mode: 0o755 });
     return {
       id: m.id,
       labels: {
@@ -101,6 +110,9 @@ export class BoxLifecycle {
         // flow instances' workspaces: each bound at /workspace for its own agents' commands only
         ...(paths.flows
           ? [{ kind: "bind" as const, source: paths.flows, target: BOX_PATHS.flows, readOnly: false }]
+          : []),
+        ...(paths.environments
+          ? [{ kind: "bind" as const, source: paths.environments, target: BOX_PATHS.env, readOnly: true }]
           : []),
         ...(paths.harness && existsSync(paths.harness)
           ? [{ kind: "bind" as const, source: paths.harness, target: BOX_PATHS.harness, readOnly: true }]
@@ -166,6 +178,11 @@ export class BoxLifecycle {
       await Promise.all([
         this.channels.open(machineId, live),
         this.#setState(machineId, "running", "started on demand"),
+        // the box records the environment revision it starts with (its commands' PATH leads there)
+        this.o.db
+          .update(schema.machines)
+          .set({ boxEnvRevision: sql`${schema.machines.envRevision}` })
+          .where(eq(schema.machines.id, machineId)),
       ]);
       return boxd;
     });

@@ -35,7 +35,7 @@ export interface RuntimeOptions {
   /** Opens boxd on a running box. */
   connect: (box: BoxHandle) => BoxExec;
   /** `harness`: the host folder of the harness CLIs, bound read-only when it exists. */
-  paths: { data: string; contracts: string; flows?: string; harness?: string };
+  paths: { data: string; contracts: string; flows?: string; harness?: string; environments?: string };
   idleMs: number;
   /** Boxes idle this long are paused first (stopped at idleMs); unset or not below idleMs: never. */
   pauseMs?: number | undefined;

@@ -93,6 +93,8 @@ export interface WorkloadsOptions {
   selfOf?: ((agentId: string, instance?: InstanceRef) => Promise<string | undefined>) | undefined;
   /** The variables that make a machine's box trust its interception authority (egress/authority.ts). */
   authority?: { boxEnv(machineId: string): Promise<Record<string, string>> } | undefined;
+  /** The machine's environment revision now (its last good one): the unit of work's PATH leads to it. */
+  envRevisionOf?: ((machineId: string) => Promise<number>) | undefined;
 }
 
 /** The run a workload belongs to. */
@@ -151,6 +153,7 @@ export class Workloads {
       opts.instance,
     );
     work.selfDir = await this.o.selfOf?.(agent.id, opts.instance);
+    work.envRevision = (await this.o.envRevisionOf?.(machine.id)) ?? 0;
     return work;
   }
 
@@ -200,6 +203,8 @@ export class Workload {
   selfDir: string | undefined;
 
   constructor(
+  /** The machine's environment revision this unit of work's commands find on their PATH. */
+  envRevision = 0;
     private readonly o: WorkloadsOptions,
     readonly agent: AgentRow,
     readonly machine: MachineRef,
@@ -323,13 +328,17 @@ export class Workload {
 
   /** The environment of a command: warren's variables over its own over the secrets over the caller's. */
   env(cmd: Pick<WorkloadCommand, "env" | "own" | "main">): Record<string, string> {
-    return agentEnv(this.agent, {
-      ...cmd.env,
-      ...this.secrets.env,
-      ...cmd.own,
-      ...(this.run ? { WARREN_RUN_ID: this.run.id } : {}),
-      ...(cmd.main && this.#staged !== undefined ? { WARREN_INPUT: `${BOX_PATHS.agent}/input` } : {}),
-    });
+    return agentEnv(
+      this.agent,
+      {
+        ...cmd.env,
+        ...this.secrets.env,
+        ...cmd.own,
+        ...(this.run ? { WARREN_RUN_ID: this.run.id } : {}),
+        ...(cmd.main && this.#staged !== undefined ? { WARREN_INPUT: `${BOX_PATHS.agent}/input` } : {}),
+      },
+      this.envRevision,
+    );
   }
 
   /**
@@ -429,12 +438,16 @@ export class Workload {
         this.agent.machineId,
         {
           argv: req.argv,
-          env: agentEnv(this.agent, {
-            TERM: "xterm-256color",
-            SHELL: "/bin/bash",
-            USER: this.agent.id,
-            LOGNAME: this.agent.id,
-          }),
+          env: agentEnv(
+            this.agent,
+            {
+              TERM: "xterm-256color",
+              SHELL: "/bin/bash",
+              USER: this.agent.id,
+              LOGNAME: this.agent.id,
+            },
+            this.envRevision,
+          ),
           cwd: homeOf(this.agent.id),
           ...walls,
           groups: walls.groups ?? [],

@@ -6,7 +6,7 @@ import { policyOf, type AgentRow } from "../agents/service.js";
 import type { SandboxPolicy } from "../contract/policy.js";
 import { BOX_BRIDGES, BOX_PATHS, type HomeLayout, type Trust } from "../boxes/index.js";
 import { WarrenError } from "../errors.js";
-import { homeOf, portsOf, uidOf } from "../machines/placement.js";
+import { envDirOf, envVariables, homeOf, portsOf, uidOf } from "../machines/placement.js";
 import type { BoxExecRequest } from "../runtime/index.js";
 
 export interface CommandLimits {
@@ -43,6 +43,7 @@ export function commandWalls(
       home: homeOf(agent.id),
       shared: trust === "shared",
       agentDir: opts.run === true,
+      env: envDirOf(agent.machineId),
     }),
     bindPorts: ports,
     // Isolated: apart from the box's other agents on the network too (their homes are apart
@@ -74,13 +75,16 @@ PROXY_ENV.NO_PROXY = PROXY_ENV.no_proxy = "localhost,127.0.0.1";
  * caller's. The proxy variables lead to the egress proxy, the only way out of the box.
  */
 export function agentEnv(
-  agent: Pick<AgentRow, "id" | "slot">,
+  agent: Pick<AgentRow, "id" | "slot" | "machineId">,
   extra: Record<string, string> = {},
+  envRevision = 0,
 ): Record<string, string> {
   const ports = portsOf(agent.slot);
   const home = homeOf(agent.id);
+  const layer = envVariables(agent.machineId, envRevision);
   return {
-    PATH: DEFAULT_PATH,
+    PATH: [...layer.path, DEFAULT_PATH].join(":"),
+    ...(layer.libs.length > 0 ? { LD_LIBRARY_PATH: layer.libs.join(":") } : {}),
     LANG: "C.UTF-8",
     TMPDIR: "/tmp",
     ...extra,

@@ -125,6 +125,8 @@ export function sharedSubPath(target: string): string {
  * No machine id starts with a dot.
  */
 export const FLOWS_SUBPATH = ".flows";
+/** The sub-path that holds machines' environment layers (STATE_ROOT/workspaces/.environments), every Pod's /opt/warren/env. */
+export const ENVIRONMENTS_SUBPATH = ".environments";
 
 export function podManifest(spec: BoxSpec, s: PodSettings): V1Pod {
   const sub = workspaceSubPaths(spec.id);
@@ -144,6 +146,9 @@ export function podManifest(spec: BoxSpec, s: PodSettings): V1Pod {
     } else if (target === BOX_PATHS.flows) {
       // each flow instance's /workspace is a folder of it, bound per command as on local
       mounts.push({ name: "workspaces", mountPath: target, subPath: FLOWS_SUBPATH });
+    } else if (target === BOX_PATHS.env) {
+      // built by the server into the claim; each command reads its own machine's layer only
+      mounts.push({ name: "workspaces", mountPath: target, subPath: ENVIRONMENTS_SUBPATH, readOnly: true });
     } else {
       shared = true;
       mounts.push({
