@@ -299,6 +299,51 @@ export class Approvals implements ApprovalDoor {
     return view(decided, false);
   }
 
+  /**
+   * A person answers an agent's waiting secret_request with the value: `store` keeps it as a
+   * secret of the organisation granted to the asking agent (the secrets API's own checks: a
+   * person allowed to write secrets), then the call is allowed and released; it answers the
+   * agent with the name only. Anything but a waiting secret request is refused as a decision is.
+   */
+  async provide(
+    who: Identity,
+    id: string,
+    argsSha256: string,
+    store: (req: { orgId: string; agentId: string; name: string; description: string }) => Promise<void>,
+  ): Promise<Approval> {
+    const [row] = await this.#o.db.select().from(schema.approvals).where(eq(schema.approvals.id, id));
+    if (!row) throw new WarrenError("not_found", "approval was not found");
+    const seat = await this.#seat(row.orgId, who);
+    if (row.tool !== "secret_request")
+      throw new WarrenError(
+        "request.invalid",
+        "this approval is a tool call's, not an agent's secret request; decide it with POST /api/approvals/:id",
+      );
+    if (!mayDecide(row, who, seat))
+      throw new WarrenError(
+        "access.denied",
+        `this request is answered by ${whoDecides(row)}; your role in this organisation is ${seat.role}`,
+      );
+    if (row.status !== "waiting" || !this.#waiting.has(id))
+      throw new WarrenError(
+        "approval.stale",
+        `the secret request ${row.toolCallId} no longer waits (it is ${row.status === "waiting" ? "no longer waiting" : row.status})`,
+      );
+    if (argsSha256.toLowerCase() !== row.argsSha256)
+      throw new WarrenError(
+        "approval.stale",
+        `the answer names another request (sha256 ${argsSha256}) than the one waiting (${row.argsSha256})`,
+      );
+    const args = (row.arguments ?? {}) as { name?: unknown; description?: unknown; why?: unknown };
+    await store({
+      orgId: row.orgId,
+      agentId: row.agentId,
+      name: String(args.name),
+      description: typeof args.description === "string" ? args.description.slice(0, 1000) : "",
+    });
+    return this.decide(who, id, { decision: "allow", message: "given", args_sha256: row.argsSha256 });
+  }
+
   /** A stored decision (approval.decided) releases the call waiting for it in this process. */
   #release(e: { approvalId: string } & ApprovalAnswer): void {
     const w = this.#decided.get(e.approvalId);

@@ -28,6 +28,7 @@ import { secretRoutes } from "../http/routes/secrets.js";
 import { terminalRoutes } from "../http/routes/terminal.js";
 import { usageRoutes } from "../http/routes/usage.js";
 import {
+import { secretRequestRoutes } from "../http/routes/secret-requests.js";
   approvalRoutes,
   evalRoutes,
   evidenceRoutes,
@@ -118,6 +119,7 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
       // what the runs used over time, summed from their receipts in the store
       ...usageRoutes(new UsageRecords(base.store.db, access)),
       ...scheduleRoutes(s.schedules),
+      ...secretRequestRoutes(s.approvals, base.secrets),
       ...dispatchRoutes(s.dispatch),
       ...flowRoutes(s.flows),
       // warren as an MCP server (streamable HTTP), its tools calling these same routes as the caller

@@ -265,6 +265,7 @@ export async function buildServices(
         for (const target of targets) {
           const entry = named(target);
           if (entry !== undefined) return { target, entry };
+    secretRequestWaitMs: config.WARREN_SECRET_REQUEST_WAIT_S * 1000,
         }
         return undefined;
       }),

@@ -214,3 +214,17 @@ export const SecretUpdateRequest = z
   .meta({ id: "SecretUpdateRequest" });
 
 export const SecretListQuery = z.object({ org_id: idOf("org").optional() }).strict();
+
+/** A person's answer to an agent's secret_request (POST /api/approvals/:id/secret). */
+export const SecretRequestAnswer = z
+  .object({
+    value: secretValue.describe(
+      "the secret's value: stored sealed as a secret of the organisation, granted to the asking agent; never returned, never in the transcript",
+    ),
+    args_sha256: z
+      .string()
+      .regex(/^[0-9a-fA-F]{64}$/, "must be the approval's args_sha256 (64 hex digits)")
+      .describe("the request's args_sha256, as its approval shows it"),
+  })
+  .strict()
+  .meta({ id: "SecretRequestAnswer" });

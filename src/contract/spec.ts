@@ -105,6 +105,7 @@ export const BUILTIN_TOOLS = [
   "run_command",
   "web_fetch",
   ...ARTIFACT_TOOLS,
+  "secret_request",
 ] as const;
 
 const toolName = z

@@ -15,6 +15,8 @@ import { uidOf } from "../machines/placement.js";
 import type { ResolvedSecrets } from "../secrets/service.js";
 import type { Workload } from "../workloads/index.js";
 import { getOnce, type EgressRoute } from "./fetch.js";
+import { secretRequestTool } from "./secret-request.js";
+import type { ApprovalDoor } from "../approvals/types.js";
 import { bodyText, bounded, MAX_OUTPUT_BYTES, num, str, ToolFailure, type ToolImpl } from "./impl.js";
 
 /** The largest file read_file reads and write_file writes. */
@@ -41,6 +43,10 @@ export interface BuiltinEnv {
   egress: EgressRoute;
   /** The artifact store as this agent (the note, memory, record and script tools). */
   artifacts: AgentArtifacts;
+  /** secret_request's wait (the approval door), the agent's secrets as they are now, and its time. */
+  approvals?: ApprovalDoor | undefined;
+  resolveSecrets: (agent: { id: string; orgId: string }) => Promise<ResolvedSecrets>;
+  secretRequestWaitMs?: number | undefined;
 }
 
 const pathParam = (what: string) => ({
@@ -233,6 +239,14 @@ const BUILDERS: Record<
   list_files: listFiles,
   run_command: runCommand,
   web_fetch: webFetch,
+  secret_request: (env) =>
+    secretRequestTool({
+      runId: env.runId,
+      workload: env.workload,
+      approvals: env.approvals,
+      resolve: env.resolveSecrets,
+      waitMs: env.secretRequestWaitMs,
+    }),
 };
 
 export function builtinTool(name: (typeof BUILTIN_TOOLS)[number], env: BuiltinEnv): ToolImpl {

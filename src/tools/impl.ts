@@ -1,5 +1,6 @@
 // What every tool implementation shares: its face for the model, how it runs, and the
 // failures it answers the model with.
+import type { KeepWaiting } from "../approvals/types.js";
 import type { Canonicaliser } from "./canonical.js";
 import type { RunTool } from "./types.js";
 
@@ -17,7 +18,15 @@ export interface ToolImpl {
    */
   canonical?: Record<string, Canonicaliser>;
   /** Runs the call (already allowed by the policy); throws ToolFailure or any error to fail it. */
-  run(args: Record<string, unknown>, signal: AbortSignal): Promise<string>;
+  run(args: Record<string, unknown>, signal: AbortSignal, call?: CallInfo): Promise<string>;
+}
+
+/** The call a tool runs for: what a tool that waits for a person (secret_request) asks with. */
+export interface CallInfo {
+  callId: string;
+  /** SHA-256 of the canonical arguments (as an approval names them). */
+  argsSha256: string;
+  keep?: KeepWaiting | undefined;
 }
 
 /** The most text a tool answers the model with; past it the answer says how much was cut. */

@@ -30,7 +30,9 @@ import type {
 export interface ToolsOptions {
   layout: HomeLayout;
   /** The values of tools' headers (secrets of use tool), read in the server, never put in a box. */
-  secrets: Pick<Secrets, "toolHeadersFor">;
+  secrets: Pick<Secrets, "toolHeadersFor" | "resolve">;
+  /** How long a secret_request waits for a person (ms). */
+  secretRequestWaitMs?: number | undefined;
   logger: Logger;
   /** The egress proxy: web_fetch goes out through it, decided and recorded like the box's connections. */
   egress: Pick<Egress, "handler">;
@@ -316,7 +318,11 @@ class RunToolset implements Toolset {
       if (guardedNow) return finish(guardedNow.output, "deny", guardedNow.policies, "denied by guardrail");
     }
     try {
-      const out = await impl.run(canonical, this.ctx.signal);
+      const out = await impl.run(canonical, this.ctx.signal, {
+        callId: callId ?? randomUUID(),
+        argsSha256: argsDigest(canonical),
+        keep,
+      });
       return await finish(bounded(out), "allow", d.policies);
     } catch (err) {
       const msg = messageOf(err);
@@ -397,6 +403,9 @@ export class Tools implements ToolsetFactory {
       secrets,
       runId: ctx.runId,
       artifacts: o.artifacts.forAgent({ id: agent.id, orgId: agent.orgId }),
+      approvals: o.approvals,
+      resolveSecrets: (a: { id: string; orgId: string }) => o.secrets.resolve(a),
+      secretRequestWaitMs: o.secretRequestWaitMs,
       egress: {
         handler: o.egress.handler,
         who: { machineId: agent.machineId, agentId: agent.id, uid: uidOf(agent.slot) },

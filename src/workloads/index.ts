@@ -193,6 +193,8 @@ function narrowed(s: ResolvedSecrets, names: readonly string[]): ResolvedSecrets
 export class Workload {
   /** Values this work protects beyond the agent's secrets (a run's workload token). */
   readonly #protected: Buffer[] = [];
+  /** Secrets granted while the work goes on (secret_request): variables of its next commands. */
+  readonly #granted: Record<string, string> = {};
   #redactor: Redactor | undefined;
   #staged: string | undefined;
   /** The run's labels, written once before its first command (recovery finds the run by them). */
@@ -304,6 +306,12 @@ export class Workload {
     this.#recording?.add(values);
   }
 
+  /** A secret given to the agent while it works (secret_request): its next commands see it, redacted. */
+  grantSecret(variable: string, value: string): void {
+    this.#granted[variable] = value;
+    this.protect([value]);
+  }
+
   /** The agent's box, started if it is not running (a refusal comes before any output). */
   async ready(): Promise<void> {
     await this.o.runtime.ensure(this.agent.machineId);
@@ -333,6 +341,7 @@ export class Workload {
       {
         ...cmd.env,
         ...this.secrets.env,
+        ...this.#granted,
         ...cmd.own,
         ...(this.run ? { WARREN_RUN_ID: this.run.id } : {}),
         ...(cmd.main && this.#staged !== undefined ? { WARREN_INPUT: `${BOX_PATHS.agent}/input` } : {}),
