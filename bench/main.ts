@@ -32,6 +32,7 @@ import { startTestServer, type TestServer } from "../test/support/server.js";
 import { benchCedar } from "./cedar.js";
 import { jsonClient, runClients } from "./clients.js";
 import { benchConversations } from "./conversations.js";
+import { benchBurst } from "./burst.js";
 import { benchForks } from "./forks.js";
 import { benchProviders } from "./providers.js";
 import { buildFloor, timeFloor } from "./floor.js";
@@ -422,6 +423,32 @@ async function forkRows(): Promise<void> {
     met: yesNo(f.pause.p50 <= 20),
     data: { ...f.pause, idle_read_ms: f.idleRead, event_loop_max_ms: f.loopMax },
   });
+}
+
+/** Time to a first command (computesdk's method on loopback), without and with the warm pool. */
+async function burstRows(): Promise<void> {
+  for (const pool of [0, 64]) {
+    const b = await benchBurst({ n: quick ? 10 : 100, serial: quick ? 3 : 20, pool, log });
+    const with_ = pool ? `warm pool of ${pool}` : "no warm pool";
+    rows.push({
+      what: `new machine to its first node -v, one at a time (${with_})`,
+      p50: fmt(b.serial.p50),
+      p99: fmt(b.serial.p99),
+      vsFloor: "",
+      target: "p50 ≤ 150",
+      met: yesNo(b.serial.p50 <= 150),
+      data: { ...b.serial, pool },
+    });
+    rows.push({
+      what: `  a burst of ${b.burst.n} at once (p95 ${fmt(b.burst.p95)} ms, wall ${fmt(b.wallMs)} ms)`,
+      p50: fmt(b.burst.p50),
+      p99: fmt(b.burst.p99),
+      vsFloor: "",
+      target: "p50 ≤ 300, p95 ≤ 600",
+      met: yesNo(b.burst.p50 <= 300 && b.burst.p95 <= 600),
+      data: { ...b.burst, wall_ms: b.wallMs, pool },
+    });
+  }
 }
 
 async function scheduleRows(): Promise<void> {
@@ -927,6 +954,7 @@ async function main(): Promise<number> {
     await egressAskRows();
     await conversationRows();
     await forkRows();
+    await burstRows();
     await scheduleRows();
     await providerRows();
     await tracingRows();
