@@ -27,8 +27,8 @@ import { dispatchRoutes } from "../http/routes/dispatch.js";
 import { secretRoutes } from "../http/routes/secrets.js";
 import { terminalRoutes } from "../http/routes/terminal.js";
 import { usageRoutes } from "../http/routes/usage.js";
-import {
 import { secretRequestRoutes } from "../http/routes/secret-requests.js";
+import {
   approvalRoutes,
   evalRoutes,
   evidenceRoutes,

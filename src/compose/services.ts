@@ -253,6 +253,7 @@ export async function buildServices(
   const tools = new Tools({
     layout,
     secrets,
+    secretRequestWaitMs: config.WARREN_SECRET_REQUEST_WAIT_S * 1000,
     logger,
     egress,
     fetch: base.connector,
@@ -265,7 +266,6 @@ export async function buildServices(
         for (const target of targets) {
           const entry = named(target);
           if (entry !== undefined) return { target, entry };
-    secretRequestWaitMs: config.WARREN_SECRET_REQUEST_WAIT_S * 1000,
         }
         return undefined;
       }),
