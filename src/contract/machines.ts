@@ -74,6 +74,17 @@ export const Machine = z
     runaway_after_s: z
       .number()
       .describe("how long a command tree may hold the box at its pids or memory limit before it is stopped"),
+    image: z
+      .string()
+      .nullable()
+      .describe("the machine's own image on oci and kubernetes (null: the boxes' image)"),
+    gpu: z.boolean().describe("the host's GPU devices are in the box"),
+    nested_engine: z.boolean().describe("a container engine may run inside the box"),
+    env_revision: z.number().describe("the environment's last good revision (0: the base alone)"),
+    box_env_revision: z
+      .number()
+      .nullable()
+      .describe("the environment revision the machine's box runs (null: no box started since)"),
     box: MachineBox.optional().describe("the box's usage and events (GET /api/machines/:id)"),
     created_at: z.string(),
   })
@@ -86,6 +97,19 @@ const memory = z
   .min(64, "must be at least 64")
   .max(262144, "must be at most 262144");
 const cpus = z.number().min(0.1, "must be at least 0.1").max(64, "must be at most 64");
+/** An image reference as engines spell it: name[:tag][@digest]. */
+const image = z
+  .string()
+  .regex(
+    /^[a-z0-9][a-z0-9._/-]{0,199}(:[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?(@sha256:[a-f0-9]{64})?$/,
+    "must be an image reference: name[:tag][@sha256:digest]",
+  );
+/** What a machine may turn on where its provider and host can (400 machine.capability_unavailable). */
+const capabilities = {
+  image: image.nullable().optional(),
+  gpu: z.boolean().optional(),
+  nested_engine: z.boolean().optional(),
+};
 
 export const MachineCreateRequest = z
   .object({
@@ -96,6 +120,7 @@ export const MachineCreateRequest = z
     cpus: cpus.optional(),
     trust: MachineTrust.optional(),
     runaway_after_s: runawayAfter.optional(),
+    ...capabilities,
   })
   .strict()
   .meta({ id: "MachineCreateRequest" });
@@ -107,6 +132,7 @@ export const MachineUpdateRequest = z
     memory_mib: memory.optional(),
     cpus: cpus.optional(),
     runaway_after_s: runawayAfter.optional(),
+    ...capabilities,
   })
   .strict()
   .meta({ id: "MachineUpdateRequest" });
