@@ -18,7 +18,7 @@ import { homeOf } from "../machines/placement.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import type { Workloads } from "../workloads/index.js";
-import { RepoGit, type GitPlace, type GitResult } from "./git.js";
+import { RepoGit, type GitPlace, type GitResult, type RunOptions } from "./git.js";
 
 export type BranchRow = typeof schema.conversationBranches.$inferSelect;
 
@@ -32,13 +32,20 @@ export const worktreeOf = (conversationId: string): string => `.warren/worktrees
 /** Diffs never start a program the repository names. */
 const DIFF = ["diff", "--no-ext-diff", "--no-textconv"];
 
+/** The most bytes of a worktree's status read (its changed paths). */
+const STATUS_BYTES = 16 * 1024 * 1024;
+
 /** A repository's git, checked: run at the repository, or in the conversation's worktree. */
 interface Git {
+  door: RepoGit;
   repo(args: string[]): Promise<GitResult>;
   worktree(args: string[]): Promise<GitResult>;
 }
 
 export class Branches {
+  /** The worktrees being checked out on their first use (./fork.ts), by agent and folder. */
+  readonly #checkouts = new Map<string, Promise<void>>();
+
   constructor(
     private readonly db: Db,
     private readonly workloads: Pick<Workloads, "open">,
@@ -60,6 +67,7 @@ export class Branches {
     const door = new RepoGit(work, this.layout.homeDir(agent.machineId, agent.id), place);
     if (!(await door.check(opts))) return null;
     return {
+      door,
       repo: (args) => door.run(args, { at: "repo", limitBytes: LIMIT }),
       worktree: (args) => door.run(args, { at: "worktree", limitBytes: LIMIT }),
     };
@@ -126,12 +134,17 @@ export class Branches {
 
   /**
    * A fork's branch (see ./fork.ts): `warren/<fork id>` made from the head of the source's
-   * branch in a worktree of its own, then the source worktree's uncommitted changes (modified,
-   * added, deleted and untracked files; not those the repository ignores) copied over and
-   * committed on it. Its cost is one checkout of the head's tree and a copy of the changed files
-   * (reflinked where the file system can), never a walk of the history. Nothing of the source is
-   * locked or changed: its status is read without the index lock (GIT_OPTIONAL_LOCKS=0), and
-   * its files are copied as they are at that moment, in the agent's box, as the agent.
+   * branch with the source worktree's uncommitted changes (modified, added, deleted and
+   * untracked files; not those the repository ignores) in one commit on it, made without any
+   * checkout: an index of its own (a temporary file) filled from the head's tree (read-tree,
+   * which reads tree objects, no file), the changed paths hashed into it from the source's
+   * worktree in one process (update-index; a link is stored as a link, never followed), then
+   * write-tree, commit-tree and update-ref. Its cost is the head's tree read once and the
+   * changed files hashed, never the repository's other files nor its history; the fork's
+   * worktree is checked out on its first use (`ready`). Nothing of the source is locked or
+   * changed: its status is read without the index lock (GIT_OPTIONAL_LOCKS=0), its index is not
+   * the one written, and its files are read as they are at that moment; every step runs in the
+   * agent's box, as the agent, below the machine's other work (nice, ionice).
    */
   async fork(
     agent: AgentRow,
@@ -142,111 +155,144 @@ export class Branches {
   ): Promise<BranchRow> {
     if (standing(source.repo.split("/"), fence) !== "inside")
       throw new WarrenError("area.refused", "that path is outside your areas");
-    const home = homeOf(agent.id);
     const branch = `warren/${forkId}`;
-    const worktree = worktreeOf(forkId);
-    const from = await this.#checked(agent, source, source.worktree !== null);
+    const from = await this.#open(
+      agent,
+      { repo: source.repo, worktree: source.worktree ?? undefined },
+      { worktreeMayBeMissing: true },
+    );
+    if (!from) throw new WarrenError("not_found", `the repository ${source.repo} is gone`);
     const head = await from.repo(["rev-parse", "--verify", "-q", `refs/heads/${source.branch}^{commit}`]);
     if (head.code !== 0) throw new WarrenError("not_found", `the branch ${source.branch} is gone`);
-    const place = { repo: source.repo, worktree };
-    // the source's changes are read while the fork's worktree is checked out: neither waits
-    const [reading, making] = await Promise.allSettled([
-      source.worktree ? this.#changed(from) : [],
-      this.#open(agent, place, { worktreeMayBeMissing: true }).then(async (made) => {
-        if (!made) throw new WarrenError("not_found", `the repository ${source.repo} is gone`);
-        const at = `${home}/${worktree}`;
-        const add = await made.repo(["worktree", "add", "-q", "-b", branch, at, head.out.trim()]);
-        if (add.code !== 0) throw new Error(`git worktree add failed: ${add.err.trim()}`);
-        return made;
-      }),
-    ]);
-    if (making.status === "rejected") throw making.reason;
-    const made = making.value;
+    // a source with no worktree there (closed, or a fork not used yet) has nothing uncommitted
+    const commit =
+      from.door.worktreeState === "there"
+        ? await this.#snapshot(agent, from.door, head.out.trim(), forkId, message)
+        : head.out.trim();
+    // "": the branch must not exist yet
+    const made = await from.repo(["update-ref", `refs/heads/${branch}`, commit, ""]);
+    if (made.code !== 0) throw new Error(`git update-ref failed: ${made.err.trim()}`);
     try {
-      if (reading.status === "rejected") throw reading.reason;
-      const changed = reading.value;
-      const git = await this.#open(agent, place);
-      if (!git) throw new Error("the fork's worktree is not there once made");
-      if (changed.length > 0 && source.worktree) {
-        await this.#copy(agent, source.worktree, worktree, changed);
-        await this.#commitIn(agent, git, message);
-      }
       const [row] = await this.db
         .insert(schema.conversationBranches)
-        .values({ conversationId: forkId, repo: source.repo, branch, base: source.base, worktree })
+        .values({
+          conversationId: forkId,
+          repo: source.repo,
+          branch,
+          base: source.base,
+          worktree: worktreeOf(forkId),
+        })
         .returning();
       if (!row) throw new Error("branch insert returned nothing");
       return row;
     } catch (err) {
       // nothing of a failed fork stays
-      await made.repo(["worktree", "remove", "--force", `${home}/${worktree}`]);
-      await made.repo(["branch", "-D", branch]);
+      await from.repo(["update-ref", "-d", `refs/heads/${branch}`, commit]);
       throw err;
     }
   }
 
   /**
-   * The paths the worktree changed against its head (NUL-separated status, renames as two), and
-   * whether each is still there, read from the status itself (a Y of D, or an X of D with a
-   * blank Y, is gone): nothing of the agent's paths is looked up on the host.
+   * The source worktree's uncommitted changes committed on `head` without touching it (see
+   * `fork`): answers the commit, or `head` when nothing changed.
    */
-  async #changed(git: Git): Promise<{ path: string; there: boolean }[]> {
-    const st = await git.worktree([
-      "status",
-      "--porcelain=v1",
-      "-z",
-      "--untracked-files=all",
-      "--no-renames",
-    ]);
-    if (st.code !== 0) throw new Error(`git status failed: ${st.err.trim()}`);
-    const gone = new Map<string, boolean>();
-    for (const e of st.out.split("\0")) {
-      if (e.length < 4) continue;
-      const path = e.slice(3);
-      const deleted = e[1] === "D" || (e[0] === "D" && e[1] === " ");
-      // deleted from the index and back as an untracked file: listed twice, and there
-      gone.set(path, (gone.get(path) ?? true) && deleted);
+  async #snapshot(
+    agent: AgentRow,
+    door: RepoGit,
+    head: string,
+    forkId: string,
+    message: string,
+  ): Promise<string> {
+    const at = (o: Partial<RunOptions> = {}): RunOptions => ({
+      at: "worktree",
+      limitBytes: LIMIT,
+      low: true,
+      ...o,
+    });
+    const paths = changedPaths(
+      checkedOut(
+        "status",
+        await door.run(
+          ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"],
+          at({ limitBytes: STATUS_BYTES }),
+        ),
+      ).out,
+    );
+    if (paths.length === 0) return head;
+    // the fork's own index, in the repository's .git (the box's /tmp is not kept between commands)
+    const index = `${door.gitDir}/warren-fork-${forkId}.index`;
+    try {
+      checkedOut("read-tree", await door.run(["read-tree", head], at({ index })));
+      const list = Buffer.from(paths.map((p) => `${p}\0`).join(""));
+      // --remove: a path no longer there leaves the index; --replace: a file became a folder
+      checkedOut(
+        "update-index",
+        await door.run(
+          ["update-index", "--add", "--remove", "--replace", "-z", "--stdin"],
+          at({ index, stdin: list }),
+        ),
+      );
+      const tree = checkedOut("write-tree", await door.run(["write-tree"], at({ index }))).out.trim();
+      const who = ["-c", `user.name=${agent.name}`, "-c", `user.email=${agent.id}@agents.warren`];
+      return checkedOut(
+        "commit-tree",
+        await door.run([...who, "commit-tree", tree, "-p", head, "-m", message], at()),
+      ).out.trim();
+    } finally {
+      const work = await this.workloads.open(agent, { secrets: [] });
+      await work.collect(
+        { argv: ["rm", "-f", "--", index, `${index}.lock`], timeoutMs: 30_000 },
+        { limitBytes: 4096 },
+      );
     }
-    return [...gone].map(([path, g]) => ({ path, there: !g }));
   }
 
-  /** The changed files copied from one worktree to the other in the agent's box; the gone ones removed. */
-  async #copy(
-    agent: AgentRow,
-    from: string,
-    to: string,
-    changed: { path: string; there: boolean }[],
-  ): Promise<void> {
-    const work = await this.workloads.open(agent, { secrets: [] });
-    const home = homeOf(agent.id);
-    const list = (there: boolean) =>
-      Buffer.from(
-        changed
-          .filter((c) => c.there === there)
-          .map((c) => `${c.path}\0`)
-          .join(""),
-      );
-    const steps: { argv: string[]; cwd: string; stdin: Buffer }[] = [
-      // cp -a keeps modes and links as they are; --reflink=auto shares the blocks where it can
-      {
-        argv: ["xargs", "-0", "-r", "cp", "-a", "--reflink=auto", "--parents", "-t", `${home}/${to}`, "--"],
-        cwd: `${home}/${from}`,
-        stdin: list(true),
-      },
-      { argv: ["xargs", "-0", "-r", "rm", "-f", "--"], cwd: `${home}/${to}`, stdin: list(false) },
-    ];
-    for (const s of steps) {
-      if (s.stdin.length === 0) continue;
-      const { result, stderr } = await work.collect({ ...s, timeoutMs: 120_000 }, { limitBytes: 64 * 1024 });
-      if (result.exitCode !== 0)
-        throw new Error(`copying the source's changes failed: ${stderr.text().trim().slice(0, 500)}`);
+  /**
+   * The branch's worktree made there when it is pending (a fork's, checked out on its first
+   * use: `git worktree add` of its branch); concurrent first uses wait on the same checkout. A
+   * worktree git still knows whose folder is gone is left as it is (its next command says so).
+   */
+  async ready(agent: AgentRow, b: BranchRow): Promise<void> {
+    if (!b.worktree) return;
+    const key = `${agent.id}/${b.worktree}`;
+    let going = this.#checkouts.get(key);
+    if (!going) {
+      going = this.#checkOut(agent, b, b.worktree).finally(() => this.#checkouts.delete(key));
+      this.#checkouts.set(key, going);
     }
+    await going;
+  }
+
+  async #checkOut(agent: AgentRow, b: BranchRow, worktree: string): Promise<void> {
+    const git = await this.#open(agent, { repo: b.repo, worktree }, { worktreeMayBeMissing: true });
+    if (!git) throw new WarrenError("not_found", `the repository ${b.repo} is gone`);
+    if (git.door.worktreeState !== "pending") return;
+    const add = await git.repo(["worktree", "add", "-q", `${homeOf(agent.id)}/${worktree}`, b.branch]);
+    if (add.code !== 0)
+      throw new Error(`git worktree add of the conversation's worktree failed: ${add.err.trim()}`);
+    // what git made is what warren checks from now on
+    await this.#checked(agent, b, true);
+  }
+
+  /** The worktree's git; null when it is pending (not checked out yet, so nothing of it changed). */
+  async #worktreeOf(agent: AgentRow, b: BranchRow): Promise<Git | null> {
+    const git = await this.#open(
+      agent,
+      { repo: b.repo, worktree: b.worktree ?? undefined },
+      { worktreeMayBeMissing: true },
+    );
+    if (!git) throw new WarrenError("not_found", `the repository ${b.repo} is gone`);
+    if (git.door.worktreeState === "pending") return null;
+    if (git.door.worktreeState !== "there")
+      throw new WarrenError("not_found", `the conversation's worktree ${b.worktree} is gone`);
+    return git;
   }
 
   /** Commits what changed in the worktree; answers the commit, or null when nothing changed. */
   async commit(agent: AgentRow, b: BranchRow, message: string): Promise<string | null> {
     if (!b.worktree) return null;
-    return this.#commitIn(agent, await this.#checked(agent, b, true), message);
+    const git = await this.#worktreeOf(agent, b);
+    return git ? this.#commitIn(agent, git, message) : null;
   }
 
   async #commitIn(agent: AgentRow, git: Git, message: string): Promise<string | null> {
@@ -378,13 +424,32 @@ export class Branches {
   /** A closed conversation: its last changes committed, its worktree removed, its branch kept. */
   async close(agent: AgentRow, b: BranchRow, message: string): Promise<void> {
     if (!b.worktree) return;
-    await this.commit(agent, b, message);
-    const git = await this.#checked(agent, b, true);
-    const r = await git.repo(["worktree", "remove", `${homeOf(agent.id)}/${b.worktree}`]);
-    if (r.code !== 0) throw new Error(`git worktree remove failed: ${r.err.trim()}`);
+    // a worktree never checked out has nothing to commit or remove
+    const git = await this.#worktreeOf(agent, b);
+    if (git) {
+      await this.#commitIn(agent, git, message);
+      const r = await git.repo(["worktree", "remove", `${homeOf(agent.id)}/${b.worktree}`]);
+      if (r.code !== 0) throw new Error(`git worktree remove failed: ${r.err.trim()}`);
+    }
     await this.db
       .update(schema.conversationBranches)
       .set({ worktree: null })
       .where(eq(schema.conversationBranches.conversationId, b.conversationId));
   }
+}
+
+/** A git step's result, or its failure thrown with what git said. */
+function checkedOut(step: string, r: GitResult): GitResult {
+  if (r.code !== 0) throw new Error(`git ${step} failed: ${r.err.trim().slice(0, 500)}`);
+  return r;
+}
+
+/**
+ * The paths a worktree changed against its head, from its NUL-separated status (renames off):
+ * each once (one deleted from the index and back as an untracked file is listed twice).
+ */
+function changedPaths(status: string): string[] {
+  const paths = new Set<string>();
+  for (const e of status.split("\0")) if (e.length >= 4) paths.add(e.slice(3).replace(/\/$/, ""));
+  return [...paths];
 }

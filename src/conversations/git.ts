@@ -163,9 +163,28 @@ async function checkGitFolder(gitDir: string, repo: string): Promise<void> {
   await walk(gitDir, "");
 }
 
+/**
+ * A worktree's state, once checked: there; pending (neither its folder nor its entry under
+ * .git/worktrees is there: a fork's, not checked out yet); gone (git knows it, its folder is not).
+ */
+export type WorktreeState = "there" | "pending" | "gone";
+
+/** How a command runs: where, with which index, fed what, at what priority. */
+export interface RunOptions {
+  at?: "repo" | "worktree";
+  limitBytes: number;
+  /** An index of its own (GIT_INDEX_FILE, a path in the box) instead of the place's. */
+  index?: string | undefined;
+  stdin?: Buffer | undefined;
+  /** Below everything else of the machine, CPU and disk (nice, ionice): a fork's work. */
+  low?: boolean | undefined;
+}
+
 /** The git door of one repository of an agent's home. */
 export class RepoGit {
   readonly #box: { repo: string; gitDir: string; worktree?: string; adminDir?: string };
+  /** The worktree's state, known once `check` has run with one. */
+  worktreeState: WorktreeState | undefined;
 
   constructor(
     private readonly work: Workload,
@@ -239,12 +258,14 @@ export class RepoGit {
     const { hostHome, place } = this;
     const wt = place.worktree ?? "";
     const state = await realFolders(hostHome, wt, `the worktree ${wt}`);
+    const admin = await lstat(`${hostHome}/${place.repo}/.git/worktrees/${name}`);
     if (state === "missing") {
+      this.worktreeState = admin ? "gone" : "pending";
       if (mayBeMissing) return;
       throw new WarrenError("not_found", `the conversation's worktree ${wt} is gone`);
     }
+    this.worktreeState = "there";
     const want = `gitdir: ${this.#box.adminDir ?? ""}`;
-    const admin = await lstat(`${hostHome}/${place.repo}/.git/worktrees/${name}`);
     const file = await readNoFollow(`${hostHome}/${wt}/.git`, 4096).catch((err: unknown) => {
       if (err instanceof WarrenError) return Buffer.from("");
       throw err;
@@ -255,8 +276,13 @@ export class RepoGit {
       );
   }
 
+  /** The repository's .git folder, as the box sees it. */
+  get gitDir(): string {
+    return this.#box.gitDir;
+  }
+
   /** A git command at the repository (`at: "repo"`) or in the worktree. */
-  run(args: string[], opts: { at?: "repo" | "worktree"; limitBytes: number }): Promise<GitResult> {
+  run(args: string[], opts: RunOptions): Promise<GitResult> {
     const inWorktree = opts.at === "worktree";
     if (inWorktree && !this.#box.worktree) throw new Error("no worktree to run git in");
     return this.#exec(args, {
@@ -264,12 +290,23 @@ export class RepoGit {
       repoEnv: true,
       worktree: inWorktree,
       limitBytes: opts.limitBytes,
+      stdin: opts.stdin,
+      index: opts.index,
+      low: opts.low,
     });
   }
 
   async #exec(
     args: string[],
-    o: { cwd: string; stdin?: Buffer; repoEnv: boolean; worktree?: boolean; limitBytes?: number },
+    o: {
+      cwd: string;
+      stdin?: Buffer | undefined;
+      repoEnv: boolean;
+      worktree?: boolean;
+      limitBytes?: number;
+      index?: string | undefined;
+      low?: boolean | undefined;
+    },
   ): Promise<GitResult> {
     const box = this.#box;
     const place: Record<string, string> = o.repoEnv
@@ -277,9 +314,10 @@ export class RepoGit {
         ? { GIT_DIR: box.adminDir, GIT_COMMON_DIR: box.gitDir, GIT_WORK_TREE: box.worktree }
         : { GIT_DIR: box.gitDir, GIT_COMMON_DIR: box.gitDir, GIT_WORK_TREE: box.repo }
       : {};
+    if (o.index) place.GIT_INDEX_FILE = o.index;
     const { result, stdout, stderr } = await this.work.collect(
       {
-        argv: ["git", ...hardened(box.repo), ...args],
+        argv: [...(o.low ? LOW : []), "git", ...hardened(box.repo), ...args],
         cwd: o.cwd,
         ...(o.stdin ? { stdin: o.stdin } : {}),
         own: { ...GIT_ENV, ...place },
@@ -293,6 +331,9 @@ export class RepoGit {
 
 /** The name of a worktree's folder under .git/worktrees: its own folder's name. */
 const adminName = (worktree: string): string => worktree.split("/").at(-1) ?? worktree;
+
+/** A command below the machine's other work: the lowest CPU share, the last of the disk's best effort. */
+const LOW = ["nice", "-n", "19", "ionice", "-c", "2", "-n", "7"];
 
 /** The environment of every git command: nothing of the system's or the user's. */
 const GIT_ENV: Record<string, string> = {

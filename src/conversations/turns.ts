@@ -93,6 +93,8 @@ export class ConversationTurns {
     const persona = await o.personas.find(t.personaId);
     const branch = c.repo !== null ? await o.branches.of(c.id) : null;
     const fence = await o.reach.fenceOf(c, persona);
+    // a fork's worktree is checked out on its first turn (branches.ts)
+    if (branch?.worktree) await o.branches.ready(agent, branch);
     const commit = branch?.worktree
       ? () => o.branches.commit(agent, branch, commitMessage(t.text, t.author))
       : undefined;

@@ -4,9 +4,15 @@
 // box, its file written and not committed) is forked at its third message: the fork holds the
 // three messages and their history, its branch the source's uncommitted changes (modified,
 // added, untracked, deleted), and it goes on by itself; the source's turn ends as it would
-// have, and its next turn sees none of the fork. A bad at_message is 400. The CLI forks too.
+// have, and its next turn sees none of the fork. The fork's commit is made with no checkout:
+// its worktree is checked out on its first turn (once, however many first uses meet), and a
+// link of the source stays a link. A bad at_message is 400. The CLI forks too.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { eq } from "drizzle-orm";
+import { Branches } from "../../src/conversations/branches.js";
+import type { ScriptTurn } from "../../src/models/script.js";
+import { schema } from "../../src/store/index.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { privateAllow } from "../support/bound.js";
 import { runWarren, warrenJson } from "../support/cli.js";
@@ -32,23 +38,25 @@ describe("forking a conversation", { skip: boxSkipReason() ?? false }, () => {
   const userTexts = (body: any): string =>
     JSON.stringify((body?.messages ?? []).filter((m: any) => m.role === "user"));
 
+  // the script's turn is the number of the model's answers in the request
+  const script: ScriptTurn[] = [
+    { tool_calls: [{ name: "run_command", input: { command: "echo one > notes.txt" } }] },
+    { text: "wrote one" },
+    { text: "noted two" },
+    {
+      tool_calls: [
+        {
+          name: "run_command",
+          input: { command: "echo draft > draft.txt; while [ ! -e ~/go ]; do sleep 0.05; done" },
+        },
+      ],
+    },
+    { text: "drafted three" },
+    { text: "four seen" },
+  ];
+
   before(async () => {
-    // the script's turn is the number of the model's answers in the request
-    fake = await startFakeOpenAI([
-      { tool_calls: [{ name: "run_command", input: { command: "echo one > notes.txt" } }] },
-      { text: "wrote one" },
-      { text: "noted two" },
-      {
-        tool_calls: [
-          {
-            name: "run_command",
-            input: { command: "echo draft > draft.txt; while [ ! -e ~/go ]; do sleep 0.05; done" },
-          },
-        ],
-      },
-      { text: "drafted three" },
-      { text: "four seen" },
-    ]);
+    fake = await startFakeOpenAI(script);
     t = await startTestServer({ listen: true, env: { WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(fake) } });
     const org = (await t.call("POST", "/api/orgs", { name: "forks" })).body;
     const machine = (
@@ -84,8 +92,9 @@ describe("forking a conversation", { skip: boxSkipReason() ?? false }, () => {
       (await sh(`test -e ${srcTree}/draft.txt && echo yes || echo no`)).trim() === "yes" ? true : null,
     );
     // and a person's changes, not committed: one file changed, one new in a folder, one removed
+    // and a link to outside the home, which the fork keeps as a link
     await sh(
-      `cd ${srcTree} && echo edited > README.md && mkdir -p sub && echo fresh > sub/new.txt && rm old.txt`,
+      `cd ${srcTree} && echo edited > README.md && mkdir -p sub && echo fresh > sub/new.txt && rm old.txt && ln -s /etc/passwd outside`,
     );
     const messages = (await t.call("GET", `/api/conversations/${c.id}/messages`)).body.items;
     assert.deepEqual(
@@ -93,6 +102,8 @@ describe("forking a conversation", { skip: boxSkipReason() ?? false }, () => {
       ["user", "agent", "user", "agent", "user"],
     );
     const sourceHead = (await sh(`git -C ~/proj rev-parse warren/${c.id}`)).trim();
+    const srcIndex = () => sh(`sha256sum ~/proj/.git/worktrees/${c.id}/index`);
+    const indexBefore = await srcIndex();
 
     for (const at of [0, 6, "msg_0000000000000000"]) {
       const bad = await t.call("POST", `/api/conversations/${c.id}/fork`, { at_message: at });
@@ -101,6 +112,8 @@ describe("forking a conversation", { skip: boxSkipReason() ?? false }, () => {
     }
     const f = await t.call("POST", `/api/conversations/${c.id}/fork`, { at_message: 3 });
     assert.equal(f.status, 201, JSON.stringify(f.body));
+    // the source's index was neither written nor locked
+    assert.equal(await srcIndex(), indexBefore);
     const fork = f.body;
     assert.notEqual(fork.id, c.id);
     assert.equal(fork.branch, `warren/${fork.id}`);
@@ -119,6 +132,12 @@ describe("forking a conversation", { skip: boxSkipReason() ?? false }, () => {
     assert.equal(await git(`show warren/${fork.id}:sub/new.txt`), "fresh\n");
     assert.equal(await git(`show warren/${fork.id}:notes.txt`), "one\n");
     assert.doesNotMatch(await git(`ls-tree --name-only warren/${fork.id}`), /old\.txt/);
+    // the link is stored as a link (its target, mode 120000), not what it points to
+    assert.match(await git(`ls-tree warren/${fork.id} outside`), /^120000 blob /);
+    assert.equal(await git(`cat-file -p warren/${fork.id}:outside`), "/etc/passwd");
+    // all of it before any checkout: the fork's worktree is made on its first use
+    const forkTree = `~/.warren/worktrees/${fork.id}`;
+    assert.equal((await sh(`test -e ${forkTree} && echo yes || echo no`)).trim(), "no");
     // the source was not touched: its head, its worktree's changes still uncommitted
     assert.equal((await git(`rev-parse warren/${c.id}`)).trim(), sourceHead);
     assert.match(await sh(`cd ${srcTree} && git status --porcelain`), /draft\.txt/);
@@ -126,13 +145,24 @@ describe("forking a conversation", { skip: boxSkipReason() ?? false }, () => {
     // the source's third turn ends as it would have
     await sh("touch ~/go");
     assert.equal((await runEnded(t, third)).status, "succeeded");
-    // the fork goes on from message 3, with nothing of the source after it
-    await sh(`echo forked-work > ~/.warren/worktrees/${fork.id}/fork-only.txt`);
+    // the fork goes on from message 3, with nothing of the source after it; its first turn
+    // finds the fork's files in its worktree (its command prints two of them)
+    fake.script([
+      ...script.slice(0, 2),
+      { tool_calls: [{ name: "run_command", input: { command: "cat README.md sub/new.txt" } }] },
+      { text: "fork saw" },
+    ]);
     assert.equal((await runEnded(t, await say(t, fork.id, "fork goes on"))).status, "succeeded");
-    const [forkCall] = requestFor("fork goes on");
-    assert.ok(forkCall, "the fork's turn called the model");
+    fake.script(script);
+    const [forkCall, afterCommand] = requestFor("fork goes on");
+    assert.ok(forkCall && afterCommand, "the fork's turn called the model twice");
     assert.match(userTexts(forkCall.body), /write the notes[\s\S]*remember two[\s\S]*fork goes on/);
     assert.doesNotMatch(JSON.stringify(forkCall.body), /draft three|noted two|drafted three/);
+    assert.match(JSON.stringify(afterCommand.body), /edited\\nfresh/);
+    assert.equal(await sh(`cat ${forkTree}/sub/new.txt`), "fresh\n");
+    // what is left in the fork's worktree is committed when it closes
+    await sh(`echo forked-work > ${forkTree}/fork-only.txt`);
+    assert.equal((await t.call("POST", `/api/conversations/${fork.id}/close`)).status, 200);
     assert.equal(await git(`show warren/${fork.id}:fork-only.txt`), "forked-work\n");
 
     // the source's next turn has its own five messages and answer, none of the fork
@@ -159,5 +189,28 @@ describe("forking a conversation", { skip: boxSkipReason() ?? false }, () => {
     const badCli = await runWarren(["conversations", "fork", c.id, "--at", "99"], { url: t.url });
     assert.notEqual(badCli.code, 0);
     assert.match(badCli.stderr, /request\.invalid|at_message/);
+
+    // two first uses of a fork's worktree at once: one checkout, both find it
+    const branches = new Branches(t.server.store.db, t.server.workloads, t.server.provider.homes);
+    const row = await branches.of(cli.id);
+    const [agentRow] = await t.server.store.db
+      .select()
+      .from(schema.agents)
+      .where(eq(schema.agents.id, agent));
+    assert.ok(row && agentRow);
+    const firstUses = await Promise.allSettled([
+      branches.ready(agentRow, row),
+      branches.ready(agentRow, row),
+    ]);
+    assert.deepEqual(
+      firstUses.map((u) => u.status),
+      ["fulfilled", "fulfilled"],
+      JSON.stringify(firstUses),
+    );
+    assert.equal(await sh(`cat ~/.warren/worktrees/${cli.id}/README.md`), "edited\n");
+    assert.equal(
+      (await sh(`git -C ~/proj worktree list --porcelain | grep -c "worktrees/${cli.id}$"`)).trim(),
+      "1",
+    );
   });
 });
