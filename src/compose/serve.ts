@@ -18,6 +18,9 @@ import { flowRoutes } from "../http/routes/flows.js";
 import { mcpRoutes } from "../http/routes/mcp.js";
 import { homeRoutes } from "../http/routes/homes.js";
 import { machineRoutes } from "../http/routes/machines.js";
+import { environmentRoutes } from "../http/routes/environments.js";
+import { relocationRoutes } from "../http/routes/relocation.js";
+import { Definitions } from "../relocation/definitions.js";
 import { orgRoutes } from "../http/routes/orgs.js";
 import { nameRoutes } from "../http/routes/names.js";
 import { portRoutes } from "../http/routes/ports.js";
@@ -83,6 +86,8 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
       ...nameRoutes(s),
       ...machineRoutes(s.machines),
       ...agentRoutes(s.agents),
+      ...environmentRoutes(s.environments),
+      ...relocationRoutes(new Definitions({ ...s, db: base.store.db, secrets: base.secrets })),
       ...guildRoutes(s.guilds),
       ...execRoutes(s.exec, budget),
       ...egressRoutes(s.egress),

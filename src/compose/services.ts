@@ -26,6 +26,7 @@ import { parseHomePath } from "../homes/paths.js";
 import { Homes } from "../homes/service.js";
 import { Machines } from "../machines/service.js";
 import { defaultHost } from "../machines/capabilities.js";
+import { Environments } from "../machines/environment.js";
 import { agentAtUid } from "../machines/uids.js";
 import { Gateway } from "../models/gateway.js";
 import { ModelHttpFace } from "../models/http.js";
@@ -163,9 +164,18 @@ export async function buildServices(
   });
   const workloads = new Workloads({
     ...{ db, runtime, homes: layout, secrets, staging, logger, workspaces },
+  // machines' environments: layers built outside the boxes, proposals decided by owners
+  const environments = new Environments({
+    db,
+    access,
+    logger,
+    root: base.state.environments,
+    base: provider.name === "local" ? "host" : `host folders over the boxes' image (${provider.name})`,
+  });
     authority: authorities,
     // the agent's own flow's folder at /opt/warren/contracts/self
     selfOf: (agentId, instance) => contractFlows.selfOf(agentId, instance),
+    envRevisionOf: (machineId) => environments.revisionOf(machineId),
   });
   const caps = new DiskCaps(
     db,
@@ -255,6 +265,7 @@ export async function buildServices(
     secrets,
     secretRequestWaitMs: config.WARREN_SECRET_REQUEST_WAIT_S * 1000,
     logger,
+    environments,
     egress,
     fetch: base.connector,
     // read at each hop of each fetch: a list changed while a run goes on bounds its next fetch
@@ -434,6 +445,7 @@ export async function buildServices(
     recorder,
     orgs,
     machines,
+    environments,
     agents,
     guilds,
     artifacts,

@@ -105,6 +105,7 @@ export const BUILTIN_TOOLS = [
   "run_command",
   "web_fetch",
   ...ARTIFACT_TOOLS,
+  "env_propose",
   "secret_request",
 ] as const;
 

@@ -14,6 +14,7 @@ import { homeFile, homeFolder, httpUrl } from "./canonical.js";
 import { uidOf } from "../machines/placement.js";
 import type { ResolvedSecrets } from "../secrets/service.js";
 import type { Workload } from "../workloads/index.js";
+import type { Environments } from "../machines/environment.js";
 import { getOnce, type EgressRoute } from "./fetch.js";
 import { secretRequestTool } from "./secret-request.js";
 import type { ApprovalDoor } from "../approvals/types.js";
@@ -47,6 +48,8 @@ export interface BuiltinEnv {
   approvals?: ApprovalDoor | undefined;
   resolveSecrets: (agent: { id: string; orgId: string }) => Promise<ResolvedSecrets>;
   secretRequestWaitMs?: number | undefined;
+  /** Where env_propose makes its proposal (absent: the tool answers that none can be made). */
+  environments?: Pick<Environments, "propose"> | undefined;
 }
 
 const pathParam = (what: string) => ({
@@ -230,6 +233,45 @@ function webFetch(env: BuiltinEnv): ToolImpl {
   };
 }
 
+function envPropose(env: BuiltinEnv): ToolImpl {
+  return {
+    kind: "builtin",
+    tool: {
+      name: "env_propose",
+      description:
+        "Proposes Debian packages for your machine's environment (for a tool you need that is not installed). An owner or admin of your organisation decides; nothing changes until they approve, and then your next turn finds the tools on its PATH. Answers the proposal with the exact versions it names.",
+      parameters: {
+        type: "object",
+        properties: {
+          packages: {
+            type: "array",
+            items: { type: "string" },
+            description: "Debian package names, e.g. ripgrep",
+          },
+          why: { type: "string", description: "why you need them, for the person who decides" },
+        },
+        required: ["packages", "why"],
+      },
+    },
+    async run(args) {
+      const packages = args.packages;
+      if (!Array.isArray(packages) || packages.some((p) => typeof p !== "string"))
+        throw new ToolFailure("packages: give a list of Debian package names");
+      if (!env.environments) throw new ToolFailure("this server takes no environment proposals");
+      const p = await env.environments
+        .propose({ agent: env.agent }, env.agent.machineId, {
+          packages: packages as string[],
+          why: str(args, "why"),
+        })
+        .catch((err: unknown) => {
+          throw new ToolFailure(err instanceof Error ? err.message : String(err));
+        });
+      const names = p.packages.map((x) => `${x.name} ${x.version}`).join(", ");
+      return `proposal ${p.id} made (pending): ${names}. An owner or admin decides; nothing is installed until they approve.`;
+    },
+  };
+}
+
 const BUILDERS: Record<
   Exclude<(typeof BUILTIN_TOOLS)[number], ArtifactTool>,
   (env: BuiltinEnv) => ToolImpl
@@ -239,6 +281,7 @@ const BUILDERS: Record<
   list_files: listFiles,
   run_command: runCommand,
   web_fetch: webFetch,
+  env_propose: envPropose,
   secret_request: (env) =>
     secretRequestTool({
       runId: env.runId,

@@ -13,6 +13,8 @@ import type { Logger } from "../observability/log.js";
 import { failed, inSpan } from "../observability/tracing.js";
 import type { Secrets, ToolHeaderValues } from "../secrets/service.js";
 import { builtinTool } from "./builtins.js";
+import type { Environments } from "../machines/environment.js";
+import { viaConnection, type ConnectionTokens } from "./connected.js";
 import { httpTool } from "./http.js";
 import { bounded, ToolFailure, type ToolImpl } from "./impl.js";
 import { connectMcp, type McpConnection } from "./mcp.js";
@@ -47,6 +49,8 @@ export interface ToolsOptions {
   artifacts: Pick<Artifacts, "forAgent">;
   /** Where a call a permit asks approval for waits for a person's decision; without it, such a call is refused. */
   approvals?: ApprovalDoor | undefined;
+  /** Machines' environments: env_propose makes its proposal there. */
+  environments?: Pick<Environments, "propose"> | undefined;
   /**
    * The organisation's guardrail, as the policy it is decided by (null: none): every call the
    * agent's policy allows must pass it too.
@@ -405,6 +409,7 @@ export class Tools implements ToolsetFactory {
       artifacts: o.artifacts.forAgent({ id: agent.id, orgId: agent.orgId }),
       approvals: o.approvals,
       resolveSecrets: (a: { id: string; orgId: string }) => o.secrets.resolve(a),
+      environments: o.environments,
       secretRequestWaitMs: o.secretRequestWaitMs,
       egress: {
         handler: o.egress.handler,
