@@ -431,6 +431,10 @@ class ApprovalsApi(object):
         """Allow or deny the waiting call, naming its arguments' SHA-256."""
         return self._t.json("POST", f"/api/approvals/{_seg(id)}", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
 
+    def secret(self, id: str, body: "SecretRequestAnswer", *, timeout: Optional[float] = _DEFAULT) -> "Approval":
+        """Answer an agent's waiting secret_request with the value: stored as a secret of the organisation granted to that agent (the caller must be allowed to write secrets); the agent is told the name only."""
+        return self._t.json("POST", f"/api/approvals/{_seg(id)}/secret", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+
 
 class EvalsApi(object):
     def __init__(self, transport: SyncTransport) -> None:
@@ -1038,6 +1042,10 @@ class AsyncApprovalsApi(object):
     async def decide(self, id: str, body: "ApprovalDecision", *, timeout: Optional[float] = _DEFAULT) -> "Approval":
         """Allow or deny the waiting call, naming its arguments' SHA-256."""
         return await self._t.json("POST", f"/api/approvals/{_seg(id)}", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+
+    async def secret(self, id: str, body: "SecretRequestAnswer", *, timeout: Optional[float] = _DEFAULT) -> "Approval":
+        """Answer an agent's waiting secret_request with the value: stored as a secret of the organisation granted to that agent (the caller must be allowed to write secrets); the agent is told the name only."""
+        return await self._t.json("POST", f"/api/approvals/{_seg(id)}/secret", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
 
 
 class AsyncEvalsApi(object):

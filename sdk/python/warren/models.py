@@ -1652,6 +1652,14 @@ SecretList = TypedDict(
     },
 )
 
+SecretRequestAnswer = TypedDict(
+    "SecretRequestAnswer",
+    {
+        "value": Required[str],
+        "args_sha256": Required[str],
+    },
+)
+
 SecretUpdateRequest = TypedDict(
     "SecretUpdateRequest",
     {
@@ -1719,7 +1727,7 @@ ToolSpec0 = TypedDict(
     "ToolSpec0",
     {
         "type": Required[Literal["builtin"]],
-        "name": Required[Literal["read_file", "write_file", "list_files", "run_command", "web_fetch", "note_list", "note_read", "note_write", "memory_read", "memory_write", "record_list", "record_get", "record_put", "script_list", "script_write", "script_run"]],
+        "name": Required[Literal["read_file", "write_file", "list_files", "run_command", "web_fetch", "note_list", "note_read", "note_write", "memory_read", "memory_write", "record_list", "record_get", "record_put", "script_list", "script_write", "script_run", "secret_request"]],
     },
 )
 
