@@ -19,8 +19,6 @@ import { mcpRoutes } from "../http/routes/mcp.js";
 import { homeRoutes } from "../http/routes/homes.js";
 import { machineRoutes } from "../http/routes/machines.js";
 import { environmentRoutes } from "../http/routes/environments.js";
-import { relocationRoutes } from "../http/routes/relocation.js";
-import { Definitions } from "../relocation/definitions.js";
 import { orgRoutes } from "../http/routes/orgs.js";
 import { nameRoutes } from "../http/routes/names.js";
 import { portRoutes } from "../http/routes/ports.js";
@@ -87,7 +85,6 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
       ...machineRoutes(s.machines),
       ...agentRoutes(s.agents),
       ...environmentRoutes(s.environments),
-      ...relocationRoutes(new Definitions({ ...s, db: base.store.db, secrets: base.secrets })),
       ...guildRoutes(s.guilds),
       ...execRoutes(s.exec, budget),
       ...egressRoutes(s.egress),

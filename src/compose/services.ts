@@ -162,8 +162,6 @@ export async function buildServices(
     specOf: (agent) => specs.of(agent),
     logger,
   });
-  const workloads = new Workloads({
-    ...{ db, runtime, homes: layout, secrets, staging, logger, workspaces },
   // machines' environments: layers built outside the boxes, proposals decided by owners
   const environments = new Environments({
     db,
@@ -172,6 +170,8 @@ export async function buildServices(
     root: base.state.environments,
     base: provider.name === "local" ? "host" : `host folders over the boxes' image (${provider.name})`,
   });
+  const workloads = new Workloads({
+    ...{ db, runtime, homes: layout, secrets, staging, logger, workspaces },
     authority: authorities,
     // the agent's own flow's folder at /opt/warren/contracts/self
     selfOf: (agentId, instance) => contractFlows.selfOf(agentId, instance),

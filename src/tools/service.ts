@@ -14,7 +14,6 @@ import { failed, inSpan } from "../observability/tracing.js";
 import type { Secrets, ToolHeaderValues } from "../secrets/service.js";
 import { builtinTool } from "./builtins.js";
 import type { Environments } from "../machines/environment.js";
-import { viaConnection, type ConnectionTokens } from "./connected.js";
 import { httpTool } from "./http.js";
 import { bounded, ToolFailure, type ToolImpl } from "./impl.js";
 import { connectMcp, type McpConnection } from "./mcp.js";
