@@ -203,10 +203,10 @@ export class Workload {
   #recording: { add(values: readonly (Buffer | string)[]): void } | undefined;
   /** Its flow's folder, seen read-only at /opt/warren/contracts/self by its commands. */
   selfDir: string | undefined;
-
-  constructor(
   /** The machine's environment revision this unit of work's commands find on their PATH. */
   envRevision = 0;
+
+  constructor(
     private readonly o: WorkloadsOptions,
     readonly agent: AgentRow,
     readonly machine: MachineRef,
