@@ -3,6 +3,7 @@ import { BootCheckError, report, runChecks } from "./boot/checks.js";
 import { StateLockError } from "./boot/lock.js";
 import { createProvider, ociRuntimeReport } from "./boxes/index.js";
 import { ExtensionError, loadExtensions } from "./compose/extensions.js";
+import { withDotEnv } from "./config/dotenv.js";
 import { ConfigError, parseConfig } from "./config/index.js";
 import { statePaths } from "./config/paths.js";
 import { MasterKeyError, resolveMasterKey } from "./secrets/master-key.js";
@@ -11,9 +12,11 @@ import { openStore } from "./store/index.js";
 import { bootProbes, createServer } from "./server.js";
 
 export async function serve(
-  env: Record<string, string | undefined> = process.env,
+  given: Record<string, string | undefined> = process.env,
   opts: { stopBoxes?: boolean } = {},
 ): Promise<void> {
+  // the checkout's .env (STATE_ROOT, written by `make up`) under the variables already set
+  const env = withDotEnv(given);
   let config;
   try {
     config = parseConfig(env);
@@ -90,7 +93,7 @@ export async function rotateKey(
   env: Record<string, string | undefined>,
   opts: { newKeyFile?: string | undefined },
 ): Promise<{ secrets: number; file: string | null }> {
-  const config = parseConfig(env);
+  const config = parseConfig(withDotEnv(env));
   const state = statePaths(config.STATE_ROOT);
   const runDir = state.run;
   const current = await resolveMasterKey(config, runDir);
@@ -117,7 +120,7 @@ export async function doctor(
   env: Record<string, string | undefined>,
   out: (text: string) => Promise<void>,
 ): Promise<number> {
-  const config = parseConfig(env);
+  const config = parseConfig(withDotEnv(env));
   await loadExtensions(config);
   const root = config.STATE_ROOT;
   const provider = createProvider(config, { stateRoot: root, runRoot: statePaths(root).run });

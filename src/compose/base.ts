@@ -131,6 +131,15 @@ export async function openBase(config: Config, state: StatePaths, opts: BaseOpti
     opts.logger ??
     createLogger(config.LOG_LEVEL, opts.logDestination, (line) => secrets.logRedactor.redactText(line));
   boxLog.to = logger;
+  // which state tree and which key (where it is, never the key): a start from elsewhere
+  // that found another tree is seen at once
+  logger.info(
+    {
+      stateRoot: state.root,
+      keyFrom: masterKey.source === "env" ? "WARREN_MASTER_KEY" : masterKey.file,
+    },
+    "state tree and master key",
+  );
   if (masterKey.source === "generated")
     logger.warn(
       { file: masterKey.file },
