@@ -123,9 +123,9 @@ export async function buildServices(
       contracts: base.state.contracts,
       flows: base.state.flows,
       harness: config.WARREN_HARNESS_DIR,
+      environments: base.state.environments,
     },
     idleMs: config.BOX_IDLE_S * 1000,
-      environments: base.state.environments,
     // idle boxes are paused first (frozen in memory), stopped at BOX_IDLE_S
     pauseMs: provider.pauses === false ? 0 : config.BOX_PAUSE_S * 1000,
     warmPool: config.BOX_WARM_POOL,
