@@ -277,6 +277,8 @@ export class BrowserWatches {
   readonly #starting = new Map<string, Promise<Cast>>();
   readonly #tallies = new Map<Watcher, Tally>();
   readonly #touched = new Map<string, number>();
+  /** The input being sent to each agent's browser (the next waits for it). */
+  readonly #queue = new Map<string, Promise<void>>();
 
   constructor(o: BrowserWatchOptions) {
     this.#o = o;
@@ -336,8 +338,21 @@ export class BrowserWatches {
     this.#casts.get(a.agent.id)?.remove(w);
   }
 
-  /** One input of a watcher: sent to the active tab for a writer, dropped (and said) otherwise. */
-  async input(a: WatchAttachment, w: Watcher, m: WatchInput): Promise<void> {
+  /**
+   * One input of a watcher: sent to the active tab for a writer, dropped (and said) otherwise.
+   * Inputs to one agent's browser are sent one after another, in the order they came.
+   */
+  input(a: WatchAttachment, w: Watcher, m: WatchInput): Promise<void> {
+    const prev = this.#queue.get(a.agent.id) ?? Promise.resolve();
+    const next = prev.then(() => this.#input(a, w, m));
+    this.#queue.set(a.agent.id, next);
+    void next.finally(() => {
+      if (this.#queue.get(a.agent.id) === next) this.#queue.delete(a.agent.id);
+    });
+    return next;
+  }
+
+  async #input(a: WatchAttachment, w: Watcher, m: WatchInput): Promise<void> {
     if (w.mode !== "write") {
       w.message({
         type: "dropped",
