@@ -24,6 +24,9 @@ export function newId(
     | "flw"
     | "fli"
     | "wsp"
+    | "cnp"
+    | "cnx"
+    | "ptk"
     | "env",
 ): string {
   const bytes = randomBytes(16);

@@ -5,6 +5,8 @@ import { pathToFileURL } from "node:url";
 import { boxProviderNames, registerBoxProvider, type BoxProviderDefinition } from "../boxes/index.js";
 import type { Config } from "../config/index.js";
 import { identityModeNames, registerIdentityMode, type IdentityModeDefinition } from "../http/identity.js";
+// the built-in mode oidc (sign-in by an OpenID provider) registers itself
+import "../signin/mode.js";
 
 /** What an extension's `register` is given. */
 export interface ExtensionHost {

@@ -4,6 +4,7 @@
 import { z } from "zod";
 import { AGENT_KINDS, COMMAND_LIMITS } from "./lists.js";
 import { SandboxPolicy } from "./policy.js";
+import { connectionName } from "./connections.js";
 
 export const AgentKind = z.enum(AGENT_KINDS).meta({ id: "AgentKind" });
 
@@ -104,8 +105,8 @@ export const BUILTIN_TOOLS = [
   "list_files",
   "run_command",
   "web_fetch",
-  ...ARTIFACT_TOOLS,
   "env_propose",
+  ...ARTIFACT_TOOLS,
   "secret_request",
 ] as const;
 
@@ -133,6 +134,11 @@ export const HttpTool = z
       .describe(
         "header name to the secret whose value it carries; values never reach the model or the trace",
       ),
+    connection: connectionName
+      .optional()
+      .describe(
+        "a connection granted to the agent: the server sends its bearer token, never the model or a box",
+      ),
   })
   .strict();
 export const McpTool = z
@@ -141,6 +147,7 @@ export const McpTool = z
     name: toolName.describe("the server's name; its tools are named <name>__<tool>"),
     url: httpUrl.describe("a Streamable HTTP MCP endpoint"),
     headers: z.record(z.string().regex(/^[A-Za-z0-9-]{1,64}$/), secretName).optional(),
+    connection: connectionName.optional().describe("a connection granted to the agent (its bearer token)"),
   })
   .strict();
 export const ToolSpec = z

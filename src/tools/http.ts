@@ -38,7 +38,7 @@ export function underBase(base: URL, path: string, query: Record<string, unknown
 export function httpTool(
   spec: HttpSpec,
   values: ToolHeaderValues,
-  secrets: Pick<ResolvedSecrets, "redactor">,
+  secrets: { redactor: Pick<ResolvedSecrets["redactor"], "redactText"> },
   guarded: GuardedFetch,
 ): ToolImpl {
   const base = new URL(spec.base_url);

@@ -60,7 +60,7 @@ export function modelName(server: string, tool: string, taken: Set<string>): str
 export async function connectMcp(
   spec: McpSpec,
   values: ToolHeaderValues,
-  secrets: Pick<ResolvedSecrets, "redactor">,
+  secrets: { redactor: Pick<ResolvedSecrets["redactor"], "redactText"> },
   signal: AbortSignal,
   guarded: GuardedFetch,
 ): Promise<McpConnection> {

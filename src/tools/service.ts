@@ -14,6 +14,7 @@ import { failed, inSpan } from "../observability/tracing.js";
 import type { Secrets, ToolHeaderValues } from "../secrets/service.js";
 import { builtinTool } from "./builtins.js";
 import type { Environments } from "../machines/environment.js";
+import { viaConnection, type ConnectionTokens } from "./connected.js";
 import { httpTool } from "./http.js";
 import { bounded, ToolFailure, type ToolImpl } from "./impl.js";
 import { connectMcp, type McpConnection } from "./mcp.js";
@@ -44,12 +45,14 @@ export interface ToolsOptions {
    * by the organisation's network deny list (what its sandbox policies are bounded by too).
    */
   fetchFor?: (orgId: string) => GuardedFetch;
+  /** The access tokens of connections, added by the server to the calls of tools that name one. */
+  connections?: ConnectionTokens;
   /** The artifact store, which the note, memory, record and script tools reach as the agent. */
   artifacts: Pick<Artifacts, "forAgent">;
-  /** Where a call a permit asks approval for waits for a person's decision; without it, such a call is refused. */
-  approvals?: ApprovalDoor | undefined;
   /** Machines' environments: env_propose makes its proposal there. */
   environments?: Pick<Environments, "propose"> | undefined;
+  /** Where a call a permit asks approval for waits for a person's decision; without it, such a call is refused. */
+  approvals?: ApprovalDoor | undefined;
   /**
    * The organisation's guardrail, as the policy it is decided by (null: none): every call the
    * agent's policy allows must pass it too.
@@ -406,9 +409,9 @@ export class Tools implements ToolsetFactory {
       secrets,
       runId: ctx.runId,
       artifacts: o.artifacts.forAgent({ id: agent.id, orgId: agent.orgId }),
+      environments: o.environments,
       approvals: o.approvals,
       resolveSecrets: (a: { id: string; orgId: string }) => o.secrets.resolve(a),
-      environments: o.environments,
       secretRequestWaitMs: o.secretRequestWaitMs,
       egress: {
         handler: o.egress.handler,
@@ -423,10 +426,13 @@ export class Tools implements ToolsetFactory {
     for (const spec of ctx.spec.tools) {
       if (spec.type !== "builtin") for (const w of legacyHeaderWarnings(spec, headerValues)) warnings.push(w);
       if (spec.type === "builtin") impls.push(builtinTool(spec.name, env));
-      else if (spec.type === "http") impls.push(httpTool(spec, headerValues, secrets, fetch));
-      else {
+      else if (spec.type === "http") {
+        const via = viaConnection(spec, agent, { fetch, secrets }, o.connections);
+        impls.push(httpTool(spec, headerValues, via.secrets, via.fetch));
+      } else {
         try {
-          const c = await connectMcp(spec, headerValues, secrets, ctx.signal, fetch);
+          const via = viaConnection(spec, agent, { fetch, secrets }, o.connections);
+          const c = await connectMcp(spec, headerValues, via.secrets, ctx.signal, via.fetch);
           connections.push(c);
           impls.push(...c.tools);
         } catch (err) {
