@@ -26,6 +26,9 @@ import { runRoutes } from "../http/routes/runs.js";
 import { scheduleRoutes } from "../http/routes/schedules.js";
 import { dispatchRoutes } from "../http/routes/dispatch.js";
 import { secretRoutes } from "../http/routes/secrets.js";
+import { connectionRoutes } from "../http/routes/connections.js";
+import { signInRoutes } from "../http/routes/signin.js";
+import { signInOf } from "../signin/index.js";
 import { terminalRoutes } from "../http/routes/terminal.js";
 import { usageRoutes } from "../http/routes/usage.js";
 import { secretRequestRoutes } from "../http/routes/secret-requests.js";
@@ -68,6 +71,8 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
   });
   own.addServer(preview);
   const ready = { now: false };
+  // sessions and personal tokens; in AUTH_MODE=oidc the OpenID client the identity mode uses
+  const { sessions, signin } = signInOf(config, base.store.db, base.secrets.sealer);
   const streams = new EventStreams(budget);
   const app = await buildApp({
     config,
@@ -99,6 +104,14 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
       }),
       ...conversationRoutes(s.conversations, s.personas, streams),
       ...secretRoutes(base.secrets),
+      ...connectionRoutes(s.connections, config.PUBLIC_BASE_URL),
+      ...signInRoutes({
+        access,
+        sessions,
+        signin,
+        authMode: config.AUTH_MODE,
+        publicBaseUrl: config.PUBLIC_BASE_URL,
+      }),
       ...portRoutes(s.agents, {
         grants: s.previewGrants,
         origin: (agentId, port) => {

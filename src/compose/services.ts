@@ -1,6 +1,7 @@
 // The services, constructed in dependency order on the base (base.ts): each is given what it
 // uses, nothing is set afterwards. Registries (the boxes' bridges, the runners of agent kinds)
 // are filled here too, by name.
+import { Connections } from "../connections/service.js";
 import { Areas } from "../areas/service.js";
 import { Branches } from "../conversations/branches.js";
 import { readFile } from "node:fs/promises";
@@ -260,6 +261,8 @@ export async function buildServices(
   const artifacts = new Artifacts({ db, access, redactorOf: (agentId) => records.forAgent(agentId) });
   // the organisations' guardrails: every tool decision must also pass them
   const guardrails = new Guardrails(db, access, (text) => toolPolicyProblem(text));
+  // accounts connected through OAuth 2.0: only the server reads their tokens, for the tools
+  const connections = new Connections({ db, access, sealer: secrets.sealer, fetch: base.connector });
   const tools = new Tools({
     layout,
     secrets,
@@ -268,6 +271,7 @@ export async function buildServices(
     environments,
     egress,
     fetch: base.connector,
+    connections,
     // read at each hop of each fetch: a list changed while a run goes on bounds its next fetch
     fetchFor: (orgId) =>
       base.connectorWith(async (targets) => {
@@ -452,6 +456,7 @@ export async function buildServices(
     exec,
     egress,
     tools,
+    connections,
     terminals,
     gateway,
     face,
