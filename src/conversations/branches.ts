@@ -18,7 +18,7 @@ import { homeOf } from "../machines/placement.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
 import type { Workloads } from "../workloads/index.js";
-import { RepoGit, type GitPlace, type GitResult, type RunOptions } from "./git.js";
+import { RepoGit, type GitPlace, type GitResult } from "./git.js";
 
 export type BranchRow = typeof schema.conversationBranches.$inferSelect;
 
@@ -31,9 +31,6 @@ export const worktreeOf = (conversationId: string): string => `.warren/worktrees
 
 /** Diffs never start a program the repository names. */
 const DIFF = ["diff", "--no-ext-diff", "--no-textconv"];
-
-/** The most bytes of a worktree's status read (its changed paths). */
-const STATUS_BYTES = 16 * 1024 * 1024;
 
 /** A repository's git, checked: run at the repository, or in the conversation's worktree. */
 interface Git {
@@ -136,15 +133,15 @@ export class Branches {
    * A fork's branch (see ./fork.ts): `warren/<fork id>` made from the head of the source's
    * branch with the source worktree's uncommitted changes (modified, added, deleted and
    * untracked files; not those the repository ignores) in one commit on it, made without any
-   * checkout: an index of its own (a temporary file) filled from the head's tree (read-tree,
-   * which reads tree objects, no file), the changed paths hashed into it from the source's
-   * worktree in one process (update-index; a link is stored as a link, never followed), then
-   * write-tree, commit-tree and update-ref. Its cost is the head's tree read once and the
-   * changed files hashed, never the repository's other files nor its history; the fork's
-   * worktree is checked out on its first use (`ready`). Nothing of the source is locked or
-   * changed: its status is read without the index lock (GIT_OPTIONAL_LOCKS=0), its index is not
-   * the one written, and its files are read as they are at that moment; every step runs in the
-   * agent's box, as the agent, below the machine's other work (nice, ionice).
+   * checkout, in one command of the box (SNAPSHOT): an index of its own (a copy of the source
+   * worktree's, whose stat data spares hashing unchanged files), `git add -A` of the source's
+   * worktree into it (a link is stored as a link, never followed), then write-tree,
+   * commit-tree and update-ref. Its cost is one look at the worktree's files (as `git status`)
+   * and the changed ones hashed, never a checkout of the repository's files nor a walk of its
+   * history; the fork's worktree is checked out on its first use (`ready`). Nothing of the
+   * source is locked or changed: its index is only copied, never written or locked; its files
+   * are read as they are at that moment; every step runs in the agent's box, as the agent,
+   * below the machine's other work (nice, ionice).
    */
   async fork(
     agent: AgentRow,
@@ -165,13 +162,14 @@ export class Branches {
     const head = await from.repo(["rev-parse", "--verify", "-q", `refs/heads/${source.branch}^{commit}`]);
     if (head.code !== 0) throw new WarrenError("not_found", `the branch ${source.branch} is gone`);
     // a source with no worktree there (closed, or a fork not used yet) has nothing uncommitted
-    const commit =
-      from.door.worktreeState === "there"
-        ? await this.#snapshot(agent, from.door, head.out.trim(), forkId, message)
-        : head.out.trim();
-    // "": the branch must not exist yet
-    const made = await from.repo(["update-ref", `refs/heads/${branch}`, commit, ""]);
-    if (made.code !== 0) throw new Error(`git update-ref failed: ${made.err.trim()}`);
+    let commit = head.out.trim();
+    if (from.door.worktreeState === "there")
+      commit = await this.#snapshot(agent, from.door, commit, branch, forkId, message);
+    else {
+      // "": the branch must not exist yet
+      const made = await from.repo(["update-ref", `refs/heads/${branch}`, commit, ""]);
+      if (made.code !== 0) throw new Error(`git update-ref failed: ${made.err.trim()}`);
+    }
     try {
       const [row] = await this.db
         .insert(schema.conversationBranches)
@@ -193,58 +191,36 @@ export class Branches {
   }
 
   /**
-   * The source worktree's uncommitted changes committed on `head` without touching it (see
-   * `fork`): answers the commit, or `head` when nothing changed.
+   * The fork's branch made on `head` with the source worktree's uncommitted changes committed
+   * on it, without touching the source (see `fork`), in one command of the box: answers its
+   * commit (`head` when nothing changed).
    */
   async #snapshot(
     agent: AgentRow,
     door: RepoGit,
     head: string,
+    branch: string,
     forkId: string,
     message: string,
   ): Promise<string> {
-    const at = (o: Partial<RunOptions> = {}): RunOptions => ({
-      at: "worktree",
-      limitBytes: LIMIT,
-      low: true,
-      ...o,
-    });
-    const paths = changedPaths(
-      checkedOut(
-        "status",
-        await door.run(
-          ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"],
-          at({ limitBytes: STATUS_BYTES }),
-        ),
-      ).out,
-    );
-    if (paths.length === 0) return head;
     // the fork's own index, in the repository's .git (the box's /tmp is not kept between commands)
     const index = `${door.gitDir}/warren-fork-${forkId}.index`;
-    try {
-      checkedOut("read-tree", await door.run(["read-tree", head], at({ index })));
-      const list = Buffer.from(paths.map((p) => `${p}\0`).join(""));
-      // --remove: a path no longer there leaves the index; --replace: a file became a folder
-      checkedOut(
-        "update-index",
-        await door.run(
-          ["update-index", "--add", "--remove", "--replace", "-z", "--stdin"],
-          at({ index, stdin: list }),
-        ),
-      );
-      const tree = checkedOut("write-tree", await door.run(["write-tree"], at({ index }))).out.trim();
-      const who = ["-c", `user.name=${agent.name}`, "-c", `user.email=${agent.id}@agents.warren`];
-      return checkedOut(
-        "commit-tree",
-        await door.run([...who, "commit-tree", tree, "-p", head, "-m", message], at()),
-      ).out.trim();
-    } finally {
-      const work = await this.workloads.open(agent, { secrets: [] });
-      await work.collect(
-        { argv: ["rm", "-f", "--", index, `${index}.lock`], timeoutMs: 30_000 },
-        { limitBytes: 4096 },
-      );
-    }
+    const args = [
+      index,
+      door.worktreeIndex,
+      head,
+      `refs/heads/${branch}`,
+      agent.name,
+      `${agent.id}@agents.warren`,
+    ];
+    const made = await door.script(SNAPSHOT, args, {
+      at: "worktree",
+      limitBytes: 64 * 1024,
+      stdin: Buffer.from(message),
+      low: true,
+    });
+    if (made.code !== 0) throw new Error(`the fork's commit failed: ${made.err.trim().slice(0, 500)}`);
+    return made.out.trim();
   }
 
   /**
@@ -438,18 +414,26 @@ export class Branches {
   }
 }
 
-/** A git step's result, or its failure thrown with what git said. */
-function checkedOut(step: string, r: GitResult): GitResult {
-  if (r.code !== 0) throw new Error(`git ${step} failed: ${r.err.trim().slice(0, 500)}`);
-  return r;
-}
-
 /**
- * The paths a worktree changed against its head, from its NUL-separated status (renames off):
- * each once (one deleted from the index and back as an untracked file is listed twice).
+ * The fork's commit (see `Branches.fork`), as one command of the box. $1 the fork's index (a
+ * new file), $2 the source worktree's index (copied: its stat data spares hashing the files
+ * that did not change; only read, never locked), $3 the head, $4 the fork's branch (which must
+ * not exist yet), $5 and $6 the author; the message on stdin. `git add -A` in the source's
+ * worktree with the fork's index takes every change git's status would show (untracked too,
+ * ignored ones not, a link as a link); write-tree, commit-tree and update-ref then make the
+ * branch. The fork's index goes whatever happens. Prints the commit.
  */
-function changedPaths(status: string): string[] {
-  const paths = new Set<string>();
-  for (const e of status.split("\0")) if (e.length >= 4) paths.add(e.slice(3).replace(/\/$/, ""));
-  return [...paths];
-}
+const SNAPSHOT = `set -e
+i=$1 from=$2 head=$3 ref=$4 name=$5 email=$6
+shift 6
+trap 'rm -f -- "$i" "$i.lock"' EXIT
+if [ -f "$from" ]; then cp -- "$from" "$i"; else GIT_INDEX_FILE=$i git "$@" read-tree "$head"; fi
+export GIT_INDEX_FILE="$i"
+git "$@" add -A
+tree=$(git "$@" write-tree)
+if [ "$tree" = "$(git "$@" rev-parse "$head^{tree}")" ]; then c=$head
+else c=$(git "$@" -c "user.name=$name" -c "user.email=$email" commit-tree "$tree" -p "$head" -F -)
+fi
+git "$@" update-ref "$ref" "$c" ""
+echo "$c"
+`;

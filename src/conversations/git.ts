@@ -281,6 +281,34 @@ export class RepoGit {
     return this.#box.gitDir;
   }
 
+  /** The worktree's own index, as the box sees it. */
+  get worktreeIndex(): string {
+    if (!this.#box.adminDir) throw new Error("no worktree");
+    return `${this.#box.adminDir}/index`;
+  }
+
+  /**
+   * A short sh script at the repository or in the worktree, in place of one git command, for
+   * steps that would each cost a command of the box: `args` are its $1..$n, and after them
+   * come the hardened settings (`git "$@"` runs git as `run` does: the same settings and
+   * environment). Its script is warren's own text; what the repository holds reaches it only as
+   * arguments or output.
+   */
+  script(text: string, args: string[], opts: RunOptions): Promise<GitResult> {
+    const inWorktree = opts.at === "worktree";
+    if (inWorktree && !this.#box.worktree) throw new Error("no worktree to run git in");
+    return this.#exec(args, {
+      cwd: inWorktree ? (this.#box.worktree ?? "") : this.#box.repo,
+      repoEnv: true,
+      worktree: inWorktree,
+      limitBytes: opts.limitBytes,
+      stdin: opts.stdin,
+      index: opts.index,
+      low: opts.low,
+      script: text,
+    });
+  }
+
   /** A git command at the repository (`at: "repo"`) or in the worktree. */
   run(args: string[], opts: RunOptions): Promise<GitResult> {
     const inWorktree = opts.at === "worktree";
@@ -306,6 +334,7 @@ export class RepoGit {
       limitBytes?: number;
       index?: string | undefined;
       low?: boolean | undefined;
+      script?: string | undefined;
     },
   ): Promise<GitResult> {
     const box = this.#box;
@@ -317,7 +346,12 @@ export class RepoGit {
     if (o.index) place.GIT_INDEX_FILE = o.index;
     const { result, stdout, stderr } = await this.work.collect(
       {
-        argv: [...(o.low ? LOW : []), "git", ...hardened(box.repo), ...args],
+        argv: [
+          ...(o.low ? LOW : []),
+          ...(o.script !== undefined
+            ? ["sh", "-c", o.script, "warren-git", ...args, ...hardened(box.repo)]
+            : ["git", ...hardened(box.repo), ...args]),
+        ],
         cwd: o.cwd,
         ...(o.stdin ? { stdin: o.stdin } : {}),
         own: { ...GIT_ENV, ...place },
@@ -332,8 +366,8 @@ export class RepoGit {
 /** The name of a worktree's folder under .git/worktrees: its own folder's name. */
 const adminName = (worktree: string): string => worktree.split("/").at(-1) ?? worktree;
 
-/** A command below the machine's other work: the lowest CPU share, the last of the disk's best effort. */
-const LOW = ["nice", "-n", "19", "ionice", "-c", "2", "-n", "7"];
+/** A command below the machine's other work: a low CPU share, the last of the disk's best effort. */
+const LOW = ["nice", "-n", "10", "ionice", "-c", "2", "-n", "7"];
 
 /** The environment of every git command: nothing of the system's or the user's. */
 const GIT_ENV: Record<string, string> = {
