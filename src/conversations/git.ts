@@ -167,10 +167,10 @@ async function checkGitFolder(gitDir: string, repo: string): Promise<void> {
  * A worktree's state, once checked: there; pending (neither its folder nor its entry under
  * .git/worktrees is there: a fork's, not checked out yet); gone (git knows it, its folder is not).
  */
-export type WorktreeState = "there" | "pending" | "gone";
+type WorktreeState = "there" | "pending" | "gone";
 
 /** How a command runs: where, with which index, fed what, at what priority. */
-export interface RunOptions {
+interface RunOptions {
   at?: "repo" | "worktree";
   limitBytes: number;
   /** An index of its own (GIT_INDEX_FILE, a path in the box) instead of the place's. */
