@@ -394,6 +394,12 @@ export const configSchema = z
       ),
     WARREN_ALLOW_DEGRADED: namesFrom("WARREN_ALLOW_DEGRADED", BOOT_CHECK_NAMES),
     WARREN_MODEL_PRICES: modelPrices,
+    /** Seconds an agent's secret_request waits for a person before it expires. */
+    WARREN_SECRET_REQUEST_WAIT_S: z.coerce
+      .number({ message: "WARREN_SECRET_REQUEST_WAIT_S must be a number of seconds" })
+      .int("WARREN_SECRET_REQUEST_WAIT_S must be a whole number of seconds")
+      .min(1, "WARREN_SECRET_REQUEST_WAIT_S must be at least 1")
+      .default(1800),
     /** The server's own outbound proxy (http://host:port): tools' and connections' HTTP goes through it. */
     WARREN_OUTBOUND_PROXY: text()
       .refine((v) => v === undefined || typeof parseOutboundProxy(v) !== "string", {
