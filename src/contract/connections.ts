@@ -39,7 +39,8 @@ export const ConnectionProviderCreateRequest = z
     client_secret: z.string().min(1).max(4000).optional().describe("sealed at rest; never answered"),
     scopes: z.array(scope).max(50).default([]),
   })
-  .strict();
+  .strict()
+  .meta({ id: "ConnectionProviderCreateRequest" });
 
 export const ConnectionProvider = z
   .object({
@@ -64,7 +65,8 @@ export const ConnectionCreateRequest = z
     name: connectionName,
     grants: z.array(SecretGrant).max(256).optional().describe("default none"),
   })
-  .strict();
+  .strict()
+  .meta({ id: "ConnectionCreateRequest" });
 
 export const ConnectionStatus = z.enum(["pending", "active", "expired", "revoked"]);
 
@@ -100,7 +102,8 @@ export const ConnectionStarted = z
 
 export const ConnectionGrantsRequest = z
   .object({ grants: z.array(SecretGrant).max(256).describe("replace the grants") })
-  .strict();
+  .strict()
+  .meta({ id: "ConnectionGrantsRequest" });
 
 export const ConnectionCallbackQuery = z
   .object({
@@ -114,7 +117,10 @@ export const ConnectionCallbackQuery = z
   })
   .strict();
 
-export const PersonalTokenCreateRequest = z.object({ name }).strict();
+export const PersonalTokenCreateRequest = z
+  .object({ name })
+  .strict()
+  .meta({ id: "PersonalTokenCreateRequest" });
 export const PersonalToken = z
   .object({
     id: idOf("ptk"),
