@@ -18,6 +18,8 @@ import { flowRoutes } from "../http/routes/flows.js";
 import { mcpRoutes } from "../http/routes/mcp.js";
 import { homeRoutes } from "../http/routes/homes.js";
 import { machineRoutes } from "../http/routes/machines.js";
+import { relocationRoutes } from "../http/routes/relocation.js";
+import { Definitions } from "../relocation/definitions.js";
 import { environmentRoutes } from "../http/routes/environments.js";
 import { orgRoutes } from "../http/routes/orgs.js";
 import { nameRoutes } from "../http/routes/names.js";
@@ -88,6 +90,7 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
       ...orgRoutes(s.orgs),
       ...nameRoutes(s),
       ...machineRoutes(s.machines),
+      ...relocationRoutes(new Definitions({ ...s, db: base.store.db, secrets: base.secrets })),
       ...agentRoutes(s.agents),
       ...environmentRoutes(s.environments),
       ...guildRoutes(s.guilds),

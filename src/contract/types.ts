@@ -11,6 +11,7 @@ import type * as egress from "./egress.js";
 import type * as exec from "./exec.js";
 import type * as homes from "./homes.js";
 import type * as machines from "./machines.js";
+import type * as definitions from "./definitions.js";
 import type * as environments from "./environments.js";
 import type * as names from "./names.js";
 import type * as orgs from "./orgs.js";
@@ -45,6 +46,10 @@ export type Machine = Out<typeof machines.Machine>;
 export type MachineCreateRequest = In<typeof machines.MachineCreateRequest>;
 export type MachineUpdateRequest = In<typeof machines.MachineUpdateRequest>;
 export type MachineListQuery = In<typeof common.orgIdQuery>;
+export type MachineDefinition = Out<typeof definitions.MachineDefinition>;
+export type MachineDefinitionText = Out<typeof definitions.MachineDefinitionText>;
+export type MachineImportRequest = In<typeof definitions.MachineImportRequest>;
+export type MachineImported = Out<typeof definitions.MachineImported>;
 
 export type SandboxPolicy = Out<typeof policy.SandboxPolicy>;
 export type EgressEvent = Out<typeof egress.EgressEvent>;

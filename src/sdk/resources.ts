@@ -4,6 +4,9 @@ import type { OrgUsage, UsageQuery } from "../contract/usage.js";
 
 export type { OrgUsage };
 import type {
+  MachineDefinitionText,
+  MachineImported,
+  MachineImportRequest,
   Agent,
   AgentCreateRequest,
   AgentListQuery,
@@ -107,6 +110,14 @@ export class MachinesApi {
   /** Pauses the machine's box (frozen in memory); the next command resumes it. */
   pause(id: string, opts: RequestOptions = {}): Promise<Machine> {
     return this.http.json("POST", `/api/machines/${seg(id)}/pause`, opts);
+  }
+  /** The machine's definition: its YAML text (what `warren machines export` prints) and its object. */
+  definition(id: string, opts: RequestOptions = {}): Promise<MachineDefinitionText> {
+    return this.http.json("GET", `/api/machines/${seg(id)}/definition`, opts);
+  }
+  /** Rebuilds a definition as a new machine of the organisation. */
+  import(orgId: string, body: MachineImportRequest, opts: RequestOptions = {}): Promise<MachineImported> {
+    return this.http.json("POST", `/api/orgs/${seg(orgId)}/machines/import`, { ...opts, json: body });
   }
   /** Deletes a machine; `machine.not_empty` while it has agents. */
   delete(id: string, opts: RequestOptions = {}): Promise<void> {

@@ -157,6 +157,38 @@ export const machines = defineGroup("machines", "machines: where agents live, on
       return ctx.show(machine, () => detailView(machine));
     },
   }),
+  export: defineCommand({
+    summary:
+      "print a machine's definition (YAML): environment, limits, trust, agents, personas, areas, schedules, flows, secret names and grants",
+    args: ["machine"],
+    options: [orgOption],
+    parse: machineArg,
+    run: async (ctx, p) => {
+      const d = await ctx.client.machines.definition(p.machineId);
+      return ctx.show(d.definition, () => d.text);
+    },
+  }),
+  import: defineCommand({
+    summary: "rebuild a definition (a file, or - for stdin) as a new machine of an organisation",
+    args: ["file"],
+    options: [orgOption, nameOption],
+    required: ["org"],
+    parse: (i) => ({ orgId: i.need("org"), file: i.arg("file"), name: i.str("name") }),
+    run: async (ctx, p) => {
+      const text = (await ctx.readLocal(p.file, "the definition")).toString("utf8");
+      const r = await ctx.client.machines.import(p.orgId, { text, ...(p.name ? { name: p.name } : {}) });
+      const notes = [
+        ...r.missing_secrets.map((s) => `secret ${s} is not in the organisation: set it, then grant it\n`),
+        ...(r.environment_pending.length
+          ? [`environment packages waiting for their build: ${r.environment_pending.join(" ")}\n`]
+          : []),
+      ];
+      return ctx.show(
+        r,
+        () => `imported machine ${r.machine.id} with ${r.agents.length} agent(s)\n${notes.join("")}`,
+      );
+    },
+  }),
   delete: defineCommand({
     summary: "delete a machine that has no agents",
     args: ["machine"],
