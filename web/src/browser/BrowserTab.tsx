@@ -78,7 +78,7 @@ export function BrowserTab({ agentId, canType }: { agentId: string; canType: boo
         attached = true;
         setMode(m.mode);
         setState("open");
-        setText(m.mode === "watch" ? "watching only" : "connected");
+        setText(m.mode === "watch" ? "connected, watching" : "connected");
       } else if (m.type === "viewport") viewport.current = { width: m.width, height: m.height };
       else if (m.type === "page") setPage({ url: m.url, tabs: m.tabs });
       else if (m.type === "dropped") setNote(m.reason);
