@@ -433,3 +433,4 @@ export * from "./schema-suspensions.js";
 export * from "./schema-egress.js";
 export * from "./schema-connections.js";
 export * from "./schema-environments.js";
+export * from "./schema-moves.js";
