@@ -1,0 +1,251 @@
+// Connections end to end on loopback, with a real OpenID/OAuth provider library as the
+// provider: a member connects an account (PKCE, the state checked, a wrong or replayed state
+// refused, the provider refusing a replayed code), an agent's http tool uses the connection and
+// the resource server sees the bearer while no box environment, stored record or model request
+// holds it, the token is refreshed before it expires, and a revoked connection's next call is
+// refused with why.
+import assert from "node:assert/strict";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, before, describe, test } from "node:test";
+import { sql } from "drizzle-orm";
+import { boxSkipReason } from "../box/fixture.js";
+import { eventsOfType, runAgent, scriptedAssistant } from "../support/agent-runs.js";
+import { privateAllow } from "../support/bound.js";
+import { dbLegs } from "../support/db.js";
+import { startFakeAnthropic, type FakeModelServer } from "../support/fake-models.js";
+import { signInAtProvider, startOidcProvider, type TestProvider } from "../support/oidc.js";
+import { startTestServer, type TestServer } from "../support/server.js";
+
+const CLIENT_SECRET = "conn-client-secret-7b1f0e9d2c";
+
+/** A resource server on loopback: it records each Authorization and echoes it back (the answer must be redacted). */
+async function resourceServer(): Promise<{
+  url: string;
+  port: number;
+  seen: string[];
+  close(): Promise<void>;
+}> {
+  const seen: string[] = [];
+  const srv = http.createServer((req, res) => {
+    const auth = req.headers.authorization ?? "";
+    seen.push(auth);
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ you_sent: auth, user: "alice" }));
+  });
+  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+  const port = (srv.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    seen,
+    close: () => new Promise<void>((r) => (srv.closeAllConnections(), srv.close(() => r()))),
+  };
+}
+
+for (const leg of dbLegs) {
+  describe(`connections on ${leg.name}`, { skip: leg.skip ?? boxSkipReason() ?? false }, () => {
+    let t: TestServer;
+    let op: TestProvider;
+    let rs: Awaited<ReturnType<typeof resourceServer>>;
+    let anth: FakeModelServer;
+    let org: string;
+    let agent: string;
+    let providerId: string;
+    let connectionId: string;
+    const get = async (path: string) => {
+      const r = await fetch(`${t.url}${path}`, { redirect: "manual" });
+      return { status: r.status, location: r.headers.get("location"), body: await r.text() };
+    };
+
+    before(async () => {
+      op = await startOidcProvider({ users: { alice: { email: "alice@example.com" } }, accessTtl: 30 });
+      rs = await resourceServer();
+      anth = await startFakeAnthropic();
+      t = await startTestServer({
+        leg,
+        listen: true,
+        env: { WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(op.port, rs.port, anth) },
+      });
+      op.serve([
+        {
+          client_id: "warren-conn",
+          client_secret: CLIENT_SECRET,
+          redirect_uris: [`${t.url}/api/connections/callback`],
+        },
+      ]);
+      org = (await t.call("POST", "/api/orgs", { name: "conn" })).body.id;
+      const machine = (await t.call("POST", "/api/machines", { org_id: org, name: "m" })).body.id;
+      const key = await t.call("POST", "/api/secrets", {
+        org_id: org,
+        name: "ANTHROPIC_KEY",
+        value: "sk-ant-conn-test-1234",
+        use: "model",
+        hosts: [new URL(anth.baseUrl).host],
+        grants: [{ scope: "org", id: org }],
+      });
+      assert.equal(key.status, 201, JSON.stringify(key.body));
+      const base = scriptedAssistant(anth.baseUrl);
+      const a = await t.call("POST", "/api/agents", {
+        org_id: org,
+        machine_id: machine,
+        name: "a",
+        ...base,
+        tools: [
+          ...base.tools,
+          { type: "http", name: "api", base_url: `${rs.url}/v1/`, methods: ["GET"], connection: "crm" },
+        ],
+      });
+      assert.equal(a.status, 201, JSON.stringify(a.body));
+      agent = a.body.id;
+    });
+
+    after(async () => {
+      await t?.close();
+      await op?.close();
+      await rs?.close();
+      await anth?.close();
+    });
+
+    test("an owner registers a provider; its client secret is never answered", async () => {
+      const p = await t.call("POST", "/api/connections/providers", {
+        org_id: org,
+        name: "CRM",
+        issuer: op.issuer,
+        authorization_url: `${op.issuer}/auth`,
+        token_url: `${op.issuer}/token`,
+        revocation_url: `${op.issuer}/token/revocation`,
+        client_id: "warren-conn",
+        client_secret: CLIENT_SECRET,
+        scopes: ["openid", "api:read"],
+      });
+      assert.equal(p.status, 201, JSON.stringify(p.body));
+      assert.equal(p.body.has_client_secret, true);
+      assert.ok(!JSON.stringify(p.body).includes(CLIENT_SECRET));
+      providerId = p.body.id;
+      const bad = await t.call("POST", "/api/connections/providers", {
+        org_id: org,
+        name: "x",
+        token_url: "ftp://x",
+      });
+      assert.equal(bad.status, 400);
+      assert.equal(bad.body.error.code, "request.invalid");
+    });
+
+    test("a member connects an account: PKCE and state; a wrong or replayed state is refused", async () => {
+      const started = await t.call(
+        "POST",
+        "/api/connections",
+        { provider_id: providerId, name: "crm", grants: [{ scope: "org", id: org }] },
+        { host: new URL(t.url!).host },
+      );
+      assert.equal(started.status, 201, JSON.stringify(started.body));
+      assert.equal(started.body.connection.status, "pending");
+      const auth = new URL(started.body.authorize_url);
+      assert.equal(auth.searchParams.get("code_challenge_method"), "S256");
+      assert.ok(auth.searchParams.get("code_challenge"));
+      assert.ok(auth.searchParams.get("state"));
+      connectionId = started.body.connection.id;
+
+      const back = await signInAtProvider(auth.href, "alice");
+      assert.equal(back.pathname, "/api/connections/callback");
+      const state = back.searchParams.get("state")!;
+      assert.equal(state, auth.searchParams.get("state"));
+
+      // a state the server never gave is refused before anything is exchanged
+      const wrong = new URL(back);
+      wrong.searchParams.set("state", "not-the-state");
+      const w = await get(wrong.pathname + wrong.search);
+      assert.equal(w.status, 400, w.body);
+      assert.equal(JSON.parse(w.body).error.code, "connection.refused");
+      assert.equal((await t.call("GET", `/api/connections/${connectionId}`)).body.status, "pending");
+
+      const ok = await get(back.pathname + back.search);
+      assert.equal(ok.status, 303, ok.body);
+      assert.equal(ok.location, `/connections?connected=${connectionId}`);
+      const c = (await t.call("GET", `/api/connections/${connectionId}`)).body;
+      assert.equal(c.status, "active");
+      assert.equal(c.connected_by, "operator@localhost");
+      assert.ok(c.expires_at && Date.parse(c.expires_at) > Date.now());
+      assert.match(c.shared, /every agent of the organisation acts as operator@localhost's CRM account/);
+      assert.deepEqual(op.grants, ["authorization_code"]);
+
+      // the same answer again (a replayed code): its state is used, refused; nothing is exchanged
+      const again = await get(back.pathname + back.search);
+      assert.equal(again.status, 400, again.body);
+      assert.match(JSON.parse(again.body).error.message, /unknown or was used already/);
+      assert.deepEqual(op.grants, ["authorization_code"]);
+    });
+
+    test("an http tool uses the connection: the provider's resource sees the bearer, refreshed before expiry; nothing else holds it", async () => {
+      anth.script([
+        { tool_calls: [{ name: "api", input: { method: "GET", path: "me" } }] },
+        {
+          tool_calls: [
+            { name: "run_command", input: { command: "env; cat /proc/self/environ | tr '\\0' '\\n'" } },
+          ],
+        },
+        { text: "Done." },
+      ]);
+      anth.requests.length = 0;
+      const { run, events } = await runAgent(t, agent, "who am I at the CRM?");
+      assert.equal(run.status, "succeeded", JSON.stringify(run));
+      // the token lives 30 s, less than the refresh margin: refreshed before the call
+      assert.deepEqual(op.grants, ["authorization_code", "refresh_token"]);
+      const sent = rs.seen.at(-1)!;
+      assert.match(sent, /^Bearer \S+$/);
+      const token = sent.slice("Bearer ".length);
+      const found = await op.provider.AccessToken.find(token);
+      assert.ok(found && !found.isExpired, "the resource server got a live access token of the provider");
+      const c = (await t.call("GET", `/api/connections/${connectionId}`)).body;
+      assert.ok(Date.parse(c.refreshed_at) > Date.now() - 60_000);
+
+      // the tool's answer echoed the bearer: redacted
+      const calls = eventsOfType(events, "tool_call");
+      const api = calls.find((e) => e.tool === "api");
+      assert.ok(api, JSON.stringify(calls).slice(0, 2000));
+      // the model got the answer (alice), with the echoed bearer redacted
+      const told = JSON.stringify(anth.requests);
+      assert.match(told, /alice/);
+      // not in the model's requests (its context), the run's events, the box's environment
+      assert.ok(!JSON.stringify(anth.requests).includes(token), "the model never saw the token");
+      assert.ok(!JSON.stringify(events).includes(token), "no event holds the token");
+      const cmd = calls.find((e) => e.tool === "run_command");
+      assert.ok(cmd && !JSON.stringify(cmd).includes(token));
+      // nor any stored row in any table, in the clear
+      const db = t.server.store.db;
+      const tables = (await db.execute(
+        sql`select table_name from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE'`,
+      )) as unknown as { rows: { table_name: string }[] };
+      for (const { table_name } of tables.rows) {
+        const rows = (await db.execute(
+          sql.raw(
+            `select count(*)::int as n from "${table_name}" t where t::text like '%${token.replace(/'/g, "''")}%'`,
+          ),
+        )) as unknown as { rows: { n: number }[] };
+        assert.equal(rows.rows[0]!.n, 0, `${table_name} holds the token`);
+      }
+    });
+
+    test("a revoked connection's next call is refused with why", async () => {
+      const r = await t.call("POST", `/api/connections/${connectionId}/revoke`);
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.equal(r.body.status, "revoked");
+      assert.match(r.body.status_reason, /revoked by operator@localhost/);
+      const before = rs.seen.length;
+      anth.script([
+        { tool_calls: [{ name: "api", input: { method: "GET", path: "me" } }] },
+        { text: "Done." },
+      ]);
+      anth.requests.length = 0;
+      const { events } = await runAgent(t, agent, "again");
+      const api = eventsOfType(events, "tool_call").find((e) => e.tool === "api");
+      assert.match(JSON.stringify(api), /the connection crm was revoked by operator@localhost/);
+      assert.match(
+        JSON.stringify(anth.requests.at(-1)),
+        /the connection crm was revoked by operator@localhost/,
+      );
+      assert.equal(rs.seen.length, before, "nothing reached the resource server");
+    });
+  });
+}
