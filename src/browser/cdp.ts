@@ -63,7 +63,7 @@ export class CdpConnection {
   static open(url: string, conn: Duplex, timeoutMs = 10_000): Promise<CdpConnection> {
     return new Promise((resolve, reject) => {
       const ws = new WebSocket(url, {
-        createConnection: () => conn as never,
+        createConnection: () => conn.resume() as never,
         maxPayload: MAX_MESSAGE_BYTES,
         perMessageDeflate: false,
         handshakeTimeout: timeoutMs,
