@@ -186,6 +186,7 @@ export async function stop(
   s.dispatch.stop(); // nor is a guild's message dispatched (it stays queued for the next server)
   const graceMs = o.graceMs ?? 0;
   s.terminals.close(); // a terminal does not outlive its server: its viewers are told why
+  s.browsers.close(); // so does a browser
   f.streams.close(); // nor does an event stream: its client takes it up again after the last id it got
   const requests = f.app.close(); // stops accepting; in-flight requests finish
   // a preview does not outlive its server either (its requests and WebSockets are cut)

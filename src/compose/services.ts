@@ -47,6 +47,7 @@ import { connectBoxd, MachineRuntime } from "../runtime/index.js";
 import { ScheduleFirer, Schedules } from "../schedules/index.js";
 import { AgentCalls } from "../secrets/calls.js";
 import { Terminals } from "../terminal/index.js";
+import { Browsers } from "../browser/service.js";
 import { createToolGateway } from "../tools/gateway.js";
 import { toolPolicyProblem } from "../policy/tool-policy.js";
 import { Tools } from "../tools/service.js";
@@ -292,6 +293,8 @@ export async function buildServices(
     },
   });
   const terminals = new Terminals({ access, agents, workloads, runtime, events, logger });
+  // the agents' browsers: one Chromium per agent in its box, stopped when not used for the box's idle time
+  const browsers = new Browsers({ workloads, runtime, events, logger, idleMs: config.BOX_IDLE_S * 1000 });
 
   // a file of an agent's home by the home rules (the scripted provider's scripts)
   const readHome = (agent: { id: string; machineId: string }, p: string, maxBytes: number) =>
@@ -458,6 +461,7 @@ export async function buildServices(
     tools,
     connections,
     terminals,
+    browsers,
     gateway,
     face,
     runners,
