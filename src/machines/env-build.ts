@@ -5,7 +5,7 @@
 // runs: a layer is files only. The box sees the layer read-only (BOX_PATHS.env), its bin
 // folders first on PATH and its lib folders on the loader's path (envVariables).
 import { execFile } from "node:child_process";
-import { mkdir, readdir, rename, rm } from "node:fs/promises";
+import { chmod, mkdir, readdir, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { WarrenError } from "../errors.js";
 
@@ -124,6 +124,8 @@ export async function buildLayer(
   await rm(work, { recursive: true, force: true });
   await rm(debDir, { recursive: true, force: true });
   await mkdir(work, { recursive: true });
+  // every agent of the machine reads and runs the layer, whatever the server's umask
+  await chmod(work, 0o755);
   await mkdir(debDir, { recursive: true, mode: 0o755 });
   const fail = async (why: string): Promise<never> => {
     note(`build failed: ${why}`);

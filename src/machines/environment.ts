@@ -4,7 +4,7 @@
 // failed build leaves it on its last good one. Proposals (an agent's env_propose, a member
 // through the API) name exact packages and versions and are never applied until an owner or
 // an admin approves them; the approval builds the next revision over the current one.
-import { mkdir } from "node:fs/promises";
+import { chmod, mkdir } from "node:fs/promises";
 import path from "node:path";
 import { and, desc, eq, max } from "drizzle-orm";
 import type { Access, Identity } from "../access/index.js";
@@ -343,6 +343,7 @@ export class Environments {
     let log: string;
     try {
       await mkdir(path.dirname(dir), { recursive: true, mode: 0o755 });
+      await chmod(path.dirname(dir), 0o755);
       log = await (this.o.build ?? buildLayer)(dir, row.packages, row.npm);
     } catch (err) {
       status = "failed";

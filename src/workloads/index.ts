@@ -263,6 +263,7 @@ export class Workload {
   walls(opts: { main?: boolean } = {}): Walls {
     const walls = commandWalls(this.agent, this.trust, this.o.homes, {
       run: opts.main === true,
+      envRevision: this.envRevision,
       policy: this.run?.policy,
     });
     const ws = this.workspace;

@@ -34,7 +34,7 @@ export function commandWalls(
   agent: AgentRow,
   trust: Trust,
   homes: Pick<HomeLayout, "identity">,
-  opts: { run?: boolean; policy?: SandboxPolicy | undefined } = {},
+  opts: { run?: boolean; policy?: SandboxPolicy | undefined; envRevision?: number } = {},
 ): Walls {
   const ports = portsOf(agent.slot);
   return {
@@ -43,7 +43,9 @@ export function commandWalls(
       home: homeOf(agent.id),
       shared: trust === "shared",
       agentDir: opts.run === true,
-      env: envDirOf(agent.machineId),
+      // the revision's own folder: walls that name it differ from those of the revision
+      // before, so a helper walled ahead of a new revision is never reused for it
+      ...((opts.envRevision ?? 0) > 0 ? { env: `${envDirOf(agent.machineId)}/${opts.envRevision}` } : {}),
     }),
     bindPorts: ports,
     // Isolated: apart from the box's other agents on the network too (their homes are apart
