@@ -31,7 +31,10 @@ const tiers = [
     names: ["exec", "workloads", "egress", "preview", "models", "approvals", "versions"],
     why: "the door, the way out, the model gateway, approvals and versions serve a unit of work",
   },
-  { names: ["terminal", "tools"], why: "terminals and tools use the door, the gateway and approvals" },
+  {
+    names: ["terminal", "browser", "tools"],
+    why: "terminals, the agents' browsers and tools use the door, the gateway and approvals",
+  },
   { names: ["runs"], why: "the run recorder drives tools, models and the door" },
   { names: ["conversations", "evals", "flows"], why: "conversations, evaluations and flows start runs" },
   { names: ["schedules", "dispatch"], why: "schedules and guild dispatch start runs and conversation turns" },
