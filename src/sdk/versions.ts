@@ -83,4 +83,12 @@ export class ApprovalsApi {
   decide(id: string, body: ApprovalDecision, opts: RequestOptions = {}): Promise<Approval> {
     return this.http.json("POST", `/api/approvals/${seg(id)}`, { ...opts, json: body });
   }
+  /** Answers an agent's waiting secret_request with the value (a secret granted to that agent). */
+  secret(
+    id: string,
+    body: { value: string; args_sha256: string },
+    opts: RequestOptions = {},
+  ): Promise<Approval> {
+    return this.http.json("POST", `/api/approvals/${seg(id)}/secret`, { ...opts, json: body });
+  }
 }

@@ -9,6 +9,7 @@ import { describeError, keys, warren, type Can } from "../api";
 import { Link } from "../router";
 import { Action, Empty, ErrorBox, Loading, StatusBadge, when } from "../ui";
 import "../polish.css";
+import { SecretRequestCard } from "./SecretRequest";
 
 const approvalKeys = {
   org: (org: string) => ["approvals", "org", org] as const,
@@ -169,18 +170,27 @@ function ApprovalList({
         <Empty>{empty}</Empty>
       ) : (
         <div className="cards" data-testid="approvals">
-          {items.map((a) => (
-            <ApprovalCard
-              key={a.id}
-              a={a}
-              canDecide={a.may_decide ?? can.write}
-              onDecided={onDecided}
-              onStale={(err) => {
-                setStale({ tool: a.tool, sha: a.args_sha256, err });
-                onDecided();
-              }}
-            />
-          ))}
+          {items.map((a) =>
+            a.tool === "secret_request" ? (
+              <SecretRequestCard
+                key={a.id}
+                a={a}
+                canAnswer={a.may_decide ?? can.write}
+                onAnswered={onDecided}
+              />
+            ) : (
+              <ApprovalCard
+                key={a.id}
+                a={a}
+                canDecide={a.may_decide ?? can.write}
+                onDecided={onDecided}
+                onStale={(err) => {
+                  setStale({ tool: a.tool, sha: a.args_sha256, err });
+                  onDecided();
+                }}
+              />
+            ),
+          )}
         </div>
       )}
     </>

@@ -10,6 +10,7 @@ import { Link, useTitle } from "../router";
 import { useEventStream, type LiveEvent } from "../stream";
 import { Changes } from "./Changes";
 import { ForkButton } from "./Fork";
+import { WaitingSecretRequests } from "./SecretRequest";
 import { Markdown } from "../markdown";
 import { StopTurn } from "../stop";
 import { Action, Empty, ErrorBox, Loading, Spinner, StatusBadge, when } from "../ui";
@@ -245,6 +246,7 @@ export function ThreadPage({ agentId, conversationId }: { agentId: string; conve
                   <li key={`${m.id}-turn`} className="msg agent live" data-testid="turn-live">
                     <div className="who">agent</div>
                     {t && <ToolCalls tools={t.tools} />}
+                    {t && <WaitingSecretRequests events={t.tools} canAnswer={can.write} />}
                     {t && t.steps.length > 0 ? (
                       <div data-testid="streamed">
                         <Steps steps={t.steps} />
