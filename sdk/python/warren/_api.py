@@ -109,6 +109,14 @@ class MachinesApi(object):
         """Freeze the machine's running box in memory; the next command resumes it."""
         return self._t.json("POST", f"/api/machines/{_seg(id)}/pause", query=None, timeout=timeout)  # type: ignore[no-any-return]
 
+    def definition(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "MachineDefinitionText":
+        """The machine's definition (YAML text and its object): environment, limits, trust, agents with their specs, personas and schedules, areas, flows, secret names and grants (never values)."""
+        return self._t.json("GET", f"/api/machines/{_seg(id)}/definition", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+    def import_(self, id: str, body: "MachineImportRequest", *, timeout: Optional[float] = _DEFAULT) -> "MachineImported":
+        """Rebuild a definition as a new machine of the organisation, on this server's provider (owner, admin); secrets it names are granted when the organisation has them."""
+        return self._t.json("POST", f"/api/orgs/{_seg(id)}/machines/import", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+
 
 class AgentsApi(object):
     def __init__(self, transport: SyncTransport) -> None:
@@ -141,6 +149,39 @@ class AgentsApi(object):
     def exec_stream(self, id: str, body: "ExecRequest", *, timeout: Optional[float] = _DEFAULT) -> Iterator["ExecStreamEvent"]:
         """Run a command in the agent's box as the agent (buffered, or NDJSON with Accept: application/x-ndjson): each line as it comes."""
         return self._t.ndjson("POST", f"/api/agents/{_seg(id)}/exec", query=None, json=body, timeout=timeout)  # type: ignore[return-value]
+
+
+class EnvironmentsApi(object):
+    def __init__(self, transport: SyncTransport) -> None:
+        self._t = transport
+
+    def get(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "MachineEnvironment":
+        """The machine's environment: its base, its last good revision's packages, a build going on."""
+        return self._t.json("GET", f"/api/machines/{_seg(id)}/environment", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+    def set(self, id: str, body: "EnvironmentSetRequest", *, timeout: Optional[float] = _DEFAULT) -> "EnvRevision":
+        """Set the machine's packages (owner or admin): a new revision is built outside the box; the machine stays on its last good one until it is ready."""
+        return self._t.json("PUT", f"/api/machines/{_seg(id)}/environment", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+
+    def revisions(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "EnvRevisionList":
+        """The environment's revisions, newest first."""
+        return self._t.json("GET", f"/api/machines/{_seg(id)}/environment/revisions", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+    def revision(self, id: str, revision: str, *, timeout: Optional[float] = _DEFAULT) -> "EnvRevision":
+        """One revision with its build's log."""
+        return self._t.json("GET", f"/api/machines/{_seg(id)}/environment/revisions/{_seg(revision)}", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+    def propose(self, id: str, body: "EnvProposalCreateRequest", *, timeout: Optional[float] = _DEFAULT) -> "EnvProposal":
+        """Propose packages for the machine (a member): resolved to exact versions now, built only when an owner or admin approves."""
+        return self._t.json("POST", f"/api/machines/{_seg(id)}/environment/proposals", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+
+    def proposals(self, id: str, *, state: Optional["EnvProposalState"] = None, timeout: Optional[float] = _DEFAULT) -> "EnvProposalList":
+        """The machine's proposals, newest first (or those in one state)."""
+        return self._t.json("GET", f"/api/machines/{_seg(id)}/environment/proposals", query={"state": state}, timeout=timeout)  # type: ignore[no-any-return]
+
+    def decide(self, id: str, proposal: str, body: "EnvProposalDecision", *, timeout: Optional[float] = _DEFAULT) -> "EnvProposal":
+        """Approve (a new revision is built over the current one) or refuse a proposal (owner or admin)."""
+        return self._t.json("POST", f"/api/machines/{_seg(id)}/environment/proposals/{_seg(proposal)}/decide", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
 
 
 class GuildsApi(object):
@@ -312,6 +353,68 @@ class SecretsApi(object):
     def delete(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> None:
         """Delete a secret (and its aliases); running commands keep the values they started with."""
         return self._t.empty("DELETE", f"/api/secrets/{_seg(id)}", query=None, timeout=timeout)
+
+
+class ConnectionsApi(object):
+    def __init__(self, transport: SyncTransport) -> None:
+        self._t = transport
+
+    def providers_create(self, body: "ConnectionProviderCreateRequest", *, timeout: Optional[float] = _DEFAULT) -> "ConnectionProvider":
+        """Register an OAuth 2.0 provider (owner, admin): its endpoints, client id, client secret (sealed, never answered) and scopes."""
+        return self._t.json("POST", "/api/connections/providers", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+
+    def providers_list(self, *, org_id: Optional[str] = None, timeout: Optional[float] = _DEFAULT) -> "ConnectionProviderList":
+        """The connection providers of the caller's organisations (or of one)."""
+        return self._t.json("GET", "/api/connections/providers", query={"org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
+
+    def providers_delete(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> None:
+        """Remove a provider (owner, admin) and every connection made through it."""
+        return self._t.empty("DELETE", f"/api/connections/providers/{_seg(id)}", query=None, timeout=timeout)
+
+    def create(self, body: "ConnectionCreateRequest", *, timeout: Optional[float] = _DEFAULT) -> "ConnectionStarted":
+        """Connect an account: a pending connection and `authorize_url`, where the member's browser signs in at the provider (authorization code with PKCE and a one-use state)."""
+        return self._t.json("POST", "/api/connections", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+
+    def list(self, *, org_id: Optional[str] = None, timeout: Optional[float] = _DEFAULT) -> "ConnectionList":
+        """The connections of the caller's organisations (or of one): status (with why when expired or revoked), grants, and who acts as the account; never a token."""
+        return self._t.json("GET", "/api/connections", query={"org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
+
+    def get(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "Connection":
+        """One connection; never a token."""
+        return self._t.json("GET", f"/api/connections/{_seg(id)}", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+    def grants(self, id: str, body: "ConnectionGrantsRequest", *, timeout: Optional[float] = _DEFAULT) -> "Connection":
+        """Replace a connection's grants (organisation, guild, agent): every agent they reach uses it as the one account."""
+        return self._t.json("PUT", f"/api/connections/{_seg(id)}/grants", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+
+    def revoke(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "Connection":
+        """Revoke a connection: its tokens are forgotten (and revoked at the provider when it can); a tool's next call through it is refused with why."""
+        return self._t.json("POST", f"/api/connections/{_seg(id)}/revoke", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+
+class AuthApi(object):
+    def __init__(self, transport: SyncTransport) -> None:
+        self._t = transport
+
+    def logout(self, *, timeout: Optional[float] = _DEFAULT) -> None:
+        """Sign out: the session ends and its cookie is cleared."""
+        return self._t.empty("POST", "/auth/logout", query=None, timeout=timeout)
+
+    def me(self, *, timeout: Optional[float] = _DEFAULT) -> "Me":
+        """Who the caller is and the identity mode; in AUTH_MODE=oidc a session cookie older than fifteen minutes is rotated here (a new value, the old one ends)."""
+        return self._t.json("GET", "/api/auth/me", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+    def tokens_create(self, body: "PersonalTokenCreateRequest", *, timeout: Optional[float] = _DEFAULT) -> "PersonalTokenCreated":
+        """Create a personal API token of the caller (shown once): `Authorization: Bearer <token>` in AUTH_MODE=oidc."""
+        return self._t.json("POST", "/api/auth/tokens", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+
+    def tokens_list(self, *, timeout: Optional[float] = _DEFAULT) -> "PersonalTokenList":
+        """The caller's personal tokens (never their values)."""
+        return self._t.json("GET", "/api/auth/tokens", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+    def tokens_revoke(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> None:
+        """Revoke one of the caller's personal tokens: it stops working at once."""
+        return self._t.empty("DELETE", f"/api/auth/tokens/{_seg(id)}", query=None, timeout=timeout)
 
 
 class HomesApi(object):
@@ -600,6 +703,7 @@ class Operations(object):
         self.names = NamesApi(transport)
         self.machines = MachinesApi(transport)
         self.agents = AgentsApi(transport)
+        self.environments = EnvironmentsApi(transport)
         self.guilds = GuildsApi(transport)
         self.egress = EgressApi(transport)
         self.terminal = TerminalApi(transport)
@@ -607,6 +711,8 @@ class Operations(object):
         self.conversations = ConversationsApi(transport)
         self.personas = PersonasApi(transport)
         self.secrets = SecretsApi(transport)
+        self.connections = ConnectionsApi(transport)
+        self.auth = AuthApi(transport)
         self.homes = HomesApi(transport)
         self.files = FilesApi(transport)
         self.artifacts = ArtifactsApi(transport)
@@ -721,6 +827,14 @@ class AsyncMachinesApi(object):
         """Freeze the machine's running box in memory; the next command resumes it."""
         return await self._t.json("POST", f"/api/machines/{_seg(id)}/pause", query=None, timeout=timeout)  # type: ignore[no-any-return]
 
+    async def definition(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "MachineDefinitionText":
+        """The machine's definition (YAML text and its object): environment, limits, trust, agents with their specs, personas and schedules, areas, flows, secret names and grants (never values)."""
+        return await self._t.json("GET", f"/api/machines/{_seg(id)}/definition", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+    async def import_(self, id: str, body: "MachineImportRequest", *, timeout: Optional[float] = _DEFAULT) -> "MachineImported":
+        """Rebuild a definition as a new machine of the organisation, on this server's provider (owner, admin); secrets it names are granted when the organisation has them."""
+        return await self._t.json("POST", f"/api/orgs/{_seg(id)}/machines/import", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+
 
 class AsyncAgentsApi(object):
     def __init__(self, transport: AsyncTransport) -> None:
@@ -753,6 +867,39 @@ class AsyncAgentsApi(object):
     def exec_stream(self, id: str, body: "ExecRequest", *, timeout: Optional[float] = _DEFAULT) -> AsyncIterator["ExecStreamEvent"]:
         """Run a command in the agent's box as the agent (buffered, or NDJSON with Accept: application/x-ndjson): each line as it comes."""
         return self._t.ndjson("POST", f"/api/agents/{_seg(id)}/exec", query=None, json=body, timeout=timeout)  # type: ignore[return-value]
+
+
+class AsyncEnvironmentsApi(object):
+    def __init__(self, transport: AsyncTransport) -> None:
+        self._t = transport
+
+    async def get(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "MachineEnvironment":
+        """The machine's environment: its base, its last good revision's packages, a build going on."""
+        return await self._t.json("GET", f"/api/machines/{_seg(id)}/environment", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+    async def set(self, id: str, body: "EnvironmentSetRequest", *, timeout: Optional[float] = _DEFAULT) -> "EnvRevision":
+        """Set the machine's packages (owner or admin): a new revision is built outside the box; the machine stays on its last good one until it is ready."""
+        return await self._t.json("PUT", f"/api/machines/{_seg(id)}/environment", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+
+    async def revisions(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "EnvRevisionList":
+        """The environment's revisions, newest first."""
+        return await self._t.json("GET", f"/api/machines/{_seg(id)}/environment/revisions", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+    async def revision(self, id: str, revision: str, *, timeout: Optional[float] = _DEFAULT) -> "EnvRevision":
+        """One revision with its build's log."""
+        return await self._t.json("GET", f"/api/machines/{_seg(id)}/environment/revisions/{_seg(revision)}", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+    async def propose(self, id: str, body: "EnvProposalCreateRequest", *, timeout: Optional[float] = _DEFAULT) -> "EnvProposal":
+        """Propose packages for the machine (a member): resolved to exact versions now, built only when an owner or admin approves."""
+        return await self._t.json("POST", f"/api/machines/{_seg(id)}/environment/proposals", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+
+    async def proposals(self, id: str, *, state: Optional["EnvProposalState"] = None, timeout: Optional[float] = _DEFAULT) -> "EnvProposalList":
+        """The machine's proposals, newest first (or those in one state)."""
+        return await self._t.json("GET", f"/api/machines/{_seg(id)}/environment/proposals", query={"state": state}, timeout=timeout)  # type: ignore[no-any-return]
+
+    async def decide(self, id: str, proposal: str, body: "EnvProposalDecision", *, timeout: Optional[float] = _DEFAULT) -> "EnvProposal":
+        """Approve (a new revision is built over the current one) or refuse a proposal (owner or admin)."""
+        return await self._t.json("POST", f"/api/machines/{_seg(id)}/environment/proposals/{_seg(proposal)}/decide", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
 
 
 class AsyncGuildsApi(object):
@@ -924,6 +1071,68 @@ class AsyncSecretsApi(object):
     async def delete(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> None:
         """Delete a secret (and its aliases); running commands keep the values they started with."""
         return await self._t.empty("DELETE", f"/api/secrets/{_seg(id)}", query=None, timeout=timeout)
+
+
+class AsyncConnectionsApi(object):
+    def __init__(self, transport: AsyncTransport) -> None:
+        self._t = transport
+
+    async def providers_create(self, body: "ConnectionProviderCreateRequest", *, timeout: Optional[float] = _DEFAULT) -> "ConnectionProvider":
+        """Register an OAuth 2.0 provider (owner, admin): its endpoints, client id, client secret (sealed, never answered) and scopes."""
+        return await self._t.json("POST", "/api/connections/providers", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+
+    async def providers_list(self, *, org_id: Optional[str] = None, timeout: Optional[float] = _DEFAULT) -> "ConnectionProviderList":
+        """The connection providers of the caller's organisations (or of one)."""
+        return await self._t.json("GET", "/api/connections/providers", query={"org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
+
+    async def providers_delete(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> None:
+        """Remove a provider (owner, admin) and every connection made through it."""
+        return await self._t.empty("DELETE", f"/api/connections/providers/{_seg(id)}", query=None, timeout=timeout)
+
+    async def create(self, body: "ConnectionCreateRequest", *, timeout: Optional[float] = _DEFAULT) -> "ConnectionStarted":
+        """Connect an account: a pending connection and `authorize_url`, where the member's browser signs in at the provider (authorization code with PKCE and a one-use state)."""
+        return await self._t.json("POST", "/api/connections", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+
+    async def list(self, *, org_id: Optional[str] = None, timeout: Optional[float] = _DEFAULT) -> "ConnectionList":
+        """The connections of the caller's organisations (or of one): status (with why when expired or revoked), grants, and who acts as the account; never a token."""
+        return await self._t.json("GET", "/api/connections", query={"org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
+
+    async def get(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "Connection":
+        """One connection; never a token."""
+        return await self._t.json("GET", f"/api/connections/{_seg(id)}", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+    async def grants(self, id: str, body: "ConnectionGrantsRequest", *, timeout: Optional[float] = _DEFAULT) -> "Connection":
+        """Replace a connection's grants (organisation, guild, agent): every agent they reach uses it as the one account."""
+        return await self._t.json("PUT", f"/api/connections/{_seg(id)}/grants", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+
+    async def revoke(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "Connection":
+        """Revoke a connection: its tokens are forgotten (and revoked at the provider when it can); a tool's next call through it is refused with why."""
+        return await self._t.json("POST", f"/api/connections/{_seg(id)}/revoke", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+
+class AsyncAuthApi(object):
+    def __init__(self, transport: AsyncTransport) -> None:
+        self._t = transport
+
+    async def logout(self, *, timeout: Optional[float] = _DEFAULT) -> None:
+        """Sign out: the session ends and its cookie is cleared."""
+        return await self._t.empty("POST", "/auth/logout", query=None, timeout=timeout)
+
+    async def me(self, *, timeout: Optional[float] = _DEFAULT) -> "Me":
+        """Who the caller is and the identity mode; in AUTH_MODE=oidc a session cookie older than fifteen minutes is rotated here (a new value, the old one ends)."""
+        return await self._t.json("GET", "/api/auth/me", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+    async def tokens_create(self, body: "PersonalTokenCreateRequest", *, timeout: Optional[float] = _DEFAULT) -> "PersonalTokenCreated":
+        """Create a personal API token of the caller (shown once): `Authorization: Bearer <token>` in AUTH_MODE=oidc."""
+        return await self._t.json("POST", "/api/auth/tokens", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+
+    async def tokens_list(self, *, timeout: Optional[float] = _DEFAULT) -> "PersonalTokenList":
+        """The caller's personal tokens (never their values)."""
+        return await self._t.json("GET", "/api/auth/tokens", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+    async def tokens_revoke(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> None:
+        """Revoke one of the caller's personal tokens: it stops working at once."""
+        return await self._t.empty("DELETE", f"/api/auth/tokens/{_seg(id)}", query=None, timeout=timeout)
 
 
 class AsyncHomesApi(object):
@@ -1212,6 +1421,7 @@ class AsyncOperations(object):
         self.names = AsyncNamesApi(transport)
         self.machines = AsyncMachinesApi(transport)
         self.agents = AsyncAgentsApi(transport)
+        self.environments = AsyncEnvironmentsApi(transport)
         self.guilds = AsyncGuildsApi(transport)
         self.egress = AsyncEgressApi(transport)
         self.terminal = AsyncTerminalApi(transport)
@@ -1219,6 +1429,8 @@ class AsyncOperations(object):
         self.conversations = AsyncConversationsApi(transport)
         self.personas = AsyncPersonasApi(transport)
         self.secrets = AsyncSecretsApi(transport)
+        self.connections = AsyncConnectionsApi(transport)
+        self.auth = AsyncAuthApi(transport)
         self.homes = AsyncHomesApi(transport)
         self.files = AsyncFilesApi(transport)
         self.artifacts = AsyncArtifactsApi(transport)

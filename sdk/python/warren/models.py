@@ -344,6 +344,96 @@ CommandRunCreateRequest = TypedDict(
     },
 )
 
+Connection = TypedDict(
+    "Connection",
+    {
+        "id": Required[str],
+        "org_id": Required[str],
+        "provider_id": Required[str],
+        "provider": Required[str],
+        "name": Required[str],
+        "status": Required[Literal["pending", "active", "expired", "revoked"]],
+        "status_reason": Required[Union[str, None]],
+        "connected_by": Required[Union[str, None]],
+        "scopes": Required[List[str]],
+        "expires_at": Required[Union[str, None]],
+        "refreshed_at": Required[Union[str, None]],
+        "grants": Required[List["SecretGrant"]],
+        "shared": Required[Union[str, None]],
+        "created_at": Required[str],
+    },
+)
+
+ConnectionCreateRequest = TypedDict(
+    "ConnectionCreateRequest",
+    {
+        "provider_id": Required[str],
+        "name": Required[str],
+        "grants": NotRequired[List["SecretGrant"]],
+    },
+)
+
+ConnectionGrantsRequest = TypedDict(
+    "ConnectionGrantsRequest",
+    {
+        "grants": Required[List["SecretGrant"]],
+    },
+)
+
+ConnectionList = TypedDict(
+    "ConnectionList",
+    {
+        "items": Required[List["Connection"]],
+    },
+)
+
+ConnectionProvider = TypedDict(
+    "ConnectionProvider",
+    {
+        "id": Required[str],
+        "org_id": Required[str],
+        "name": Required[str],
+        "issuer": Required[Union[str, None]],
+        "authorization_url": Required[str],
+        "token_url": Required[str],
+        "revocation_url": Required[Union[str, None]],
+        "client_id": Required[str],
+        "has_client_secret": Required[bool],
+        "scopes": Required[List[str]],
+        "created_at": Required[str],
+    },
+)
+
+ConnectionProviderCreateRequest = TypedDict(
+    "ConnectionProviderCreateRequest",
+    {
+        "org_id": Required[str],
+        "name": Required[str],
+        "issuer": NotRequired[str],
+        "authorization_url": Required[str],
+        "token_url": Required[str],
+        "revocation_url": NotRequired[str],
+        "client_id": Required[str],
+        "client_secret": NotRequired[str],
+        "scopes": NotRequired[List[str]],
+    },
+)
+
+ConnectionProviderList = TypedDict(
+    "ConnectionProviderList",
+    {
+        "items": Required[List["ConnectionProvider"]],
+    },
+)
+
+ConnectionStarted = TypedDict(
+    "ConnectionStarted",
+    {
+        "connection": Required["Connection"],
+        "authorize_url": Required[str],
+    },
+)
+
 Conversation = TypedDict(
     "Conversation",
     {
@@ -505,6 +595,107 @@ EgressList = TypedDict(
         "next": NotRequired[str],
     },
 )
+
+EnvironmentSetRequestNpmItem = TypedDict(
+    "EnvironmentSetRequestNpmItem",
+    {
+        "name": Required[str],
+        "version": NotRequired[str],
+    },
+)
+
+EnvironmentSetRequest = TypedDict(
+    "EnvironmentSetRequest",
+    {
+        "packages": Required[List[str]],
+        "npm": NotRequired[List["EnvironmentSetRequestNpmItem"]],
+    },
+)
+
+EnvPackage = TypedDict(
+    "EnvPackage",
+    {
+        "name": Required[str],
+        "version": Required[str],
+    },
+)
+
+EnvProposal = TypedDict(
+    "EnvProposal",
+    {
+        "id": Required[str],
+        "machine_id": Required[str],
+        "org_id": Required[str],
+        "agent_id": Required[Union[str, None]],
+        "proposed_by": Required[str],
+        "packages": Required[List["EnvPackage"]],
+        "npm": Required[List["EnvPackage"]],
+        "why": Required[str],
+        "state": Required["EnvProposalState"],
+        "decided_by": Required[Union[str, None]],
+        "decided_at": Required[Union[str, None]],
+        "revision": Required[Union[int, None]],
+        "created_at": Required[str],
+    },
+)
+
+EnvProposalCreateRequestNpmItem = TypedDict(
+    "EnvProposalCreateRequestNpmItem",
+    {
+        "name": Required[str],
+        "version": NotRequired[str],
+    },
+)
+
+EnvProposalCreateRequest = TypedDict(
+    "EnvProposalCreateRequest",
+    {
+        "packages": Required[List[str]],
+        "npm": NotRequired[List["EnvProposalCreateRequestNpmItem"]],
+        "why": Required[str],
+    },
+)
+
+EnvProposalDecision = TypedDict(
+    "EnvProposalDecision",
+    {
+        "decision": Required[Literal["approve", "refuse"]],
+    },
+)
+
+EnvProposalList = TypedDict(
+    "EnvProposalList",
+    {
+        "items": Required[List["EnvProposal"]],
+    },
+)
+
+EnvProposalState = Literal["pending", "approved", "refused"]
+
+EnvRevision = TypedDict(
+    "EnvRevision",
+    {
+        "machine_id": Required[str],
+        "revision": Required[int],
+        "status": Required["EnvRevisionStatus"],
+        "packages": Required[List["EnvPackage"]],
+        "npm": Required[List["EnvPackage"]],
+        "proposal_id": Required[Union[str, None]],
+        "created_by": Required[str],
+        "created_at": Required[str],
+        "finished_at": Required[Union[str, None]],
+        "log": NotRequired[str],
+    },
+)
+
+EnvRevisionList = TypedDict(
+    "EnvRevisionList",
+    {
+        "items": Required[List["EnvRevision"]],
+    },
+)
+
+EnvRevisionStatus = Literal["building", "ready", "failed"]
 
 ErrorError = TypedDict(
     "ErrorError",
@@ -1022,6 +1213,11 @@ Machine = TypedDict(
         "unreserved_mib": Required[float],
         "free_mib": Required[Union[float, None]],
         "runaway_after_s": Required[float],
+        "image": Required[Union[str, None]],
+        "gpu": Required[bool],
+        "nested_engine": Required[bool],
+        "env_revision": Required[float],
+        "box_env_revision": Required[Union[float, None]],
         "box": NotRequired["MachineBox"],
         "created_at": Required[str],
     },
@@ -1056,6 +1252,199 @@ MachineCreateRequest = TypedDict(
         "cpus": NotRequired[float],
         "trust": NotRequired["MachineTrust"],
         "runaway_after_s": NotRequired[int],
+        "image": NotRequired[Union[str, None]],
+        "gpu": NotRequired[bool],
+        "nested_engine": NotRequired[bool],
+    },
+)
+
+MachineDefinitionMachineLimits = TypedDict(
+    "MachineDefinitionMachineLimits",
+    {
+        "max_workspace_mib": Required[int],
+        "memory_mib": Required[int],
+        "cpus": Required[float],
+        "runaway_after_s": Required[int],
+    },
+)
+
+MachineDefinitionMachineEnvironmentPackagesItem = TypedDict(
+    "MachineDefinitionMachineEnvironmentPackagesItem",
+    {
+        "name": Required[str],
+        "version": Required[str],
+    },
+)
+
+MachineDefinitionMachineEnvironmentNpmItem = TypedDict(
+    "MachineDefinitionMachineEnvironmentNpmItem",
+    {
+        "name": Required[str],
+        "version": Required[str],
+    },
+)
+
+MachineDefinitionMachineEnvironment = TypedDict(
+    "MachineDefinitionMachineEnvironment",
+    {
+        "image": Required[Union[str, None]],
+        "gpu": Required[bool],
+        "nested_engine": Required[bool],
+        "packages": Required[List["MachineDefinitionMachineEnvironmentPackagesItem"]],
+        "npm": Required[List["MachineDefinitionMachineEnvironmentNpmItem"]],
+    },
+)
+
+MachineDefinitionMachine = TypedDict(
+    "MachineDefinitionMachine",
+    {
+        "name": Required[str],
+        "trust": Required[Literal["isolated", "shared"]],
+        "limits": Required["MachineDefinitionMachineLimits"],
+        "environment": Required["MachineDefinitionMachineEnvironment"],
+    },
+)
+
+MachineDefinitionAreasItem = TypedDict(
+    "MachineDefinitionAreasItem",
+    {
+        "name": Required[str],
+        "folders": Required[List[str]],
+    },
+)
+
+MachineDefinitionSecretsItemGrantsItem0 = TypedDict(
+    "MachineDefinitionSecretsItemGrantsItem0",
+    {
+        "org": Required[Literal[True]],
+    },
+)
+
+MachineDefinitionSecretsItemGrantsItem1 = TypedDict(
+    "MachineDefinitionSecretsItemGrantsItem1",
+    {
+        "agent": Required[str],
+    },
+)
+
+MachineDefinitionSecretsItem = TypedDict(
+    "MachineDefinitionSecretsItem",
+    {
+        "name": Required[str],
+        "use": Required[Literal["env", "model", "tool", "egress"]],
+        "description": Required[str],
+        "hosts": Required[List[str]],
+        "grants": Required[List[Union["MachineDefinitionSecretsItemGrantsItem0", "MachineDefinitionSecretsItemGrantsItem1"]]],
+    },
+)
+
+MachineDefinitionAgentsItemPersonasItem = TypedDict(
+    "MachineDefinitionAgentsItemPersonasItem",
+    {
+        "name": Required[str],
+        "instructions": Required[str],
+        "area": Required[Union[str, None]],
+        "tools": Required[Union[List[str], None]],
+        "secrets": Required[Union[List[str], None]],
+    },
+)
+
+MachineDefinitionAgentsItemSchedulesItem = TypedDict(
+    "MachineDefinitionAgentsItemSchedulesItem",
+    {
+        "name": Required[str],
+        "cron": Required[Union[str, None]],
+        "every_s": Required[Union[int, None]],
+        "timezone": Required[str],
+        "kind": Required[Literal["agent", "command"]],
+        "command": Required[Union[str, None]],
+        "argv": Required[Union[List[str], None]],
+        "input": Required[str],
+        "timeout_s": Required[Union[int, None]],
+        "overlap": Required[Literal["skip", "queue_one", "allow"]],
+        "catch_up": Required[Literal["one", "none"]],
+        "paused": Required[bool],
+        "start_at": Required[Union[str, None]],
+        "end_at": Required[Union[str, None]],
+    },
+)
+
+MachineDefinitionAgentsItem = TypedDict(
+    "MachineDefinitionAgentsItem",
+    {
+        "name": Required[str],
+        "max_workspace_mib": Required[int],
+        "spec": Required[Dict[str, Any]],
+        "personas": Required[List["MachineDefinitionAgentsItemPersonasItem"]],
+        "schedules": Required[List["MachineDefinitionAgentsItemSchedulesItem"]],
+    },
+)
+
+MachineDefinitionFlowsItem = TypedDict(
+    "MachineDefinitionFlowsItem",
+    {
+        "name": Required[str],
+        "agents": Required[List[str]],
+    },
+)
+
+MachineDefinition = TypedDict(
+    "MachineDefinition",
+    {
+        "definition": Required[Literal["warren.machine/1"]],
+        "machine": Required["MachineDefinitionMachine"],
+        "areas": Required[List["MachineDefinitionAreasItem"]],
+        "secrets": Required[List["MachineDefinitionSecretsItem"]],
+        "agents": Required[List["MachineDefinitionAgentsItem"]],
+        "flows": Required[List["MachineDefinitionFlowsItem"]],
+    },
+)
+
+MachineDefinitionText = TypedDict(
+    "MachineDefinitionText",
+    {
+        "text": Required[str],
+        "definition": Required["MachineDefinition"],
+    },
+)
+
+MachineEnvironment = TypedDict(
+    "MachineEnvironment",
+    {
+        "machine_id": Required[str],
+        "base": Required[str],
+        "revision": Required[int],
+        "packages": Required[List["EnvPackage"]],
+        "npm": Required[List["EnvPackage"]],
+        "box_revision": Required[Union[int, None]],
+        "building": Required[Union[int, None]],
+        "pending_proposals": Required[int],
+    },
+)
+
+MachineImportedAgentsItem = TypedDict(
+    "MachineImportedAgentsItem",
+    {
+        "id": Required[str],
+        "name": Required[str],
+    },
+)
+
+MachineImported = TypedDict(
+    "MachineImported",
+    {
+        "machine": Required["Machine"],
+        "agents": Required[List["MachineImportedAgentsItem"]],
+        "missing_secrets": Required[List[str]],
+        "environment_pending": Required[List[str]],
+    },
+)
+
+MachineImportRequest = TypedDict(
+    "MachineImportRequest",
+    {
+        "text": Required[str],
+        "name": NotRequired[str],
     },
 )
 
@@ -1078,6 +1467,17 @@ MachineUpdateRequest = TypedDict(
         "memory_mib": NotRequired[int],
         "cpus": NotRequired[float],
         "runaway_after_s": NotRequired[int],
+        "image": NotRequired[Union[str, None]],
+        "gpu": NotRequired[bool],
+        "nested_engine": NotRequired[bool],
+    },
+)
+
+Me = TypedDict(
+    "Me",
+    {
+        "email": Required[str],
+        "auth_mode": Required[str],
     },
 )
 
@@ -1274,6 +1674,43 @@ PersonaList = TypedDict(
     "PersonaList",
     {
         "items": Required[List["Persona"]],
+    },
+)
+
+PersonalToken = TypedDict(
+    "PersonalToken",
+    {
+        "id": Required[str],
+        "name": Required[str],
+        "created_at": Required[str],
+        "last_used_at": Required[Union[str, None]],
+        "revoked_at": Required[Union[str, None]],
+    },
+)
+
+PersonalTokenCreated = TypedDict(
+    "PersonalTokenCreated",
+    {
+        "id": Required[str],
+        "name": Required[str],
+        "created_at": Required[str],
+        "last_used_at": Required[Union[str, None]],
+        "revoked_at": Required[Union[str, None]],
+        "token": Required[str],
+    },
+)
+
+PersonalTokenCreateRequest = TypedDict(
+    "PersonalTokenCreateRequest",
+    {
+        "name": Required[str],
+    },
+)
+
+PersonalTokenList = TypedDict(
+    "PersonalTokenList",
+    {
+        "items": Required[List["PersonalToken"]],
     },
 )
 
@@ -1727,7 +2164,7 @@ ToolSpec0 = TypedDict(
     "ToolSpec0",
     {
         "type": Required[Literal["builtin"]],
-        "name": Required[Literal["read_file", "write_file", "list_files", "run_command", "web_fetch", "note_list", "note_read", "note_write", "memory_read", "memory_write", "record_list", "record_get", "record_put", "script_list", "script_write", "script_run", "secret_request"]],
+        "name": Required[Literal["read_file", "write_file", "list_files", "run_command", "web_fetch", "env_propose", "note_list", "note_read", "note_write", "memory_read", "memory_write", "record_list", "record_get", "record_put", "script_list", "script_write", "script_run", "secret_request"]],
     },
 )
 
@@ -1740,6 +2177,7 @@ ToolSpec1 = TypedDict(
         "base_url": Required[str],
         "methods": Required[List[Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]]],
         "headers": NotRequired[Dict[str, str]],
+        "connection": NotRequired[str],
     },
 )
 
@@ -1750,6 +2188,7 @@ ToolSpec2 = TypedDict(
         "name": Required[str],
         "url": Required[str],
         "headers": NotRequired[Dict[str, str]],
+        "connection": NotRequired[str],
     },
 )
 
