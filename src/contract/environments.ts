@@ -1,6 +1,6 @@
 // A machine's environment: its base plus a layer of Debian (and global npm) packages built
 // outside every box, in revisions; proposals that ask for packages, decided by an owner or
-// an admin (docs/environments.md).
+// an admin (docs/api.md, "Environments and capabilities").
 import { z } from "zod";
 
 const debName = z
