@@ -22,7 +22,7 @@ export interface ToolImpl {
 }
 
 /** The call a tool runs for: what a tool that waits for a person (secret_request) asks with. */
-export interface CallInfo {
+interface CallInfo {
   callId: string;
   /** SHA-256 of the canonical arguments (as an approval names them). */
   argsSha256: string;

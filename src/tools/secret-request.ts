@@ -17,7 +17,7 @@ const DEFAULT_WAIT_MS = 30 * 60_000;
 /** The longest description and reason a request carries (a secret's description's). */
 const TEXT_MAX = 1000;
 
-export interface SecretRequestEnv {
+interface SecretRequestEnv {
   runId: string;
   workload: Pick<Workload, "agent" | "grantSecret">;
   /** Where the call waits (the approval door); without it the tool says it cannot wait. */
