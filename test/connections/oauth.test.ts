@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import { boxSkipReason } from "../box/fixture.js";
 import { eventsOfType, runAgent, scriptedAssistant } from "../support/agent-runs.js";
 import { privateAllow } from "../support/bound.js";
@@ -214,16 +214,20 @@ for (const leg of dbLegs) {
       assert.ok(cmd && !JSON.stringify(cmd).includes(token));
       // nor any stored row in any table, in the clear
       const db = t.server.store.db;
-      const tables = (await db.execute(
+      const rowsOf = async <T>(q: SQL): Promise<T[]> => {
+        const res: unknown = await db.execute(q);
+        return (res as { rows: T[] }).rows;
+      };
+      const tables = await rowsOf<{ table_name: string }>(
         sql`select table_name from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE'`,
-      )) as unknown as { rows: { table_name: string }[] };
-      for (const { table_name } of tables.rows) {
-        const rows = (await db.execute(
+      );
+      for (const { table_name } of tables) {
+        const rows = await rowsOf<{ n: number }>(
           sql.raw(
             `select count(*)::int as n from "${table_name}" t where t::text like '%${token.replace(/'/g, "''")}%'`,
           ),
-        )) as unknown as { rows: { n: number }[] };
-        assert.equal(rows.rows[0]!.n, 0, `${table_name} holds the token`);
+        );
+        assert.equal(rows[0]!.n, 0, `${table_name} holds the token`);
       }
     });
 
