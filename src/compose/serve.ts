@@ -32,6 +32,7 @@ import { connectionRoutes } from "../http/routes/connections.js";
 import { signInRoutes } from "../http/routes/signin.js";
 import { signInOf } from "../signin/index.js";
 import { terminalRoutes } from "../http/routes/terminal.js";
+import { browserWatchRoutes } from "../http/routes/browser-watch.js";
 import { usageRoutes } from "../http/routes/usage.js";
 import { secretRequestRoutes } from "../http/routes/secret-requests.js";
 import {
@@ -97,6 +98,7 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
       ...execRoutes(s.exec, budget),
       ...egressRoutes(s.egress),
       ...terminalRoutes(s.terminals),
+      ...browserWatchRoutes(s.browserWatches),
       // a run's stream wakes at each stored event of the run, and at its end (the event bus)
       ...runRoutes(s.runs, {
         streams,
@@ -186,6 +188,7 @@ export async function stop(
   s.dispatch.stop(); // nor is a guild's message dispatched (it stays queued for the next server)
   const graceMs = o.graceMs ?? 0;
   s.terminals.close(); // a terminal does not outlive its server: its viewers are told why
+  s.browserWatches.close(); // nor a browser's watch stream
   s.browsers.close(); // so does a browser
   f.streams.close(); // nor does an event stream: its client takes it up again after the last id it got
   const requests = f.app.close(); // stops accepting; in-flight requests finish

@@ -48,6 +48,7 @@ import { ScheduleFirer, Schedules } from "../schedules/index.js";
 import { AgentCalls } from "../secrets/calls.js";
 import { Terminals } from "../terminal/index.js";
 import { Browsers } from "../browser/service.js";
+import { BrowserWatches } from "../browser/watch.js";
 import { createToolGateway } from "../tools/gateway.js";
 import { toolPolicyProblem } from "../policy/tool-policy.js";
 import { Tools } from "../tools/service.js";
@@ -295,6 +296,8 @@ export async function buildServices(
   const terminals = new Terminals({ access, agents, workloads, runtime, events, logger });
   // the agents' browsers: one Chromium per agent in its box, stopped when not used for the box's idle time
   const browsers = new Browsers({ workloads, runtime, events, logger, idleMs: config.BOX_IDLE_S * 1000 });
+  // watching an agent's browser and taking it over (GET /api/agents/:id/browser/watch)
+  const browserWatches = new BrowserWatches({ access, agents, browsers, db, logger });
 
   // a file of an agent's home by the home rules (the scripted provider's scripts)
   const readHome = (agent: { id: string; machineId: string }, p: string, maxBytes: number) =>
@@ -462,6 +465,7 @@ export async function buildServices(
     connections,
     terminals,
     browsers,
+    browserWatches,
     gateway,
     face,
     runners,

@@ -239,6 +239,15 @@ class TerminalApi(object):
         return self._t.json("POST", f"/api/agents/{_seg(id)}/cli", query=None, timeout=timeout)  # type: ignore[no-any-return]
 
 
+class BrowserApi(object):
+    def __init__(self, transport: SyncTransport) -> None:
+        self._t = transport
+
+    def state(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "BrowserState":
+        """The agent's browser: whether it runs, the active tab's address and its tabs."""
+        return self._t.json("GET", f"/api/agents/{_seg(id)}/browser", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+
 class RunsApi(_extras.RunsExtras, object):
     def __init__(self, transport: SyncTransport) -> None:
         self._t = transport
@@ -707,6 +716,7 @@ class Operations(object):
         self.guilds = GuildsApi(transport)
         self.egress = EgressApi(transport)
         self.terminal = TerminalApi(transport)
+        self.browser = BrowserApi(transport)
         self.runs = RunsApi(transport)
         self.conversations = ConversationsApi(transport)
         self.personas = PersonasApi(transport)
@@ -955,6 +965,15 @@ class AsyncTerminalApi(object):
     async def start(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "TerminalReady":
         """Start the agent's terminal (and its machine) if it is not running: a login shell in its home, as the agent."""
         return await self._t.json("POST", f"/api/agents/{_seg(id)}/cli", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+
+class AsyncBrowserApi(object):
+    def __init__(self, transport: AsyncTransport) -> None:
+        self._t = transport
+
+    async def state(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "BrowserState":
+        """The agent's browser: whether it runs, the active tab's address and its tabs."""
+        return await self._t.json("GET", f"/api/agents/{_seg(id)}/browser", query=None, timeout=timeout)  # type: ignore[no-any-return]
 
 
 class AsyncRunsApi(_extras.AsyncRunsExtras, object):
@@ -1425,6 +1444,7 @@ class AsyncOperations(object):
         self.guilds = AsyncGuildsApi(transport)
         self.egress = AsyncEgressApi(transport)
         self.terminal = AsyncTerminalApi(transport)
+        self.browser = AsyncBrowserApi(transport)
         self.runs = AsyncRunsApi(transport)
         self.conversations = AsyncConversationsApi(transport)
         self.personas = AsyncPersonasApi(transport)

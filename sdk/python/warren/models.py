@@ -239,6 +239,82 @@ BoxUsage = TypedDict(
     },
 )
 
+# the agent's browser: whether it runs, its active page, its tabs
+BrowserState = TypedDict(
+    "BrowserState",
+    {
+        "state": Required[Literal["stopped", "starting", "running"]],
+        "url": Required[Union[str, None]],
+        "tabs": Required[List["BrowserTab"]],
+    },
+)
+
+BrowserTab = TypedDict(
+    "BrowserTab",
+    {
+        "id": Required[str],
+        "url": Required[str],
+        "title": Required[str],
+        "active": Required[bool],
+    },
+)
+
+BrowserWatchMessage0 = TypedDict(
+    "BrowserWatchMessage0",
+    {
+        "type": Required[Literal["attached"]],
+        "mode": Required[Literal["write", "watch"]],
+    },
+)
+
+BrowserWatchMessage1 = TypedDict(
+    "BrowserWatchMessage1",
+    {
+        "type": Required[Literal["viewport"]],
+        "width": Required[float],
+        "height": Required[float],
+    },
+)
+
+# the active tab's address and the tabs, sent on attaching and when they change
+BrowserWatchMessage2 = TypedDict(
+    "BrowserWatchMessage2",
+    {
+        "type": Required[Literal["page"]],
+        "url": Required[Union[str, None]],
+        "tabs": Required[List["BrowserTab"]],
+    },
+)
+
+# the input was not sent to the browser (a role that watches)
+BrowserWatchMessage3 = TypedDict(
+    "BrowserWatchMessage3",
+    {
+        "type": Required[Literal["dropped"]],
+        "reason": Required[str],
+    },
+)
+
+BrowserWatchMessage4 = TypedDict(
+    "BrowserWatchMessage4",
+    {
+        "type": Required[Literal["error"]],
+        "code": Required[str],
+        "message": Required[str],
+    },
+)
+
+# the stream ends (the browser stopped, the server stops); also the close frame's reason
+BrowserWatchMessage5 = TypedDict(
+    "BrowserWatchMessage5",
+    {
+        "type": Required[Literal["ended"]],
+        "reason": Required[str],
+    },
+)
+
+BrowserWatchMessage = Union["BrowserWatchMessage0", "BrowserWatchMessage1", "BrowserWatchMessage2", "BrowserWatchMessage3", "BrowserWatchMessage4", "BrowserWatchMessage5"]
+
 BudgetsItemsItem = TypedDict(
     "BudgetsItemsItem",
     {
