@@ -157,3 +157,5 @@ export type FlowConversationCreateRequest = In<typeof flows.FlowConversationCrea
 export type MachineEnvironment = Out<typeof environments.MachineEnvironment>;
 export type EnvRevision = Out<typeof environments.EnvRevision>;
 export type EnvProposal = Out<typeof environments.EnvProposal>;
+export type EnvironmentSetRequest = In<typeof environments.EnvironmentSetRequest>;
+export type EnvProposalCreateRequest = In<typeof environments.EnvProposalCreateRequest>;

@@ -4,6 +4,11 @@ import type { OrgUsage, UsageQuery } from "../contract/usage.js";
 
 export type { OrgUsage };
 import type {
+  EnvironmentSetRequest,
+  EnvProposal,
+  EnvProposalCreateRequest,
+  EnvRevision,
+  MachineEnvironment,
   MachineDefinitionText,
   MachineImported,
   MachineImportRequest,
@@ -118,6 +123,46 @@ export class MachinesApi {
   /** Rebuilds a definition as a new machine of the organisation. */
   import(orgId: string, body: MachineImportRequest, opts: RequestOptions = {}): Promise<MachineImported> {
     return this.http.json("POST", `/api/orgs/${seg(orgId)}/machines/import`, { ...opts, json: body });
+  }
+  /** The machine's environment: its base, its last good revision's packages, a build going on. */
+  environment(id: string, opts: RequestOptions = {}): Promise<MachineEnvironment> {
+    return this.http.json("GET", `/api/machines/${seg(id)}/environment`, opts);
+  }
+  /** Sets the machine's packages (owner, admin): answers the new revision, building. */
+  setEnvironment(id: string, body: EnvironmentSetRequest, opts: RequestOptions = {}): Promise<EnvRevision> {
+    return this.http.json("PUT", `/api/machines/${seg(id)}/environment`, { ...opts, json: body });
+  }
+  /** The environment's revisions, newest first. */
+  envRevisions(id: string, opts: RequestOptions = {}): Promise<List<EnvRevision>> {
+    return this.http.json("GET", `/api/machines/${seg(id)}/environment/revisions`, opts);
+  }
+  /** One revision with its build's log. */
+  envRevision(id: string, revision: number, opts: RequestOptions = {}): Promise<EnvRevision> {
+    return this.http.json("GET", `/api/machines/${seg(id)}/environment/revisions/${revision}`, opts);
+  }
+  /** Proposes packages for the machine; nothing is built until an owner or admin approves. */
+  propose(id: string, body: EnvProposalCreateRequest, opts: RequestOptions = {}): Promise<EnvProposal> {
+    return this.http.json("POST", `/api/machines/${seg(id)}/environment/proposals`, { ...opts, json: body });
+  }
+  /** The machine's proposals, newest first (or those in one state). */
+  proposals(
+    id: string,
+    query: { state?: "pending" | "approved" | "refused" } = {},
+    opts: RequestOptions = {},
+  ): Promise<List<EnvProposal>> {
+    return this.http.json("GET", `/api/machines/${seg(id)}/environment/proposals`, { ...opts, query });
+  }
+  /** Approves (a new revision is built) or refuses a proposal (owner, admin). */
+  decide(
+    id: string,
+    proposal: string,
+    decision: "approve" | "refuse",
+    opts: RequestOptions = {},
+  ): Promise<EnvProposal> {
+    return this.http.json("POST", `/api/machines/${seg(id)}/environment/proposals/${seg(proposal)}/decide`, {
+      ...opts,
+      json: { decision },
+    });
   }
   /** Deletes a machine; `machine.not_empty` while it has agents. */
   delete(id: string, opts: RequestOptions = {}): Promise<void> {

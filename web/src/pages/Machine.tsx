@@ -2,6 +2,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { keys, useCan, useOrgs, warren } from "../api";
 import { Link, useTitle } from "../router";
+import { EnvironmentPanel } from "./Environment";
 import { Action, bytes, Empty, ErrorBox, Loading, mib, StatusBadge, UseBar, when } from "../ui";
 
 export function MachinePage({ id }: { id: string }) {
@@ -148,6 +149,7 @@ export function MachinePage({ id }: { id: string }) {
           ) : (
             <Empty>No events: the server records here a command tree it had to stop.</Empty>
           )}
+          <EnvironmentPanel machineId={id} manage={can.manage} />
         </>
       )}
       <h2>Agents on this machine</h2>
