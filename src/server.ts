@@ -34,6 +34,7 @@ export type Server = Pick<
   | "gateway"
   | "runners"
   | "workloads"
+  | "browsers"
   | "firer"
   | "workspaces"
   | "retention"

@@ -265,7 +265,10 @@ export async function buildServices(
   const guardrails = new Guardrails(db, access, (text) => toolPolicyProblem(text));
   // accounts connected through OAuth 2.0: only the server reads their tokens, for the tools
   const connections = new Connections({ db, access, sealer: secrets.sealer, fetch: base.connector });
+  // the agents' browsers: one Chromium per agent in its box, stopped when not used for the box's idle time
+  const browsers = new Browsers({ workloads, runtime, events, logger, idleMs: config.BOX_IDLE_S * 1000 });
   const tools = new Tools({
+    browsers,
     layout,
     secrets,
     secretRequestWaitMs: config.WARREN_SECRET_REQUEST_WAIT_S * 1000,
@@ -294,8 +297,6 @@ export async function buildServices(
     },
   });
   const terminals = new Terminals({ access, agents, workloads, runtime, events, logger });
-  // the agents' browsers: one Chromium per agent in its box, stopped when not used for the box's idle time
-  const browsers = new Browsers({ workloads, runtime, events, logger, idleMs: config.BOX_IDLE_S * 1000 });
   // watching an agent's browser and taking it over (GET /api/agents/:id/browser/watch)
   const browserWatches = new BrowserWatches({ access, agents, browsers, db, logger });
 

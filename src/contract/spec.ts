@@ -99,6 +99,16 @@ export const ARTIFACT_TOOLS = [
   "script_write",
   "script_run",
 ] as const;
+/** The agent's browser's tools (src/tools/browser.ts). */
+export const BROWSER_TOOLS = [
+  "browser_open",
+  "browser_click",
+  "browser_type",
+  "browser_read",
+  "browser_screenshot",
+  "browser_tabs",
+] as const;
+
 export const BUILTIN_TOOLS = [
   "read_file",
   "write_file",
@@ -108,6 +118,7 @@ export const BUILTIN_TOOLS = [
   "env_propose",
   ...ARTIFACT_TOOLS,
   "secret_request",
+  ...BROWSER_TOOLS,
 ] as const;
 
 const toolName = z

@@ -36,6 +36,7 @@ type Arguments = {
   url?: String,
   method?: String,
   body?: String,
+  host?: String,
 };
 action "call" appliesTo {
   principal: Agent,
@@ -45,7 +46,7 @@ action "call" appliesTo {
 `;
 
 /** The names and Cedar types of the typed arguments (all strings), as in TOOL_POLICY_SCHEMA. */
-const TYPED_ARGUMENTS = ["path", "content", "command", "url", "method", "body"] as const;
+const TYPED_ARGUMENTS = ["path", "content", "command", "url", "method", "body", "host"] as const;
 
 /** The longest tool policy, in bytes of UTF-8. */
 export const MAX_POLICY_BYTES = 64 * 1024;

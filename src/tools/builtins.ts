@@ -5,7 +5,8 @@ import type { AgentRow } from "../agents/service.js";
 import type { AgentArtifacts } from "../artifacts/index.js";
 import { namesOnTheWay, standing } from "../areas/fence.js";
 import type { HomeLayout, Trust } from "../boxes/index.js";
-import { ARTIFACT_TOOLS, type BUILTIN_TOOLS } from "../contract/spec.js";
+import { ARTIFACT_TOOLS, BROWSER_TOOLS, type BUILTIN_TOOLS } from "../contract/spec.js";
+import { browserTool, type BrowserDriver, type BrowserTool } from "./browser.js";
 import { commandAnswer } from "./answer.js";
 import { artifactTool, type ArtifactTool } from "./artifacts.js";
 import { listHomeFolder, readHomeFile, writeHomeFile } from "../homes/files.js";
@@ -50,6 +51,8 @@ export interface BuiltinEnv {
   secretRequestWaitMs?: number | undefined;
   /** Where env_propose makes its proposal (absent: the tool answers that none can be made). */
   environments?: Pick<Environments, "propose"> | undefined;
+  /** The agents' browsers (the browser tools); absent: those tools answer that there is none. */
+  browsers?: BrowserDriver | undefined;
 }
 
 const pathParam = (what: string) => ({
@@ -273,7 +276,7 @@ function envPropose(env: BuiltinEnv): ToolImpl {
 }
 
 const BUILDERS: Record<
-  Exclude<(typeof BUILTIN_TOOLS)[number], ArtifactTool>,
+  Exclude<(typeof BUILTIN_TOOLS)[number], ArtifactTool | BrowserTool>,
   (env: BuiltinEnv) => ToolImpl
 > = {
   read_file: readFile,
@@ -293,6 +296,8 @@ const BUILDERS: Record<
 };
 
 export function builtinTool(name: (typeof BUILTIN_TOOLS)[number], env: BuiltinEnv): ToolImpl {
+  const browser = BROWSER_TOOLS.find((t) => t === name);
+  if (browser) return browserTool(browser, env);
   const artifact = ARTIFACT_TOOLS.find((t) => t === name);
   return artifact ? artifactTool(artifact, env) : BUILDERS[name as keyof typeof BUILDERS](env);
 }

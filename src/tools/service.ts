@@ -13,6 +13,7 @@ import type { Logger } from "../observability/log.js";
 import { failed, inSpan } from "../observability/tracing.js";
 import type { Secrets, ToolHeaderValues } from "../secrets/service.js";
 import { builtinTool } from "./builtins.js";
+import type { BrowserDriver } from "./browser.js";
 import type { Environments } from "../machines/environment.js";
 import { viaConnection, type ConnectionTokens } from "./connected.js";
 import { httpTool } from "./http.js";
@@ -47,6 +48,8 @@ export interface ToolsOptions {
   fetchFor?: (orgId: string) => GuardedFetch;
   /** The access tokens of connections, added by the server to the calls of tools that name one. */
   connections?: ConnectionTokens;
+  /** The agents' browsers, which the browser tools drive. */
+  browsers?: BrowserDriver | undefined;
   /** The artifact store, which the note, memory, record and script tools reach as the agent. */
   artifacts: Pick<Artifacts, "forAgent">;
   /** Machines' environments: env_propose makes its proposal there. */
@@ -412,6 +415,7 @@ export class Tools implements ToolsetFactory {
       environments: o.environments,
       approvals: o.approvals,
       resolveSecrets: (a: { id: string; orgId: string }) => o.secrets.resolve(a),
+      browsers: o.browsers,
       secretRequestWaitMs: o.secretRequestWaitMs,
       egress: {
         handler: o.egress.handler,
