@@ -9,6 +9,7 @@ import { commands, groups, keysOf, optionTable } from "./catalog.js";
 import { Input, UsageError, type Command, type OptionDef, type OptionValue } from "./command.js";
 import type { Globals } from "./context.js";
 import { usageLine } from "./help.js";
+import { storedToken } from "./credentials.js";
 import { GLOBAL_OPTIONS, parseHeaders, parseUrl } from "./options.js";
 
 export type Parsed =
@@ -207,9 +208,13 @@ class CliParser {
       const opts = this.given();
       const url = opts.get("url");
       const headers = opts.get("header");
+      const server = parseUrl(typeof url === "string" ? url : undefined, this.env.WARREN_URL);
+      const sent = parseHeaders(this.env.WARREN_HEADERS, Array.isArray(headers) ? headers : undefined);
+      // the personal token `warren login` stored for this server, unless an Authorization is given
+      const token = sent.authorization === undefined ? storedToken(this.env, server) : undefined;
       this.globals = {
-        url: parseUrl(typeof url === "string" ? url : undefined, this.env.WARREN_URL),
-        headers: parseHeaders(this.env.WARREN_HEADERS, Array.isArray(headers) ? headers : undefined),
+        url: server,
+        headers: token ? { ...sent, authorization: `Bearer ${token}` } : sent,
         json: opts.get("json") === true,
         ...(opts.get("quiet") === true ? { quiet: true } : {}),
       };
