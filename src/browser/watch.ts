@@ -18,6 +18,7 @@ import {
 import type { Logger } from "../observability/log.js";
 import { schema, type Db } from "../store/index.js";
 import { WarrenError } from "../errors.js";
+import { sendInput } from "./input.js";
 import type { z } from "zod";
 
 export type BrowserStateOut = z.output<typeof BrowserStateView>;
@@ -78,22 +79,6 @@ const CLOSE_FAILED = 1011;
 /** A watcher with more than this queued skips frames until it drains. */
 const MAX_BUFFERED = 2 * 1024 * 1024;
 const TOUCH_EVERY_MS = 10_000;
-
-const KEY_CODES: Record<string, number> = {
-  Enter: 13,
-  Tab: 9,
-  Backspace: 8,
-  Delete: 46,
-  Escape: 27,
-  ArrowLeft: 37,
-  ArrowUp: 38,
-  ArrowRight: 39,
-  ArrowDown: 40,
-  Home: 36,
-  End: 35,
-  PageUp: 33,
-  PageDown: 34,
-};
 
 /** An address as a record keeps it: no query, no fragment, no credentials. */
 function shortUrl(url: string | null): string | null {
@@ -366,7 +351,7 @@ export class BrowserWatches {
       return;
     }
     try {
-      await send(s, m);
+      await sendInput(s, m);
     } catch (err) {
       w.message({
         type: "error",
@@ -464,51 +449,5 @@ export class BrowserWatches {
           "an operator's browser input could not be recorded",
         ),
       );
-  }
-}
-
-/** One input as DevTools commands on the active tab. */
-async function send(s: TabSession, m: WatchInput): Promise<void> {
-  switch (m.type) {
-    case "click": {
-      const at = { x: m.x, y: m.y };
-      const button = m.button ?? "left";
-      await s.send("Input.dispatchMouseEvent", { type: "mouseMoved", ...at });
-      await s.send("Input.dispatchMouseEvent", { type: "mousePressed", ...at, button, clickCount: 1 });
-      await s.send("Input.dispatchMouseEvent", { type: "mouseReleased", ...at, button, clickCount: 1 });
-      return;
-    }
-    case "key": {
-      const code = KEY_CODES[m.key];
-      const base = { key: m.key, code: m.key, windowsVirtualKeyCode: code, nativeVirtualKeyCode: code };
-      const text = m.key === "Enter" ? { text: "\r", unmodifiedText: "\r" } : {};
-      await s.send("Input.dispatchKeyEvent", {
-        type: text.text ? "keyDown" : "rawKeyDown",
-        ...base,
-        ...text,
-      });
-      await s.send("Input.dispatchKeyEvent", { type: "keyUp", ...base });
-      return;
-    }
-    case "text":
-      await s.send("Input.insertText", { text: m.text });
-      return;
-    case "scroll":
-      await s.send("Input.dispatchMouseEvent", {
-        type: "mouseWheel",
-        x: m.x,
-        y: m.y,
-        deltaX: m.dx,
-        deltaY: m.dy,
-      });
-      return;
-    case "back": {
-      const h = await s.send<{ currentIndex: number; entries: { id: number }[] }>(
-        "Page.getNavigationHistory",
-      );
-      const prev = h.entries[h.currentIndex - 1];
-      if (prev) await s.send("Page.navigateToHistoryEntry", { entryId: prev.id });
-      return;
-    }
   }
 }

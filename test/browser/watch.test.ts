@@ -14,11 +14,11 @@ import { startTestServer, type TestServer } from "../support/server.js";
 
 const skip = boxSkipReason() ?? false;
 /**
- * The browser: the agent's own in its box (WARREN_TEST_BROWSER_IN_BOX=1), or by default
- * Debian's Chromium on this host put in the service's place, the stream, routes, roles and
- * records all the server's own.
+ * The browser: the agent's own in its box, or with WARREN_TEST_BROWSER_HOST=1 Debian's
+ * Chromium on this host put in the service's place (the stream, routes, roles and records
+ * still all the server's own).
  */
-const inBox = process.env.WARREN_TEST_BROWSER_IN_BOX === "1";
+const inBox = process.env.WARREN_TEST_BROWSER_HOST !== "1";
 const as = (email: string) => ({ "x-forwarded-email": email });
 const PAGE = `<!doctype html><html><head><title>The form</title></head><body style="margin:0">
 <input id="f" style="position:absolute;left:10px;top:10px;width:300px;height:40px">
