@@ -20,6 +20,7 @@ import { homeRoutes } from "../http/routes/homes.js";
 import { machineRoutes } from "../http/routes/machines.js";
 import { relocationRoutes } from "../http/routes/relocation.js";
 import { Definitions } from "../relocation/definitions.js";
+import { Moves } from "../relocation/move.js";
 import { environmentRoutes } from "../http/routes/environments.js";
 import { orgRoutes } from "../http/routes/orgs.js";
 import { nameRoutes } from "../http/routes/names.js";
@@ -58,6 +59,9 @@ export interface Faces {
 
 export async function buildFaces(base: Base, s: Services, version: string): Promise<Faces> {
   const { config, access, own, logger } = base;
+  // a move the last server left half-way is finished or rolled back before any request
+  const moves = new Moves({ ...s, db: base.store.db, layout: base.provider.homes, control: s.runtime, logger });
+  await moves.recover();
   const budget = new StreamBudget(streamLimitsOf(config));
   const preview = createPreviewServer({
     config,
@@ -91,7 +95,7 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
       ...orgRoutes(s.orgs),
       ...nameRoutes(s),
       ...machineRoutes(s.machines),
-      ...relocationRoutes(new Definitions({ ...s, db: base.store.db, secrets: base.secrets })),
+      ...relocationRoutes(new Definitions({ ...s, db: base.store.db, secrets: base.secrets }), moves),
       ...agentRoutes(s.agents),
       ...environmentRoutes(s.environments),
       ...guildRoutes(s.guilds),

@@ -133,3 +133,8 @@ export const MachineImported = z
       .describe("packages of the definition's environment that wait for their build on the new machine"),
   })
   .meta({ id: "MachineImported" });
+
+export const AgentMoveRequest = z
+  .object({ machine_id: idOf("mch").describe("another machine of the agent's organisation") })
+  .strict()
+  .meta({ id: "AgentMoveRequest" });

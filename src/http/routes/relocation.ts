@@ -1,10 +1,30 @@
 import { idParams } from "../../contract/common.js";
-import { MachineDefinitionText, MachineImported, MachineImportRequest } from "../../contract/definitions.js";
+import { Agent } from "../../contract/agents.js";
+import {
+  AgentMoveRequest,
+  MachineDefinitionText,
+  MachineImported,
+  MachineImportRequest,
+} from "../../contract/definitions.js";
 import type { Definitions } from "../../relocation/definitions.js";
+import type { Moves } from "../../relocation/move.js";
 import { route, type AnyRoute } from "../route.js";
 
-export function relocationRoutes(definitions: Definitions): AnyRoute[] {
+export function relocationRoutes(definitions: Definitions, moves: Moves): AnyRoute[] {
   return [
+    route({
+      method: "POST",
+      url: "/api/agents/:id/move",
+      id: "agents.move",
+      tag: "agents",
+      summary:
+        "Move the agent to another machine of its organisation: its home (files, conversations' worktrees and branches), a slot and ports there; room checked first, nothing lost if it stops half-way",
+      params: idParams("agt"),
+      body: AgentMoveRequest,
+      response: Agent,
+      errors: ["access.denied", "generation.busy"],
+      handler: ({ who, params, body }) => moves.move(who, params.id, body.machine_id),
+    }),
     route({
       method: "GET",
       url: "/api/machines/:id/definition",

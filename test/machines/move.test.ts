@@ -1,0 +1,230 @@
+// Moving an agent between machines on real boxes: its files go with it and its next run runs on
+// the target; room is checked first; a busy agent is refused; and a server killed half-way
+// through a move leaves the agent whole on exactly one machine after its restart.
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { boxSkipReason } from "../box/fixture.js";
+import { LocalProvider } from "../../src/boxes/local/provider.js";
+import { freePort } from "../support/serve.js";
+import { startTestServer, type TestServer } from "../support/server.js";
+
+const terminal = ["succeeded", "failed", "timed_out", "cancelled", "lost"];
+type Call = (method: string, url: string, body?: unknown) => Promise<{ status: number; body: any }>;
+
+async function runDone(call: Call, agentId: string, command: string): Promise<any> {
+  const r = await call("POST", `/api/agents/${agentId}/runs`, { kind: "command", command });
+  assert.equal(r.status, 202, JSON.stringify(r.body));
+  const end = Date.now() + 60_000;
+  for (;;) {
+    const run = (await call("GET", `/api/runs/${r.body.id}`)).body;
+    if (terminal.includes(run.status)) return run;
+    if (Date.now() > end) throw new Error(`run ${run.id} is still ${run.status}`);
+    await new Promise((res) => setTimeout(res, 50));
+  }
+}
+
+describe("moving an agent", { skip: boxSkipReason() ?? false }, () => {
+  let t: TestServer;
+  let org: string;
+  let m1: string;
+  let m2: string;
+  let small: string;
+  let agent: string;
+
+  before(async () => {
+    t = await startTestServer();
+    org = (await t.call("POST", "/api/orgs", { name: "movers" })).body.id;
+    m1 = (await t.call("POST", "/api/machines", { org_id: org, name: "m1" })).body.id;
+    m2 = (await t.call("POST", "/api/machines", { org_id: org, name: "m2" })).body.id;
+    small = (await t.call("POST", "/api/machines", { org_id: org, name: "small", max_workspace_mib: 100 }))
+      .body.id;
+    agent = (
+      await t.call("POST", "/api/agents", { org_id: org, machine_id: m1, name: "a", max_workspace_mib: 1024 })
+    ).body.id;
+  });
+  after(async () => {
+    for (const m of [m1, m2, small]) await t.call("POST", `/api/machines/${m}/stop`);
+    await t.close();
+  });
+
+  test("its files go with it and its next run runs on the target", async () => {
+    const wrote = await runDone(
+      (m, u, b) => t.call(m, u, b),
+      agent,
+      "mkdir -p notes && echo kept > notes/a.txt && ln -s notes/a.txt link && id -u",
+    );
+    assert.equal(wrote.status, "succeeded", JSON.stringify(wrote));
+    const before = (await t.call("GET", `/api/agents/${agent}`)).body;
+    const r = await t.call("POST", `/api/agents/${agent}/move`, { machine_id: m2 });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.machine_id, m2);
+    const homes = t.server.provider.homes;
+    assert.ok(!existsSync(homes.homeDir(m1, agent)), "the old copy is gone");
+    const next = await runDone(
+      (m, u, b) => t.call(m, u, b),
+      agent,
+      "cat notes/a.txt; readlink link; echo $HOME; id -u; stat -c %u notes/a.txt",
+    );
+    assert.equal(next.status, "succeeded", JSON.stringify(next));
+    assert.equal(next.machine_id, m2);
+    const [content, link, , uid, owner] = next.output.trim().split("\n");
+    assert.equal(content, "kept");
+    assert.equal(link, "notes/a.txt");
+    assert.equal(owner, uid, "its files are its new uid's");
+    assert.equal(before.machine_id, m1);
+  });
+
+  test("room is checked first, and a move to its own machine or another organisation's is refused", async () => {
+    const full = await t.call("POST", `/api/agents/${agent}/move`, { machine_id: small });
+    assert.equal(full.status, 400);
+    assert.equal(full.body.error.code, "request.invalid");
+    assert.match(full.body.error.message, /does not fit/);
+    const same = await t.call("POST", `/api/agents/${agent}/move`, { machine_id: m2 });
+    assert.equal(same.status, 400);
+    const other = (await t.call("POST", "/api/orgs", { name: "elsewhere" })).body.id;
+    const theirs = (await t.call("POST", "/api/machines", { org_id: other, name: "x" })).body.id;
+    const cross = await t.call("POST", `/api/agents/${agent}/move`, { machine_id: theirs });
+    assert.equal(cross.status, 404);
+    assert.equal((await t.call("GET", `/api/agents/${agent}`)).body.machine_id, m2);
+  });
+
+  test("a busy agent is refused with 409 generation.busy", async () => {
+    const r = await t.call("POST", `/api/agents/${agent}/runs`, {
+      kind: "command",
+      command: "while [ ! -e go ]; do sleep 0.05; done; rm go",
+    });
+    try {
+      const end = Date.now() + 30_000;
+      while ((await t.call("GET", `/api/runs/${r.body.id}`)).body.status !== "running") {
+        if (Date.now() > end) throw new Error("the run never started");
+        await new Promise((res) => setTimeout(res, 30));
+      }
+      const busy = await t.call("POST", `/api/agents/${agent}/move`, { machine_id: m1 });
+      assert.equal(busy.status, 409);
+      assert.equal(busy.body.error.code, "generation.busy");
+    } finally {
+      await t.call("POST", `/api/agents/${agent}/exec`, { command: "touch go" });
+    }
+  });
+});
+
+describe("a move killed half-way", { skip: boxSkipReason() ?? false }, () => {
+  let stateRoot: string;
+  let child: ChildProcess | undefined;
+  let base = "";
+  let provider: LocalProvider;
+
+  const call: Call = async (method, url, body) => {
+    const r = await fetch(base + url, {
+      method,
+      headers: body ? { "content-type": "application/json" } : {},
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const text = await r.text();
+    return { status: r.status, body: text ? JSON.parse(text) : undefined };
+  };
+  const start = async () => {
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    let log = "";
+    child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", "serve"], {
+      env: {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        HOME: process.env.HOME ?? "/root",
+        STATE_ROOT: stateRoot,
+        WARREN_HOST: "127.0.0.1",
+        WARREN_PORT: String(port),
+        WARREN_PREVIEW_PORT: "0",
+        LOG_LEVEL: "warn",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    child.stdout?.setEncoding("utf8").on("data", (c: string) => (log += c));
+    child.stderr?.setEncoding("utf8").on("data", (c: string) => (log += c));
+    const end = Date.now() + 120_000;
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`warren serve exited:\n${log}`);
+      if (
+        await fetch(`${base}/health`).then(
+          (r) => r.ok,
+          () => false,
+        )
+      )
+        return;
+      if (Date.now() > end) throw new Error(`warren serve never became healthy:\n${log}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  };
+  const kill = async () => {
+    const c = child;
+    child = undefined;
+    if (!c || c.exitCode !== null || c.signalCode !== null) return;
+    const gone = new Promise((r) => c.once("exit", r));
+    c.kill("SIGKILL");
+    await gone;
+  };
+
+  before(async () => {
+    stateRoot = await mkdtemp(path.join(os.tmpdir(), "warren-move-"));
+    provider = new LocalProvider({ stateRoot, runRoot: path.join(stateRoot, "run") });
+  });
+  after(async () => {
+    if (child) {
+      const c = child;
+      const gone = new Promise((r) => c.once("exit", r));
+      c.kill("SIGTERM");
+      await gone;
+    }
+    for (const b of await provider.list()) await provider.remove(b.id).catch(() => {});
+    await rm(stateRoot, { recursive: true, force: true, maxRetries: 3 });
+  });
+
+  test("the agent is whole on exactly one machine after the restart", async () => {
+    await start();
+    const org = (await call("POST", "/api/orgs", { name: "crash" })).body.id;
+    const m1 = (await call("POST", "/api/machines", { org_id: org, name: "m1" })).body.id;
+    const m2 = (await call("POST", "/api/machines", { org_id: org, name: "m2" })).body.id;
+    const agent = (await call("POST", "/api/agents", { org_id: org, machine_id: m1, name: "a" })).body.id;
+    // a home big enough that its copy takes a while: 2000 files
+    const made = await runDone(
+      call,
+      agent,
+      "mkdir -p many && head -c 40000000 /dev/urandom | split -a 4 -b 20000 - many/f && echo whole > mark.txt && find many -type f | sort | xargs cat | md5sum | cut -c1-32",
+    );
+    assert.equal(made.status, "succeeded", JSON.stringify(made));
+    const sum = made.output.trim();
+    const target = provider.homes.homeDir(m2, agent);
+    const moving = call("POST", `/api/agents/${agent}/move`, { machine_id: m2 }).catch(() => null);
+    const end = Date.now() + 30_000;
+    while (!existsSync(target)) {
+      if (Date.now() > end) throw new Error("the move never began its copy");
+      await new Promise((r) => setImmediate(r));
+    }
+    await kill();
+    await moving;
+    await start();
+    const a = (await call("GET", `/api/agents/${agent}`)).body;
+    assert.ok([m1, m2].includes(a.machine_id), JSON.stringify(a));
+    const other = a.machine_id === m1 ? m2 : m1;
+    assert.ok(!existsSync(provider.homes.homeDir(other, agent)), "no copy is left on the other machine");
+    const check = await runDone(
+      call,
+      agent,
+      "cat mark.txt; find many -type f | sort | xargs cat | md5sum | cut -c1-32",
+    );
+    assert.equal(check.status, "succeeded", JSON.stringify(check));
+    assert.deepEqual(check.output.trim().split("\n"), ["whole", sum]);
+    assert.equal(check.machine_id, a.machine_id);
+    // and it moves once more, whole, from wherever it is
+    const again = await call("POST", `/api/agents/${agent}/move`, { machine_id: other });
+    assert.equal(again.status, 200, JSON.stringify(again.body));
+    const last = await runDone(call, agent, "cat mark.txt");
+    assert.equal(last.output, "whole\n");
+    assert.equal(last.machine_id, other);
+  });
+});
