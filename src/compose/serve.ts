@@ -60,7 +60,13 @@ export interface Faces {
 export async function buildFaces(base: Base, s: Services, version: string): Promise<Faces> {
   const { config, access, own, logger } = base;
   // a move the last server left half-way is finished or rolled back before any request
-  const moves = new Moves({ ...s, db: base.store.db, layout: base.provider.homes, control: s.runtime, logger });
+  const moves = new Moves({
+    ...s,
+    db: base.store.db,
+    layout: base.provider.homes,
+    control: s.runtime,
+    logger,
+  });
   await moves.recover();
   const budget = new StreamBudget(streamLimitsOf(config));
   const preview = createPreviewServer({

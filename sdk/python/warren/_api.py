@@ -122,6 +122,10 @@ class AgentsApi(object):
     def __init__(self, transport: SyncTransport) -> None:
         self._t = transport
 
+    def move(self, id: str, body: "AgentMoveRequest", *, timeout: Optional[float] = _DEFAULT) -> "Agent":
+        """Move the agent to another machine of its organisation: its home (files, conversations' worktrees and branches), a slot and ports there; room checked first, nothing lost if it stops half-way."""
+        return self._t.json("POST", f"/api/agents/{_seg(id)}/move", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+
     def create(self, body: "AgentCreateRequest", *, timeout: Optional[float] = _DEFAULT) -> "Agent":
         """Create an agent on a machine: it takes the lowest free slot."""
         return self._t.json("POST", "/api/agents", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
@@ -849,6 +853,10 @@ class AsyncMachinesApi(object):
 class AsyncAgentsApi(object):
     def __init__(self, transport: AsyncTransport) -> None:
         self._t = transport
+
+    async def move(self, id: str, body: "AgentMoveRequest", *, timeout: Optional[float] = _DEFAULT) -> "Agent":
+        """Move the agent to another machine of its organisation: its home (files, conversations' worktrees and branches), a slot and ports there; room checked first, nothing lost if it stops half-way."""
+        return await self._t.json("POST", f"/api/agents/{_seg(id)}/move", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
 
     async def create(self, body: "AgentCreateRequest", *, timeout: Optional[float] = _DEFAULT) -> "Agent":
         """Create an agent on a machine: it takes the lowest free slot."""

@@ -75,6 +75,13 @@ AgentList = TypedDict(
     },
 )
 
+AgentMoveRequest = TypedDict(
+    "AgentMoveRequest",
+    {
+        "machine_id": Required[str],
+    },
+)
+
 AgentRunCreateRequest = TypedDict(
     "AgentRunCreateRequest",
     {
@@ -2240,7 +2247,7 @@ ToolSpec0 = TypedDict(
     "ToolSpec0",
     {
         "type": Required[Literal["builtin"]],
-        "name": Required[Literal["read_file", "write_file", "list_files", "run_command", "web_fetch", "env_propose", "note_list", "note_read", "note_write", "memory_read", "memory_write", "record_list", "record_get", "record_put", "script_list", "script_write", "script_run", "secret_request"]],
+        "name": Required[Literal["read_file", "write_file", "list_files", "run_command", "web_fetch", "env_propose", "note_list", "note_read", "note_write", "memory_read", "memory_write", "record_list", "record_get", "record_put", "script_list", "script_write", "script_run", "secret_request", "browser_open", "browser_click", "browser_type", "browser_read", "browser_screenshot", "browser_tabs"]],
     },
 )
 
