@@ -57,6 +57,8 @@ cp -a node_modules "$ctx/app/"
 if [ "${WARREN_IMAGE_HARNESS:-0}" = 1 ]; then
   cp -a "${WARREN_HARNESS_DIR:-${STATE_ROOT:-.state}/harness}/." "$ctx/harness/"
 fi
-cp deploy/image/Containerfile "$ctx/Containerfile"
-podman build --quiet --pull=never --build-arg BASE="$base" -t "$name" -f "$ctx/Containerfile" "$ctx" >/dev/null
+cp deploy/image/Containerfile deploy/image/entrypoint.sh "$ctx/"
+# the OCI runtime that runs on this host (crun refuses hybrid cgroups; scripts/oci.sh picks)
+runtime=$(scripts/oci.sh runtime 2>/dev/null || echo runc)
+podman build --quiet --pull=never --runtime "$runtime" --build-arg BASE="$base" -t "$name" -f "$ctx/Containerfile" "$ctx" >/dev/null
 echo "$name"

@@ -13,8 +13,9 @@ cd "$(dirname "$0")/.."
 # compatible service, scripts/oci.sh); runc, crun: its OCI runtimes (crun refuses a host whose
 # cgroups are hybrid, v1 controllers beside a cgroup2 mount; runc runs there: WARREN_OCI_RUNTIME);
 # python3-httpx, python3-pytest, python3-setuptools, python3-wheel: the Python SDK, its
-# conformance suite and its wheel (sdk/python)
-pkgs=(bubblewrap postgresql gcc libc6-dev linux-libc-dev make util-linux procps iproute2 strace python3 openssl curl git tmux chromium vim podman runc crun python3-httpx python3-pytest python3-setuptools python3-wheel)
+# conformance suite and its wheel (sdk/python); debootstrap: the server image's Debian root
+# (make image, scripts/image.sh)
+pkgs=(bubblewrap postgresql gcc libc6-dev linux-libc-dev make util-linux procps iproute2 strace python3 openssl curl git tmux chromium vim podman runc crun python3-httpx python3-pytest python3-setuptools python3-wheel debootstrap)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -43,7 +43,7 @@ echo "== PostgreSQL started for the suite"
 export WARREN_TEST_DATABASE_URL=$url
 export WARREN_REQUIRE_POSTGRES=1
 
-files=(${TEST_FILES:-src/**/*.test.ts test/**/*.test.ts})
+files=(${TEST_FILES:-src/**/*.test.ts test/**/*.test.ts examples/**/*.test.ts})
 echo "== tests (${#files[@]} files)"
 node --import tsx --test "${reporters[@]}" --test-concurrency="${TEST_CONCURRENCY:-2}" --test-timeout=600000 "${files[@]}"
 
@@ -69,7 +69,8 @@ if [[ -z ${TEST_FILES:-} ]]; then
       test/runs/runs.test.ts test/terminal/shell.test.ts test/egress/record.test.ts \
       test/secrets/secrets.test.ts test/hostile/apart.test.ts test/hostile/egress-wall.test.ts \
       test/hostile/hostile.test.ts test/api/warm.test.ts src/boxes/oci/provider.test.ts \
-      test/flows/contracts.test.ts test/workspaces/workspaces.test.ts
+      test/flows/contracts.test.ts test/workspaces/workspaces.test.ts \
+      test/oci/*.test.ts
   else
     echo "== box suites on the oci provider: skipped, podman is not installed (scripts/setup.sh installs it)"
   fi

@@ -5,7 +5,6 @@ export {
   createProvider,
   registerBoxProvider,
   type BoxProviderDefinition,
-  type ProviderContext,
 } from "./select.js";
 export { ociRuntimeReport } from "./oci/report.js";
 export { BOX_BRIDGES, BOX_PATHS, type BridgeName } from "./paths.js";

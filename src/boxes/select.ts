@@ -135,6 +135,8 @@ registerBoxProvider({
       socket: config.WARREN_OCI_SOCKET ?? "/run/warren-oci/podman.sock",
       image: config.WARREN_OCI_IMAGE ?? "warren-box:latest",
       runtime: config.WARREN_OCI_RUNTIME,
+      // the server's image sets it (deploy/image/entrypoint.sh): boxd on the engine's host
+      nativeDir: ctx.env.WARREN_OCI_NATIVE_DIR || undefined,
       logger: ctx.logger,
       ...orphan({ ...ctx, config }),
     }),

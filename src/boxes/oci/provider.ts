@@ -59,6 +59,11 @@ export interface OciProviderOptions extends ProviderBaseOptions {
   runtime?: OciRuntime | undefined;
   cgroupParent?: string;
   boxdBinary?: string;
+  /**
+   * boxd and its helpers, bound into every box by the engine from this path of the engine's
+   * host (default dist/native; a server in a container copies them to its state volume).
+   */
+  nativeDir?: string | undefined;
   orphanAfterS?: number;
   startTimeoutMs?: number;
 }
@@ -78,7 +83,7 @@ export class OciProvider extends ProviderBase implements BoxProvider {
   constructor(o: OciProviderOptions) {
     super(o, "oci-boxes");
     this.engine = new Engine(o.socket);
-    this.native = path.join(packageRoot, "dist", "native");
+    this.native = path.resolve(o.nativeDir ?? path.join(packageRoot, "dist", "native"));
     this.boxdBinary = path.resolve(o.boxdBinary ?? path.join(this.native, "boxd"));
     this.image = o.image;
     this.wantedRuntime = o.runtime;
