@@ -16,10 +16,10 @@ export interface EnvPackage {
 }
 
 /** A Debian package name, and an npm one (scoped or not). */
-export const DEB_NAME = /^[a-z0-9][a-z0-9+.-]{0,99}$/;
-export const NPM_NAME = /^(@[a-z0-9][a-z0-9._-]{0,99}\/)?[a-z0-9][a-z0-9._-]{0,99}$/;
+const DEB_NAME = /^[a-z0-9][a-z0-9+.-]{0,99}$/;
+const NPM_NAME = /^(@[a-z0-9][a-z0-9._-]{0,99}\/)?[a-z0-9][a-z0-9._-]{0,99}$/;
 /** Versions as Debian and npm spell them (no shell and no option ever sees one unchecked). */
-export const VERSION = /^[A-Za-z0-9][A-Za-z0-9.+~:_-]{0,99}$/;
+const VERSION = /^[A-Za-z0-9][A-Za-z0-9.+~:_-]{0,99}$/;
 
 const BUILD_MS = 15 * 60_000;
 const LOG_MAX = 256 * 1024;
@@ -80,6 +80,10 @@ export async function resolveNpm(
 ): Promise<EnvPackage[]> {
   const out: EnvPackage[] = [];
   for (const s of specs) {
+    if (!NPM_NAME.test(s.name))
+      throw new WarrenError("request.invalid", `npm: ${JSON.stringify(s.name)} is not an npm package name`);
+    if (s.version && !VERSION.test(s.version))
+      throw new WarrenError("request.invalid", `npm: ${JSON.stringify(s.version)} is not a version`);
     if (s.version) {
       out.push({ name: s.name, version: s.version });
       continue;

@@ -14,14 +14,7 @@ import { newId } from "../ids.js";
 import type { Logger } from "../observability/log.js";
 import type { Db } from "../store/index.js";
 import { memo, schema } from "../store/index.js";
-import {
-  buildLayer,
-  EnvBuildFailed,
-  resolveDebian,
-  resolveNpm,
-  VERSION,
-  type EnvPackage,
-} from "./env-build.js";
+import { buildLayer, EnvBuildFailed, resolveDebian, resolveNpm, type EnvPackage } from "./env-build.js";
 
 type RevisionRow = typeof schema.envRevisions.$inferSelect;
 type ProposalRow = typeof schema.envProposals.$inferSelect;
@@ -202,9 +195,6 @@ export class Environments {
     }
     if (input.packages.length === 0 && (input.npm ?? []).length === 0)
       throw new WarrenError("request.invalid", "packages: name at least one package");
-    for (const n of input.npm ?? [])
-      if (n.version !== undefined && !VERSION.test(n.version))
-        throw new WarrenError("request.invalid", `npm: ${JSON.stringify(n.version)} is not a version`);
     const packages = await resolveDebian(input.packages);
     const npm = await resolveNpm(input.npm ?? []);
     const [row] = await this.o.db
@@ -287,11 +277,6 @@ export class Environments {
       .where(eq(schema.envProposals.id, p.id))
       .returning();
     return proposalView(done ?? p);
-  }
-
-  /** Waits for the machine's builds going on (tests, shutdown). */
-  async settled(machineId: string): Promise<void> {
-    await this.#builds.get(machineId);
   }
 
   async #startBuild(
