@@ -183,6 +183,13 @@ export class AgentsApi {
   get(id: string, opts: RequestOptions = {}): Promise<Agent> {
     return this.http.json("GET", `/api/agents/${seg(id)}`, opts);
   }
+  /** Moves the agent (its home, slot and ports) to another machine of its organisation. */
+  move(id: string, machineId: string, opts: RequestOptions = {}): Promise<Agent> {
+    return this.http.json("POST", `/api/agents/${seg(id)}/move`, {
+      ...opts,
+      json: { machine_id: machineId },
+    });
+  }
   /** Renames an agent, changes its disk cap or its sandbox policy (reaching its next command). */
   update(id: string, body: AgentUpdateRequest, opts: RequestOptions = {}): Promise<Agent> {
     return this.http.json("PATCH", `/api/agents/${seg(id)}`, { ...opts, json: body });

@@ -5,6 +5,7 @@ import { useState } from "react";
 import type { Agent, Usage } from "warren/sdk";
 import { keys, warren, type Can } from "../api";
 import { MaxDisk } from "../disk";
+import { MoveAgent } from "./MoveAgent";
 import { useSpecForm } from "./Spec";
 import { Action, ErrorBox, Loading } from "../ui";
 
@@ -80,6 +81,7 @@ export function SettingsTab({ agent, usage, can }: { agent: Agent; usage: Usage 
       ) : (
         <Loading rows={2} />
       )}
+      <MoveAgent agent={agent} can={can} />
       <h2>Sandbox policy</h2>
       <p className="sub">
         Beyond its home and /tmp, what the agent's commands may read and write, and which hosts they may
