@@ -106,7 +106,9 @@ describe("sign-in by OIDC", { skip: existsSync(CHROMIUM) ? false : "chromium is 
     assert.equal(cookie.httpOnly, true);
     assert.equal(cookie.sameSite, "Lax");
     // the page's script cannot read it
-    assert.ok(!(await page.evaluate(() => document.cookie)).includes("warren_session"));
+    assert.ok(
+      !(await page.evaluate(() => String((globalThis as any).document.cookie))).includes("warren_session"),
+    );
 
     const out = await page.evaluate(async () => (await fetch("/auth/logout", { method: "POST" })).status);
     assert.equal(out, 204);
