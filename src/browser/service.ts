@@ -69,6 +69,8 @@ class Running {
   lastUse = Date.now();
   /** Why the browser ended, once it did. */
   ended: string | null = null;
+  /** Settles once its process ended. */
+  exited: Promise<unknown> = Promise.resolve();
   readonly stderr: string[] = [];
   /** Tabs that crashed (their renderer was killed), with why. */
   readonly crashed = new Map<string, string>();
@@ -136,6 +138,12 @@ export class Browsers {
     const conn = r.conn;
     if (!conn) throw new WarrenError("box.unavailable", "the browser is not running");
     let target = r.active && r.targets.has(r.active) ? r.active : null;
+    // a crashed tab is closed: the next call gets a fresh one
+    if (target && r.crashed.has(target)) {
+      await conn.browser.send("Target.closeTarget", { targetId: target }).catch(() => {});
+      r.targets.delete(target);
+      target = null;
+    }
     if (!target) {
       const made = await conn.browser.send<{ targetId: string }>("Target.createTarget", {
         url: "about:blank",
@@ -179,10 +187,18 @@ export class Browsers {
     this.#o.runtime.touch(r.machineId);
   }
 
-  /** Stops the agent's browser (nothing when none runs). */
-  stop(agentId: string, why = "stopped"): void {
+  /**
+   * Stops the agent's browser (nothing when none runs): asked to close first, so that its
+   * profile (cookies) is written whole, then ended.
+   */
+  async stop(agentId: string, why = "stopped"): Promise<void> {
     const r = this.#live.get(agentId);
-    if (r) this.#end(r, why);
+    if (!r) return;
+    if (r.conn?.isOpen) {
+      await r.conn.browser.send("Browser.close").catch(() => {});
+      await Promise.race([r.exited, new Promise((res) => setTimeout(res, 10_000))]);
+    }
+    this.#end(r, why);
   }
 
   /** Stops every browser (the server stops). */
@@ -195,7 +211,7 @@ export class Browsers {
     const now = Date.now();
     for (const r of [...this.#live.values()])
       if (r.state === "running" && now - r.lastUse >= this.#o.idleMs)
-        this.#end(r, `not used for ${Math.round(this.#o.idleMs / 1000)} s`);
+        void this.stop(r.agentId, `not used for ${Math.round(this.#o.idleMs / 1000)} s`);
   }
 
   #end(r: Running, why: string): void {
@@ -275,11 +291,15 @@ export class Browsers {
         this.#end(r, why);
         return why;
       });
+    r.exited = exited;
     try {
       const url = await this.#waitForEndpoint(r, exited);
       const conn = await CdpConnection.open(url, await this.#o.runtime.forward(r.machineId, port));
       r.conn = conn;
-      void conn.closed.then(() => this.#end(r, r.ended ?? "its DevTools connection closed"));
+      // a closed connection ends the browser, but a closing browser is let finish writing its profile
+      void conn.closed.then(() =>
+        setTimeout(() => this.#end(r, r.ended ?? "its DevTools connection closed"), 10_000).unref(),
+      );
       this.#follow(r, conn);
       await conn.browser.send("Target.setDiscoverTargets", { discover: true });
       await conn.browser.send("Browser.setDownloadBehavior", {
