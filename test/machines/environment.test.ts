@@ -7,23 +7,18 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { after, before, describe, test } from "node:test";
 import { hostGpuDevices } from "../../src/machines/capabilities.js";
+import { resolveDebian } from "../../src/machines/env-build.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { waitFor } from "../conversations/support.js";
 import { eventsOfType, putHomeFile, runAgent } from "../support/agent-runs.js";
 import { orgWithAgent } from "../support/org.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
-/** ripgrep's candidate version on this host, or why the suite cannot run. */
-function ripgrepCandidate(): string | null {
-  try {
-    const out = execFileSync("apt-cache", ["policy", "ripgrep"], { encoding: "utf8" });
-    const v = /Candidate:\s*(\S+)/.exec(out)?.[1];
-    return v && v !== "(none)" ? v : null;
-  } catch {
-    return null;
-  }
-}
-const candidate = ripgrepCandidate();
+/** ripgrep's candidate version on this host as the server resolves it (null: apt knows none). */
+const candidate = await resolveDebian(["ripgrep"]).then(
+  ([p]) => p?.version ?? null,
+  () => null,
+);
 let rgOnHost = false;
 try {
   execFileSync("sh", ["-c", "command -v rg"], { stdio: "ignore" });
