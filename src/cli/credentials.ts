@@ -9,7 +9,7 @@ import path from "node:path";
 
 type Env = Record<string, string | undefined>;
 
-export function credentialsFile(env: Env): string {
+function credentialsFile(env: Env): string {
   if (env.WARREN_CREDENTIALS) return path.resolve(env.WARREN_CREDENTIALS);
   const base = env.XDG_CONFIG_HOME || path.join(env.HOME || os.homedir(), ".config");
   return path.join(base, "warren", "credentials.json");

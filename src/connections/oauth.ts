@@ -4,7 +4,7 @@
 import * as oidc from "openid-client";
 import type { GuardedFetch } from "../net/connector.js";
 
-export interface ProviderEndpoints {
+interface ProviderEndpoints {
   issuer: string | null;
   authorizationUrl: string;
   tokenUrl: string;

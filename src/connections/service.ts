@@ -28,12 +28,12 @@ type ConnectionRow = typeof schema.connections.$inferSelect;
 /** How long the browser may take at the provider before the pending connection's state is refused. */
 const PENDING_MS = 10 * 60_000;
 
-export interface Sealer {
+interface Sealer {
   seal(id: string, v: Buffer): string;
   open(id: string, sealed: string): Buffer;
 }
 
-export interface ConnectionsOptions {
+interface ConnectionsOptions {
   db: Db;
   access: Access;
   sealer: Sealer;
@@ -47,7 +47,7 @@ export interface ConnectionsOptions {
 const unusable = (why: string) => new WarrenError("connection.unusable", why);
 
 /** Where the provider sends the browser back, on this server's origin. */
-export const callbackOf = (base: string) => `${base.replace(/\/+$/, "")}/api/connections/callback`;
+const callbackOf = (base: string) => `${base.replace(/\/+$/, "")}/api/connections/callback`;
 
 const hash = (s: string) => createHash("sha256").update(s).digest("hex");
 const iso = (d: Date | null) => (d ? d.toISOString() : null);

@@ -68,7 +68,7 @@ export const ConnectionCreateRequest = z
   .strict()
   .meta({ id: "ConnectionCreateRequest" });
 
-export const ConnectionStatus = z.enum(["pending", "active", "expired", "revoked"]);
+const ConnectionStatus = z.enum(["pending", "active", "expired", "revoked"]);
 
 export const Connection = z
   .object({

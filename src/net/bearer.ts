@@ -6,7 +6,7 @@
 // redirect to another origin.
 import type { GuardedFetch } from "./connector.js";
 
-export interface BearerFetch {
+interface BearerFetch {
   fetch: GuardedFetch;
   /** Every token this fetch has sent. */
   sent: ReadonlySet<string>;

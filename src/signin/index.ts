@@ -6,8 +6,6 @@ import { bindSignIn } from "./mode.js";
 import { OidcSignIn, oidcSettingsOf } from "./oidc.js";
 import { Sessions } from "./sessions.js";
 
-export { OidcSignIn, Sessions };
-
 export function signInOf(
   config: Pick<Config, "AUTH_MODE" | "extraEnv">,
   db: Db,

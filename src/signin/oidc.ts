@@ -8,7 +8,7 @@ import * as oidc from "openid-client";
 import { WarrenError } from "../errors.js";
 import { cookieOf, Sessions, SESSION_COOKIE } from "./sessions.js";
 
-export interface OidcSettings {
+interface OidcSettings {
   issuer: string;
   clientId: string;
   clientSecret: string | undefined;

@@ -14,7 +14,7 @@ export interface ConnectionTokens {
   tokenFor(agent: { id: string; orgId: string }, name: string): Promise<string>;
 }
 
-export interface Via {
+interface Via {
   fetch: GuardedFetch;
   secrets: { redactor: Pick<Redactor, "redactText"> };
 }
