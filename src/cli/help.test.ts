@@ -37,6 +37,7 @@ test("the texts themselves: the overview and a command's help, word for word", (
       "commands:\n" +
       "  serve          run the control plane\n" +
       "  doctor         check this host and the server the CLI is pointed at\n" +
+      "  login          store a personal token for the server\n" +
       "  orgs           organisations and their members\n" +
       "  areas          an organisation's areas: named folders that fence members\n" +
       "  machines       machines: where agents live, one box each\n" +
