@@ -42,6 +42,7 @@ import { benchEgressAsk, egressAskTable } from "./egress-ask.js";
 import { benchMeasure } from "./measure.js";
 import { benchRedaction, median } from "./redact.js";
 import { benchSchedules } from "./schedules.js";
+import { benchBrowser } from "./browser.js";
 import { benchTracing } from "./tracing.js";
 import { fmt, percentile, summarize, table, timeMany, type Sample } from "./stats.js";
 
@@ -449,6 +450,29 @@ async function burstRows(): Promise<void> {
       data: { ...b.burst, wall_ms: b.wallMs, pool },
     });
   }
+}
+
+/** The agent's browser: its cold start (box warm, first page loaded) and a tool call's round trip (bench/browser.ts). */
+async function browserRows(): Promise<void> {
+  const b = await benchBrowser({ rounds: quick ? 2 : 5, calls: quick ? 10 : 50, log });
+  rows.push({
+    what: "browser cold start (box warm, first page loaded)",
+    p50: fmt(b.cold.p50),
+    p99: fmt(b.cold.p99),
+    vsFloor: "",
+    target: "",
+    met: "",
+    data: { ...b.cold },
+  });
+  rows.push({
+    what: "browser tool call round trip (browser_read)",
+    p50: fmt(b.call.p50),
+    p99: fmt(b.call.p99),
+    vsFloor: "",
+    target: "",
+    met: "",
+    data: { ...b.call },
+  });
 }
 
 async function scheduleRows(): Promise<void> {
@@ -956,6 +980,7 @@ async function main(): Promise<number> {
     await forkRows();
     await burstRows();
     await scheduleRows();
+    await browserRows();
     await providerRows();
     await tracingRows();
 
