@@ -11,7 +11,7 @@ import { newId } from "../src/ids.js";
 import { startTestServer } from "../test/support/server.js";
 import { summarize, type Sample } from "./stats.js";
 
-export interface BrowserFigures {
+interface BrowserFigures {
   /** Browser started and the first page loaded, the box already running (ms), per round. */
   cold: Sample;
   /** One browser_read call (ms). */

@@ -33,11 +33,11 @@ export interface BrowserState {
 }
 
 /** Chromium itself, not Debian's wrapper script (which reads the host's /etc/chromium.d). */
-export const CHROMIUM = "/usr/lib/chromium/chromium";
+const CHROMIUM = "/usr/lib/chromium/chromium";
 /** The profile's folder in the home. */
-export const PROFILE_DIR = ".browser";
+const PROFILE_DIR = ".browser";
 /** Where downloads land in the home (under the home's cap). */
-export const DOWNLOADS_DIR = "downloads";
+const DOWNLOADS_DIR = "downloads";
 /** The longest the browser takes to answer on its DevTools port after its start. */
 const START_TIMEOUT_MS = 30_000;
 
