@@ -38,7 +38,10 @@ const tiers = [
   { names: ["runs"], why: "the run recorder drives tools, models and the door" },
   { names: ["conversations", "evals", "flows"], why: "conversations, evaluations and flows start runs" },
   { names: ["schedules", "dispatch"], why: "schedules and guild dispatch start runs and conversation turns" },
-  { names: ["relocation"], why: "definitions and moves rebuild or carry a machine's agents with all they hold" },
+  {
+    names: ["relocation"],
+    why: "definitions and moves rebuild or carry a machine's agents with all they hold",
+  },
 ];
 const services = ["boot", ...tiers.flatMap((t) => t.names)];
 const list = (names) => names.map((n) => `${n}/`).join(", ");

@@ -46,7 +46,6 @@ export type Machine = Out<typeof machines.Machine>;
 export type MachineCreateRequest = In<typeof machines.MachineCreateRequest>;
 export type MachineUpdateRequest = In<typeof machines.MachineUpdateRequest>;
 export type MachineListQuery = In<typeof common.orgIdQuery>;
-export type MachineDefinition = Out<typeof definitions.MachineDefinition>;
 export type MachineDefinitionText = Out<typeof definitions.MachineDefinitionText>;
 export type MachineImportRequest = In<typeof definitions.MachineImportRequest>;
 export type MachineImported = Out<typeof definitions.MachineImported>;
