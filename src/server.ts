@@ -1,6 +1,6 @@
 // The composition root: config -> state tree -> base (store, secrets, log, address rule) ->
 // services -> the API and the previews. Each step is a module of src/compose.
-import { mkdir, readdir, readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type http from "node:http";
@@ -13,7 +13,7 @@ import { loadExtensions } from "./compose/extensions.js";
 import { buildFaces, listen, stop } from "./compose/serve.js";
 import { buildServices, type Services } from "./compose/services.js";
 import type { Config } from "./config/index.js";
-import { statePaths } from "./config/paths.js";
+import { makeStateTree, statePaths } from "./config/paths.js";
 import type { GuardedFetch } from "./net/connector.js";
 import type { OwnEndpoints } from "./net/own.js";
 import type { AddressRule } from "./net/rule.js";
@@ -85,12 +85,7 @@ async function version(): Promise<string> {
 
 export async function createServer(config: Config, opts: ServerOptions = {}): Promise<Server> {
   const state = statePaths(config.STATE_ROOT, config);
-  await mkdir(state.root, { recursive: true, mode: 0o711 });
-  await mkdir(state.run, { recursive: true, mode: 0o700 });
-  await mkdir(state.workspaces, { recursive: true, mode: 0o711 });
-  await mkdir(state.data, { recursive: true, mode: 0o755 });
-  await mkdir(state.contracts, { recursive: true, mode: 0o755 });
-  await mkdir(state.flows, { recursive: true, mode: 0o711 });
+  await makeStateTree(state);
   // the extensions' identity modes and providers, before either is chosen
   await loadExtensions(config);
   // one server per STATE_ROOT; released by close() or when the start fails

@@ -1,4 +1,5 @@
 // The state tree under STATE_ROOT, spelled once: every part of warren finds its folders here.
+import { mkdir } from "node:fs/promises";
 import path from "node:path";
 
 export interface StatePaths {
@@ -55,4 +56,17 @@ export function statePaths(
     flows,
     policy: over.WARREN_POLICY ?? path.join(root, "policy.yaml"),
   };
+}
+
+/** Makes the state tree's folders that every start needs, each with its mode. */
+export async function makeStateTree(state: StatePaths): Promise<void> {
+  const folders: [string, number][] = [
+    [state.root, 0o711],
+    [state.run, 0o700],
+    [state.workspaces, 0o711],
+    [state.data, 0o755],
+    [state.contracts, 0o755],
+    [state.flows, 0o711],
+  ];
+  for (const [folder, mode] of folders) await mkdir(folder, { recursive: true, mode });
 }
