@@ -1,10 +1,14 @@
 // The environment, as one zod schema. Parsed in main (never at import), so tests pass
 // their own configuration instead of mocking process.env.
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { parseNetworkEntry } from "../contract/policy.js";
 import { HARNESS_KINDS } from "../contract/lists.js";
 import { parseOutboundProxy } from "../net/proxy.js";
+
+/** Unset STATE_ROOT: the checkout's `.state` (absolute, wherever the server starts). */
+const defaultStateRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../.state");
 
 /** The boot checks (src/boot): each can be accepted as missing with WARREN_ALLOW_DEGRADED. */
 export const BOOT_CHECK_NAMES = [
@@ -157,7 +161,18 @@ export const configSchema = z
       .min(0, "WARREN_PORT must be between 0 and 65535")
       .max(65535, "WARREN_PORT must be between 0 and 65535")
       .default(8080),
-    STATE_ROOT: z.string().min(1, "STATE_ROOT must name a folder").default(".state"),
+    /**
+     * The state tree, an absolute path: `make up` writes it to the checkout's `.env`, which
+     * every start reads (src/config/dotenv.ts). Unset, the checkout's own `.state`.
+     */
+    STATE_ROOT: z
+      .string()
+      .min(1, "STATE_ROOT must name a folder")
+      .refine((v) => path.isAbsolute(v), {
+        message:
+          "STATE_ROOT must be an absolute path, so that every start finds the same state tree and master key, wherever it is started from: set STATE_ROOT=$PWD/.state (or run `make up`, which writes it to .env)",
+      })
+      .default(defaultStateRoot),
     DATABASE_URL: text().refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), {
       message: "DATABASE_URL must be a postgres:// or postgresql:// URL, or unset for the embedded PGlite",
     }),
