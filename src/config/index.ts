@@ -52,9 +52,9 @@ const text = () =>
     .optional()
     .transform((v) => (v === "" ? undefined : v));
 
-/** A comma-separated list of names, each one of `allowed`. */
-function namesFrom<const T extends readonly string[]>(name: string, allowed: T) {
-  return z
+/** A comma-separated list, each item trimmed, empty ones dropped; unset is empty. */
+const commaList = () =>
+  z
     .string()
     .optional()
     .transform((v) =>
@@ -62,7 +62,11 @@ function namesFrom<const T extends readonly string[]>(name: string, allowed: T) 
         .split(",")
         .map((x) => x.trim())
         .filter(Boolean),
-    )
+    );
+
+/** A comma-separated list of names, each one of `allowed`. */
+function namesFrom<const T extends readonly string[]>(name: string, allowed: T) {
+  return commaList()
     .refine((v) => v.every((x) => (allowed as readonly string[]).includes(x)), {
       message: `${name} is a comma-separated list of: ${allowed.join(", ")}`,
     })
@@ -270,16 +274,9 @@ export const configSchema = z
      * comma-separated list of module files (absolute, or relative to the folder the server
      * starts in) or package names, each exporting `register(host)` (docs/extensions.md).
      */
-    WARREN_EXTENSIONS: z
-      .string()
-      .optional()
-      .transform((v) =>
-        (v ?? "")
-          .split(",")
-          .map((x) => x.trim())
-          .filter(Boolean)
-          .map((x) => (x.startsWith(".") || x.startsWith("/") ? path.resolve(x) : x)),
-      ),
+    WARREN_EXTENSIONS: commaList().transform((l) =>
+      l.map((x) => (x.startsWith(".") || x.startsWith("/") ? path.resolve(x) : x)),
+    ),
     TRUSTED_HEADER: z
       .string()
       .regex(/^[A-Za-z0-9-]+$/, "TRUSTED_HEADER must be an HTTP header name")

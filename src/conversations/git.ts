@@ -295,22 +295,16 @@ export class RepoGit {
    * arguments or output.
    */
   script(text: string, args: string[], opts: RunOptions): Promise<GitResult> {
-    const inWorktree = opts.at === "worktree";
-    if (inWorktree && !this.#box.worktree) throw new Error("no worktree to run git in");
-    return this.#exec(args, {
-      cwd: inWorktree ? (this.#box.worktree ?? "") : this.#box.repo,
-      repoEnv: true,
-      worktree: inWorktree,
-      limitBytes: opts.limitBytes,
-      stdin: opts.stdin,
-      index: opts.index,
-      low: opts.low,
-      script: text,
-    });
+    return this.#at(args, opts, text);
   }
 
   /** A git command at the repository (`at: "repo"`) or in the worktree. */
   run(args: string[], opts: RunOptions): Promise<GitResult> {
+    return this.#at(args, opts);
+  }
+
+  /** git (or a script of git commands) at the repository or in the worktree. */
+  #at(args: string[], opts: RunOptions, script?: string): Promise<GitResult> {
     const inWorktree = opts.at === "worktree";
     if (inWorktree && !this.#box.worktree) throw new Error("no worktree to run git in");
     return this.#exec(args, {
@@ -321,6 +315,7 @@ export class RepoGit {
       stdin: opts.stdin,
       index: opts.index,
       low: opts.low,
+      ...(script !== undefined ? { script } : {}),
     });
   }
 
