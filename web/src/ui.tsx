@@ -125,3 +125,33 @@ export function Dialog({
     </dialog>
   );
 }
+
+/** A live connection's state line (a terminal's, a browser's watch), read out as it changes. */
+export function LiveState({
+  testId,
+  state,
+  busy,
+  text,
+}: {
+  testId: string;
+  state: string;
+  busy: boolean;
+  text: string;
+}) {
+  return (
+    <span
+      data-testid={testId}
+      data-state={state}
+      className={state === "error" ? "error" : "sub"}
+      role="status"
+      aria-live="polite"
+    >
+      {busy && (
+        <span className="spinner">
+          <span className="dot" aria-hidden="true" />{" "}
+        </span>
+      )}
+      {text}
+    </span>
+  );
+}

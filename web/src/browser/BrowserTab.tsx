@@ -5,6 +5,7 @@
 // page serves runs here. Clicks, keys and the wheel over the frame go to the stream; the
 // server sends them to the browser for owners, admins and editors and drops a viewer's.
 import { useEffect, useRef, useState, type KeyboardEvent, type MouseEvent, type WheelEvent } from "react";
+import { LiveState } from "../ui";
 
 type State = "connecting" | "open" | "ended" | "error";
 interface Tab {
@@ -138,20 +139,7 @@ export function BrowserTab({ agentId, canType }: { agentId: string; canType: boo
             watching only
           </span>
         )}
-        <span
-          data-testid="browser-state"
-          data-state={state}
-          className={state === "error" ? "error" : "sub"}
-          role="status"
-          aria-live="polite"
-        >
-          {busy && (
-            <span className="spinner">
-              <span className="dot" aria-hidden="true" />{" "}
-            </span>
-          )}
-          {text}
-        </span>
+        <LiveState testId="browser-state" state={state} busy={busy} text={text} />
         {state === "open" && mode === "write" && (
           <button type="button" onClick={() => send({ type: "back" })}>
             Back

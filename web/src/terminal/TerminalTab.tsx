@@ -9,6 +9,7 @@ import { Terminal } from "@xterm/xterm";
 import { useEffect, useRef, useState } from "react";
 import type { TerminalConnection } from "warren/sdk";
 import { describeError, warren } from "../api";
+import { LiveState } from "../ui";
 
 type State = "idle" | "starting" | "connecting" | "open" | "reconnecting" | "ended" | "error";
 
@@ -110,20 +111,7 @@ export function TerminalTab({ agentId, canType }: { agentId: string; canType: bo
                 : "Watch again"}
           </button>
         ) : null}
-        <span
-          data-testid="terminal-state"
-          data-state={state}
-          className={state === "error" ? "error" : "sub"}
-          role="status"
-          aria-live="polite"
-        >
-          {busy && (
-            <span className="spinner">
-              <span className="dot" aria-hidden="true" />{" "}
-            </span>
-          )}
-          {text}
-        </span>
+        <LiveState testId="terminal-state" state={state} busy={busy} text={text} />
       </div>
       <div ref={box} className="terminal" data-testid="terminal" hidden={attempt === 0} />
     </section>
