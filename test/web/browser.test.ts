@@ -1,9 +1,8 @@
 // The Browser tab of an agent (/agents/:id/browser) in a real headless Chromium against a real
 // server: the agent's browser shows as frames with its page's address; an owner clicks into a
 // text field of a page served on loopback and types, and the page gets it; a viewer sees
-// "watching only" and its keys are dropped. The agent's browser is Debian's Chromium on this
-// host put in the browser service's place (test/support/host-chromium.ts). Screenshots go to
-// test-results/web/.
+// "watching only" and its keys are dropped. The agent's browser is its own: Chromium in its box,
+// reaching the site through its egress policy. Screenshots go to test-results/web/.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import http from "node:http";
@@ -13,7 +12,6 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
-import { HostChromium } from "../support/host-chromium.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -35,8 +33,9 @@ describe("the Browser tab in Chromium", { skip: skipReason() ?? false }, () => {
   let site: http.Server;
   let siteUrl: string;
   let agent: { id: string };
-  const host = new HostChromium();
   const contexts: BrowserContext[] = [];
+  /** The server's own service of the agents' browsers (Chromium in each agent's box). */
+  const browsers = () => t.server.browsers;
   const dirs: string[] = [];
 
   const person = async (email: string): Promise<Page> => {
@@ -62,7 +61,7 @@ describe("the Browser tab in Chromium", { skip: skipReason() ?? false }, () => {
   };
   /** The page's text field, read through the agent's browser itself. */
   const fieldValue = async (): Promise<string | null> => {
-    const p = await host.page(agent.id);
+    const p = await browsers().page(agent.id);
     try {
       const r = await p.send<{ result: { value: string | null } }>("Runtime.evaluate", {
         expression: "document.getElementById('f') ? document.getElementById('f').value : null",
@@ -88,8 +87,8 @@ describe("the Browser tab in Chromium", { skip: skipReason() ?? false }, () => {
     const img = page.getByTestId("browser-frame");
     const box = await img.boundingBox();
     assert.ok(box);
-    // the host browser's page is 800 CSS pixels wide (--window-size=800,600)
-    const scale = box.width / 800;
+    // the agent's browser's page is 1280 CSS pixels wide (its --window-size)
+    const scale = box.width / 1280;
     await img.click({ position: { x: x * scale, y: y * scale } });
   };
 
@@ -97,8 +96,17 @@ describe("the Browser tab in Chromium", { skip: skipReason() ?? false }, () => {
     fs.mkdirSync(shots, { recursive: true });
     site = http.createServer((_req, res) => res.writeHead(200, { "content-type": "text/html" }).end(PAGE));
     await new Promise<void>((r) => site.listen(0, "127.0.0.1", r));
-    siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}/`;
-    t = await startTestServer({ listen: true, env: { AUTH_MODE: "trusted-header" } });
+    const port = (site.address() as AddressInfo).port;
+    siteUrl = `http://site.test:${port}/`;
+    t = await startTestServer({
+      listen: true,
+      env: {
+        AUTH_MODE: "trusted-header",
+        BOX_IDLE_S: "120",
+        WARREN_EGRESS_PRIVATE_ALLOW: `127.0.0.1:${port}`,
+      },
+      egressHosts: { "site.test": ["127.0.0.1"] },
+    });
     const owner = { "x-forwarded-email": "owner@example.com" };
     const org = (await t.call("POST", "/api/orgs", { name: "web-browser" }, owner)).body;
     await t.call(
@@ -107,17 +115,18 @@ describe("the Browser tab in Chromium", { skip: skipReason() ?? false }, () => {
       { email: "viewer@example.com", role: "viewer" },
       owner,
     );
-    const m = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", memory_mib: 256 }, owner))
+    const m = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", memory_mib: 2048 }, owner))
       .body;
     agent = (await t.call("POST", "/api/agents", { org_id: org.id, machine_id: m.id, name: "a" }, owner))
       .body;
-    const b = (t.server as any).browsers;
-    for (const k of ["state", "start", "page", "touch"]) b[k] = (host as any)[k].bind(host);
+    const policy = { sandbox_policy: { network: { allow: [`site.test:${port}`] } } };
+    const set = await t.call("PATCH", `/api/agents/${agent.id}`, policy, owner);
+    assert.equal(set.status, 200, JSON.stringify(set.body));
   });
   after(async () => {
     for (const c of contexts) await c.close().catch(() => {});
+    await t?.server.runtime.stopAll("test over");
     await t?.close();
-    await host.stop();
     site?.close();
     for (const d of dirs) fs.rmSync(d, { recursive: true, force: true, maxRetries: 3 });
   });
@@ -126,9 +135,12 @@ describe("the Browser tab in Chromium", { skip: skipReason() ?? false }, () => {
     const owner = await person("owner@example.com");
     await owner.goto(`${t.url}/agents/${agent.id}/browser`);
     await owner.getByTestId("browser-state").getByText("connected").waitFor();
-    assert.ok(host.started > 0, "opening the tab started the browser");
+    const state = await t.call("GET", `/api/agents/${agent.id}/browser`, undefined, {
+      "x-forwarded-email": "owner@example.com",
+    });
+    assert.equal(state.body.state, "running", "opening the tab started the agent's browser");
     // the agent's browser goes to the site (as its tools would)
-    const p = await host.page(agent.id);
+    const p = await browsers().page(agent.id);
     await p.send("Page.navigate", { url: siteUrl });
     p.close();
     await owner.waitForFunction(
