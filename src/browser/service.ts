@@ -69,6 +69,8 @@ class Running {
   lastUse = Date.now();
   /** Why the browser ended, once it did. */
   ended: string | null = null;
+  /** Asked to close (Browsers.stop): ended once it has. */
+  stopping = false;
   /** Settles once its process ended. */
   exited: Promise<unknown> = Promise.resolve();
   readonly stderr: string[] = [];
@@ -105,7 +107,8 @@ export class Browsers {
   /** The agent's browser as it is now; a stopped browser has no tabs. */
   async state(agentId: string): Promise<BrowserState> {
     const r = this.#live.get(agentId);
-    if (!r || r.ended) return { state: "stopped", url: null, tabs: [] };
+    // a browser asked to close is told as stopped from then on (its tabs are closing)
+    if (!r || r.ended || r.stopping) return { state: "stopped", url: null, tabs: [] };
     if (r.state === "starting" || !r.conn) return { state: "starting", url: null, tabs: [] };
     const tabs = this.tabs(agentId);
     return { state: "running", url: tabs.find((t) => t.active)?.url ?? null, tabs };
@@ -194,6 +197,7 @@ export class Browsers {
   async stop(agentId: string, why = "stopped"): Promise<void> {
     const r = this.#live.get(agentId);
     if (!r) return;
+    r.stopping = true;
     if (r.conn?.isOpen) {
       await r.conn.browser.send("Browser.close").catch(() => {});
       await Promise.race([r.exited, new Promise((res) => setTimeout(res, 10_000))]);
