@@ -498,7 +498,11 @@ describe("warren serve (PGlite under STATE_ROOT)", () => {
     });
     assert.notEqual(code, 0);
     assert.match(err, /WARREN_PORT/);
-    assert.match(err, /AUTH_MODE/);
+    // an identity mode is a name extensions may add: it is checked once they are loaded
+    const mode = await serveRefused({ STATE_ROOT: stateRoot, AUTH_MODE: "nobody" });
+    assert.notEqual(mode.code, 0);
+    assert.match(mode.err, /AUTH_MODE must be one of [^\n]*trusted-header/);
+    assert.match(mode.err, /"nobody"/);
   });
 
   test("a damaged development master key stops it with a message, and is left as it was", async () => {
