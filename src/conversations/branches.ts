@@ -236,7 +236,13 @@ export class Branches {
       going = this.#checkOut(agent, b, b.worktree).finally(() => this.#checkouts.delete(key));
       this.#checkouts.set(key, going);
     }
-    await going;
+    try {
+      await going;
+    } catch (err) {
+      // settings git is never run with (planted in the repository): nothing was checked out or
+      // run; the turn goes on and its commit says why it is refused, as for any worktree
+      if (!(err instanceof WarrenError && err.code === "git.refused")) throw err;
+    }
   }
 
   async #checkOut(agent: AgentRow, b: BranchRow, worktree: string): Promise<void> {
