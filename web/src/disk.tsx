@@ -36,11 +36,14 @@ export function MaxDisk({
   value,
   onChange,
   disabled,
+  prefix = "",
 }: {
   figures: DiskFigures;
   value: number;
   onChange?: (v: number) => void;
   disabled?: boolean;
+  /** Before its input's name and its test ids, when a page shows a second one (the move picker's). */
+  prefix?: string;
 }) {
   const room = roomOf(figures);
   const total = figures.othersMib + (Number.isFinite(value) ? value : 0);
@@ -57,7 +60,7 @@ export function MaxDisk({
         Max disk (MiB)
         <input
           type="number"
-          name="max_workspace_mib"
+          name={`${prefix}max_workspace_mib`}
           min={1}
           step={1}
           inputMode="numeric"
@@ -68,7 +71,7 @@ export function MaxDisk({
       </label>
       <div
         className="reserved"
-        data-testid="reserved-bar"
+        data-testid={`${prefix}reserved-bar`}
         aria-label={`reserved disk of ${figures.machineName}`}
       >
         <div className="track stacked">
@@ -84,10 +87,10 @@ export function MaxDisk({
         <ul className="legend">
           <li>
             <i className="sw others" /> others reserve{" "}
-            <b data-testid="others-mib">{mib(figures.othersMib)}</b>
+            <b data-testid={`${prefix}others-mib`}>{mib(figures.othersMib)}</b>
           </li>
           <li>
-            <i className="sw mine" /> this agent adds <b data-testid="mine-mib">{mib(mine)}</b>
+            <i className="sw mine" /> this agent adds <b data-testid={`${prefix}mine-mib`}>{mib(mine)}</b>
           </li>
           {past > 0 && (
             <li>
@@ -95,20 +98,20 @@ export function MaxDisk({
             </li>
           )}
         </ul>
-        <p className="diskline" data-testid="disk-line">
-          Total <b data-testid="total-mib">{mib(total)}</b> of {mib(figures.machineMib)} on{" "}
-          {figures.machineName}; this agent's share <b data-testid="share">{share}%</b>. Safe: up to{" "}
-          <b data-testid="room-mib">{mib(room)}</b> unreserved.{" "}
+        <p className="diskline" data-testid={`${prefix}disk-line`}>
+          Total <b data-testid={`${prefix}total-mib`}>{mib(total)}</b> of {mib(figures.machineMib)} on{" "}
+          {figures.machineName}; this agent's share <b data-testid={`${prefix}share`}>{share}%</b>. Safe: up
+          to <b data-testid={`${prefix}room-mib`}>{mib(room)}</b> unreserved.{" "}
           {figures.freeMib === null ? (
-            <span data-testid="free">Disk free is measured after a generation.</span>
+            <span data-testid={`${prefix}free`}>Disk free is measured after a generation.</span>
           ) : (
-            <span data-testid="free">
+            <span data-testid={`${prefix}free`}>
               Disk free as last measured: <b>{mib(figures.freeMib)}</b>.
             </span>
           )}
         </p>
         {warning ? (
-          <p className="warn" role="status" data-testid="disk-warning">
+          <p className="warn" role="status" data-testid={`${prefix}disk-warning`}>
             {warning}
           </p>
         ) : (

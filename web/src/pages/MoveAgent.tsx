@@ -47,6 +47,7 @@ export function MoveAgent({ agent, can }: { agent: Agent; can: Can }) {
         }}
         value={agent.max_workspace_mib}
         disabled
+        prefix="move-"
       />
       <ErrorBox error={move.error} />
       <Action type="button" onClick={() => move.mutate()} busy={move.isPending} busyLabel="Moving…">
