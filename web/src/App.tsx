@@ -56,7 +56,7 @@ function Page() {
   if ((m = match("/agents/:id/conversations/:conversation", path)))
     return (
       <Suspense fallback={<Loading />}>
-        <ThreadPage agentId={m.id ?? ""} conversationId={m.conversation ?? ""} />
+        <ThreadPage key={m.conversation} agentId={m.id ?? ""} conversationId={m.conversation ?? ""} />
       </Suspense>
     );
   if ((m = match("/agents/:id/:tab", path))) return <AgentPage id={m.id ?? ""} tab={m.tab ?? "overview"} />;
