@@ -2,6 +2,7 @@
 // WebSocket of /api/agents/:id/browser/watch. Binary frames from the server are the page's
 // frames (JPEG images, nothing else); text frames carry these JSON messages both ways.
 import { z } from "zod";
+import { BROWSER_KEYS } from "./lists.js";
 
 /** The largest frame edge asked of the screencast, in pixels. */
 export const BROWSER_FRAME_MAX_EDGE = 1280;
@@ -38,23 +39,6 @@ export const BrowserStateView = z
 
 const coord = z.number().finite().min(0).max(100_000);
 const button = z.enum(["left", "middle", "right"]);
-
-/** The named keys a watcher may press (text goes as `text`). */
-export const BROWSER_KEYS = [
-  "Enter",
-  "Tab",
-  "Backspace",
-  "Delete",
-  "Escape",
-  "ArrowLeft",
-  "ArrowRight",
-  "ArrowUp",
-  "ArrowDown",
-  "Home",
-  "End",
-  "PageUp",
-  "PageDown",
-] as const;
 
 /** What a watcher may send (text frames). Coordinates are the page's CSS pixels (see `viewport`). */
 export const BrowserWatchInput = z.discriminatedUnion("type", [

@@ -23,7 +23,7 @@ export type { TerminalConnectOptions, TerminalEnd } from "./terminal.js";
 export { RunsApi, TERMINAL_RUN_STATUSES, isTerminalRunStatus } from "./runs.js";
 export { traceEntries, traceSummary } from "./trace.js";
 export type { TraceEntry, TraceEvent } from "./trace.js";
-export { AGENT_KINDS, HARNESS_KINDS, ROLES, TRUSTS } from "./lists.js";
+export { AGENT_KINDS, BROWSER_KEYS, HARNESS_KINDS, ROLES, TRUSTS } from "./lists.js";
 export { WarrenApiError, isWarrenApiError } from "./errors.js";
 export type { ClientErrorCode, ErrorCode, WarrenErrorCode } from "./errors.js";
 

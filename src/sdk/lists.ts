@@ -47,3 +47,20 @@ export const COMMAND_LIMITS = {
   memoryMibMax: 262144,
   pidsMax: 4096,
 } as const;
+
+/** The named keys a watcher may press (text goes as `text`). */
+export const BROWSER_KEYS = [
+  "Enter",
+  "Tab",
+  "Backspace",
+  "Delete",
+  "Escape",
+  "ArrowLeft",
+  "ArrowRight",
+  "ArrowUp",
+  "ArrowDown",
+  "Home",
+  "End",
+  "PageUp",
+  "PageDown",
+] as const;

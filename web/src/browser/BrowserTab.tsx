@@ -5,6 +5,7 @@
 // page serves runs here. Clicks, keys and the wheel over the frame go to the stream; the
 // server sends them to the browser for owners, admins and editors and drops a viewer's.
 import { useEffect, useRef, useState, type KeyboardEvent, type MouseEvent, type WheelEvent } from "react";
+import { BROWSER_KEYS } from "warren/sdk";
 import { LiveState } from "../ui";
 
 type State = "connecting" | "open" | "ended" | "error";
@@ -23,21 +24,7 @@ type Message =
   | { type: "ended"; reason: string };
 
 /** The named keys the stream takes; every other key of one character goes as text. */
-const KEYS = new Set([
-  "Enter",
-  "Tab",
-  "Backspace",
-  "Delete",
-  "Escape",
-  "ArrowLeft",
-  "ArrowRight",
-  "ArrowUp",
-  "ArrowDown",
-  "Home",
-  "End",
-  "PageUp",
-  "PageDown",
-]);
+const KEYS: ReadonlySet<string> = new Set(BROWSER_KEYS);
 
 export function BrowserTab({ agentId, canType }: { agentId: string; canType: boolean }) {
   const [state, setState] = useState<State>("connecting");
