@@ -426,9 +426,10 @@ export class Branches {
  * that did not change; only read, never locked), $3 the head, $4 the fork's branch (which must
  * not exist yet), $5 and $6 the author; the message on stdin. `git add -A` in the source's
  * worktree with the fork's index takes every change git's status would show (untracked too,
- * ignored ones not, a link as a link), its blobs written into one pack (bigFileThreshold=1:
- * not hundreds of loose objects, which every later look at the .git would walk); write-tree,
- * commit-tree and update-ref then make the branch. The fork's index goes whatever happens. Prints the commit.
+ * ignored ones not, a link as a link), its new blobs written as loose objects (a blob the
+ * repository holds already is not written again: forking the same changes twice writes only
+ * the commit; streaming every blob into a pack instead costs the whole write each time);
+ * write-tree, commit-tree and update-ref then make the branch. The fork's index goes whatever happens. Prints the commit.
  */
 const SNAPSHOT = `set -e
 i=$1 from=$2 head=$3 ref=$4 name=$5 email=$6
@@ -436,7 +437,7 @@ shift 6
 trap 'rm -f -- "$i" "$i.lock"' EXIT
 if [ -f "$from" ]; then cp -- "$from" "$i"; else GIT_INDEX_FILE=$i git "$@" read-tree "$head"; fi
 export GIT_INDEX_FILE="$i"
-git "$@" -c core.bigFileThreshold=1 add -A
+git "$@" add -A
 tree=$(git "$@" write-tree)
 if [ "$tree" = "$(git "$@" rev-parse "$head^{tree}")" ]; then c=$head
 else c=$(git "$@" -c "user.name=$name" -c "user.email=$email" commit-tree "$tree" -p "$head" -F -)

@@ -131,7 +131,9 @@ async function readNoFollow(p: string, max: number): Promise<Buffer | undefined>
 
 /**
  * Checks a `.git` folder on the host: no link anywhere in it (its hooks aside: they never run),
- * no `commondir` (a git folder of another repository), no alternates (objects of another).
+ * no `commondir` (a git folder of another repository), no alternates (objects of another). The
+ * folders of one level are read together (a handful of rounds for any .git, not one per folder
+ * behind whatever else the server is doing).
  */
 async function checkGitFolder(gitDir: string, repo: string): Promise<void> {
   let seen = 0;
@@ -143,6 +145,7 @@ async function checkGitFolder(gitDir: string, repo: string): Promise<void> {
       if (errno(err) === "ENOENT") return;
       throw err;
     }
+    const below: Promise<void>[] = [];
     for (const e of entries) {
       if (++seen > GIT_ENTRIES)
         throw new WarrenError(
@@ -157,8 +160,12 @@ async function checkGitFolder(gitDir: string, repo: string): Promise<void> {
         throw refused(
           `${repo}/.git/${at} names another repository; warren runs git only on a repository's own .git`,
         );
-      if (e.isDirectory()) await walk(`${dir}/${e.name}`, at);
+      if (e.isDirectory()) below.push(walk(`${dir}/${e.name}`, at));
     }
+    // every folder below is read to its end (none left running), then the first refusal is told
+    const ends = await Promise.allSettled(below);
+    const failed = ends.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) throw failed.reason;
   };
   await walk(gitDir, "");
 }
