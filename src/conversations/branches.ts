@@ -7,6 +7,7 @@
 // fast-forward that git itself refuses when it would overwrite an uncommitted change. Every git
 // command goes through the git door (./git.ts): in the agent's box, with no secret, never with
 // configuration, hooks or a `.git` pointer the repository holds.
+import { lstat } from "node:fs/promises";
 import { eq } from "drizzle-orm";
 import type { AgentRow } from "../agents/service.js";
 import type { HomeLayout } from "../boxes/index.js";
@@ -230,6 +231,13 @@ export class Branches {
    */
   async ready(agent: AgentRow, b: BranchRow): Promise<void> {
     if (!b.worktree) return;
+    // every turn asks: a worktree there already (any entry of its name, checked by the git
+    // commands that use it) costs one lstat, not an open of the repository
+    const there = await lstat(`${this.layout.homeDir(agent.machineId, agent.id)}/${b.worktree}`).then(
+      () => true,
+      () => false,
+    );
+    if (there) return;
     const key = `${agent.id}/${b.worktree}`;
     let going = this.#checkouts.get(key);
     if (!going) {
