@@ -19,16 +19,19 @@ export const SYSTEM_READ: readonly string[] = [
 
 /**
  * A command's file access from its agent's sandbox policy: the system read-only, its
- * home, /tmp and /dev read-write, the policy's paths on top; a run's /agent read-only;
+ * home, /tmp and /dev read-write, the policy's paths on top; a run's /agent and the
+ * agent's runtime folder read-only;
  * on a trust: shared machine the other homes read-only (their modes allow it there).
  * Beyond these lists boxd-spawn lets every folder be listed (names, never contents), so
  * `ls /` works; folders closed by their modes (other homes, 0700) stay closed.
  */
 export function fileAccessOf(
   policy: SandboxPolicy,
-  where: { home: string; shared: boolean; agentDir?: boolean; env?: string },
+  where: { home: string; shared: boolean; agentDir?: boolean; env?: string; runtime?: string },
 ): { read: string[]; write: string[] } {
   const read = [...SYSTEM_READ];
+  // its own runtime folder (/run/warren/<agent id>: short-lived tokens), never another's
+  if (where.runtime) read.push(where.runtime);
   // its own machine's environment layers, never another machine's
   if (where.env) read.push(where.env);
   if (where.shared) read.push(BOX_PATHS.homes);

@@ -44,4 +44,10 @@ export const BOX_PATHS = {
   env: "/opt/warren/env",
   /** Every flow instance's workspace, bound per command at /workspace for its agents only. */
   flows: "/opt/warren/flows",
+  /**
+   * The runtime folder: `/run/warren/<agent id>` per agent (its uid's alone, 0700), outside
+   * every home; the host's STATE_ROOT/run/<provider's boxes>/<box id>/warren, made with the
+   * box and gone with it. Short-lived tokens (GitHub installation tokens) are written there.
+   */
+  runtime: "/run/warren",
 } as const;

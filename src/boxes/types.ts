@@ -41,6 +41,13 @@ export interface BoxSpec {
   limits: BoxLimits;
   /** TCP ports in the box whose connections boxd carries to the server (BOX_BRIDGES). */
   bridges?: BoxBridge[];
+  /**
+   * The machine's own image (oci: the container's, kubernetes: the Pod's), whose system
+   * folders the box runs instead of the host's; the walls stay the same. `local` refuses it.
+   */
+  image?: string | undefined;
+  /** Host device files the box sees at the same path (the `gpu` capability's: kit/devices.ts). */
+  devices?: string[] | undefined;
 }
 
 /** A bridge: its name and its port on the box's loopback. */
@@ -156,6 +163,11 @@ export interface BoxProvider {
   refreshUsers(id: string): Promise<void>;
   /** Where a run's private files go on the host so that boxd can bind them for that run. */
   runFilesDir(id: string): RunFilesDir;
+  /**
+   * The host folder a running box sees at /run/warren/<agent id> (BOX_PATHS.runtime), the
+   * agent's uid's alone; null where the provider has none (kubernetes).
+   */
+  runtimeDir(id: string, agentId: string): string | null;
   /** The running box's usage, or null when it is not running or the provider cannot tell. */
   usage(id: string): Promise<BoxUsage | null>;
   /** The checks of what this provider's boxes need of the host, by name (src/boot runs them). */

@@ -32,6 +32,9 @@ export function portsOf(slot: number): { first: number; last: number } {
 
 export const homeOf = (agentId: string): string => `${BOX_PATHS.homes}/${agentId}`;
 
+/** The agent's runtime folder in its box (its uid's alone): short-lived tokens. */
+export const runtimeDirOf = (agentId: string): string => `${BOX_PATHS.runtime}/${agentId}`;
+
 /** A machine's environment layers in its box (each revision a folder of it). */
 export const envDirOf = (machineId: string): string => `${BOX_PATHS.env}/${machineId}`;
 

@@ -6,7 +6,7 @@ import { policyOf, type AgentRow } from "../agents/service.js";
 import type { SandboxPolicy } from "../contract/policy.js";
 import { BOX_BRIDGES, BOX_PATHS, type HomeLayout, type Trust } from "../boxes/index.js";
 import { WarrenError } from "../errors.js";
-import { envDirOf, envVariables, homeOf, portsOf, uidOf } from "../machines/placement.js";
+import { envDirOf, envVariables, homeOf, portsOf, runtimeDirOf, uidOf } from "../machines/placement.js";
 import type { BoxExecRequest } from "../runtime/index.js";
 
 export interface CommandLimits {
@@ -42,6 +42,7 @@ export function commandWalls(
     files: fileAccessOf(opts.policy ?? policyOf(agent), {
       home: homeOf(agent.id),
       shared: trust === "shared",
+      runtime: runtimeDirOf(agent.id),
       agentDir: opts.run === true,
       // the revision's own folder: walls that name it differ from those of the revision
       // before, so a helper walled ahead of a new revision is never reused for it

@@ -14,6 +14,7 @@ import { KeyedLock } from "./lock.js";
 import type { LoggerLike } from "./logger.js";
 import { readBoxRecord, type BoxRecord } from "./record.js";
 import { refreshBoxUsers } from "./users.js";
+import { agentRuntimeDir } from "./runtime-dirs.js";
 
 export interface ProviderBaseOptions extends ProviderRoots {
   /** Where the provider says what it did and what went wrong off the caller's path. */
@@ -51,6 +52,11 @@ export abstract class ProviderBase {
   /** The box's boxd folder (bound at /run/boxd, box root's): a run's files go in runs/ there. */
   runFilesDir(id: string): RunFilesDir {
     return this.dirs.runFiles(id);
+  }
+
+  /** An agent's runtime folder on the host (/run/warren/<agent id> in the box; kit/runtime-dirs.ts). */
+  runtimeDir(id: string, agentId: string): string | null {
+    return agentRuntimeDir(this.boxDir(id), agentId);
   }
 
   /** A client for the box's boxd. */

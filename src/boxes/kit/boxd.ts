@@ -25,8 +25,11 @@ export type SystemDir = { path: string; kind: "dir" } | { path: string; kind: "s
 
 /** Where boxd's own files are inside every box. */
 export const IN_BOX = {
-  /** Root-only (0700) folder on the box's root tmpfs: boxd, helper, filter, cgroups. */
-  privDir: "/run/warren",
+  /**
+   * boxd, helper, filter, cgroups (read-only binds), and the agents' runtime folders: the
+   * box's runtime folder on the host (0711), bound here (BOX_PATHS.runtime).
+   */
+  privDir: BOX_PATHS.runtime,
   /** boxd (native/boxd), run directly: nothing in the box needs node. */
   boxd: "/run/warren/boxd",
   spawnHelper: "/run/warren/boxd-spawn",

@@ -6,6 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { BoxSpec } from "../types.js";
 import type { BoxRecord } from "./record.js";
+import { refreshRuntimeDirs } from "./runtime-dirs.js";
 
 export interface BoxUser {
   /** The agent's id: its user name and /home/<name>. */
@@ -96,12 +97,15 @@ function homeEntries(spec: BoxSpec): HomeEntry[] {
 
 /**
  * Writes `passwd` and `group` in a box's state folder (STATE_ROOT/run/boxes/<id>) from
- * its record's /home mount. Files are rewritten in place (same inode), because a running
+ * its record's /home mount, and makes the agents' runtime folders (./runtime-dirs.ts). Files are rewritten in place (same inode), because a running
  * box has them bound at /etc/passwd and /etc/group.
  */
 export function refreshBoxUsers(boxDir: string): { passwd: string; group: string } {
   const rec = JSON.parse(fs.readFileSync(path.join(boxDir, "box.json"), "utf8")) as BoxRecord;
-  const text = usersText(rec.spec);
+  const found = usersFromHomes(homeEntries(rec.spec));
+  const text = { passwd: passwdText(found.users), group: groupText(found.users, found.shared) };
+  // each agent's runtime folder (/run/warren/<agent id>) follows the homes too
+  refreshRuntimeDirs(boxDir, found.users);
   const files = { passwd: path.join(boxDir, "passwd"), group: path.join(boxDir, "group") };
   fs.writeFileSync(files.passwd, text.passwd, { mode: 0o644 });
   fs.writeFileSync(files.group, text.group, { mode: 0o644 });

@@ -308,6 +308,11 @@ export class KubernetesProvider extends ProviderBase implements BoxProvider {
   }
 
   /** The box's private folder on the claim (box root's, 0700), mounted in the Pod at IN_POD.privateDir. */
+  /** No runtime folders in a pod yet: nothing the server writes reaches one. */
+  override runtimeDir(): null {
+    return null;
+  }
+
   override runFilesDir(id: string): RunFilesDir {
     this.dirs.dir(id); // a malformed id is refused, as for every host path
     return { hostDir: this.volume.paths(id).private, boxDir: IN_POD.privateDir };

@@ -38,6 +38,8 @@ export interface BwrapPaths extends BoxdArgs {
   userns: string;
   /** The seccomp program file on the host (written by the provider). */
   seccompFile: string;
+  /** Host folder bound at /run/warren (the agents' runtime folders; kit/runtime-dirs.ts). */
+  runtimeDir?: string;
   /** Host folder bound at /run/boxd (boxd's socket). */
   socketDir: string;
   /** The in-box client of the calls socket (dist/native/warren-secret). */
@@ -127,6 +129,8 @@ export function bwrapArgv(spec: BoxSpec, paths: BwrapPaths): string[] {
   a.push("--symlink", "../proc/self/mounts", "/etc/mtab");
   a.push("--proc", "/proc");
   a.push("--dev", "/dev");
+  // the host's GPU devices of a `gpu` machine, at their own paths
+  for (const d of spec.devices ?? []) a.push("--dev-bind", clean(d, "device"), d);
 
   // The spec's mounts: /home (the machine's folder), /data, /opt/warren/contracts, /tmp.
   const targets = new Set<string>();
@@ -146,7 +150,10 @@ export function bwrapArgv(spec: BoxSpec, paths: BwrapPaths): string[] {
   // boxd's private files: a folder on the root tmpfs, read-only binds inside. 0711: box
   // root (an unprivileged host id once in its user namespace) passes through it; agents'
   // commands cannot open anything under /run (Landlock), and nothing there is theirs.
-  a.push("--perms", "0711", "--dir", IN_BOX.privDir);
+  // With a runtime folder on the host (0711, root's), the folder is that one, bound: the
+  // agents' runtime folders (/run/warren/<agent id>, each its uid's alone) appear in it live.
+  if (paths.runtimeDir) a.push("--bind", clean(paths.runtimeDir, "runtime folder"), IN_BOX.privDir);
+  else a.push("--perms", "0711", "--dir", IN_BOX.privDir);
   a.push("--ro-bind", clean(paths.boxdBinary, "boxd binary"), IN_BOX.boxd);
   a.push("--ro-bind", clean(paths.spawnHelper, "spawn helper"), IN_BOX.spawnHelper);
   a.push("--ro-bind", clean(paths.userns, "user namespace launcher"), IN_BOX.userns);

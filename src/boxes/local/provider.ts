@@ -49,6 +49,7 @@ import {
   socketDirs,
 } from "../kit/record.js";
 import { refreshBoxUsers } from "../kit/users.js";
+import { removeRuntimeRoot, runtimeRoot } from "../kit/runtime-dirs.js";
 import { packageRoot } from "../kit/logger.js";
 import { optionsSchema, type LocalProviderOptions } from "./options.js";
 export type { LocalProviderOptions } from "./options.js";
@@ -132,6 +133,11 @@ export class LocalProvider extends ProviderBase implements BoxProvider {
 
   async create(spec: BoxSpec): Promise<BoxHandle> {
     checkSpec(spec);
+    if (spec.image !== undefined)
+      throw new WarrenError(
+        "machine.capability_unavailable",
+        `image: local boxes run the host's system folders; the image ${spec.image} needs the oci or kubernetes provider`,
+      );
     const sock = this.endpoint(spec.id).path;
     if (Buffer.byteLength(sock) > 107)
       throw new WarrenError(
@@ -283,6 +289,8 @@ export class LocalProvider extends ProviderBase implements BoxProvider {
         dirs.add(d);
     await killBoxTree(rec, [...dirs]);
     fs.rmSync(this.endpoint(rec.spec.id).path, { force: true });
+    // the agents' runtime folders go with the box
+    removeRuntimeRoot(this.boxDir(rec.spec.id));
   }
 
   private tryLayout(): CgroupLayout | null {
@@ -315,6 +323,7 @@ export class LocalProvider extends ProviderBase implements BoxProvider {
     const { seccompFile, boxdSeccompFile, etcFiles } = this.boxFiles.ensure(arch);
     const users = refreshBoxUsers(dir);
     const { socketDir, callsDir } = socketDirs(dir, root);
+    const runtimeDir = runtimeRoot(dir);
 
     const args = bwrapArgv(rec.spec, {
       systemDirs: systemDirs(),
@@ -327,6 +336,7 @@ export class LocalProvider extends ProviderBase implements BoxProvider {
       seccompFile,
       socketDir,
       callsDir,
+      runtimeDir,
       warrenSecret: this.warrenSecret,
       cgroups: plan.agents,
       cgroupVersion: plan.version,

@@ -2,7 +2,8 @@
 // Docker Engine API create body (POST /containers/create). boxd is the container's first
 // process, entered through box-userns exactly as in a local box (boxdArgv); the system
 // folders of this host (Debian's packages) are bound read-only over the image's skeleton,
-// as `local` binds them; the machine's folder, /data, the contracts and the harness CLIs
+// as `local` binds them, unless the machine names an image of its own (its folders are the
+// image's); the host's GPU devices of a `gpu` machine are the container's devices; the machine's folder, /data, the contracts and the harness CLIs
 // are the spec's mounts.
 import path from "node:path";
 import { boxdArgv, BOXD_CAPS, IN_BOX, type SystemDir } from "../kit/boxd.js";
@@ -21,6 +22,8 @@ export interface ContainerParts {
   seccompFile: string;
   socketDir: string;
   callsDir: string;
+  /** The agents' runtime folders (kit/runtime-dirs.ts), bound at /run/warren when given. */
+  runtimeDir?: string | undefined;
   /** The OCI runtime (./runtime.ts), asked for by name: Docker honours it, Podman's service runs its own. */
   runtime?: string | undefined;
   cgroups: { name: string; dir: string }[];
@@ -69,6 +72,7 @@ export interface ContainerCreate {
     RestartPolicy: { Name: "no" };
     Ulimits: { Name: string; Soft: number; Hard: number }[];
     Mounts: EngineMount[];
+    Devices?: { PathOnHost: string; PathInContainer: string; CgroupPermissions: string }[];
   };
 }
 
@@ -103,11 +107,14 @@ export const containerName = (boxId: string): string => `warren-box-${boxId}`;
 
 export function containerConfig(spec: BoxSpec, p: ContainerParts): ContainerCreate {
   const mounts: EngineMount[] = [];
-  for (const d of p.systemDirs) if (d.kind === "dir") mounts.push(bind(d.path, d.path, true));
+  // a machine's own image brings its system folders and /etc; warren's generated files stay
+  const own = spec.image !== undefined;
+  if (!own) for (const d of p.systemDirs) if (d.kind === "dir") mounts.push(bind(d.path, d.path, true));
   const generated = new Map(Object.entries(p.etcFiles));
-  for (const name of p.etcNames)
-    if (!generated.has(name) && !ENGINE_ETC.has(name))
-      mounts.push(bind(`/etc/${name}`, `/etc/${name}`, true));
+  if (!own)
+    for (const name of p.etcNames)
+      if (!generated.has(name) && !ENGINE_ETC.has(name))
+        mounts.push(bind(`/etc/${name}`, `/etc/${name}`, true));
   for (const [name, file] of generated)
     if (!ENGINE_ETC.has(name)) mounts.push(bind(file, `/etc/${name}`, true));
   const targets = new Set(spec.mounts.map((m) => path.posix.normalize(m.target)));
@@ -116,6 +123,7 @@ export function containerConfig(spec: BoxSpec, p: ContainerParts): ContainerCrea
     mounts.push(specMount({ kind: "tmpfs", target: "/tmp", sizeMib: spec.limits.tmpMib, mode: 0o1777 }));
   // nothing of the host's sysfs (its cgroups, devices): an empty folder, as in a local box
   mounts.push({ Type: "tmpfs", Target: "/sys", TmpfsOptions: { SizeBytes: 4096, Mode: 0o555 } });
+  if (p.runtimeDir) mounts.push(bind(p.runtimeDir, IN_BOX.privDir, false));
   mounts.push(bind(p.boxdBinary, IN_BOX.boxd, true));
   mounts.push(bind(p.spawnHelper, IN_BOX.spawnHelper, true));
   mounts.push(bind(p.userns, IN_BOX.userns, true));
@@ -128,7 +136,7 @@ export function containerConfig(spec: BoxSpec, p: ContainerParts): ContainerCrea
   mounts.push(bind(p.callsDir, IN_BOX.callsDir, false));
   mounts.push(bind(p.warrenSecret, `${IN_BOX.binDir}/warren-secret`, true));
   return {
-    Image: p.image,
+    Image: spec.image ?? p.image,
     // box-userns, then boxd: the first command of a local box
     // the engine's cgroup tree at /sys/fs/cgroup hidden before boxd starts (a local box has none)
     Entrypoint: withHidden(
@@ -166,6 +174,15 @@ export function containerConfig(spec: BoxSpec, p: ContainerParts): ContainerCrea
         { Name: "nproc", Soft: p.nproc, Hard: p.nproc },
       ],
       Mounts: mounts,
+      ...(spec.devices?.length
+        ? {
+            Devices: spec.devices.map((d) => ({
+              PathOnHost: d,
+              PathInContainer: d,
+              CgroupPermissions: "rw",
+            })),
+          }
+        : {}),
     },
   };
 }

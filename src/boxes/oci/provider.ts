@@ -33,6 +33,7 @@ import {
   type BoxRecord,
 } from "../kit/record.js";
 import { refreshBoxUsers } from "../kit/users.js";
+import { removeRuntimeRoot, runtimeRoot } from "../kit/runtime-dirs.js";
 import { BoxFiles } from "../kit/box-files.js";
 import { packageRoot } from "../kit/logger.js";
 import { hostSeccompArch } from "../kit/seccomp.js";
@@ -166,6 +167,7 @@ export class OciProvider extends ProviderBase implements BoxProvider {
       const rec = readBoxRecord(this.boxDir(id));
       if (!rec) return;
       await this.end(rec);
+      removeRuntimeRoot(this.boxDir(id));
       await writeBoxRecord(this.boxDir(id), { ...rec, state: "stopped", startedAt: null });
     });
   }
@@ -341,6 +343,7 @@ export class OciProvider extends ProviderBase implements BoxProvider {
       seccompFile,
       socketDir,
       callsDir,
+      runtimeDir: runtimeRoot(dir),
       runtime: runtime.runtime,
       cgroups: plan.agents,
       cgroupVersion: plan.version,
