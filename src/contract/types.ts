@@ -5,6 +5,7 @@ import type * as agents from "./agents.js";
 import type * as artifacts from "./artifacts.js";
 import type * as common from "./common.js";
 import type * as areas from "./areas.js";
+import type * as connections from "./connections.js";
 import type * as conversations from "./conversations.js";
 import type * as flows from "./flows.js";
 import type * as egress from "./egress.js";
@@ -105,6 +106,12 @@ export type Secret = Out<typeof secrets.Secret>;
 export type SecretCreateRequest = In<typeof secrets.SecretCreateRequest>;
 export type SecretUpdateRequest = In<typeof secrets.SecretUpdateRequest>;
 export type SecretListQuery = In<typeof secrets.SecretListQuery>;
+
+export type ConnectionProvider = Out<typeof connections.ConnectionProvider>;
+export type ConnectionProviderCreateRequest = In<typeof connections.ConnectionProviderCreateRequest>;
+export type Connection = Out<typeof connections.Connection>;
+export type ConnectionCreateRequest = In<typeof connections.ConnectionCreateRequest>;
+export type ConnectionStarted = Out<typeof connections.ConnectionStarted>;
 
 export type TerminalReady = Out<typeof terminal.TerminalReady>;
 export type TerminalMessage = Out<typeof terminal.TerminalMessage>;

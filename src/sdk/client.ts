@@ -1,6 +1,7 @@
 // The typed client of a warren server.
 import { AgentHandle } from "./agent.js";
 import { OrgArtifacts } from "./artifacts.js";
+import { ConnectionsApi } from "./connections.js";
 import { ConversationsApi, PersonasApi } from "./conversations.js";
 import { ApprovalsApi } from "./versions.js";
 import { FlowsApi } from "./flows.js";
@@ -19,6 +20,8 @@ export class WarrenClient {
   readonly guilds: GuildsApi;
   readonly runs: RunsApi;
   readonly secrets: SecretsApi;
+  /** OAuth 2.0 providers, connected accounts and their grants. */
+  readonly connections: ConnectionsApi;
   readonly conversations: ConversationsApi;
   readonly personas: PersonasApi;
   /** Approvals of tool calls: list those waiting, decide one. */
@@ -36,6 +39,7 @@ export class WarrenClient {
     this.guilds = new GuildsApi(this.http);
     this.runs = new RunsApi(this.http);
     this.secrets = new SecretsApi(this.http);
+    this.connections = new ConnectionsApi(this.http);
     this.conversations = new ConversationsApi(this.http);
     this.personas = new PersonasApi(this.http);
     this.approvals = new ApprovalsApi(this.http);

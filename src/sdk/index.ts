@@ -3,6 +3,7 @@ export { WarrenClient } from "./client.js";
 export { AgentHandle, AgentFiles, AgentRuns, execBody, isExecExit } from "./agent.js";
 export { OrgsApi, MachinesApi, AgentsApi, GuildsApi } from "./resources.js";
 export { SecretsApi } from "./secrets.js";
+export { ConnectionsApi } from "./connections.js";
 export { OrgArtifacts } from "./artifacts.js";
 export type { ArtifactRevision } from "./artifacts.js";
 export { AgentVersions, ApprovalsApi } from "./versions.js";
@@ -118,6 +119,11 @@ export type {
   ScheduleCreateRequest,
   ScheduleTriggered,
   ScheduleUpdateRequest,
+  Connection,
+  ConnectionCreateRequest,
+  ConnectionProvider,
+  ConnectionProviderCreateRequest,
+  ConnectionStarted,
   Secret,
   SecretCreateRequest,
   SecretGrant,

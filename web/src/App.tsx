@@ -6,6 +6,7 @@ import { OrgPage } from "./pages/Org";
 import { MachinePage } from "./pages/Machine";
 import { AgentPage } from "./pages/Agent";
 import { SecretsPage } from "./pages/Secrets";
+import { ConnectionsPage } from "./pages/Connections";
 import { OrgUsagePage } from "./pages/Usage";
 import { Loading } from "./ui";
 
@@ -62,6 +63,7 @@ function Page() {
   if ((m = match("/agents/:id/:tab", path))) return <AgentPage id={m.id ?? ""} tab={m.tab ?? "overview"} />;
   if ((m = match("/agents/:id", path))) return <AgentPage id={m.id ?? ""} tab="overview" />;
   if (path === "/secrets") return <SecretsPage />;
+  if (path === "/connections") return <ConnectionsPage />;
   return (
     <section>
       <h1>Not found</h1>
@@ -89,6 +91,9 @@ export function App() {
           </Link>
           <Link href="/secrets" aria-current={path === "/secrets" ? "page" : undefined}>
             Secrets
+          </Link>
+          <Link href="/connections" aria-current={path === "/connections" ? "page" : undefined}>
+            Connections
           </Link>
         </nav>
       </header>
