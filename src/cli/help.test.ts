@@ -36,6 +36,7 @@ test("the texts themselves: the overview and a command's help, word for word", (
       "\n" +
       "commands:\n" +
       "  serve          run the control plane\n" +
+      "  init           write STATE_ROOT, made absolute, to .env\n" +
       "  doctor         check this host and the server the CLI is pointed at\n" +
       "  login          store a personal token for the server\n" +
       "  orgs           organisations and their members\n" +

@@ -8,8 +8,13 @@ import { fileURLToPath } from "node:url";
 /** The checkout (or installed package) the server runs from: its `.env` is read. */
 const checkoutEnvFile = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../.env");
 
+/** The `.env` a start reads: WARREN_ENV_FILE when set, else the checkout's. */
+export function envFileOf(env: Record<string, string | undefined>): string {
+  return env.WARREN_ENV_FILE || checkoutEnvFile;
+}
+
 /** `NAME=value` lines; `#` comments, blank lines, `export ` and one pair of quotes allowed. */
-function parseDotEnv(text: string): Record<string, string> {
+export function parseDotEnv(text: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const raw of text.split("\n")) {
     const line = raw.trim();
@@ -28,7 +33,7 @@ function parseDotEnv(text: string): Record<string, string> {
  * The file: WARREN_ENV_FILE when set, else the checkout's `.env`.
  */
 export function withDotEnv(env: Record<string, string | undefined>): Record<string, string | undefined> {
-  const file = env.WARREN_ENV_FILE || checkoutEnvFile;
+  const file = envFileOf(env);
   let text: string;
   try {
     text = readFileSync(file, "utf8");

@@ -20,6 +20,8 @@ interface CliOptions {
   as?: string;
   /** What stdin holds (default: nothing, already ended). */
   stdin?: string | undefined;
+  /** More of its environment (STATE_ROOT, WARREN_ENV_FILE, ...). */
+  env?: Record<string, string>;
 }
 
 /** Runs `warren ...argv` in this process; answers its exit code and what it printed. */
@@ -40,6 +42,7 @@ export async function runWarren(argv: string[], o: CliOptions = {}): Promise<Cli
     env: {
       ...(o.url !== undefined ? { WARREN_URL: o.url } : {}),
       ...(o.as !== undefined ? { WARREN_HEADERS: `x-forwarded-email: ${o.as}` } : {}),
+      ...o.env,
     },
   });
   const text = (b: Buffer[]) => Buffer.concat(b).toString("utf8");

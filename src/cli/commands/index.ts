@@ -18,6 +18,7 @@ import { exec } from "./exec.js";
 import { files } from "./files.js";
 import { flows } from "./flows.js";
 import { guilds } from "./guilds.js";
+import { init } from "./init.js";
 import { login } from "./login.js";
 import { machines } from "./machines.js";
 import { mcp } from "./mcp.js";
@@ -32,6 +33,7 @@ import { approvals, canary, versions } from "./versions.js";
 
 export const groups: readonly Group[] = [
   serve,
+  init,
   doctor,
   login,
   orgs,
