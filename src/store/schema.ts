@@ -432,5 +432,6 @@ export * from "./schema-budgets.js";
 export * from "./schema-suspensions.js";
 export * from "./schema-egress.js";
 export * from "./schema-connections.js";
+export * from "./schema-github.js";
 export * from "./schema-environments.js";
 export * from "./schema-moves.js";
