@@ -58,13 +58,10 @@ function run(cmd: string, args: string[], opts: { cwd?: string; timeoutMs?: numb
  * An unknown name is refused (400 env.package_unknown), naming it.
  */
 export async function resolveDebian(names: readonly string[]): Promise<EnvPackage[]> {
+  // every name checked before apt is asked anything
+  for (const name of names) checkDebian(name);
   const out: EnvPackage[] = [];
   for (const name of names) {
-    if (!DEB_NAME.test(name))
-      throw new WarrenError(
-        "request.invalid",
-        `packages: ${JSON.stringify(name)} is not a Debian package name`,
-      );
     const r = await run("apt-cache", ["policy", "--", name], { timeoutMs: 60_000 });
     const candidate = /^\s*Candidate:\s*(\S+)/m.exec(r.out)?.[1];
     if (r.code !== 0 || !candidate || candidate === "(none)")
@@ -74,16 +71,35 @@ export async function resolveDebian(names: readonly string[]): Promise<EnvPackag
   return out;
 }
 
+/**
+ * A Debian package name (and its exact version, when given) as Debian spells them, else 400
+ * request.invalid naming it: nothing that could be read as an option, a path or a shell word.
+ */
+export function checkDebian(name: string, version?: string): void {
+  if (!DEB_NAME.test(name))
+    throw new WarrenError(
+      "request.invalid",
+      `packages: ${JSON.stringify(name)} is not a Debian package name`,
+    );
+  if (version !== undefined && !VERSION.test(version))
+    throw new WarrenError("request.invalid", `packages: ${JSON.stringify(version)} is not a package version`);
+}
+
+/** An npm package name (and its version, when given), else 400 request.invalid naming it. */
+export function checkNpm(name: string, version?: string): void {
+  if (!NPM_NAME.test(name))
+    throw new WarrenError("request.invalid", `npm: ${JSON.stringify(name)} is not an npm package name`);
+  if (version !== undefined && !VERSION.test(version))
+    throw new WarrenError("request.invalid", `npm: ${JSON.stringify(version)} is not a version`);
+}
+
 /** The npm packages' exact versions (the registry's latest when none is given). */
 export async function resolveNpm(
   specs: readonly { name: string; version?: string }[],
 ): Promise<EnvPackage[]> {
+  for (const s of specs) checkNpm(s.name, s.version || undefined);
   const out: EnvPackage[] = [];
   for (const s of specs) {
-    if (!NPM_NAME.test(s.name))
-      throw new WarrenError("request.invalid", `npm: ${JSON.stringify(s.name)} is not an npm package name`);
-    if (s.version && !VERSION.test(s.version))
-      throw new WarrenError("request.invalid", `npm: ${JSON.stringify(s.version)} is not a version`);
     if (s.version) {
       out.push({ name: s.name, version: s.version });
       continue;
@@ -138,6 +154,9 @@ export async function buildLayer(
     throw new EnvBuildFailed(why, text());
   };
   try {
+    // a layer's packages were checked when asked for; checked again here, whatever stored them
+    for (const p of debs) checkDebian(p.name, p.version);
+    for (const p of npm) checkNpm(p.name, p.version);
     if (debs.length > 0) {
       const wanted = debs.map((p) => `${p.name}=${p.version}`);
       note(`$ apt-get install --simulate --no-install-recommends ${wanted.join(" ")}`);
@@ -186,6 +205,7 @@ export async function buildLayer(
         "--no-audit",
         "--prefix",
         prefix,
+        "--",
         ...specs,
       ]);
       note(r.out);

@@ -14,7 +14,15 @@ import { newId } from "../ids.js";
 import type { Logger } from "../observability/log.js";
 import type { Db } from "../store/index.js";
 import { memo, schema } from "../store/index.js";
-import { buildLayer, EnvBuildFailed, resolveDebian, resolveNpm, type EnvPackage } from "./env-build.js";
+import {
+  buildLayer,
+  checkDebian,
+  checkNpm,
+  EnvBuildFailed,
+  resolveDebian,
+  resolveNpm,
+  type EnvPackage,
+} from "./env-build.js";
 
 type RevisionRow = typeof schema.envRevisions.$inferSelect;
 type ProposalRow = typeof schema.envProposals.$inferSelect;
@@ -165,10 +173,14 @@ export class Environments {
     const exact: EnvPackage[] = [];
     const names: string[] = [];
     for (const spec of input.packages) {
-      const [name, version] = spec.split("=", 2) as [string, string | undefined];
+      const at = spec.indexOf("=");
+      const name = at < 0 ? spec : spec.slice(0, at);
+      const version = at < 0 ? undefined : spec.slice(at + 1);
+      checkDebian(name, version);
       if (version !== undefined) exact.push({ name, version });
       else names.push(name);
     }
+    for (const p of input.npm ?? []) checkNpm(p.name, p.version || undefined);
     const debs = merged(await resolveDebian(names), exact);
     const npm = await resolveNpm(input.npm ?? []);
     return this.#startBuild(machineId, debs, npm, who.email, null);
@@ -195,6 +207,9 @@ export class Environments {
     }
     if (input.packages.length === 0 && (input.npm ?? []).length === 0)
       throw new WarrenError("request.invalid", "packages: name at least one package");
+    // every name checked before apt or npm is asked anything
+    for (const name of input.packages) checkDebian(name);
+    for (const p of input.npm ?? []) checkNpm(p.name, p.version || undefined);
     const packages = await resolveDebian(input.packages);
     const npm = await resolveNpm(input.npm ?? []);
     const [row] = await this.o.db
