@@ -8,4 +8,5 @@ export {
 } from "./select.js";
 export { ociRuntimeReport } from "./oci/report.js";
 export { BOX_BRIDGES, BOX_PATHS, type BridgeName } from "./paths.js";
+export { gpuDevices } from "./kit/devices.js";
 export type * from "./types.js";

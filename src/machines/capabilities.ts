@@ -1,8 +1,8 @@
 // What a machine may turn on where its provider and host can: the host's GPU devices in the
 // box (`gpu`), a container engine inside it (`nested_engine`), an image of its own (`image`).
 // What cannot be is refused when the machine is saved (400 machine.capability_unavailable).
-import { readdirSync } from "node:fs";
 import { WarrenError } from "../errors.js";
+import { gpuDevices } from "../runtime/index.js";
 
 export interface MachineHost {
   /** The box provider's name (local, oci, kubernetes). */
@@ -11,25 +11,9 @@ export interface MachineHost {
   gpuDevices(): string[];
 }
 
-/** The GPU device files of this host: NVIDIA's, AMD's kfd and the render nodes of /dev/dri. */
-export function hostGpuDevices(dev = "/dev"): string[] {
-  const found: string[] = [];
-  const list = (dir: string) => {
-    try {
-      return readdirSync(dir);
-    } catch {
-      return [];
-    }
-  };
-  for (const name of list(dev))
-    if (/^nvidia(\d+|ctl|-uvm)$/.test(name) || name === "kfd") found.push(`${dev}/${name}`);
-  for (const name of list(`${dev}/dri`)) if (/^renderD\d+$/.test(name)) found.push(`${dev}/dri/${name}`);
-  return found;
-}
-
 export const defaultHost = (provider: string): MachineHost => ({
   provider,
-  gpuDevices: () => hostGpuDevices(),
+  gpuDevices: () => gpuDevices(),
 });
 
 const refuse = (message: string) => new WarrenError("machine.capability_unavailable", message);

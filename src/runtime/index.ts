@@ -2,6 +2,7 @@
 // this surface; the provider and boxd stay behind it.
 export { MachineRuntime } from "./runtime.js";
 export { connectBoxd } from "./connect.js";
+export { gpuDevices } from "../boxes/index.js";
 export type { MachineControl } from "./control.js";
 export type { BridgeHandler } from "./runtime.js";
 export type { DiskFull } from "./health.js";

@@ -2,7 +2,14 @@
 // every transition, with its reason and time; a machine never has two boxes.
 import { existsSync, mkdirSync } from "node:fs";
 import { eq, inArray, sql } from "drizzle-orm";
-import { BOX_BRIDGES, BOX_PATHS, type BoxHandle, type BoxProvider, type BoxSpec } from "../boxes/index.js";
+import {
+  BOX_BRIDGES,
+  BOX_PATHS,
+  gpuDevices,
+  type BoxHandle,
+  type BoxProvider,
+  type BoxSpec,
+} from "../boxes/index.js";
 import { WarrenError } from "../errors.js";
 import type { Logger } from "../observability/log.js";
 import type { Metrics } from "../observability/metrics.js";
@@ -91,7 +98,9 @@ export class BoxLifecycle {
       .where(eq(schema.machines.id, machineId));
   }
 
-  specFor(m: Pick<MachineRow, "id" | "orgId" | "memoryMib" | "cpus">): BoxSpec {
+  specFor(
+    m: Pick<MachineRow, "id" | "orgId" | "memoryMib" | "cpus"> & Partial<Pick<MachineRow, "image" | "gpu">>,
+  ): BoxSpec {
     const { provider, paths } = this.o;
     if (paths.environments && !existsSync(paths.environments))
       mkdirSync(paths.environments, { recursive: true, mode: 0o755 });
@@ -126,6 +135,9 @@ export class BoxLifecycle {
         tmpMib: this.o.tmpMib ?? 1024,
       },
       bridges: Object.entries(BOX_BRIDGES).map(([name, port]) => ({ name, port })),
+      // a machine's own image and the host's GPU devices (capabilities checked when it was saved)
+      ...(m.image ? { image: m.image } : {}),
+      ...(m.gpu ? { devices: gpuDevices() } : {}),
     };
   }
 
@@ -154,7 +166,8 @@ export class BoxLifecycle {
         for (const r of [starting, prepared]) if (r.status === "rejected") throw r.reason;
         if (inspected.status === "rejected") throw inspected.reason;
         // a machine's first start takes a warm box when there is one
-        const first = inspected.value === null;
+        // (a warm box runs the boxes' image without devices: a machine with its own or a GPU starts cold)
+        const first = inspected.value === null && !m.image && !m.gpu;
         const warm = first ? await this.warm.claim(this.specFor(m)) : null;
         if (warm) box = warm;
         else {
@@ -184,6 +197,7 @@ export class BoxLifecycle {
           .set({ boxEnvRevision: sql`${schema.machines.envRevision}` })
           .where(eq(schema.machines.id, machineId)),
       ]);
+      this.o.events?.emit("box.started", { machineId });
       return boxd;
     });
   }

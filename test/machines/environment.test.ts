@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { after, before, describe, test } from "node:test";
-import { hostGpuDevices } from "../../src/machines/capabilities.js";
+import { gpuDevices } from "../../src/boxes/index.js";
 import { resolveDebian } from "../../src/machines/env-build.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { waitFor } from "../conversations/support.js";
@@ -69,7 +69,7 @@ describe("a machine's environment grows by proposals", { skip: skip ?? false }, 
 
   test("a capability the host cannot give is refused when the machine is saved", async () => {
     const org = (await call("GET", `/api/machines/${machine}`)).body.org_id as string;
-    if (hostGpuDevices().length === 0) {
+    if (gpuDevices().length === 0) {
       const gpu = await call("POST", "/api/machines", { org_id: org, name: "g", gpu: true });
       assert.equal(gpu.status, 400, JSON.stringify(gpu.body));
       assert.equal(gpu.body.error.code, "machine.capability_unavailable");

@@ -50,6 +50,10 @@ export const boxSpecSchema = z.object({
       .max(1 << 22),
     tmpMib: z.number().int().min(1),
   }),
+  image: z.string().min(1).optional(),
+  devices: z
+    .array(z.string().regex(/^\/dev\/[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)?$/, "a device is a file under /dev"))
+    .optional(),
 });
 
 export interface BoxRecord {

@@ -228,7 +228,8 @@ export function podManifest(spec: BoxSpec, s: PodSettings): V1Pod {
       containers: [
         {
           name: CONTAINER,
-          image: s.image,
+          // a machine's own image carries boxd's parts at IN_POD as the boxes' image does (built FROM it)
+          image: spec.image ?? s.image,
           imagePullPolicy: "IfNotPresent",
           command,
           env: [

@@ -161,3 +161,30 @@ test("a /tmp is added when the spec has none, and a bad cgroup name is refused",
     /bad cgroup/,
   );
 });
+
+test("a machine's own image: the container's image, none of the host's system folders or /etc, the same walls", () => {
+  const c = containerConfig({ ...spec, image: "localhost/tools:1" }, parts);
+  assert.equal(c.Image, "localhost/tools:1");
+  const targets = c.HostConfig.Mounts.map((m) => m.Target);
+  assert.ok(!targets.includes("/usr"), "the image's /usr, not the host's");
+  assert.ok(!targets.includes("/etc/ld.so.cache"), "the image's /etc, not the host's");
+  // warren's generated /etc files and boxd's parts stay
+  assert.ok(targets.includes("/etc/passwd") && targets.includes("/etc/hosts"));
+  assert.ok(targets.includes("/run/warren/boxd") && targets.includes("/home"));
+  const plain = containerConfig(spec, parts);
+  assert.deepEqual(c.Entrypoint, plain.Entrypoint);
+  assert.deepEqual(
+    { ...c.HostConfig, Mounts: [] },
+    { ...plain.HostConfig, Mounts: [] },
+    "the same user, capabilities, seccomp, read-only root, no network and limits",
+  );
+});
+
+test("a gpu machine's devices are the container's, at their own paths; none without", () => {
+  const c = containerConfig({ ...spec, devices: ["/dev/nvidia0", "/dev/dri/renderD128"] }, parts);
+  assert.deepEqual(c.HostConfig.Devices, [
+    { PathOnHost: "/dev/nvidia0", PathInContainer: "/dev/nvidia0", CgroupPermissions: "rw" },
+    { PathOnHost: "/dev/dri/renderD128", PathInContainer: "/dev/dri/renderD128", CgroupPermissions: "rw" },
+  ]);
+  assert.equal(containerConfig(spec, parts).HostConfig.Devices, undefined);
+});
