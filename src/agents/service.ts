@@ -19,6 +19,7 @@ import type { EvalGates } from "./gate.js";
 import type { Agent } from "../contract/types.js";
 import type { Workspaces } from "../workspaces/service.js";
 import type { Bundles } from "../workspaces/bundles.js";
+import type { EventBus } from "../events/index.js";
 
 export type { AgentRow };
 
@@ -179,6 +180,8 @@ export interface AgentsOptions {
   workspaces?: Pick<Workspaces, "checkSpec" | "agentSaved" | "agentDeleted">;
   /** Permission bundles: a spec of an agent of a contract flow stays within its bundle. */
   bundles?: Pick<Bundles, "check">;
+  /** Where a deletion is told once the agent is gone (agent.deleted). */
+  events?: Pick<EventBus, "emit">;
 }
 
 /** What stops an agent's work before it is deleted (the run recorder). */
@@ -203,6 +206,7 @@ export class Agents {
   readonly #gates: AgentsOptions["gates"];
   private readonly workspaces: AgentsOptions["workspaces"];
   readonly #bundles: AgentsOptions["bundles"];
+  readonly #events: AgentsOptions["events"];
   /** Rows by id (null: none), read again after any change of an agent. */
   readonly #rows;
   /** Specs by agent and version. */
@@ -221,6 +225,7 @@ export class Agents {
     this.#gates = o.gates;
     this.workspaces = o.workspaces;
     this.#bundles = o.bundles;
+    this.#events = o.events;
     this.#rows = memo<string, Readonly<AgentRow> | null>(o.db, [schema.agents]);
     this.#specs = o.specs ?? new AgentSpecs(o.db);
   }
@@ -479,5 +484,6 @@ export class Agents {
     await this.layout.removeHome(row.machineId, id);
     await this.workspaces?.agentDeleted(row);
     await this.control.agentsChanged(row.machineId);
+    this.#events?.emit("agent.deleted", { agentId: id, orgId: row.orgId, machineId: row.machineId });
   }
 }

@@ -100,6 +100,8 @@ export class Browsers {
       for (const r of this.#live.values())
         if (r.machineId === machineId) this.#end(r, `the box stopped: ${reason}`);
     });
+    // a deleted agent's browser goes with it
+    o.events.on("agent.deleted", ({ agentId }) => this.stop(agentId, "the agent was deleted"));
     this.#timer = setInterval(() => this.#reap(), Math.max(250, Math.min(10_000, o.idleMs / 4)));
     this.#timer.unref();
   }

@@ -220,6 +220,7 @@ export async function buildServices(
     workspaces,
     // a contract flow's agent: its spec stays within its permission bundle
     bundles,
+    events,
   });
   const guilds = new Guilds(db, access, agents, events);
   const exec = new Exec(agents, workloads, metrics);

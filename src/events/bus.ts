@@ -1,6 +1,6 @@
 // The one in-process event bus: what happened, told after the fact to whoever listens. Each
-// event names its subject (a run, a conversation, a guild, a schedule, a machine, an
-// approval); the events of one subject reach their listeners in the order they were emitted
+// event names its subject (a run, a conversation, a guild, a schedule, an agent, a machine,
+// an approval); the events of one subject reach their listeners in the order they were emitted
 // (the next waits until every listener of the one before has finished, or ran out of its
 // time), those of different subjects independently. A listener cannot throw into the emitter:
 // emit returns at once, a listener that throws or rejects is logged while the others still
@@ -34,6 +34,8 @@ export interface Events {
   "guild.joined": { guildId: string; agentId: string };
   /** A schedule fired a run (the schedules' firer). */
   "schedule.fired": { scheduleId: string; runId: string };
+  /** An agent was deleted: its rows, home and workspace are gone (agents). */
+  "agent.deleted": { agentId: string; orgId: string; machineId: string };
   /** A machine's box stopped: idle, asked, or gone (the runtime). */
   "box.stopped": { machineId: string; reason: string };
 }
@@ -55,6 +57,7 @@ const SUBJECT: { [N in EventName]: (e: Events[N]) => string } = {
   "guild.message_queued": (e) => e.guildId,
   "guild.joined": (e) => e.guildId,
   "schedule.fired": (e) => e.scheduleId,
+  "agent.deleted": (e) => e.agentId,
   "box.stopped": (e) => e.machineId,
 };
 

@@ -57,6 +57,11 @@ export class Terminals {
       for (const s of [...this.#shared.values(), ...this.#own])
         if (s.machineId === machineId) s.end(`the machine stopped: ${reason}`);
     });
+    // a deleted agent's shells go with it
+    o.events.on("agent.deleted", ({ agentId }) => {
+      for (const s of [...this.#shared.values(), ...this.#own])
+        if (s.agentId === agentId) s.end("the agent was deleted");
+    });
   }
 
   /** POST /cli: the agent's shared shell, started (with its machine) if it is not running. */

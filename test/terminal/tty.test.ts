@@ -206,6 +206,20 @@ describe("the agent's terminal", { skip }, () => {
     assert.equal(e.exit_code, 4);
     assert.equal((await y.closed).code, 1000);
   });
+
+  test("deleting the agent ends its terminal (agent.deleted) with a clean close and its reason", async () => {
+    const gone = (
+      await t.call("POST", "/api/agents", { org_id: org.id, machine_id: machine.id, name: "gone" })
+    ).body;
+    const x = await ttyOf(gone.id);
+    await x.message("attached");
+    x.type("echo U''P\r");
+    await x.expect(/^UP\r$/m);
+    assert.equal((await t.call("DELETE", `/api/agents/${gone.id}`)).status, 204);
+    const exit = await x.message("exit", 10_000);
+    assert.match(exit.reason, /the agent was deleted/);
+    assert.equal((await x.closed).code, 1000);
+  });
 });
 
 describe("the agent's terminal and roles", { skip }, () => {
