@@ -1,6 +1,8 @@
 // What every operation of BoxdClient shares: opening a connection to boxd with its Open
 // message, and the errors boxd's answers become.
+import fs from "node:fs";
 import net from "node:net";
+import path from "node:path";
 import { WarrenError } from "../errors.js";
 import type { BoxdEndpoint } from "./endpoint.js";
 import {
@@ -85,13 +87,42 @@ export class KeptConnections {
   }
 }
 
+/** A unix socket's address holds 108 bytes with its closing NUL. */
+const SUN_PATH_MAX = 107;
+
+/**
+ * Connects to the unix socket `file`. A path longer than an address holds (a deep STATE_ROOT,
+ * such as an engine's volume mounted at its own host path) is reached through a descriptor of
+ * its folder (/proc/self/fd/N/name), held until the connection is made or refused.
+ */
+function connectUnix(file: string): net.Socket {
+  if (Buffer.byteLength(file) <= SUN_PATH_MAX) return net.connect({ path: file, allowHalfOpen: true });
+  const fd = fs.openSync(path.dirname(file), fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+  const sock = net.connect({ path: `/proc/self/fd/${fd}/${path.basename(file)}`, allowHalfOpen: true });
+  let open = true;
+  const close = () => {
+    if (open) fs.closeSync(fd);
+    open = false;
+  };
+  sock.once("connect", close);
+  sock.once("error", close);
+  sock.once("close", close);
+  return sock;
+}
+
 export function connector(endpoint: BoxdEndpoint, connectTimeoutMs: number): Connect {
   return (open, then = []) =>
     new Promise((resolve, reject) => {
-      const sock =
-        endpoint.kind === "unix"
-          ? net.connect({ path: endpoint.path, allowHalfOpen: true })
-          : net.connect({ host: endpoint.host, port: endpoint.port, allowHalfOpen: true });
+      let sock: net.Socket;
+      try {
+        sock =
+          endpoint.kind === "unix"
+            ? connectUnix(endpoint.path)
+            : net.connect({ host: endpoint.host, port: endpoint.port, allowHalfOpen: true });
+      } catch (err) {
+        reject(unavailable(`cannot reach boxd: ${(err as Error).message}; start the box first`, err));
+        return;
+      }
       const timer = setTimeout(() => {
         sock.destroy();
         reject(unavailable(`boxd did not accept a connection within ${connectTimeoutMs} ms`));
