@@ -120,7 +120,9 @@ export class LocalProvider extends ProviderBase implements BoxProvider {
       // a frozen boxd cannot answer: the record says the box was paused, and it is still there
       if (rec.state === "paused") return "paused";
       try {
-        await this.client(rec.spec.id).ping(1000);
+        // a live boxd on a busy host may wait for a core: judged hung (and started again, its
+        // commands with it) only after seconds
+        await this.client(rec.spec.id).ping(3000);
         return "running";
       } catch {
         return "stopped";
@@ -372,6 +374,7 @@ export class LocalProvider extends ProviderBase implements BoxProvider {
 
     try {
       let timer: NodeJS.Timeout | undefined;
+      const began = performance.now();
       await Promise.race([
         launched.ready,
         new Promise<never>((_, reject) => {
@@ -384,7 +387,9 @@ export class LocalProvider extends ProviderBase implements BoxProvider {
         clearTimeout(timer);
         launched.abandon();
       });
-      await this.client(id).ping(2000);
+      // boxd listens: its first answer may wait for a core on a busy host, within the start's
+      // own time (never less than two seconds)
+      await this.client(id).ping(Math.max(2000, this.startTimeoutMs - (performance.now() - began)));
     } catch (err) {
       await this.kill(started);
       await this.writeRecord({ ...started, state: "stopped", pid: null, pidStart: null, startedAt: null });
