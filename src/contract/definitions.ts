@@ -130,7 +130,14 @@ export const MachineImported = z
       ),
     environment_pending: z
       .array(z.string())
-      .describe("packages of the definition's environment that wait for their build on the new machine"),
+      .describe("packages of the definition's environment whose build on the new machine has started"),
+    environment_revision: z
+      .number()
+      .int()
+      .nullable()
+      .describe(
+        "the revision building them (its status and log under the machine's environment); null: none",
+      ),
   })
   .meta({ id: "MachineImported" });
 

@@ -14,6 +14,7 @@ import type { Agent, Machine } from "../contract/types.js";
 import type { Personas } from "../conversations/personas.js";
 import { WarrenError } from "../errors.js";
 import type { Flows } from "../flows/service.js";
+import type { Environments } from "../machines/environment.js";
 import type { Machines } from "../machines/service.js";
 import type { Schedules } from "../schedules/service.js";
 import type { Secrets } from "../secrets/service.js";
@@ -32,6 +33,8 @@ export interface DefinitionsOptions {
   schedules: Schedules;
   secrets: Secrets;
   flows: Flows;
+  /** Where the definition's packages are built on the new machine, as an owner's set would. */
+  environments: Pick<Environments, "set">;
 }
 
 const byName = <T extends { name: string }>(a: T, b: T) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
@@ -43,6 +46,7 @@ export interface Imported {
   agents: { id: string; name: string }[];
   missing_secrets: string[];
   environment_pending: string[];
+  environment_revision: number | null;
 }
 
 export class Definitions {
@@ -252,11 +256,21 @@ export class Definitions {
         });
         await this.o.flows.create(who, { org_id: orgId, name: f.name, agent_ids: agentIds });
       }
+      // the packages at their exact versions, built over the new machine's base (the build
+      // goes on after the answer; a failed one leaves the machine on its base)
+      const pending = env.packages.length > 0 || env.npm.length > 0;
+      const built = pending
+        ? await this.o.environments.set(who, machine.id, {
+            packages: env.packages.map((p) => `${p.name}=${p.version}`),
+            npm: env.npm.map((p) => ({ name: p.name, version: p.version })),
+          })
+        : null;
       return {
         machine: await machines.get(who, machine.id),
         agents: made.map((a) => ({ id: a.id, name: a.name })),
         missing_secrets: missing,
         environment_pending: [...env.packages, ...env.npm].map((p) => `${p.name}=${p.version}`),
+        environment_revision: built?.revision ?? null,
       };
     } catch (err) {
       // nothing of a refused definition stays

@@ -2,13 +2,21 @@
 // exported as YAML, imported into another organisation, and exported again: the same text.
 // A bad definition is refused with a clear code and leaves nothing behind.
 import assert from "node:assert/strict";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { access, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { parse } from "yaml";
+import { resolveDebian } from "../../src/machines/env-build.js";
+import { waitFor } from "../conversations/support.js";
 import { runWarren, warrenJson } from "../support/cli.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+
+/** hello's candidate on this host (null: apt knows none here, or the host has it already). */
+const hello = await resolveDebian(["hello"]).then(
+  ([p]) => p?.version ?? null,
+  () => null,
+);
 
 describe("machine definitions", () => {
   let t: TestServer;
@@ -151,6 +159,54 @@ describe("machine definitions", () => {
     const copy = await ok("GET", `/api/machines/${r.machine.id}/definition`);
     assert.equal(copy.text, api.text.replace("name: builder", "name: copy"));
   });
+
+  test(
+    "an imported definition's packages are built on the new machine, and the round trip holds",
+    { skip: hello === null ? "apt knows no hello here (run apt-get update)" : false },
+    async () => {
+      const revisionOf = (m: string, n: number) =>
+        waitFor(
+          `revision ${n} of ${m} to finish building`,
+          async () => {
+            const r = await ok("GET", `/api/machines/${m}/environment/revisions/${n}`);
+            return r.status === "building" ? undefined : r;
+          },
+          300_000,
+        );
+      const orgA = (await ok("GET", `/api/machines/${machine}`)).org_id;
+      const tools = (await ok("POST", "/api/machines", { org_id: orgA, name: "tools" })).id;
+      const set = await ok("PUT", `/api/machines/${tools}/environment`, { packages: ["hello"] });
+      const first = await revisionOf(tools, set.revision);
+      assert.equal(first.status, "ready", first.log);
+      const { text, definition } = await ok("GET", `/api/machines/${tools}/definition`);
+      assert.deepEqual(definition.machine.environment.packages, [{ name: "hello", version: hello }]);
+
+      const imported = await ok("POST", `/api/orgs/${orgB}/machines/import`, { text, name: "tools" });
+      const copy = imported.machine.id;
+      assert.deepEqual(imported.environment_pending, [`hello=${hello}`]);
+      assert.equal(imported.environment_revision, 1, "the build started with the import");
+      const env = await ok("GET", `/api/machines/${copy}/environment`);
+      assert.ok(env.building === 1 || env.revision === 1, JSON.stringify(env));
+      const built = await revisionOf(copy, 1);
+      assert.equal(built.status, "ready", built.log);
+      assert.deepEqual(built.packages, [{ name: "hello", version: hello }]);
+      await access(path.join(t.stateRoot, "environments", copy, "1", "usr", "bin", "hello"));
+      assert.equal((await ok("GET", `/api/machines/${copy}`)).env_revision, 1);
+      assert.equal((await ok("GET", `/api/machines/${copy}/definition`)).text, text);
+
+      // a definition naming a package that is not a Debian name is refused whole
+      const bad = parse(text);
+      bad.machine.environment.packages = [{ name: "-o APT::X=1", version: "1" }];
+      const before = (await ok("GET", `/api/machines?org_id=${orgB}`)).items.length;
+      const refused = await t.call("POST", `/api/orgs/${orgB}/machines/import`, {
+        text: JSON.stringify(bad),
+        name: "bad",
+      });
+      assert.equal(refused.status, 400, JSON.stringify(refused.body));
+      assert.equal(refused.body.error.code, "request.invalid");
+      assert.equal((await ok("GET", `/api/machines?org_id=${orgB}`)).items.length, before);
+    },
+  );
 
   test("a bad definition is 400 request.invalid naming where, and leaves no machine", async () => {
     const before = (await ok("GET", `/api/machines?org_id=${orgB}`)).items.length;

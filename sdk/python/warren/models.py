@@ -1520,6 +1520,7 @@ MachineImported = TypedDict(
         "agents": Required[List["MachineImportedAgentsItem"]],
         "missing_secrets": Required[List[str]],
         "environment_pending": Required[List[str]],
+        "environment_revision": Required[Union[int, None]],
     },
 )
 

@@ -180,7 +180,9 @@ export const machines = defineGroup("machines", "machines: where agents live, on
       const notes = [
         ...r.missing_secrets.map((s) => `secret ${s} is not in the organisation: set it, then grant it\n`),
         ...(r.environment_pending.length
-          ? [`environment packages waiting for their build: ${r.environment_pending.join(" ")}\n`]
+          ? [
+              `environment revision ${r.environment_revision ?? "-"} building: ${r.environment_pending.join(" ")} (warren machines environment ${r.machine.id})\n`,
+            ]
           : []),
       ];
       return ctx.show(
