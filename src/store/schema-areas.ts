@@ -1,6 +1,6 @@
 // A part of the schema (re-exported by schema.ts, which would pass its bound of lines).
 import { foreignKey, integer, jsonb, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
-import { created } from "./columns.js";
+import { belongsTo, created, updated } from "./columns.js";
 import { orgs, memberships, conversations } from "./schema.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -12,13 +12,11 @@ import { orgs, memberships, conversations } from "./schema.js";
 export const areas = pgTable(
   "areas",
   {
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
+    orgId: belongsTo("org_id", () => orgs.id),
     name: text("name").notNull(),
     folders: jsonb("folders").$type<string[]>().notNull(),
     revision: integer("revision").notNull(),
-    updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    updatedAt: updated(),
   },
   (t) => [primaryKey({ columns: [t.orgId, t.name] })],
 );
@@ -27,9 +25,7 @@ export const areas = pgTable(
 export const areaRevisions = pgTable(
   "area_revisions",
   {
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
+    orgId: belongsTo("org_id", () => orgs.id),
     name: text("name").notNull(),
     revision: integer("revision").notNull(),
     /** null: the area was deleted by this revision. */
@@ -65,9 +61,7 @@ export const memberAreas = pgTable(
 export const memberRevisions = pgTable(
   "member_revisions",
   {
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
+    orgId: belongsTo("org_id", () => orgs.id),
     userId: text("user_id").notNull(),
     revision: integer("revision").notNull(),
     email: text("email").notNull(),

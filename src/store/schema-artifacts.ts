@@ -1,6 +1,6 @@
 // A part of the schema (re-exported by schema.ts, which would pass its bound of lines).
 import { foreignKey, index, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
-import { created } from "./columns.js";
+import { belongsTo, created, updated } from "./columns.js";
 import { orgs } from "./schema.js";
 
 // ---- Artifacts (src/artifacts): notes, memory, scripts and collection records as rows under
@@ -12,9 +12,7 @@ import { orgs } from "./schema.js";
 export const artifacts = pgTable(
   "artifacts",
   {
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
+    orgId: belongsTo("org_id", () => orgs.id),
     /** The display path, relative to the organisation: `agents/<agent id>/memory.md`, ... */
     path: text("path").notNull(),
     kind: text("kind", { enum: ["memory", "note", "script", "record"] }).notNull(),
@@ -24,7 +22,7 @@ export const artifacts = pgTable(
     revision: integer("revision").notNull(),
     /** Who wrote the current revision: an agent's id or a person's email. */
     updatedBy: text("updated_by").notNull(),
-    updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    updatedAt: updated(),
     createdAt: created(),
   },
   (t) => [primaryKey({ columns: [t.orgId, t.path] }), index("artifacts_agent_idx").on(t.agentId)],
@@ -53,9 +51,7 @@ export const memoryRevisions = pgTable(
 export const artifactAccess = pgTable(
   "artifact_access",
   {
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
+    orgId: belongsTo("org_id", () => orgs.id),
     path: text("path").notNull(),
     scope: text("scope", { enum: ["org", "guild", "agent"] }).notNull(),
     subjectId: text("subject_id").notNull(),

@@ -1,23 +1,22 @@
 // Budgets (src/budgets/ledger.ts), a part of the schema re-exported by schema.ts: an
 // organisation's limits of dollars and tokens per day and per month, for the organisation and
 // per agent, and what each period used and holds (the reservations of calls under way).
-import { bigint, doublePrecision, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { bigint, doublePrecision, pgTable, primaryKey, text } from "drizzle-orm/pg-core";
+import { belongsTo, updated } from "./columns.js";
 import { orgs } from "./schema.js";
 
 /** One limit: of the organisation (agent_id "") or of one agent, for a day or a month. */
 export const orgBudgets = pgTable(
   "org_budgets",
   {
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
+    orgId: belongsTo("org_id", () => orgs.id),
     /** "" for the organisation as a whole. */
     agentId: text("agent_id").notNull(),
     period: text("period").$type<"day" | "month">().notNull(),
     maxUsd: doublePrecision("max_usd"),
     maxTokens: bigint("max_tokens", { mode: "number" }),
     updatedBy: text("updated_by").notNull(),
-    updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    updatedAt: updated(),
   },
   (t) => [primaryKey({ columns: [t.orgId, t.agentId, t.period] })],
 );
@@ -30,9 +29,7 @@ export const orgBudgets = pgTable(
 export const budgetUsage = pgTable(
   "budget_usage",
   {
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
+    orgId: belongsTo("org_id", () => orgs.id),
     agentId: text("agent_id").notNull(),
     period: text("period").$type<"day" | "month">().notNull(),
     periodStart: text("period_start").notNull(),

@@ -11,7 +11,7 @@ import {
   text,
   timestamp,
 } from "drizzle-orm/pg-core";
-import { created } from "./columns.js";
+import { belongsTo, created } from "./columns.js";
 import { agents, guilds, conversations } from "./schema.js";
 
 // ---- Schedules and guild dispatch ----
@@ -22,9 +22,7 @@ export const schedules = pgTable(
   {
     id: text("id").primaryKey(),
     orgId: text("org_id").notNull(),
-    agentId: text("agent_id")
-      .notNull()
-      .references(() => agents.id, { onDelete: "cascade" }),
+    agentId: belongsTo("agent_id", () => agents.id),
     cron: text("cron"),
     everyS: integer("every_s"),
     timezone: text("timezone").notNull().default("UTC"),
@@ -65,9 +63,7 @@ export const guildMessages = pgTable(
   "guild_messages",
   {
     id: text("id").primaryKey(),
-    guildId: text("guild_id")
-      .notNull()
-      .references(() => guilds.id, { onDelete: "cascade" }),
+    guildId: belongsTo("guild_id", () => guilds.id),
     orgId: text("org_id").notNull(),
     text: text("text").notNull(),
     fanOut: boolean("fan_out").notNull().default(false),
@@ -88,15 +84,9 @@ export const guildMessages = pgTable(
 export const guildConversations = pgTable(
   "guild_conversations",
   {
-    guildId: text("guild_id")
-      .notNull()
-      .references(() => guilds.id, { onDelete: "cascade" }),
-    agentId: text("agent_id")
-      .notNull()
-      .references(() => agents.id, { onDelete: "cascade" }),
-    conversationId: text("conversation_id")
-      .notNull()
-      .references(() => conversations.id, { onDelete: "cascade" }),
+    guildId: belongsTo("guild_id", () => guilds.id),
+    agentId: belongsTo("agent_id", () => agents.id),
+    conversationId: belongsTo("conversation_id", () => conversations.id),
   },
   (t) => [primaryKey({ columns: [t.guildId, t.agentId] })],
 );

@@ -12,7 +12,7 @@ import {
   timestamp,
   uniqueIndex,
 } from "drizzle-orm/pg-core";
-import { created } from "./columns.js";
+import { belongsTo, created, updated } from "./columns.js";
 import { agents, conversations } from "./schema.js";
 
 /**
@@ -91,7 +91,7 @@ export const orgGuardrails = pgTable("org_guardrails", {
   /** Days run outputs and traces are kept; null: kept for ever. */
   retentionDays: integer("retention_days"),
   updatedBy: text("updated_by").notNull(),
-  updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+  updatedAt: updated(),
 });
 
 // the versions' authors, canaries, suites and gates (these go with their agent)
@@ -100,9 +100,7 @@ export const orgGuardrails = pgTable("org_guardrails", {
 export const agentVersionAuthors = pgTable(
   "agent_version_authors",
   {
-    agentId: text("agent_id")
-      .notNull()
-      .references(() => agents.id, { onDelete: "cascade" }),
+    agentId: belongsTo("agent_id", () => agents.id),
     version: integer("version").notNull(),
     createdBy: text("created_by").notNull(),
     createdAt: created(),
@@ -127,9 +125,7 @@ export const evalSuites = pgTable(
   {
     id: text("id").primaryKey(),
     orgId: text("org_id").notNull(),
-    agentId: text("agent_id")
-      .notNull()
-      .references(() => agents.id, { onDelete: "cascade" }),
+    agentId: belongsTo("agent_id", () => agents.id),
     name: text("name").notNull(),
     cases: jsonb("cases").notNull(),
     passRate: real("pass_rate").notNull(),
@@ -154,9 +150,7 @@ export const agentEvalGates = pgTable("agent_eval_gates", {
 export const agentEvalGateChanges = pgTable(
   "agent_eval_gate_changes",
   {
-    agentId: text("agent_id")
-      .notNull()
-      .references(() => agents.id, { onDelete: "cascade" }),
+    agentId: belongsTo("agent_id", () => agents.id),
     revision: integer("revision").notNull(),
     suiteName: text("suite_name"),
     by: text("by").notNull(),

@@ -9,7 +9,7 @@ import {
   timestamp,
   uniqueIndex,
 } from "drizzle-orm/pg-core";
-import { created } from "./columns.js";
+import { belongsTo, created } from "./columns.js";
 import { orgs, agents, conversations } from "./schema.js";
 
 // ---- Workspaces and flows (issue 25) ------------------------------------------------------
@@ -19,9 +19,7 @@ export const flows = pgTable(
   "flows",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "restrict" }),
+    orgId: belongsTo("org_id", () => orgs.id, "restrict"),
     name: text("name").notNull(),
     /** `contract`: made from a contract file (WARREN_CONTRACTS); the API does not change it. */
     source: text("source", { enum: ["api", "contract"] })
@@ -40,12 +38,8 @@ export const flows = pgTable(
 export const flowAgents = pgTable(
   "flow_agents",
   {
-    flowId: text("flow_id")
-      .notNull()
-      .references(() => flows.id, { onDelete: "cascade" }),
-    agentId: text("agent_id")
-      .notNull()
-      .references(() => agents.id, { onDelete: "cascade" }),
+    flowId: belongsTo("flow_id", () => flows.id),
+    agentId: belongsTo("agent_id", () => agents.id),
     /** A contract flow's agent: the permission bundle (policy.yaml) its spec stays within. */
     bundle: text("bundle"),
   },
@@ -61,9 +55,7 @@ export const flowInstances = pgTable(
   "flow_instances",
   {
     id: text("id").primaryKey(),
-    flowId: text("flow_id")
-      .notNull()
-      .references(() => flows.id, { onDelete: "restrict" }),
+    flowId: belongsTo("flow_id", () => flows.id, "restrict"),
     orgId: text("org_id").notNull(),
     name: text("name"),
     status: text("status", { enum: ["running", "ended"] }).notNull(),
@@ -90,9 +82,7 @@ export const flowInstanceConversations = pgTable(
     conversationId: text("conversation_id")
       .primaryKey()
       .references(() => conversations.id, { onDelete: "cascade" }),
-    instanceId: text("instance_id")
-      .notNull()
-      .references(() => flowInstances.id, { onDelete: "cascade" }),
+    instanceId: belongsTo("instance_id", () => flowInstances.id),
     createdAt: created(),
   },
   (t) => [index("flow_instance_conversations_instance_idx").on(t.instanceId, t.createdAt)],
@@ -103,9 +93,7 @@ export const flowInstanceRuns = pgTable(
   "flow_instance_runs",
   {
     runId: text("run_id").primaryKey(),
-    instanceId: text("instance_id")
-      .notNull()
-      .references(() => flowInstances.id, { onDelete: "cascade" }),
+    instanceId: belongsTo("instance_id", () => flowInstances.id),
     agentId: text("agent_id").notNull(),
     createdAt: created(),
   },

@@ -17,7 +17,7 @@ import {
   timestamp,
   uniqueIndex,
 } from "drizzle-orm/pg-core";
-import { created } from "./columns.js";
+import { belongsTo, created, updated } from "./columns.js";
 import { ROLES, RUN_STATUSES, TRUSTS } from "../contract/lists.js";
 
 export const users = pgTable("users", {
@@ -35,12 +35,8 @@ export const orgs = pgTable("orgs", {
 export const memberships = pgTable(
   "memberships",
   {
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
-    userId: text("user_id")
-      .notNull()
-      .references(() => users.id, { onDelete: "cascade" }),
+    orgId: belongsTo("org_id", () => orgs.id),
+    userId: belongsTo("user_id", () => users.id),
     role: text("role", { enum: ROLES }).notNull(),
     createdAt: created(),
   },
@@ -51,9 +47,7 @@ export const machines = pgTable(
   "machines",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "restrict" }),
+    orgId: belongsTo("org_id", () => orgs.id, "restrict"),
     name: text("name").notNull(),
     maxWorkspaceMib: integer("max_workspace_mib").notNull(),
     memoryMib: integer("memory_mib").notNull(),
@@ -88,9 +82,7 @@ export const machineEvents = pgTable(
   "machine_events",
   {
     id: bigserial("id", { mode: "number" }).primaryKey(),
-    machineId: text("machine_id")
-      .notNull()
-      .references(() => machines.id, { onDelete: "cascade" }),
+    machineId: belongsTo("machine_id", () => machines.id),
     type: text("type").notNull(),
     at: timestamp("at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
     detail: text("detail").notNull(),
@@ -103,12 +95,8 @@ export const agents = pgTable(
   "agents",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "restrict" }),
-    machineId: text("machine_id")
-      .notNull()
-      .references(() => machines.id, { onDelete: "restrict" }),
+    orgId: belongsTo("org_id", () => orgs.id, "restrict"),
+    machineId: belongsTo("machine_id", () => machines.id, "restrict"),
     name: text("name").notNull(),
     slot: integer("slot").notNull(),
     maxWorkspaceMib: integer("max_workspace_mib").notNull(),
@@ -129,9 +117,7 @@ export const agents = pgTable(
 export const agentSpecs = pgTable(
   "agent_specs",
   {
-    agentId: text("agent_id")
-      .notNull()
-      .references(() => agents.id, { onDelete: "cascade" }),
+    agentId: belongsTo("agent_id", () => agents.id),
     version: integer("version").notNull(),
     spec: jsonb("spec").notNull(),
     createdAt: created(),
@@ -144,9 +130,7 @@ export const egressEvents = pgTable(
   "egress_events",
   {
     id: bigserial("id", { mode: "number" }).primaryKey(),
-    agentId: text("agent_id")
-      .notNull()
-      .references(() => agents.id, { onDelete: "cascade" }),
+    agentId: belongsTo("agent_id", () => agents.id),
     runId: text("run_id"),
     at: timestamp("at", { withTimezone: true, mode: "date" }).notNull(),
     decision: text("decision", { enum: ["allowed", "refused"] }).notNull(),
@@ -169,9 +153,7 @@ export const guilds = pgTable(
   "guilds",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
+    orgId: belongsTo("org_id", () => orgs.id),
     name: text("name").notNull(),
     createdAt: created(),
   },
@@ -181,12 +163,8 @@ export const guilds = pgTable(
 export const guildAgents = pgTable(
   "guild_agents",
   {
-    guildId: text("guild_id")
-      .notNull()
-      .references(() => guilds.id, { onDelete: "cascade" }),
-    agentId: text("agent_id")
-      .notNull()
-      .references(() => agents.id, { onDelete: "cascade" }),
+    guildId: belongsTo("guild_id", () => guilds.id),
+    agentId: belongsTo("agent_id", () => agents.id),
   },
   (t) => [primaryKey({ columns: [t.guildId, t.agentId] })],
 );
@@ -228,9 +206,7 @@ export const runEvents = pgTable(
   "run_events",
   {
     id: bigserial("id", { mode: "number" }).primaryKey(),
-    runId: text("run_id")
-      .notNull()
-      .references(() => runs.id, { onDelete: "cascade" }),
+    runId: belongsTo("run_id", () => runs.id),
     type: text("type").notNull(),
     at: timestamp("at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
     data: jsonb("data").notNull(),
@@ -246,9 +222,7 @@ export const secrets = pgTable(
   "secrets",
   {
     id: text("id").primaryKey(),
-    orgId: text("org_id")
-      .notNull()
-      .references(() => orgs.id, { onDelete: "cascade" }),
+    orgId: belongsTo("org_id", () => orgs.id),
     name: text("name").notNull(),
     description: text("description").notNull().default(""),
     sealed: text("sealed"),
@@ -272,7 +246,7 @@ export const secrets = pgTable(
     /** The agent that stored it from its box (secret_store), or null for an operator's. */
     storedByAgent: text("stored_by_agent"),
     createdAt: created(),
-    updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    updatedAt: updated(),
   },
   (t) => [
     uniqueIndex("secrets_org_name_uq").on(t.orgId, t.name),
@@ -286,9 +260,7 @@ export const secrets = pgTable(
 export const secretGrants = pgTable(
   "secret_grants",
   {
-    secretId: text("secret_id")
-      .notNull()
-      .references(() => secrets.id, { onDelete: "cascade" }),
+    secretId: belongsTo("secret_id", () => secrets.id),
     scope: text("scope", { enum: ["org", "guild", "agent"] }).notNull(),
     targetId: text("target_id").notNull(),
   },
@@ -307,9 +279,7 @@ export const personas = pgTable(
   {
     id: text("id").primaryKey(),
     orgId: text("org_id").notNull(),
-    agentId: text("agent_id")
-      .notNull()
-      .references(() => agents.id, { onDelete: "cascade" }),
+    agentId: belongsTo("agent_id", () => agents.id),
     name: text("name").notNull(),
     instructions: text("instructions").notNull().default(""),
     area: text("area"),
@@ -332,9 +302,7 @@ export const conversations = pgTable(
   {
     id: text("id").primaryKey(),
     orgId: text("org_id").notNull(),
-    agentId: text("agent_id")
-      .notNull()
-      .references(() => agents.id, { onDelete: "cascade" }),
+    agentId: belongsTo("agent_id", () => agents.id),
     title: text("title").notNull().default(""),
     startedBy: jsonb("started_by").$type<{ user_id: string; email: string; name: string }>().notNull(),
     personaId: text("persona_id"),
@@ -355,9 +323,7 @@ export const conversationMessages = pgTable(
   "conversation_messages",
   {
     id: text("id").primaryKey(),
-    conversationId: text("conversation_id")
-      .notNull()
-      .references(() => conversations.id, { onDelete: "cascade" }),
+    conversationId: belongsTo("conversation_id", () => conversations.id),
     role: text("role", { enum: ["user", "agent"] }).notNull(),
     text: text("text").notNull(),
     author: jsonb("author").$type<{ user_id: string; email: string; name: string } | null>(),
@@ -376,9 +342,7 @@ export const conversationTurns = pgTable(
   "conversation_turns",
   {
     runId: text("run_id").primaryKey(),
-    conversationId: text("conversation_id")
-      .notNull()
-      .references(() => conversations.id, { onDelete: "cascade" }),
+    conversationId: belongsTo("conversation_id", () => conversations.id),
     messageId: text("message_id").notNull(),
     personaId: text("persona_id"),
     author: jsonb("author").$type<{ user_id: string; email: string; name: string }>().notNull(),
@@ -396,9 +360,7 @@ export const conversationTranscript = pgTable(
   "conversation_transcript",
   {
     id: bigserial("id", { mode: "number" }).primaryKey(),
-    conversationId: text("conversation_id")
-      .notNull()
-      .references(() => conversations.id, { onDelete: "cascade" }),
+    conversationId: belongsTo("conversation_id", () => conversations.id),
     runId: text("run_id").notNull(),
     message: jsonb("message").notNull(),
     at: timestamp("at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
@@ -410,9 +372,7 @@ export const conversationTranscript = pgTable(
 export const conversationEvents = pgTable(
   "conversation_events",
   {
-    conversationId: text("conversation_id")
-      .notNull()
-      .references(() => conversations.id, { onDelete: "cascade" }),
+    conversationId: belongsTo("conversation_id", () => conversations.id),
     seq: bigint("seq", { mode: "number" }).notNull(),
     runId: text("run_id"),
     type: text("type").notNull(),
