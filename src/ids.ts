@@ -25,6 +25,7 @@ export function newId(
     | "fli"
     | "wsp"
     | "cnp"
+    | "gha"
     | "cnx"
     | "ptk"
     | "env",

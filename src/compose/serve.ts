@@ -30,6 +30,7 @@ import { scheduleRoutes } from "../http/routes/schedules.js";
 import { dispatchRoutes } from "../http/routes/dispatch.js";
 import { secretRoutes } from "../http/routes/secrets.js";
 import { connectionRoutes } from "../http/routes/connections.js";
+import { githubRoutes } from "../http/routes/github.js";
 import { signInRoutes } from "../http/routes/signin.js";
 import { signInOf } from "../signin/index.js";
 import { terminalRoutes } from "../http/routes/terminal.js";
@@ -120,6 +121,7 @@ export async function buildFaces(base: Base, s: Services, version: string): Prom
       ...conversationRoutes(s.conversations, s.personas, streams),
       ...secretRoutes(base.secrets),
       ...connectionRoutes(s.connections, config.PUBLIC_BASE_URL),
+      ...githubRoutes(s.github),
       ...signInRoutes({
         access,
         sessions,

@@ -2,6 +2,7 @@
 // uses, nothing is set afterwards. Registries (the boxes' bridges, the runners of agent kinds)
 // are filled here too, by name.
 import { Connections } from "../connections/service.js";
+import { GithubApps } from "../connections/github.js";
 import { Areas } from "../areas/service.js";
 import { Branches } from "../conversations/branches.js";
 import { readFile } from "node:fs/promises";
@@ -95,9 +96,10 @@ export async function buildServices(
   });
   const bridges = new Bridges(agentAt, logger);
   // the one writer of the records an agent's work leaves, redacted of the agent's secrets
+  const github = new GithubApps({ ...base, db, events, sealer: secrets.sealer, connector: base.connector });
   const records = new Records({
     db,
-    redactorOf: async (agent) => (await secrets.resolve(agent)).redactor,
+    redactorOf: async (agent) => github.redacting(agent.id, (await secrets.resolve(agent)).redactor),
     events,
   });
   // disk caps while commands run: the homes with live command trees, walked by the health loop
@@ -465,6 +467,7 @@ export async function buildServices(
     egress,
     tools,
     connections,
+    github,
     terminals,
     browsers,
     browserWatches,

@@ -38,6 +38,8 @@ export interface Events {
   "agent.deleted": { agentId: string; orgId: string; machineId: string };
   /** A machine's box stopped: idle, asked, or gone (the runtime). */
   "box.stopped": { machineId: string; reason: string };
+  /** A machine's box started (not a resume): its agents' runtime folders are there (the runtime). */
+  "box.started": { machineId: string };
 }
 
 export type EventName = keyof Events;
@@ -59,6 +61,7 @@ const SUBJECT: { [N in EventName]: (e: Events[N]) => string } = {
   "schedule.fired": (e) => e.scheduleId,
   "agent.deleted": (e) => e.agentId,
   "box.stopped": (e) => e.machineId,
+  "box.started": (e) => e.machineId,
 };
 
 /** How long a listener may take by default before the bus lets it go. */

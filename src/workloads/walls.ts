@@ -97,6 +97,11 @@ export function agentEnv(
     PORT: String(ports.first),
     WARREN_PORTS: `${ports.first}-${ports.last}`,
     ...PROXY_ENV,
+    // git reads the runtime folder's configuration when there is one: the credential helper
+    // of a GitHub App's installation token, for the App's git host only
+    GIT_CONFIG_COUNT: "1",
+    GIT_CONFIG_KEY_0: "include.path",
+    GIT_CONFIG_VALUE_0: `${runtimeDirOf(agent.id)}/gitconfig`,
   };
 }
 

@@ -152,7 +152,17 @@ export function bwrapArgv(spec: BoxSpec, paths: BwrapPaths): string[] {
   // commands cannot open anything under /run (Landlock), and nothing there is theirs.
   // With a runtime folder on the host (0711, root's), the folder is that one, bound: the
   // agents' runtime folders (/run/warren/<agent id>, each its uid's alone) appear in it live.
-  if (paths.runtimeDir) a.push("--bind", clean(paths.runtimeDir, "runtime folder"), IN_BOX.privDir);
+  // (/run made first, 0755: bwrap would make a bind's missing parents 0700)
+  if (paths.runtimeDir)
+    a.push(
+      "--perms",
+      "0755",
+      "--dir",
+      "/run",
+      "--bind",
+      clean(paths.runtimeDir, "runtime folder"),
+      IN_BOX.privDir,
+    );
   else a.push("--perms", "0711", "--dir", IN_BOX.privDir);
   a.push("--ro-bind", clean(paths.boxdBinary, "boxd binary"), IN_BOX.boxd);
   a.push("--ro-bind", clean(paths.spawnHelper, "spawn helper"), IN_BOX.spawnHelper);
