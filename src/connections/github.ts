@@ -51,7 +51,7 @@ interface Live {
 }
 
 /** When the next refresh is due: REFRESH_AHEAD_MS before expiry, or halfway for a short-lived token. */
-export function refreshDelay(expiresAt: Date, now = Date.now()): number {
+function refreshDelay(expiresAt: Date, now = Date.now()): number {
   const left = expiresAt.getTime() - now;
   return Math.max(500, left > 2 * REFRESH_AHEAD_MS ? left - REFRESH_AHEAD_MS : left / 2);
 }
