@@ -89,7 +89,7 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
   // the extensions' identity modes and providers, before either is chosen
   await loadExtensions(config);
   // one server per STATE_ROOT; released by close() or when the start fails
-  const lock = lockStateRoot(state.root, state.run);
+  const lock = await lockStateRoot(state.root, state.run);
   try {
     const ver = await version();
     const base = await openBase(config, state, { ...opts, version: ver });
@@ -137,12 +137,12 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
         try {
           await stop(base, s, faces, o);
         } finally {
-          lock.release();
+          await lock.release();
         }
       },
     };
   } catch (err) {
-    lock.release();
+    await lock.release();
     throw err;
   }
 }

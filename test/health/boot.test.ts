@@ -1,6 +1,8 @@
 // Boot checks that refuse instead of degrading, each simulated missing (its probe
 // replaced), WARREN_ALLOW_DEGRADED accepting one, and one server per STATE_ROOT.
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import fs from "node:fs";
 import os from "node:os";
@@ -90,6 +92,41 @@ describe("boot checks", { skip: boxSkipReason() ?? false }, () => {
     await writeFile(path.join(root, "run", "server.pid"), "2147483000 12345\n");
     const third = await createServer(config(), { defaultMetrics: false });
     await third.close();
+  });
+
+  test("the lock is the kernel's: a holder whose pid is not seen here (another container) still refuses", async () => {
+    // a server in another pid namespace on the same volume: its flock held, its pid not one of ours
+    const lockFile = path.join(root, "run", "server.lock");
+    const holder = spawn("flock", ["--no-fork", lockFile, "sh", "-c", "echo held; exec cat >/dev/null"], {
+      stdio: ["pipe", "pipe", "inherit"],
+    });
+    try {
+      await once(holder.stdout, "data");
+      await writeFile(path.join(root, "run", "server.pid"), "2147483000 12345\n");
+      const refused = await createServer(config(), { defaultMetrics: false }).then(
+        async (s) => {
+          await s.close();
+          return null;
+        },
+        (e: unknown) => e,
+      );
+      assert.ok(refused instanceof StateLockError, String(refused));
+      assert.equal(
+        refused.message,
+        `another warren server (pid 2147483000) is using STATE_ROOT ${root}; stop it first, or give this one another STATE_ROOT`,
+      );
+    } finally {
+      holder.kill("SIGKILL");
+      if (holder.exitCode === null && holder.signalCode === null) await once(holder, "exit");
+    }
+    // the holder gone, its lock goes with it: the next server starts, and gives it back on close
+    const next = await createServer(config(), { defaultMetrics: false });
+    assert.equal(
+      fs.readFileSync(path.join(root, "run", "server.pid"), "utf8").split(" ")[0],
+      String(process.pid),
+    );
+    await next.close();
+    assert.equal(fs.existsSync(path.join(root, "run", "server.pid")), false);
   });
 
   test("the real probes: state tree, data folder, protected_symlinks", async () => {
