@@ -23,7 +23,25 @@ export function buildFloor(): { binary: string; dir: string } {
 export function timeFloor(binary: string, n: number, warmup: number): Sample & { samples_ms: number[] } {
   const r = spawnSync(binary, [String(n + warmup), "/bin/true"], { encoding: "utf8" });
   if (r.status !== 0) throw new Error(`spawn-floor exited ${r.status ?? r.signal}: ${r.stderr.trim()}`);
-  const ms = r.stdout
+  return floorTimes(r.stdout, n, warmup);
+}
+
+/** The helper's C source, for a build elsewhere (inside a box, as an agent's command). */
+export function floorSource(): string {
+  return fs.readFileSync(source, "utf8");
+}
+
+/**
+ * The shell command that builds the helper from its source on stdin and runs it (n + warmup
+ * spawns), in a folder of its own that goes afterwards.
+ */
+export function floorCommand(n: number, warmup: number): string {
+  return `d=$(mktemp -d) && cat > "$d/f.c" && gcc -O2 -o "$d/f" "$d/f.c" && "$d/f" ${n + warmup} /bin/true; r=$?; rm -rf "$d"; exit $r`;
+}
+
+/** The helper's output (one time in µs per line) as milliseconds, its warmup left out. */
+export function floorTimes(stdout: string, n: number, warmup: number): Sample & { samples_ms: number[] } {
+  const ms = stdout
     .trim()
     .split("\n")
     .map((l) => Number(l) / 1000)
