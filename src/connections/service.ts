@@ -31,6 +31,8 @@ const PENDING_MS = 10 * 60_000;
 interface Sealer {
   seal(id: string, v: Buffer): string;
   open(id: string, sealed: string): Buffer;
+  /** Redacts values from the server's log as secret values are (a connection's tokens). */
+  hideInLog?(key: string, values: string[]): void;
 }
 
 interface ConnectionsOptions {
@@ -240,6 +242,7 @@ export class Connections {
   }
 
   async #store(id: string, tokens: Tokens, extra: Partial<ConnectionRow> = {}): Promise<void> {
+    this.#hide(id, tokens);
     await this.#db
       .update(schema.connections)
       .set({
@@ -253,7 +256,16 @@ export class Connections {
   }
 
   #tokens(row: ConnectionRow): Tokens {
-    return JSON.parse(this.#o.sealer.open(`${row.id}:tokens`, row.sealedTokens!).toString("utf8")) as Tokens;
+    const t = JSON.parse(
+      this.#o.sealer.open(`${row.id}:tokens`, row.sealedTokens!).toString("utf8"),
+    ) as Tokens;
+    return this.#hide(row.id, t);
+  }
+
+  /** A token the server holds is redacted from its log, as a secret value is. */
+  #hide(id: string, t: Tokens): Tokens {
+    this.#o.sealer.hideInLog?.(id, [t.access_token, ...(t.refresh_token ? [t.refresh_token] : [])]);
+    return t;
   }
 
   // ---- reading, granting, revoking

@@ -92,6 +92,8 @@ export class Secrets {
   /** Every value this server holds (in the forms a log line gives it), for the server's log. */
   #logForms: string[] = [];
   #logRedactor: Redactor = Redactor.empty;
+  /** Per key (a connection): the last values the server opened for itself, hidden from the log too. */
+  readonly #hidden = new Map<string, string[]>();
   /** Per agent: the running commands to tell of a value it stores (see ResolvedSecrets.follow). */
   readonly #followers = new Map<string, Set<(value: Buffer) => void>>();
   /** Per organisation: who wants to know when the secrets reaching its agents may have changed. */
@@ -109,10 +111,16 @@ export class Secrets {
     this.#resolved = this.#reach.memo<{ env: Readonly<Record<string, string>>; redactor: Redactor }>();
   }
 
-  /** The master key's seal for the server's own keys (the egress authorities': egress/authority.ts). */
+  /** The master key's seal for the server's own keys (egress/authority.ts); hideInLog: a connection's tokens. */
   readonly sealer = {
     seal: (id: string, v: Buffer) => seal(this.#key, id, v),
     open: (id: string, sealed: string) => open(this.#key, id, sealed),
+    hideInLog: (key: string, values: string[]) => {
+      const had = this.#hidden.get(key) ?? [];
+      if (values.every((v) => had.includes(v))) return;
+      this.#hidden.set(key, [...had.filter((v) => !values.includes(v)), ...values].slice(-4));
+      this.#addToLog();
+    },
   };
 
   /** The redactor of the server's log: every value of every organisation. */
@@ -132,7 +140,7 @@ export class Secrets {
     const forms: string[] = [];
     for (const r of rows) forms.push(...logForms(open(this.#key, r.id, r.sealed!).toString("utf8")));
     this.#logForms = forms;
-    this.#logRedactor = new Redactor(forms, SECRET_VALUE_MIN_BYTES);
+    this.#addToLog();
     return rows.length;
   }
 
@@ -281,10 +289,11 @@ export class Secrets {
     await Promise.allSettled([...(this.#watchers.get(orgId) ?? [])].map((fn) => fn()));
   }
 
-  #addToLog(value: string): void {
+  #addToLog(value?: string): void {
     // a new value joins the log's redactor at once; a deleted one leaves it at the next start
-    this.#logForms.push(...logForms(value));
-    this.#logRedactor = new Redactor(this.#logForms, SECRET_VALUE_MIN_BYTES);
+    if (value !== undefined) this.#logForms.push(...logForms(value));
+    const hidden = [...this.#hidden.values()].flat().flatMap(logForms);
+    this.#logRedactor = new Redactor([...this.#logForms, ...hidden], SECRET_VALUE_MIN_BYTES);
   }
 
   async get(who: Identity, id: string): Promise<Secret> {

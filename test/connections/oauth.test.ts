@@ -53,6 +53,10 @@ for (const leg of dbLegs) {
     let agent: string;
     let providerId: string;
     let connectionId: string;
+    // the server's log, at debug: no line may hold a token
+    const logLines: string[] = [];
+    // every refresh token the provider issues (the test that makes the provider refuse one destroys them)
+    const refreshTokens: { destroy(): Promise<void> }[] = [];
     const get = async (path: string) => {
       const r = await fetch(`${t.url}${path}`, { redirect: "manual" });
       return { status: r.status, location: r.headers.get("location"), body: await r.text() };
@@ -65,7 +69,8 @@ for (const leg of dbLegs) {
       t = await startTestServer({
         leg,
         listen: true,
-        env: { WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(op.port, rs.port, anth) },
+        env: { WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(op.port, rs.port, anth), LOG_LEVEL: "debug" },
+        logDestination: { write: (line) => void logLines.push(line) },
       });
       op.serve([
         {
@@ -74,6 +79,7 @@ for (const leg of dbLegs) {
           redirect_uris: [`${t.url}/api/connections/callback`],
         },
       ]);
+      op.provider.on("refresh_token.saved", (rt: { destroy(): Promise<void> }) => refreshTokens.push(rt));
       org = (await t.call("POST", "/api/orgs", { name: "conn" })).body.id;
       const machine = (await t.call("POST", "/api/machines", { org_id: org, name: "m" })).body.id;
       const key = await t.call("POST", "/api/secrets", {
@@ -229,6 +235,14 @@ for (const leg of dbLegs) {
         );
         assert.equal(rows[0]!.n, 0, `${table_name} holds the token`);
       }
+      // nor the server's log: the token is redacted from it as a secret value is, whoever logs it
+      t.server.logger.warn({ probe: `Bearer ${token}` }, "a line that would hold the token");
+      const probe = logLines.find((l) => l.includes("a line that would hold the token"));
+      assert.ok(probe, "the probe line was logged");
+      assert.ok(
+        logLines.length > 1 && !logLines.some((l) => l.includes(token)),
+        "a log line holds the token",
+      );
     });
 
     test("a revoked connection's next call is refused with why", async () => {
@@ -250,6 +264,54 @@ for (const leg of dbLegs) {
         /the connection crm was revoked by operator@localhost/,
       );
       assert.equal(rs.seen.length, before, "nothing reached the resource server");
+    });
+
+    test("a refresh the provider refuses marks the connection expired with why; the next call is refused with it", async () => {
+      // connected again under the same name (a revoked connection's name is free)
+      const started = await t.call(
+        "POST",
+        "/api/connections",
+        { provider_id: providerId, name: "crm", grants: [{ scope: "org", id: org }] },
+        { host: new URL(t.url!).host },
+      );
+      assert.equal(started.status, 201, JSON.stringify(started.body));
+      const back = await signInAtProvider(started.body.authorize_url, "alice");
+      assert.equal((await get(back.pathname + back.search)).status, 303);
+      const id = started.body.connection.id as string;
+      assert.equal((await t.call("GET", `/api/connections/${id}`)).body.status, "active");
+      // the provider forgets every refresh token it gave: the next refresh is refused (invalid_grant)
+      assert.ok(refreshTokens.length > 0, "the provider issued a refresh token");
+      for (const rt of refreshTokens.splice(0)) await rt.destroy();
+      const before = rs.seen.length;
+      anth.script([
+        { tool_calls: [{ name: "api", input: { method: "GET", path: "me" } }] },
+        { text: "Done." },
+      ]);
+      const first = await runAgent(t, agent, "who am I?");
+      // the access token lives 30 s, within the refresh margin: the call refreshes first, and fails
+      const c = (await t.call("GET", `/api/connections/${id}`)).body;
+      assert.equal(c.status, "expired", JSON.stringify(c));
+      assert.match(c.status_reason, /the refresh at .* failed: invalid_grant/);
+      const call = eventsOfType(first.events, "tool_call").find((e) => e.tool === "api");
+      assert.match(
+        JSON.stringify(call),
+        /the connection crm expired: the refresh at .* failed: invalid_grant/,
+      );
+      assert.equal(rs.seen.length, before, "nothing reached the resource server");
+
+      anth.script([
+        { tool_calls: [{ name: "api", input: { method: "GET", path: "me" } }] },
+        { text: "Done." },
+      ]);
+      anth.requests.length = 0;
+      const second = await runAgent(t, agent, "again");
+      const again = eventsOfType(second.events, "tool_call").find((e) => e.tool === "api");
+      // refused with the same reason, without asking the provider again
+      assert.ok(JSON.stringify(again).includes(c.status_reason.replace(/"/g, '\\"')), JSON.stringify(again));
+      assert.match(JSON.stringify(anth.requests.at(-1)), /the connection crm expired: the refresh at/);
+      // no refresh was tried again: the reason (with its time) is the first one
+      assert.equal((await t.call("GET", `/api/connections/${id}`)).body.status_reason, c.status_reason);
+      assert.equal(rs.seen.length, before);
     });
   });
 }
