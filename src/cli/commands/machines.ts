@@ -4,6 +4,7 @@ import { TRUSTS } from "../../sdk/index.js";
 import { defineCommand, defineGroup, type Input, type OptionDef } from "../command.js";
 import { detailView, listView, mib, visible, type Column } from "../format.js";
 import { maxWorkspaceOption, nameOption, orgOption } from "../options.js";
+import { environmentCommands } from "./environments.js";
 
 export const machineColumns: Column<Machine>[] = [
   { header: "ID", value: (m) => m.id },
@@ -191,6 +192,7 @@ export const machines = defineGroup("machines", "machines: where agents live, on
       );
     },
   }),
+  ...environmentCommands,
   delete: defineCommand({
     summary: "delete a machine that has no agents",
     args: ["machine"],
