@@ -20,7 +20,8 @@ import { startTestServer, type TestServer } from "../support/server.js";
 
 const APP_ID = "424242";
 const INSTALLATION = "777";
-const TTL_MS = 3000;
+// long enough for a clone in a slow box to finish with the token it started with (a real token lasts an hour)
+const TTL_MS = 15_000;
 
 const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
 const PEM = privateKey.export({ type: "pkcs8", format: "pem" }).toString();
