@@ -285,6 +285,12 @@ export const configSchema = z
     PUBLIC_BASE_URL: text().refine((v) => v === undefined || URL.canParse(v), {
       message: "PUBLIC_BASE_URL must be an absolute URL such as https://warren.example.com",
     }),
+    /** AUTH_MODE=oidc: the OpenID provider people sign in with, and this server's client there. */
+    WARREN_OIDC_ISSUER: text().refine((v) => v === undefined || (/^https?:/.test(v) && URL.canParse(v)), {
+      message: "WARREN_OIDC_ISSUER must be an http or https URL such as https://login.example.com",
+    }),
+    WARREN_OIDC_CLIENT_ID: text(),
+    WARREN_OIDC_CLIENT_SECRET: text(),
     WARREN_PREVIEW_PORT: z.coerce
       .number({ message: "WARREN_PREVIEW_PORT must be a port number" })
       .int()
@@ -437,6 +443,14 @@ export const configSchema = z
     LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   })
   .superRefine((c, ctx) => {
+    if (c.AUTH_MODE === "oidc" && (!c.WARREN_OIDC_ISSUER || !c.WARREN_OIDC_CLIENT_ID)) {
+      ctx.addIssue({
+        code: "custom",
+        path: [c.WARREN_OIDC_ISSUER ? "WARREN_OIDC_CLIENT_ID" : "WARREN_OIDC_ISSUER"],
+        message:
+          "AUTH_MODE=oidc needs WARREN_OIDC_ISSUER and WARREN_OIDC_CLIENT_ID (and WARREN_OIDC_CLIENT_SECRET)",
+      });
+    }
     if (
       c.WARREN_MASTER_KEY !== undefined &&
       /^0{64}$/.test(c.WARREN_MASTER_KEY) &&

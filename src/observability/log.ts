@@ -24,6 +24,8 @@ export const redactPaths = [
   "*.masterKey",
   "WARREN_MASTER_KEY",
   "*.WARREN_MASTER_KEY",
+  "WARREN_OIDC_CLIENT_SECRET",
+  "*.WARREN_OIDC_CLIENT_SECRET",
   "DATABASE_URL",
   "*.DATABASE_URL",
   "databaseUrl",

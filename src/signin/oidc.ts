@@ -5,6 +5,7 @@
 // userinfo endpoint; an unverified one is refused) and opens a session (sessions.ts).
 // API clients send a personal token instead: `Authorization: Bearer wpt_...`.
 import * as oidc from "openid-client";
+import type { Config } from "../config/index.js";
 import { WarrenError } from "../errors.js";
 import { cookieOf, Sessions, SESSION_COOKIE } from "./sessions.js";
 
@@ -37,21 +38,17 @@ interface Pending {
   at: number;
 }
 
-/** The settings of the environment, or an Error naming what is missing. */
-export function oidcSettingsOf(env: Readonly<Record<string, string | undefined>>): OidcSettings {
-  const issuer = env.WARREN_OIDC_ISSUER;
-  const clientId = env.WARREN_OIDC_CLIENT_ID;
+/** The settings of the configuration (its schema checked them at start), or an Error naming what is missing. */
+export function oidcSettingsOf(
+  config: Pick<Config, "WARREN_OIDC_ISSUER" | "WARREN_OIDC_CLIENT_ID" | "WARREN_OIDC_CLIENT_SECRET">,
+): OidcSettings {
+  const issuer = config.WARREN_OIDC_ISSUER;
+  const clientId = config.WARREN_OIDC_CLIENT_ID;
   if (!issuer || !clientId)
     throw new Error(
       "AUTH_MODE=oidc needs WARREN_OIDC_ISSUER and WARREN_OIDC_CLIENT_ID (and WARREN_OIDC_CLIENT_SECRET)",
     );
-  try {
-    const u = new URL(issuer);
-    if (u.protocol !== "https:" && u.protocol !== "http:") throw new Error("not http");
-  } catch {
-    throw new Error("WARREN_OIDC_ISSUER must be an http or https URL");
-  }
-  return { issuer, clientId, clientSecret: env.WARREN_OIDC_CLIENT_SECRET || undefined };
+  return { issuer, clientId, clientSecret: config.WARREN_OIDC_CLIENT_SECRET };
 }
 
 /** Only a path of this server is gone back to after sign-in. */
