@@ -38,6 +38,7 @@ import { PreviewGrants } from "../preview/index.js";
 import { Records } from "../records/index.js";
 import { AssistantRunner } from "../runs/assistant.js";
 import { HarnessRunner, installedVersion } from "../runs/harness.js";
+import { ImageRunner } from "../runs/image.js";
 import { AgentRunners } from "../runs/kinds.js";
 import { RunRecorder } from "../runs/recorder.js";
 import { RunResumer } from "../runs/resume.js";
@@ -344,6 +345,8 @@ export async function buildServices(
       }),
     );
   }
+  // the image kind: its machine's own image's entrypoint (oci, kubernetes)
+  runners.register("image", new ImageRunner({ db }));
   // the operator's system.md template, when there is one (else the built-in one)
   const template = await readFile(path.join(base.state.templates, "system.md"), "utf8").catch(
     (err: unknown) => {

@@ -19,8 +19,8 @@ export const TRUSTS = ["isolated", "shared"] as const;
 /** The kinds of agent harness warren runs (their CLIs installed by scripts/harness.sh). */
 export const HARNESS_KINDS = ["claude-code", "codex", "opencode"] as const;
 
-/** Every kind of agent: a command, warren's assistant, or a harness. */
-export const AGENT_KINDS = ["command", "assistant", ...HARNESS_KINDS] as const;
+/** Every kind of agent: a command, warren's assistant, a harness, or its machine's own image. */
+export const AGENT_KINDS = ["command", "assistant", ...HARNESS_KINDS, "image"] as const;
 
 /** A run's statuses (waiting: for a person's approval of a tool call); the last five are terminal. */
 export const RUN_STATUSES = [

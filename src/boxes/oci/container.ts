@@ -7,6 +7,7 @@
 // are the spec's mounts.
 import path from "node:path";
 import { boxdArgv, BOXD_CAPS, IN_BOX, type SystemDir } from "../kit/boxd.js";
+import { BOX_PATHS } from "../paths.js";
 import type { BoxMount, BoxSpec } from "../types.js";
 
 export interface ContainerParts {
@@ -121,6 +122,12 @@ export function containerConfig(spec: BoxSpec, p: ContainerParts): ContainerCrea
   for (const m of spec.mounts) mounts.push(specMount(m));
   if (!targets.has("/tmp"))
     mounts.push(specMount({ kind: "tmpfs", target: "/tmp", sizeMib: spec.limits.tmpMib, mode: 0o1777 }));
+  // an image of one's own lacks the skeleton's mount points of each command's /agent and
+  // /workspace (bound there by boxd's helper): empty read-only folders stand in for them
+  if (own)
+    for (const target of [BOX_PATHS.agent, BOX_PATHS.workspace])
+      if (!targets.has(target))
+        mounts.push({ Type: "tmpfs", Target: target, TmpfsOptions: { SizeBytes: 4096, Mode: 0o555 } });
   // nothing of the host's sysfs (its cgroups, devices): an empty folder, as in a local box
   mounts.push({ Type: "tmpfs", Target: "/sys", TmpfsOptions: { SizeBytes: 4096, Mode: 0o555 } });
   if (p.runtimeDir) mounts.push(bind(p.runtimeDir, IN_BOX.privDir, false));

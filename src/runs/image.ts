@@ -1,0 +1,139 @@
+// The image kind: an agent whose runs start its machine's own image's entrypoint. The run's
+// input is staged at /agent/input, the entrypoint (the image's Entrypoint then Cmd, as an
+// engine would run them) runs in the machine's box as the agent, like every run's main
+// command: the same limits, egress, secrets and record; what it prints on stdout is the
+// run's output, its stderr goes to the trace. The image is the box's (a machine names it on
+// oci or kubernetes); a machine without one, as every local machine, is refused by name.
+import { execFile } from "node:child_process";
+import { eq } from "drizzle-orm";
+import { WarrenError } from "../errors.js";
+import type { BoxExecResult } from "../runtime/index.js";
+import type { Db } from "../store/index.js";
+import { schema } from "../store/index.js";
+import { BoundedOutput } from "../workloads/index.js";
+import { GATEWAY_IN_BOX, TOKEN_VAR } from "./harness.js";
+import type { AgentRunContext, AgentRunner, AgentRunResult } from "./kinds.js";
+
+const STDERR_EVENTS = 500;
+const OUTPUT_LIMIT = 1024 * 1024;
+
+/** An image's configured command: its Entrypoint, then its Cmd. */
+export interface ImageCommand {
+  entrypoint: string[];
+  cmd: string[];
+}
+
+/** The command an engine starts for the image (Entrypoint then Cmd); refused when it has none. */
+export function imageArgv(image: string, c: ImageCommand): string[] {
+  const argv = [...c.entrypoint, ...c.cmd];
+  if (argv.length === 0)
+    throw new WarrenError(
+      "request.invalid",
+      `the image ${image} has neither an Entrypoint nor a Cmd: an image-kind agent runs the image's entrypoint`,
+    );
+  return argv;
+}
+
+/** The image's Entrypoint and Cmd as the host's engine knows them (`podman image inspect`). */
+export function inspectImage(image: string): Promise<ImageCommand> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      "podman",
+      ["image", "inspect", "--format", "{{json .Config}}", "--", image],
+      { maxBuffer: 4 << 20 },
+      (err, stdout, stderr) => {
+        if (err) {
+          reject(
+            new WarrenError(
+              "box.unavailable",
+              `the image ${image} is not on this host's engine: ${(stderr || err.message).trim()}`,
+            ),
+          );
+          return;
+        }
+        const config = JSON.parse(stdout) as { Entrypoint?: string[] | null; Cmd?: string[] | null } | null;
+        resolve({ entrypoint: config?.Entrypoint ?? [], cmd: config?.Cmd ?? [] });
+      },
+    );
+  });
+}
+
+export interface ImageDeps {
+  db: Db;
+  /** How the image's command is read (default: the host's engine). */
+  inspect?: (image: string) => Promise<ImageCommand>;
+}
+
+export class ImageRunner implements AgentRunner {
+  constructor(private readonly d: ImageDeps) {}
+
+  async run(ctx: AgentRunContext): Promise<AgentRunResult> {
+    const work = ctx.workload;
+    const [m] = await this.d.db
+      .select({ image: schema.machines.image })
+      .from(schema.machines)
+      .where(eq(schema.machines.id, work.machine.id));
+    if (!m?.image)
+      throw new WarrenError(
+        "machine.capability_unavailable",
+        "image: an image-kind agent runs its machine's own image; this machine names none (an image needs the oci or kubernetes provider: PATCH the machine's image there)",
+      );
+    const argv = imageArgv(m.image, await (this.d.inspect ?? inspectImage)(m.image));
+    const usage = () => ({
+      ...ctx.gateway.usage(),
+      steps: ctx.gateway.usage().calls,
+      tool_calls: 0,
+      tool_refusals: 0,
+    });
+    await work.stage({ input: Buffer.from(ctx.input, "utf8") });
+    await ctx.events("image", { image: m.image, argv });
+    const output = new BoundedOutput(OUTPUT_LIMIT);
+    let stderrEvents = 0;
+    const pending: Promise<void>[] = [];
+    let result: BoxExecResult;
+    try {
+      // the run's token reaches the entrypoint as a harness CLI's does: its models through the gateway
+      result = await work.exec(
+        {
+          argv,
+          own: { [TOKEN_VAR]: ctx.gateway.token, WARREN_GATEWAY_URL: GATEWAY_IN_BOX },
+          timeoutMs: ctx.spec.limits.max_run_s * 1000,
+          main: true,
+        },
+        {
+          signal: ctx.signal,
+          onStdout: (c: Buffer) => output.push(c),
+          onStderr: (c: Buffer) => {
+            if (stderrEvents++ < STDERR_EVENTS)
+              pending.push(ctx.events("output", { stream: "stderr", data: c.toString("utf8") }));
+          },
+        },
+      );
+    } finally {
+      await Promise.allSettled(pending);
+      await work.unstage();
+      await ctx.gateway.idle(30_000);
+    }
+    const status = ctx.signal.aborted
+      ? "cancelled"
+      : result.timedOut
+        ? "timed_out"
+        : result.exitCode === 0
+          ? "succeeded"
+          : "failed";
+    return {
+      status,
+      ...(status === "failed"
+        ? {
+            reason: result.signal
+              ? `the image's entrypoint was killed by ${result.signal}`
+              : `the image's entrypoint exited with ${result.exitCode}`,
+          }
+        : {}),
+      output: output.text(),
+      exitCode: result.exitCode,
+      usage: usage(),
+      models: [],
+    };
+  }
+}
