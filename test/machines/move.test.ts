@@ -10,6 +10,9 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { boxSkipReason } from "../box/fixture.js";
 import { LocalProvider } from "../../src/boxes/local/provider.js";
+import { assistantAgent, runEnded, say, waitFor } from "../conversations/support.js";
+import { privateAllow } from "../support/bound.js";
+import { startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
 import { freePort } from "../support/serve.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
@@ -110,6 +113,79 @@ describe("moving an agent", { skip: boxSkipReason() ?? false }, () => {
     } finally {
       await t.call("POST", `/api/agents/${agent}/exec`, { command: "touch go" });
     }
+  });
+});
+
+describe("a moved agent's conversation", { skip: boxSkipReason() ?? false }, () => {
+  let fake: FakeModelServer;
+  let t: TestServer;
+  let m1: string;
+  let m2: string;
+
+  before(async () => {
+    fake = await startFakeOpenAI();
+    t = await startTestServer({ listen: true, env: { WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(fake) } });
+    const org = (await t.call("POST", "/api/orgs", { name: "talkers" })).body.id;
+    m1 = (await t.call("POST", "/api/machines", { org_id: org, name: "m1" })).body.id;
+    m2 = (await t.call("POST", "/api/machines", { org_id: org, name: "m2" })).body.id;
+  });
+  after(async () => {
+    for (const m of [m1, m2]) if (m) await t.call("POST", `/api/machines/${m}/stop`);
+    await t?.close();
+    await fake?.close();
+  });
+
+  test("comes along: its messages are read on the new machine and its next turn runs there", async () => {
+    const org = (await t.call("GET", `/api/machines/${m1}`)).body.org_id;
+    fake.script([
+      { tool_calls: [{ name: "run_command", input: { command: "echo remembered > conv.txt" } }] },
+      { text: "first answer, written down" },
+      { tool_calls: [{ name: "run_command", input: { command: "cat conv.txt; pwd" } }] },
+      { text: "second answer, after the move" },
+    ]);
+    const agent = await assistantAgent(t, { org, machine: m1 }, "talker", {
+      baseUrl: fake.baseUrl,
+      model: "talk",
+      tools: ["run_command"],
+    });
+    const c = (await t.call("POST", `/api/agents/${agent.id}/conversations`, {})).body;
+    const first = await runEnded(t, await say(t, c.id, "write it down"));
+    assert.equal(first.status, "succeeded", JSON.stringify(first));
+    assert.equal(first.machine_id, m1);
+
+    // the turn's run lets go of the agent just after its status is written: busy until then
+    const moved = await waitFor("the move to be taken", async () => {
+      const r = await t.call("POST", `/api/agents/${agent.id}/move`, { machine_id: m2 });
+      return r.status === 409 && r.body.error.code === "generation.busy" ? undefined : r;
+    });
+    assert.equal(moved.status, 200, JSON.stringify(moved.body));
+    assert.equal(moved.body.machine_id, m2);
+
+    const texts = async () =>
+      (await t.call("GET", `/api/conversations/${c.id}/messages`)).body.items.map((m: any) => m.text);
+    assert.deepEqual(await texts(), ["write it down", "first answer, written down"]);
+    const conv = (await t.call("GET", `/api/conversations/${c.id}`)).body;
+    assert.equal(conv.agent_id, agent.id);
+
+    const asked = fake.requests.length;
+    const second = await runEnded(t, await say(t, c.id, "what did you write?"));
+    assert.equal(second.status, "succeeded", JSON.stringify(second));
+    assert.equal(second.machine_id, m2, "the next turn runs on the new machine");
+    assert.deepEqual(await texts(), [
+      "write it down",
+      "first answer, written down",
+      "what did you write?",
+      "second answer, after the move",
+    ]);
+    // the model was given the whole transcript, and the tool read the file the first turn wrote
+    const last = JSON.stringify(fake.requests[fake.requests.length - 1]!.body.messages);
+    assert.ok(fake.requests.length > asked);
+    assert.match(last, /first answer, written down/);
+    assert.match(last, /remembered/);
+    assert.ok(
+      !existsSync(t.server.provider.homes.homeDir(m1, agent.id)),
+      "nothing is left on the old machine",
+    );
   });
 });
 
