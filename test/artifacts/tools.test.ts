@@ -7,19 +7,13 @@ import assert from "node:assert/strict";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import Fastify from "fastify";
-import { Gateway } from "../../src/models/gateway.js";
-import { Prices } from "../../src/models/prices.js";
-import { createToolGateway } from "../../src/tools/gateway.js";
-import { boundConnector } from "../support/bound.js";
 import { ARTIFACT_TOOLS, AgentSpec } from "../../src/contract/spec.js";
 import type { ToolCallRecord, Toolset } from "../../src/tools/types.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { eventsOfType, putHomeFile, runAgent } from "../support/agent-runs.js";
 import { newId } from "../../src/ids.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { mountToolGateway } from "../support/tool-gateway.js";
 
 const ALLOW_ALL = `@id("all") permit(principal, action, resource);`;
 const SECRET = "sekrit-8d7c6b5a4f3e2d1c";
@@ -362,36 +356,12 @@ describe("the artifact tools", { skip: boxSkipReason() ?? false }, () => {
       headers: { "content-type": "text/markdown" },
     });
     assert.equal(put.statusCode, 200, put.body);
-    const models = new Gateway({
-      keysOf: async () => ({}),
-      readHome: async () => Buffer.alloc(0),
-      prices: new Prices(),
-      fetch: boundConnector(),
-    });
-    const session = await models.open({
+    const gw = await mountToolGateway(t.server.tools, {
       runId,
       agent: { id: a.id, orgId: org.id, machineId: a.machine_id },
-      spec: AgentSpec.parse({
-        kind: "codex",
-        model: { provider: "openai-compatible", name: "m", base_url: "http://127.0.0.1:9/v1" },
-      }),
-      input: "",
-      events: async () => {},
     });
-    const handle = createToolGateway({ sessions: models, toolsets: t.server.tools });
-    const app = Fastify();
-    app.all("/mcp", async (req, reply) => {
-      reply.hijack();
-      await handle(req.raw, reply.raw, req.body);
-    });
-    const url = await app.listen({ host: "127.0.0.1", port: 0 });
-    const client = new Client({ name: "harness", version: "1" });
     try {
-      await client.connect(
-        new StreamableHTTPClientTransport(new URL("/mcp", url), {
-          requestInit: { headers: { authorization: `Bearer ${session.token}` } },
-        }),
-      );
+      const client = await gw.connect(gw.session.token);
       const listed = await client.listTools();
       assert.deepEqual(
         listed.tools.map((x) => x.name),
@@ -409,10 +379,9 @@ describe("the artifact tools", { skip: boxSkipReason() ?? false }, () => {
           ["memory_write", "deny", []],
         ],
       );
+      await client.close();
     } finally {
-      await client.close().catch(() => {});
-      await app.close();
-      session.close();
+      await gw.close();
     }
   });
 });

@@ -7,19 +7,14 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import Fastify from "fastify";
 import { AgentSpec } from "../../src/contract/spec.js";
-import { Gateway } from "../../src/models/gateway.js";
-import { Prices } from "../../src/models/prices.js";
-import { createToolGateway } from "../../src/tools/gateway.js";
 import type { ToolCallRecord, Toolset } from "../../src/tools/types.js";
 import { boxSkipReason } from "../box/fixture.js";
-import { boundConnector, privateAllow } from "../support/bound.js";
+import { privateAllow } from "../support/bound.js";
 import { startMcpServer, type TestMcpServer } from "../support/mcp.js";
 import { newId } from "../../src/ids.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { mountToolGateway } from "../support/tool-gateway.js";
 
 const SECRET = "tok-9f8e7d6c5b4a3210-very-secret";
 const ALLOW_ALL = `@id("all") permit(principal, action, resource);`;
@@ -446,42 +441,15 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
       "gateway",
     );
     await fs.writeFile(path.join(homeDir(), "gw.txt"), "through the gateway");
-    // the run's session of the model gateway: its workload token is the run's only key
-    const models = new Gateway({
-      keysOf: async () => ({}),
-      readHome: async () => Buffer.alloc(0),
-      prices: new Prices(),
-      fetch: boundConnector(),
-    });
-    const session = await models.open({
+    // the run's session of the model gateway (its workload token is the run's only key), and
+    // the gateway mounted as a harness engineer would in Fastify
+    const gw = await mountToolGateway(t.server.tools, {
       runId,
       agent: { id: a.id, orgId: a.org_id, machineId: a.machine_id },
-      spec: AgentSpec.parse({
-        kind: "codex",
-        model: { provider: "openai-compatible", name: "m", base_url: "http://127.0.0.1:9/v1" },
-      }),
-      input: "",
-      events: async () => {},
+      path: "/api/tool-gateway/mcp",
     });
-    const handle = createToolGateway({
-      sessions: models,
-      toolsets: t.server.tools,
-    });
-    // mounted as a harness engineer would in Fastify: hijack, then hand over the parsed body
-    const app = Fastify();
-    app.all("/api/tool-gateway/mcp", async (req, reply) => {
-      reply.hijack();
-      await handle(req.raw, reply.raw, req.body);
-    });
-    const base = await app.listen({ host: "127.0.0.1", port: 0 });
-    const connect = async (token: string | null) => {
-      const client = new Client({ name: "harness", version: "1" });
-      const transport = new StreamableHTTPClientTransport(new URL("/api/tool-gateway/mcp", base), {
-        requestInit: { headers: token ? { authorization: `Bearer ${token}` } : {} },
-      });
-      await client.connect(transport);
-      return client;
-    };
+    const session = gw.session;
+    const connect = (token: string | null) => gw.connect(token);
     try {
       const client = await connect(session.token);
       const listed = await client.listTools();
@@ -512,7 +480,7 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
       for (const bad of ["wrk_wrong", null]) {
         await assert.rejects(connect(bad), /401|auth|Unauthorized/i, String(bad));
       }
-      const raw = await fetch(new URL("/api/tool-gateway/mcp", base), {
+      const raw = await fetch(gw.url, {
         method: "POST",
         headers: { authorization: "Bearer wrk_wrong", "content-type": "application/json" },
         body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
@@ -520,7 +488,7 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
       assert.equal(raw.status, 401);
       assert.equal(((await raw.json()) as { error: { code: string } }).error.code, "auth.required");
       const listAs = (token: string) =>
-        fetch(new URL("/api/tool-gateway/mcp", base), {
+        fetch(gw.url, {
           method: "POST",
           headers: {
             authorization: `Bearer ${token}`,
@@ -536,7 +504,7 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
       session.close();
       assert.equal((await listAs(session.token)).status, 401);
     } finally {
-      await app.close();
+      await gw.close();
     }
   });
 });
