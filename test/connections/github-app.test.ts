@@ -291,6 +291,15 @@ describe("GitHub App installation tokens in the runtime folder", { skip: boxSkip
     assert.equal(own.exit_code, 0, own.stderr);
   });
 
+  test("a deleted agent's runtime folder goes while the box runs", async () => {
+    const dirOf = (agent: string) => path.join(path.dirname(hostDir()), agent);
+    assert.ok(existsSync(dirOf(b)), dirOf(b));
+    const del = await t.call("DELETE", `/api/agents/${b}`);
+    assert.ok(del.status < 300, JSON.stringify(del.body));
+    assert.equal(existsSync(dirOf(b)), false);
+    assert.ok(existsSync(hostDir()));
+  });
+
   test("the runtime folder is gone when the box stops", async () => {
     assert.ok(existsSync(hostDir()), hostDir());
     const stop = await t.call("POST", `/api/machines/${machine}/stop`);
