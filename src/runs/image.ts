@@ -18,13 +18,13 @@ const STDERR_EVENTS = 500;
 const OUTPUT_LIMIT = 1024 * 1024;
 
 /** An image's configured command: its Entrypoint, then its Cmd. */
-export interface ImageCommand {
+interface ImageCommand {
   entrypoint: string[];
   cmd: string[];
 }
 
 /** The command an engine starts for the image (Entrypoint then Cmd); refused when it has none. */
-export function imageArgv(image: string, c: ImageCommand): string[] {
+function imageArgv(image: string, c: ImageCommand): string[] {
   const argv = [...c.entrypoint, ...c.cmd];
   if (argv.length === 0)
     throw new WarrenError(
@@ -35,7 +35,7 @@ export function imageArgv(image: string, c: ImageCommand): string[] {
 }
 
 /** The image's Entrypoint and Cmd as the host's engine knows them (`podman image inspect`). */
-export function inspectImage(image: string): Promise<ImageCommand> {
+function inspectImage(image: string): Promise<ImageCommand> {
   return new Promise((resolve, reject) => {
     execFile(
       "podman",
@@ -58,7 +58,7 @@ export function inspectImage(image: string): Promise<ImageCommand> {
   });
 }
 
-export interface ImageDeps {
+interface ImageDeps {
   db: Db;
   /** How the image's command is read (default: the host's engine). */
   inspect?: (image: string) => Promise<ImageCommand>;

@@ -19,13 +19,7 @@ import { startTestServer, type TestServer } from "../support/server.js";
 const run = promisify(execFile);
 const podman = (...args: string[]) => run("podman", args, { maxBuffer: 16 << 20 });
 const onOci = process.env.WARREN_PROVIDER === "oci";
-const arch = (() => {
-  try {
-    return execFileSync("dpkg", ["--print-architecture"]).toString().trim();
-  } catch {
-    return "amd64";
-  }
-})();
+const arch = process.arch === "x64" ? "amd64" : process.arch;
 const base = `localhost/warren-base:bookworm-${arch}`;
 const tarball = path.join(
   process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), ".cache"),

@@ -66,7 +66,7 @@ AgentCreateRequest = TypedDict(
     },
 )
 
-AgentKind = Literal["command", "assistant", "claude-code", "codex", "opencode"]
+AgentKind = Literal["command", "assistant", "claude-code", "codex", "opencode", "image"]
 
 AgentList = TypedDict(
     "AgentList",
