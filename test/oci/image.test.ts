@@ -1,7 +1,7 @@
 // The server's image (`make image`, scripts/image.sh), built and served from: a container of
 // it serves on the oci provider against the host's engine (Podman's API socket, mounted in),
-// answers /health and the API, keeps its state across a restart on its volume (an exec in a box
-// of the host's engine is still a todo: see the test).
+// answers /health and the API, runs an exec in a box the host's engine starts for it, and keeps
+// its state across a restart on its volume (mounted at its own host path), the box adopted.
 // Runs in scripts/test.sh's oci phase; its container, volume, boxes and socket service are
 // removed whatever happens.
 import assert from "node:assert/strict";
@@ -136,17 +136,26 @@ describe("the server's image serves on the oci provider", { skip }, () => {
     agent = a.body;
   });
 
-  // known gap: the box's container starts and its boxd listens, but the server in its own
-  // container does not reach boxd's socket on the state volume within the start's wait
-  test(
-    "an exec in a box of the host's engine",
-    { todo: "boxd's socket on the state volume is not reached from the server's container yet" },
-    async () => {
-      const r = await call("POST", `/api/agents/${agent.id}/exec`, { command: "echo from-the-image" });
-      assert.equal(r.status, 200, JSON.stringify(r.body));
-      assert.equal(r.body.stdout, "from-the-image\n");
-    },
-  );
+  // the state volume's host path is deep (the engine's volumes folder): boxd's socket there is
+  // longer than a unix address holds, and the client reaches it through its folder
+  test("an exec in a box of the host's engine", async () => {
+    assert.ok(
+      Buffer.byteLength(path.join(stateRoot, "run/oci-boxes/mch_0123456789abcdef/boxd/boxd.sock")) > 107,
+    );
+    const r = await call("POST", `/api/agents/${agent.id}/exec`, { command: "echo from-the-image" });
+    assert.equal(r.status, 200, `${JSON.stringify(r.body)}\n${await logs()}`);
+    assert.equal(r.body.stdout, "from-the-image\n");
+    // the box is a container of the host's engine, beside the server's own
+    const boxes = await podman(
+      "ps",
+      "-q",
+      "--filter",
+      "label=warren.provider=oci",
+      "--filter",
+      `label=warren.org=${org?.id}`,
+    );
+    assert.ok(boxes.stdout.trim() !== "", "no box container of this organisation on the host's engine");
+  });
 
   test("a restart keeps the state on its volume", async () => {
     await podman("restart", "-t", "30", container);
@@ -158,5 +167,9 @@ describe("the server's image serves on the oci provider", { skip }, () => {
     );
     const agents = await call("GET", `/api/agents/${agent.id}`);
     assert.equal(agents.status, 200, JSON.stringify(agents.body));
+    // the box kept running across the restart (its boxd the old copy on the volume) and answers
+    const r = await call("POST", `/api/agents/${agent.id}/exec`, { command: "echo after-the-restart" });
+    assert.equal(r.status, 200, `${JSON.stringify(r.body)}\n${await logs()}`);
+    assert.equal(r.body.stdout, "after-the-restart\n");
   });
 });
