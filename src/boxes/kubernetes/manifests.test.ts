@@ -94,6 +94,14 @@ test("boxd is the Pod's one process, with the socket, the helper, the filter, th
   );
 });
 
+test("a machine's own image is the Pod's image; everything else as the boxes' image's Pod", () => {
+  const own = podManifest({ ...spec, image: "registry.local/tools:2" }, settings);
+  const plain = podManifest(spec, settings);
+  assert.equal(own.spec?.containers[0]?.image, "registry.local/tools:2");
+  assert.deepEqual({ ...own.spec?.containers[0], image: "" }, { ...plain.spec?.containers[0], image: "" });
+  assert.deepEqual(own.spec?.securityContext, plain.spec?.securityContext);
+});
+
 test("limits: memory and CPU as limits and requests; pids recorded where no field holds it", () => {
   const pod = podManifest(spec, settings);
   const r = pod.spec?.containers[0]?.resources;
