@@ -1,5 +1,6 @@
-// A machine's environment on real boxes: an agent proposes ripgrep through env_propose, an
-// owner approves, and the next turn of the same running box finds `rg` on its PATH while the
+// A machine's environment on real boxes: an agent proposes ripgrep (GNU hello where the host
+// has rg) through env_propose, an owner approves, and the next turn of the same running box
+// finds it on its PATH while the
 // turn before the approval did not; a refused proposal builds nothing; a build that fails (a
 // package version that does not exist) leaves the machine on its last good revision, its log
 // kept. Capabilities a host cannot give are refused when a machine is saved.
@@ -14,22 +15,38 @@ import { eventsOfType, putHomeFile, runAgent } from "../support/agent-runs.js";
 import { orgWithAgent } from "../support/org.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
-/** ripgrep's candidate version on this host as the server resolves it (null: apt knows none). */
-const candidate = await resolveDebian(["ripgrep"]).then(
-  ([p]) => p?.version ?? null,
-  () => null,
-);
-let rgOnHost = false;
-try {
-  execFileSync("sh", ["-c", "command -v rg"], { stdio: "ignore" });
-  rgOnHost = true;
-} catch {
-  rgOnHost = false;
-}
+/**
+ * The package the agent proposes: ripgrep, as the issue says, unless this host has `rg` already
+ * (the bench installs it for sandbox-runtime; the box sees the host's /usr, so the layer would
+ * add nothing), then GNU hello. Each with its program and what its --version prints.
+ */
+const PACKAGES = [
+  { name: "ripgrep", program: "rg", prints: /^ripgrep \d+\./m },
+  { name: "hello", program: "hello", prints: /^hello \(GNU Hello\) \d/m },
+];
+const onHost = (program: string): boolean => {
+  try {
+    execFileSync("sh", ["-c", `command -v ${program}`], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+};
+const pkg = PACKAGES.find((p) => !onHost(p.program));
+/** Its candidate version on this host as the server resolves it (null: apt knows none). */
+const candidate = pkg
+  ? await resolveDebian([pkg.name]).then(
+      ([p]) => p?.version ?? null,
+      () => null,
+    )
+  : null;
 const skip =
   boxSkipReason() ??
-  (candidate === null ? "apt knows no ripgrep here (run apt-get update)" : null) ??
-  (rgOnHost ? "rg is installed on the host: the layer would be empty" : null);
+  (pkg === undefined ? "every candidate package is installed on the host: a layer would be empty" : null) ??
+  (candidate === null ? `apt knows no ${pkg?.name ?? "package"} here (run apt-get update)` : null);
+const PKG = pkg?.name ?? "ripgrep";
+const BIN = pkg?.program ?? "rg";
+const PRINTS = pkg?.prints ?? /./;
 
 describe("a machine's environment grows by proposals", { skip: skip ?? false }, () => {
   let t: TestServer;
@@ -91,17 +108,17 @@ describe("a machine's environment grows by proposals", { skip: skip ?? false }, 
     assert.equal(m.nested_engine, false);
   });
 
-  test("proposed by the agent, approved by the owner: the same box's next turn runs rg", async () => {
+  test("proposed by the agent, approved by the owner: the same box's next turn runs the program", async () => {
     // a turn before anything: the box starts on the base alone
-    const before = await turn("rg --version; echo exit=$?");
-    assert.match(before, /exit=127/, "no rg before the approval");
+    const before = await turn(`${BIN} --version; echo exit=$?`);
+    assert.match(before, /exit=127/, `no ${BIN} before the approval`);
     let m = (await call("GET", `/api/machines/${machine}`)).body;
     assert.equal(m.env_revision, 0);
     assert.equal(m.box_env_revision, 0, "the box records the revision it started with");
     const startedAt = m.state_changed_at as string;
 
     const turns = [
-      { tool_calls: [{ name: "env_propose", input: { packages: ["ripgrep"], why: "to search code" } }] },
+      { tool_calls: [{ name: "env_propose", input: { packages: [PKG], why: "to search code" } }] },
       { text: "proposed" },
     ];
     await putHomeFile(t, agent, "turns.json", JSON.stringify({ turns }));
@@ -113,13 +130,13 @@ describe("a machine's environment grows by proposals", { skip: skip ?? false }, 
     assert.equal(list.length, 1);
     const p = list[0];
     assert.equal(p.agent_id, agent);
-    assert.deepEqual(p.packages, [{ name: "ripgrep", version: candidate }], "exact package and version");
+    assert.deepEqual(p.packages, [{ name: PKG, version: candidate }], "exact package and version");
     assert.equal(p.why, "to search code");
     assert.equal((await call("GET", `/api/machines/${machine}/environment`)).body.pending_proposals, 1);
 
     // never applied silently: nothing built until decided
     assert.equal((await call("GET", `/api/machines/${machine}/environment/revisions`)).body.items.length, 0);
-    assert.match(await turn("rg --version; echo exit=$?"), /exit=127/);
+    assert.match(await turn(`${BIN} --version; echo exit=$?`), /exit=127/);
 
     const ok = await call("POST", `/api/machines/${machine}/environment/proposals/${p.id}/decide`, {
       decision: "approve",
@@ -134,16 +151,16 @@ describe("a machine's environment grows by proposals", { skip: skip ?? false }, 
     assert.equal(again.body.error.code, "env.proposal_decided");
     const built = await revision(1);
     assert.equal(built.status, "ready", built.log);
-    assert.match(built.log, /ripgrep/);
+    assert.match(built.log, new RegExp(PKG));
 
-    const after = await turn("rg --version; echo exit=$?");
-    assert.match(after, /ripgrep 1\d\./, "the next turn finds rg on its PATH");
+    const after = await turn(`${BIN} --version; echo exit=$?`);
+    assert.match(after, PRINTS, `the next turn finds ${BIN} on its PATH`);
     m = (await call("GET", `/api/machines/${machine}`)).body;
     assert.equal(m.state_changed_at, startedAt, "the same box, not started again");
     assert.equal(m.env_revision, 1);
     assert.equal(m.box_env_revision, 1);
     const env = (await call("GET", `/api/machines/${machine}/environment`)).body;
-    assert.deepEqual(env.packages, [{ name: "ripgrep", version: candidate }]);
+    assert.deepEqual(env.packages, [{ name: PKG, version: candidate }]);
     assert.equal(env.base, "host");
     // the layer is read-only in the box
     const write = await exec(`touch /opt/warren/env/${machine}/1/x; echo exit=$?`);
@@ -173,7 +190,7 @@ describe("a machine's environment grows by proposals", { skip: skip ?? false }, 
     assert.equal(unknown.body.error.code, "env.package_unknown");
 
     const set = await call("PUT", `/api/machines/${machine}/environment`, {
-      packages: ["ripgrep", "warren-no-such-package=1.0"],
+      packages: [PKG, "warren-no-such-package=1.0"],
     });
     assert.equal(set.status, 202, JSON.stringify(set.body));
     assert.equal(set.body.revision, 2);
@@ -183,8 +200,8 @@ describe("a machine's environment grows by proposals", { skip: skip ?? false }, 
     assert.match(failed.log, /build failed/);
     const m = (await call("GET", `/api/machines/${machine}`)).body;
     assert.equal(m.env_revision, 1, "still on its last good revision");
-    const rg = await exec("rg --version");
-    assert.equal(rg.exit_code, 0, rg.stderr);
-    assert.match(rg.stdout, /^ripgrep/);
+    const still = await exec(`${BIN} --version`);
+    assert.equal(still.exit_code, 0, still.stderr);
+    assert.match(still.stdout, PRINTS);
   });
 });
