@@ -14,18 +14,8 @@ import { boxSkipReason } from "../box/fixture.js";
 import { previewGet } from "../support/preview.js";
 import { editorOfOld } from "../support/members.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { CHROMIUM, CHROMIUM_FLAGS } from "../support/chromium-flags.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const FLAGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const OWNER = "owner@example.com";
 const ATTACKER = "attacker@example.com";
 const OUTSIDER = "outsider@example.org";
@@ -190,7 +180,7 @@ for (const mode of ["compat-cookie", "trusted-header"] as Mode[]) {
         owner("PUT", `/api/orgs/${org.id}/members`, { email: ATTACKER, role: "viewer" }),
       );
       assert.equal(put.status, 200, JSON.stringify(put.body));
-      browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+      browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS });
       await startBoxServer();
     });
 

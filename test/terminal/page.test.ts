@@ -11,8 +11,8 @@ import { after, before, describe, test } from "node:test";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { boxSkipReason } from "../box/fixture.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { CHROMIUM, CHROMIUM_FLAGS } from "../support/chromium-flags.js";
 
-const CHROMIUM = "/usr/bin/chromium";
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const results = path.join(repo, "test-results");
 
@@ -105,16 +105,7 @@ describe("the terminal page in Chromium", { skip }, () => {
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
+      args: CHROMIUM_FLAGS,
       viewport: { width: 1000, height: 640 },
     });
     page = context.pages()[0] ?? (await context.newPage());
