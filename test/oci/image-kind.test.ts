@@ -4,7 +4,8 @@
 // the box's walls unchanged), and an image-kind agent's run starts the image's entrypoint with
 // its input at /agent/input and answers what it printed. On local: an image is refused by
 // name, and an image-kind agent's run says why. Every container of the test's organisation
-// and the image are removed whatever happens.
+// and the image are removed whatever happens. On any provider, a host without a GPU refuses
+// a machine's `gpu` when it is saved.
 import assert from "node:assert/strict";
 import { execFile, execFileSync } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -12,6 +13,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
+import { gpuDevices } from "../../src/boxes/index.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { runAgent } from "../support/agent-runs.js";
 import { startTestServer, type TestServer } from "../support/server.js";
@@ -173,3 +175,27 @@ describe("on local, an image is refused by name", { skip: localSkip }, () => {
     );
   });
 });
+
+describe(
+  "gpu on a host without one",
+  { skip: gpuDevices().length > 0 ? "this host has a GPU" : false },
+  () => {
+    test("is refused when the machine is saved, made or changed, by name", async () => {
+      const t = await startTestServer();
+      try {
+        const org = (await t.call("POST", "/api/orgs", { name: "gpu-less" })).body.id as string;
+        const made = await t.call("POST", "/api/machines", { org_id: org, name: "g", gpu: true });
+        assert.equal(made.status, 400, JSON.stringify(made.body));
+        assert.equal(made.body.error.code, "machine.capability_unavailable");
+        assert.match(made.body.error.message, /no GPU device/);
+        const m = await t.call("POST", "/api/machines", { org_id: org, name: "m" });
+        const patched = await t.call("PATCH", `/api/machines/${m.body.id}`, { gpu: true });
+        assert.equal(patched.status, 400, JSON.stringify(patched.body));
+        assert.equal(patched.body.error.code, "machine.capability_unavailable");
+        assert.equal((await t.call("GET", `/api/machines/${m.body.id}`)).body.gpu, false);
+      } finally {
+        await t.close();
+      }
+    });
+  },
+);
