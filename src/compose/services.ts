@@ -327,7 +327,7 @@ export async function buildServices(
   });
   bridges.register("gateway", (stream, who) => face.serve(stream, who));
 
-  const runners = new AgentRunners();
+  const runners = new AgentRunners().register("image", new ImageRunner({ db }));
   // the harness kinds the operator enabled, each run by its CLI installed on this host
   for (const kind of config.WARREN_HARNESS_KINDS) {
     if (!installedVersion(config.WARREN_HARNESS_DIR, kind))
@@ -345,8 +345,6 @@ export async function buildServices(
       }),
     );
   }
-  // the image kind: its machine's own image's entrypoint (oci, kubernetes)
-  runners.register("image", new ImageRunner({ db }));
   // the operator's system.md template, when there is one (else the built-in one)
   const template = await readFile(path.join(base.state.templates, "system.md"), "utf8").catch(
     (err: unknown) => {

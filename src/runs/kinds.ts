@@ -78,9 +78,11 @@ export type AgentRunner = Runner<AgentRunContext, AgentRunResult>;
 export class AgentRunners {
   readonly #byKind = new Map<AgentSpec["kind"], AgentRunner>();
 
-  register(kind: Exclude<AgentSpec["kind"], "command">, runner: AgentRunner): void {
+  /** Registers the runner of a kind; answers the registry (the image kind is registered as it is made). */
+  register(kind: Exclude<AgentSpec["kind"], "command">, runner: AgentRunner): this {
     if (this.#byKind.has(kind)) throw new Error(`a runner of kind ${kind} is already registered`);
     this.#byKind.set(kind, runner);
+    return this;
   }
 
   get(kind: AgentSpec["kind"]): AgentRunner | undefined {
