@@ -154,6 +154,18 @@ class AgentsApi(object):
         """Run a command in the agent's box as the agent (buffered, or NDJSON with Accept: application/x-ndjson): each line as it comes."""
         return self._t.ndjson("POST", f"/api/agents/{_seg(id)}/exec", query=None, json=body, timeout=timeout)  # type: ignore[return-value]
 
+    def github_put(self, id: str, body: "GithubInstallationRequest", *, timeout: Optional[float] = _DEFAULT) -> "GithubInstallation":
+        """Bind the agent to an installation of a GitHub App (owner, admin): while its box runs, an installation token is in /run/warren/<agent id>/ (refreshed before it expires) and git's credential helper reads it."""
+        return self._t.json("PUT", f"/api/agents/{_seg(id)}/github", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+
+    def github_get(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "GithubInstallation":
+        """The agent's GitHub installation and when the token in its runtime folder expires."""
+        return self._t.json("GET", f"/api/agents/{_seg(id)}/github", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+    def github_delete(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> None:
+        """Unbind the agent from its GitHub installation: its token leaves its runtime folder."""
+        return self._t.empty("DELETE", f"/api/agents/{_seg(id)}/github", query=None, timeout=timeout)
+
 
 class EnvironmentsApi(object):
     def __init__(self, transport: SyncTransport) -> None:
@@ -403,6 +415,23 @@ class ConnectionsApi(object):
     def revoke(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "Connection":
         """Revoke a connection: its tokens are forgotten (and revoked at the provider when it can); a tool's next call through it is refused with why."""
         return self._t.json("POST", f"/api/connections/{_seg(id)}/revoke", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+
+class GithubApi(object):
+    def __init__(self, transport: SyncTransport) -> None:
+        self._t = transport
+
+    def apps_create(self, body: "GithubAppCreateRequest", *, timeout: Optional[float] = _DEFAULT) -> "GithubApp":
+        """Register a GitHub App (owner, admin): its id, its private key (sealed, never answered, never leaves the server), its API base (GitHub Enterprise) and git host."""
+        return self._t.json("POST", "/api/github/apps", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+
+    def apps_list(self, *, org_id: Optional[str] = None, timeout: Optional[float] = _DEFAULT) -> "GithubAppList":
+        """The GitHub Apps of the caller's organisations (or of one)."""
+        return self._t.json("GET", "/api/github/apps", query={"org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
+
+    def apps_delete(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> None:
+        """Remove a GitHub App (owner, admin); its agents' tokens leave their runtime folders."""
+        return self._t.empty("DELETE", f"/api/github/apps/{_seg(id)}", query=None, timeout=timeout)
 
 
 class AuthApi(object):
@@ -726,6 +755,7 @@ class Operations(object):
         self.personas = PersonasApi(transport)
         self.secrets = SecretsApi(transport)
         self.connections = ConnectionsApi(transport)
+        self.github = GithubApi(transport)
         self.auth = AuthApi(transport)
         self.homes = HomesApi(transport)
         self.files = FilesApi(transport)
@@ -885,6 +915,18 @@ class AsyncAgentsApi(object):
     def exec_stream(self, id: str, body: "ExecRequest", *, timeout: Optional[float] = _DEFAULT) -> AsyncIterator["ExecStreamEvent"]:
         """Run a command in the agent's box as the agent (buffered, or NDJSON with Accept: application/x-ndjson): each line as it comes."""
         return self._t.ndjson("POST", f"/api/agents/{_seg(id)}/exec", query=None, json=body, timeout=timeout)  # type: ignore[return-value]
+
+    async def github_put(self, id: str, body: "GithubInstallationRequest", *, timeout: Optional[float] = _DEFAULT) -> "GithubInstallation":
+        """Bind the agent to an installation of a GitHub App (owner, admin): while its box runs, an installation token is in /run/warren/<agent id>/ (refreshed before it expires) and git's credential helper reads it."""
+        return await self._t.json("PUT", f"/api/agents/{_seg(id)}/github", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+
+    async def github_get(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "GithubInstallation":
+        """The agent's GitHub installation and when the token in its runtime folder expires."""
+        return await self._t.json("GET", f"/api/agents/{_seg(id)}/github", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+    async def github_delete(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> None:
+        """Unbind the agent from its GitHub installation: its token leaves its runtime folder."""
+        return await self._t.empty("DELETE", f"/api/agents/{_seg(id)}/github", query=None, timeout=timeout)
 
 
 class AsyncEnvironmentsApi(object):
@@ -1135,6 +1177,23 @@ class AsyncConnectionsApi(object):
     async def revoke(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> "Connection":
         """Revoke a connection: its tokens are forgotten (and revoked at the provider when it can); a tool's next call through it is refused with why."""
         return await self._t.json("POST", f"/api/connections/{_seg(id)}/revoke", query=None, timeout=timeout)  # type: ignore[no-any-return]
+
+
+class AsyncGithubApi(object):
+    def __init__(self, transport: AsyncTransport) -> None:
+        self._t = transport
+
+    async def apps_create(self, body: "GithubAppCreateRequest", *, timeout: Optional[float] = _DEFAULT) -> "GithubApp":
+        """Register a GitHub App (owner, admin): its id, its private key (sealed, never answered, never leaves the server), its API base (GitHub Enterprise) and git host."""
+        return await self._t.json("POST", "/api/github/apps", query=None, json=body, timeout=timeout)  # type: ignore[no-any-return]
+
+    async def apps_list(self, *, org_id: Optional[str] = None, timeout: Optional[float] = _DEFAULT) -> "GithubAppList":
+        """The GitHub Apps of the caller's organisations (or of one)."""
+        return await self._t.json("GET", "/api/github/apps", query={"org_id": org_id}, timeout=timeout)  # type: ignore[no-any-return]
+
+    async def apps_delete(self, id: str, *, timeout: Optional[float] = _DEFAULT) -> None:
+        """Remove a GitHub App (owner, admin); its agents' tokens leave their runtime folders."""
+        return await self._t.empty("DELETE", f"/api/github/apps/{_seg(id)}", query=None, timeout=timeout)
 
 
 class AsyncAuthApi(object):
@@ -1458,6 +1517,7 @@ class AsyncOperations(object):
         self.personas = AsyncPersonasApi(transport)
         self.secrets = AsyncSecretsApi(transport)
         self.connections = AsyncConnectionsApi(transport)
+        self.github = AsyncGithubApi(transport)
         self.auth = AsyncAuthApi(transport)
         self.homes = AsyncHomesApi(transport)
         self.files = AsyncFilesApi(transport)

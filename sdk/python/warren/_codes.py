@@ -16,6 +16,7 @@ API_ERROR_CODES: FrozenSet[str] = frozenset(
         "box.unavailable",
         "branch.conflict",
         "connection.refused",
+        "connection.unusable",
         "contract.invalid",
         "conversation.closed",
         "egress.forbidden",

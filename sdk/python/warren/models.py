@@ -1168,6 +1168,56 @@ FolderListing = TypedDict(
     },
 )
 
+GithubApp = TypedDict(
+    "GithubApp",
+    {
+        "id": Required[str],
+        "org_id": Required[str],
+        "name": Required[str],
+        "app_id": Required[str],
+        "api_url": Required[str],
+        "git_url": Required[str],
+        "created_at": Required[str],
+    },
+)
+
+GithubAppCreateRequest = TypedDict(
+    "GithubAppCreateRequest",
+    {
+        "org_id": Required[str],
+        "name": Required[str],
+        "app_id": Required[str],
+        "private_key": Required[str],
+        "api_url": NotRequired[str],
+        "git_url": NotRequired[str],
+    },
+)
+
+GithubAppList = TypedDict(
+    "GithubAppList",
+    {
+        "items": Required[List["GithubApp"]],
+    },
+)
+
+GithubInstallation = TypedDict(
+    "GithubInstallation",
+    {
+        "agent_id": Required[str],
+        "github_app_id": Required[str],
+        "installation_id": Required[str],
+        "token_expires_at": Required[Union[str, None]],
+    },
+)
+
+GithubInstallationRequest = TypedDict(
+    "GithubInstallationRequest",
+    {
+        "github_app_id": Required[str],
+        "installation_id": Required[str],
+    },
+)
+
 Guardrails = TypedDict(
     "Guardrails",
     {
