@@ -316,38 +316,19 @@ export class HarnessRunner implements AgentRunner {
         base_url: GATEWAY_IN_BOX,
         tools: toolset?.tools.map((t) => t.name) ?? [],
       });
-      const output = new BoundedOutput(OUTPUT_LIMIT);
-      let stderrEvents = 0;
-      const pending: Promise<void>[] = [];
-      let result: BoxExecResult;
-      try {
-        // the agent's secrets of use env reach its CLI as environment variables, as they reach
-        // its commands (the door puts them there); a key of its models is a secret of use
-        // model, which never reaches an environment; the run's workload token is redacted
-        // from what the CLI prints like a secret (the model runner protects it)
-        result = await work.exec(
-          {
-            argv: ["/bin/bash", "-c", plan.script],
-            own: { ...plan.env, [TOKEN_VAR]: ctx.gateway.token },
-            timeoutMs: ctx.spec.limits.max_run_s * 1000,
-            main: true,
-            shownAs: [HARNESS_PACKAGES[this.kind].bin],
-          },
-          {
-            signal: ctx.signal,
-            onStdout: (c: Buffer) => output.push(c),
-            onStderr: (c: Buffer) => {
-              if (stderrEvents++ < STDERR_EVENTS)
-                pending.push(ctx.events("output", { stream: "stderr", data: c.toString("utf8") }));
-            },
-          },
-        );
-      } finally {
-        await Promise.allSettled(pending);
-        await work.unstage();
-        // a call the CLI hung up on is still read to its end: it is counted before the run ends
-        await ctx.gateway.idle(30_000);
-      }
+      // the agent's secrets of use env reach its CLI as environment variables, as they reach
+      // its commands (the door puts them there); a key of its models is a secret of use
+      // model, which never reaches an environment; the run's workload token is redacted
+      // from what the CLI prints like a secret (the model runner protects it)
+      const main = await runMainCommand(
+        ctx,
+        {
+          argv: ["/bin/bash", "-c", plan.script],
+          own: { ...plan.env, [TOKEN_VAR]: ctx.gateway.token },
+          shownAs: [HARNESS_PACKAGES[this.kind].bin],
+        },
+        `the ${this.kind} CLI`,
+      );
       // the models it called, in order of first use: its model_call events that answered
       const calls = await d.db
         .select({ data: schema.runEvents.data })
@@ -362,24 +343,8 @@ export class HarnessRunner implements AgentRunner {
             .map((c) => `${c.provider}:${c.model}`),
         ),
       ];
-      const status = ctx.signal.aborted
-        ? "cancelled"
-        : result.timedOut
-          ? "timed_out"
-          : result.exitCode === 0
-            ? "succeeded"
-            : "failed";
       return {
-        status,
-        ...(status === "failed"
-          ? {
-              reason: result.signal
-                ? `the ${this.kind} CLI was killed by ${result.signal}`
-                : `the ${this.kind} CLI exited with ${result.exitCode}`,
-            }
-          : {}),
-        output: output.text(),
-        exitCode: result.exitCode,
+        ...main,
         usage: usage(),
         models,
       };
@@ -387,4 +352,58 @@ export class HarnessRunner implements AgentRunner {
       await toolset?.close().catch(() => {});
     }
   }
+}
+
+/**
+ * A run's main command in its box (a harness CLI, an image's entrypoint), named `what` in its
+ * reason: its stdout is the run's output (bounded), its stderr the run's first STDERR_EVENTS
+ * output events; the staged files go and the gateway's calls are read to their end whatever
+ * happens (a call the command hung up on is counted before the run ends).
+ */
+export async function runMainCommand(
+  ctx: AgentRunContext,
+  command: { argv: string[]; own: Record<string, string>; shownAs?: string[] },
+  what: string,
+): Promise<Pick<AgentRunResult, "status" | "reason" | "output" | "exitCode">> {
+  const work = ctx.workload;
+  const output = new BoundedOutput(OUTPUT_LIMIT);
+  let stderrEvents = 0;
+  const pending: Promise<void>[] = [];
+  let result: BoxExecResult;
+  try {
+    result = await work.exec(
+      { ...command, timeoutMs: ctx.spec.limits.max_run_s * 1000, main: true },
+      {
+        signal: ctx.signal,
+        onStdout: (c: Buffer) => output.push(c),
+        onStderr: (c: Buffer) => {
+          if (stderrEvents++ < STDERR_EVENTS)
+            pending.push(ctx.events("output", { stream: "stderr", data: c.toString("utf8") }));
+        },
+      },
+    );
+  } finally {
+    await Promise.allSettled(pending);
+    await work.unstage();
+    await ctx.gateway.idle(30_000);
+  }
+  const status = ctx.signal.aborted
+    ? "cancelled"
+    : result.timedOut
+      ? "timed_out"
+      : result.exitCode === 0
+        ? "succeeded"
+        : "failed";
+  return {
+    status,
+    ...(status === "failed"
+      ? {
+          reason: result.signal
+            ? `${what} was killed by ${result.signal}`
+            : `${what} exited with ${result.exitCode}`,
+        }
+      : {}),
+    output: output.text(),
+    exitCode: result.exitCode,
+  };
 }

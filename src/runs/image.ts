@@ -7,15 +7,10 @@
 import { execFile } from "node:child_process";
 import { eq } from "drizzle-orm";
 import { WarrenError } from "../errors.js";
-import type { BoxExecResult } from "../runtime/index.js";
 import type { Db } from "../store/index.js";
 import { schema } from "../store/index.js";
-import { BoundedOutput } from "../workloads/index.js";
-import { GATEWAY_IN_BOX, TOKEN_VAR } from "./harness.js";
+import { GATEWAY_IN_BOX, runMainCommand, TOKEN_VAR } from "./harness.js";
 import type { AgentRunContext, AgentRunner, AgentRunResult } from "./kinds.js";
-
-const STDERR_EVENTS = 500;
-const OUTPUT_LIMIT = 1024 * 1024;
 
 /** An image's configured command: its Entrypoint, then its Cmd. */
 interface ImageCommand {
@@ -87,51 +82,14 @@ export class ImageRunner implements AgentRunner {
     });
     await work.stage({ input: Buffer.from(ctx.input, "utf8") });
     await ctx.events("image", { image: m.image, argv });
-    const output = new BoundedOutput(OUTPUT_LIMIT);
-    let stderrEvents = 0;
-    const pending: Promise<void>[] = [];
-    let result: BoxExecResult;
-    try {
-      // the run's token reaches the entrypoint as a harness CLI's does: its models through the gateway
-      result = await work.exec(
-        {
-          argv,
-          own: { [TOKEN_VAR]: ctx.gateway.token, WARREN_GATEWAY_URL: GATEWAY_IN_BOX },
-          timeoutMs: ctx.spec.limits.max_run_s * 1000,
-          main: true,
-        },
-        {
-          signal: ctx.signal,
-          onStdout: (c: Buffer) => output.push(c),
-          onStderr: (c: Buffer) => {
-            if (stderrEvents++ < STDERR_EVENTS)
-              pending.push(ctx.events("output", { stream: "stderr", data: c.toString("utf8") }));
-          },
-        },
-      );
-    } finally {
-      await Promise.allSettled(pending);
-      await work.unstage();
-      await ctx.gateway.idle(30_000);
-    }
-    const status = ctx.signal.aborted
-      ? "cancelled"
-      : result.timedOut
-        ? "timed_out"
-        : result.exitCode === 0
-          ? "succeeded"
-          : "failed";
+    // the run's token reaches the entrypoint as a harness CLI's does: its models through the gateway
+    const main = await runMainCommand(
+      ctx,
+      { argv, own: { [TOKEN_VAR]: ctx.gateway.token, WARREN_GATEWAY_URL: GATEWAY_IN_BOX } },
+      "the image's entrypoint",
+    );
     return {
-      status,
-      ...(status === "failed"
-        ? {
-            reason: result.signal
-              ? `the image's entrypoint was killed by ${result.signal}`
-              : `the image's entrypoint exited with ${result.exitCode}`,
-          }
-        : {}),
-      output: output.text(),
-      exitCode: result.exitCode,
+      ...main,
       usage: usage(),
       models: [],
     };

@@ -4,17 +4,13 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import type { Connection, SecretGrant } from "warren/sdk";
-import { keys, useCan, useOrgs, warren } from "../api";
-import { Link, navigate, useLocation, useTitle } from "../router";
+import { useCan, useOrgs, warren } from "../api";
+import { grantName, grantTargets, type Named, OrgSelect, useGrantees } from "../grants";
+import { Link, useLocation, useTitle } from "../router";
 import { Action, Empty, ErrorBox, Loading, StatusBadge, when } from "../ui";
 
 const providersKey = (org: string) => ["connection-providers", org] as const;
 const connectionsKey = (org: string) => ["connections", org] as const;
-
-interface Named {
-  id: string;
-  name: string;
-}
 
 export function ConnectionsPage() {
   useTitle("Connections");
@@ -33,16 +29,7 @@ export function ConnectionsPage() {
     enabled: orgId !== "",
     queryFn: () => warren.connections.list({ org_id: orgId }).then((l) => l.items),
   });
-  const agents = useQuery({
-    queryKey: keys.agents(orgId),
-    enabled: orgId !== "",
-    queryFn: () => warren.agents.list({ org_id: orgId }).then((l) => l.items),
-  });
-  const guilds = useQuery({
-    queryKey: keys.guilds(orgId),
-    enabled: orgId !== "",
-    queryFn: () => warren.guilds.list({ org_id: orgId }).then((l) => l.items),
-  });
+  const { agents, guilds } = useGrantees(orgId);
   const justConnected = connections.data?.find((c) => c.id === connected);
 
   return (
@@ -59,20 +46,7 @@ export function ConnectionsPage() {
         </Empty>
       ) : (
         <>
-          <label>
-            Organisation
-            <select
-              name="org"
-              value={orgId}
-              onChange={(e) => navigate(`/connections?org=${e.target.value}`, { replace: true })}
-            >
-              {orgs.data?.map((o) => (
-                <option key={o.id} value={o.id}>
-                  {o.name}
-                </option>
-              ))}
-            </select>
-          </label>
+          <OrgSelect orgs={orgs.data} value={orgId} path="/connections" />
           {justConnected && (
             <p role="status" data-testid="connection-connected">
               {justConnected.status === "active"
@@ -215,17 +189,8 @@ function Accounts({
     onSuccess: done,
   });
   const revoke = useMutation({ mutationFn: (id: string) => warren.connections.revoke(id), onSuccess: done });
-  const targets = [
-    { value: `org:${orgId}`, label: "the whole organisation" },
-    ...guilds.map((g) => ({ value: `guild:${g.id}`, label: `guild ${g.name}` })),
-    ...agents.map((a) => ({ value: `agent:${a.id}`, label: `agent ${a.name}` })),
-  ];
-  const grantName = (g: SecretGrant) =>
-    g.scope === "org"
-      ? "the whole organisation"
-      : g.scope === "agent"
-        ? `agent ${agents.find((a) => a.id === g.id)?.name ?? g.id}`
-        : `guild ${guilds.find((x) => x.id === g.id)?.name ?? g.id}`;
+  const targets = grantTargets(orgId, agents, guilds);
+  const nameOf = (g: SecretGrant) => grantName(g, agents, guilds);
   const same = (a: SecretGrant, b: SecretGrant) => a.scope === b.scope && a.id === b.id;
   return (
     <>
@@ -269,12 +234,12 @@ function Accounts({
                   {c.grants.length === 0 && "nobody yet"}
                   {c.grants.map((g) => (
                     <span key={`${g.scope}:${g.id}`} className="grant">
-                      {grantName(g)}
+                      {nameOf(g)}
                       {write && (
                         <button
                           type="button"
                           className="link"
-                          aria-label={`ungrant ${c.name} from ${grantName(g)}`}
+                          aria-label={`ungrant ${c.name} from ${nameOf(g)}`}
                           onClick={() =>
                             grants.mutate({ id: c.id, grants: c.grants.filter((x) => !same(x, g)) })
                           }
@@ -308,7 +273,7 @@ function Accounts({
                     .map((g) => (
                       <p key={g.id} data-testid="connection-shared">
                         <small>
-                          Every agent of {grantName(g)} uses it as {account}.
+                          Every agent of {nameOf(g)} uses it as {account}.
                         </small>
                       </p>
                     ))}

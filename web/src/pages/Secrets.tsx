@@ -4,7 +4,8 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import type { SecretGrant, SecretUse } from "warren/sdk";
 import { keys, useCan, useOrgs, warren } from "../api";
-import { Link, navigate, useLocation, useTitle } from "../router";
+import { grantName, grantTargets, OrgSelect, useGrantees } from "../grants";
+import { Link, useLocation, useTitle } from "../router";
 import { Action, Empty, ErrorBox, Loading, when } from "../ui";
 
 export function SecretsPage() {
@@ -18,16 +19,7 @@ export function SecretsPage() {
     enabled: orgId !== "",
     queryFn: () => warren.secrets.list({ org_id: orgId }).then((l) => l.items),
   });
-  const agents = useQuery({
-    queryKey: keys.agents(orgId),
-    enabled: orgId !== "",
-    queryFn: () => warren.agents.list({ org_id: orgId }).then((l) => l.items),
-  });
-  const guilds = useQuery({
-    queryKey: keys.guilds(orgId),
-    enabled: orgId !== "",
-    queryFn: () => warren.guilds.list({ org_id: orgId }).then((l) => l.items),
-  });
+  const { agents, guilds } = useGrantees(orgId);
   const qc = useQueryClient();
   const remove = useMutation({
     mutationFn: (id: string) => warren.secrets.delete(id),
@@ -41,17 +33,8 @@ export function SecretsPage() {
     mutationFn: (v: { id: string; grant: SecretGrant }) => warren.secrets.revoke(v.id, v.grant),
     onSuccess: () => qc.invalidateQueries({ queryKey: keys.secrets(orgId) }),
   });
-  const targets = [
-    { value: `org:${orgId}`, label: "the whole organisation" },
-    ...(agents.data ?? []).map((a) => ({ value: `agent:${a.id}`, label: `agent ${a.name}` })),
-    ...(guilds.data ?? []).map((g) => ({ value: `guild:${g.id}`, label: `guild ${g.name}` })),
-  ];
-  const grantName = (g: SecretGrant) =>
-    g.scope === "org"
-      ? "the whole organisation"
-      : g.scope === "agent"
-        ? `agent ${agents.data?.find((a) => a.id === g.id)?.name ?? g.id}`
-        : `guild ${guilds.data?.find((x) => x.id === g.id)?.name ?? g.id}`;
+  const targets = grantTargets(orgId, agents.data ?? [], guilds.data ?? []);
+  const nameOf = (g: SecretGrant) => grantName(g, agents.data ?? [], guilds.data ?? []);
 
   return (
     <section>
@@ -63,20 +46,7 @@ export function SecretsPage() {
         </Empty>
       ) : (
         <>
-          <label>
-            Organisation
-            <select
-              name="org"
-              value={orgId}
-              onChange={(e) => navigate(`/secrets?org=${e.target.value}`, { replace: true })}
-            >
-              {orgs.data?.map((o) => (
-                <option key={o.id} value={o.id}>
-                  {o.name}
-                </option>
-              ))}
-            </select>
-          </label>
+          <OrgSelect orgs={orgs.data} value={orgId} path="/secrets" />
           <ErrorBox error={secrets.error} />
           {secrets.isPending && orgId ? (
             <Loading />
@@ -115,12 +85,12 @@ export function SecretsPage() {
                       {s.grants.length === 0 && "nobody yet"}
                       {s.grants.map((g) => (
                         <span key={`${g.scope}:${g.id}`} className="grant">
-                          {grantName(g)}
+                          {nameOf(g)}
                           {can.write && (
                             <button
                               type="button"
                               className="link"
-                              aria-label={`revoke ${s.name} from ${grantName(g)}`}
+                              aria-label={`revoke ${s.name} from ${nameOf(g)}`}
                               onClick={() => revoke.mutate({ id: s.id, grant: g })}
                             >
                               ×
