@@ -61,3 +61,69 @@ export function OrgSelect({ orgs, value, path }: { orgs: Named[] | undefined; va
     </label>
   );
 }
+
+/**
+ * What a thing is granted to, each grant with its × (`undo` names the act: "revoke" on
+ * Secrets, "ungrant" on Connections), then a select of the targets it is not granted to yet.
+ */
+export function GrantList({
+  name,
+  grants,
+  targets,
+  nameOf,
+  undo,
+  write,
+  canGrant = write,
+  onGrant,
+  onUndo,
+}: {
+  name: string;
+  grants: SecretGrant[];
+  targets: { value: string; label: string }[];
+  nameOf: (g: SecretGrant) => string;
+  undo: string;
+  write: boolean;
+  canGrant?: boolean;
+  onGrant: (g: SecretGrant) => void;
+  onUndo: (g: SecretGrant) => void;
+}) {
+  return (
+    <>
+      {grants.length === 0 && "nobody yet"}
+      {grants.map((g) => (
+        <span key={`${g.scope}:${g.id}`} className="grant">
+          {nameOf(g)}
+          {write && (
+            <button
+              type="button"
+              className="link"
+              aria-label={`${undo} ${name} from ${nameOf(g)}`}
+              onClick={() => onUndo(g)}
+            >
+              ×
+            </button>
+          )}
+        </span>
+      ))}
+      {canGrant && (
+        <select
+          aria-label={`grant ${name} to`}
+          value=""
+          onChange={(e) => {
+            const [scope, id] = e.target.value.split(":") as [SecretGrant["scope"], string];
+            if (id) onGrant({ scope, id });
+          }}
+        >
+          <option value="">grant to…</option>
+          {targets
+            .filter((t) => !grants.some((g) => `${g.scope}:${g.id}` === t.value))
+            .map((t) => (
+              <option key={t.value} value={t.value}>
+                {t.label}
+              </option>
+            ))}
+        </select>
+      )}
+    </>
+  );
+}

@@ -5,7 +5,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import type { Connection, SecretGrant } from "warren/sdk";
 import { useCan, useOrgs, warren } from "../api";
-import { grantName, grantTargets, type Named, OrgSelect, useGrantees } from "../grants";
+import { GrantList, grantName, grantTargets, type Named, OrgSelect, useGrantees } from "../grants";
 import { Link, useLocation, useTitle } from "../router";
 import { Action, Empty, ErrorBox, Loading, StatusBadge, when } from "../ui";
 
@@ -231,43 +231,17 @@ function Accounts({
                   )}
                 </td>
                 <td data-testid="connection-grants">
-                  {c.grants.length === 0 && "nobody yet"}
-                  {c.grants.map((g) => (
-                    <span key={`${g.scope}:${g.id}`} className="grant">
-                      {nameOf(g)}
-                      {write && (
-                        <button
-                          type="button"
-                          className="link"
-                          aria-label={`ungrant ${c.name} from ${nameOf(g)}`}
-                          onClick={() =>
-                            grants.mutate({ id: c.id, grants: c.grants.filter((x) => !same(x, g)) })
-                          }
-                        >
-                          ×
-                        </button>
-                      )}
-                    </span>
-                  ))}
-                  {write && c.status !== "revoked" && (
-                    <select
-                      aria-label={`grant ${c.name} to`}
-                      value=""
-                      onChange={(e) => {
-                        const [scope, id] = e.target.value.split(":") as [SecretGrant["scope"], string];
-                        if (id) grants.mutate({ id: c.id, grants: [...c.grants, { scope, id }] });
-                      }}
-                    >
-                      <option value="">grant to…</option>
-                      {targets
-                        .filter((t) => !c.grants.some((g) => `${g.scope}:${g.id}` === t.value))
-                        .map((t) => (
-                          <option key={t.value} value={t.value}>
-                            {t.label}
-                          </option>
-                        ))}
-                    </select>
-                  )}
+                  <GrantList
+                    name={c.name}
+                    grants={c.grants}
+                    targets={targets}
+                    nameOf={nameOf}
+                    undo="ungrant"
+                    write={write}
+                    canGrant={write && c.status !== "revoked"}
+                    onGrant={(g) => grants.mutate({ id: c.id, grants: [...c.grants, g] })}
+                    onUndo={(g) => grants.mutate({ id: c.id, grants: c.grants.filter((x) => !same(x, g)) })}
+                  />
                   {c.grants
                     .filter((g) => g.scope === "guild")
                     .map((g) => (

@@ -4,7 +4,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import type { SecretGrant, SecretUse } from "warren/sdk";
 import { keys, useCan, useOrgs, warren } from "../api";
-import { grantName, grantTargets, OrgSelect, useGrantees } from "../grants";
+import { GrantList, grantName, grantTargets, OrgSelect, useGrantees } from "../grants";
 import { Link, useLocation, useTitle } from "../router";
 import { Action, Empty, ErrorBox, Loading, when } from "../ui";
 
@@ -82,41 +82,16 @@ export function SecretsPage() {
                     </td>
                     <td>{s.description}</td>
                     <td>
-                      {s.grants.length === 0 && "nobody yet"}
-                      {s.grants.map((g) => (
-                        <span key={`${g.scope}:${g.id}`} className="grant">
-                          {nameOf(g)}
-                          {can.write && (
-                            <button
-                              type="button"
-                              className="link"
-                              aria-label={`revoke ${s.name} from ${nameOf(g)}`}
-                              onClick={() => revoke.mutate({ id: s.id, grant: g })}
-                            >
-                              ×
-                            </button>
-                          )}
-                        </span>
-                      ))}
-                      {can.write && (
-                        <select
-                          aria-label={`grant ${s.name} to`}
-                          value=""
-                          onChange={(e) => {
-                            const [scope, id] = e.target.value.split(":") as [SecretGrant["scope"], string];
-                            if (id) grant.mutate({ id: s.id, grant: { scope, id } });
-                          }}
-                        >
-                          <option value="">grant to…</option>
-                          {targets
-                            .filter((t) => !s.grants.some((g) => `${g.scope}:${g.id}` === t.value))
-                            .map((t) => (
-                              <option key={t.value} value={t.value}>
-                                {t.label}
-                              </option>
-                            ))}
-                        </select>
-                      )}
+                      <GrantList
+                        name={s.name}
+                        grants={s.grants}
+                        targets={targets}
+                        nameOf={nameOf}
+                        undo="revoke"
+                        write={can.write}
+                        onGrant={(g) => grant.mutate({ id: s.id, grant: g })}
+                        onUndo={(g) => revoke.mutate({ id: s.id, grant: g })}
+                      />
                     </td>
                     <td>{when(s.updated_at)}</td>
                     {can.write && (
