@@ -38,8 +38,11 @@ export interface Events {
   "agent.deleted": { agentId: string; orgId: string; machineId: string };
   /** A machine's box stopped: idle, asked, or gone (the runtime). */
   "box.stopped": { machineId: string; reason: string };
-  /** A machine's box started (not a resume): its agents' runtime folders are there (the runtime). */
-  "box.started": { machineId: string };
+  /**
+   * A machine's box started (not a resume), or a box that outlived the last server was adopted
+   * (`adopted`): its agents' runtime folders are there (the runtime).
+   */
+  "box.started": { machineId: string; adopted?: boolean };
 }
 
 export type EventName = keyof Events;

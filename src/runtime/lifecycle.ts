@@ -312,6 +312,8 @@ export class BoxLifecycle {
         this.live.set(m.id, live);
         await this.#setState(m.id, "paused", "adopted paused after a server restart");
         adopted.push(m.id);
+        // what lives beside a box (its agents' short-lived tokens) is taken up again
+        this.o.events?.emit("box.started", { machineId: m.id, adopted: true });
         continue;
       }
       if (ours && box.state === "running" && !this.live.has(m.id)) {
@@ -323,6 +325,7 @@ export class BoxLifecycle {
           await this.channels.open(m.id, live);
           await this.#setState(m.id, "running", "adopted after a server restart");
           adopted.push(m.id);
+          this.o.events?.emit("box.started", { machineId: m.id, adopted: true });
           continue;
         } catch (err) {
           this.o.logger.warn({ err, machineId: m.id }, "could not adopt a box; reaping it");
