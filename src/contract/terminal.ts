@@ -1,6 +1,7 @@
 // The agent's terminal: POST /api/agents/:id/cli and the WebSocket of /api/agents/:id/cli/tty.
 // Binary frames carry the terminal's bytes both ways; text frames carry these JSON messages.
 import { z } from "zod";
+import { PTY_SIGNALS } from "../boxd/protocol.js";
 import { noNul } from "./common.js";
 
 /** The most columns and rows a terminal may have (boxd's own limit). */
@@ -30,21 +31,8 @@ export const TerminalQuery = z
   })
   .strict();
 
-const signals = [
-  "SIGINT",
-  "SIGQUIT",
-  "SIGTERM",
-  "SIGHUP",
-  "SIGKILL",
-  "SIGTSTP",
-  "SIGCONT",
-  "SIGUSR1",
-  "SIGUSR2",
-  "SIGWINCH",
-] as const;
-
-/** The signals a writer may send to the terminal's job in front. */
-export const TerminalSignal = z.enum(signals);
+/** The signals a writer may send to the terminal's job in front: those boxd passes to it. */
+export const TerminalSignal = z.enum(PTY_SIGNALS);
 
 /** What a client may send in a text frame. */
 export const TerminalInput = z.discriminatedUnion("type", [
