@@ -197,6 +197,10 @@ static void end_box(struct boxd *bd) {
     helpers_reap(bd);
     usleep(5000);
   }
+  /* whatever of the box the cgroups did not show ends too: with its state folder removed on
+     the host, the folder bound at /run/warren (and the cgroups bound in it) may be gone from
+     the box as well, and every process boxd may signal in its pid namespace is the box's */
+  kill(-1, SIGKILL);
   exit(0);
 }
 
