@@ -566,6 +566,10 @@ describe("escape cases through the API", { skip: skip ?? false }, () => {
         .sort();
       assert.deepEqual(names, [
         "ALL_PROXY",
+        // git's include of the runtime folder's gitconfig (a GitHub App's credential helper)
+        "GIT_CONFIG_COUNT",
+        "GIT_CONFIG_KEY_0",
+        "GIT_CONFIG_VALUE_0",
         "HOME",
         "HTTPS_PROXY",
         "HTTP_PROXY",
@@ -583,6 +587,8 @@ describe("escape cases through the API", { skip: skip ?? false }, () => {
         "no_proxy",
       ]);
       assert.equal(r.stdout.includes(canary), false);
+      // and git's variables name only the agent's own runtime folder
+      assert.match(r.stdout, new RegExp(`^GIT_CONFIG_VALUE_0=/run/warren/${agents[0]!.id}/gitconfig$`, "m"));
       const procs = await exec(agents[0]!, {
         command:
           "cat /proc/1/environ /proc/2/environ 2>&1; grep -l WARREN_ESCAPE /proc/*/environ 2>/dev/null; true",
