@@ -36,7 +36,12 @@ const RETRY_MS = 30_000;
 interface GithubOptions {
   db: Db;
   access: Access;
-  sealer: { seal(id: string, v: Buffer): string; open(id: string, sealed: string): Buffer };
+  sealer: {
+    seal(id: string, v: Buffer): string;
+    open(id: string, sealed: string): Buffer;
+    /** The server log's redaction (the secrets' own): the tokens join it as a connection's do. */
+    hideInLog?(key: string, values: string[]): void;
+  };
   /** The guarded connector: the one door of the server's requests. */
   connector: GuardedFetch;
   provider: Pick<BoxProvider, "runtimeDir">;
@@ -239,6 +244,7 @@ export class GithubApps {
         installationId: row.i.installationId,
       });
       this.#given.set(agentId, [...(this.#given.get(agentId) ?? []).slice(-7), minted.token]);
+      this.#o.sealer.hideInLog?.(`github:${agentId}`, [minted.token]);
       await writeTokenFiles(dir, { agentId, uid: uidOf(row.agent.slot), gitUrl: row.app.gitUrl, minted });
       if (this.#live.get(agentId)?.timer) clearTimeout(this.#live.get(agentId)!.timer);
       schedule(refreshDelay(minted.expiresAt), minted.expiresAt);
