@@ -27,16 +27,21 @@ reporters=(--test-reporter=tap --test-reporter-destination=stdout
 slowest() {
   [[ -s $WARREN_TEST_TIMES ]] || return 0
   echo "== the 15 slowest test files (seconds, summed over the phases)"
+  # every line is read (no head): a reader that leaves early ends sort with SIGPIPE, and under
+  # pipefail that turned a green suite red
   awk -F'\t' '{t[$2] += $1} END {for (f in t) printf "%8.1f  %s\n", t[f] / 1000, f}' "$WARREN_TEST_TIMES" |
-    sort -rn | head -15
+    sort -rn | awk 'NR <= 15'
 }
 suite_start=$SECONDS
 
 read -r url pgdir _pid < <(scripts/pg-start.sh)
+# the report never decides the suite's status: the exit status is the tests' own
 cleanup() {
-  slowest
+  local status=${1:-$?}
+  slowest || echo "== (the slowest files could not be listed)"
   echo "== the suite took $((SECONDS - suite_start)) s"
-  scripts/pg-stop.sh "$pgdir"
+  scripts/pg-stop.sh "$pgdir" || true
+  exit "$status"
 }
 trap cleanup EXIT
 echo "== PostgreSQL started for the suite"
@@ -61,7 +66,7 @@ if [[ -z ${TEST_FILES:-} ]]; then
   if command -v podman >/dev/null; then
     echo "== box suites on the oci provider (Podman)"
     read -r oci_socket oci_pid < <(scripts/oci.sh service "$PWD/.state/oci/podman.sock")
-    trap 'kill "$oci_pid"; cleanup' EXIT
+    trap 'cleanup_status=$?; kill "$oci_pid" || true; cleanup "$cleanup_status"' EXIT
     scripts/oci.sh image warren-box:latest
     WARREN_PROVIDER=oci WARREN_OCI_SOCKET=$oci_socket WARREN_OCI_IMAGE=warren-box:latest \
       node --import tsx --test "${reporters[@]}" --test-concurrency=1 --test-timeout=600000 \
