@@ -6,6 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 import { bwrapArgv, type BwrapPaths } from "../local/bwrap.js";
+import { sampleSpec } from "../../../test/support/box-spec.js";
 import type { BoxSpec } from "../types.js";
 import { gpuDevices } from "./devices.js";
 
@@ -33,16 +34,10 @@ test("the GPU devices under a /dev: NVIDIA's, AMD's kfd, /dev/dri's nodes; nothi
 });
 
 test("a local box binds each device at its own path, after its own /dev", () => {
+  const local = sampleSpec({ id: "m1", org: "o1", provider: "local", state: "/state", cpus: 1, tmpMib: 128 });
   const spec: BoxSpec = {
-    id: "m1",
-    labels: {
-      "warren.kind": "machine",
-      "warren.org": "o1",
-      "warren.machine": "m1",
-      "warren.provider": "local",
-    },
-    mounts: [{ kind: "bind", source: "/state/workspaces/m1", target: "/home", readOnly: false }],
-    limits: { memoryMib: 512, cpus: 1, pids: 4096, tmpMib: 128 },
+    ...local,
+    mounts: local.mounts.slice(0, 1),
     devices: ["/dev/nvidia0", "/dev/dri/renderD128"],
   };
   const paths: BwrapPaths = {

@@ -5,6 +5,7 @@
 // that lets only the server near the box.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { sampleSpec } from "../../../test/support/box-spec.js";
 import type { BoxSpec } from "../types.js";
 import {
   boxLabelsOf,
@@ -18,23 +19,15 @@ import {
   type PodSettings,
 } from "./manifests.js";
 
-const spec: BoxSpec = {
+const spec: BoxSpec = sampleSpec({
   id: "mch_1",
-  labels: {
-    "warren.kind": "machine",
-    "warren.org": "org_1",
-    "warren.machine": "mch_1",
-    "warren.provider": "kubernetes",
-  },
-  mounts: [
-    { kind: "bind", source: "/s/workspaces/mch_1", target: "/home", readOnly: false },
-    { kind: "bind", source: "/s/data", target: "/data", readOnly: true },
-    { kind: "bind", source: "/s/contracts", target: "/opt/warren/contracts", readOnly: true },
-    { kind: "tmpfs", target: "/tmp", sizeMib: 64, mode: 0o1777 },
-  ],
-  limits: { memoryMib: 512, cpus: 1.5, pids: 4096, tmpMib: 64 },
-  bridges: [{ name: "egress", port: 3128 }],
-};
+  org: "org_1",
+  provider: "kubernetes",
+  state: "/s",
+  cpus: 1.5,
+  tmpMib: 64,
+  egress: true,
+});
 
 const settings: PodSettings = {
   namespace: "warren-boxes",

@@ -1,25 +1,18 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { sampleSpec } from "../../../test/support/box-spec.js";
 import type { BoxSpec } from "../types.js";
 import { BOXD_CAPS, IN_BOX, etcAllowed } from "../kit/boxd.js";
 import { bwrapArgv, bwrapEnv, type BwrapPaths } from "./bwrap.js";
 
-const spec: BoxSpec = {
+const spec: BoxSpec = sampleSpec({
   id: "m1",
-  labels: {
-    "warren.kind": "machine",
-    "warren.org": "o1",
-    "warren.machine": "m1",
-    "warren.provider": "local",
-  },
-  mounts: [
-    { kind: "bind", source: "/state/workspaces/m1", target: "/home", readOnly: false },
-    { kind: "bind", source: "/state/data", target: "/data", readOnly: true },
-    { kind: "bind", source: "/state/contracts", target: "/opt/warren/contracts", readOnly: true },
-    { kind: "tmpfs", target: "/tmp", sizeMib: 64, mode: 0o1777 },
-  ],
-  limits: { memoryMib: 512, cpus: 1, pids: 4096, tmpMib: 128 },
-};
+  org: "o1",
+  provider: "local",
+  state: "/state",
+  cpus: 1,
+  tmpMib: 128,
+});
 
 const paths: BwrapPaths = {
   systemDirs: [

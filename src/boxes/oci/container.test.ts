@@ -3,25 +3,20 @@
 // the mounts a local box has (system folders and /etc read-only, the spec's, boxd's parts).
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { sampleSpec } from "../../../test/support/box-spec.js";
 import type { BoxSpec } from "../types.js";
 import { containerConfig, containerName, type ContainerParts } from "./container.js";
 
-const spec: BoxSpec = {
+const spec: BoxSpec = sampleSpec({
   id: "mch_1",
-  labels: {
-    "warren.kind": "machine",
-    "warren.org": "org_1",
-    "warren.machine": "mch_1",
-    "warren.provider": "oci",
-  },
-  mounts: [
-    { kind: "bind", source: "/s/workspaces/mch_1", target: "/home", readOnly: false },
-    { kind: "bind", source: "/s/data", target: "/data", readOnly: true },
-    { kind: "tmpfs", target: "/tmp", sizeMib: 64, mode: 0o1777 },
-  ],
-  limits: { memoryMib: 512, cpus: 1.5, pids: 4096, tmpMib: 64 },
-  bridges: [{ name: "egress", port: 3128 }],
-};
+  org: "org_1",
+  provider: "oci",
+  state: "/s",
+  cpus: 1.5,
+  tmpMib: 64,
+  contracts: false,
+  egress: true,
+});
 
 const parts: ContainerParts = {
   image: "warren-box:latest",
