@@ -71,13 +71,18 @@ export const SOCKET_FAMILIES: { family: number; name: string; protocols?: number
 export const TIOCSTI = 0x5412;
 export const TIOCLINUX = 0x541c;
 
-/** A call refused with EPERM, by its numbers (none on aarch64: absent there) and why. */
-const eperm = (name: string, x86_64: number, aarch64: number | undefined, why: string): SeccompEntry => ({
-  name,
-  nr: aarch64 === undefined ? { x86_64 } : { x86_64, aarch64 },
-  rule: { kind: "errno", errno: "EPERM" },
-  why,
-});
+/** A refused call by its numbers (none on aarch64: absent there), what it gets and why. */
+const refuse = (
+  name: string,
+  x86_64: number,
+  aarch64: number | undefined,
+  rule: SeccompRule,
+  why: string,
+): SeccompEntry => ({ name, nr: aarch64 === undefined ? { x86_64 } : { x86_64, aarch64 }, rule, why });
+
+/** A call refused with EPERM whatever its arguments. */
+const eperm = (name: string, x86_64: number, aarch64: number | undefined, why: string): SeccompEntry =>
+  refuse(name, x86_64, aarch64, { kind: "errno", errno: "EPERM" }, why);
 
 /** The one list of what agents may not call. */
 export const SECCOMP_DENY: readonly SeccompEntry[] = [
@@ -98,24 +103,15 @@ export const SECCOMP_DENY: readonly SeccompEntry[] = [
   eperm("fsmount", 432, 432, "new mount API"),
   eperm("fspick", 433, 433, "new mount API"),
   eperm("mount_setattr", 442, 442, "new mount API"),
-  {
-    name: "unshare",
-    nr: { x86_64: 272, aarch64: 97 },
-    rule: { kind: "namespace-flags" },
-    why: "no new namespaces (user namespaces above all)",
-  },
-  {
-    name: "clone",
-    nr: { x86_64: 56, aarch64: 220 },
-    rule: { kind: "namespace-flags" },
-    why: "fork is fine, new namespaces are not",
-  },
-  {
-    name: "clone3",
-    nr: { x86_64: 435, aarch64: 435 },
-    rule: { kind: "errno", errno: "ENOSYS" },
-    why: "its flags live in memory a filter cannot read; ENOSYS makes libc fall back to clone",
-  },
+  refuse("unshare", 272, 97, { kind: "namespace-flags" }, "no new namespaces (user namespaces above all)"),
+  refuse("clone", 56, 220, { kind: "namespace-flags" }, "fork is fine, new namespaces are not"),
+  refuse(
+    "clone3",
+    435,
+    435,
+    { kind: "errno", errno: "ENOSYS" },
+    "its flags live in memory a filter cannot read; ENOSYS makes libc fall back to clone",
+  ),
   eperm("setns", 308, 268, "no joining other namespaces"),
   eperm("bpf", 321, 280, "kernel attack surface"),
   eperm("perf_event_open", 298, 241, "kernel attack surface, side channels"),
@@ -132,24 +128,27 @@ export const SECCOMP_DENY: readonly SeccompEntry[] = [
   eperm("create_module", 174, undefined, "kernel modules (obsolete)"),
   eperm("kexec_load", 246, 104, "replaces the kernel"),
   eperm("kexec_file_load", 320, 294, "replaces the kernel"),
-  {
-    name: "ioctl",
-    nr: { x86_64: 16, aarch64: 29 },
-    rule: { kind: "ioctl-requests", requests: [TIOCSTI, TIOCLINUX] },
-    why: "TIOCSTI/TIOCLINUX push input into a terminal another process reads",
-  },
-  {
-    name: "socket",
-    nr: { x86_64: 41, aarch64: 198 },
-    rule: { kind: "socket-families" },
-    why: "only unix, IPv4, IPv6 and routing netlink: no vsock, packet, alg, bluetooth, key, xdp, audit netlink",
-  },
-  {
-    name: "socketpair",
-    nr: { x86_64: 53, aarch64: 199 },
-    rule: { kind: "socketpair-families" },
-    why: "pairs exist only for unix sockets; every other family is refused before the kernel sees it",
-  },
+  refuse(
+    "ioctl",
+    16,
+    29,
+    { kind: "ioctl-requests", requests: [TIOCSTI, TIOCLINUX] },
+    "TIOCSTI/TIOCLINUX push input into a terminal another process reads",
+  ),
+  refuse(
+    "socket",
+    41,
+    198,
+    { kind: "socket-families" },
+    "only unix, IPv4, IPv6 and routing netlink: no vsock, packet, alg, bluetooth, key, xdp, audit netlink",
+  ),
+  refuse(
+    "socketpair",
+    53,
+    199,
+    { kind: "socketpair-families" },
+    "pairs exist only for unix sockets; every other family is refused before the kernel sees it",
+  ),
   eperm("reboot", 169, 142, "host-wide"),
   eperm("swapon", 167, 224, "host-wide"),
   eperm("swapoff", 168, 225, "host-wide"),
