@@ -27,6 +27,16 @@ export const specFields = {
   memory: z.boolean().optional().describe("false: a per-agent /workspace is fresh for each run"),
 };
 
+/** The spec's fields as an answer carries them (an agent, one of its versions). */
+export const specAnswer = {
+  kind: AgentKind,
+  model: ModelSpec.nullable(),
+  instructions: z.string(),
+  tools: z.array(ToolSpec),
+  tool_policy: z.string(),
+  limits: RunLimits,
+};
+
 export const Agent = z
   .object({
     id: z.string(),
@@ -40,12 +50,7 @@ export const Agent = z
     max_workspace_mib: z.number(),
     workspace_mib: z.number().nullable().describe("null before the first measurement"),
     sandbox_policy: SandboxPolicy,
-    kind: AgentKind,
-    model: ModelSpec.nullable(),
-    instructions: z.string(),
-    tools: z.array(ToolSpec),
-    tool_policy: z.string(),
-    limits: RunLimits,
+    ...specAnswer,
     workspace_class: z.string().nullable(),
     memory: z.boolean(),
     spec_version: z

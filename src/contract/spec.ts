@@ -32,6 +32,16 @@ const httpUrl = z
 
 const modelName = z.string().min(1).max(200);
 
+/** An openai-compatible provider has no default address: its model names one. */
+function baseUrlNeeded(m: { provider: string; base_url?: string }, ctx: z.RefinementCtx): void {
+  if (m.provider === "openai-compatible" && !m.base_url)
+    ctx.addIssue({
+      code: "custom",
+      path: ["base_url"],
+      message: "is required for provider openai-compatible",
+    });
+}
+
 /** One model: its provider, its name, where it answers and the secret that holds its key. */
 export const ModelRef = z
   .object({
@@ -41,14 +51,7 @@ export const ModelRef = z
     key_secret: secretName.optional().describe("the secret that holds the provider's key"),
   })
   .strict()
-  .superRefine((m, ctx) => {
-    if (m.provider === "openai-compatible" && !m.base_url)
-      ctx.addIssue({
-        code: "custom",
-        path: ["base_url"],
-        message: "is required for provider openai-compatible",
-      });
-  })
+  .superRefine(baseUrlNeeded)
   .meta({ id: "ModelRef" });
 
 /** A routing rule: runs whose input matches go to another model. */
@@ -75,14 +78,7 @@ export const ModelSpec = z
     routes: z.array(ModelRoute).max(16).optional().describe("the first rule that matches picks the model"),
   })
   .strict()
-  .superRefine((m, ctx) => {
-    if (m.provider === "openai-compatible" && !m.base_url)
-      ctx.addIssue({
-        code: "custom",
-        path: ["base_url"],
-        message: "is required for provider openai-compatible",
-      });
-  })
+  .superRefine(baseUrlNeeded)
   .meta({ id: "ModelSpec" });
 
 /** The artifact store's tools (notes, memory, collection records, scripts): builtins too. */

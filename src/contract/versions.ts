@@ -2,8 +2,7 @@
 import { z } from "zod";
 import { idOf, items } from "./common.js";
 import { SandboxPolicy } from "./policy.js";
-import { AgentKind, ModelSpec, RunLimits, ToolSpec } from "./spec.js";
-import { specFields } from "./agents.js";
+import { specAnswer, specFields } from "./agents.js";
 
 export const VersionSummary = z
   .object({
@@ -28,12 +27,7 @@ export const Version = z
     created_by: z.string().nullable(),
     current: z.boolean(),
     canary_share: z.number().optional(),
-    kind: AgentKind,
-    model: ModelSpec.nullable(),
-    instructions: z.string(),
-    tools: z.array(ToolSpec),
-    tool_policy: z.string(),
-    limits: RunLimits,
+    ...specAnswer,
     sandbox_policy: SandboxPolicy,
   })
   .meta({ id: "Version" });
