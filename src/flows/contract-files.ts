@@ -95,25 +95,19 @@ export function parseContract(
   }
   const c = r.data;
   if (policy) {
+    const refused = (at: (string | number)[], reason: string) =>
+      ({ ok: false, problem: { file, line: lineOf(at), reason: `${at.join(".")}: ${reason}` } }) as const;
     for (const [i, a] of c.agents.entries()) {
       if (!policy.bundles?.has(a.permission_bundle))
-        return {
-          ok: false,
-          problem: {
-            file,
-            line: lineOf(["agents", i, "permission_bundle"]),
-            reason: `agents.${i}.permission_bundle: "${a.permission_bundle}" is not a bundle of the policy file's permission_bundles`,
-          },
-        };
+        return refused(
+          ["agents", i, "permission_bundle"],
+          `"${a.permission_bundle}" is not a bundle of the policy file's permission_bundles`,
+        );
       if (a.workspace_class !== null && !policy.classes.has(a.workspace_class))
-        return {
-          ok: false,
-          problem: {
-            file,
-            line: lineOf(["agents", i, "workspace_class"]),
-            reason: `agents.${i}.workspace_class: "${a.workspace_class}" is not a class of the policy file's workspace_classes`,
-          },
-        };
+        return refused(
+          ["agents", i, "workspace_class"],
+          `"${a.workspace_class}" is not a class of the policy file's workspace_classes`,
+        );
     }
   }
   return { ok: true, contract: c, lineOf };
