@@ -3,6 +3,15 @@ import { test } from "node:test";
 import { commands, groupNames as groups } from "./catalog.js";
 import { helpText, shortHelp, usageLine } from "./help.js";
 
+/** The global options as every help text ends them, word for word. */
+const GLOBAL_OPTIONS =
+  "global options:\n" +
+  "  --url <url>               the server (default $WARREN_URL, else http://127.0.0.1:8080)\n" +
+  '  --header <"Name: value">  "Name: value" sent with every request; repeatable (also $WARREN_HEADERS, one a line)\n' +
+  "  --json                    print the server's answer as JSON, for scripts\n" +
+  "  --quiet                   print only the ids of what a list or create answers, one a line\n" +
+  "  --help                    show help\n";
+
 test("the overview names every group and the global options", () => {
   const text = helpText();
   for (const g of groups) assert.match(text, new RegExp(`^  ${g} `, "m"));
@@ -64,12 +73,7 @@ test("the texts themselves: the overview and a command's help, word for word", (
       "  completion     print the shell completion script (bash or zsh)\n" +
       "  mcp            serve warren's tools to an MCP client on stdio\n" +
       "\n" +
-      "global options:\n" +
-      "  --url <url>               the server (default $WARREN_URL, else http://127.0.0.1:8080)\n" +
-      '  --header <"Name: value">  "Name: value" sent with every request; repeatable (also $WARREN_HEADERS, one a line)\n' +
-      "  --json                    print the server's answer as JSON, for scripts\n" +
-      "  --quiet                   print only the ids of what a list or create answers, one a line\n" +
-      "  --help                    show help\n" +
+      GLOBAL_OPTIONS +
       "\n" +
       'Run "warren <command> --help" for more. --json prints the server\'s answers for scripts.\n',
   );
@@ -89,12 +93,7 @@ test("the texts themselves: the overview and a command's help, word for word", (
       "  --limit-memory-mib <mib>  the command's own memory limit, in MiB (at least 16; never above its machine's)\n" +
       "  --limit-pids <n>          the command's own limit on processes (1-4096)\n" +
       "\n" +
-      "global options:\n" +
-      "  --url <url>               the server (default $WARREN_URL, else http://127.0.0.1:8080)\n" +
-      '  --header <"Name: value">  "Name: value" sent with every request; repeatable (also $WARREN_HEADERS, one a line)\n' +
-      "  --json                    print the server's answer as JSON, for scripts\n" +
-      "  --quiet                   print only the ids of what a list or create answers, one a line\n" +
-      "  --help                    show help\n",
+      GLOBAL_OPTIONS,
   );
 });
 
@@ -114,12 +113,7 @@ test("secrets create's help, word for word: the value never comes from an argume
       "  --grant <id>            who it reaches: an org_, gld_ or agt_ id; repeatable\n" +
       "  --host <host[:port]>    use model: a host its value may be sent to (default: the provider's official API host); repeatable\n" +
       "\n" +
-      "global options:\n" +
-      "  --url <url>               the server (default $WARREN_URL, else http://127.0.0.1:8080)\n" +
-      '  --header <"Name: value">  "Name: value" sent with every request; repeatable (also $WARREN_HEADERS, one a line)\n' +
-      "  --json                    print the server's answer as JSON, for scripts\n" +
-      "  --quiet                   print only the ids of what a list or create answers, one a line\n" +
-      "  --help                    show help\n",
+      GLOBAL_OPTIONS,
   );
   const group = helpText("secrets");
   for (const c of ["create", "list", "get", "update", "delete", "grant", "revoke", "hosts", "rotate-key"])

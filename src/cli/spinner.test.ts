@@ -89,7 +89,8 @@ function fakeServer(): typeof fetch {
   };
 }
 
-async function cli(argv: string[], tty: boolean) {
+/** The CLI run against a server (by default a run that waits once, then succeeds), on a terminal or not. */
+async function cli(argv: string[], tty: boolean, server: typeof fetch = fakeServer()) {
   const stdout = new Sink(tty);
   const stderr = new Sink(tty);
   const code = await runCli(argv, {
@@ -97,7 +98,7 @@ async function cli(argv: string[], tty: boolean) {
     stderr,
     stdin: Readable.from([]),
     env: { WARREN_URL: "http://127.0.0.1:1" },
-    fetch: fakeServer(),
+    fetch: server,
   });
   return { code, stdout: stdout.text, stderr: stderr.text };
 }
@@ -163,18 +164,7 @@ const slowExec: typeof fetch = async (_input, init) => {
 };
 
 test("exec spins until the command's first output, on a terminal only", async () => {
-  const run = async (argv: string[], tty: boolean) => {
-    const stdout = new Sink(tty);
-    const stderr = new Sink(tty);
-    const code = await runCli(argv, {
-      stdout,
-      stderr,
-      stdin: Readable.from([]),
-      env: { WARREN_URL: "http://127.0.0.1:1" },
-      fetch: slowExec,
-    });
-    return { code, stdout: stdout.text, stderr: stderr.text };
-  };
+  const run = (argv: string[], tty: boolean) => cli(argv, tty, slowExec);
   const onTerminal = await run(["exec", "agt_0123456789abcdef", "--", "echo", "hi"], true);
   assert.equal(onTerminal.code, 3);
   assert.equal(onTerminal.stdout, "hi\n");

@@ -20,7 +20,20 @@ const messageColumns: Column<GuildMessage>[] = [
 ];
 
 const guildArg = (i: Input) => ({ id: i.arg("guild") });
-const guildAndAgent = (i: Input) => ({ id: i.arg("guild"), agentId: i.arg("agent") });
+
+type Membership = { id: string; agentId: string };
+
+/** Putting an agent in a guild or taking it out: a guild, an agent, the call, and what is said. */
+const membership = (summary: string, call: "addAgent" | "removeAgent", said: (p: Membership) => string) =>
+  defineCommand<Membership>({
+    summary,
+    args: ["guild", "agent"],
+    parse: (i) => ({ id: i.arg("guild"), agentId: i.arg("agent") }),
+    run: async (ctx, p) => {
+      await ctx.client.guilds[call](p.id, p.agentId);
+      return ctx.show(undefined, () => `${said(p)}\n`);
+    },
+  });
 
 export const guilds = defineGroup("guilds", "named groups of agents", {
   create: defineCommand({
@@ -61,15 +74,7 @@ export const guilds = defineGroup("guilds", "named groups of agents", {
       return ctx.show(undefined, () => `deleted ${p.id}\n`);
     },
   }),
-  "add-agent": defineCommand({
-    summary: "add an agent to a guild",
-    args: ["guild", "agent"],
-    parse: guildAndAgent,
-    run: async (ctx, p) => {
-      await ctx.client.guilds.addAgent(p.id, p.agentId);
-      return ctx.show(undefined, () => `added ${p.agentId} to ${p.id}\n`);
-    },
-  }),
+  "add-agent": membership("add an agent to a guild", "addAgent", (p) => `added ${p.agentId} to ${p.id}`),
   send: defineCommand({
     summary: "send a message to a guild: a turn of its least busy agent (all of them with --fan-out)",
     args: ["guild", "text"],
@@ -89,13 +94,9 @@ export const guilds = defineGroup("guilds", "named groups of agents", {
       return ctx.show(list, () => listView("messages", messageColumns, list.items));
     },
   }),
-  "remove-agent": defineCommand({
-    summary: "take an agent out of a guild",
-    args: ["guild", "agent"],
-    parse: guildAndAgent,
-    run: async (ctx, p) => {
-      await ctx.client.guilds.removeAgent(p.id, p.agentId);
-      return ctx.show(undefined, () => `removed ${p.agentId} from ${p.id}\n`);
-    },
-  }),
+  "remove-agent": membership(
+    "take an agent out of a guild",
+    "removeAgent",
+    (p) => `removed ${p.agentId} from ${p.id}`,
+  ),
 });
