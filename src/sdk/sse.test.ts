@@ -2,8 +2,8 @@
 // Last-Event-ID after the connection drops (a scripted event-stream server on loopback).
 import assert from "node:assert/strict";
 import http from "node:http";
-import type { AddressInfo } from "node:net";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
+import { onLoopback } from "../../test/support/loopback.js";
 import { WarrenClient } from "./client.js";
 import { isWarrenApiError } from "./errors.js";
 import { sseMessages, streamEventOf, type SseMessage } from "./sse.js";
@@ -104,20 +104,12 @@ const server = http.createServer((req, res) => {
   // once what was written has left, the connection drops without the stream's end
   else res.write(": bye\n", () => res.socket?.destroy());
 });
-let baseUrl = "";
-before(async () => {
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-after(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((r) => server.close(() => r()));
-});
+const loopback = onLoopback(server);
 
 test("a run's stream resumes after each dropped connection: every event once, in order, to its end", async () => {
   asked.length = 0;
   mode = "drop";
-  const client = new WarrenClient({ baseUrl, retries: 0 });
+  const client = new WarrenClient({ baseUrl: loopback.url, retries: 0 });
   const seen: number[] = [];
   for await (const e of client.runs.stream("run_1")) seen.push((e.data as { n: number }).n);
   assert.deepEqual(
@@ -133,7 +125,7 @@ test("a run's stream resumes after each dropped connection: every event once, in
 
 test("an error answer ends the stream with the server's code; leaving the loop closes it", async () => {
   mode = "refuse";
-  const client = new WarrenClient({ baseUrl, retries: 0 });
+  const client = new WarrenClient({ baseUrl: loopback.url, retries: 0 });
   await assert.rejects(
     async () => {
       for await (const _ of client.conversations.events("cnv_1")) assert.fail("no event was sent");

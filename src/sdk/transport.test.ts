@@ -2,8 +2,8 @@
 // after a connection error or a 503, never for others; a timeout on the wait for an answer.
 import assert from "node:assert/strict";
 import http from "node:http";
-import type { AddressInfo } from "node:net";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
+import { onLoopback } from "../../test/support/loopback.js";
 import { WarrenClient } from "./client.js";
 import { isWarrenApiError } from "./errors.js";
 import { backoffMs } from "./transport.js";
@@ -15,15 +15,7 @@ const server = http.createServer((req, res) => {
   hits.push(`${req.method} ${req.url}`);
   handler(req, res);
 });
-let baseUrl = "";
-before(async () => {
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-after(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((r) => server.close(() => r()));
-});
+const loopback = onLoopback(server);
 
 const envelope = (res: http.ServerResponse, status: number, code: string) => {
   res.writeHead(status, { "content-type": "application/json", "retry-after": "0" });
@@ -37,7 +29,7 @@ test("an idempotent call is tried again after a 503 and succeeds", async () => {
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify({ items: [] }));
   };
-  const c = new WarrenClient({ baseUrl, retries: 2 });
+  const c = new WarrenClient({ baseUrl: loopback.url, retries: 2 });
   assert.deepEqual(await c.orgs.list(), { items: [] });
   assert.equal(hits.length, 3);
 });
@@ -45,7 +37,7 @@ test("an idempotent call is tried again after a 503 and succeeds", async () => {
 test("retries run out: the last answer's error", async () => {
   hits = [];
   handler = (_req, res) => envelope(res, 503, "box.unavailable");
-  const c = new WarrenClient({ baseUrl, retries: 1 });
+  const c = new WarrenClient({ baseUrl: loopback.url, retries: 1 });
   await assert.rejects(c.machines.get("mch_aaaaaaaaaaaaaaaa"), (e) => {
     assert.ok(isWarrenApiError(e));
     assert.equal(e.code, "box.unavailable");
@@ -58,7 +50,7 @@ test("retries run out: the last answer's error", async () => {
 test("a POST is never tried twice", async () => {
   hits = [];
   handler = (_req, res) => envelope(res, 503, "box.unavailable");
-  const c = new WarrenClient({ baseUrl, retries: 3 });
+  const c = new WarrenClient({ baseUrl: loopback.url, retries: 3 });
   await assert.rejects(
     c.orgs.create({ name: "x" }),
     (e) => isWarrenApiError(e) && e.code === "box.unavailable",
@@ -73,7 +65,7 @@ test("a POST is never tried twice", async () => {
 test("a connection dropped before the answer is tried again, then reported as network", async () => {
   hits = [];
   handler = (req) => req.socket.destroy();
-  const c = new WarrenClient({ baseUrl, retries: 2 });
+  const c = new WarrenClient({ baseUrl: loopback.url, retries: 2 });
   await assert.rejects(c.orgs.list(), (e) => isWarrenApiError(e) && e.code === "network");
   assert.equal(hits.length, 3);
 });
@@ -81,7 +73,7 @@ test("a connection dropped before the answer is tried again, then reported as ne
 test("no answer within the timeout is a timeout error, not a hang", async () => {
   hits = [];
   handler = () => {}; // never answers
-  const c = new WarrenClient({ baseUrl, timeoutMs: 150, retries: 2 });
+  const c = new WarrenClient({ baseUrl: loopback.url, timeoutMs: 150, retries: 2 });
   const started = Date.now();
   await assert.rejects(c.orgs.list(), (e) => isWarrenApiError(e) && e.code === "timeout" && e.status === 0);
   assert.ok(Date.now() - started < 5000);
@@ -95,8 +87,8 @@ test("no answer within the timeout is a timeout error, not a hang", async () => 
 });
 
 test("client options are checked", () => {
-  assert.throws(() => new WarrenClient({ baseUrl, timeoutMs: -1 }), /timeoutMs/);
-  assert.throws(() => new WarrenClient({ baseUrl, retries: Number.NaN }), /retries/);
+  assert.throws(() => new WarrenClient({ baseUrl: loopback.url, timeoutMs: -1 }), /timeoutMs/);
+  assert.throws(() => new WarrenClient({ baseUrl: loopback.url, retries: Number.NaN }), /retries/);
 });
 
 test("backoff grows, is capped, and follows Retry-After", () => {
