@@ -8,7 +8,7 @@ import { homeOf, uidOf } from "../machines/placement.js";
 import { writeHomeFile } from "../homes/files.js";
 import { isWarrenError } from "../errors.js";
 import type { BuiltinEnv } from "./builtins.js";
-import { MAX_OUTPUT_BYTES, num, str, ToolFailure, type ToolImpl } from "./impl.js";
+import { MAX_OUTPUT_BYTES, num, params, str, textParam, ToolFailure, type ToolImpl } from "./impl.js";
 import { commandAnswer } from "./answer.js";
 
 export type ArtifactTool = (typeof ARTIFACT_TOOLS)[number];
@@ -27,13 +27,7 @@ async function answer<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-const obj = (properties: Record<string, unknown>, required: string[] = []) => ({
-  type: "object" as const,
-  properties,
-  ...(required.length ? { required } : {}),
-});
-const s = (description: string) => ({ type: "string", description });
-const NOTE_PATH = s(
+const NOTE_PATH = textParam(
   "a note as note_list gives it: a name like plan.md for one of your own, org/<name>.md for your organisation's, guilds/<guild id>/<name>.md for a guild's, agents/<agent id>/notes/<name>.md",
 );
 
@@ -51,7 +45,7 @@ const BUILDERS: Record<ArtifactTool, (env: BuiltinEnv) => ToolImpl> = {
       name: "note_list",
       description:
         "Lists your notes and the notes shared with you: display path, size, revision and whether you may write it.",
-      parameters: obj({}),
+      parameters: params({}),
     },
     run: () => answer(async () => lines(await env.artifacts.listNotes(), "(no notes)")),
   }),
@@ -60,7 +54,7 @@ const BUILDERS: Record<ArtifactTool, (env: BuiltinEnv) => ToolImpl> = {
     tool: {
       name: "note_read",
       description: "Reads a note (Markdown).",
-      parameters: obj({ path: NOTE_PATH }, ["path"]),
+      parameters: params({ path: NOTE_PATH }, ["path"]),
     },
     canonical: { path: notePath(env) },
     run: (args) => answer(() => env.artifacts.readNote(str(args, "path"))),
@@ -71,7 +65,7 @@ const BUILDERS: Record<ArtifactTool, (env: BuiltinEnv) => ToolImpl> = {
       name: "note_write",
       description:
         "Creates or replaces a note (Markdown): your own, or a shared one whose access list lets you write. Notes outlive your home.",
-      parameters: obj({ path: NOTE_PATH, content: s("the note's Markdown") }, ["path", "content"]),
+      parameters: params({ path: NOTE_PATH, content: textParam("the note's Markdown") }, ["path", "content"]),
     },
     canonical: { path: notePath(env) },
     run: (args) =>
@@ -85,7 +79,7 @@ const BUILDERS: Record<ArtifactTool, (env: BuiltinEnv) => ToolImpl> = {
     tool: {
       name: "memory_read",
       description: "Reads your memory (Markdown), as it is now.",
-      parameters: obj({}),
+      parameters: params({}),
     },
     run: () => answer(async () => (await env.artifacts.readMemory()) ?? "(your memory is empty)"),
   }),
@@ -95,7 +89,7 @@ const BUILDERS: Record<ArtifactTool, (env: BuiltinEnv) => ToolImpl> = {
       name: "memory_write",
       description:
         "Replaces your whole memory with the given Markdown (it is in your system prompt on every run, and outlives your home). Keep what still matters.",
-      parameters: obj({ content: s("your whole memory, Markdown") }, ["content"]),
+      parameters: params({ content: textParam("your whole memory, Markdown") }, ["content"]),
     },
     run: (args) =>
       answer(async () => {
@@ -109,7 +103,7 @@ const BUILDERS: Record<ArtifactTool, (env: BuiltinEnv) => ToolImpl> = {
       name: "record_list",
       description:
         "Without a collection: the collections shared with you and your access (read or write). With one: its records.",
-      parameters: obj({ collection: s("a collection's name") }),
+      parameters: params({ collection: textParam("a collection's name") }),
     },
     run: (args) =>
       answer(async () => {
@@ -128,10 +122,10 @@ const BUILDERS: Record<ArtifactTool, (env: BuiltinEnv) => ToolImpl> = {
     tool: {
       name: "record_get",
       description: "Reads one record (JSON) of a collection shared with you.",
-      parameters: obj({ collection: s("the collection's name"), id: s("the record's id") }, [
-        "collection",
-        "id",
-      ]),
+      parameters: params(
+        { collection: textParam("the collection's name"), id: textParam("the record's id") },
+        ["collection", "id"],
+      ),
     },
     run: (args) => answer(() => env.artifacts.getRecord(str(args, "collection"), str(args, "id"))),
   }),
@@ -140,10 +134,10 @@ const BUILDERS: Record<ArtifactTool, (env: BuiltinEnv) => ToolImpl> = {
     tool: {
       name: "record_put",
       description: "Creates or replaces one record of a collection whose access list lets you write.",
-      parameters: obj(
+      parameters: params(
         {
-          collection: s("the collection's name"),
-          id: s("the record's id: letters, digits, ., _ and -"),
+          collection: textParam("the collection's name"),
+          id: textParam("the record's id: letters, digits, ., _ and -"),
           record: { description: "the record: any JSON value" },
         },
         ["collection", "id", "record"],
@@ -162,7 +156,7 @@ const BUILDERS: Record<ArtifactTool, (env: BuiltinEnv) => ToolImpl> = {
   }),
   script_list: (env) => ({
     kind: "builtin",
-    tool: { name: "script_list", description: "Lists your scripts.", parameters: obj({}) },
+    tool: { name: "script_list", description: "Lists your scripts.", parameters: params({}) },
     run: () => answer(async () => lines(await env.artifacts.listScripts(), "(no scripts)")),
   }),
   script_write: (env) => ({
@@ -171,8 +165,11 @@ const BUILDERS: Record<ArtifactTool, (env: BuiltinEnv) => ToolImpl> = {
       name: "script_write",
       description:
         "Creates or replaces one of your scripts (start it with a #! line; without one it runs with bash). Scripts outlive your home; script_run runs them.",
-      parameters: obj(
-        { name: s("the script's name: letters, digits, ., _ and -"), content: s("the script") },
+      parameters: params(
+        {
+          name: textParam("the script's name: letters, digits, ., _ and -"),
+          content: textParam("the script"),
+        },
         ["name", "content"],
       ),
     },
@@ -187,9 +184,9 @@ const BUILDERS: Record<ArtifactTool, (env: BuiltinEnv) => ToolImpl> = {
     tool: {
       name: "script_run",
       description: `Runs one of your scripts in your box as you, from your home's scripts/ (where all of them are written first), with the given arguments. Answers its exit code, stdout and stderr. At most ${SCRIPT_MAX_S} s (default ${SCRIPT_DEFAULT_S} s).`,
-      parameters: obj(
+      parameters: params(
         {
-          name: s("the script's name"),
+          name: textParam("the script's name"),
           args: { type: "array", items: { type: "string" }, description: "its arguments" },
           timeout_s: { type: "number", description: `seconds before it is killed (at most ${SCRIPT_MAX_S})` },
         },

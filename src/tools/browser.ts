@@ -23,7 +23,7 @@ import {
 } from "../browser/page.js";
 import type { BuiltinEnv } from "./builtins.js";
 import { httpUrl, type Canonicaliser } from "./canonical.js";
-import { bounded, str, ToolFailure, type ToolImpl } from "./impl.js";
+import { bounded, params, str, textParam, ToolFailure, type ToolImpl } from "./impl.js";
 
 export type BrowserTool = (typeof BROWSER_TOOLS)[number];
 export type BrowserDriver = Pick<
@@ -40,7 +40,6 @@ const READ_CHARS = 32 * 1024;
 /** The largest screenshot kept. */
 const SCREENSHOT_BYTES = 16 * 1024 * 1024;
 
-const s = (description: string) => ({ type: "string", description });
 const hostOf = (url: string | null): string => {
   try {
     return url ? new URL(url).hostname : "";
@@ -116,7 +115,7 @@ function browserOpen(env: BuiltinEnv): ToolImpl {
       name: "browser_open",
       description:
         "Opens an http or https URL in your browser's active tab (your own Chromium, with your logins) and answers the page's URL, title and the start of its text. Its connections go through your network policy.",
-      parameters: { type: "object", properties: { url: s("the URL") }, required: ["url"] },
+      parameters: params({ url: textParam("the URL") }, ["url"]),
     },
     canonical,
     run: (args) =>
@@ -134,10 +133,10 @@ function browserClick(env: BuiltinEnv): ToolImpl {
       name: "browser_click",
       description:
         "Clicks an element of the active tab, found by CSS selector or by its visible text (a link, a button), and answers the page after it.",
-      parameters: {
-        type: "object",
-        properties: { selector: s("a CSS selector"), text: s("the element's visible text") },
-      },
+      parameters: params({
+        selector: textParam("a CSS selector"),
+        text: textParam("the element's visible text"),
+      }),
     },
     run: (args) => {
       const selector = str(args, "selector", { optional: true });
@@ -170,15 +169,14 @@ function browserType(env: BuiltinEnv): ToolImpl {
       name: "browser_type",
       description:
         "Types text into an element of the active tab (found by CSS selector; its current value is replaced); with submit, presses Enter after it.",
-      parameters: {
-        type: "object",
-        properties: {
-          selector: s("a CSS selector of the field"),
-          text: s("the text to type"),
+      parameters: params(
+        {
+          selector: textParam("a CSS selector of the field"),
+          text: textParam("the text to type"),
           submit: { type: "boolean", description: "press Enter after typing" },
         },
-        required: ["selector", "text"],
-      },
+        ["selector", "text"],
+      ),
     },
     // the host of the page typed into, as the browser last told it: what a policy decides on
     canonical: {
@@ -216,10 +214,7 @@ function browserRead(env: BuiltinEnv): ToolImpl {
     tool: {
       name: "browser_read",
       description: `Answers the text of the active tab (or of one element, by CSS selector), at most ${READ_CHARS} characters.`,
-      parameters: {
-        type: "object",
-        properties: { selector: s("a CSS selector (the whole page when absent)") },
-      },
+      parameters: params({ selector: textParam("a CSS selector (the whole page when absent)") }),
     },
     run: (args) => {
       const selector = str(args, "selector", { optional: true });
@@ -252,7 +247,7 @@ function browserScreenshot(env: BuiltinEnv): ToolImpl {
       name: "browser_screenshot",
       description:
         "Takes a PNG screenshot of the active tab; the run keeps it in your home under screenshots/<run id>/.",
-      parameters: { type: "object", properties: {} },
+      parameters: params({}),
     },
     run: () =>
       onPage(env, "the screenshot", STEP_MS, async (page) => {
@@ -281,7 +276,7 @@ function browserTabs(env: BuiltinEnv): ToolImpl {
     tool: {
       name: "browser_tabs",
       description: "Lists your browser's tabs (the active one marked *): id, URL and title.",
-      parameters: { type: "object", properties: {} },
+      parameters: params({}),
     },
     run: () =>
       onPage(env, "listing the tabs", STEP_MS, () => {

@@ -19,7 +19,17 @@ import type { Environments } from "../machines/environment.js";
 import { getOnce, type EgressRoute } from "./fetch.js";
 import { secretRequestTool } from "./secret-request.js";
 import type { ApprovalDoor } from "../approvals/types.js";
-import { bodyText, bounded, MAX_OUTPUT_BYTES, num, str, ToolFailure, type ToolImpl } from "./impl.js";
+import {
+  bodyText,
+  bounded,
+  MAX_OUTPUT_BYTES,
+  num,
+  params,
+  str,
+  textParam,
+  ToolFailure,
+  type ToolImpl,
+} from "./impl.js";
 
 /** The largest file read_file reads and write_file writes. */
 export const FILE_TOOL_BYTES = 1024 * 1024;
@@ -55,10 +65,8 @@ export interface BuiltinEnv {
   browsers?: BrowserDriver | undefined;
 }
 
-const pathParam = (what: string) => ({
-  type: "string",
-  description: `${what}: relative to the home (or /home/<agent id>/...), inside it`,
-});
+const pathParam = (what: string) =>
+  textParam(`${what}: relative to the home (or /home/<agent id>/...), inside it`);
 
 /** A path of the home the tool may reach: inside the work's fence (a listing: or on the way to it). */
 function homePath(env: BuiltinEnv, raw: string, listing = false): string[] {
@@ -89,7 +97,7 @@ function readFile(env: BuiltinEnv): ToolImpl {
     tool: {
       name: "read_file",
       description: `Reads a text file of your home (at most ${FILE_TOOL_BYTES} bytes). Links are not followed.`,
-      parameters: { type: "object", properties: { path: pathParam("the file") }, required: ["path"] },
+      parameters: params({ path: pathParam("the file") }, ["path"]),
     },
     canonical: { path: homeFile(env.agent.id) },
     async run(args) {
@@ -110,14 +118,10 @@ function writeFile(env: BuiltinEnv): ToolImpl {
       name: "write_file",
       description:
         "Creates or replaces a file of your home with the given text; missing folders are made. Links are refused.",
-      parameters: {
-        type: "object",
-        properties: {
-          path: pathParam("the file"),
-          content: { type: "string", description: "the file's text" },
-        },
-        required: ["path", "content"],
-      },
+      parameters: params({ path: pathParam("the file"), content: textParam("the file's text") }, [
+        "path",
+        "content",
+      ]),
     },
     canonical: { path: homeFile(env.agent.id) },
     async run(args) {
@@ -140,7 +144,7 @@ function listFiles(env: BuiltinEnv): ToolImpl {
       name: "list_files",
       description:
         "Lists a folder of your home (the home itself when no path is given): name, type and size.",
-      parameters: { type: "object", properties: { path: pathParam("the folder") } },
+      parameters: params({ path: pathParam("the folder") }),
     },
     canonical: { path: homeFolder(env.agent.id) },
     async run(args) {
@@ -176,18 +180,17 @@ function runCommand(env: BuiltinEnv): ToolImpl {
     tool: {
       name: "run_command",
       description: `Runs a shell command (bash -c) in your box as you, in your home unless cwd is given. Answers its exit code, stdout and stderr. At most ${COMMAND_MAX_S} s (default ${COMMAND_DEFAULT_S} s).`,
-      parameters: {
-        type: "object",
-        properties: {
-          command: { type: "string", description: "the shell command" },
-          cwd: { type: "string", description: "the folder to run in, relative to the home" },
+      parameters: params(
+        {
+          command: textParam("the shell command"),
+          cwd: textParam("the folder to run in, relative to the home"),
           timeout_s: {
             type: "number",
             description: `seconds before it is killed (at most ${COMMAND_MAX_S})`,
           },
         },
-        required: ["command"],
-      },
+        ["command"],
+      ),
     },
     async run(args, signal) {
       const command = str(args, "command");
@@ -208,11 +211,7 @@ function webFetch(env: BuiltinEnv): ToolImpl {
     tool: {
       name: "web_fetch",
       description: `GETs an http or https URL and answers its status and body (text, at most ${FETCH_MAX_BYTES} bytes read). It goes through your network policy, like your commands' connections.`,
-      parameters: {
-        type: "object",
-        properties: { url: { type: "string", description: "the URL" } },
-        required: ["url"],
-      },
+      parameters: params({ url: textParam("the URL") }, ["url"]),
     },
     canonical: { url: httpUrl },
     async run(args, signal) {
@@ -243,18 +242,17 @@ function envPropose(env: BuiltinEnv): ToolImpl {
       name: "env_propose",
       description:
         "Proposes Debian packages for your machine's environment (for a tool you need that is not installed). An owner or admin of your organisation decides; nothing changes until they approve, and then your next turn finds the tools on its PATH. Answers the proposal with the exact versions it names.",
-      parameters: {
-        type: "object",
-        properties: {
+      parameters: params(
+        {
           packages: {
             type: "array",
             items: { type: "string" },
             description: "Debian package names, e.g. ripgrep",
           },
-          why: { type: "string", description: "why you need them, for the person who decides" },
+          why: textParam("why you need them, for the person who decides"),
         },
-        required: ["packages", "why"],
-      },
+        ["packages", "why"],
+      ),
     },
     async run(args) {
       const packages = args.packages;

@@ -29,6 +29,16 @@ interface CallInfo {
   keep?: KeepWaiting | undefined;
 }
 
+/** A tool's parameters: an object of these properties, the required ones named (none: no list). */
+export const params = (properties: Record<string, unknown>, required: string[] = []) => ({
+  type: "object" as const,
+  properties,
+  ...(required.length ? { required } : {}),
+});
+
+/** A string parameter and what it holds. */
+export const textParam = (description: string) => ({ type: "string", description });
+
 /** The most text a tool answers the model with; past it the answer says how much was cut. */
 export const MAX_OUTPUT_BYTES = 64 * 1024;
 
