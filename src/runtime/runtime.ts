@@ -1,7 +1,6 @@
 // A machine's box over time, as services see it: one object over the parts that start and
 // adopt boxes (lifecycle.ts), stop idle ones (idle.ts), reach boxd (reach.ts), keep the
 // standing channels (channels.ts) and watch health (health.ts, events.ts).
-import type { Duplex } from "node:stream";
 import type { BoxHandle, BoxProvider } from "../boxes/index.js";
 import type { Logger } from "../observability/log.js";
 import type { Metrics } from "../observability/metrics.js";
@@ -9,16 +8,8 @@ import type { Db } from "../store/index.js";
 import { StandingChannels, type BridgeHandler, type CallHandler } from "./channels.js";
 import type { BoxView, MachineControl } from "./control.js";
 import { BoxEvents } from "./events.js";
-import type {
-  BoxExec,
-  BoxExecRequest,
-  BoxExecResult,
-  BoxPtyRequest,
-  ExecIo,
-  PtyOptions,
-  PtyStream,
-} from "./exec-port.js";
-import { BoxHealth, type CommandOwner, type DiskWatcher, type RunawayEvent } from "./health.js";
+import type { BoxExec } from "./exec-port.js";
+import { BoxHealth, type DiskWatcher, type RunawayEvent } from "./health.js";
 import { IdleReaper } from "./idle.js";
 import { BoxLifecycle } from "./lifecycle.js";
 import { LiveBoxes } from "./live.js";
@@ -192,26 +183,19 @@ export class MachineRuntime implements MachineControl {
 
   // ---- reaching boxd
 
-  /**
-   * Runs a command in the machine's box, counting it as activity while it runs. `owner`
-   * names who started it, so that a runaway tree is recorded against its agent and run.
-   */
-  exec(
-    machineId: string,
-    req: BoxExecRequest,
-    io: ExecIo = {},
-    owner?: CommandOwner,
-  ): Promise<BoxExecResult> {
-    return this.#reach.exec(machineId, req, io, owner);
+  /** Runs a command in the machine's box, counted as activity (BoxdReach.exec: `owner` for runaways). */
+  exec(...a: Parameters<BoxdReach["exec"]>): ReturnType<BoxdReach["exec"]> {
+    return this.#reach.exec(...a);
   }
 
   /** Opens a terminal in the machine's box (an idle terminal does not keep the box up). */
-  pty(machineId: string, req: BoxPtyRequest, opts: PtyOptions): Promise<PtyStream> {
-    return this.#reach.pty(machineId, req, opts);
+  pty(...a: Parameters<BoxdReach["pty"]>): ReturnType<BoxdReach["pty"]> {
+    return this.#reach.pty(...a);
   }
 
-  forward(machineId: string, port: number): Promise<Duplex> {
-    return this.#reach.forward(machineId, port);
+  /** A connection to a port of the machine's box. */
+  forward(...a: Parameters<BoxdReach["forward"]>): ReturnType<BoxdReach["forward"]> {
+    return this.#reach.forward(...a);
   }
 
   /** Fills the warm pool now (it also fills after recover() and after each claim). */
