@@ -6,7 +6,7 @@ import type { Db, MachineInsert, MachineRow } from "../store/index.js";
 import { memo, schema } from "../store/index.js";
 import type { HomeLayout } from "../boxes/index.js";
 import type { MachineControl } from "../runtime/index.js";
-import type { Machine } from "../contract/types.js";
+import type { Machine, MachineUpdateRequest } from "../contract/types.js";
 import type { TRUSTS } from "../contract/lists.js";
 import { checkCapabilities, defaultHost, type MachineHost } from "./capabilities.js";
 
@@ -157,20 +157,7 @@ export class Machines {
     return rows.map((r) => machineView(r, loads.get(r.id) ?? NO_LOAD));
   }
 
-  async update(
-    who: Identity,
-    id: string,
-    patch: {
-      name?: string | undefined;
-      max_workspace_mib?: number | undefined;
-      memory_mib?: number | undefined;
-      cpus?: number | undefined;
-      runaway_after_s?: number | undefined;
-      image?: string | null | undefined;
-      gpu?: boolean | undefined;
-      nested_engine?: boolean | undefined;
-    },
-  ): Promise<Machine> {
+  async update(who: Identity, id: string, patch: MachineUpdateRequest): Promise<Machine> {
     await this.load(who, id, "write");
     checkCapabilities(this.host, patch);
     const set: Partial<MachineInsert> = {};
