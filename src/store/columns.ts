@@ -2,13 +2,14 @@
 // each other, so no part is read before the one it needs).
 import { type AnyPgColumn, text, timestamp } from "drizzle-orm/pg-core";
 
+/** A moment: a time with its zone (timestamptz), read as a Date. */
+export const at = (name: string) => timestamp(name, { withTimezone: true, mode: "date" });
+
 /** When the row was made. */
-export const created = () =>
-  timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow();
+export const created = () => at("created_at").notNull().defaultNow();
 
 /** When the row was last changed (set by its writers). */
-export const updated = () =>
-  timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow();
+export const updated = () => at("updated_at").notNull().defaultNow();
 
 /**
  * A row's owner: a column naming another table's row (given lazily: this module imports no

@@ -1,6 +1,6 @@
 // A part of the schema (re-exported by schema.ts, which would pass its bound of lines).
-import { foreignKey, integer, jsonb, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
-import { belongsTo, created, updated } from "./columns.js";
+import { foreignKey, integer, jsonb, pgTable, primaryKey, text } from "drizzle-orm/pg-core";
+import { at, belongsTo, created, updated } from "./columns.js";
 import { orgs, memberships, conversations } from "./schema.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -31,7 +31,7 @@ export const areaRevisions = pgTable(
     /** null: the area was deleted by this revision. */
     folders: jsonb("folders").$type<string[] | null>(),
     by: text("by").notNull(),
-    at: timestamp("at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    at: at("at").notNull().defaultNow(),
   },
   (t) => [primaryKey({ columns: [t.orgId, t.name, t.revision] })],
 );
@@ -69,7 +69,7 @@ export const memberRevisions = pgTable(
     role: text("role"),
     areas: jsonb("areas").$type<string[]>().notNull(),
     by: text("by").notNull(),
-    at: timestamp("at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    at: at("at").notNull().defaultNow(),
   },
   (t) => [primaryKey({ columns: [t.orgId, t.userId, t.revision] })],
 );

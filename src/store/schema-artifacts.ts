@@ -1,6 +1,6 @@
 // A part of the schema (re-exported by schema.ts, which would pass its bound of lines).
-import { foreignKey, index, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
-import { belongsTo, created, updated } from "./columns.js";
+import { foreignKey, index, integer, pgTable, primaryKey, text } from "drizzle-orm/pg-core";
+import { at, belongsTo, created, updated } from "./columns.js";
 import { orgs } from "./schema.js";
 
 // ---- Artifacts (src/artifacts): notes, memory, scripts and collection records as rows under
@@ -37,7 +37,7 @@ export const memoryRevisions = pgTable(
     revision: integer("revision").notNull(),
     content: text("content").notNull(),
     by: text("by").notNull(),
-    at: timestamp("at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    at: at("at").notNull().defaultNow(),
   },
   (t) => [
     primaryKey({ columns: [t.orgId, t.path, t.revision] }),

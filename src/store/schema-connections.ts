@@ -1,11 +1,9 @@
 // Connections (accounts connected once through OAuth 2.0, their tokens sealed under the master
 // key like a secret's value, granted like secrets) and sign-in by OIDC (the app's sessions and
 // the personal API tokens of members), a part of the schema re-exported by schema.ts.
-import { index, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
-import { created } from "./columns.js";
+import { index, pgTable, primaryKey, text } from "drizzle-orm/pg-core";
+import { at, created } from "./columns.js";
 import { orgs, users } from "./schema.js";
-
-const at = (name: string) => timestamp(name, { withTimezone: true, mode: "date" });
 
 /** An OAuth 2.0 provider an owner or admin registered in an organisation. */
 export const connectionProviders = pgTable("connection_providers", {

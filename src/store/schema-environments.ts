@@ -1,8 +1,8 @@
 // Machines' environments (src/machines/environment.ts), a part of the schema re-exported by
 // schema.ts: each revision of a machine's layer (the Debian and npm packages built over its
 // base, the build's log) and the proposals that ask for one, decided by an owner or admin.
-import { index, integer, jsonb, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
-import { created } from "./columns.js";
+import { index, integer, jsonb, pgTable, primaryKey, text } from "drizzle-orm/pg-core";
+import { at, created } from "./columns.js";
 import { machines } from "./schema.js";
 
 /** One package of a layer: its name and the exact version resolved when it was asked for. */
@@ -27,7 +27,7 @@ export const envRevisions = pgTable(
     proposalId: text("proposal_id"),
     createdBy: text("created_by").notNull(),
     createdAt: created(),
-    finishedAt: timestamp("finished_at", { withTimezone: true, mode: "date" }),
+    finishedAt: at("finished_at"),
   },
   (t) => [primaryKey({ columns: [t.machineId, t.revision] })],
 );
@@ -48,7 +48,7 @@ export const envProposals = pgTable(
     why: text("why").notNull(),
     state: text("state", { enum: ["pending", "approved", "refused"] }).notNull(),
     decidedBy: text("decided_by"),
-    decidedAt: timestamp("decided_at", { withTimezone: true, mode: "date" }),
+    decidedAt: at("decided_at"),
     /** The revision its approval built. */
     revision: integer("revision"),
     createdAt: created(),

@@ -1,17 +1,7 @@
 // A part of the schema (re-exported by schema.ts, which would pass its bound of lines).
 import { sql } from "drizzle-orm";
-import {
-  boolean,
-  check,
-  index,
-  integer,
-  jsonb,
-  pgTable,
-  primaryKey,
-  text,
-  timestamp,
-} from "drizzle-orm/pg-core";
-import { belongsTo, created } from "./columns.js";
+import { boolean, check, index, integer, jsonb, pgTable, primaryKey, text } from "drizzle-orm/pg-core";
+import { at, belongsTo, created } from "./columns.js";
 import { agents, guilds, conversations } from "./schema.js";
 
 // ---- Schedules and guild dispatch ----
@@ -31,10 +21,10 @@ export const schedules = pgTable(
     catchUp: text("catch_up", { enum: ["one", "none"] }).notNull(),
     paused: boolean("paused").notNull().default(false),
     pausedReason: text("paused_reason"),
-    startAt: timestamp("start_at", { withTimezone: true, mode: "date" }),
-    endAt: timestamp("end_at", { withTimezone: true, mode: "date" }),
+    startAt: at("start_at"),
+    endAt: at("end_at"),
     createdBy: jsonb("created_by").$type<{ user_id: string; email: string }>().notNull(),
-    lastSlotAt: timestamp("last_slot_at", { withTimezone: true, mode: "date" }),
+    lastSlotAt: at("last_slot_at"),
     failures: integer("failures").notNull().default(0),
     skipped: integer("skipped").notNull().default(0),
     lastError: text("last_error"),
@@ -52,7 +42,7 @@ export const scheduleRuns = pgTable(
   {
     runId: text("run_id").primaryKey(),
     scheduleId: text("schedule_id").notNull(),
-    scheduledFor: timestamp("scheduled_for", { withTimezone: true, mode: "date" }).notNull(),
+    scheduledFor: at("scheduled_for").notNull(),
     createdAt: created(),
   },
   (t) => [index("schedule_runs_schedule_idx").on(t.scheduleId, t.createdAt)],
@@ -75,7 +65,7 @@ export const guildMessages = pgTable(
       .notNull()
       .default([]),
     createdAt: created(),
-    dispatchedAt: timestamp("dispatched_at", { withTimezone: true, mode: "date" }),
+    dispatchedAt: at("dispatched_at"),
   },
   (t) => [index("guild_messages_guild_idx").on(t.guildId, t.status, t.createdAt)],
 );

@@ -1,18 +1,8 @@
 // Versions, canary, evaluations, approvals (src/versions), a part of the schema re-exported by
 // schema.ts (which would pass its bound of lines): the records that outlive their agent (no
 // foreign key), then the versions' authors, canaries, suites and gates, which go with it.
-import {
-  index,
-  integer,
-  jsonb,
-  pgTable,
-  primaryKey,
-  real,
-  text,
-  timestamp,
-  uniqueIndex,
-} from "drizzle-orm/pg-core";
-import { belongsTo, created, updated } from "./columns.js";
+import { index, integer, jsonb, pgTable, primaryKey, real, text, uniqueIndex } from "drizzle-orm/pg-core";
+import { at, belongsTo, created, updated } from "./columns.js";
 import { agents, conversations } from "./schema.js";
 
 /**
@@ -38,7 +28,7 @@ export const approvals = pgTable(
     message: text("message"),
     decidedBy: text("decided_by"),
     createdAt: created(),
-    decidedAt: timestamp("decided_at", { withTimezone: true, mode: "date" }),
+    decidedAt: at("decided_at"),
   },
   (t) => [index("approvals_run_idx").on(t.runId), index("approvals_org_status_idx").on(t.orgId, t.status)],
 );
@@ -58,7 +48,7 @@ export const evalRuns = pgTable(
     cases: jsonb("cases").notNull(),
     startedBy: text("started_by").notNull(),
     createdAt: created(),
-    endedAt: timestamp("ended_at", { withTimezone: true, mode: "date" }),
+    endedAt: at("ended_at"),
   },
   (t) => [index("eval_runs_agent_idx").on(t.agentId, t.version)],
 );
@@ -69,8 +59,8 @@ export const evidencePacks = pgTable(
   {
     id: text("id").primaryKey(),
     orgId: text("org_id").notNull(),
-    fromAt: timestamp("from_at", { withTimezone: true, mode: "date" }).notNull(),
-    toAt: timestamp("to_at", { withTimezone: true, mode: "date" }).notNull(),
+    fromAt: at("from_at").notNull(),
+    toAt: at("to_at").notNull(),
     agentIds: jsonb("agent_ids").$type<string[] | null>(),
     createdBy: text("created_by").notNull(),
     sha256: text("sha256").notNull(),

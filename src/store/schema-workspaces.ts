@@ -1,15 +1,6 @@
 // A part of the schema (re-exported by schema.ts, which would pass its bound of lines).
-import {
-  index,
-  integer,
-  jsonb,
-  pgTable,
-  primaryKey,
-  text,
-  timestamp,
-  uniqueIndex,
-} from "drizzle-orm/pg-core";
-import { belongsTo, created } from "./columns.js";
+import { index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
+import { at, belongsTo, created } from "./columns.js";
 import { orgs, agents, conversations } from "./schema.js";
 
 // ---- Workspaces and flows (issue 25) ------------------------------------------------------
@@ -67,7 +58,7 @@ export const flowInstances = pgTable(
     /** What the instance was started with (a contract's `input`). */
     input: jsonb("input").$type<Record<string, unknown>>(),
     createdAt: created(),
-    endedAt: timestamp("ended_at", { withTimezone: true, mode: "date" }),
+    endedAt: at("ended_at"),
   },
   (t) => [
     uniqueIndex("flow_instances_gid_uq").on(t.gid),

@@ -14,10 +14,9 @@ import {
   primaryKey,
   real,
   text,
-  timestamp,
   uniqueIndex,
 } from "drizzle-orm/pg-core";
-import { belongsTo, created, updated } from "./columns.js";
+import { at, belongsTo, created, updated } from "./columns.js";
 import { ROLES, RUN_STATUSES, TRUSTS } from "../contract/lists.js";
 
 export const users = pgTable("users", {
@@ -69,9 +68,7 @@ export const machines = pgTable(
       .notNull()
       .default("stopped"),
     stateReason: text("state_reason").notNull().default("created"),
-    stateChangedAt: timestamp("state_changed_at", { withTimezone: true, mode: "date" })
-      .notNull()
-      .defaultNow(),
+    stateChangedAt: at("state_changed_at").notNull().defaultNow(),
     createdAt: created(),
   },
   (t) => [index("machines_org_idx").on(t.orgId)],
@@ -84,7 +81,7 @@ export const machineEvents = pgTable(
     id: bigserial("id", { mode: "number" }).primaryKey(),
     machineId: belongsTo("machine_id", () => machines.id),
     type: text("type").notNull(),
-    at: timestamp("at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    at: at("at").notNull().defaultNow(),
     detail: text("detail").notNull(),
     data: jsonb("data").notNull(),
   },
@@ -132,7 +129,7 @@ export const egressEvents = pgTable(
     id: bigserial("id", { mode: "number" }).primaryKey(),
     agentId: belongsTo("agent_id", () => agents.id),
     runId: text("run_id"),
-    at: timestamp("at", { withTimezone: true, mode: "date" }).notNull(),
+    at: at("at").notNull(),
     decision: text("decision", { enum: ["allowed", "refused"] }).notNull(),
     reason: text("reason").notNull(),
     host: text("host").notNull(),
@@ -194,10 +191,10 @@ export const runs = pgTable(
     specVersion: integer("spec_version"),
     usage: jsonb("usage"),
     createdAt: created(),
-    startedAt: timestamp("started_at", { withTimezone: true, mode: "date" }),
-    endedAt: timestamp("ended_at", { withTimezone: true, mode: "date" }),
+    startedAt: at("started_at"),
+    endedAt: at("ended_at"),
     /** When the organisation's retention deleted the run's output and trace (src/records/retention.ts). */
-    outputDeletedAt: timestamp("output_deleted_at", { withTimezone: true, mode: "date" }),
+    outputDeletedAt: at("output_deleted_at"),
   },
   (t) => [index("runs_agent_idx").on(t.agentId, t.createdAt), index("runs_status_idx").on(t.status)],
 );
@@ -208,7 +205,7 @@ export const runEvents = pgTable(
     id: bigserial("id", { mode: "number" }).primaryKey(),
     runId: belongsTo("run_id", () => runs.id),
     type: text("type").notNull(),
-    at: timestamp("at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    at: at("at").notNull().defaultNow(),
     data: jsonb("data").notNull(),
   },
   (t) => [index("run_events_run_idx").on(t.runId, t.id)],
@@ -313,7 +310,7 @@ export const conversations = pgTable(
       .default("open"),
     eventSeq: bigint("event_seq", { mode: "number" }).notNull().default(0),
     createdAt: created(),
-    lastMessageAt: timestamp("last_message_at", { withTimezone: true, mode: "date" }),
+    lastMessageAt: at("last_message_at"),
   },
   (t) => [index("conversations_agent_idx").on(t.agentId, t.createdAt)],
 );
@@ -328,7 +325,7 @@ export const conversationMessages = pgTable(
     text: text("text").notNull(),
     author: jsonb("author").$type<{ user_id: string; email: string; name: string } | null>(),
     runId: text("run_id"),
-    at: timestamp("at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    at: at("at").notNull().defaultNow(),
   },
   (t) => [index("conversation_messages_conv_idx").on(t.conversationId, t.at)],
 );
@@ -363,7 +360,7 @@ export const conversationTranscript = pgTable(
     conversationId: belongsTo("conversation_id", () => conversations.id),
     runId: text("run_id").notNull(),
     message: jsonb("message").notNull(),
-    at: timestamp("at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    at: at("at").notNull().defaultNow(),
   },
   (t) => [index("conversation_transcript_conv_idx").on(t.conversationId, t.id)],
 );
@@ -376,7 +373,7 @@ export const conversationEvents = pgTable(
     seq: bigint("seq", { mode: "number" }).notNull(),
     runId: text("run_id"),
     type: text("type").notNull(),
-    at: timestamp("at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    at: at("at").notNull().defaultNow(),
     data: jsonb("data").notNull(),
   },
   (t) => [primaryKey({ columns: [t.conversationId, t.seq] })],
