@@ -9,12 +9,14 @@ import { after, before, describe, test } from "node:test";
 import { boxSkipReason } from "../box/fixture.js";
 import { startFakeAnthropic, startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
 import {
+  anthropicAt,
   eventsOfType,
   putHomeFile,
   runAgent as runAgentOn,
   TERMINAL_STATUSES,
 } from "../support/agent-runs.js";
 import { privateAllow } from "../support/bound.js";
+import { builtins, modelKey, orgAndMachine } from "../support/org.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const KEY = "sk-ant-test-7c4e9b1d2a3f";
@@ -51,20 +53,9 @@ describe("assistant runs", { skip: boxSkipReason() ?? false }, () => {
     t = await startTestServer({
       env: { WARREN_MODEL_PRICES: PRICES, WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(anth, oai) },
     });
-    org = (await t.call("POST", "/api/orgs", { name: "thinking" })).body;
-    machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", max_workspace_mib: 500 }))
-      .body;
-    const s = await t.call("POST", "/api/secrets", {
-      org_id: org.id,
-      name: "ANTHROPIC_KEY",
-      description: "",
-      value: KEY,
-      use: "model",
-      // the fakes stand for the providers: the key may go to them
-      hosts: [anth, oai].map((f) => new URL(f.baseUrl).host),
-      grants: [{ scope: "org", id: org.id }],
-    });
-    assert.equal(s.status, 201, JSON.stringify(s.body));
+    ({ org, machine } = await orgAndMachine(t.call, "thinking", { max_workspace_mib: 500 }));
+    // the fakes stand for the providers: the key may go to them
+    await modelKey(t.call, org.id, [anth, oai], KEY);
   });
   after(async () => {
     await t?.close();
@@ -117,7 +108,7 @@ describe("assistant runs", { skip: boxSkipReason() ?? false }, () => {
       kind: "assistant",
       model: { provider: "script", name: "s.json" },
       instructions: "Be brief.",
-      tools: [{ type: "builtin", name: "read_file" }],
+      tools: builtins("read_file"),
       tool_policy: ALLOW_ALL,
       limits: { max_run_s: 120, max_tokens: 5000 },
     });
@@ -161,14 +152,9 @@ describe("assistant runs", { skip: boxSkipReason() ?? false }, () => {
     anth.requests.length = 0;
     const a = await agentWith({
       kind: "assistant",
-      model: {
-        provider: "anthropic",
-        name: "claude-sonnet-4-5",
-        base_url: anth.baseUrl,
-        key_secret: "ANTHROPIC_KEY",
-      },
+      model: anthropicAt(anth.baseUrl),
       instructions: "Count the words of the plan.",
-      tools: ["read_file", "write_file", "run_command"].map((name) => ({ type: "builtin", name })),
+      tools: builtins("read_file", "write_file", "run_command"),
       tool_policy: ALLOW_ALL,
     });
     // its memory is its memory artifact (it outlives the home)
@@ -271,10 +257,7 @@ describe("assistant runs", { skip: boxSkipReason() ?? false }, () => {
     const a = await agentWith({
       kind: "assistant",
       model: { provider: "script", name: "turns.json" },
-      tools: [
-        { type: "builtin", name: "read_file" },
-        { type: "builtin", name: "write_file" },
-      ],
+      tools: builtins("read_file", "write_file"),
       tool_policy: `@id("reads") permit(principal, action, resource == Tool::"read_file");`,
     });
     await put(a.id, "facts.txt", "the sky is green here");
@@ -317,7 +300,7 @@ describe("assistant runs", { skip: boxSkipReason() ?? false }, () => {
         const a = await agentWith({
           kind: "assistant",
           model: { provider: "script", name: "b.json" },
-          tools: [{ type: "builtin", name: "list_files" }],
+          tools: builtins("list_files"),
           tool_policy: ALLOW_ALL,
           // each turn is 600 tokens: $0.6 at the test's prices
           limits: { ...(limit === "tokens" ? { max_tokens: 1000 } : { max_usd: 1 }), on_limit: onLimit },
@@ -381,13 +364,8 @@ describe("assistant runs", { skip: boxSkipReason() ?? false }, () => {
       const MAX = 5000;
       const a = await agentWith({
         kind: "assistant",
-        model: {
-          provider: "anthropic",
-          name: "claude-sonnet-4-5",
-          base_url: anth.baseUrl,
-          key_secret: "ANTHROPIC_KEY",
-        },
-        tools: [{ type: "builtin", name: "list_files" }],
+        model: anthropicAt(anth.baseUrl),
+        tools: builtins("list_files"),
         tool_policy: ALLOW_ALL,
         limits: { max_tokens: MAX, on_limit: onLimit },
       });
@@ -447,10 +425,7 @@ describe("assistant runs", { skip: boxSkipReason() ?? false }, () => {
     const a = await agentWith({
       kind: "assistant",
       model: {
-        provider: "anthropic",
-        name: "claude-sonnet-4-5",
-        base_url: anth.baseUrl,
-        key_secret: "ANTHROPIC_KEY",
+        ...anthropicAt(anth.baseUrl),
         fallback: { provider: "openai-compatible", name: "local-model", base_url: oai.baseUrl },
       },
     });
@@ -475,7 +450,7 @@ describe("assistant runs", { skip: boxSkipReason() ?? false }, () => {
     const a = await agentWith({
       kind: "assistant",
       model: { provider: "script", name: "slow.json" },
-      tools: [{ type: "builtin", name: "run_command" }],
+      tools: builtins("run_command"),
       tool_policy: ALLOW_ALL,
     });
     await put(
@@ -522,7 +497,7 @@ describe("assistant runs", { skip: boxSkipReason() ?? false }, () => {
     const a = await agentWith({
       kind: "assistant",
       model: { provider: "script", name: "loop.json" },
-      tools: [{ type: "builtin", name: "list_files" }],
+      tools: builtins("list_files"),
       tool_policy: ALLOW_ALL,
     });
     const ask = {
@@ -560,13 +535,8 @@ describe("assistant runs", { skip: boxSkipReason() ?? false }, () => {
     anth.requests.length = 0;
     const a = await agentWith({
       kind: "assistant",
-      model: {
-        provider: "anthropic",
-        name: "claude-sonnet-4-5",
-        base_url: anth.baseUrl,
-        key_secret: "ANTHROPIC_KEY",
-      },
-      tools: [{ type: "builtin", name: "run_command" }],
+      model: anthropicAt(anth.baseUrl),
+      tools: builtins("run_command"),
       tool_policy: ALLOW_ALL,
     });
     const { run } = await runAgent(a.id, "look around");
@@ -589,12 +559,7 @@ describe("assistant runs", { skip: boxSkipReason() ?? false }, () => {
     anth.requests.length = 0;
     const b = await agentWith({
       kind: "assistant",
-      model: {
-        provider: "anthropic",
-        name: "claude-sonnet-4-5",
-        base_url: anth.baseUrl,
-        key_secret: "PLAIN_KEY",
-      },
+      model: anthropicAt(anth.baseUrl, "PLAIN_KEY"),
     });
     const refused = await runAgent(b.id, "hello");
     assert.equal(refused.run.status, "failed");

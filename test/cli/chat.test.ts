@@ -6,14 +6,14 @@ import { spawn } from "node:child_process";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { putHomeFile } from "../support/agent-runs.js";
+import { ALLOW_READS, putHomeFile, putNotesHome } from "../support/agent-runs.js";
 import { privateAllow } from "../support/bound.js";
 import { startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
 import { startHeldModel, type HeldModel } from "../support/held-model.js";
+import { builtins, makeAgent, orgAndMachine } from "../support/org.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const ALLOW_READS = '@id("reads") permit(principal, action, resource == Tool::"read_file");';
 
 let t: TestServer;
 let held: HeldModel;
@@ -27,34 +27,16 @@ before(async () => {
   fake = await startFakeOpenAI();
   // the models' ports, and nothing else of this host
   t = await startTestServer({ listen: true, env: { WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(held, fake) } });
-  const org = (await t.call("POST", "/api/orgs", { name: "chat" })).body;
-  const machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "chat-m" })).body;
+  const { org, machine } = await orgAndMachine(t.call, "chat", { name: "chat-m" });
   where = { org_id: org.id, machine_id: machine.id };
-  const a = await t.call("POST", "/api/agents", {
-    org_id: org.id,
-    machine_id: machine.id,
-    name: "helper",
-    kind: "assistant",
-    model: { provider: "script", name: "turns.json" },
-    tools: [{ type: "builtin", name: "read_file" }],
-    tool_policy: ALLOW_READS,
-  });
-  assert.equal(a.status, 201, JSON.stringify(a.body));
-  agentId = a.body.id;
+  agentId = (
+    await makeAgent(t.call, where, { name: "helper", tools: builtins("read_file"), tool_policy: ALLOW_READS })
+  ).id;
   // the model's answers across the whole conversation: a turn's answers count on from the last
-  await putHomeFile(
-    t,
-    agentId,
-    "turns.json",
-    JSON.stringify([
-      { tool_calls: [{ name: "read_file", input: { path: "notes.txt" } }] },
-      { text: "The notes say: tea at five." },
-      { text: "Five o'clock, as the notes said." },
-      { text: "Goodbye." },
-      { text: "Noted." },
-    ]),
+  await putNotesHome(
+    (p, data) => putHomeFile(t, agentId, p, data),
+    ["The notes say: tea at five.", "Five o'clock, as the notes said.", "Goodbye.", "Noted."],
   );
-  await putHomeFile(t, agentId, "notes.txt", "tea at five");
 });
 
 after(async () => {
@@ -228,14 +210,11 @@ describe("warren chat", { concurrency: false }, () => {
   });
 
   test("the answer is printed as the model writes it, before it has finished", async () => {
-    const a = await t.call("POST", "/api/agents", {
-      ...where,
+    const a = await makeAgent(t.call, where, {
       name: "teller",
-      kind: "assistant",
       model: { provider: "openai-compatible", name: "held", base_url: held.baseUrl },
     });
-    assert.equal(a.status, 201, JSON.stringify(a.body));
-    const c = warren(["chat", a.body.id]);
+    const c = warren(["chat", a.id]);
     c.write("Where is tea?");
     await c.saw("Tea is served ");
     held.release();
@@ -254,17 +233,14 @@ describe("warren chat", { concurrency: false }, () => {
       },
       { text: "The notes say that tea is served at five in the garden, by the old oak tree." },
     ]);
-    const a = await t.call("POST", "/api/agents", {
-      ...where,
+    const a = await makeAgent(t.call, where, {
       name: "looker",
-      kind: "assistant",
       model: { provider: "openai-compatible", name: "looker", base_url: fake.baseUrl },
-      tools: [{ type: "builtin", name: "read_file" }],
+      tools: builtins("read_file"),
       tool_policy: ALLOW_READS,
     });
-    assert.equal(a.status, 201, JSON.stringify(a.body));
-    await putHomeFile(t, a.body.id, "notes.txt", "tea at five");
-    const c = warren(["chat", a.body.id]);
+    await putHomeFile(t, a.id, "notes.txt", "tea at five");
+    const c = warren(["chat", a.id]);
     c.write("What do the notes say?");
     c.end();
     const out = await c.done;
@@ -280,7 +256,7 @@ describe("warren chat", { concurrency: false }, () => {
       { text: "Let me look again.", tool_calls: [{ name: "read_file", input: { path: "notes.txt" } }] },
       { text: "Tea at five, still." },
     ]);
-    const r = await t.call("POST", `/api/agents/${a.body.id}/runs`, { kind: "agent", input: "Again?" });
+    const r = await t.call("POST", `/api/agents/${a.id}/runs`, { kind: "agent", input: "Again?" });
     assert.equal(r.status, 202, JSON.stringify(r.body));
     const logs = warren(["runs", "logs", "-f", r.body.id]);
     logs.end();

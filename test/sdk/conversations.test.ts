@@ -8,10 +8,8 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { WarrenClient, isWarrenApiError, type StreamEvent } from "../../src/sdk/index.js";
-import { putHomeFile } from "../support/agent-runs.js";
+import { ALLOW_READS, putHomeFile, putNotesHome } from "../support/agent-runs.js";
 import { startTestServer, type TestServer } from "../support/server.js";
-
-const ALLOW_READS = '@id("reads") permit(principal, action, resource == Tool::"read_file");';
 
 /**
  * A TCP relay to `target()` (asked at each connection: a restarted server listens elsewhere):
@@ -87,17 +85,10 @@ before(async () => {
     tool_policy: ALLOW_READS,
   });
   agentId = agent.id;
-  await putHomeFile(
-    t,
-    agentId,
-    "turns.json",
-    JSON.stringify([
-      { tool_calls: [{ name: "read_file", input: { path: "notes.txt" } }] },
-      { text: "The notes say: tea at five, and the kettle is in the second cupboard from the left." },
-      { text: "Five o'clock." },
-    ]),
+  await putNotesHome(
+    (p, data) => putHomeFile(t, agentId, p, data),
+    ["The notes say: tea at five, and the kettle is in the second cupboard from the left.", "Five o'clock."],
   );
-  await putHomeFile(t, agentId, "notes.txt", "tea at five");
 });
 
 after(async () => {

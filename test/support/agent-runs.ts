@@ -3,16 +3,43 @@
 import assert from "node:assert/strict";
 import type { TestServer } from "./server.js";
 
+/** An agent's model: the scripted Anthropic server at `baseUrl`, its key the secret `key`. */
+export const anthropicAt = (baseUrl: string, key = "ANTHROPIC_KEY") => ({
+  provider: "anthropic",
+  name: "claude-sonnet-4-5",
+  base_url: baseUrl,
+  key_secret: key,
+});
+
 /**
  * The body of an assistant on the scripted Anthropic server at `baseUrl` (its key the secret
  * ANTHROPIC_KEY), given run_command and a policy that permits everything.
  */
 export const scriptedAssistant = (baseUrl: string) => ({
   kind: "assistant",
-  model: { provider: "anthropic", name: "claude-sonnet-4-5", base_url: baseUrl, key_secret: "ANTHROPIC_KEY" },
+  model: anthropicAt(baseUrl),
   tools: [{ type: "builtin", name: "run_command" }],
   tool_policy: `permit(principal, action, resource);`,
 });
+
+/** A tool policy that permits reading files and nothing else. */
+export const ALLOW_READS = '@id("reads") permit(principal, action, resource == Tool::"read_file");';
+
+/**
+ * The home of an agent that answers from its notes, written by `put`: notes.txt holds "tea at
+ * five", and the scripted model's turns.json reads it first, then answers `answers`, one a turn.
+ */
+export async function putNotesHome(
+  put: (p: string, data: string) => Promise<unknown>,
+  answers: string[],
+): Promise<void> {
+  const turns = [
+    { tool_calls: [{ name: "read_file", input: { path: "notes.txt" } }] },
+    ...answers.map((text) => ({ text })),
+  ];
+  await put("turns.json", JSON.stringify(turns));
+  await put("notes.txt", "tea at five");
+}
 
 export const TERMINAL_STATUSES = ["succeeded", "failed", "timed_out", "cancelled", "lost"];
 

@@ -17,12 +17,12 @@ export interface TestServer {
   previewPort: number | undefined;
   inject(opts: InjectOptions): Promise<LightMyRequestResponse>;
   /** JSON request helper: inject and parse. */
-  call(
+  call: (
     method: string,
     url: string,
     body?: unknown,
     headers?: Record<string, string>,
-  ): Promise<{ status: number; body: any }>;
+  ) => Promise<{ status: number; body: any }>;
   close(): Promise<void>;
 }
 

@@ -11,6 +11,7 @@ import { waitFor } from "../conversations/support.js";
 import { privateAllow } from "../support/bound.js";
 import { startOidcProvider, type TestProvider } from "../support/oidc.js";
 import { OWNER, startWebApp, type WebApp } from "./fixture.js";
+import { builtins, makeAgent } from "../support/org.js";
 
 const CLIENT_SECRET = "web-conn-client-secret-4f8a2c";
 const AUDITOR = "auditor@example.com";
@@ -41,16 +42,8 @@ describe("the Connections page", { skip: boxSkipReason() ?? false }, () => {
     ]);
     org = (await api("POST", "/api/orgs", { name: "Connected" })).body;
     const machine = (await api("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
-    const made = await api("POST", "/api/agents", {
-      org_id: org.id,
-      machine_id: machine.id,
-      name: "crm-bot",
-      kind: "assistant",
-      model: { provider: "script", name: "turns.json" },
-      tools: [{ type: "builtin", name: "run_command" }],
-    });
-    assert.equal(made.status, 201, JSON.stringify(made.body));
-    agent = made.body;
+    const made = await makeAgent(api, { org, machine }, { name: "crm-bot", tools: builtins("run_command") });
+    agent = made;
     const g = await api("POST", "/api/guilds", { org_id: org.id, name: "sales" });
     assert.equal(g.status, 201, JSON.stringify(g.body));
     guild = g.body;

@@ -10,8 +10,9 @@ import { privateAllow } from "../support/bound.js";
 import { startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
 import { startHeldModel, type HeldModel } from "../support/held-model.js";
 import { OWNER, startWebApp, type WebApp } from "./fixture.js";
+import { ALLOW_READS, putNotesHome } from "../support/agent-runs.js";
+import { builtins, makeAgent } from "../support/org.js";
 
-const ALLOW_READS = '@id("reads") permit(principal, action, resource == Tool::"read_file");';
 const ANSWER = "The notes say: tea at five, in the garden, with the good cups.";
 const FIRST = "Tea is served ";
 const REST = "in the garden.";
@@ -47,27 +48,18 @@ describe("a conversation in the app", { concurrency: false }, () => {
   test("set-up: an assistant with a tool, its script and notes, and a persona", async () => {
     const org = await api("POST", "/api/orgs", { name: "Tea" });
     const machine = await api("POST", "/api/machines", { org_id: org.body.id, name: "kitchen" });
-    const agent = await api("POST", "/api/agents", {
-      org_id: org.body.id,
-      machine_id: machine.body.id,
-      name: "butler",
-      kind: "assistant",
-      model: { provider: "script", name: "turns.json" },
-      tools: [{ type: "builtin", name: "read_file" }],
-      tool_policy: ALLOW_READS,
-    });
-    assert.equal(agent.status, 201, JSON.stringify(agent.body));
-    agentId = agent.body.id;
-    const script = [
-      { tool_calls: [{ name: "read_file", input: { path: "notes.txt" } }] },
-      { text: ANSWER },
-      { text: "You are welcome." },
-    ];
-    for (const [file, content] of [
-      ["turns.json", JSON.stringify(script)],
-      ["notes.txt", "tea at five"],
-    ] as const)
-      assert.equal((await api("PUT", `/api/agents/${agentId}/files/${file}`, content, true)).status, 204);
+    const agent = await makeAgent(
+      api,
+      { org_id: org.body.id, machine_id: machine.body.id },
+      { name: "butler", tools: builtins("read_file"), tool_policy: ALLOW_READS },
+    );
+    agentId = agent.id;
+    await putNotesHome(
+      async (file, content) => {
+        assert.equal((await api("PUT", `/api/agents/${agentId}/files/${file}`, content, true)).status, 204);
+      },
+      [ANSWER, "You are welcome."],
+    );
     const persona = await api("POST", `/api/agents/${agentId}/personas`, {
       name: "reader",
       instructions: "Answer from the notes.",
@@ -170,19 +162,19 @@ describe("a conversation in the app", { concurrency: false }, () => {
 
   test("the answer streams in as the model writes it", async () => {
     const agent = (await api("GET", `/api/agents/${agentId}`)).body;
-    const teller = await api("POST", "/api/agents", {
-      org_id: agent.org_id,
-      machine_id: agent.machine_id,
-      name: "teller",
-      kind: "assistant",
-      model: {
-        provider: "openai-compatible",
-        name: "held",
-        base_url: held?.baseUrl,
+    const teller = await makeAgent(
+      api,
+      { org_id: agent.org_id, machine_id: agent.machine_id },
+      {
+        name: "teller",
+        model: {
+          provider: "openai-compatible",
+          name: "held",
+          base_url: held?.baseUrl,
+        },
       },
-    });
-    assert.equal(teller.status, 201, JSON.stringify(teller.body));
-    await page.goto(`${base}/agents/${teller.body.id}/conversations`);
+    );
+    await page.goto(`${base}/agents/${teller.id}/conversations`);
     await page.getByRole("button", { name: "Start conversation" }).click();
     await page.waitForURL(/\/conversations\/cnv_[0-9a-z]{16}$/);
     await page.getByTestId("stream-state").getByText("live").waitFor();
@@ -210,19 +202,19 @@ describe("a conversation in the app", { concurrency: false }, () => {
       },
       { text: "The notes say tea is served at five in the garden." },
     ]);
-    const looker = await api("POST", "/api/agents", {
-      org_id: agent.org_id,
-      machine_id: agent.machine_id,
-      name: "looker",
-      kind: "assistant",
-      model: { provider: "openai-compatible", name: "looker", base_url: fake!.baseUrl },
-      tools: [{ type: "builtin", name: "read_file" }],
-      tool_policy: ALLOW_READS,
-    });
-    assert.equal(looker.status, 201, JSON.stringify(looker.body));
-    const put = await api("PUT", `/api/agents/${looker.body.id}/files/notes.txt`, "tea at five", true);
+    const looker = await makeAgent(
+      api,
+      { org_id: agent.org_id, machine_id: agent.machine_id },
+      {
+        name: "looker",
+        model: { provider: "openai-compatible", name: "looker", base_url: fake!.baseUrl },
+        tools: builtins("read_file"),
+        tool_policy: ALLOW_READS,
+      },
+    );
+    const put = await api("PUT", `/api/agents/${looker.id}/files/notes.txt`, "tea at five", true);
     assert.equal(put.status, 204);
-    await page.goto(`${base}/agents/${looker.body.id}/conversations`);
+    await page.goto(`${base}/agents/${looker.id}/conversations`);
     await page.getByRole("button", { name: "Start conversation" }).click();
     await page.waitForURL(/\/conversations\/cnv_[0-9a-z]{16}$/);
     await page.getByTestId("stream-state").getByText("live").waitFor();

@@ -31,12 +31,12 @@ export interface WebApp {
   base: string;
   stateRoot: string;
   /** The API as a person (OWNER unless `as`): a body is JSON, or sent as is with `type`. */
-  api(
+  api: (
     method: string,
     url: string,
     body?: object | string,
     o?: { as?: string; type?: string },
-  ): Promise<Answer>;
+  ) => Promise<Answer>;
   /** A person's browser page: a fresh profile, their email as the trusted header. */
   person(
     email?: string,

@@ -8,6 +8,7 @@ import { after, before, describe, test } from "node:test";
 import { privateAllow } from "../support/bound.js";
 import { startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
 import { OWNER, startWebApp, type WebApp } from "./fixture.js";
+import { makeAgent, orgAndMachine } from "../support/org.js";
 
 let fake: FakeModelServer | undefined;
 let app: WebApp;
@@ -26,25 +27,21 @@ after(async () => {
 describe("forking in the app", () => {
   test("the Fork button of the third message opens a fork with three messages and the source's uncommitted change", async () => {
     const api = (method: string, url: string, body?: object) => app.api(method, url, body);
-    const org = (await api("POST", "/api/orgs", { name: "Forks" })).body;
-    const machine = (await api("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
-    const agent = await api("POST", "/api/agents", {
-      org_id: org.id,
-      machine_id: machine.id,
-      name: "coder",
-      kind: "assistant",
-      model: { provider: "openai-compatible", name: "fork-web", base_url: fake!.baseUrl },
-    });
-    assert.equal(agent.status, 201, JSON.stringify(agent.body));
+    const { org, machine } = await orgAndMachine(api, "Forks");
+    const agent = await makeAgent(
+      api,
+      { org, machine },
+      { name: "coder", model: { provider: "openai-compatible", name: "fork-web", base_url: fake!.baseUrl } },
+    );
     const sh = async (command: string) => {
-      const r = await api("POST", `/api/agents/${agent.body.id}/exec`, { command });
+      const r = await api("POST", `/api/agents/${agent.id}/exec`, { command });
       assert.equal(r.body.exit_code, 0, `${command}: ${JSON.stringify(r.body)}`);
       return r.body.stdout as string;
     };
     await sh(
       "mkdir -p ~/app && cd ~/app && git init -q -b main && echo init > README.md && git add -A && git -c user.name=o -c user.email=o@x commit -qm init",
     );
-    const c = await api("POST", `/api/agents/${agent.body.id}/conversations`, {
+    const c = await api("POST", `/api/agents/${agent.id}/conversations`, {
       title: "Source",
       repo: "app",
     });
@@ -64,7 +61,7 @@ describe("forking in the app", () => {
     await sh(`echo uncommitted > ~/.warren/worktrees/${c.body.id}/draft.txt`);
 
     const page = await app.person(OWNER);
-    await page.goto(`${app.base}/agents/${agent.body.id}/conversations/${c.body.id}`);
+    await page.goto(`${app.base}/agents/${agent.id}/conversations/${c.body.id}`);
     await page.getByTestId("agent-message").getByText("Second answer.").waitFor();
     const forks = page.getByTestId("fork");
     assert.equal(await forks.count(), 4);

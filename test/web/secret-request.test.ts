@@ -11,6 +11,7 @@ import { boxSkipReason } from "../box/fixture.js";
 import { waitFor } from "../conversations/support.js";
 import { TERMINAL_STATUSES } from "../support/agent-runs.js";
 import { OWNER, startWebApp, type WebApp } from "./fixture.js";
+import { builtins, makeAgent, orgAndMachine } from "../support/org.js";
 
 const VALUE = "web-sr-9QvX-31Kp-value";
 
@@ -25,24 +26,20 @@ describe("secret requests in the app", { skip: boxSkipReason() ?? false }, () =>
       return TERMINAL_STATUSES.includes(r.status) ? r : null;
     });
   const agentWith = async (name: string, turns: unknown[]) => {
-    const made = await api("POST", "/api/agents", {
-      org_id: org.id,
-      machine_id: machine.id,
-      name,
-      kind: "assistant",
-      model: { provider: "script", name: "turns.json" },
-      tools: [
-        { type: "builtin", name: "secret_request" },
-        { type: "builtin", name: "run_command" },
-      ],
-      tool_policy: "permit(principal, action, resource);",
-    });
-    assert.equal(made.status, 201, JSON.stringify(made.body));
-    const put = await web.api("PUT", `/api/agents/${made.body.id}/files/turns.json`, JSON.stringify(turns), {
+    const made = await makeAgent(
+      api,
+      { org, machine },
+      {
+        name,
+        tools: builtins("secret_request", "run_command"),
+        tool_policy: "permit(principal, action, resource);",
+      },
+    );
+    const put = await web.api("PUT", `/api/agents/${made.id}/files/turns.json`, JSON.stringify(turns), {
       type: "application/octet-stream",
     });
     assert.equal(put.status, 204, put.text);
-    return made.body.id as string;
+    return made.id as string;
   };
   const asking = (name: string) => ({
     tool_calls: [
@@ -55,8 +52,7 @@ describe("secret requests in the app", { skip: boxSkipReason() ?? false }, () =>
 
   before(async () => {
     web = await startWebApp("secret-request");
-    org = (await api("POST", "/api/orgs", { name: "Asked" })).body;
-    machine = (await api("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
+    ({ org, machine } = await orgAndMachine(api, "Asked"));
   });
   after(async () => {
     await web?.stop();

@@ -13,6 +13,7 @@ import { boxSkipReason } from "../box/fixture.js";
 import { waitFor } from "../conversations/support.js";
 import { TERMINAL_STATUSES } from "../support/agent-runs.js";
 import { OWNER, startWebApp, type WebApp } from "./fixture.js";
+import { builtins, makeAgent, orgAndMachine } from "../support/org.js";
 
 const POLICY = `@id("writes") @approval("required") permit(principal, action, resource == Tool::"write_file");`;
 
@@ -36,8 +37,7 @@ describe("versions and approvals in the app", { skip: boxSkipReason() ?? false }
 
   before(async () => {
     web = await startWebApp("versions");
-    org = (await api("POST", "/api/orgs", { name: "Governed" })).body;
-    machine = (await api("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
+    ({ org, machine } = await orgAndMachine(api, "Governed"));
   });
   after(async () => {
     await web?.stop();
@@ -136,17 +136,12 @@ describe("versions and approvals in the app", { skip: boxSkipReason() ?? false }
   });
 
   test("approvals: denied with a message from the organisation's page; a stale decision on a run's page says 409", async () => {
-    const made = await api("POST", "/api/agents", {
-      org_id: org.id,
-      machine_id: machine.id,
-      name: "careful",
-      kind: "assistant",
-      model: { provider: "script", name: "turns.json" },
-      tools: [{ type: "builtin", name: "write_file" }],
-      tool_policy: POLICY,
-    });
-    assert.equal(made.status, 201, JSON.stringify(made.body));
-    const agentId = made.body.id as string;
+    const made = await makeAgent(
+      api,
+      { org, machine },
+      { name: "careful", tools: builtins("write_file"), tool_policy: POLICY },
+    );
+    const agentId = made.id as string;
     await putFile(
       agentId,
       "turns.json",
@@ -229,15 +224,12 @@ describe("versions and approvals in the app", { skip: boxSkipReason() ?? false }
     assert.equal((await ended(second.runId)).status, "succeeded");
   });
   test("a conversation the canary took says its version on its page", async () => {
-    const made = await api("POST", "/api/agents", {
-      org_id: org.id,
-      machine_id: machine.id,
-      name: "talker",
-      kind: "assistant",
-      model: { provider: "script", name: "one.json" },
-    });
-    assert.equal(made.status, 201, JSON.stringify(made.body));
-    const agentId = made.body.id as string;
+    const made = await makeAgent(
+      api,
+      { org, machine },
+      { name: "talker", model: { provider: "script", name: "one.json" } },
+    );
+    const agentId = made.id as string;
     const v2 = await api("POST", `/api/agents/${agentId}/versions`, {
       model: { provider: "script", name: "two.json" },
     });
