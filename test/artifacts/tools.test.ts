@@ -14,6 +14,7 @@ import { eventsOfType, putHomeFile, runAgent } from "../support/agent-runs.js";
 import { newId } from "../../src/ids.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { mountToolGateway } from "../support/tool-gateway.js";
+import { builtins, makeAgent, orgAndMachine } from "../support/org.js";
 
 const ALLOW_ALL = `@id("all") permit(principal, action, resource);`;
 const SECRET = "sekrit-8d7c6b5a4f3e2d1c";
@@ -67,8 +68,7 @@ describe("the artifact tools", { skip: boxSkipReason() ?? false }, () => {
 
   before(async () => {
     t = await startTestServer({ env: { BOX_IDLE_S: "30" } });
-    org = (await t.call("POST", "/api/orgs", { name: "arts" })).body;
-    machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", memory_mib: 512 })).body;
+    ({ org, machine } = await orgAndMachine(t.call, "arts", { memory_mib: 512 }));
     const r = await t.call("POST", "/api/agents", { org_id: org.id, machine_id: machine.id, name: "a" });
     assert.equal(r.status, 201, JSON.stringify(r.body));
     a = r.body;
@@ -271,18 +271,17 @@ describe("the artifact tools", { skip: boxSkipReason() ?? false }, () => {
   });
 
   test("memory outlives the home: the next run's prompt has it after the home is deleted and made again", async () => {
-    const r = await t.call("POST", "/api/agents", {
-      org_id: org.id,
-      machine_id: machine.id,
-      name: "rememberer",
-      kind: "assistant",
-      model: { provider: "script", name: "s.json" },
-      instructions: "Keep notes of what matters.",
-      tools: ["memory_read", "memory_write"].map((name) => ({ type: "builtin", name })),
-      tool_policy: ALLOW_ALL,
-    });
-    assert.equal(r.status, 201, JSON.stringify(r.body));
-    const m = r.body;
+    const m = await makeAgent(
+      t.call,
+      { org, machine },
+      {
+        name: "rememberer",
+        model: { provider: "script", name: "s.json" },
+        instructions: "Keep notes of what matters.",
+        tools: builtins("memory_read", "memory_write"),
+        tool_policy: ALLOW_ALL,
+      },
+    );
     const script = (turns: unknown[]) => JSON.stringify({ turns });
     await putHomeFile(
       t,

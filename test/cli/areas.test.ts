@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { runWarren, warrenJson } from "../support/cli.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { makeAgent } from "../support/org.js";
 
 const OWNER = "owner@example.com";
 const EDITOR = "editor@example.com";
@@ -98,16 +99,9 @@ test("warren conversations diff and land: a branch's files and patch, landed by 
   const m = await json(["machines", "create", "m", "--org", org.id]);
   const call = (method: string, url: string, body?: unknown, who = OWNER) =>
     t.call(method, url, body, { "x-forwarded-email": who });
-  const a = await call("POST", "/api/agents", {
-    org_id: org.id,
-    machine_id: m.id,
-    name: "coder",
-    kind: "assistant",
-    model: { provider: "script", name: "turns.json" },
-  });
-  assert.equal(a.status, 201, JSON.stringify(a.body));
+  const a = await makeAgent(call, { org_id: org.id, machine_id: m.id }, { name: "coder" });
   const sh = async (command: string) => {
-    const r = await call("POST", `/api/agents/${a.body.id}/exec`, { command });
+    const r = await call("POST", `/api/agents/${a.id}/exec`, { command });
     assert.equal(r.body.exit_code, 0, `${command}: ${r.body.stderr}`);
     return r.body.stdout as string;
   };
@@ -116,12 +110,7 @@ test("warren conversations diff and land: a branch's files and patch, landed by 
   );
   await json(["areas", "put", "proj", "--org", org.id, "--folder", "proj"]);
   await json(["orgs", "set-member", org.id, "--email", EDITOR, "--role", "writer", "--area", "proj"]);
-  const c = await call(
-    "POST",
-    `/api/agents/${a.body.id}/conversations`,
-    { title: "notes", repo: "proj" },
-    EDITOR,
-  );
+  const c = await call("POST", `/api/agents/${a.id}/conversations`, { title: "notes", repo: "proj" }, EDITOR);
   assert.equal(c.status, 201, JSON.stringify(c.body));
   // a commit on the conversation's branch, in its worktree
   await sh(

@@ -11,6 +11,7 @@ import { waitFor } from "../conversations/support.js";
 import { putHomeFile, TERMINAL_STATUSES } from "../support/agent-runs.js";
 import { runWarren } from "../support/cli.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { builtins, makeAgent, orgAndMachine } from "../support/org.js";
 
 const POLICY = `@id("writes") @approval("required") permit(principal, action, resource == Tool::"write_file");`;
 
@@ -23,24 +24,14 @@ describe("warren versions, canary, approvals", { skip: boxSkipReason() ?? false 
 
   before(async () => {
     t = await startTestServer({ listen: true });
-    org = (await t.call("POST", "/api/orgs", { name: "cli-versions" })).body;
-    machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
+    ({ org, machine } = await orgAndMachine(t.call, "cli-versions"));
   });
   after(async () => {
     await t?.close();
   });
 
   test("versions list, show and current (the gate refuses, then allows a rollback); canary set, show, end", async () => {
-    const a = (
-      await t.call("POST", "/api/agents", {
-        org_id: org.id,
-        machine_id: machine.id,
-        name: "v",
-        kind: "assistant",
-        model: { provider: "script", name: "turns.json" },
-        instructions: "first",
-      })
-    ).body;
+    const a = await makeAgent(t.call, { org, machine }, { name: "v", instructions: "first" });
     const v2 = await t.call("POST", `/api/agents/${a.id}/versions`, {
       instructions: "second, not current",
       sandbox_policy: { network: { allow: ["example.com:443"] } },
@@ -118,17 +109,11 @@ describe("warren versions, canary, approvals", { skip: boxSkipReason() ?? false 
   });
 
   test("approvals list shows the waiting call; decide needs its SHA-256; a denial never runs the tool", async () => {
-    const a = (
-      await t.call("POST", "/api/agents", {
-        org_id: org.id,
-        machine_id: machine.id,
-        name: "w",
-        kind: "assistant",
-        model: { provider: "script", name: "turns.json" },
-        tools: [{ type: "builtin", name: "write_file" }],
-        tool_policy: POLICY,
-      })
-    ).body;
+    const a = await makeAgent(
+      t.call,
+      { org, machine },
+      { name: "w", tools: builtins("write_file"), tool_policy: POLICY },
+    );
     await putHomeFile(
       t,
       a.id,

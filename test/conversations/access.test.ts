@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { dbLegs } from "../support/db.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { builtins, makeAgent } from "../support/org.js";
 
 const OWNER = "owner@example.com";
 const VIEWER = "viewer@example.com";
@@ -28,16 +29,12 @@ for (const leg of dbLegs)
         200,
       );
       const m = (await owner("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
-      const a = await owner("POST", "/api/agents", {
-        org_id: org.id,
-        machine_id: m.id,
-        name: "a",
-        kind: "assistant",
-        model: { provider: "script", name: "s.json" },
-        tools: [{ type: "builtin", name: "read_file" }],
-      });
-      assert.equal(a.status, 201, JSON.stringify(a.body));
-      agent = a.body.id;
+      const a = await makeAgent(
+        owner,
+        { org_id: org.id, machine_id: m.id },
+        { name: "a", model: { provider: "script", name: "s.json" }, tools: builtins("read_file") },
+      );
+      agent = a.id;
       const c = await owner("POST", `/api/agents/${agent}/conversations`, { title: "private" });
       assert.equal(c.status, 201, JSON.stringify(c.body));
       conversation = c.body.id;

@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { boxSkipReason } from "../box/fixture.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { makeAgent, orgAndMachine } from "../support/org.js";
 
 const terminal = ["succeeded", "failed", "timed_out", "cancelled", "lost"];
 
@@ -35,8 +36,7 @@ describe("the run queue", { skip: boxSkipReason() ?? false }, () => {
 
   before(async () => {
     t = await startTestServer({ env: { WARREN_ORG_MAX_RUNS: "2" } });
-    org = (await t.call("POST", "/api/orgs", { name: "queue" })).body;
-    machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
+    ({ org, machine } = await orgAndMachine(t.call, "queue"));
     for (const name of ["a", "b", "c"])
       agents.push(
         (await t.call("POST", "/api/agents", { org_id: org.id, machine_id: machine.id, name })).body,
@@ -144,8 +144,7 @@ describe("the run queue", { skip: boxSkipReason() ?? false }, () => {
     const refused = await start(c.id, { command: "true", wait: false });
     assert.equal(refused.status, 409, "c already has a run waiting");
     // another organisation has its own cap
-    const org2 = (await t.call("POST", "/api/orgs", { name: "queue2" })).body;
-    const m2 = (await t.call("POST", "/api/machines", { org_id: org2.id, name: "m2" })).body;
+    const { org: org2, machine: m2 } = await orgAndMachine(t.call, "queue2", { name: "m2" });
     const x = (await t.call("POST", "/api/agents", { org_id: org2.id, machine_id: m2.id, name: "x" })).body;
     const rx = await start(x.id, { command: "echo x", wait: false });
     assert.equal(rx.status, 202);
@@ -170,15 +169,11 @@ describe("the run queue", { skip: boxSkipReason() ?? false }, () => {
   });
 
   test("an agent run waits like a command run, and runs by its kind when its turn comes", async () => {
-    const r = await t.call("POST", "/api/agents", {
-      org_id: org.id,
-      machine_id: machine.id,
-      name: "thinker",
-      kind: "assistant",
-      model: { provider: "script", name: "s.json" },
-    });
-    assert.equal(r.status, 201, JSON.stringify(r.body));
-    const a = r.body;
+    const a = await makeAgent(
+      t.call,
+      { org, machine },
+      { name: "thinker", model: { provider: "script", name: "s.json" } },
+    );
     const put = await t.inject({
       method: "PUT",
       url: `/api/agents/${a.id}/files/s.json`,

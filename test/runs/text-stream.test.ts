@@ -10,6 +10,7 @@ import { privateAllow } from "../support/bound.js";
 import { startHeldModel, type HeldModel } from "../support/held-model.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { readSse, runEnded } from "../conversations/support.js";
+import { makeAgent, orgAndMachine } from "../support/org.js";
 
 describe("an assistant run's text as it streams", { skip: boxSkipReason() ?? false }, () => {
   let t: TestServer | undefined;
@@ -31,17 +32,13 @@ describe("an assistant run's text as it streams", { skip: boxSkipReason() ?? fal
 
   test("the text arrives on the run's stream before the run ends, then the whole answer", async () => {
     const s = t!;
-    const org = (await s.call("POST", "/api/orgs", { name: "runs-text" })).body;
-    const machine = (await s.call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
-    const a = await s.call("POST", "/api/agents", {
-      org_id: org.id,
-      machine_id: machine.id,
-      name: "teller",
-      kind: "assistant",
-      model: { provider: "openai-compatible", name: "held", base_url: held!.baseUrl },
-    });
-    assert.equal(a.status, 201, JSON.stringify(a.body));
-    const r = await s.call("POST", `/api/agents/${a.body.id}/runs`, {
+    const { org, machine } = await orgAndMachine(s.call, "runs-text");
+    const a = await makeAgent(
+      s.call,
+      { org, machine },
+      { name: "teller", model: { provider: "openai-compatible", name: "held", base_url: held!.baseUrl } },
+    );
+    const r = await s.call("POST", `/api/agents/${a.id}/runs`, {
       kind: "agent",
       input: "Where is tea?",
     });
