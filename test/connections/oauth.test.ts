@@ -16,6 +16,7 @@ import { dbLegs } from "../support/db.js";
 import { startFakeAnthropic, type FakeModelServer } from "../support/fake-models.js";
 import { signInAtProvider, startOidcProvider, type TestProvider } from "../support/oidc.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { modelKey } from "../support/org.js";
 
 const CLIENT_SECRET = "conn-client-secret-7b1f0e9d2c";
 
@@ -82,15 +83,7 @@ for (const leg of dbLegs) {
       op.provider.on("refresh_token.saved", (rt: { destroy(): Promise<void> }) => refreshTokens.push(rt));
       org = (await t.call("POST", "/api/orgs", { name: "conn" })).body.id;
       const machine = (await t.call("POST", "/api/machines", { org_id: org, name: "m" })).body.id;
-      const key = await t.call("POST", "/api/secrets", {
-        org_id: org,
-        name: "ANTHROPIC_KEY",
-        value: "sk-ant-conn-test-1234",
-        use: "model",
-        hosts: [new URL(anth.baseUrl).host],
-        grants: [{ scope: "org", id: org }],
-      });
-      assert.equal(key.status, 201, JSON.stringify(key.body));
+      await modelKey(t.call, org, [anth], "sk-ant-conn-test-1234");
       const base = scriptedAssistant(anth.baseUrl);
       const a = await t.call("POST", "/api/agents", {
         org_id: org,

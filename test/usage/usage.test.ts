@@ -11,6 +11,7 @@ import { dbLegs } from "../support/db.js";
 import { startFakeAnthropic, type FakeModelServer } from "../support/fake-models.js";
 import { runEnded } from "../conversations/support.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { modelKey } from "../support/org.js";
 
 const KEY = "sk-ant-test-5d1e8a7c3b2f";
 // $1 per 1000 tokens in or out: dollars easy to see
@@ -38,15 +39,7 @@ for (const leg of dbLegs) {
       });
       org = (await t.call("POST", "/api/orgs", { name: "counted" })).body.id;
       machine = (await t.call("POST", "/api/machines", { org_id: org, name: "m" })).body.id;
-      const s = await t.call("POST", "/api/secrets", {
-        org_id: org,
-        name: "ANTHROPIC_KEY",
-        value: KEY,
-        use: "model",
-        hosts: [new URL(anth.baseUrl).host],
-        grants: [{ scope: "org", id: org }],
-      });
-      assert.equal(s.status, 201, JSON.stringify(s.body));
+      await modelKey(t.call, org, [anth], KEY);
       for (const name of ["one", "two"]) {
         const a = await t.call("POST", "/api/agents", {
           org_id: org,

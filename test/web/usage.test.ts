@@ -9,6 +9,7 @@ import { privateAllow } from "../support/bound.js";
 import { scriptedAssistant } from "../support/agent-runs.js";
 import { startFakeAnthropic, type FakeModelServer } from "../support/fake-models.js";
 import { OWNER, startWebApp, type WebApp } from "./fixture.js";
+import { modelKey } from "../support/org.js";
 
 const PRICES = JSON.stringify({ "anthropic:*": { input_per_mtok: 1000, output_per_mtok: 1000 } });
 const ENDED = ["succeeded", "failed", "timed_out", "cancelled", "lost"];
@@ -49,15 +50,7 @@ describe("usage in the app", { concurrency: false }, () => {
   test("real runs leave receipts", async () => {
     org = (await app.api("POST", "/api/orgs", { name: "spenders" })).body.id;
     const machine = (await app.api("POST", "/api/machines", { org_id: org, name: "m" })).body.id;
-    const s = await app.api("POST", "/api/secrets", {
-      org_id: org,
-      name: "ANTHROPIC_KEY",
-      value: "sk-ant-test-9b3c2d1e0f4a",
-      use: "model",
-      hosts: [new URL(anth.baseUrl).host],
-      grants: [{ scope: "org", id: org }],
-    });
-    assert.equal(s.status, 201, s.text);
+    await modelKey(app.api, org, [anth], "sk-ant-test-9b3c2d1e0f4a");
     for (const name of ["alpha", "beta"]) {
       const a = await app.api("POST", "/api/agents", {
         org_id: org,

@@ -14,6 +14,7 @@ import { startFakeAnthropic, type FakeModelServer } from "../support/fake-models
 import { sourceFiles, SRC } from "../support/sources.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { tty, type Tty } from "../terminal/ws.js";
+import { modelKey } from "../support/org.js";
 
 const SECRET = "door-s3cret-VALUE-5f1e2d3c4b";
 // the secret, the agent's id, the proxy the door points at, and the run id (empty outside a run)
@@ -63,16 +64,7 @@ describe("every agent command goes through the door", { skip: boxSkipReason() ??
     anth = await startFakeAnthropic();
     t = await startTestServer({ listen: true, env: { WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(anth) } });
     org = (await t.call("POST", "/api/orgs", { name: "door" })).body;
-    const key = await t.call("POST", "/api/secrets", {
-      org_id: org.id,
-      name: "ANTHROPIC_KEY",
-      description: "",
-      value: "sk-ant-door-test-0a1b2c3d",
-      use: "model",
-      hosts: [new URL(anth.baseUrl).host],
-      grants: [{ scope: "org", id: org.id }],
-    });
-    assert.equal(key.status, 201, JSON.stringify(key.body));
+    await modelKey(t.call, org.id, [anth], "sk-ant-door-test-0a1b2c3d");
     machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
     agent = (
       await t.call("POST", "/api/agents", {
