@@ -30,6 +30,17 @@ describe("the kubernetes provider's boot checks", () => {
   });
 
   /** A fake with everything present but what `o` leaves out, and a provider of it. */
+  /** A provider of the kubeconfig `file` in `dir` (one the test wrote, not the fake's own). */
+  const providerOf = (dir: string, file: string) =>
+    new KubernetesProvider({
+      kubeConfig: loadKubeConfig(path.join(dir, file)),
+      namespace: NS,
+      image: "i",
+      storageClass: "standard",
+      sharedClaim: "s",
+      workspacesClaim: "w",
+      stateRoot: path.join(dir, "state2"),
+    });
   async function setup(o: Partial<FakeKubeOptions> = {}) {
     const dir = fs.mkdtempSync(path.join(root, "f-"));
     const fake = new FakeKube({
@@ -129,15 +140,7 @@ describe("the kubernetes provider's boot checks", () => {
       .readFileSync(kubeconfig, "utf8")
       .replace(/https:\/\/127\.0\.0\.1:\d+/, `https://127.0.0.1:${free}`);
     fs.writeFileSync(path.join(dir, "gone"), text);
-    const p = new KubernetesProvider({
-      kubeConfig: loadKubeConfig(path.join(dir, "gone")),
-      namespace: NS,
-      image: "i",
-      storageClass: "standard",
-      sharedClaim: "s",
-      workspacesClaim: "w",
-      stateRoot: path.join(dir, "state2"),
-    });
+    const p = providerOf(dir, "gone");
     const r = await p.hostProbes().k8s_api!();
     assert.equal(r.ok, false);
     assert.match(r.detail, new RegExp(`the API server at https://127\\.0\\.0\\.1:${free} does not answer`));
@@ -147,15 +150,7 @@ describe("the kubernetes provider's boot checks", () => {
   it("a wrong token: the checks fail with the API's 401", async () => {
     const { kubeconfig, dir } = await setup();
     fs.writeFileSync(path.join(dir, "bad"), fs.readFileSync(kubeconfig, "utf8").replace("t0ken", "wrong"));
-    const p = new KubernetesProvider({
-      kubeConfig: loadKubeConfig(path.join(dir, "bad")),
-      namespace: NS,
-      image: "i",
-      storageClass: "standard",
-      sharedClaim: "s",
-      workspacesClaim: "w",
-      stateRoot: path.join(dir, "state2"),
-    });
+    const p = providerOf(dir, "bad");
     const r = await p.hostProbes().k8s_namespace!();
     assert.equal(r.ok, false);
     assert.match(r.detail, /cannot be read \(status 401\)/);

@@ -10,6 +10,8 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { waitFor } from "../conversations/support.js";
+import { TERMINAL_STATUSES } from "../support/agent-runs.js";
 import { builtCli, startServe, type Answer, type Served } from "../support/serve.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -37,6 +39,10 @@ export interface WebApp {
     body?: object | string,
     o?: { as?: string; type?: string },
   ) => Promise<Answer>;
+  /** PUT a file into an agent's home as OWNER; fails the test unless 204. */
+  putFile: (agentId: string, p: string, data: string) => Promise<void>;
+  /** Waits until the run has ended; answers it. */
+  ended: (runId: string) => Promise<any>;
   /** A person's browser page: a fresh profile, their email as the trusted header. */
   person(
     email?: string,
@@ -73,6 +79,18 @@ export async function startWebApp(
   const api: WebApp["api"] = (method, url, body, o = {}) =>
     serve.call(method, url, body, { as: o.as ?? OWNER, ...(o.type ? { type: o.type } : {}) });
 
+  const putFile: WebApp["putFile"] = async (agentId, p, data) => {
+    const r = await api("PUT", `/api/agents/${agentId}/files/${p}`, data, {
+      type: "application/octet-stream",
+    });
+    assert.equal(r.status, 204, r.text);
+  };
+  const ended: WebApp["ended"] = (runId) =>
+    waitFor(`run ${runId} to end`, async () => {
+      const r = (await api("GET", `/api/runs/${runId}`)).body;
+      return TERMINAL_STATUSES.includes(r.status) ? r : null;
+    });
+
   const person: WebApp["person"] = async (email = OWNER, o = {}) => {
     const dir = await mkdtemp(path.join(os.tmpdir(), "warren-web-profile-"));
     dirs.push(dir);
@@ -94,6 +112,8 @@ export async function startWebApp(
     base,
     stateRoot,
     api,
+    putFile,
+    ended,
     person,
     shot: async (page, shotName) => {
       await page.screenshot({ path: path.join(shots, `${shotName}.png`), fullPage: true });

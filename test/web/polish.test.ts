@@ -7,9 +7,9 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { traceEntries, type RunEvent } from "../../src/sdk/index.js";
 import { waitFor } from "../conversations/support.js";
-import { TERMINAL_STATUSES } from "../support/agent-runs.js";
 import { startHeldModel, type HeldModel } from "../support/held-model.js";
 import { OWNER, startWebApp, type WebApp } from "./fixture.js";
+import { builtins, orgAndMachine } from "../support/org.js";
 
 const ANSWER = [
   "# Findings",
@@ -32,12 +32,7 @@ describe("the app's trace, Markdown, Stop, approvals and breadcrumbs", { concurr
   let org: { id: string };
   let machine: { id: string };
   const api = (method: string, url: string, body?: object) => web.api(method, url, body);
-  const putFile = async (agentId: string, p: string, data: string) => {
-    const r = await web.api("PUT", `/api/agents/${agentId}/files/${p}`, data, {
-      type: "application/octet-stream",
-    });
-    assert.equal(r.status, 204, r.text);
-  };
+  const putFile = (agentId: string, p: string, data: string) => web.putFile(agentId, p, data);
   const agent = async (name: string, extra: object) => {
     const made = await api("POST", "/api/agents", {
       org_id: org.id,
@@ -49,17 +44,12 @@ describe("the app's trace, Markdown, Stop, approvals and breadcrumbs", { concurr
     assert.equal(made.status, 201, JSON.stringify(made.body));
     return made.body.id as string;
   };
-  const ended = (runId: string) =>
-    waitFor(`run ${runId} to end`, async () => {
-      const r = (await api("GET", `/api/runs/${runId}`)).body;
-      return TERMINAL_STATUSES.includes(r.status) ? r : null;
-    });
+  const ended = (runId: string) => web.ended(runId);
 
   before(async () => {
     held = await startHeldModel("Counting the seeds ", "one by one.");
     web = await startWebApp("polish", { WARREN_EGRESS_PRIVATE_ALLOW: `127.0.0.1:${held.port}` });
-    org = (await api("POST", "/api/orgs", { name: "Acme Gardens" })).body;
-    machine = (await api("POST", "/api/machines", { org_id: org.id, name: "shed" })).body;
+    ({ org, machine } = await orgAndMachine(api, "Acme Gardens", { name: "shed" }));
   });
   after(async () => {
     held?.release();
@@ -70,7 +60,7 @@ describe("the app's trace, Markdown, Stop, approvals and breadcrumbs", { concurr
   test("a run's trace is the CLI's timeline: the same lines, then the run's summary", async () => {
     const agentId = await agent("tracer", {
       model: { provider: "script", name: "turns.json" },
-      tools: [{ type: "builtin", name: "read_file" }],
+      tools: builtins("read_file"),
       tool_policy: '@id("reads") permit(principal, action, resource == Tool::"read_file");',
     });
     await putFile(agentId, "notes.txt", "tomatoes in May");
@@ -206,7 +196,7 @@ describe("the app's trace, Markdown, Stop, approvals and breadcrumbs", { concurr
   test("an approval card names the agent and tells Allow from Deny; breadcrumbs say the organisation's name", async () => {
     const agentId = await agent("careful", {
       model: { provider: "script", name: "turns.json" },
-      tools: [{ type: "builtin", name: "write_file" }],
+      tools: builtins("write_file"),
       tool_policy: APPROVAL_POLICY,
     });
     await putFile(

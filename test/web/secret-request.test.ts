@@ -9,7 +9,6 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { boxSkipReason } from "../box/fixture.js";
 import { waitFor } from "../conversations/support.js";
-import { TERMINAL_STATUSES } from "../support/agent-runs.js";
 import { OWNER, startWebApp, type WebApp } from "./fixture.js";
 import { builtins, makeAgent, orgAndMachine } from "../support/org.js";
 
@@ -20,11 +19,7 @@ describe("secret requests in the app", { skip: boxSkipReason() ?? false }, () =>
   let org: { id: string };
   let machine: { id: string };
   const api = (method: string, url: string, body?: object) => web.api(method, url, body);
-  const ended = (runId: string) =>
-    waitFor(`run ${runId} to end`, async () => {
-      const r = (await api("GET", `/api/runs/${runId}`)).body;
-      return TERMINAL_STATUSES.includes(r.status) ? r : null;
-    });
+  const ended = (runId: string) => web.ended(runId);
   const agentWith = async (name: string, turns: unknown[]) => {
     const made = await makeAgent(
       api,
@@ -35,10 +30,7 @@ describe("secret requests in the app", { skip: boxSkipReason() ?? false }, () =>
         tool_policy: "permit(principal, action, resource);",
       },
     );
-    const put = await web.api("PUT", `/api/agents/${made.id}/files/turns.json`, JSON.stringify(turns), {
-      type: "application/octet-stream",
-    });
-    assert.equal(put.status, 204, put.text);
+    await web.putFile(made.id, "turns.json", JSON.stringify(turns));
     return made.id as string;
   };
   const asking = (name: string) => ({

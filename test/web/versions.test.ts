@@ -11,7 +11,6 @@ import { after, before, describe, test } from "node:test";
 import { bucketOf } from "../../src/versions/service.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { waitFor } from "../conversations/support.js";
-import { TERMINAL_STATUSES } from "../support/agent-runs.js";
 import { OWNER, startWebApp, type WebApp } from "./fixture.js";
 import { builtins, makeAgent, orgAndMachine } from "../support/org.js";
 
@@ -23,17 +22,8 @@ describe("versions and approvals in the app", { skip: boxSkipReason() ?? false }
   let machine: { id: string };
 
   const api = (method: string, url: string, body?: object) => web.api(method, url, body);
-  const ended = (runId: string) =>
-    waitFor(`run ${runId} to end`, async () => {
-      const r = (await api("GET", `/api/runs/${runId}`)).body;
-      return TERMINAL_STATUSES.includes(r.status) ? r : null;
-    });
-  const putFile = async (agentId: string, p: string, data: string) => {
-    const r = await web.api("PUT", `/api/agents/${agentId}/files/${p}`, data, {
-      type: "application/octet-stream",
-    });
-    assert.equal(r.status, 204, r.text);
-  };
+  const ended = (runId: string) => web.ended(runId);
+  const putFile = (agentId: string, p: string, data: string) => web.putFile(agentId, p, data);
 
   before(async () => {
     web = await startWebApp("versions");
