@@ -11,6 +11,7 @@ import { dbLegs } from "../support/db.js";
 import { startHeldModel, type HeldModel } from "../support/held-model.js";
 import { waitFor } from "../conversations/support.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { asMember } from "../support/org.js";
 
 const OWNER = "owner@example.com";
 const EDITOR = "editor@example.com";
@@ -22,10 +23,7 @@ for (const leg of dbLegs) {
     let org: string;
     let machine: string;
     let n = 0;
-    const as =
-      (email: string) =>
-      (method: string, url: string, body?: unknown): Promise<{ status: number; body: any }> =>
-        t.call(method, url, body, { "x-forwarded-email": email });
+    const as = asMember(() => t);
     const owner = as(OWNER);
 
     const agentWith = async (model: Record<string, unknown>) => {

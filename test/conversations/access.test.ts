@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { dbLegs } from "../support/db.js";
 import { startTestServer, type TestServer } from "../support/server.js";
-import { builtins, makeAgent } from "../support/org.js";
+import { asMember, builtins, makeAgent } from "../support/org.js";
 
 const OWNER = "owner@example.com";
 const VIEWER = "viewer@example.com";
@@ -17,8 +17,7 @@ for (const leg of dbLegs)
     let agent: string;
     let conversation: string;
     let persona: string;
-    const as = (email: string) => (method: string, url: string, body?: unknown) =>
-      t.call(method, url, body, { "x-forwarded-email": email });
+    const as = asMember(() => t);
 
     before(async () => {
       t = await startTestServer({ leg, env: { AUTH_MODE: "trusted-header" } });

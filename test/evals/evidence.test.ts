@@ -11,6 +11,7 @@ import { createHash } from "node:crypto";
 import { runWarren } from "../support/cli.js";
 import { dbLegs } from "../support/db.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { asMember } from "../support/org.js";
 
 const OWNER = "owner@example.com";
 const AUDITOR = "auditor@example.com";
@@ -22,8 +23,7 @@ for (const leg of dbLegs) {
     let dir: string;
     let org: string;
     let agent: string;
-    const as = (email: string) => (method: string, url: string, body?: unknown) =>
-      t.call(method, url, body, { "x-forwarded-email": email });
+    const as = asMember(() => t);
 
     const verify = async (file: string, extra: string[] = []) => {
       const r = await runWarren(["evidence", "verify", file, ...extra]);

@@ -16,6 +16,7 @@ import { privateAllow } from "../support/bound.js";
 import { editorOfOld } from "../support/members.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { LOOPBACK_SPELLINGS } from "../support/spellings.js";
+import { asMember } from "../support/org.js";
 
 const OWNER = "owner@example.com";
 const EDITOR = "editor@example.com";
@@ -83,8 +84,7 @@ async function world(bound: string): Promise<World> {
   });
   let conns = 0;
   t.server.app.server.on("connection", () => conns++);
-  const as = (email: string) => (method: string, url: string, body?: unknown) =>
-    t.call(method, url, body, { "x-forwarded-email": email });
+  const as = asMember(() => t);
   const owner = as(OWNER);
   const org = (await owner("POST", "/api/orgs", { name: "acme" })).body.id as string;
   const m = await owner("POST", "/api/machines", { org_id: org, name: "m", memory_mib: 512 });
@@ -173,6 +173,27 @@ function assertAllRefused(run: any, events: { type: string; data: any }[], n: nu
     assert.match(c.output, /tool\.address_refused/);
   }
   assert.doesNotMatch(JSON.stringify(events), new RegExp(OWNER.replace(".", "\\.")));
+}
+
+/**
+ * The attack on the API: an agent whose http tools are the API at every spelling of its
+ * address calls each with the owner's identity header to make EDITOR an owner; asserts every
+ * call was refused and answers the run's events.
+ */
+async function makeOwnerAttack(w: World): Promise<{ events: { type: string; data: any }[] }> {
+  const id = await agentCalling(
+    w,
+    "attack",
+    SPELLINGS.map((h, i) => ({ name: `api${i}`, base_url: `http://${h}:${w.apiPort}/api/` })),
+    {
+      method: "PUT",
+      path: `orgs/${w.org}/members`,
+      body: JSON.stringify({ email: EDITOR, role: "owner" }),
+    },
+  );
+  const { run, events } = await runAgent(w.ownerT, id, "go");
+  assertAllRefused(run, events, SPELLINGS.length);
+  return { events };
 }
 
 const skip = boxSkipReason();
@@ -305,18 +326,7 @@ describe(
     });
 
     test("the attack: an http tool at the API with the owner's identity header makes no one owner", async () => {
-      const id = await agentCalling(
-        w,
-        "attack",
-        SPELLINGS.map((h, i) => ({ name: `api${i}`, base_url: `http://${h}:${w.apiPort}/api/` })),
-        {
-          method: "PUT",
-          path: `orgs/${w.org}/members`,
-          body: JSON.stringify({ email: EDITOR, role: "owner" }),
-        },
-      );
-      const { run, events } = await runAgent(w.ownerT, id, "go");
-      assertAllRefused(run, events, SPELLINGS.length);
+      await makeOwnerAttack(w);
       assert.equal((await roles(w))[EDITOR], "editor");
       assert.equal(w.apiConnections(), 0, "the API's listener got no connection");
     });
@@ -336,18 +346,7 @@ describe(
     });
 
     test("every spelling of the API's address, with the owner's identity header: refused, no membership change, no connection", async () => {
-      const id = await agentCalling(
-        w,
-        "attack",
-        SPELLINGS.map((h, i) => ({ name: `api${i}`, base_url: `http://${h}:${w.apiPort}/api/` })),
-        {
-          method: "PUT",
-          path: `orgs/${w.org}/members`,
-          body: JSON.stringify({ email: EDITOR, role: "owner" }),
-        },
-      );
-      const { run, events } = await runAgent(w.ownerT, id, "go");
-      assertAllRefused(run, events, SPELLINGS.length);
+      const { events } = await makeOwnerAttack(w);
       for (const c of eventsOfType(events, "tool_call")) assert.match(c.output, /own endpoint|unspecified/);
       assert.equal((await roles(w))[EDITOR], "editor");
       assert.equal(w.apiConnections(), 0);

@@ -20,10 +20,11 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { boxSkipReason } from "../box/fixture.js";
-import { eventsOfType, runAgent } from "../support/agent-runs.js";
+import { anthropicAt, eventsOfType, runAgent } from "../support/agent-runs.js";
 import { startFakeAnthropic, type FakeModelServer } from "../support/fake-models.js";
 import { editorOfOld } from "../support/members.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { asMember } from "../support/org.js";
 
 const KEY = "sk-ant-org-wide-3f9c1a7e5b2d8046";
 const OWNER = "owner@example.com";
@@ -240,10 +241,7 @@ describe("the model gateway under attack", { skip }, () => {
   let machine = "";
   let keyId = "";
   let n = 0;
-  const as =
-    (email: string) =>
-    (method: string, url: string, body?: unknown): Promise<{ status: number; body: any }> =>
-      t.call(method, url, body, { "x-forwarded-email": email });
+  const as = asMember(() => t);
   const owner = as(OWNER);
   const editor = as(EDITOR);
   const agentOf = async (who: typeof owner, spec: Record<string, unknown>) => {
@@ -340,16 +338,10 @@ describe("the model gateway under attack", { skip }, () => {
         { provider: "openai", name: "gpt-4o", base_url: at, key_secret: "ORG_KEY" },
         { provider: "openai-compatible", name: "local", base_url: at, key_secret: "ORG_KEY" },
         {
-          provider: "anthropic",
-          name: "claude-sonnet-4-5",
-          base_url: `https://api.anthropic.com@${listener.host}/v1`,
-          key_secret: "ORG_KEY",
+          ...anthropicAt(`https://api.anthropic.com@${listener.host}/v1`, "ORG_KEY"),
         },
         {
-          provider: "anthropic",
-          name: "claude-sonnet-4-5",
-          base_url: `http://api.anthropic.com/v1`,
-          key_secret: "ORG_KEY",
+          ...anthropicAt(`http://api.anthropic.com/v1`, "ORG_KEY"),
         },
         // the routed model at the official host, the fallback at the editor's server
         {
@@ -379,10 +371,7 @@ describe("the model gateway under attack", { skip }, () => {
       assert.equal(alias.status, 201, JSON.stringify(alias.body));
       assert.deepEqual(alias.body.hosts, []);
       spellings.push({
-        provider: "anthropic",
-        name: "claude-sonnet-4-5",
-        base_url: at,
-        key_secret: "MY_ALIAS",
+        ...anthropicAt(at, "MY_ALIAS"),
       });
       for (const model of spellings) {
         for (const kind of ["assistant", "claude-code"]) {
@@ -420,10 +409,7 @@ describe("the model gateway under attack", { skip }, () => {
     const listener = await startListener(fake);
     try {
       const model = {
-        provider: "anthropic",
-        name: "claude-sonnet-4-5",
-        base_url: `http://${listener.host}/v1`,
-        key_secret: "ORG_KEY",
+        ...anthropicAt(`http://${listener.host}/v1`, "ORG_KEY"),
       };
       const a = await agentOf(editor, { kind: "assistant", model });
       assert.equal((await runAs(EDITOR, a, "hi")).run.status, "failed");
@@ -451,12 +437,7 @@ describe("the model gateway under attack", { skip }, () => {
     try {
       const a = await agentOf(owner, {
         kind: "claude-code",
-        model: {
-          provider: "anthropic",
-          name: "claude-sonnet-4-5",
-          base_url: provider.baseUrl,
-          key_secret: "ORG_KEY",
-        },
+        model: anthropicAt(provider.baseUrl, "ORG_KEY"),
         limits: { max_run_s: 120, max_tokens: 5000 },
       });
       const { run, events } = await runAs(OWNER, a, "hangup 8 1500");
@@ -506,12 +487,7 @@ describe("the model gateway under attack", { skip }, () => {
     try {
       const a = await agentOf(owner, {
         kind: "claude-code",
-        model: {
-          provider: "anthropic",
-          name: "claude-sonnet-4-5",
-          base_url: provider.baseUrl,
-          key_secret: "ORG_KEY",
-        },
+        model: anthropicAt(provider.baseUrl, "ORG_KEY"),
       });
       const { run, events } = await runAs(OWNER, a, "reflect");
       assert.equal(run.status, "succeeded", JSON.stringify({ run, events }).slice(0, 4000));

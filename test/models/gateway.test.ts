@@ -12,6 +12,7 @@ import type { GuardedFetch } from "../../src/net/connector.js";
 import { boundConnector } from "../support/bound.js";
 import { startCutStream } from "../support/cut-stream.js";
 import { startFakeAnthropic, startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
+import { anthropicAt } from "../support/agent-runs.js";
 
 const KEY = "sk-test-4f9a1c2e7d";
 const events: { type: string; data: any }[] = [];
@@ -162,10 +163,7 @@ describe("model gateway", () => {
         runId: "run_2",
         agent,
         spec: specOf({
-          provider: "anthropic",
-          name: "claude-sonnet-4-5",
-          base_url: anth.baseUrl,
-          key_secret: "MODEL_KEY",
+          ...anthropicAt(anth.baseUrl, "MODEL_KEY"),
           fallback: {
             provider: "openai",
             name: "gpt-4o-mini",
@@ -386,10 +384,7 @@ describe("model gateway", () => {
         runId: "run_7b",
         agent,
         spec: specOf({
-          provider: "anthropic",
-          name: "claude-sonnet-4-5",
-          base_url: anth.baseUrl,
-          key_secret: "MODEL_KEY",
+          ...anthropicAt(anth.baseUrl, "MODEL_KEY"),
           fallback: { provider: "openai", name: "gpt-4o", key_secret: "ENV_KEY" },
         }),
         input: "",
@@ -437,10 +432,7 @@ describe("model gateway", () => {
         runId: "run_h",
         agent,
         spec: specOf({
-          provider: "anthropic",
-          name: "claude-sonnet-4-5",
-          base_url: anth.baseUrl,
-          key_secret: "MODEL_KEY",
+          ...anthropicAt(anth.baseUrl, "MODEL_KEY"),
           fallback: {
             provider: "openai",
             name: "gpt-4o",

@@ -6,6 +6,7 @@ import { after, before, describe, test } from "node:test";
 import { schema } from "../../src/store/index.js";
 import { dbLegs } from "../support/db.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { asMember } from "../support/org.js";
 
 const OWNER = "owner@example.com";
 const VIEWER = "viewer@example.com";
@@ -18,8 +19,7 @@ for (const leg of dbLegs)
     let agent: string;
     let flow: string;
     let instance: string;
-    const as = (email: string) => (method: string, url: string, body?: unknown) =>
-      t.call(method, url, body, { "x-forwarded-email": email });
+    const as = asMember(() => t);
 
     before(async () => {
       t = await startTestServer({ leg, env: { AUTH_MODE: "trusted-header" } });
