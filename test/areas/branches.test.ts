@@ -7,7 +7,7 @@ import { after, before, describe, test } from "node:test";
 import { dbLegs } from "../support/db.js";
 import { asMember, orgWithAgent, shellOf } from "../support/org.js";
 import { startTestServer, type TestServer } from "../support/server.js";
-import { waitFor } from "../conversations/support.js";
+import { sendTurn } from "../support/turns.js";
 
 const OWNER = "owner@example.com";
 const EDITOR = "support@example.com";
@@ -25,15 +25,9 @@ for (const leg of dbLegs)
     const sh = shellOf(owner, () => agent);
     const git = (args: string) => sh(`git -C ~/proj/app ${args}`);
     const turn = async (as: typeof owner, conversation: string, text: string) => {
-      const m = await as("POST", `/api/conversations/${conversation}/messages`, { text });
-      assert.equal(m.status, 202, JSON.stringify(m.body));
-      const run = await waitFor(`run ${m.body.run_id}`, async () => {
-        const r = (await owner("GET", `/api/runs/${m.body.run_id}`)).body;
-        return ["running", "queued"].includes(r.status) ? null : r;
-      });
-      const events = (await owner("GET", `/api/runs/${m.body.run_id}/events`)).body.items;
+      const { run, events } = await sendTurn(as, owner, conversation, text);
       assert.equal(run.status, "succeeded", JSON.stringify(events));
-      return events as { type: string; data: any }[];
+      return events;
     };
 
     before(async () => {

@@ -4,29 +4,23 @@
 // outside support/ (no other folder, no .git history, no other conversation's CLI state),
 // while the CLI's own session of this conversation is kept from one turn to the next.
 import assert from "node:assert/strict";
-import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { installedVersion } from "../../src/runs/harness.js";
 import { boxSkipReason } from "../box/fixture.js";
-import { privateAllow } from "../support/bound.js";
 import {
   startFakeResponses,
   type FakeResponsesServer,
   type ResponsesTurn,
 } from "../support/fake-responses.js";
 import { putHomeFile } from "../support/agent-runs.js";
-import { startTestServer, type TestServer } from "../support/server.js";
-import { waitFor } from "../conversations/support.js";
+import { harnessSkip, startHarnessServer } from "../support/harness.js";
+import type { TestServer } from "../support/server.js";
+import { asMember, modelKey, orgAndMachine } from "../support/org.js";
+import { sendTurn } from "../support/turns.js";
 
-const HARNESS_DIR = process.env.WARREN_TEST_HARNESS_DIR ?? path.resolve(".state/harness");
 const KEY = "sk-proj-fence-4b7d1e9a0c";
 const OWNER = "owner@example.com";
 const SUPPORT = "support@example.com";
-const skip =
-  boxSkipReason() ??
-  (installedVersion(HARNESS_DIR, "codex") || process.env.WARREN_TEST_HARNESS_DIR
-    ? false
-    : `the codex CLI is not installed in ${HARNESS_DIR}: run scripts/harness.sh ${HARNESS_DIR} codex (make test does)`);
+const skip = boxSkipReason() ?? harnessSkip("codex");
 
 /** What the turn's command reports of the home it finds. */
 const LOOK = [
@@ -45,22 +39,11 @@ describe("a fenced harness turn", { skip }, () => {
   let responses: FakeResponsesServer;
   let turns: ResponsesTurn[] = [];
   let agent = "";
-  const as = (email: string) => (method: string, url: string, body?: unknown) =>
-    t.call(method, url, body, { "x-forwarded-email": email });
+  const as = asMember(() => t);
   const owner = as(OWNER);
   const put = (p: string, text: string) => putHomeFile(t, agent, p, text, OWNER);
   const turn = async (conversation: string, text: string) => {
-    const m = await as(SUPPORT)("POST", `/api/conversations/${conversation}/messages`, { text });
-    assert.equal(m.status, 202, JSON.stringify(m.body));
-    const run = await waitFor(
-      `run ${m.body.run_id}`,
-      async () => {
-        const r = (await owner("GET", `/api/runs/${m.body.run_id}`)).body;
-        return ["running", "queued"].includes(r.status) ? null : r;
-      },
-      240_000,
-    );
-    const events = (await owner("GET", `/api/runs/${m.body.run_id}/events`)).body;
+    const { run, events } = await sendTurn(as(SUPPORT), owner, conversation, text, 240_000);
     assert.equal(run.status, "succeeded", JSON.stringify({ run, events }).slice(0, 4000));
     return run;
   };
@@ -69,25 +52,11 @@ describe("a fenced harness turn", { skip }, () => {
     responses = await startFakeResponses(
       new Proxy([] as ResponsesTurn[], { get: (_t, k) => Reflect.get(turns, k) }),
     );
-    t = await startTestServer({
-      env: {
-        AUTH_MODE: "trusted-header",
-        WARREN_HARNESS_KINDS: "codex",
-        WARREN_HARNESS_DIR: HARNESS_DIR,
-        WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(responses),
-      },
-    });
-    const org = (await owner("POST", "/api/orgs", { name: "fenced-harness" })).body.id;
-    const m = (await owner("POST", "/api/machines", { org_id: org, name: "m", max_workspace_mib: 500 })).body;
-    const key = await owner("POST", "/api/secrets", {
-      org_id: org,
-      name: "MODEL_KEY",
-      value: KEY,
-      use: "model",
-      hosts: [new URL(responses.baseUrl).host],
-      grants: [{ scope: "org", id: org }],
-    });
-    assert.equal(key.status, 201, JSON.stringify(key.body));
+    t = await startHarnessServer(["codex"], [responses], { AUTH_MODE: "trusted-header" });
+    const place = await orgAndMachine(owner, "fenced-harness", { max_workspace_mib: 500 });
+    const org = place.org.id as string;
+    const m = place.machine;
+    await modelKey(owner, org, [responses], KEY, "MODEL_KEY");
     const a = await owner("POST", "/api/agents", {
       org_id: org,
       machine_id: m.id,

@@ -4,13 +4,12 @@
 // may watch, who may type (a viewer's input dropped, an auditor and a fenced editor refused),
 // frames arriving, the page getting an operator's click and text, the input recorded as theirs.
 import assert from "node:assert/strict";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { WebSocket } from "ws";
 import { boxSkipReason } from "../box/fixture.js";
 import { HostChromium } from "../support/host-chromium.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import type { TestServer } from "../support/server.js";
+import { startSite, startSiteServer, type Site } from "../support/site.js";
 
 const skip = boxSkipReason() ?? false;
 /**
@@ -94,7 +93,7 @@ async function until<T>(
 
 describe("watching the agent's browser and taking it over", { skip }, () => {
   let t: TestServer;
-  let site: http.Server;
+  let site: Site;
   let port: number;
   let org: { id: string };
   let machine: { id: string };
@@ -125,18 +124,9 @@ describe("watching the agent's browser and taking it over", { skip }, () => {
   };
 
   before(async () => {
-    site = http.createServer((_req, res) => res.writeHead(200, { "content-type": "text/html" }).end(PAGE));
-    await new Promise<void>((r) => site.listen(0, "127.0.0.1", r));
-    port = (site.address() as AddressInfo).port;
-    t = await startTestServer({
-      listen: true,
-      env: {
-        AUTH_MODE: "trusted-header",
-        BOX_IDLE_S: "120",
-        WARREN_EGRESS_PRIVATE_ALLOW: `127.0.0.1:${port}`,
-      },
-      egressHosts: { "site.test": ["127.0.0.1"] },
-    });
+    site = await startSite(PAGE);
+    port = site.port;
+    t = await startSiteServer(site);
     org = (await t.call("POST", "/api/orgs", { name: "watch" }, owner)).body;
     for (const role of ["viewer", "auditor"])
       await t.call("PUT", `/api/orgs/${org.id}/members`, { email: `${role}@example.com`, role }, owner);

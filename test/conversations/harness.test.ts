@@ -7,26 +7,21 @@
 // The fakes answer by the number of model answers already in the request: a resumed second
 // turn (its first answer in the history) gets the second answer, a replayed one the first.
 import assert from "node:assert/strict";
-import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { installedVersion, type HarnessKind } from "../../src/runs/harness.js";
+import type { HarnessKind } from "../../src/runs/harness.js";
 import { boxSkipReason } from "../box/fixture.js";
-import { privateAllow } from "../support/bound.js";
 import { startFakeAnthropic, startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
 import {
   startFakeResponses,
   type FakeResponsesServer,
   type ResponsesTurn,
 } from "../support/fake-responses.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import { harnessSkip as kindSkip, startHarnessServer } from "../support/harness.js";
+import type { TestServer } from "../support/server.js";
 import { runEnded, say } from "./support.js";
+import { modelKey, orgAndMachine } from "../support/org.js";
 
-const HARNESS_DIR = process.env.WARREN_TEST_HARNESS_DIR ?? path.resolve(".state/harness");
 const KEY = "sk-proj-conv-9c1e4a7b2d";
-const kindSkip = (kind: HarnessKind) =>
-  installedVersion(HARNESS_DIR, kind) || process.env.WARREN_TEST_HARNESS_DIR
-    ? false
-    : `the ${kind} CLI is not installed in ${HARNESS_DIR}: run scripts/harness.sh ${HARNESS_DIR} ${kind} (make test does)`;
 const skip = boxSkipReason() ?? false;
 const REPLAY = /This is a conversation that goes on/;
 
@@ -46,26 +41,9 @@ describe("harness conversations: each CLI resumes its own session", { skip }, ()
     );
     anth = await startFakeAnthropic();
     oai = await startFakeOpenAI();
-    t = await startTestServer({
-      env: {
-        WARREN_HARNESS_KINDS: "codex,claude-code,opencode",
-        WARREN_HARNESS_DIR: HARNESS_DIR,
-        WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(responses, anth, oai),
-      },
-    });
-    org = (await t.call("POST", "/api/orgs", { name: "harness-conv" })).body;
-    machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", max_workspace_mib: 500 }))
-      .body;
-    const key = await t.call("POST", "/api/secrets", {
-      org_id: org.id,
-      name: "MODEL_KEY",
-      description: "",
-      value: KEY,
-      use: "model",
-      hosts: [responses, anth, oai].map((f) => new URL(f.baseUrl).host),
-      grants: [{ scope: "org", id: org.id }],
-    });
-    assert.equal(key.status, 201, JSON.stringify(key.body));
+    t = await startHarnessServer(["codex", "claude-code", "opencode"], [responses, anth, oai]);
+    ({ org, machine } = await orgAndMachine(t.call, "harness-conv", { max_workspace_mib: 500 }));
+    await modelKey(t.call, org.id, [responses, anth, oai], KEY, "MODEL_KEY");
   });
   after(async () => {
     await t?.close();

@@ -11,7 +11,7 @@ import { after, before, describe, test } from "node:test";
 import { dbLegs } from "../support/db.js";
 import { asMember, orgWithAgent, shellOf } from "../support/org.js";
 import { startTestServer, type TestServer } from "../support/server.js";
-import { waitFor } from "../conversations/support.js";
+import { sendTurn } from "../support/turns.js";
 
 const OWNER = "owner@example.com";
 const EDITOR = "support@example.com";
@@ -40,16 +40,7 @@ for (const leg of dbLegs)
         `mkdir -p ~/proj/${name} && cd ~/proj/${name} && git init -q -b main && echo init > README.md && git add -A && git -c user.name=o -c user.email=o@x commit -qm init`,
       );
     };
-    const turn = async (conversation: string) => {
-      const m = await editor("POST", `/api/conversations/${conversation}/messages`, { text: "work" });
-      assert.equal(m.status, 202, JSON.stringify(m.body));
-      const run = await waitFor(`run ${m.body.run_id}`, async () => {
-        const r = (await owner("GET", `/api/runs/${m.body.run_id}`)).body;
-        return ["running", "queued"].includes(r.status) ? null : r;
-      });
-      const events = (await owner("GET", `/api/runs/${m.body.run_id}/events`)).body.items;
-      return { run, events: events as { type: string; data: any }[] };
-    };
+    const turn = (conversation: string) => sendTurn(editor, owner, conversation, "work");
     const conversation = async (repoPath: string) => {
       const c = await editor("POST", `/api/agents/${agent}/conversations`, { repo: repoPath });
       assert.equal(c.status, 201, JSON.stringify(c.body));

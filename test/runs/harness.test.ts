@@ -17,35 +17,22 @@ import {
   type ResponsesTurn,
 } from "../support/fake-responses.js";
 import { startFakeAnthropic, startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
-import { privateAllow } from "../support/bound.js";
 import { eventsOfType, putHomeFile, runAgent as runAgentOn } from "../support/agent-runs.js";
 import { whereFound } from "../support/probe.js";
+import { HARNESS_DIR, harnessSkip, startHarnessServer } from "../support/harness.js";
+import { orgAndMachine } from "../support/org.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const KEY = "sk-proj-real-4b8e1f0c9d2a7e63";
 const OTHER = "other-secret-5e7a1c9b3d";
 const CONTROL = "control-in-a-file-8f2d4b6a";
 const ALLOW_ALL = `@id("all") permit(principal, action, resource);`;
-const HARNESS_DIR = process.env.WARREN_TEST_HARNESS_DIR ?? path.resolve(".state/harness");
 const probe = (values: Record<string, string>) =>
   whereFound(values, ['echo "token:${WARREN_RUN_TOKEN:0:4}"']);
 
-// skipped only outside scripts/test.sh (which installs codex and says where): there a
-// missing CLI fails the test
-const skip =
-  boxSkipReason() ??
-  (installedVersion(HARNESS_DIR, "codex") || process.env.WARREN_TEST_HARNESS_DIR
-    ? false
-    : `the codex CLI is not installed in ${HARNESS_DIR}: run scripts/harness.sh ${HARNESS_DIR} codex (make test does)`);
-
-const openSkip =
-  installedVersion(HARNESS_DIR, "opencode") || process.env.WARREN_TEST_HARNESS_DIR
-    ? false
-    : `the opencode CLI is not installed in ${HARNESS_DIR}: run scripts/harness.sh ${HARNESS_DIR} opencode`;
-const claudeSkip =
-  installedVersion(HARNESS_DIR, "claude-code") || process.env.WARREN_TEST_HARNESS_DIR
-    ? false
-    : `the claude-code CLI is not installed in ${HARNESS_DIR}: run scripts/harness.sh ${HARNESS_DIR} claude-code`;
+const skip = boxSkipReason() ?? harnessSkip("codex");
+const openSkip = harnessSkip("opencode");
+const claudeSkip = harnessSkip("claude-code");
 
 describe("harness kinds: codex and claude-code end to end", { skip }, () => {
   let t: TestServer;
@@ -111,16 +98,8 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
       },
       { text: "OPENCODE-DONE", usage: { input_tokens: 200, output_tokens: 7 } },
     ]);
-    t = await startTestServer({
-      env: {
-        WARREN_HARNESS_KINDS: "codex,claude-code,opencode",
-        WARREN_HARNESS_DIR: HARNESS_DIR,
-        WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(fake, anth, oai),
-      },
-    });
-    org = (await t.call("POST", "/api/orgs", { name: "harness" })).body;
-    machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", max_workspace_mib: 500 }))
-      .body;
+    t = await startHarnessServer(["codex", "claude-code", "opencode"], [fake, anth, oai]);
+    ({ org, machine } = await orgAndMachine(t.call, "harness", { max_workspace_mib: 500 }));
     for (const [name, value, use] of [
       ["MODEL_KEY", KEY, "model"],
       ["OTHER_SECRET", OTHER, "env"],

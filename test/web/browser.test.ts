@@ -5,14 +5,13 @@
 // reaching the site through its egress policy. Screenshots go to test-results/web/.
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
-import { startTestServer, type TestServer } from "../support/server.js";
+import type { TestServer } from "../support/server.js";
+import { startSite, startSiteServer, type Site } from "../support/site.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -30,7 +29,7 @@ function skipReason(): string | null {
 
 describe("the Browser tab in Chromium", { skip: skipReason() ?? false }, () => {
   let t: TestServer;
-  let site: http.Server;
+  let site: Site;
   let siteUrl: string;
   let agent: { id: string };
   const contexts: BrowserContext[] = [];
@@ -94,19 +93,10 @@ describe("the Browser tab in Chromium", { skip: skipReason() ?? false }, () => {
 
   before(async () => {
     fs.mkdirSync(shots, { recursive: true });
-    site = http.createServer((_req, res) => res.writeHead(200, { "content-type": "text/html" }).end(PAGE));
-    await new Promise<void>((r) => site.listen(0, "127.0.0.1", r));
-    const port = (site.address() as AddressInfo).port;
+    site = await startSite(PAGE);
+    const port = site.port;
     siteUrl = `http://site.test:${port}/`;
-    t = await startTestServer({
-      listen: true,
-      env: {
-        AUTH_MODE: "trusted-header",
-        BOX_IDLE_S: "120",
-        WARREN_EGRESS_PRIVATE_ALLOW: `127.0.0.1:${port}`,
-      },
-      egressHosts: { "site.test": ["127.0.0.1"] },
-    });
+    t = await startSiteServer(site);
     const owner = { "x-forwarded-email": "owner@example.com" };
     const org = (await t.call("POST", "/api/orgs", { name: "web-browser" }, owner)).body;
     await t.call(
