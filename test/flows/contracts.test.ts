@@ -12,7 +12,7 @@ import { after, before, describe, test } from "node:test";
 import { doctor } from "../../src/main.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { startTestServer, type TestServer } from "../support/server.js";
-import { TERMINAL_STATUSES } from "../support/agent-runs.js";
+import { flowRun } from "../support/flows.js";
 
 const OWNER = "owner@example.com";
 const VIEWER = "viewer@example.com";
@@ -65,21 +65,9 @@ describe("flows as files on real boxes", { skip: boxSkipReason() ?? false }, () 
     };
   const owner = as(OWNER);
   /** A command run of the agent inside the instance, waited for until it ends. */
-  const run = async (agentId: string, command: string, instanceId: string): Promise<{ body: any }> => {
-    const r = await owner("POST", `/api/flow-instances/${instanceId}/runs`, {
-      agent_id: agentId,
-      kind: "command",
-      command,
-    });
-    assert.equal(r.status, 202, JSON.stringify(r.body));
-    const end = Date.now() + 120_000;
-    for (;;) {
-      const got = await owner("GET", `/api/runs/${r.body.id}`);
-      if (TERMINAL_STATUSES.includes(got.body.status)) return got;
-      if (Date.now() > end) throw new Error(`run ${r.body.id} still ${got.body.status}`);
-      await new Promise((res) => setTimeout(res, 50));
-    }
-  };
+  const run = async (agentId: string, command: string, instanceId: string): Promise<{ body: any }> => ({
+    body: await flowRun(owner, agentId, command, instanceId),
+  });
   const agents: Record<string, string> = {};
   let orgId: string;
   const flows: Record<string, any> = {};

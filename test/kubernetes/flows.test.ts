@@ -11,10 +11,10 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { podName } from "../../src/boxes/kubernetes/manifests.js";
 import { boxSkipReason, ensureBuilt } from "../box/fixture.js";
-import { TERMINAL_STATUSES } from "../support/agent-runs.js";
 import type { FakeKube } from "../support/fake-kube.js";
 import type { TestServer } from "../support/server.js";
 import { serveOnFakeKube } from "./support.js";
+import { flowRun } from "../support/flows.js";
 
 const POLICY = `workspace_classes:
   shared_instance:
@@ -45,21 +45,8 @@ describe(
       if (!t) throw new Error("the server did not start");
       return t;
     };
-    const run = async (agentId: string, command: string, instanceId: string) => {
-      const r = await api().call("POST", `/api/flow-instances/${instanceId}/runs`, {
-        agent_id: agentId,
-        kind: "command",
-        command,
-      });
-      assert.equal(r.status, 202, JSON.stringify(r.body));
-      const end = Date.now() + 120_000;
-      for (;;) {
-        const got = (await api().call("GET", `/api/runs/${r.body.id}`)).body;
-        if (TERMINAL_STATUSES.includes(got.status)) return got;
-        if (Date.now() > end) throw new Error(`run ${r.body.id} still ${got.status}`);
-        await new Promise((res) => setTimeout(res, 50));
-      }
-    };
+    const run = (agentId: string, command: string, instanceId: string) =>
+      flowRun(api().call, agentId, command, instanceId);
 
     before(async () => {
       ensureBuilt();

@@ -2,9 +2,8 @@
 // the target; room is checked first; a busy agent is refused; and a server killed half-way
 // through a move leaves the agent whole on exactly one machine after its restart.
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -13,7 +12,7 @@ import { LocalProvider } from "../../src/boxes/local/provider.js";
 import { assistantAgent, runEnded, say, waitFor } from "../conversations/support.js";
 import { privateAllow } from "../support/bound.js";
 import { startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
-import { freePort } from "../support/serve.js";
+import { crashableServe } from "../support/recovery.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const terminal = ["succeeded", "failed", "timed_out", "cancelled", "lost"];
@@ -190,74 +189,18 @@ describe("a moved agent's conversation", { skip: boxSkipReason() ?? false }, () 
 });
 
 describe("a move killed half-way", { skip: boxSkipReason() ?? false }, () => {
-  let stateRoot: string;
-  let child: ChildProcess | undefined;
-  let base = "";
+  let served: Awaited<ReturnType<typeof crashableServe>> | undefined;
   let provider: LocalProvider;
-
-  const call: Call = async (method, url, body) => {
-    const r = await fetch(base + url, {
-      method,
-      headers: body ? { "content-type": "application/json" } : {},
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    const text = await r.text();
-    return { status: r.status, body: text ? JSON.parse(text) : undefined };
-  };
-  const start = async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    let log = "";
-    child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", "serve"], {
-      env: {
-        PATH: process.env.PATH ?? "/usr/bin:/bin",
-        HOME: process.env.HOME ?? "/root",
-        STATE_ROOT: stateRoot,
-        WARREN_HOST: "127.0.0.1",
-        WARREN_PORT: String(port),
-        WARREN_PREVIEW_PORT: "0",
-        LOG_LEVEL: "warn",
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    child.stdout?.setEncoding("utf8").on("data", (c: string) => (log += c));
-    child.stderr?.setEncoding("utf8").on("data", (c: string) => (log += c));
-    const end = Date.now() + 120_000;
-    for (;;) {
-      if (child.exitCode !== null) throw new Error(`warren serve exited:\n${log}`);
-      if (
-        await fetch(`${base}/health`).then(
-          (r) => r.ok,
-          () => false,
-        )
-      )
-        return;
-      if (Date.now() > end) throw new Error(`warren serve never became healthy:\n${log}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  };
-  const kill = async () => {
-    const c = child;
-    child = undefined;
-    if (!c || c.exitCode !== null || c.signalCode !== null) return;
-    const gone = new Promise((r) => c.once("exit", r));
-    c.kill("SIGKILL");
-    await gone;
-  };
+  const call: Call = (method, url, body) => served!.call(method, url, body);
+  const start = () => served!.start();
+  const kill = () => served!.crash();
 
   before(async () => {
-    stateRoot = await mkdtemp(path.join(os.tmpdir(), "warren-move-"));
-    provider = new LocalProvider({ stateRoot, runRoot: path.join(stateRoot, "run") });
+    served = await crashableServe(await mkdtemp(path.join(os.tmpdir(), "warren-move-")));
+    provider = served.provider;
   });
   after(async () => {
-    if (child) {
-      const c = child;
-      const gone = new Promise((r) => c.once("exit", r));
-      c.kill("SIGTERM");
-      await gone;
-    }
-    for (const b of await provider.list()) await provider.remove(b.id).catch(() => {});
-    await rm(stateRoot, { recursive: true, force: true, maxRetries: 3 });
+    await served?.close();
   });
 
   test("the agent is whole on exactly one machine after the restart", async () => {
