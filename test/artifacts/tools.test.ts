@@ -14,7 +14,7 @@ import { eventsOfType, putHomeFile, runAgent } from "../support/agent-runs.js";
 import { newId } from "../../src/ids.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { mountToolGateway } from "../support/tool-gateway.js";
-import { builtins, makeAgent, orgAndMachine } from "../support/org.js";
+import { agentSecret, builtins, makeAgent, newAgent, orgAndMachine } from "../support/org.js";
 
 const ALLOW_ALL = `@id("all") permit(principal, action, resource);`;
 const SECRET = "sekrit-8d7c6b5a4f3e2d1c";
@@ -69,16 +69,8 @@ describe("the artifact tools", { skip: boxSkipReason() ?? false }, () => {
   before(async () => {
     t = await startTestServer({ env: { BOX_IDLE_S: "30" } });
     ({ org, machine } = await orgAndMachine(t.call, "arts", { memory_mib: 512 }));
-    const r = await t.call("POST", "/api/agents", { org_id: org.id, machine_id: machine.id, name: "a" });
-    assert.equal(r.status, 201, JSON.stringify(r.body));
-    a = r.body;
-    const s = await t.call("POST", "/api/secrets", {
-      org_id: org.id,
-      name: "API_TOKEN",
-      value: SECRET,
-      grants: [{ scope: "agent", id: a.id }],
-    });
-    assert.equal(s.status, 201, JSON.stringify(s.body));
+    a = await newAgent(t.call, { org, machine }, { name: "a" });
+    await agentSecret(t.call, org.id, a.id, { name: "API_TOKEN", value: SECRET });
   });
   after(async () => {
     for (const s of open) await s.close();

@@ -17,6 +17,7 @@ import { boxSkipReason, ensureBuilt, waitFor } from "../box/fixture.js";
 import type { FakeKube } from "../support/fake-kube.js";
 import type { TestServer } from "../support/server.js";
 import { serveOnFakeKube } from "./support.js";
+import { newAgent, orgAndMachine } from "../support/org.js";
 
 const terminal = ["succeeded", "failed", "timed_out", "cancelled", "lost"];
 
@@ -59,18 +60,9 @@ describe(
       root = fs.mkdtempSync(path.join(os.tmpdir(), "wka-"));
       stateRoot = path.join(root, "server");
       t = await serveOnFakeKube({ root, stateRoot }, (f) => (fake = f));
-      const org = (await api().call("POST", "/api/orgs", { name: "k8s" })).body;
-      machine = (
-        await api().call("POST", "/api/machines", { org_id: org.id, name: "m", max_workspace_mib: 200 })
-      ).body;
-      const a = await api().call("POST", "/api/agents", {
-        org_id: org.id,
-        machine_id: machine.id,
-        name: "a",
-        max_workspace_mib: 5,
-      });
-      assert.equal(a.status, 201, JSON.stringify(a.body));
-      agent = a.body;
+      const made = await orgAndMachine(api().call, "k8s", { max_workspace_mib: 200 });
+      machine = made.machine;
+      agent = await newAgent(api().call, made, { name: "a", max_workspace_mib: 5 });
     });
 
     after(async () => {

@@ -53,22 +53,41 @@ export async function orgAndMachine(
 
 /**
  * An agent made through the API as `call` on the organisation's machine (its ids, or the bodies
- * orgAndMachine answers): an assistant on the
- * scripted model's turns.json unless `spec` says otherwise; asserts 201 and answers its body.
+ * orgAndMachine answers), of the body `spec` and nothing more; asserts 201 and answers its body.
  */
-export async function makeAgent(
+export async function newAgent(
   call: Call,
   where: { org_id: string; machine_id: string } | { org: { id: string }; machine: { id: string } },
   spec: { name: string } & Record<string, unknown>,
 ): Promise<any> {
   const a = await call("POST", "/api/agents", {
     ...("org" in where ? { org_id: where.org.id, machine_id: where.machine.id } : where),
-    kind: "assistant",
-    model: { provider: "script", name: "turns.json" },
     ...spec,
   });
   assert.equal(a.status, 201, JSON.stringify(a.body));
   return a.body;
+}
+
+/** newAgent of an assistant on the scripted model's turns.json unless `spec` says otherwise. */
+export const makeAgent = (
+  call: Call,
+  where: Parameters<typeof newAgent>[1],
+  spec: Parameters<typeof newAgent>[2],
+) => newAgent(call, where, { kind: "assistant", model: { provider: "script", name: "turns.json" }, ...spec });
+
+/** A secret of the organisation (use "env" unless `use`) granted to one agent; asserts it was made. */
+export async function agentSecret(
+  call: Call,
+  orgId: string,
+  agentId: string,
+  secret: { name: string; value: string; use?: string },
+): Promise<void> {
+  const s = await call("POST", "/api/secrets", {
+    org_id: orgId,
+    ...secret,
+    grants: [{ scope: "agent", id: agentId }],
+  });
+  assert.equal(s.status, 201, JSON.stringify(s.body));
 }
 
 /**

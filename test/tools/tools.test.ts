@@ -15,6 +15,7 @@ import { startMcpServer, type TestMcpServer } from "../support/mcp.js";
 import { newId } from "../../src/ids.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { mountToolGateway } from "../support/tool-gateway.js";
+import { agentSecret, newAgent, orgAndMachine } from "../support/org.js";
 
 const SECRET = "tok-9f8e7d6c5b4a3210-very-secret";
 const ALLOW_ALL = `@id("all") permit(principal, action, resource);`;
@@ -75,36 +76,15 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
       env: { BOX_IDLE_S: "30", WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(api, mcp, 9) },
       egressHosts: { "named.test": ["127.0.0.1"] },
     });
-    const org = (await t.call("POST", "/api/orgs", { name: "tools" })).body;
-    const machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m", memory_mib: 512 }))
-      .body;
-    const r = await t.call("POST", "/api/agents", {
-      org_id: org.id,
-      machine_id: machine.id,
-      name: "a",
-    });
-    assert.equal(r.status, 201, JSON.stringify(r.body));
-    a = r.body;
+    const { org, machine } = await orgAndMachine(t.call, "tools", { memory_mib: 512 });
+    a = await newAgent(t.call, { org, machine }, { name: "a" });
     const p = await t.call("PATCH", `/api/agents/${a.id}`, {
       sandbox_policy: { network: { allow: [`127.0.0.1:${api.port}`, `named.test:${other.port}`] } },
     });
     assert.equal(p.status, 200, JSON.stringify(p.body));
-    const s = await t.call("POST", "/api/secrets", {
-      org_id: org.id,
-      name: "API_TOKEN",
-      value: SECRET,
-      grants: [{ scope: "agent", id: a.id }],
-    });
-    assert.equal(s.status, 201, JSON.stringify(s.body));
+    await agentSecret(t.call, org.id, a.id, { name: "API_TOKEN", value: SECRET });
     // the tools' headers carry a secret of use tool: only the server reads it
-    const tool = await t.call("POST", "/api/secrets", {
-      org_id: org.id,
-      name: "TOOL_TOKEN",
-      value: SECRET,
-      use: "tool",
-      grants: [{ scope: "agent", id: a.id }],
-    });
-    assert.equal(tool.status, 201, JSON.stringify(tool.body));
+    await agentSecret(t.call, org.id, a.id, { name: "TOOL_TOKEN", value: SECRET, use: "tool" });
   });
 
   after(async () => {

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { startWebApp, type WebApp } from "./fixture.js";
+import { newAgent } from "../support/org.js";
 
 describe("moving an agent in the app", () => {
   let web: WebApp;
@@ -28,14 +29,11 @@ describe("moving an agent in the app", () => {
       name: "neighbour",
       max_workspace_mib: 2048,
     });
-    const made = await api("POST", "/api/agents", {
-      org_id: org.id,
-      machine_id: m1.id,
-      name: "traveller",
-      max_workspace_mib: 1024,
-    });
-    assert.equal(made.status, 201, JSON.stringify(made.body));
-    agent = made.body;
+    agent = await newAgent(
+      api,
+      { org_id: org.id, machine_id: m1.id },
+      { name: "traveller", max_workspace_mib: 1024 },
+    );
   });
   after(async () => {
     await web?.stop();
