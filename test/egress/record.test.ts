@@ -6,6 +6,7 @@ import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { dbLegs } from "../support/db.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { newAgent, orgAndMachine } from "../support/org.js";
 
 for (const leg of dbLegs) {
   describe(`the egress record on ${leg.name}`, { skip: leg.skip ?? false }, () => {
@@ -18,9 +19,9 @@ for (const leg of dbLegs) {
 
     before(async () => {
       t = await startTestServer({ leg, egressHosts: {} });
-      const org = (await t.call("POST", "/api/orgs", { name: "rec" })).body;
-      machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
-      a = (await t.call("POST", "/api/agents", { org_id: org.id, machine_id: machine.id, name: "a" })).body;
+      const made = await orgAndMachine(t.call, "rec");
+      machine = made.machine;
+      a = await newAgent(t.call, made, { name: "a" });
       front = net.createServer({ allowHalfOpen: true }, (s) => accepted.push(s));
       await new Promise<void>((r) => front.listen(0, "127.0.0.1", r));
     });

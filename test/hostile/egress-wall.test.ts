@@ -17,6 +17,7 @@ import { boxSkipReason } from "../box/fixture.js";
 import { editorOfOld } from "../support/members.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { LOOPBACK_SPELLINGS } from "../support/spellings.js";
+import { newAgent, orgAndMachine } from "../support/org.js";
 
 const OWNER = "owner@wall.test";
 const EDITOR = "editor@wall.test";
@@ -369,9 +370,9 @@ describe("hostile: the operator's bound never opens the server's own port", () =
   before(async () => {
     up = await okServer();
     t = await startTestServer({ listen: true, env: { WARREN_EGRESS_PRIVATE_ALLOW: "127.0.0.0/8" } });
-    const org = (await t.call("POST", "/api/orgs", { name: "bound" })).body;
-    machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
-    a = (await t.call("POST", "/api/agents", { org_id: org.id, machine_id: machine.id, name: "a" })).body;
+    const made = await orgAndMachine(t.call, "bound");
+    machine = made.machine;
+    a = await newAgent(t.call, made, { name: "a" });
     front = net.createServer({ allowHalfOpen: true }, (s) => accepted.push(s));
     await new Promise<void>((r) => front.listen(0, "127.0.0.1", r));
   });
