@@ -4,11 +4,10 @@
 // and refusals with their codes.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { AgentSpec } from "../../src/contract/spec.js";
 import type { Toolset } from "../../src/tools/types.js";
 import { dbLegs } from "../support/db.js";
-import { newId } from "../../src/ids.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { openToolset } from "../support/toolset.js";
 
 const ALLOW_ALL = `@id("all") permit(principal, action, resource);`;
 const ARTIFACT_TOOLS = ["note_list", "note_read", "note_write", "record_list", "record_get", "record_put"];
@@ -52,17 +51,9 @@ for (const leg of dbLegs) {
       assert.equal(r.status, 200, JSON.stringify(r.body));
     };
     const toolsOf = async (agentId: string) => {
-      const runId = newId("run");
-      const set = await t.server.tools.open({
-        runId,
-        workload: await t.server.workloads.openAgent(agentId, { run: { id: runId } }),
-        spec: AgentSpec.parse({
-          kind: "assistant",
-          model: { provider: "script", name: "s.json" },
-          tools: ARTIFACT_TOOLS.map((name) => ({ type: "builtin", name })),
-          tool_policy: ALLOW_ALL,
-        }),
-        signal: new AbortController().signal,
+      const { set } = await openToolset(t, agentId, {
+        tools: ARTIFACT_TOOLS.map((name) => ({ type: "builtin", name })),
+        tool_policy: ALLOW_ALL,
       });
       open.push(set);
       return set;

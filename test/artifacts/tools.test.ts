@@ -7,14 +7,14 @@ import assert from "node:assert/strict";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { ARTIFACT_TOOLS, AgentSpec } from "../../src/contract/spec.js";
-import type { ToolCallRecord, Toolset } from "../../src/tools/types.js";
+import { ARTIFACT_TOOLS } from "../../src/contract/spec.js";
+import type { Toolset } from "../../src/tools/types.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { eventsOfType, putHomeFile, runAgent } from "../support/agent-runs.js";
-import { newId } from "../../src/ids.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { mountToolGateway } from "../support/tool-gateway.js";
 import { agentSecret, builtins, makeAgent, newAgent, orgAndMachine } from "../support/org.js";
+import { openToolset } from "../support/toolset.js";
 
 const ALLOW_ALL = `@id("all") permit(principal, action, resource);`;
 const SECRET = "sekrit-8d7c6b5a4f3e2d1c";
@@ -31,25 +31,9 @@ describe("the artifact tools", { skip: boxSkipReason() ?? false }, () => {
     names: readonly string[] = ARTIFACT_TOOLS,
     via: "loop" | "gateway" = "loop",
   ) => {
-    const records: ToolCallRecord[] = [];
-    const runId = newId("run");
-    const set = await t.server.tools.open({
-      runId,
-      via,
-      workload: await t.server.workloads.openAgent(a.id, { run: { id: runId } }),
-      spec: AgentSpec.parse({
-        kind: "assistant",
-        model: { provider: "script", name: "s.json" },
-        tools: names.map((name) => ({ type: "builtin", name })),
-        tool_policy: policy,
-      }),
-      signal: new AbortController().signal,
-      record: async (r) => {
-        records.push(r);
-      },
-    });
-    open.push(set);
-    return { set, records, runId };
+    const opened = await openToolset(t, a.id, { tools: builtins(...names), tool_policy: policy }, via);
+    open.push(opened.set);
+    return opened;
   };
 
   const ARGS: Record<(typeof ARTIFACT_TOOLS)[number], Record<string, unknown>> = {

@@ -7,11 +7,11 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { AgentSpec } from "../../src/contract/spec.js";
-import { newId } from "../../src/ids.js";
 import type { Toolset } from "../../src/tools/types.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { openToolset } from "../support/toolset.js";
+import { builtins } from "../support/org.js";
 
 const ALLOW_ALL = `@id("all") permit(principal, action, resource);`;
 const ACCOUNTS: Record<string, string> = { alice: "pw-alice", bob: "pw-bob" };
@@ -105,24 +105,16 @@ describe("the agents' browsers", { skip: boxSkipReason() ?? false }, () => {
   });
 
   async function tools(agentId: string, policy = ALLOW_ALL): Promise<{ set: Toolset; runId: string }> {
-    const runId = newId("run");
-    const set = await t.server.tools.open({
-      runId,
-      workload: await t.server.workloads.openAgent(agentId, { run: { id: runId } }),
-      spec: AgentSpec.parse({
-        kind: "assistant",
-        model: { provider: "script", name: "s.json" },
-        tools: [
-          "browser_open",
-          "browser_click",
-          "browser_type",
-          "browser_read",
-          "browser_screenshot",
-          "browser_tabs",
-        ].map((name) => ({ type: "builtin", name })),
-        tool_policy: policy,
-      }),
-      signal: new AbortController().signal,
+    const { set, runId } = await openToolset(t, agentId, {
+      tools: builtins(
+        "browser_open",
+        "browser_click",
+        "browser_type",
+        "browser_read",
+        "browser_screenshot",
+        "browser_tabs",
+      ),
+      tool_policy: policy,
     });
     open.push(set);
     return { set, runId };

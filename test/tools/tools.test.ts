@@ -15,7 +15,8 @@ import { startMcpServer, type TestMcpServer } from "../support/mcp.js";
 import { newId } from "../../src/ids.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { mountToolGateway } from "../support/tool-gateway.js";
-import { agentSecret, newAgent, orgAndMachine } from "../support/org.js";
+import { agentSecret, builtins, newAgent, orgAndMachine } from "../support/org.js";
+import { openToolset } from "../support/toolset.js";
 
 const SECRET = "tok-9f8e7d6c5b4a3210-very-secret";
 const ALLOW_ALL = `@id("all") permit(principal, action, resource);`;
@@ -99,23 +100,10 @@ describe("a run's tools", { skip: boxSkipReason() ?? false }, () => {
     spec: Partial<Record<"tools" | "tool_policy", unknown>>,
     via: "loop" | "gateway" = "loop",
   ): Promise<{ set: Toolset; records: ToolCallRecord[]; runId: string }> {
-    const records: ToolCallRecord[] = [];
-    const runId = newId("run");
-    const set = await t.server.tools.open({
-      runId,
-      via,
-      workload: await t.server.workloads.openAgent(a.id, { run: { id: runId } }),
-      spec: AgentSpec.parse({ kind: "assistant", model: { provider: "script", name: "s.json" }, ...spec }),
-      signal: new AbortController().signal,
-      record: async (rec) => {
-        records.push(rec);
-      },
-    });
-    open.push(set);
-    return { set, records, runId };
+    const opened = await openToolset(t, a.id, spec, via);
+    open.push(opened.set);
+    return opened;
   }
-
-  const builtins = (...names: string[]) => names.map((name) => ({ type: "builtin", name }));
 
   test("an empty policy denies every call, and each refusal is an answer and a record", async () => {
     const { set, records } = await tools({ tools: builtins("read_file", "write_file"), tool_policy: "" });
