@@ -17,6 +17,7 @@ import { eventsOfType, putHomeFile, TERMINAL_STATUSES } from "../support/agent-r
 import { waitFor } from "../conversations/support.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { approvalAgent } from "./support.js";
+import { agentSecret } from "../support/org.js";
 
 for (const leg of dbLegs)
   describe(
@@ -189,13 +190,7 @@ for (const leg of dbLegs)
           { tool_calls: [{ name: "write_file", input: { path: "key.txt", content: `key ${value}` } }] },
           { text: "Could not write it." },
         ]);
-        const s = await call("POST", "/api/secrets", {
-          org_id: org.id,
-          name: "RESTART_KEY",
-          value,
-          grants: [{ scope: "agent", id: a.id }],
-        });
-        assert.equal(s.status, 201, JSON.stringify(s.body));
+        await agentSecret(call, org.id, a.id, { name: "RESTART_KEY", value });
         const runId = await startRun(a.id);
         await waitingApproval(runId);
         const s1 = t!;

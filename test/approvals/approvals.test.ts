@@ -14,6 +14,7 @@ import { eventsOfType, putHomeFile, TERMINAL_STATUSES } from "../support/agent-r
 import { startTestServer, type TestServer } from "../support/server.js";
 import { allEvents, waitFor } from "../conversations/support.js";
 import { approvalAgent } from "./support.js";
+import { agentSecret } from "../support/org.js";
 
 describe("approvals", { skip: boxSkipReason() ?? false }, () => {
   let t: TestServer;
@@ -125,13 +126,7 @@ describe("approvals", { skip: boxSkipReason() ?? false }, () => {
       { tool_calls: [{ name: "write_file", input: { path: "key.txt", content: `key ${value}` } }] },
       { text: "Written." },
     ]);
-    const s = await t.call("POST", "/api/secrets", {
-      org_id: org.id,
-      name: "APPROVAL_KEY",
-      value,
-      grants: [{ scope: "agent", id: a.id }],
-    });
-    assert.equal(s.status, 201, JSON.stringify(s.body));
+    await agentSecret(t.call, org.id, a.id, { name: "APPROVAL_KEY", value });
     const runId = await start(a.id);
     const { approval } = await waitingApproval(runId);
     assert.equal(approval.arguments.content, "key [redacted]");

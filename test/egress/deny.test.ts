@@ -3,22 +3,20 @@
 // address in a CIDR on it, even when the agent's own policy allows it. Connections are handed
 // to the server's bridges as boxd would; the upstreams are the egress suite's, on loopback.
 import assert from "node:assert/strict";
-import net from "node:net";
-import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { AgentSpec } from "../../src/contract/spec.js";
 import { newId } from "../../src/ids.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { startUpstreams, TEST_NAMES, type Upstreams } from "./upstreams.js";
+import { bridgeFront, type BridgeFront } from "../support/bridge.js";
 
 describe("the organisation's network deny list", () => {
   let t: TestServer;
   let up: Upstreams;
-  let front: net.Server;
+  let front: BridgeFront | undefined;
   let org: { id: string };
   let machine: { id: string };
   let a: { id: string; uid: number };
-  const accepted: net.Socket[] = [];
 
   before(async () => {
     up = await startUpstreams();
@@ -32,32 +30,20 @@ describe("the organisation's network deny list", () => {
     const allow = [`pkg.test:${up.httpPort}`, `api.example.com:${up.httpPort}`];
     const set = await t.call("PATCH", `/api/agents/${a.id}`, { sandbox_policy: { network: { allow } } });
     assert.equal(set.status, 200, JSON.stringify(set.body));
-    front = net.createServer({ allowHalfOpen: true }, (s) => accepted.push(s));
-    await new Promise<void>((r) => front.listen(0, "127.0.0.1", r));
+    front = await bridgeFront(t, machine.id);
   });
   after(async () => {
-    for (const s of accepted) s.destroy();
-    if (front) await new Promise((r) => front.close(r));
+    await front?.close();
     await t?.close();
     await up?.close();
   });
 
   /** A plain HTTP request through the proxy, as the agent's program would send it. */
   const get = async (host: string): Promise<string> => {
-    const client = net.connect((front.address() as AddressInfo).port, "127.0.0.1");
-    await new Promise((r) => client.once("connect", r));
-    while (accepted.length === 0 || accepted.at(-1)?.remotePort !== client.localPort)
-      await new Promise((r) => setTimeout(r, 5));
-    const server = accepted.at(-1) as net.Socket;
-    t.server.bridges.accept(machine.id, { id: 1, name: "egress", uid: a.uid }, () => Promise.resolve(server));
-    client.write(
+    return front!.bridged(
+      a.uid,
       `GET http://${host}:${up.httpPort}/hello HTTP/1.1\r\nHost: ${host}:${up.httpPort}\r\nConnection: close\r\n\r\n`,
     );
-    let got = "";
-    client.on("data", (d: Buffer) => (got += d.toString()));
-    client.on("error", () => {});
-    await new Promise((r) => client.once("close", r));
-    return got;
   };
   const guardrails = (body: unknown) => t.call("PUT", `/api/orgs/${org.id}/guardrails`, body);
 

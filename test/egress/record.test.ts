@@ -1,51 +1,33 @@
 // The egress record on both databases, without a box: a bridged connection handed to the
 // server's bridges as boxd would (its uid names the agent), decisions stored and listed.
 import assert from "node:assert/strict";
-import net from "node:net";
-import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { dbLegs } from "../support/db.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { newAgent, orgAndMachine } from "../support/org.js";
+import { bridgeFront, type BridgeFront } from "../support/bridge.js";
 
 for (const leg of dbLegs) {
   describe(`the egress record on ${leg.name}`, { skip: leg.skip ?? false }, () => {
     let t: TestServer;
-    let front: net.Server;
+    let front: BridgeFront | undefined;
     let machine: { id: string };
     let a: { id: string; uid: number };
-    /** Server-side sockets of the connections the test opens, in order. */
-    const accepted: net.Socket[] = [];
 
     before(async () => {
       t = await startTestServer({ leg, egressHosts: {} });
       const made = await orgAndMachine(t.call, "rec");
       machine = made.machine;
       a = await newAgent(t.call, made, { name: "a" });
-      front = net.createServer({ allowHalfOpen: true }, (s) => accepted.push(s));
-      await new Promise<void>((r) => front.listen(0, "127.0.0.1", r));
+      front = await bridgeFront(t, machine.id);
     });
     after(async () => {
-      for (const s of accepted) s.destroy();
-      await new Promise((r) => front.close(r));
+      await front?.close();
       await t?.close();
     });
 
     /** Opens a connection the bridges take as agent `uid`'s, sends `text`, reads the answer. */
-    const bridged = async (uid: number, text: string): Promise<string> => {
-      const client = net.connect((front.address() as AddressInfo).port, "127.0.0.1");
-      await new Promise((r) => client.once("connect", r));
-      while (accepted.length === 0 || accepted.at(-1)?.remotePort !== client.localPort)
-        await new Promise((r) => setTimeout(r, 5));
-      const server = accepted.at(-1) as net.Socket;
-      t.server.bridges.accept(machine.id, { id: 1, name: "egress", uid }, () => Promise.resolve(server));
-      client.write(text);
-      let got = "";
-      client.on("data", (d: Buffer) => (got += d.toString()));
-      client.on("error", () => {}); // closed unanswered may be a reset: the answer is what came
-      await new Promise((r) => client.once("close", r));
-      return got;
-    };
+    const bridged = (uid: number, text: string): Promise<string> => front!.bridged(uid, text);
 
     test("a refusal is answered, stored and listed; the filter and the pages work", async () => {
       for (const host of ["one.test", "two.test", "three.test"]) {

@@ -18,6 +18,7 @@ import { editorOfOld } from "../support/members.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { LOOPBACK_SPELLINGS } from "../support/spellings.js";
 import { newAgent, orgAndMachine } from "../support/org.js";
+import { bridgeFront, type BridgeFront } from "../support/bridge.js";
 
 const OWNER = "owner@wall.test";
 const EDITOR = "editor@wall.test";
@@ -364,8 +365,7 @@ describe("hostile: the operator's bound never opens the server's own port", () =
   let up: Awaited<ReturnType<typeof okServer>>;
   let machine: { id: string };
   let a: { id: string; uid: number };
-  let front: net.Server;
-  const accepted: net.Socket[] = [];
+  let front: BridgeFront | undefined;
 
   before(async () => {
     up = await okServer();
@@ -373,33 +373,17 @@ describe("hostile: the operator's bound never opens the server's own port", () =
     const made = await orgAndMachine(t.call, "bound");
     machine = made.machine;
     a = await newAgent(t.call, made, { name: "a" });
-    front = net.createServer({ allowHalfOpen: true }, (s) => accepted.push(s));
-    await new Promise<void>((r) => front.listen(0, "127.0.0.1", r));
+    front = await bridgeFront(t, machine.id);
   });
   after(async () => {
-    for (const s of accepted) s.destroy();
-    await new Promise((r) => front?.close(r));
+    await front?.close();
     await t?.close();
     await up?.close();
   });
 
   /** A connection the server's bridges take as agent a's (as boxd hands one over): its answer. */
-  const bridged = async (text: string): Promise<string> => {
-    const client = net.connect((front.address() as AddressInfo).port, "127.0.0.1");
-    await new Promise((r) => client.once("connect", r));
-    while (accepted.at(-1)?.remotePort !== client.localPort) await new Promise((r) => setTimeout(r, 5));
-    const server = accepted.at(-1) as net.Socket;
-    t.server.bridges.accept(machine.id, { id: 1, name: "egress", uid: a.uid }, () => Promise.resolve(server));
-    client.write(text);
-    let got = "";
-    client.on("data", (d: Buffer) => {
-      got += d.toString();
-      if (/^HTTP\/1.1 200 Connection/.test(got)) client.end();
-    });
-    client.on("error", () => {});
-    await new Promise((r) => client.once("close", r));
-    return got;
-  };
+  const bridged = (text: string): Promise<string> =>
+    front!.bridged(a.uid, text, (got) => /^HTTP\/1.1 200 Connection/.test(got));
 
   test("inside a bound of 127.0.0.0/8 the API's port is still refused, when saved and when dialled", async () => {
     const apiPort = Number(new URL(t.url as string).port);
