@@ -14,7 +14,7 @@ import {
 import { putHomeFile } from "../support/agent-runs.js";
 import { harnessSkip, startHarnessServer } from "../support/harness.js";
 import type { TestServer } from "../support/server.js";
-import { asMember, modelKey, orgAndMachine } from "../support/org.js";
+import { asMember, makeAgent, modelKey, orgAndMachine } from "../support/org.js";
 import { sendTurn } from "../support/turns.js";
 
 const KEY = "sk-proj-fence-4b7d1e9a0c";
@@ -57,15 +57,21 @@ describe("a fenced harness turn", { skip }, () => {
     const org = place.org.id as string;
     const m = place.machine;
     await modelKey(owner, org, [responses], KEY, "MODEL_KEY");
-    const a = await owner("POST", "/api/agents", {
-      org_id: org,
-      machine_id: m.id,
-      name: "codex",
-      kind: "codex",
-      model: { provider: "openai", name: "gpt-5-mini", base_url: responses.baseUrl, key_secret: "MODEL_KEY" },
-    });
-    assert.equal(a.status, 201, JSON.stringify(a.body));
-    agent = a.body.id;
+    const a = await makeAgent(
+      owner,
+      { org_id: org, machine_id: m.id },
+      {
+        name: "codex",
+        kind: "codex",
+        model: {
+          provider: "openai",
+          name: "gpt-5-mini",
+          base_url: responses.baseUrl,
+          key_secret: "MODEL_KEY",
+        },
+      },
+    );
+    agent = a.id;
     await put("support/a.txt", "support notes\n");
     await put("support/.git/HEAD", "ref: refs/heads/main\n");
     await put("support/deep/.git/HEAD", "ref: refs/heads/main\n");

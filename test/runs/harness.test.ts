@@ -17,10 +17,10 @@ import {
   type ResponsesTurn,
 } from "../support/fake-responses.js";
 import { startFakeAnthropic, startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
-import { eventsOfType, putHomeFile, runAgent as runAgentOn } from "../support/agent-runs.js";
+import { anthropicAt, eventsOfType, putHomeFile, runAgent as runAgentOn } from "../support/agent-runs.js";
 import { whereFound } from "../support/probe.js";
 import { HARNESS_DIR, harnessSkip, startHarnessServer } from "../support/harness.js";
-import { orgAndMachine } from "../support/org.js";
+import { builtins, makeAgent, orgAndMachine } from "../support/org.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const KEY = "sk-proj-real-4b8e1f0c9d2a7e63";
@@ -187,7 +187,7 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
 
   test("a tool of the agent through the tool gateway (MCP), decided by its policy", async () => {
     const a = await agentWith({
-      tools: [{ type: "builtin", name: "read_file" }],
+      tools: builtins("read_file"),
       tool_policy: ALLOW_ALL,
     });
     await put(a.id, "notes.txt", "MCP-CONTENT-42");
@@ -232,12 +232,7 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
         await allowHost(anth);
         const a = await agentWith({
           kind: "claude-code",
-          model: {
-            provider: "anthropic",
-            name: "claude-sonnet-4-5",
-            base_url: anth.baseUrl,
-            key_secret: "MODEL_KEY",
-          },
+          model: anthropicAt(anth.baseUrl, "MODEL_KEY"),
           instructions: "CLAUDE-INSTRUCTIONS-MARK",
         });
         const { run, events } = await runAgent(a.id, "INPUT-MARK: look around");
@@ -315,17 +310,17 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
   test("a kind the operator did not enable is refused when the run is asked for", async () => {
     const plain = await startTestServer();
     try {
-      const o = (await plain.call("POST", "/api/orgs", { name: "plain" })).body;
-      const m = (await plain.call("POST", "/api/machines", { org_id: o.id, name: "m" })).body;
-      const r = await plain.call("POST", "/api/agents", {
-        org_id: o.id,
-        machine_id: m.id,
-        name: "codex",
-        kind: "codex",
-        model: { provider: "openai", name: "gpt-5-mini", key_secret: "MODEL_KEY" },
-      });
-      assert.equal(r.status, 201, JSON.stringify(r.body));
-      const run = await plain.call("POST", `/api/agents/${r.body.id}/runs`, { kind: "agent", input: "hi" });
+      const { org: o, machine: m } = await orgAndMachine(plain.call, "plain");
+      const r = await makeAgent(
+        plain.call,
+        { org_id: o.id, machine_id: m.id },
+        {
+          name: "codex",
+          kind: "codex",
+          model: { provider: "openai", name: "gpt-5-mini", key_secret: "MODEL_KEY" },
+        },
+      );
+      const run = await plain.call("POST", `/api/agents/${r.id}/runs`, { kind: "agent", input: "hi" });
       assert.equal(run.status, 400);
       assert.equal(run.body.error.code, "request.invalid");
       // the kinds it runs are named (the model loop and the image kind, always there), codex not
