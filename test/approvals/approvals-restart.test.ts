@@ -17,7 +17,7 @@ import { eventsOfType, putHomeFile, TERMINAL_STATUSES } from "../support/agent-r
 import { waitFor } from "../conversations/support.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { approvalAgent } from "./support.js";
-import { agentSecret } from "../support/org.js";
+import { agentSecret, orgAndMachine } from "../support/org.js";
 
 for (const leg of dbLegs)
   describe(
@@ -77,8 +77,7 @@ for (const leg of dbLegs)
         stateRoot = await fs.mkdtemp(path.join(os.tmpdir(), "warren-apr-"));
         db = await leg.fresh();
         await start();
-        org = (await call("POST", "/api/orgs", { name: "approvals-restart" })).body;
-        machine = (await call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
+        ({ org, machine } = await orgAndMachine(call, "approvals-restart"));
       });
       after(async () => {
         await t?.close();

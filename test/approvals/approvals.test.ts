@@ -14,7 +14,7 @@ import { eventsOfType, putHomeFile, TERMINAL_STATUSES } from "../support/agent-r
 import { startTestServer, type TestServer } from "../support/server.js";
 import { allEvents, waitFor } from "../conversations/support.js";
 import { approvalAgent } from "./support.js";
-import { agentSecret } from "../support/org.js";
+import { agentSecret, orgAndMachine } from "../support/org.js";
 
 describe("approvals", { skip: boxSkipReason() ?? false }, () => {
   let t: TestServer;
@@ -52,8 +52,7 @@ describe("approvals", { skip: boxSkipReason() ?? false }, () => {
 
   before(async () => {
     t = await startTestServer({ listen: true });
-    org = (await t.call("POST", "/api/orgs", { name: "approvals" })).body;
-    machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
+    ({ org, machine } = await orgAndMachine(t.call, "approvals"));
   });
   after(async () => {
     await t?.close();

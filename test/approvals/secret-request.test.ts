@@ -11,6 +11,7 @@ import { boxSkipReason } from "../box/fixture.js";
 import { eventsOfType, putHomeFile, TERMINAL_STATUSES } from "../support/agent-runs.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { waitFor } from "../conversations/support.js";
+import { builtins, makeAgent } from "../support/org.js";
 
 const VALUE = "sr-value-7Hq2-Lp90-zzTOP";
 
@@ -38,21 +39,17 @@ describe("secret_request", { skip: boxSkipReason() ?? false }, () => {
     where: { org: { id: string }; machine: { id: string } },
     turns: unknown[],
   ) => {
-    const r = await server.call("POST", "/api/agents", {
-      org_id: where.org.id,
-      machine_id: where.machine.id,
-      name: `agent${++n}`,
-      kind: "assistant",
-      model: { provider: "script", name: "turns.json" },
-      tools: [
-        { type: "builtin", name: "secret_request" },
-        { type: "builtin", name: "run_command" },
-      ],
-      tool_policy: "permit(principal, action, resource);",
-    });
-    assert.equal(r.status, 201, JSON.stringify(r.body));
-    await putHomeFile(server, r.body.id, "turns.json", JSON.stringify({ turns }));
-    return r.body as { id: string };
+    const r = await makeAgent(
+      server.call,
+      { org_id: where.org.id, machine_id: where.machine.id },
+      {
+        name: `agent${++n}`,
+        tools: builtins("secret_request", "run_command"),
+        tool_policy: "permit(principal, action, resource);",
+      },
+    );
+    await putHomeFile(server, r.id, "turns.json", JSON.stringify({ turns }));
+    return r as { id: string };
   };
   const start = async (server: TestServer, agentId: string) => {
     const r = await server.call("POST", `/api/agents/${agentId}/runs`, { kind: "agent", input: "go" });

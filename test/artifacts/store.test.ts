@@ -8,6 +8,7 @@ import type { Toolset } from "../../src/tools/types.js";
 import { dbLegs } from "../support/db.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { openToolset } from "../support/toolset.js";
+import { orgAndMachine } from "../support/org.js";
 
 const ALLOW_ALL = `@id("all") permit(principal, action, resource);`;
 const ARTIFACT_TOOLS = ["note_list", "note_read", "note_write", "record_list", "record_get", "record_put"];
@@ -61,8 +62,7 @@ for (const leg of dbLegs) {
 
     before(async () => {
       t = await startTestServer({ leg });
-      org = (await t.call("POST", "/api/orgs", { name: "notes" })).body;
-      machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
+      ({ org, machine } = await orgAndMachine(t.call, "notes"));
     });
     after(async () => {
       for (const s of open) await s.close();
@@ -173,8 +173,7 @@ for (const leg of dbLegs) {
       assert.equal(nul.statusCode, 400);
       assert.equal((await get("missing.md")).statusCode, 404);
       // an agent of another organisation, and another organisation's store
-      const other = (await t.call("POST", "/api/orgs", { name: "other" })).body;
-      const om = (await t.call("POST", "/api/machines", { org_id: other.id, name: "m" })).body;
+      const { org: other, machine: om } = await orgAndMachine(t.call, "other");
       const oa = (await t.call("POST", "/api/agents", { org_id: other.id, machine_id: om.id, name: "x" }))
         .body;
       const foreign = await put(`agents/${oa.id}/notes/x.md`, "x");

@@ -11,7 +11,7 @@ import { dbLegs } from "../support/db.js";
 import { startHeldModel, type HeldModel } from "../support/held-model.js";
 import { waitFor } from "../conversations/support.js";
 import { startTestServer, type TestServer } from "../support/server.js";
-import { asMember } from "../support/org.js";
+import { asMember, makeAgent } from "../support/org.js";
 
 const OWNER = "owner@example.com";
 const EDITOR = "editor@example.com";
@@ -27,15 +27,8 @@ for (const leg of dbLegs) {
     const owner = as(OWNER);
 
     const agentWith = async (model: Record<string, unknown>) => {
-      const r = await owner("POST", "/api/agents", {
-        org_id: org,
-        machine_id: machine,
-        name: `a${++n}`,
-        kind: "assistant",
-        model,
-      });
-      assert.equal(r.status, 201, JSON.stringify(r.body));
-      return r.body.id as string;
+      const r = await makeAgent(owner, { org_id: org, machine_id: machine }, { name: `a${++n}`, model });
+      return r.id as string;
     };
     const start = async (agentId: string) => {
       const r = await owner("POST", `/api/agents/${agentId}/runs`, { kind: "agent", input: "tea?" });

@@ -9,6 +9,7 @@ import { newId } from "../../src/ids.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { startUpstreams, TEST_NAMES, type Upstreams } from "./upstreams.js";
 import { bridgeFront, type BridgeFront } from "../support/bridge.js";
+import { orgAndMachine } from "../support/org.js";
 
 describe("the organisation's network deny list", () => {
   let t: TestServer;
@@ -24,8 +25,7 @@ describe("the organisation's network deny list", () => {
       env: { WARREN_EGRESS_PRIVATE_ALLOW: `127.0.0.1:${up.httpPort}` },
       egressHosts: Object.fromEntries(TEST_NAMES.map((n) => [n, ["127.0.0.1"]])),
     });
-    org = (await t.call("POST", "/api/orgs", { name: "deny" })).body;
-    machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
+    ({ org, machine } = await orgAndMachine(t.call, "deny"));
     a = (await t.call("POST", "/api/agents", { org_id: org.id, machine_id: machine.id, name: "a" })).body;
     const allow = [`pkg.test:${up.httpPort}`, `api.example.com:${up.httpPort}`];
     const set = await t.call("PATCH", `/api/agents/${a.id}`, { sandbox_policy: { network: { allow } } });

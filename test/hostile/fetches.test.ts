@@ -16,7 +16,7 @@ import { privateAllow } from "../support/bound.js";
 import { editorOfOld } from "../support/members.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { LOOPBACK_SPELLINGS } from "../support/spellings.js";
-import { asMember } from "../support/org.js";
+import { asMember, makeAgent } from "../support/org.js";
 
 const OWNER = "owner@example.com";
 const EDITOR = "editor@example.com";
@@ -138,28 +138,28 @@ async function agentCalling(
   tools: { name: string; base_url: string }[],
   args: Record<string, unknown>,
 ): Promise<string> {
-  const r = await w.editor("POST", "/api/agents", {
-    org_id: w.org,
-    machine_id: w.machine,
-    name,
-    kind: "assistant",
-    model: { provider: "script", name: "script.json" },
-    tools: tools.map((x) => ({
-      type: "http",
-      name: x.name,
-      base_url: x.base_url,
-      methods: ["GET", "PUT"],
-      headers: { "x-forwarded-email": "WHO" },
-    })),
-    tool_policy: ALLOW_ALL,
-  });
-  assert.equal(r.status, 201, JSON.stringify(r.body));
+  const r = await makeAgent(
+    w.editor,
+    { org_id: w.org, machine_id: w.machine },
+    {
+      name,
+      model: { provider: "script", name: "script.json" },
+      tools: tools.map((x) => ({
+        type: "http",
+        name: x.name,
+        base_url: x.base_url,
+        methods: ["GET", "PUT"],
+        headers: { "x-forwarded-email": "WHO" },
+      })),
+      tool_policy: ALLOW_ALL,
+    },
+  );
   const script = [
     { tool_calls: tools.map((x) => ({ name: x.name, input: args })) },
     { text: "the run went on" },
   ];
-  await putHomeFile(w.ownerT, r.body.id, "script.json", JSON.stringify(script));
-  return r.body.id as string;
+  await putHomeFile(w.ownerT, r.id, "script.json", JSON.stringify(script));
+  return r.id as string;
 }
 
 /** The tool_call events of a run that went on to its end after every call was refused by the rule. */
@@ -283,15 +283,15 @@ describe(
           s.close();
         }
       }
-      const r = await w.editor("POST", "/api/agents", {
-        org_id: w.org,
-        machine_id: w.machine,
-        name: "local-model",
-        kind: "assistant",
-        model: { provider: "openai-compatible", name: "m", base_url: `http://localhost:${rec.port}/v1` },
-      });
-      assert.equal(r.status, 201, JSON.stringify(r.body));
-      const { run } = await runAgent(w.ownerT, r.body.id, "hi");
+      const r = await makeAgent(
+        w.editor,
+        { org_id: w.org, machine_id: w.machine },
+        {
+          name: "local-model",
+          model: { provider: "openai-compatible", name: "m", base_url: `http://localhost:${rec.port}/v1` },
+        },
+      );
+      const { run } = await runAgent(w.ownerT, r.id, "hi");
       assert.equal(run.status, "failed");
       assert.match(
         run.status_reason,

@@ -8,13 +8,13 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { boxSkipReason } from "../box/fixture.js";
-import { eventsOfType, putHomeFile, runAgent } from "../support/agent-runs.js";
+import { anthropicAt, eventsOfType, putHomeFile, runAgent } from "../support/agent-runs.js";
 import { privateAllow } from "../support/bound.js";
 import { startFakeAnthropic, type FakeModelServer } from "../support/fake-models.js";
 import { sourceFiles, SRC } from "../support/sources.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { tty, type Tty } from "../terminal/ws.js";
-import { modelKey } from "../support/org.js";
+import { builtins, makeAgent, modelKey } from "../support/org.js";
 
 const SECRET = "door-s3cret-VALUE-5f1e2d3c4b";
 // the secret, the agent's id, the proxy the door points at, and the run id (empty outside a run)
@@ -66,22 +66,16 @@ describe("every agent command goes through the door", { skip: boxSkipReason() ??
     org = (await t.call("POST", "/api/orgs", { name: "door" })).body;
     await modelKey(t.call, org.id, [anth], "sk-ant-door-test-0a1b2c3d");
     machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
-    agent = (
-      await t.call("POST", "/api/agents", {
-        org_id: org.id,
-        machine_id: machine.id,
+    agent = await makeAgent(
+      t.call,
+      { org, machine },
+      {
         name: "a",
-        kind: "assistant",
-        model: {
-          provider: "anthropic",
-          name: "claude-sonnet-4-5",
-          base_url: anth.baseUrl,
-          key_secret: "ANTHROPIC_KEY",
-        },
-        tools: [{ type: "builtin", name: "run_command" }],
+        model: anthropicAt(anth.baseUrl),
+        tools: builtins("run_command"),
         tool_policy: "permit(principal, action, resource);",
-      })
-    ).body;
+      },
+    );
     const s = await t.call("POST", "/api/secrets", {
       org_id: org.id,
       name: "DOOR_TOKEN",
