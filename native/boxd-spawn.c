@@ -62,10 +62,11 @@
  * helper applies them at once (3-8, but the cwd) and makes itself undumpable, so that its
  * command, when it comes, brings only --cwd, --trace-fd, --env and argv (native/boxd/exec.h).
  *
- * boxd runs the same code without an execve of this file (native/boxd/exec.h,
- * helper_become): a forked boxd becomes the helper by calling boxd_spawn_main, which saves
- * a whole program load per command; what the helper inherits of boxd is its fds 0-4 (all
- * others are closed first) and memory that the command's execve replaces.
+ * boxd starts a command's helper as this program, linked static (posix_spawn: vfork and
+ * exec, native/boxd/exec.c), with its fds 0-4 and nothing else of boxd's. A forked boxd
+ * copying its page tables and taking copy-on-write faults cost more than loading this
+ * small image, on a guest whose page tables the hypervisor keeps. A terminal's shell
+ * still runs this code in a forked boxd (native/boxd/exec.h, helper_become).
  *
  * A failure before execve prints "boxd-spawn: <step>: <reason>" on stderr and exits
  * 126 (127 when the command is not found), as shells do.

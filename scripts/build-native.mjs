@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Builds what boxes need besides the TypeScript output:
-//   dist/native/boxd-spawn  the exec helper (gcc, no libraries)
+//   dist/native/boxd-spawn  the exec helper (gcc, linked static: boxd starts one per command,
+//                           and a static image loads and tears down with the fewest pages)
 //   dist/native/box-userns  starts a box's bubblewrap in its own user namespace
 //   dist/native/box-launch  starts boxes for the local provider (the server never forks)
 //   dist/native/warren-secret  agents' commands call the server with it from inside
@@ -64,7 +65,12 @@ function gcc(output, sources, inputs = sources, cflags = flags) {
   console.log(`built ${output}`);
 }
 
-gcc(join(root, "dist", "native", "boxd-spawn"), [join(root, "native", "boxd-spawn.c")]);
+gcc(
+  join(root, "dist", "native", "boxd-spawn"),
+  [join(root, "native", "boxd-spawn.c")],
+  [join(root, "native", "boxd-spawn.c"), join(root, "scripts", "build-native.mjs")],
+  [...flags, "-static-pie"],
+);
 gcc(join(root, "dist", "native", "box-userns"), [join(root, "native", "box-userns.c")]);
 gcc(join(root, "dist", "native", "box-launch"), [join(root, "native", "box-launch.c")]);
 gcc(join(root, "dist", "native", "warren-secret"), [join(root, "native", "warren-secret.c")]);
@@ -74,7 +80,7 @@ const boxdDir = join(root, "native", "boxd");
 const boxdFiles = readdirSync(boxdDir).map((f) => join(boxdDir, f));
 const boxdSources = boxdFiles.filter((f) => f.endsWith(".c"));
 const boxdInputs = boxdFiles.filter((f) => f.endsWith(".c") || f.endsWith(".h"));
-// boxd runs the exec helper's code in its forked children without loading it (native/boxd-spawn.c)
+// boxd runs the exec helper's code in a terminal's forked shell without loading it (native/boxd-spawn.c)
 const spawnSource = join(root, "native", "boxd-spawn.c");
 const inBoxd = [...boxdSources, spawnSource];
 const inBoxdInputs = [...boxdInputs, spawnSource];

@@ -109,7 +109,8 @@ struct exec {
   struct exec *next, *prev; /* in bd->execs until answered */
 };
 
-/* native/boxd-spawn.c, built into boxd too: the helper's whole work after the fork. */
+/* native/boxd-spawn.c, built into boxd too for a terminal's shell (pty.c), which a forked
+   boxd becomes; a command's helper is the boxd-spawn program itself (exec.c). */
 int boxd_spawn_main(int argc, char **argv);
 /* In a child just forked, with its fds 0..keep-1 in place: closes every other fd, resets
    its signals and name, and runs the helper (never returns). */
