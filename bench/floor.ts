@@ -19,9 +19,17 @@ export function buildFloor(): { binary: string; dir: string } {
   return { binary, dir };
 }
 
-/** n spawns of /bin/true after `warmup` unmeasured ones, each timed by the helper itself. */
-export function timeFloor(binary: string, n: number, warmup: number): Sample & { samples_ms: number[] } {
-  const r = spawnSync(binary, [String(n + warmup), "/bin/true"], { encoding: "utf8" });
+/**
+ * n spawns of /bin/true after `warmup` unmeasured ones, each timed by the helper itself;
+ * with gapUs, each after the CPU rested that long.
+ */
+export function timeFloor(
+  binary: string,
+  n: number,
+  warmup: number,
+  gapUs = 0,
+): Sample & { samples_ms: number[] } {
+  const r = spawnSync(binary, [String(n + warmup), "/bin/true", String(gapUs)], { encoding: "utf8" });
   if (r.status !== 0) throw new Error(`spawn-floor exited ${r.status ?? r.signal}: ${r.stderr.trim()}`);
   return floorTimes(r.stdout, n, warmup);
 }
