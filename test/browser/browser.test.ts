@@ -7,6 +7,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import { BROWSER_TOOLS } from "../../src/contract/spec.js";
 import type { Toolset } from "../../src/tools/types.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { startTestServer, type TestServer } from "../support/server.js";
@@ -106,14 +107,7 @@ describe("the agents' browsers", { skip: boxSkipReason() ?? false }, () => {
 
   async function tools(agentId: string, policy = ALLOW_ALL): Promise<{ set: Toolset; runId: string }> {
     const { set, runId } = await openToolset(t, agentId, {
-      tools: builtins(
-        "browser_open",
-        "browser_click",
-        "browser_type",
-        "browser_read",
-        "browser_screenshot",
-        "browser_tabs",
-      ),
+      tools: builtins(...BROWSER_TOOLS),
       tool_policy: policy,
     });
     open.push(set);
