@@ -16,6 +16,8 @@
 //                           own); any report aborts it, leaks are checked at exit.
 //                           scripts/test.sh runs the box tests once against it
 //                           (WARREN_TEST_SANITIZE=1)
+//   dist/native/boxd-spawn-asan  with --sanitize only: the exec helper built the same way,
+//                           which those boxes start for each command
 // Runs after `tsc` in `npm run build`; box tests run it on demand. Builds only what is
 // older than its sources unless --force is given. Everything is built with
 // -Wall -Wextra -Werror.
@@ -85,8 +87,12 @@ const spawnSource = join(root, "native", "boxd-spawn.c");
 const inBoxd = [...boxdSources, spawnSource];
 const inBoxdInputs = [...boxdInputs, spawnSource];
 gcc(join(root, "dist", "native", "boxd"), inBoxd, inBoxdInputs, [...flags, "-DBOXD_SPAWN_IN_BOXD"]);
-if (sanitize)
+if (sanitize) {
   gcc(join(root, "dist", "native", "boxd-asan"), inBoxd, inBoxdInputs, [
     ...sanitizerFlags,
     "-DBOXD_SPAWN_IN_BOXD",
   ]);
+  // the command's helper as boxd-asan's boxes start it (test/box/fixture.ts): a report before
+  // its exec aborts it, and the command fails with the report on its stderr
+  gcc(join(root, "dist", "native", "boxd-spawn-asan"), [spawnSource], [spawnSource], sanitizerFlags);
+}

@@ -41,13 +41,16 @@ export function boxSkipReason(): string | null {
 
 /**
  * WARREN_TEST_SANITIZE=1: boxes run dist/native/boxd-asan, boxd built with AddressSanitizer
- * and UndefinedBehaviorSanitizer (scripts/test.sh does so once). A report aborts that boxd;
- * cleanup() then fails the test with the report from the box's log.
+ * and UndefinedBehaviorSanitizer (scripts/test.sh does so once), and on local start
+ * dist/native/boxd-spawn-asan for each command. A report aborts that boxd, and cleanup() then
+ * fails the test with the report from the box's log; a report in the helper fails its command.
  */
 const sanitize = process.env.WARREN_TEST_SANITIZE === "1";
 
 /** The boxd binary the tests' boxes run. */
 export const testBoxdBinary = path.join(root, "dist", "native", sanitize ? "boxd-asan" : "boxd");
+/** The command helper they start (on local; the sanitized one beside boxd-asan). */
+const testSpawnHelper = path.join(root, "dist", "native", sanitize ? "boxd-spawn-asan" : "boxd-spawn");
 
 let built = false;
 /** Builds dist/native/boxd-spawn and dist/native/boxd (and boxd-asan) when they are stale. */
@@ -140,6 +143,7 @@ export async function makeBox(
           stateRoot,
           cgroupParent: opts.cgroupParent ?? "warren-test",
           boxdBinary: testBoxdBinary,
+          spawnHelper: testSpawnHelper,
           ...(opts.orphanAfterS === undefined ? {} : { orphanAfterS: opts.orphanAfterS }),
         });
   const spec: BoxSpec = {
