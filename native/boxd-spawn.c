@@ -92,6 +92,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -766,8 +767,25 @@ static void apply_walls(const struct opts *o, const char *cwd, double *t) {
   if (t) t[2] = now_us();
 }
 
+/* The signals libc keeps for itself (32 up to SIGRTMIN) back to their default action. A
+   posix_spawn leaves them ignored in its child (boxd starts this helper so), and an ignored
+   signal stays ignored across exec; libc's sigaction refuses them, so the kernel's own call. */
+static void default_libc_signals(void) {
+  struct {
+    void *handler;
+    unsigned long flags;
+    void *restorer;
+    unsigned long long mask;
+  } dfl = {0};
+  dfl.handler = (void *)SIG_DFL;
+  for (int sig = 32; sig < SIGRTMIN; sig++)
+    if (syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask) != 0)
+      die(126, "signals", "%d: %s", sig, strerror(errno));
+}
+
 int boxd_spawn_main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--probe") == 0) return probe();
+  default_libc_signals();
   double t_start = now_us();
   struct opts o;
   memset(&o, 0, sizeof o);

@@ -170,11 +170,14 @@ static pid_t spawn_helper_exec(const char *path, const char **argv, const int fd
   posix_spawnattr_t at;
   posix_spawn_file_actions_init(&fa);
   posix_spawnattr_init(&at);
-  sigset_t none, all;
+  /* boxd's only disposition that is not the default is SIGPIPE's (main.c); the handlers
+     an exec resets anyway, so one reset in the child instead of one per signal */
+  sigset_t none, pipe_only;
   sigemptyset(&none);
-  sigfillset(&all);
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
   posix_spawnattr_setsigmask(&at, &none);
-  posix_spawnattr_setsigdefault(&at, &all);
+  posix_spawnattr_setsigdefault(&at, &pipe_only);
   posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   int rc = 0;
   /* above 9 first, so that no dup2 clobbers another end */

@@ -293,6 +293,10 @@ int main(int argc, char **argv) {
     return 1;
   }
   bd.started_at = now_ms();
+  /* every signal's disposition is the default but SIGPIPE's, whatever boxd's parent ignored:
+     a command's helper then needs only SIGPIPE put back (exec.c, spawn_helper_exec) */
+  for (int sig = 1; sig < NSIG; sig++)
+    if (sig != SIGKILL && sig != SIGSTOP) signal(sig, SIG_DFL);
   signal(SIGPIPE, SIG_IGN);
   sigset_t mask;
   sigemptyset(&mask);

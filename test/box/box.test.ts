@@ -60,6 +60,17 @@ describe("a local box", { skip: skip ?? false }, () => {
     assert.ok(r.usage.peakMemoryBytes !== null && r.usage.peakMemoryBytes > 0);
   });
 
+  it("starts a command with no signal blocked or ignored (boxd ignores SIGPIPE; its helper does not pass that on)", async () => {
+    // twice: the first command may take the plain ready helper, the next a walled one
+    for (let i = 0; i < 2; i++) {
+      const r = await box.run(["/bin/cat", "/proc/self/status"]);
+      assert.equal(r.exitCode, 0, r.err);
+      const mask = (name: string) => r.out.match(new RegExp(`^${name}:\\s*([0-9a-f]+)$`, "m"))?.[1];
+      assert.equal(mask("SigBlk"), "0000000000000000");
+      assert.equal(mask("SigIgn"), "0000000000000000");
+    }
+  });
+
   it("reports exit codes, signals and a missing command", async () => {
     assert.equal((await box.sh("exit 3")).exitCode, 3);
     const killed = await box.sh("kill -TERM $$");
