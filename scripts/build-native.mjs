@@ -58,8 +58,11 @@ const sanitizerFlags = [
   "-DBOXD_SANITIZE",
 ];
 
+// every output is rebuilt when this script (its flags) changes, as when its sources do
+const self = fileURLToPath(import.meta.url);
+
 function gcc(output, sources, inputs = sources, cflags = flags) {
-  if (!stale(output, inputs)) return;
+  if (!stale(output, [...inputs, self])) return;
   mkdirSync(dirname(output), { recursive: true });
   const tmp = `${output}.${process.pid}.tmp`;
   execFileSync("gcc", [...cflags, "-o", tmp, ...sources], { stdio: "inherit" });
@@ -67,12 +70,8 @@ function gcc(output, sources, inputs = sources, cflags = flags) {
   console.log(`built ${output}`);
 }
 
-gcc(
-  join(root, "dist", "native", "boxd-spawn"),
-  [join(root, "native", "boxd-spawn.c")],
-  [join(root, "native", "boxd-spawn.c"), join(root, "scripts", "build-native.mjs")],
-  [...flags, "-static-pie"],
-);
+const spawnSource = join(root, "native", "boxd-spawn.c");
+gcc(join(root, "dist", "native", "boxd-spawn"), [spawnSource], [spawnSource], [...flags, "-static-pie"]);
 gcc(join(root, "dist", "native", "box-userns"), [join(root, "native", "box-userns.c")]);
 gcc(join(root, "dist", "native", "box-launch"), [join(root, "native", "box-launch.c")]);
 gcc(join(root, "dist", "native", "warren-secret"), [join(root, "native", "warren-secret.c")]);
@@ -83,7 +82,6 @@ const boxdFiles = readdirSync(boxdDir).map((f) => join(boxdDir, f));
 const boxdSources = boxdFiles.filter((f) => f.endsWith(".c"));
 const boxdInputs = boxdFiles.filter((f) => f.endsWith(".c") || f.endsWith(".h"));
 // boxd runs the exec helper's code in a terminal's forked shell without loading it (native/boxd-spawn.c)
-const spawnSource = join(root, "native", "boxd-spawn.c");
 const inBoxd = [...boxdSources, spawnSource];
 const inBoxdInputs = [...boxdInputs, spawnSource];
 gcc(join(root, "dist", "native", "boxd"), inBoxd, inBoxdInputs, [...flags, "-DBOXD_SPAWN_IN_BOXD"]);

@@ -25,6 +25,7 @@ import {
   removeTokenFiles,
   writeTokenFiles,
 } from "./github-tokens.js";
+import type { Sealer } from "./service.js";
 
 type AppRow = typeof schema.githubApps.$inferSelect;
 
@@ -36,12 +37,8 @@ const RETRY_MS = 30_000;
 interface GithubOptions {
   db: Db;
   access: Access;
-  sealer: {
-    seal(id: string, v: Buffer): string;
-    open(id: string, sealed: string): Buffer;
-    /** The server log's redaction (the secrets' own): the tokens join it as a connection's do. */
-    hideInLog?(key: string, values: string[]): void;
-  };
+  /** The App's key sealed; its tokens join the server log's redaction as a connection's do. */
+  sealer: Sealer;
   /** The guarded connector: the one door of the server's requests. */
   connector: GuardedFetch;
   provider: Pick<BoxProvider, "runtimeDir">;

@@ -28,7 +28,8 @@ type ConnectionRow = typeof schema.connections.$inferSelect;
 /** How long the browser may take at the provider before the pending connection's state is refused. */
 const PENDING_MS = 10 * 60_000;
 
-interface Sealer {
+/** The master key's seal, and the server log's redaction (Secrets.sealer). */
+export interface Sealer {
   seal(id: string, v: Buffer): string;
   open(id: string, sealed: string): Buffer;
   /** Redacts values from the server's log as secret values are (a connection's tokens). */
