@@ -1,6 +1,7 @@
 // Who may see and use a conversation (AUTH_MODE=trusted-header): a non-member gets 404 for
 // every route of conversations and personas, never 403, and learns nothing; a viewer reads
-// but cannot send. No box is started: nothing here sends a message that runs.
+// but cannot send or fork. A fork keeps the source's persona and areas (not the forker's),
+// its starter the forker. No box is started: nothing here sends a message that runs.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { dbLegs } from "../support/db.js";
@@ -9,6 +10,7 @@ import { asMember, builtins, makeAgent } from "../support/org.js";
 
 const OWNER = "owner@example.com";
 const VIEWER = "viewer@example.com";
+const WRITER = "writer@example.com";
 const OUTSIDER = "outsider@example.org";
 
 for (const leg of dbLegs)
@@ -27,6 +29,13 @@ for (const leg of dbLegs)
         (await owner("PUT", `/api/orgs/${org.id}/members`, { email: VIEWER, role: "viewer" })).status,
         200,
       );
+      assert.equal((await owner("PUT", `/api/orgs/${org.id}/areas/proj`, { folders: ["proj"] })).status, 200);
+      const w = await owner("PUT", `/api/orgs/${org.id}/members`, {
+        email: WRITER,
+        role: "writer",
+        areas: ["proj"],
+      });
+      assert.equal(w.status, 200, JSON.stringify(w.body));
       const m = (await owner("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
       const a = await makeAgent(
         owner,
@@ -55,6 +64,7 @@ for (const leg of dbLegs)
         ["GET", `/api/conversations/${conversation}/messages`],
         ["GET", `/api/conversations/${conversation}/events`],
         ["POST", `/api/conversations/${conversation}/close`],
+        ["POST", `/api/conversations/${conversation}/fork`, {}],
         ["POST", `/api/agents/${agent}/personas`, { name: "x" }],
         ["GET", `/api/agents/${agent}/personas`],
         ["DELETE", `/api/personas/${persona}`],
@@ -79,6 +89,33 @@ for (const leg of dbLegs)
       assert.equal(send.body.error.code, "access.denied");
       assert.equal((await v("POST", `/api/conversations/${conversation}/close`)).status, 403);
       assert.equal((await v("DELETE", `/api/personas/${persona}`)).status, 403);
+      const fork = await v("POST", `/api/conversations/${conversation}/fork`, {});
+      assert.equal(fork.status, 403, JSON.stringify(fork.body));
+      assert.equal(fork.body.error.code, "access.denied");
+      // neither the outsider's fork nor the viewer's made a conversation
+      assert.equal((await v("GET", `/api/agents/${agent}/conversations`)).body.items.length, 1);
+    });
+
+    test("a fork keeps the source's persona and areas; its starter is the forker", async () => {
+      const owner = as(OWNER);
+      const homed = await owner("POST", `/api/agents/${agent}/personas`, { name: "proj", area: "proj" });
+      assert.equal(homed.status, 201, JSON.stringify(homed.body));
+      const persona = homed.body.id as string;
+      const src = await as(WRITER)("POST", `/api/agents/${agent}/conversations`, {
+        title: "fenced",
+        persona_id: persona,
+      });
+      assert.equal(src.status, 201, JSON.stringify(src.body));
+      assert.deepEqual([src.body.persona_id, src.body.areas], [persona, ["proj"]]);
+      const f = await owner("POST", `/api/conversations/${src.body.id}/fork`, {});
+      assert.equal(f.status, 201, JSON.stringify(f.body));
+      assert.notEqual(f.body.id, src.body.id);
+      assert.equal(f.body.persona_id, persona);
+      assert.deepEqual(f.body.areas, ["proj"], "the source's fence, not the owner's (none)");
+      assert.equal(f.body.started_by.email, OWNER);
+      assert.equal(f.body.title, "fenced");
+      // the writer reaches the fork: it lies inside the writer's areas
+      assert.equal((await as(WRITER)("GET", `/api/conversations/${f.body.id}`)).status, 200);
     });
 
     test("bad bodies are 400 request.invalid naming the field; a persona of another agent is 404", async () => {
