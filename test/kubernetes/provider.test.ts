@@ -191,7 +191,8 @@ describe(
         spec: { ingress: object[] };
       };
       assert.deepEqual(policy.spec.ingress, [
-        { from: [{ podSelector: { matchLabels: { "app.kubernetes.io/name": "warren" } } }] },
+        // the labels of deploy/kubernetes/server.yaml's Pods
+        { from: [{ podSelector: { matchLabels: { "app.kubernetes.io/name": "warren-server" } } }] },
       ]);
     });
 

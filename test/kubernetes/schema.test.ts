@@ -24,6 +24,7 @@ import { loadKubeConfig } from "../../src/boxes/kubernetes/api.js";
 import {
   networkPolicyManifest,
   podManifest,
+  SERVER_POD_LABELS,
   type PodSettings,
 } from "../../src/boxes/kubernetes/manifests.js";
 import { KubernetesProvider } from "../../src/boxes/kubernetes/provider.js";
@@ -136,6 +137,13 @@ test("deploy/kubernetes: every object validates, and the server's parts are all 
   assert.deepEqual(np.spec.ingress[0].from[0].podSelector.matchExpressions, [
     { key: "warren.kind", operator: "DoesNotExist" },
   ]);
+  // the server's Pods carry the labels every box's policy names as its one peer, and the
+  // server's own policy and Service select them by those labels
+  const podLabels = dep.spec.template.metadata.labels as Record<string, string>;
+  for (const [k, v] of Object.entries(SERVER_POD_LABELS)) assert.equal(podLabels[k], v, k);
+  assert.deepEqual(np.spec.podSelector.matchLabels, SERVER_POD_LABELS);
+  const svc = all.find(({ obj }) => obj.kind === "Service")?.obj as any;
+  assert.deepEqual(svc.spec.selector, SERVER_POD_LABELS);
 });
 
 test("a broken manifest fails the schema", () => {
@@ -243,6 +251,14 @@ describe(
         const obj = { apiVersion: k.startsWith("pods/") ? "v1" : "networking.k8s.io/v1", ...request };
         assert.doesNotThrow(() => validate(obj), k);
       }
+      // the box's one peer is the server's Pods as deploy/kubernetes/server.yaml labels them
+      const serverPod = manifests().find(({ obj }) => obj.kind === "Deployment")?.obj as any;
+      const policy = sent.find(([k]) => k.startsWith("networkpolicies/"))?.[1] as any;
+      for (const rule of [
+        ...policy.spec.ingress.map((r: any) => r.from),
+        ...policy.spec.egress.map((r: any) => r.to),
+      ])
+        assert.deepEqual(rule, [{ podSelector: { matchLabels: serverPod.spec.template.metadata.labels } }]);
     });
   },
 );

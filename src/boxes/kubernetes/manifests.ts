@@ -71,6 +71,11 @@ export interface PodSettings {
 /** Who may reach a box: the server's Pods by label, or (a server outside the cluster) its address block. */
 export type ServerPeer = { kind: "pods"; labels: Record<string, string> } | { kind: "cidr"; cidr: string };
 
+/** The labels of the server's own Pods (deploy/kubernetes/server.yaml): a box's default peer. */
+export const SERVER_POD_LABELS: Readonly<Record<string, string>> = {
+  "app.kubernetes.io/name": "warren-server",
+};
+
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 /** A DNS-1123 name from a box id (ids allow upper case and _, names do not). */

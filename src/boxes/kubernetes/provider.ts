@@ -35,6 +35,7 @@ import {
   podManifest,
   podName,
   policyName,
+  SERVER_POD_LABELS,
   type PodSettings,
   type ServerPeer,
 } from "./manifests.js";
@@ -166,7 +167,7 @@ export class KubernetesProvider extends ProviderBase implements BoxProvider {
             networkPolicyManifest(
               spec,
               this.o.namespace,
-              this.o.server ?? { kind: "pods", labels: { "app.kubernetes.io/name": "warren" } },
+              this.o.server ?? { kind: "pods", labels: { ...SERVER_POD_LABELS } },
             ),
           );
           pod = await this.api.createPod(podManifest(spec, this.podSettings()));
