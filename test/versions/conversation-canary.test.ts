@@ -1,6 +1,6 @@
 // The canary for new conversations: a new conversation goes to the canary's version by the
 // same sticky rule as runs (its routing key, by default its own id), and keeps that version
-// for its whole life: every turn runs it, even after the canary ended.
+// for its whole life: every turn runs it, even after the canary ended, and so do its forks.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { bucketOf } from "../../src/versions/service.js";
@@ -107,6 +107,16 @@ describe("the canary of conversations", { skip: boxSkipReason() ?? false }, () =
     assert.equal((await t.call("GET", `/api/conversations/${onIt.id}`)).body.spec_version, canaryVersion);
     const listed = (await t.call("GET", `/api/agents/${agent.id}/conversations`)).body.items;
     assert.equal(listed.find((c: any) => c.id === onIt.id).spec_version, canaryVersion);
+    // a fork keeps its source's version: the canary's after the canary ended, none for the other
+    const forked = await t.call("POST", `/api/conversations/${onIt.id}/fork`, {});
+    assert.equal(forked.status, 201, JSON.stringify(forked.body));
+    assert.equal(forked.body.spec_version, canaryVersion);
+    const onFork = await turn(forked.body.id, "on the fork");
+    assert.equal(onFork.run.version, canaryVersion);
+    assert.equal(onFork.answer, "from two");
+    const offFork = (await t.call("POST", `/api/conversations/${off.id}/fork`, {})).body;
+    assert.equal(offFork.spec_version, null);
+    assert.equal((await turn(offFork.id, "on the other fork")).answer, "from one");
     const fresh = await t.call("POST", `/api/agents/${agent.id}/conversations`, { routing_key: canaryKey });
     assert.equal(fresh.body.spec_version, null, "no canary: a new conversation runs the current version");
 
