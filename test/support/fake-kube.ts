@@ -62,10 +62,36 @@ export interface FakeKubeOptions {
   storageClasses?: string[];
   /** Access reviews answered not allowed: "verb resource" or "verb resource/subresource". */
   deny?: string[];
+  /** Access reviews answered by these RBAC rules (a Role's, of `namespace`) instead of `deny`. */
+  rbac?: { namespace: string; rules: FakeRule[] };
   /** The bearer token the fake expects. */
   token: string;
   boxdBinary: string;
   bridgeBinary: string;
+}
+
+/** An RBAC rule as a Role holds it. */
+export interface FakeRule {
+  apiGroups?: string[];
+  resources?: string[];
+  verbs: string[];
+  resourceNames?: string[];
+}
+
+/** Whether a Role's rules in `namespace` allow an access review's attributes. */
+function rbacAllows(rbac: { namespace: string; rules: FakeRule[] }, a: Record<string, string>): boolean {
+  const has = (list: string[] | undefined, v: string) => (list ?? []).some((x) => x === "*" || x === v);
+  const resource = a.subresource ? `${a.resource}/${a.subresource}` : (a.resource ?? "");
+  return (
+    a.namespace === rbac.namespace &&
+    rbac.rules.some(
+      (r) =>
+        has(r.apiGroups, a.group ?? "") &&
+        has(r.resources, resource) &&
+        has(r.verbs, a.verb ?? "") &&
+        (!r.resourceNames?.length || has(r.resourceNames, a.name ?? "")),
+    )
+  );
 }
 
 const status = (code: number, reason: string, message: string) => ({
@@ -270,7 +296,7 @@ export class FakeKube {
     if (p === "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews" && method === "POST") {
       const a = (body as { spec: { resourceAttributes: Record<string, string> } }).spec.resourceAttributes;
       const what = `${a.verb} ${a.resource}${a.subresource ? `/${a.subresource}` : ""}`;
-      const allowed = !(this.o.deny ?? []).includes(what);
+      const allowed = this.o.rbac ? rbacAllows(this.o.rbac, a) : !(this.o.deny ?? []).includes(what);
       return this.send(res, 201, {
         ...(body as object),
         status: { allowed, ...(allowed ? {} : { reason: "denied by the fake" }) },
