@@ -886,6 +886,26 @@ function cgroupLayout(): string {
     .join("; ");
 }
 
+/**
+ * Whether the host is a virtual machine's guest, and what its kernel puts on every entry and
+ * idle: page-table isolation (two page-table switches per system call; a hypercall each on a
+ * paravirtualized guest) and the idle driver (none: an idle vCPU halts and the hypervisor
+ * takes it back, so the next wake-up of a process on it pays the host's round trip).
+ */
+function guestFacts(): string {
+  const flags = /^flags\s*:(.*)$/m.exec(readOr("/proc/cpuinfo", ""))?.[1] ?? "";
+  const guest = flags.split(/\s+/).includes("hypervisor");
+  const kind = readOr("/sys/hypervisor/type", "").trim();
+  const pti = readOr("/sys/devices/system/cpu/vulnerabilities/meltdown", "unknown").trim();
+  const idle = readOr("/sys/devices/system/cpu/cpuidle/current_driver", "unknown").trim();
+  const governor = readOr("/sys/devices/system/cpu/cpuidle/current_governor_ro", "").trim();
+  return [
+    guest ? `a virtual machine's guest${kind ? ` (${kind})` : ""}` : "bare metal (no hypervisor flag)",
+    `meltdown: ${pti}`,
+    `cpuidle driver: ${idle}${governor ? ` (${governor})` : ""}`,
+  ].join("; ");
+}
+
 function environment(): Record<string, string> {
   const cpus = os.cpus();
   let distro = "";
@@ -899,6 +919,8 @@ function environment(): Record<string, string> {
     host: `${distro || os.type()}, kernel ${os.release()} (${os.arch()})`,
     cgroups: cgroupLayout(),
     "security modules": readOr("/sys/kernel/security/lsm", "unknown").trim(),
+    // what makes every system call and process switch dearer on a guest (docs/operations.md)
+    guest: guestFacts(),
     cores: `${cpus.length} × ${cpus[0]?.model.trim() ?? "?"}`,
     memory: `${(os.totalmem() / 1024 ** 3).toFixed(1)} GiB`,
     node: process.version,
