@@ -3,10 +3,12 @@
 // refused, the provider refusing a replayed code), an agent's http tool uses the connection and
 // the resource server sees the bearer while no box environment, stored record or model request
 // holds it, the token is refreshed before it expires, and a revoked connection's next call is
-// refused with why.
+// refused with why. A guild's connection is used by an MCP tool of every agent of the guild as
+// that account, and refused to an agent it is not granted to. The server's outbound proxy
+// (WARREN_OUTBOUND_PROXY) carries the code exchange, the refresh and the tools' calls.
 import assert from "node:assert/strict";
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import net, { type AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { sql, type SQL } from "drizzle-orm";
 import { boxSkipReason } from "../box/fixture.js";
@@ -17,6 +19,7 @@ import { startFakeAnthropic, type FakeModelServer } from "../support/fake-models
 import { signInAtProvider, startOidcProvider, type TestProvider } from "../support/oidc.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { modelKey } from "../support/org.js";
+import { startMcpServer, type TestMcpServer } from "../support/mcp.js";
 
 const CLIENT_SECRET = "conn-client-secret-7b1f0e9d2c";
 
@@ -44,12 +47,42 @@ async function resourceServer(): Promise<{
   };
 }
 
+/** An HTTP CONNECT proxy on loopback (the server's outbound proxy): it records each tunnel's authority. */
+async function connectProxy(): Promise<{ url: string; tunnels: string[]; close(): Promise<void> }> {
+  const tunnels: string[] = [];
+  const srv = http.createServer((_req, res) => res.writeHead(405).end());
+  srv.on("connect", (req: http.IncomingMessage, client: net.Socket, head: Buffer) => {
+    const authority = req.url ?? "";
+    tunnels.push(authority);
+    const i = authority.lastIndexOf(":");
+    const up = net.connect(Number(authority.slice(i + 1)), authority.slice(0, i));
+    up.once("connect", () => {
+      client.write("HTTP/1.1 200 Connection established\r\n\r\n");
+      if (head.length) up.write(head);
+      up.pipe(client);
+      client.pipe(up);
+    });
+    up.once("error", () => client.end("HTTP/1.1 502 Bad Gateway\r\n\r\n"));
+    client.once("error", () => up.destroy());
+  });
+  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}`,
+    tunnels,
+    close: () => new Promise<void>((r) => (srv.closeAllConnections(), srv.close(() => r()))),
+  };
+}
+
 for (const leg of dbLegs) {
   describe(`connections on ${leg.name}`, { skip: leg.skip ?? boxSkipReason() ?? false }, () => {
     let t: TestServer;
     let op: TestProvider;
     let rs: Awaited<ReturnType<typeof resourceServer>>;
     let anth: FakeModelServer;
+    let mcp: TestMcpServer;
+    let out: Awaited<ReturnType<typeof connectProxy>>;
+    let machine: string;
+    let firstCallback: URL;
     let org: string;
     let agent: string;
     let providerId: string;
@@ -67,10 +100,16 @@ for (const leg of dbLegs) {
       op = await startOidcProvider({ users: { alice: { email: "alice@example.com" } }, accessTtl: 30 });
       rs = await resourceServer();
       anth = await startFakeAnthropic();
+      mcp = await startMcpServer();
+      out = await connectProxy();
       t = await startTestServer({
         leg,
         listen: true,
-        env: { WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(op.port, rs.port, anth), LOG_LEVEL: "debug" },
+        env: {
+          WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(op.port, rs.port, mcp, anth),
+          WARREN_OUTBOUND_PROXY: out.url,
+          LOG_LEVEL: "debug",
+        },
         logDestination: { write: (line) => void logLines.push(line) },
       });
       op.serve([
@@ -82,7 +121,7 @@ for (const leg of dbLegs) {
       ]);
       op.provider.on("refresh_token.saved", (rt: { destroy(): Promise<void> }) => refreshTokens.push(rt));
       org = (await t.call("POST", "/api/orgs", { name: "conn" })).body.id;
-      const machine = (await t.call("POST", "/api/machines", { org_id: org, name: "m" })).body.id;
+      machine = (await t.call("POST", "/api/machines", { org_id: org, name: "m" })).body.id;
       await modelKey(t.call, org, [anth], "sk-ant-conn-test-1234");
       const base = scriptedAssistant(anth.baseUrl);
       const a = await t.call("POST", "/api/agents", {
@@ -104,6 +143,8 @@ for (const leg of dbLegs) {
       await op?.close();
       await rs?.close();
       await anth?.close();
+      await mcp?.close();
+      await out?.close();
     });
 
     test("an owner registers a provider; its client secret is never answered", async () => {
@@ -159,8 +200,12 @@ for (const leg of dbLegs) {
       assert.equal(JSON.parse(w.body).error.code, "connection.refused");
       assert.equal((await t.call("GET", `/api/connections/${connectionId}`)).body.status, "pending");
 
+      out.tunnels.length = 0;
       const ok = await get(back.pathname + back.search);
       assert.equal(ok.status, 303, ok.body);
+      // the code exchange went out through the server's outbound proxy, to the provider
+      assert.deepEqual(out.tunnels, [`127.0.0.1:${op.port}`]);
+      firstCallback = back;
       assert.equal(ok.location, `/connections?connected=${connectionId}`);
       const c = (await t.call("GET", `/api/connections/${connectionId}`)).body;
       assert.equal(c.status, "active");
@@ -176,6 +221,26 @@ for (const leg of dbLegs) {
       assert.deepEqual(op.grants, ["authorization_code"]);
     });
 
+    test("the used code replayed under another member's fresh state is refused by the provider (PKCE)", async () => {
+      const other = await t.call(
+        "POST",
+        "/api/connections",
+        { provider_id: providerId, name: "crm-replay", grants: [] },
+        { host: new URL(t.url!).host },
+      );
+      assert.equal(other.status, 201, JSON.stringify(other.body));
+      const replay = new URL(firstCallback);
+      replay.searchParams.set("state", new URL(other.body.authorize_url).searchParams.get("state")!);
+      const r = await get(replay.pathname + replay.search);
+      assert.equal(r.status, 400, r.body);
+      assert.equal(JSON.parse(r.body).error.code, "connection.refused");
+      const c = (await t.call("GET", `/api/connections/${other.body.connection.id}`)).body;
+      assert.equal(c.status, "expired", JSON.stringify(c));
+      assert.match(c.status_reason, /invalid_grant/);
+      // no token was issued for it
+      assert.deepEqual(op.grants, ["authorization_code"]);
+    });
+
     test("an http tool uses the connection: the provider's resource sees the bearer, refreshed before expiry; nothing else holds it", async () => {
       anth.script([
         { tool_calls: [{ name: "api", input: { method: "GET", path: "me" } }] },
@@ -187,8 +252,12 @@ for (const leg of dbLegs) {
         { text: "Done." },
       ]);
       anth.requests.length = 0;
+      out.tunnels.length = 0;
       const { run, events } = await runAgent(t, agent, "who am I at the CRM?");
       assert.equal(run.status, "succeeded", JSON.stringify(run));
+      // the refresh and the tool's call went out through the server's outbound proxy
+      assert.ok(out.tunnels.includes(`127.0.0.1:${op.port}`), JSON.stringify(out.tunnels));
+      assert.ok(out.tunnels.includes(`127.0.0.1:${rs.port}`), JSON.stringify(out.tunnels));
       // the token lives 30 s, less than the refresh margin: refreshed before the call
       assert.deepEqual(op.grants, ["authorization_code", "refresh_token"]);
       const sent = rs.seen.at(-1)!;
@@ -305,6 +374,79 @@ for (const leg of dbLegs) {
       // no refresh was tried again: the reason (with its time) is the first one
       assert.equal((await t.call("GET", `/api/connections/${id}`)).body.status_reason, c.status_reason);
       assert.equal(rs.seen.length, before);
+    });
+
+    test("a guild's connection: an MCP tool of an agent of the guild uses it as that account; an agent outside is refused", async () => {
+      const guild = (await t.call("POST", "/api/guilds", { org_id: org, name: "sales" })).body;
+      const base = scriptedAssistant(anth.baseUrl);
+      const mk = async (name: string, tools: object[]) => {
+        const r = await t.call("POST", "/api/agents", {
+          org_id: org,
+          machine_id: machine,
+          name,
+          ...base,
+          tools: [...base.tools, ...tools],
+        });
+        assert.equal(r.status, 201, JSON.stringify(r.body));
+        return r.body.id as string;
+      };
+      const member = await mk("seller", [{ type: "mcp", name: "crm", url: mcp.url, connection: "team" }]);
+      const outsider = await mk("outsider", [
+        { type: "http", name: "api", base_url: `${rs.url}/v1/`, methods: ["GET"], connection: "team" },
+      ]);
+      assert.equal(
+        (await t.call("POST", `/api/guilds/${guild.id}/agents`, { agent_id: member })).status,
+        204,
+      );
+
+      const started = await t.call(
+        "POST",
+        "/api/connections",
+        { provider_id: providerId, name: "team", grants: [{ scope: "guild", id: guild.id }] },
+        { host: new URL(t.url!).host },
+      );
+      assert.equal(started.status, 201, JSON.stringify(started.body));
+      const back = await signInAtProvider(started.body.authorize_url, "alice");
+      assert.equal((await get(back.pathname + back.search)).status, 303);
+      const c = (await t.call("GET", `/api/connections/${started.body.connection.id}`)).body;
+      assert.equal(c.status, "active");
+      assert.equal(c.shared, `every agent of guild ${guild.id} acts as operator@localhost's CRM account`);
+
+      // the guild's agent: its MCP server is listed and called with the connection's bearer
+      mcp.headers.length = 0;
+      anth.script([{ tool_calls: [{ name: "crm__echo", input: { text: "hello" } }] }, { text: "Done." }]);
+      anth.requests.length = 0;
+      const { run, events } = await runAgent(t, member, "say hello at the CRM");
+      assert.equal(run.status, "succeeded", JSON.stringify(run));
+      const echo = eventsOfType(events, "tool_call").find((e) => e.tool === "crm__echo");
+      assert.match(JSON.stringify(echo), /echo: hello/);
+      assert.ok(mcp.headers.length > 0, "the MCP server was reached");
+      // each request carried a bearer of the provider for alice's account (the token lives 30 s,
+      // within the refresh margin, so each use is refreshed first: one token per request)
+      const tokens = mcp.headers.map((h) => {
+        assert.match(String(h.authorization), /^Bearer \S+$/);
+        return String(h.authorization).slice("Bearer ".length);
+      });
+      for (const token of tokens) {
+        const found = await op.provider.AccessToken.find(token);
+        assert.ok(found, "the MCP server got an access token of the provider");
+        assert.equal(found.accountId, "alice");
+        assert.ok(!JSON.stringify(anth.requests).includes(token), "the model never saw the token");
+        assert.ok(!JSON.stringify(events).includes(token), "no event holds the token");
+      }
+      const last = await op.provider.AccessToken.find(tokens.at(-1));
+      assert.ok(!last.isExpired, "the last call's token is live");
+
+      // an agent outside the guild: not granted, refused with why; nothing reached the resource
+      const seen = rs.seen.length;
+      anth.script([
+        { tool_calls: [{ name: "api", input: { method: "GET", path: "me" } }] },
+        { text: "Done." },
+      ]);
+      const refused = await runAgent(t, outsider, "who am I?");
+      const call = eventsOfType(refused.events, "tool_call").find((e) => e.tool === "api");
+      assert.match(JSON.stringify(call), /the connection team is not granted to this agent/);
+      assert.equal(rs.seen.length, seen, "nothing reached the resource server");
     });
   });
 }
