@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import { parseAllDocuments } from "yaml";
 import { loadKubeConfig } from "../../src/boxes/kubernetes/api.js";
 import { RBAC_NEEDS } from "../../src/boxes/kubernetes/checks.js";
+import { sharedSubPath } from "../../src/boxes/kubernetes/manifests.js";
 import { KubernetesProvider } from "../../src/boxes/kubernetes/provider.js";
 import { parseConfig } from "../../src/config/index.js";
 import { FakeKube, type FakeRule } from "../support/fake-kube.js";
@@ -114,6 +115,26 @@ test("the Deployment's variables are the server's settings, its claims the manif
         m.name === volume.name && m.mountPath === path.join(env.STATE_ROOT!, "workspaces") && !m.subPath,
     ),
   );
+  // the shared claim's sub-paths that boxes see at /data and /opt/warren/contracts are the
+  // server's STATE_ROOT/data and its contracts folder (WARREN_CONTRACTS unset: STATE_ROOT/contracts)
+  assert.equal(env.WARREN_CONTRACTS, undefined);
+  const shared = deployment.spec.template.spec.volumes.find(
+    (v: any) => v.persistentVolumeClaim?.claimName === env.WARREN_K8S_SHARED_CLAIM,
+  );
+  assert.ok(shared, "the Deployment mounts the shared claim");
+  for (const [inBox, onServer] of [
+    ["/data", "data"],
+    ["/opt/warren/contracts", "contracts"],
+  ] as const)
+    assert.ok(
+      container.volumeMounts.some(
+        (m: any) =>
+          m.name === shared.name &&
+          m.subPath === sharedSubPath(inBox) &&
+          m.mountPath === path.join(env.STATE_ROOT!, onServer),
+      ),
+      `the shared claim's ${sharedSubPath(inBox)} at STATE_ROOT/${onServer}`,
+    );
 });
 
 describe("a fake API server made of the manifests", () => {
