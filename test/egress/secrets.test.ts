@@ -2,7 +2,8 @@
 // marker in WARREN_SECRET_<NAME>; a request carrying it reaches a bound host with the value
 // in its place (plain HTTP, and HTTPS through the machine's interception authority, which the
 // box trusts), and is refused and recorded to any other host; the value is in no environment,
-// no /proc/*/environ, no run output and no egress record. The upstreams are on loopback.
+// no /proc/*/environ, no run output, no egress record and no file of the server's state. The
+// upstreams are on loopback.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
@@ -15,6 +16,14 @@ import { startUpstreams, TEST_NAMES, type Upstreams } from "./upstreams.js";
 const VALUE = "tok-9f3c1e7a5b2d4680-egress";
 const hex = (s: string) => Buffer.from(s).toString("hex");
 const terminal = ["succeeded", "failed", "timed_out", "cancelled", "lost"];
+
+/** The regular files under a folder, links not followed. */
+function filesUnder(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    return e.isDirectory() ? filesUnder(p) : e.isFile() ? [p] : [];
+  });
+}
 
 describe("secrets held by the egress proxy", { skip: boxSkipReason() ?? false }, () => {
   let t: TestServer;
@@ -137,7 +146,7 @@ describe("secrets held by the egress proxy", { skip: boxSkipReason() ?? false },
     assert.equal(await issuer("pkg.test", up.httpsPort), "issuer=CN = pkg.test", "a blind tunnel elsewhere");
   });
 
-  test("a request carrying the marker to another host is refused and recorded", async () => {
+  test("a request carrying the marker to another host (a header, Basic credentials, the URL, a tunnel's Host) or a marker of no secret is refused and recorded", async () => {
     const before = up.seen.length;
     const r = await curl(`http://pkg.test:${up.httpPort}/hello`);
     assert.match(
@@ -149,6 +158,21 @@ describe("secrets held by the egress proxy", { skip: boxSkipReason() ?? false },
       `curl -sS -w ' %{http_code}' -u "me:$WARREN_SECRET_API_TOKEN" http://pkg.test:${up.httpPort}/hello`,
     );
     assert.match(basic.stdout, /carries the marker of the secret API_TOKEN[^]* 403$/);
+    // in the URL
+    const query = await sh(
+      `curl -sS -w ' %{http_code}' "http://pkg.test:${up.httpPort}/hello?t=$WARREN_SECRET_API_TOKEN"`,
+    );
+    assert.match(query.stdout, /carries the marker of the secret API_TOKEN[^]* 403$/);
+    // a marker of no secret of the agent, even to the bound host
+    const forged = await sh(
+      `curl -sS -w ' %{http_code}' -H "Authorization: Bearer warren-secret:${"A".repeat(32)}" http://api.example.com:${up.httpPort}/hello`,
+    );
+    assert.match(forged.stdout, /carries a marker of no secret of this agent[^]* 403$/);
+    // inside the bound host's intercepted tunnel, a request naming another host
+    const other = await curl(
+      `-H "Host: pkg.test:${up.httpsPort}" https://api.example.com:${up.httpsPort}/hello`,
+    );
+    assert.match(other.stdout, /the Host header "pkg\.test:\d+" is not the connection's host[^]* 403$/);
     assert.equal(up.seen.length, before, "nothing reached the other hosts");
     const list = await t.call("GET", `/api/agents/${a.id}/egress?decision=refused&limit=50`);
     assert.ok(
@@ -189,5 +213,11 @@ describe("secrets held by the egress proxy", { skip: boxSkipReason() ?? false },
     );
     const events = JSON.stringify((await t.call("GET", `/api/runs/${started.body.id}/events`)).body);
     assert.ok(!events.includes(VALUE));
+    // nor does any file of the server's state: the machine's folder (the agent's home, the
+    // authority's files) and the store hold no plaintext of it
+    const files = filesUnder(stateRoot);
+    assert.ok(files.length > 10, `the state root holds files (${files.length})`);
+    const holding = files.filter((f) => fs.readFileSync(f).includes(VALUE));
+    assert.deepEqual(holding, [], "no file holds the value");
   });
 });
