@@ -28,7 +28,7 @@ type Obj = {
 };
 
 const objects: Obj[] = fs
-  .readdirSync(deployDir)
+  .readdirSync(deployDir, { recursive: true, encoding: "utf8" })
   .filter((f) => f.endsWith(".yaml"))
   .flatMap((f) =>
     parseAllDocuments(fs.readFileSync(path.join(deployDir, f), "utf8")).map((d) => d.toJS() as Obj),
@@ -135,6 +135,27 @@ test("the Deployment's variables are the server's settings, its claims the manif
       ),
       `the shared claim's ${sharedSubPath(inBox)} at STATE_ROOT/${onServer}`,
     );
+});
+
+test("the one-node trial's volumes (kind/volumes.yaml) bind the two ReadWriteMany claims", () => {
+  const gib = (q: string) => {
+    const m = /^(\d+)(Mi|Gi|Ti)$/.exec(q);
+    assert.ok(m, q);
+    return Number(m[1]) * { Mi: 1 / 1024, Gi: 1, Ti: 1024 }[m[2] as "Mi" | "Gi" | "Ti"];
+  };
+  const volumes = objects.filter((o) => o.kind === "PersistentVolume");
+  const bound = new Set<string>();
+  for (const pv of volumes) {
+    const claim = one("PersistentVolumeClaim", pv.spec.claimRef.name);
+    assert.equal(pv.spec.claimRef.namespace, claim.metadata.namespace);
+    // the claim takes the cluster's default class: kind's `standard`, which the server checks
+    assert.equal(claim.spec.storageClassName, undefined);
+    assert.equal(pv.spec.storageClassName, env.WARREN_K8S_STORAGE_CLASS);
+    assert.deepEqual(pv.spec.accessModes, claim.spec.accessModes);
+    assert.ok(gib(pv.spec.capacity.storage) >= gib(claim.spec.resources.requests.storage), pv.metadata.name);
+    bound.add(claim.metadata.name);
+  }
+  assert.deepEqual([...bound].sort(), [env.WARREN_K8S_SHARED_CLAIM, env.WARREN_K8S_WORKSPACES_CLAIM].sort());
 });
 
 describe("a fake API server made of the manifests", () => {

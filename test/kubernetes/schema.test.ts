@@ -16,7 +16,14 @@ import {
   Role,
   RoleBinding,
 } from "kubernetes-models/rbac.authorization.k8s.io/v1";
-import { Namespace, PersistentVolumeClaim, Pod, Service, ServiceAccount } from "kubernetes-models/v1";
+import {
+  Namespace,
+  PersistentVolume,
+  PersistentVolumeClaim,
+  Pod,
+  Service,
+  ServiceAccount,
+} from "kubernetes-models/v1";
 import { parseAllDocuments } from "yaml";
 import { BOX_ROOT_HOST_ID } from "../../src/boxes/kit/boxd.js";
 import { prepareMachineDir } from "../../src/boxes/kit/homes.js";
@@ -38,6 +45,7 @@ const deployDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..
 const KINDS: Record<string, new (o: any) => { validate(): void }> = {
   "v1/Namespace": Namespace,
   "v1/ServiceAccount": ServiceAccount,
+  "v1/PersistentVolume": PersistentVolume,
   "v1/PersistentVolumeClaim": PersistentVolumeClaim,
   "v1/Service": Service,
   "v1/Pod": Pod,
@@ -73,7 +81,9 @@ function manifests(): {
   obj: { apiVersion?: string; kind?: string; metadata?: { name?: string } };
 }[] {
   const out = [];
-  for (const file of fs.readdirSync(deployDir).filter((f) => f.endsWith(".yaml")))
+  for (const file of fs
+    .readdirSync(deployDir, { recursive: true, encoding: "utf8" })
+    .filter((f) => f.endsWith(".yaml")))
     for (const doc of parseAllDocuments(fs.readFileSync(path.join(deployDir, file), "utf8"))) {
       assert.deepEqual(doc.errors, [], `${file}: YAML errors`);
       const obj = doc.toJS() as { apiVersion?: string; kind?: string } | null;
@@ -122,6 +132,9 @@ test("deploy/kubernetes: every object validates, and the server's parts are all 
     "PersistentVolumeClaim/warren-state",
     "Service/warren",
     "NetworkPolicy/warren-server",
+    // kind/volumes.yaml, the walk-through's one-node ReadWriteMany volumes
+    "PersistentVolume/warren-boxes-workspaces",
+    "PersistentVolume/warren-boxes-shared",
   ])
     assert.ok(kinds.has(want), `deploy/kubernetes has no ${want}`);
   // the server's Pod runs as the account rbac.yaml gives rights to, and mounts the workspaces claim
