@@ -1,7 +1,8 @@
 // Egress approvals in real boxes: a sandbox policy's network.ask holds a run's connection to a
 // host outside its allow list until a person decides. Allowed: the held request goes through
-// (once), and the run reaches the host again without asking; denied: refused and recorded, and
-// not asked again in that run; expired: refused. The upstreams are on this host's loopback.
+// (once), and the run reaches the host again without asking (by the same method: another asks
+// again); denied: refused and recorded, and not asked again in that run; expired: refused and
+// recorded. The upstreams are on this host's loopback.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { boxSkipReason } from "../box/fixture.js";
@@ -36,7 +37,10 @@ describe("egress approvals (network.ask)", { skip: boxSkipReason() ?? false }, (
       },
       egressHosts: {
         ...Object.fromEntries(
-          [...TEST_NAMES, "b.example.com", "inner.example.com"].map((n) => [n, ["127.0.0.1"]]),
+          [...TEST_NAMES, "b.example.com", "m.example.com", "inner.example.com"].map((n) => [
+            n,
+            ["127.0.0.1"],
+          ]),
         ),
         // a name under ask that leads to the cloud's metadata address
         "meta.example.com": ["169.254.169.254"],
@@ -136,6 +140,25 @@ describe("egress approvals (network.ask)", { skip: boxSkipReason() ?? false }, (
     assert.deepEqual(policy.network.allow, [`pkg.test:${up.httpPort}`]);
   });
 
+  test("a plain request's approval is bound to its method: another method to the same host asks again", async () => {
+    const url = `http://m.example.com:${up.httpPort}/hello`;
+    const runId = await start(
+      `curl -sS -w ' %{http_code}\\n' ${url}; curl -sS -X POST -d x -w ' %{http_code}\\n' ${url}`,
+    );
+    const get = await waitingOne(runId);
+    assert.deepEqual(get.arguments, { host: "m.example.com", method: "GET", port: up.httpPort });
+    assert.equal((await decide(get, { decision: "allow" })).status, 200);
+    const post = await waitingOne(runId, 2);
+    assert.deepEqual(post.arguments, { host: "m.example.com", method: "POST", port: up.httpPort });
+    assert.notEqual(post.args_sha256, get.args_sha256);
+    assert.equal(seenBy("m.example.com"), 1, "the GET went through; the POST is held");
+    assert.equal((await decide(post, { decision: "deny" })).status, 200);
+    const run = await ended(runId);
+    assert.match(run.output as string, new RegExp(`^hello from m.example.com:${up.httpPort}\\n 200\\n`));
+    assert.match(run.output as string, /POST to m\.example\.com:\d+ was denied by [^\n]+\n 403\n$/);
+    assert.equal(seenBy("m.example.com"), 1, "the denied POST reached nothing");
+  });
+
   test("denied: the tunnel is refused and recorded, and the run is not asked again", async () => {
     const url = `https://b.example.com:${up.httpsPort}/hello`;
     const runId = await start(
@@ -184,6 +207,10 @@ describe("egress approvals (network.ask)", { skip: boxSkipReason() ?? false }, (
     assert.equal(expired?.message, `no decision within ${ASK_S} s`);
     assert.equal((await approvals(runId)).length, 1, "evilexample.com asked nobody");
     assert.equal(seenBy("example.com") + seenBy("evilexample.com"), 0);
+    const recs = (await records("example.com")).filter((r) => r.run_id === runId);
+    assert.equal(recs.length, 1);
+    assert.equal(recs[0]?.decision, "refused");
+    assert.match(recs[0]?.reason ?? "", /approval, which expired/);
     const late = await decide(ap, { decision: "allow" });
     assert.equal(late.status, 409, "an expired approval cannot be decided");
   });
