@@ -2,7 +2,8 @@
 // as for an approval; a person gives the value through the API (POST /api/approvals/:id/secret),
 // it becomes a secret granted to that agent and reaches the agent's next command, while the
 // transcript, the approval and the records hold only the name. A refusal and an expiry answer
-// the agent too.
+// the agent too. A member who may not write secrets, or a stranger, gives nothing: refused,
+// nothing stored, the request still waiting.
 import assert from "node:assert/strict";
 import fs from "node:fs/promises";
 import path from "node:path";
@@ -11,7 +12,7 @@ import { boxSkipReason } from "../box/fixture.js";
 import { eventsOfType, putHomeFile, TERMINAL_STATUSES } from "../support/agent-runs.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { waitFor } from "../conversations/support.js";
-import { builtins, makeAgent } from "../support/org.js";
+import { asMember, builtins, makeAgent } from "../support/org.js";
 
 const VALUE = "sr-value-7Hq2-Lp90-zzTOP";
 
@@ -27,6 +28,7 @@ const requesting = (name: string) => ({
 describe("secret_request", { skip: boxSkipReason() ?? false }, () => {
   let t: TestServer;
   let short: TestServer;
+  let people: TestServer;
   let n = 0;
 
   const setUp = async (server: TestServer) => {
@@ -76,10 +78,12 @@ describe("secret_request", { skip: boxSkipReason() ?? false }, () => {
   before(async () => {
     t = await startTestServer({ listen: true });
     short = await startTestServer({ listen: true, env: { WARREN_SECRET_REQUEST_WAIT_S: "2" } });
+    people = await startTestServer({ listen: true, env: { AUTH_MODE: "trusted-header" } });
   });
   after(async () => {
     await t?.close();
     await short?.close();
+    await people?.close();
   });
 
   test("the run waits; the value given through the API reaches the next command, and only the name is recorded", async () => {
@@ -208,5 +212,74 @@ describe("secret_request", { skip: boxSkipReason() ?? false }, () => {
     const { results } = await toolAnswers(t, runId);
     assert.match(JSON.stringify(results[0]), /must match/);
     assert.deepEqual((await t.call("GET", `/api/runs/${runId}/approvals`)).body.items, []);
+  });
+
+  test("a viewer or a stranger cannot give the value: refused, nothing stored, the request still waits", async () => {
+    const as = asMember(() => people);
+    const owner = as("owner@example.com");
+    const org = (await owner("POST", "/api/orgs", { name: "srp" })).body;
+    const machine = (await owner("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
+    const member = await owner("PUT", `/api/orgs/${org.id}/members`, {
+      email: "viewer@example.com",
+      role: "viewer",
+    });
+    assert.equal(member.status, 200, JSON.stringify(member.body));
+    const a = await makeAgent(
+      owner,
+      { org_id: org.id, machine_id: machine.id },
+      {
+        name: "asker",
+        tools: builtins("secret_request", "run_command"),
+        tool_policy: "permit(principal, action, resource);",
+      },
+    );
+    await putHomeFile(
+      people,
+      a.id,
+      "turns.json",
+      JSON.stringify({
+        turns: [
+          requesting("VIEWED_TOKEN"),
+          { tool_calls: [{ name: "run_command", input: { command: 'echo "[${VIEWED_TOKEN:-unset}]"' } }] },
+          { text: "Done." },
+        ],
+      }),
+      "owner@example.com",
+    );
+    const started = await owner("POST", `/api/agents/${a.id}/runs`, { kind: "agent", input: "go" });
+    assert.equal(started.status, 202, JSON.stringify(started.body));
+    const runId = started.body.id as string;
+    const approval = await waitFor("the run to wait for a secret", async () => {
+      const run = (await owner("GET", `/api/runs/${runId}`)).body;
+      if (run.status !== "waiting") return undefined;
+      const x = (await owner("GET", `/api/runs/${runId}/approvals`)).body.items[0];
+      return x?.status === "waiting" ? x : undefined;
+    });
+    const answer = { value: VALUE, args_sha256: approval.args_sha256 };
+
+    const viewer = await as("viewer@example.com")("POST", `/api/approvals/${approval.id}/secret`, answer);
+    assert.equal(viewer.status, 403, JSON.stringify(viewer.body));
+    assert.equal(viewer.body.error.code, "access.denied");
+    const stranger = await as("stranger@example.org")("POST", `/api/approvals/${approval.id}/secret`, answer);
+    assert.equal(stranger.status, 404, JSON.stringify(stranger.body));
+    assert.ok(!JSON.stringify([viewer.body, stranger.body]).includes(VALUE));
+
+    // nothing stored, the request still waits, the value is nowhere
+    assert.deepEqual((await owner("GET", `/api/secrets?org_id=${org.id}`)).body.items, []);
+    const still = (await owner("GET", `/api/runs/${runId}/approvals`)).body.items[0];
+    assert.equal(still.status, "waiting");
+    assert.equal((await owner("GET", `/api/runs/${runId}`)).body.status, "waiting");
+
+    // the owner may answer it: the agent's next command sees the value
+    const given = await owner("POST", `/api/approvals/${approval.id}/secret`, answer);
+    assert.equal(given.status, 200, JSON.stringify(given.body));
+    const done = await waitFor("the run to end", async () => {
+      const run = (await owner("GET", `/api/runs/${runId}`)).body;
+      return TERMINAL_STATUSES.includes(run.status) ? run : undefined;
+    });
+    assert.equal(done.status, "succeeded", JSON.stringify(done));
+    const events = JSON.stringify((await owner("GET", `/api/runs/${runId}/events`)).body.items);
+    assert.ok(!events.includes(VALUE), "the value is in the run's records");
+    assert.match(events, /\[\[redacted\]\]/);
   });
 });
