@@ -60,6 +60,18 @@ describe("the header-signature identity mode (an extension)", () => {
       assert.equal(r.body.error.code, "auth.required");
       assert.doesNotMatch(JSON.stringify(r.body), new RegExp(key), "the key is never answered");
     }
+    // a write under a forged or re-addressed signature is refused and makes nothing: the person
+    // it named, signing for real, has no organisation
+    for (const headers of [
+      signed("eve@example.com", { key: "x".repeat(40) }),
+      signed("ada@example.com", { as: "eve@example.com" }),
+    ]) {
+      const r = await t.call("POST", "/api/orgs", { name: "forged" }, headers);
+      assert.equal(r.status, 401, JSON.stringify(r.body));
+    }
+    const eve = await t.call("GET", "/api/orgs", undefined, signed("eve@example.com"));
+    assert.equal(eve.status, 200, JSON.stringify(eve.body));
+    assert.deepEqual(eve.body.items, []);
   });
 
   test("without its key, or unnamed in WARREN_EXTENSIONS, the start is refused with the fix", async () => {
