@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { compilePolicy, matchEntry, rulesAllow, rulesFor, targetOf } from "./policy.js";
+import { byPolicy, compilePolicy, matchEntry, rulesAllow, rulesFor, targetOf } from "./policy.js";
 
 const policy = (allow: string[], rules?: { host: string; methods?: string[]; paths?: string[] }[]) =>
   compilePolicy({ allow, ...(rules ? { rules } : {}) });
@@ -60,4 +60,53 @@ test("rules narrow methods and path prefixes; dot segments never pass", () => {
   for (const path of ["/v1/../admin", "/v1/%2e%2e/admin", "/v1/%2E./admin", "/v1/./x", "/v1/..%2fadmin"])
     assert.equal(rulesAllow(rules, "GET", path), false, path);
   assert.equal(rulesAllow([], "DELETE", "/anything"), true);
+});
+
+test("network.ask: a host outside the list that ask names is held, never one it does not name; the deny list and rules come first", () => {
+  const named = compilePolicy({ allow: ["pkg.test:443"], ask: ["*.example.com", "api.example.org:8443"] });
+  const plain = { method: "GET", path: "/" };
+  assert.deepEqual(byPolicy(named, target("pkg.test", 443), null), { ok: true, by: "pkg.test:443" });
+  assert.deepEqual(byPolicy(named, target("a.example.com", 443), null), { ok: true, by: "ask", ask: true });
+  assert.deepEqual(byPolicy(named, target("api.example.org", 8443), plain), {
+    ok: true,
+    by: "ask",
+    ask: true,
+  });
+  for (const [h, port] of [
+    ["example.com", 443],
+    ["evilexample.com", 443],
+    ["api.example.org", 443],
+    ["pkg.test", 80],
+    ["93.184.216.34", 443],
+  ] as const) {
+    const d = byPolicy(named, target(h, port), null);
+    assert.equal(d.ok, false, `${h}:${port}`);
+    assert.match(d.ok ? "" : d.reason, /not in the agent's network allow list/);
+  }
+  // "*" as the whole of ask or one of its entries: every host outside the list
+  for (const ask of ["*", ["*"], ["x.test", "*"]] as const) {
+    const all = compilePolicy({ allow: [], ask: ask === "*" ? ask : [...ask] });
+    assert.deepEqual(byPolicy(all, target("anything.test", 80), plain), { ok: true, by: "ask", ask: true });
+    assert.deepEqual(byPolicy(all, target("10.1.2.3", 5432), null), { ok: true, by: "ask", ask: true });
+  }
+  // the organisation's deny list bounds ask as it bounds allow: refused, nobody asked
+  const bounded = compilePolicy({ allow: [], ask: "*" }, ["*.evil.test"]);
+  const denied = byPolicy(bounded, target("a.evil.test", 443), null);
+  assert.equal(denied.ok, false);
+  assert.match(denied.ok ? "" : denied.reason, /deny list/);
+  // rules narrowing a host under ask: a tunnel is refused, a plain request outside them too
+  const ruled = compilePolicy({
+    allow: [],
+    ask: ["api.example.com"],
+    rules: [{ host: "api.example.com", methods: ["GET"], paths: ["/v1/"] }],
+  });
+  assert.equal(byPolicy(ruled, target("api.example.com", 443), null).ok, false);
+  assert.equal(byPolicy(ruled, target("api.example.com", 80), { method: "POST", path: "/v1/x" }).ok, false);
+  assert.deepEqual(byPolicy(ruled, target("api.example.com", 80), { method: "GET", path: "/v1/x" }), {
+    ok: true,
+    by: "ask",
+    ask: true,
+  });
+  // no ask: nothing is held
+  assert.equal(byPolicy(compilePolicy({ allow: [] }), target("a.example.com", 443), null).ok, false);
 });
