@@ -2,7 +2,8 @@
 // signs in in Chromium through the provider's login and consent pages, gets a session cookie
 // (HttpOnly, SameSite=Lax), is who the verified email says, signs out; a personal token made
 // in that session works with the CLI (`warren login`) and stops working once revoked; an
-// unverified email is refused.
+// unverified email is refused. A session's cookie older than WARREN_SESSION_ROTATE_S gets a new
+// value and the old one stops working.
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm, stat } from "node:fs/promises";
@@ -12,7 +13,7 @@ import { Readable, Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { runCli } from "../../src/cli/run.js";
-import { startOidcProvider, type TestProvider } from "../support/oidc.js";
+import { signInAtProvider, startOidcProvider, type TestProvider } from "../support/oidc.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -164,5 +165,83 @@ describe("sign-in by OIDC", { skip: existsSync(CHROMIUM) ? false : "chromium is 
     const text = await page.textContent("body");
     assert.match(text ?? "", /signin\.failed.*not verified mallory@example\.com/);
     assert.equal((await me()).status, 401);
+  });
+});
+
+describe("sign-in sessions rotate", () => {
+  let t: TestServer;
+  let op: TestProvider;
+
+  before(async () => {
+    op = await startOidcProvider({ users: { bob: { email: "bob@example.com" } } });
+    t = await startTestServer({
+      listen: true,
+      env: {
+        AUTH_MODE: "oidc",
+        WARREN_OIDC_ISSUER: op.issuer,
+        WARREN_OIDC_CLIENT_ID: "warren-rot",
+        WARREN_OIDC_CLIENT_SECRET: "rot-client-secret-8d2a",
+        WARREN_SESSION_ROTATE_S: "1",
+      },
+    });
+    op.serve([
+      {
+        client_id: "warren-rot",
+        client_secret: "rot-client-secret-8d2a",
+        redirect_uris: [`${t.url}/auth/callback`],
+      },
+    ]);
+  });
+  after(async () => {
+    await t?.close();
+    await op?.close();
+  });
+
+  const valueIn = (res: Response, name: string): string | undefined => {
+    for (const c of res.headers.getSetCookie()) {
+      const [pair = ""] = c.split(";");
+      if (pair.startsWith(`${name}=`)) return pair.slice(name.length + 1);
+    }
+    return undefined;
+  };
+  const me = (session: string) =>
+    fetch(`${t.url}/api/auth/me`, { headers: { cookie: `warren_session=${session}` } });
+
+  test("a cookie older than the rotation age gets a new value; the old one stops working", async () => {
+    // signed in by HTTP as a browser would: warren's login, the provider's pages, warren's callback
+    const login = await fetch(`${t.url}/auth/login?return_to=/api/auth/me`, { redirect: "manual" });
+    assert.equal(login.status, 302);
+    const pending = login.headers
+      .getSetCookie()
+      .map((c) => c.split(";")[0])
+      .join("; ");
+    const back = await signInAtProvider(login.headers.get("location")!, "bob");
+    const cb = await fetch(back, { redirect: "manual", headers: { cookie: pending } });
+    assert.equal(cb.status, 303, await cb.text());
+    const first = valueIn(cb, "warren_session");
+    assert.ok(first, "a session cookie");
+    const young = await me(first);
+    assert.equal(young.status, 200);
+    assert.equal(valueIn(young, "warren_session"), undefined, "a young session keeps its value");
+
+    // past the rotation age (1 s), /api/auth/me answers with a new value
+    let rotated: string | undefined;
+    const end = Date.now() + 15_000;
+    while (!rotated) {
+      assert.ok(Date.now() < end, "the session was never rotated");
+      const r = await me(first);
+      assert.equal(r.status, 200);
+      rotated = valueIn(r, "warren_session");
+      if (rotated) {
+        const raw = r.headers.getSetCookie().find((c) => c.startsWith("warren_session="))!;
+        assert.match(raw, /; HttpOnly/);
+        assert.match(raw, /; SameSite=Lax/);
+      } else await new Promise((res) => setTimeout(res, 100));
+    }
+    assert.notEqual(rotated, first);
+    assert.equal((await me(first)).status, 401, "the old value stops working");
+    const now = await me(rotated);
+    assert.equal(now.status, 200);
+    assert.deepEqual(await now.json(), { email: "bob@example.com", auth_mode: "oidc" });
   });
 });
