@@ -50,6 +50,20 @@ describe("the local-audited provider (an extension)", { skip: boxSkipReason() ??
       mine.some((l) => l.op === "create" && l.ok) && mine.some((l) => l.op === "start" && l.ok),
       JSON.stringify(lines),
     );
+    // a pause, the resume of the next command, and a stop go through the wrapper too
+    const paused = await s.call("POST", `/api/machines/${machine.id}/pause`);
+    assert.equal(paused.body.state, "paused", JSON.stringify(paused.body));
+    const again = await s.call("POST", `/api/agents/${agent.id}/exec`, { command: "echo again" });
+    assert.equal(again.body.stdout, "again\n", JSON.stringify(again.body));
+    const stopped = await s.call("POST", `/api/machines/${machine.id}/stop`);
+    assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
+    const ops = (await readFile(log, "utf8"))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { op: string; box: string; ok: boolean })
+      .filter((l) => l.box === boxes[0]?.id && l.ok)
+      .map((l) => l.op);
+    assert.deepEqual(ops.slice(-3), ["pause", "resume", "stop"], JSON.stringify(ops));
   });
 
   test("an unknown provider is refused at start, naming the known ones", async () => {
