@@ -3,12 +3,13 @@
 // already set, says at start which state tree and master key it uses, and a second server
 // on the same tree refuses while the first holds it.
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { chmod, copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { withDotEnv } from "../../src/config/dotenv.js";
 import { ConfigError, parseConfig } from "../../src/config/index.js";
 
 const checkout = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -29,6 +30,34 @@ test("a relative STATE_ROOT is refused with the fix; unset, it is the checkout's
 
 const children: ChildProcess[] = [];
 const dirs: string[] = [];
+
+test("scripts/env.sh (make up) writes STATE_ROOT made absolute to the checkout's .env once", async () => {
+  // a copy of the script in a checkout of its own: it writes the .env beside its scripts/
+  const copy = await mkdtemp(path.join(os.tmpdir(), "warren-envsh-"));
+  dirs.push(copy);
+  await mkdir(path.join(copy, "scripts"));
+  await copyFile(path.join(checkout, "scripts/env.sh"), path.join(copy, "scripts/env.sh"));
+  await chmod(path.join(copy, "scripts/env.sh"), 0o755);
+  const envSh = (env: Record<string, string>) =>
+    execFileSync(path.join(copy, "scripts/env.sh"), {
+      cwd: os.tmpdir(),
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
+      encoding: "utf8",
+    });
+  // a relative STATE_ROOT is made absolute against the checkout, not the folder it runs in
+  assert.equal(envSh({ STATE_ROOT: "data/state" }), `${path.join(copy, "data/state")}\n`);
+  const written = await readFile(path.join(copy, ".env"), "utf8");
+  assert.match(written, new RegExp(`\\nSTATE_ROOT=${path.join(copy, "data/state")}\\n$`));
+  // again, with another STATE_ROOT: the .env already names one and is left as it is
+  assert.equal(envSh({ STATE_ROOT: "/elsewhere" }), `${path.join(copy, "data/state")}\n`);
+  assert.equal(await readFile(path.join(copy, ".env"), "utf8"), written);
+  // and a start from anywhere reads it
+  assert.equal(
+    parseConfig(withDotEnv({ WARREN_ENV_FILE: path.join(copy, ".env") })).STATE_ROOT,
+    path.join(copy, "data/state"),
+  );
+});
+
 after(async () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
   for (const d of dirs) await rm(d, { recursive: true, force: true });
