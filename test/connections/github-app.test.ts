@@ -8,12 +8,13 @@
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { generateKeyPairSync, randomBytes, verify } from "node:crypto";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import { sql, type SQL } from "drizzle-orm";
 import { boxSkipReason, testProvider } from "../box/fixture.js";
 import { privateAllow } from "../support/bound.js";
 import { startTestServer, type TestServer } from "../support/server.js";
@@ -258,6 +259,37 @@ describe("GitHub App installation tokens in the runtime folder", { skip: boxSkip
     );
     assert.equal(clone.exit_code, 0, clone.stdout + clone.stderr);
     assert.equal(clone.stdout.trim(), "hello private");
+    // the token is in the runtime folder alone: not in the clone's configuration, the home or /tmp;
+    // the App's private key is nowhere in the box; no stored row holds the token or the key in the clear
+    const token = gh.minted.at(-1)!.token;
+    const spread = await exec(
+      a,
+      `grep -rlsF -e '${token}' -e 'PRIVATE KEY' "$HOME" /tmp /run/warren/${a}; echo "rc=$?"`,
+    );
+    assert.equal(
+      spread.stdout.trim(),
+      `/run/warren/${a}/github-token.json\nrc=0`,
+      spread.stdout + spread.stderr,
+    );
+    const db = t.server.store.db;
+    const rowsOf = async <T>(q: SQL): Promise<T[]> => {
+      const res: unknown = await db.execute(q);
+      return (res as { rows: T[] }).rows;
+    };
+    const tables = await rowsOf<{ table_name: string }>(
+      sql`select table_name from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE'`,
+    );
+    for (const { table_name } of tables)
+      for (const needle of [token, "PRIVATE KEY"]) {
+        const rows = await rowsOf<{ n: number }>(
+          sql.raw(`select count(*)::int as n from "${table_name}" t where t::text like '%${needle}%'`),
+        );
+        assert.equal(
+          rows[0]!.n,
+          0,
+          `${table_name} holds ${needle === token ? "the token" : "the private key"}`,
+        );
+      }
     const mode = await exec(a, `stat -c '%a %u' /run/warren/${a} /run/warren/${a}/github-token.json`);
     assert.equal(mode.exit_code, 0, mode.stderr);
     const [dirLine, fileLine] = mode.stdout.trim().split("\n");
@@ -270,8 +302,10 @@ describe("GitHub App installation tokens in the runtime folder", { skip: boxSkip
     await until("a refreshed token", () => gh.minted.at(-1)!.token !== old.token);
     await until("the first token's expiry", () => Date.now() > old.expiresAt + 100);
     assert.equal(await gh.tryToken(old.token), 401);
-    const inFolder = await exec(a, `cat /run/warren/${a}/github-token.json`);
-    assert.notEqual(JSON.parse(inFolder.stdout).token, old.token);
+    // the folder holds the newest token (read on the host: the agent's answers are redacted of it)
+    const inFolder = JSON.parse(readFileSync(path.join(hostDir(), "github-token.json"), "utf8"));
+    assert.equal(inFolder.token, gh.minted.at(-1)!.token);
+    assert.notEqual(inFolder.token, old.token);
     const fetched = await exec(a, "git -C private fetch -q origin && git -C private log --oneline | wc -l");
     assert.equal(fetched.exit_code, 0, fetched.stdout + fetched.stderr);
     assert.equal(fetched.stdout.trim(), "1");
