@@ -302,7 +302,7 @@ describe("GitHub App installation tokens in the runtime folder", { skip: boxSkip
     await until("a refreshed token", () => gh.minted.at(-1)!.token !== old.token);
     await until("the first token's expiry", () => Date.now() > old.expiresAt + 100);
     assert.equal(await gh.tryToken(old.token), 401);
-    // the folder holds the newest token (read on the host: the agent's answers are redacted of it)
+    // the folder holds the newest token the scripted GitHub minted (read on the host)
     const inFolder = JSON.parse(readFileSync(path.join(hostDir(), "github-token.json"), "utf8"));
     assert.equal(inFolder.token, gh.minted.at(-1)!.token);
     assert.notEqual(inFolder.token, old.token);
