@@ -188,7 +188,10 @@ describe("secrets held by the egress proxy", { skip: boxSkipReason() ?? false },
       kind: "command",
       command:
         'printf %s "$WARREN_SECRET_API_TOKEN" | od -An -tx1 | tr -d " \\n"; echo; ' +
-        `curl -sS -H "Authorization: Bearer $WARREN_SECRET_API_TOKEN" https://api.example.com:${up.httpsPort}/hello`,
+        `curl -sS -H "Authorization: Bearer $WARREN_SECRET_API_TOKEN" https://api.example.com:${up.httpsPort}/hello; ` +
+        // a bound host that sends the header back gives the value to the box (docs/api.md says
+        // so): the run's output is still redacted of it
+        `curl -sS -H "Authorization: Bearer $WARREN_SECRET_API_TOKEN" https://api.example.com:${up.httpsPort}/reflect`,
     });
     assert.equal(started.status, 202, JSON.stringify(started.body));
     let run: { status: string; output: string };
@@ -200,7 +203,11 @@ describe("secrets held by the egress proxy", { skip: boxSkipReason() ?? false },
       await new Promise((r) => setTimeout(r, 50));
     }
     assert.equal(run.status, "succeeded", JSON.stringify(run));
-    assert.equal(run.output, `${hex(marker)}\nhello from api.example.com:${up.httpsPort}\n`);
+    assert.equal(
+      run.output,
+      `${hex(marker)}\nhello from api.example.com:${up.httpsPort}\nauthorization: Bearer [redacted]\n`,
+    );
+    assert.equal(up.seen.at(-1)?.authorization, `Bearer ${VALUE}`, "the reflecting host got the value");
     const records = await t.call("GET", `/api/agents/${a.id}/egress?limit=500`);
     const text = JSON.stringify(records.body);
     assert.ok(!text.includes(VALUE) && !text.includes(hex(VALUE)));

@@ -97,6 +97,8 @@ export async function startUpstreams(): Promise<Upstreams> {
     req.on("end", () => {
       if (url === "/hello") return void res.end(`hello from ${req.headers.host}\n`);
       if (url.startsWith("/echo")) return void res.end(Buffer.concat(body));
+      // a host that reflects the request's credentials (what a secret held by the proxy cannot protect)
+      if (url === "/reflect") return void res.end(`authorization: ${authorization ?? ""}\n`);
       if (url === "/simple/demo/")
         return void res
           .writeHead(200, { "content-type": "text/html" })
