@@ -308,10 +308,15 @@ for (const leg of dbLegs) {
     });
 
     test("a revoked connection's next call is refused with why", async () => {
+      // the connection's access token now (the last the resource server saw) is live at the provider
+      const current = rs.seen.at(-1)!.slice("Bearer ".length);
+      assert.ok(await op.provider.AccessToken.find(current), "the current access token is live");
       const r = await t.call("POST", `/api/connections/${connectionId}/revoke`);
       assert.equal(r.status, 200, JSON.stringify(r.body));
       assert.equal(r.body.status, "revoked");
       assert.match(r.body.status_reason, /revoked by operator@localhost/);
+      // revoked at the provider too (it has a revocation endpoint)
+      assert.equal(await op.provider.AccessToken.find(current), undefined, "the provider still honours it");
       const before = rs.seen.length;
       anth.script([
         { tool_calls: [{ name: "api", input: { method: "GET", path: "me" } }] },
