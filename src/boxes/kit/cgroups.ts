@@ -131,8 +131,16 @@ export async function destroyBoxCgroups(
 /** What one cgroup (the same path in every hierarchy) has used, and its limits. */
 export type CgroupUsage = UsageSample;
 
+/**
+ * A file of the cgroup's, read from the hierarchy that has it: on v1 the one whose mount names
+ * the file's controller (`memory.stat` under `.../memory/...`, `cpuacct.usage` under
+ * `.../cpu,cpuacct/...`) is tried first, then the others, so a read costs one open, not one
+ * failed open per other hierarchy (the health tick reads every box's usage each second).
+ */
 function readText(dirs: string[], file: string): string | null {
-  for (const d of dirs) {
+  const controller = file.slice(0, file.indexOf("."));
+  const owns = (d: string) => d.split("/").some((seg) => seg.split(",").includes(controller));
+  for (const d of dirs.length > 1 ? [...dirs.filter(owns), ...dirs.filter((d) => !owns(d))] : dirs) {
     try {
       return fs.readFileSync(path.join(d, file), "utf8");
     } catch {
@@ -162,7 +170,8 @@ export function keyed(text: string | null, key: string): number {
 
 /** Reads a cgroup's usage; `dirs` are its folder in each hierarchy (one on v2). */
 export function readCgroupUsage(dirs: string[]): CgroupUsage {
-  const v2 = readText(dirs, "cgroup.controllers") !== null;
+  // v2 has one hierarchy, so one folder; several folders are v1's hierarchies
+  const v2 = dirs.length === 1 && readText(dirs, "cgroup.controllers") !== null;
   const limitOf = (n: number | null): number | null => (n === null || n >= 2 ** 60 ? null : n); // v1's "unlimited" is a huge number
   if (v2) {
     const stat = readText(dirs, "memory.stat");
