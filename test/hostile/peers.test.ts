@@ -653,6 +653,49 @@ attempt("udp_bind_other_block", lambda: socket.socket(socket.AF_INET, socket.SOC
     }
   });
 
+  it("the runtime folder on a shared machine: its agent's alone; another agent gets EACCES though it reads the homes", async () => {
+    const m = await t.call("POST", "/api/machines", {
+      org_id: org.id,
+      name: "shared-run",
+      trust: "shared",
+      memory_mib: 512,
+    });
+    assert.equal(m.status, 201, JSON.stringify(m.body));
+    const made: Agent[] = [];
+    for (const name of ["a", "b"])
+      made.push((await t.call("POST", "/api/agents", { org_id: org.id, machine_id: m.body.id, name })).body);
+    const [a, b] = made as [Agent, Agent];
+    try {
+      const own = await exec(a, {
+        command: `stat -c '%a %u' /run/warren/${a.id}; id -u; echo x > ~/shared.txt`,
+      });
+      assert.equal(own.exit_code, 0, own.stderr);
+      const [mode, uid] = own.stdout.trim().split("\n");
+      assert.equal(mode, `700 ${uid}`, own.stdout);
+      const r = await exec(b, {
+        argv: [
+          "python3",
+          "-c",
+          PRELUDE +
+            `
+attempt("home", lambda: open("/home/${a.id}/shared.txt").read().strip())
+attempt("runtime", lambda: os.listdir("/run/warren/${a.id}"))
+attempt("runtime_write", lambda: open("/run/warren/${a.id}/planted", "w").write("x"))
+attempt("own", lambda: len(os.listdir("/run/warren/${b.id}")) >= 0)
+`,
+        ],
+      });
+      const got = results(r.stdout);
+      // the shared machine's read of another home holds (the control), the runtime folder does not
+      assert.equal(got.home, "OK x", r.stdout + r.stderr);
+      assert.equal(got.runtime, "EACCES", r.stdout + r.stderr);
+      assert.equal(got.runtime_write, "EACCES", r.stdout + r.stderr);
+      assert.equal(got.own, "OK True", r.stdout + r.stderr);
+    } finally {
+      await t.call("POST", `/api/machines/${m.body.id}/stop`);
+    }
+  });
+
   it("files the host would run: warren runs nothing from a home", async () => {
     const { m, agents } = await machine("persist", ["a"]);
     const a = agents[0]!;
