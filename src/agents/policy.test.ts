@@ -98,6 +98,29 @@ test("policy schema defaults and strictness", () => {
   assert.equal(sandboxPolicySchema.safeParse({ network: { allow: ["*"] } }).success, false);
 });
 
+test('network.ask: host patterns as in allow, or "*" (alone or as an entry); nothing else', () => {
+  for (const ask of ["*", ["*"], ["*.example.com", "api.example.org:8443", "10.0.0.0/8"], []])
+    assert.equal(
+      sandboxPolicySchema.safeParse({ network: { allow: [], ask } }).success,
+      true,
+      JSON.stringify(ask),
+    );
+  for (const ask of [
+    "all",
+    "*.example.com",
+    ["*.com"],
+    ["https://api.example.com/"],
+    ["ex ample.com"],
+    [""],
+    Array.from({ length: 129 }, (_, i) => `h${i}.example.com`),
+  ])
+    assert.equal(
+      sandboxPolicySchema.safeParse({ network: { allow: [], ask } }).success,
+      false,
+      JSON.stringify(ask),
+    );
+});
+
 test("a command's file access: the system, its home, /tmp and /dev, then the policy", () => {
   const empty = sandboxPolicySchema.parse({});
   const a = fileAccessOf(empty, { home: "/home/a", shared: false });
