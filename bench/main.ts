@@ -451,6 +451,21 @@ async function burstRows(): Promise<void> {
       met: yesNo(b.burst.p50 <= 300 && b.burst.p95 <= 600),
       data: { ...b.burst, wall_ms: b.wallMs, pool },
     });
+    // what the burst costs the host, and the wall time that cost alone needs on its cores
+    rows.push({
+      what: `    its CPU: ${fmt(b.cpu.perMachineMs)} ms per machine, every process (diagnostic); ${b.cpu.cores} cores busy all along need ≥ ${fmt(b.cpu.wallFloorMs)} ms for the ${b.burst.n}`,
+      p50: "",
+      p99: "",
+      vsFloor: "",
+      target: "",
+      met: "",
+      data: {
+        cpu_ms_per_machine: b.cpu.perMachineMs,
+        cores: b.cpu.cores,
+        wall_floor_ms: b.cpu.wallFloorMs,
+        pool,
+      },
+    });
   }
 }
 
