@@ -135,9 +135,16 @@ describe("egress approvals (network.ask)", { skip: boxSkipReason() ?? false }, (
       assert.equal(r.decision, "allowed");
       assert.match(r.reason, /^allowed by .+'s approval for this run/);
     }
-    // the allow was this run's: the agent's next run asks again (refused here: the hold expires)
+    // the allow was this run's: the agent's list is unchanged, and its next run asks again
     const policy = (await t.call("GET", `/api/agents/${a.id}`)).body.sandbox_policy;
     assert.deepEqual(policy.network.allow, [`pkg.test:${up.httpPort}`]);
+    const next = await start(`curl -sS -w ' %{http_code}\\n' ${url}`);
+    const again = await waitingOne(next);
+    assert.notEqual(again.id, ap.id);
+    assert.deepEqual(again.arguments, ap.arguments);
+    assert.equal((await decide(again, { decision: "deny" })).status, 200);
+    assert.match((await ended(next)).output as string, /was denied by [^\n]+\n 403\n$/);
+    assert.equal(seenBy("api.example.com"), 2, "the next run's request reached nothing");
   });
 
   test("a plain request's approval is bound to its method: another method to the same host asks again", async () => {
