@@ -39,6 +39,9 @@ export interface EnvironmentsOptions {
   build?: typeof buildLayer;
 }
 
+/** One proposal's bounds (EnvProposalCreateRequest's), whichever door it comes through. */
+const PROPOSAL_MAX = { packages: 50, npm: 20, why: 2000 };
+
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 function revisionView(r: RevisionRow, withLog = false): EnvRevision {
@@ -207,6 +210,14 @@ export class Environments {
     }
     if (input.packages.length === 0 && (input.npm ?? []).length === 0)
       throw new WarrenError("request.invalid", "packages: name at least one package");
+    // the API's bounds, held here too: an agent's env_propose reaches this without the HTTP schema
+    if (input.packages.length > PROPOSAL_MAX.packages)
+      throw new WarrenError("request.invalid", `packages: at most ${PROPOSAL_MAX.packages} in one proposal`);
+    if ((input.npm ?? []).length > PROPOSAL_MAX.npm)
+      throw new WarrenError("request.invalid", `npm: at most ${PROPOSAL_MAX.npm} in one proposal`);
+    const why = input.why.trim();
+    if (why.length === 0 || why.length > PROPOSAL_MAX.why)
+      throw new WarrenError("request.invalid", `why: say why in 1 to ${PROPOSAL_MAX.why} characters`);
     // every name checked before apt or npm is asked anything
     for (const name of input.packages) checkDebian(name);
     for (const p of input.npm ?? []) checkNpm(p.name, p.version || undefined);
@@ -222,7 +233,7 @@ export class Environments {
         proposedBy: "agent" in by ? by.agent.id : by.who.email,
         packages,
         npm,
-        why: input.why,
+        why,
         state: "pending",
       })
       .returning();

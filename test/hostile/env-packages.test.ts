@@ -10,7 +10,9 @@ import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/pr
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import type { Access } from "../../src/access/index.js";
 import { buildLayer, EnvBuildFailed, resolveDebian } from "../../src/machines/env-build.js";
+import { Environments } from "../../src/machines/environment.js";
 import { boxSkipReason } from "../box/fixture.js";
 import { waitFor } from "../conversations/support.js";
 import { eventsOfType, putHomeFile, runAgent } from "../support/agent-runs.js";
@@ -143,6 +145,35 @@ describe("hostile environment package names", () => {
     assert.deepEqual(await ran(), [], "nothing ran");
   });
 
+  test("an agent's proposal is held to the API's bounds without the HTTP schema", async () => {
+    // the service an agent's env_propose calls, as the server makes it (no HTTP schema in front)
+    const envs = new Environments({
+      db: t.server.store.db,
+      access: {} as Access,
+      logger: t.server.logger,
+      root: path.join(tmp, "environments"),
+      base: "host",
+    });
+    const by = { agent: { id: agent, machineId: machine } };
+    const many = Array.from({ length: 51 }, (_, i) => `pkg${i}`);
+    const cases: [Parameters<Environments["propose"]>[2], RegExp][] = [
+      [{ packages: many, why: "all of them" }, /packages: at most 50/],
+      [
+        { packages: ["hello"], npm: many.slice(0, 21).map((name) => ({ name })), why: "x" },
+        /npm: at most 20/,
+      ],
+      [{ packages: ["hello"], why: "w".repeat(2001) }, /why:/],
+      [{ packages: ["hello"], why: " \n\t " }, /why:/],
+    ];
+    for (const [input, field] of cases)
+      await assert.rejects(
+        envs.propose(by, machine, input),
+        (e: any) => e.code === "request.invalid" && field.test(e.message),
+        JSON.stringify(input).slice(0, 80),
+      );
+    await nothingStored();
+  });
+
   test(
     "an agent's env_propose with a hostile name is refused, nothing stored",
     {
@@ -158,6 +189,17 @@ describe("hostile environment package names", () => {
       assert.equal(run.status, "succeeded", JSON.stringify(events).slice(0, 2000));
       const results = JSON.stringify(eventsOfType(events, "tool_call"));
       assert.match(results, /not a Debian package name/);
+      await nothingStored();
+      // a proposal past the API's bounds through the tool: refused the same way
+      const many = Array.from({ length: 51 }, (_, i) => `pkg${i}`);
+      const over = [
+        { tool_calls: [{ name: "env_propose", input: { packages: many, why: "x" } }] },
+        { text: "done" },
+      ];
+      await putHomeFile(t, agent, "turns.json", JSON.stringify({ turns: over }));
+      const second = await runAgent(t, agent, "propose many");
+      assert.equal(second.run.status, "succeeded", JSON.stringify(second.events).slice(0, 2000));
+      assert.match(JSON.stringify(eventsOfType(second.events, "tool_call")), /at most 50/);
       await nothingStored();
     },
   );
