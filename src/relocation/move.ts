@@ -28,7 +28,7 @@ export interface MovesOptions {
   machines: Machines;
   layout: HomeLayout;
   control: MachineControl;
-  registry: Pick<GenerationRegistry, "forAgent" | "waiters">;
+  registry: Pick<GenerationRegistry, "holdForMove">;
   logger: Logger;
 }
 
@@ -36,18 +36,27 @@ export class Moves {
   constructor(private readonly o: MovesOptions) {}
 
   async move(who: Identity, agentId: string, machineId: string): Promise<Agent> {
-    const { db, agents, machines, layout } = this.o;
+    const { agents, machines } = this.o;
     const agent = await agents.load(who, agentId, "write");
     const target = await machines.load(who, machineId, "write");
     if (target.orgId !== agent.orgId) throw new WarrenError("not_found", "machine was not found");
     if (target.id === agent.machineId)
       throw new WarrenError("request.invalid", "machine_id: the agent already lives on this machine");
-    const busy = this.o.registry.forAgent(agent.id);
-    if (busy || this.o.registry.waiters(agent.id).length > 0)
-      throw new WarrenError(
-        "generation.busy",
-        `the agent has ${busy ? `run ${busy.runId} going on` : "runs waiting"}: move it once they end`,
-      );
+    // no run of the agent goes on or waits, and none starts until the move is over
+    const letGo = this.o.registry.holdForMove(agent.id, agent.orgId);
+    try {
+      return await this.#move(who, agent, target);
+    } finally {
+      letGo();
+    }
+  }
+
+  async #move(
+    who: Identity,
+    agent: Awaited<ReturnType<Agents["load"]>>,
+    target: Awaited<ReturnType<Machines["load"]>>,
+  ): Promise<Agent> {
+    const { db, agents, layout } = this.o;
     // room first: a slot and the disk its cap reserves
     const others = await db
       .select({ slot: schema.agents.slot, cap: schema.agents.maxWorkspaceMib })

@@ -149,3 +149,26 @@ test("closed: what waited is handed back and nothing starts any more", () => {
     (e) => e instanceof WarrenError && e.code === "box.unavailable",
   );
 });
+
+test("an agent held for a move: refused while busy; its runs refused, never queued, until let go", () => {
+  const { r, started, put, end } = line();
+  const busy = (e: unknown) => e instanceof WarrenError && e.code === "generation.busy";
+  assert.equal(put("run_1", "agt_a"), "started");
+  assert.throws(() => r.holdForMove("agt_a", "org_1"), busy, "a run goes on");
+  assert.equal(put("run_2", "agt_a"), "queued");
+  end("run_1");
+  assert.throws(() => r.holdForMove("agt_a", "org_1"), busy, "a run goes on after one that waited");
+  end("run_2");
+  const letGo = r.holdForMove("agt_a", "org_1");
+  assert.throws(() => r.holdForMove("agt_a", "org_1"), busy, "moved once at a time");
+  for (const wait of [false, true])
+    assert.throws(
+      () => put(`run_w${wait}`, "agt_a", "org_1", wait),
+      (e) => busy(e) && /being moved/.test((e as Error).message),
+    );
+  assert.deepEqual(r.waiters("agt_a"), [], "nothing waits to start where the agent was");
+  assert.equal(put("run_3", "agt_b"), "started", "another agent is not held");
+  letGo();
+  assert.equal(put("run_4", "agt_a"), "started");
+  assert.deepEqual(started, ["run_1", "run_2", "run_3", "run_4"]);
+});

@@ -59,6 +59,8 @@ export class GenerationRegistry {
   #closed = false;
   /** Agents being deleted: no run of theirs is taken. */
   readonly #closing = new Set<string>();
+  /** Agents being moved to another machine: no run of theirs starts or waits meanwhile. */
+  readonly #moving = new Set<string>();
 
   /**
    * `orgMax`: how many generations one organisation may have going on at once; `bounds`: how
@@ -95,6 +97,11 @@ export class GenerationRegistry {
     if (this.#closed) throw new WarrenError("box.unavailable", "the server is stopping; start the run again");
     if (this.#closing.has(w.agentId))
       throw new WarrenError("not_found", "agent was not found (it is being deleted)");
+    if (this.#moving.has(w.agentId))
+      throw new WarrenError(
+        "generation.busy",
+        `agent ${w.agentId} is being moved to another machine; start the run again once it is there`,
+      );
     const busy = this.#blocker(w, this.#waitingOfAgent);
     if (!busy) {
       w.start(this.acquire(w.agentId, w.runId, w.orgId));
@@ -125,6 +132,23 @@ export class GenerationRegistry {
   /** How many runs wait: of the agent, of the organisation. */
   queued(agentId: string, orgId: string): { agent: number; org: number } {
     return { agent: this.#waitingOfAgent.get(agentId) ?? 0, org: this.#waitingOfOrg.get(orgId) ?? 0 };
+  }
+
+  /**
+   * Holds the agent while it moves to another machine (its home is copied, then its row
+   * switched): refused with generation.busy while a run of it goes on or waits; until the
+   * answer is called, every run asked of it is refused the same way (none waits in line, as a
+   * waiting run would start on the machine it was asked on).
+   */
+  holdForMove(agentId: string, orgId: string): () => void {
+    if (this.#byAgent.has(agentId) || this.#waitingOfAgent.has(agentId))
+      throw this.#refusal("agent_busy", agentId, orgId);
+    if (this.#moving.has(agentId))
+      throw new WarrenError("generation.busy", `agent ${agentId} is being moved already`);
+    this.#moving.add(agentId);
+    return () => {
+      this.#moving.delete(agentId);
+    };
   }
 
   /** Takes a waiting run out of line (cancelled before it started); false when it is not waiting. */

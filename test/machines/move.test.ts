@@ -95,6 +95,58 @@ describe("moving an agent", { skip: boxSkipReason() ?? false }, () => {
     assert.equal((await t.call("GET", `/api/agents/${agent}`)).body.machine_id, m2);
   });
 
+  test("while it moves, a run asked of it is refused and none waits; its next run is on the target", async () => {
+    const homes = t.server.provider.homes;
+    const real = homes.prepareHome.bind(homes);
+    let reached!: () => void;
+    const atCopy = new Promise<void>((r) => (reached = r));
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    // the move held just before it copies the home, until the runs below were asked
+    homes.prepareHome = async (...args) => {
+      reached();
+      await gate;
+      return real(...args);
+    };
+    try {
+      const moving = t.call("POST", `/api/agents/${agent}/move`, { machine_id: m1 });
+      await atCopy;
+      for (const wait of [false, true]) {
+        const r = await t.call("POST", `/api/agents/${agent}/runs`, {
+          kind: "command",
+          command: "echo lost > late.txt",
+          wait,
+        });
+        assert.equal(r.status, 409, `wait: ${wait}: ${JSON.stringify(r.body)}`);
+        assert.equal(r.body.error.code, "generation.busy");
+        assert.match(r.body.error.message, /being moved/);
+      }
+      const twice = await t.call("POST", `/api/agents/${agent}/move`, { machine_id: small });
+      assert.equal(twice.status, 409, JSON.stringify(twice.body));
+      assert.equal(twice.body.error.code, "generation.busy");
+      open();
+      const moved = await moving;
+      assert.equal(moved.status, 200, JSON.stringify(moved.body));
+      assert.equal(moved.body.machine_id, m1);
+    } finally {
+      homes.prepareHome = real;
+      open();
+    }
+    const runs = (await t.call("GET", `/api/agents/${agent}/runs`)).body.items;
+    assert.ok(
+      runs.every((r: any) => !r.argv.join(" ").includes("late.txt")),
+      "no refused run was kept to start later",
+    );
+    const next = await runDone(
+      (m, u, b) => t.call(m, u, b),
+      agent,
+      "cat notes/a.txt; test -e late.txt && echo late || echo none",
+    );
+    assert.equal(next.status, "succeeded", JSON.stringify(next));
+    assert.equal(next.machine_id, m1);
+    assert.equal(next.output, "kept\nnone\n");
+  });
+
   test("a busy agent is refused with 409 generation.busy", async () => {
     const r = await t.call("POST", `/api/agents/${agent}/runs`, {
       kind: "command",
@@ -106,7 +158,7 @@ describe("moving an agent", { skip: boxSkipReason() ?? false }, () => {
         if (Date.now() > end) throw new Error("the run never started");
         await new Promise((res) => setTimeout(res, 30));
       }
-      const busy = await t.call("POST", `/api/agents/${agent}/move`, { machine_id: m1 });
+      const busy = await t.call("POST", `/api/agents/${agent}/move`, { machine_id: m2 });
       assert.equal(busy.status, 409);
       assert.equal(busy.body.error.code, "generation.busy");
     } finally {
