@@ -4,8 +4,9 @@
 // the resource server sees the bearer while no box environment, stored record or model request
 // holds it, the token is refreshed before it expires, and a revoked connection's next call is
 // refused with why. A guild's connection is used by an MCP tool of every agent of the guild as
-// that account, and refused to an agent it is not granted to. The server's outbound proxy
-// (WARREN_OUTBOUND_PROXY) carries the code exchange, the refresh and the tools' calls.
+// that account, refused to an agent it is not granted to and used by it once granted by name
+// (an agent grant). The server's outbound proxy (WARREN_OUTBOUND_PROXY) carries the code
+// exchange, the refresh and the tools' calls.
 import assert from "node:assert/strict";
 import http from "node:http";
 import net, { type AddressInfo } from "node:net";
@@ -452,6 +453,24 @@ for (const leg of dbLegs) {
       const call = eventsOfType(refused.events, "tool_call").find((e) => e.tool === "api");
       assert.match(JSON.stringify(call), /the connection team is not granted to this agent/);
       assert.equal(rs.seen.length, seen, "nothing reached the resource server");
+
+      // granted to that agent by name, its next call goes out with the connection's bearer
+      const granted = await t.call("PUT", `/api/connections/${started.body.connection.id}/grants`, {
+        grants: [
+          { scope: "guild", id: guild.id },
+          { scope: "agent", id: outsider },
+        ],
+      });
+      assert.equal(granted.status, 200, JSON.stringify(granted.body));
+      anth.script([
+        { tool_calls: [{ name: "api", input: { method: "GET", path: "me" } }] },
+        { text: "Done." },
+      ]);
+      const used = await runAgent(t, outsider, "who am I now?");
+      assert.equal(used.run.status, "succeeded", JSON.stringify(used.run));
+      assert.equal(rs.seen.length, seen + 1);
+      const bearer = rs.seen.at(-1)!.slice("Bearer ".length);
+      assert.equal((await op.provider.AccessToken.find(bearer))?.accountId, "alice");
     });
   });
 }
