@@ -237,6 +237,10 @@ describe("egress approvals (network.ask)", { skip: boxSkipReason() ?? false }, (
     ]);
     const versions = (await t.call("GET", `/api/agents/${a.id}/versions`)).body.items;
     assert.equal(versions.length, before + 1);
+    const newest = versions.reduce((x: any, y: any) => (y.version > x.version ? y : x));
+    assert.ok(allowed.body.decided_by, JSON.stringify(allowed.body));
+    assert.equal(newest.created_by, allowed.body.decided_by, "the new version is the decider's");
+    assert.equal(newest.current, true);
     // the next run reaches it by the list: no approval
     const next = await start(`curl -sS -w ' %{http_code}\\n' http://example.com:${up.httpPort}/hello`);
     assert.equal((await ended(next)).output, `hello from example.com:${up.httpPort}\n 200\n`);
