@@ -3,7 +3,8 @@
 // (HttpOnly, SameSite=Lax), is who the verified email says, signs out; a personal token made
 // in that session works with the CLI (`warren login`) and stops working once revoked; an
 // unverified email is refused. A session's cookie older than WARREN_SESSION_ROTATE_S gets a new
-// value and the old one stops working.
+// value and the old one stops working. The app itself shows Sign in to a browser without a
+// session, who is signed in, and Sign out.
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm, stat } from "node:fs/promises";
@@ -165,6 +166,33 @@ describe("sign-in by OIDC", { skip: existsSync(CHROMIUM) ? false : "chromium is 
     const text = await page.textContent("body");
     assert.match(text ?? "", /signin\.failed.*not verified mallory@example\.com/);
     assert.equal((await me()).status, 401);
+  });
+
+  test("the app: without a session it shows Sign in; through the provider and back it shows who, and Sign out ends it", async () => {
+    await page.evaluate(async () => fetch("/auth/logout", { method: "POST" }));
+    await ctx.clearCookies();
+    await page.goto(`${t.url}/connections`);
+    await page.getByRole("heading", { name: "Sign in", level: 1 }).waitFor();
+    assert.equal(await page.getByTestId("signed-in-as").count(), 0);
+    await page.getByRole("link", { name: "Sign in" }).click();
+    await page.waitForURL((u) => u.origin === op.issuer);
+    await page.fill('input[name="login"]', "alice");
+    await page.fill('input[name="password"]', "any");
+    await page.click('button[type="submit"]');
+    await page.waitForURL((u) => u.pathname.startsWith("/interaction/") || u.origin === t.url);
+    if (new URL(page.url()).pathname.startsWith("/interaction/")) await page.click('button[type="submit"]');
+    // back on the page it was on, signed in
+    await page.waitForURL(`${t.url}/connections`);
+    await page.getByRole("heading", { name: "Connections", level: 1 }).waitFor();
+    assert.equal(await page.getByTestId("signed-in-as").innerText(), "alice@example.com");
+    assert.equal(await page.getByRole("heading", { name: "Sign in", level: 1 }).count(), 0);
+    assert.equal((await me()).status, 200);
+
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForURL(`${t.url}/`);
+    await page.getByRole("heading", { name: "Sign in", level: 1 }).waitFor();
+    assert.equal((await me()).status, 401);
+    assert.equal(await page.getByTestId("signed-in-as").count(), 0);
   });
 });
 

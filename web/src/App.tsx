@@ -9,6 +9,7 @@ import { SecretsPage } from "./pages/Secrets";
 import { ConnectionsPage } from "./pages/Connections";
 import { OrgUsagePage } from "./pages/Usage";
 import { Loading } from "./ui";
+import { Account, SignedIn } from "./account";
 
 const ThreadPage = lazy(() => import("./pages/Thread").then((m) => ({ default: m.ThreadPage })));
 const NotesPage = lazy(() => import("./pages/Notes").then((m) => ({ default: m.NotesPage })));
@@ -96,9 +97,12 @@ export function App() {
             Connections
           </Link>
         </nav>
+        <Account />
       </header>
       <main id="main" tabIndex={-1}>
-        <Page />
+        <SignedIn>
+          <Page />
+        </SignedIn>
       </main>
     </>
   );
