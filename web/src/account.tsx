@@ -19,7 +19,7 @@ async function whoAmI(): Promise<Me | null> {
   return (await r.json()) as Me;
 }
 
-export const useMe = () => useQuery({ queryKey: ["me"], queryFn: whoAmI, staleTime: 60_000 });
+const useMe = () => useQuery({ queryKey: ["me"], queryFn: whoAmI, staleTime: 60_000 });
 
 const signInHref = () =>
   `/auth/login?return_to=${encodeURIComponent(window.location.pathname + window.location.search)}`;
