@@ -168,13 +168,13 @@ export async function buildServices(
     specOf: (agent) => specs.of(agent),
     logger,
   });
-  // machines' environments: layers built outside the boxes, proposals decided by owners
+  // machines' environments over a base (the host's folders on local and oci, the Pods' image on kubernetes)
   const environments = new Environments({
     db,
     access,
     logger,
     root: base.state.environments,
-    base: provider.name === "local" ? "host" : `host folders over the boxes' image (${provider.name})`,
+    base: provider.name === "kubernetes" ? config.WARREN_K8S_IMAGE : "host",
   });
   const workloads = new Workloads({
     ...{ db, runtime, homes: layout, secrets, staging, logger, workspaces },
