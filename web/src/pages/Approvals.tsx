@@ -2,6 +2,8 @@
 // the run's page). Each shows the exact call (tool, arguments, the policy version that asked,
 // the arguments' SHA-256); Allow and Deny send that digest, so a decision never lands on
 // another call: one that is no longer waiting, or whose arguments changed, is 409 approval.stale.
+// An egress approval (a host a run asked to reach) may also be allowed with its host:port
+// added to the agent's allow list, as a new version by the decider (add_to_policy).
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import type { Approval } from "warren/sdk";
@@ -28,11 +30,13 @@ function ApprovalCard({
   onStale: (err: unknown) => void;
 }) {
   const [message, setMessage] = useState("");
+  // "keep": allow an egress approval and add its host:port to the agent's allow list
   const decide = useMutation({
-    mutationFn: (decision: "allow" | "deny") =>
+    mutationFn: (choice: "allow" | "deny" | "keep") =>
       warren.approvals.decide(a.id, {
-        decision,
+        decision: choice === "deny" ? "deny" : "allow",
         args_sha256: a.args_sha256,
+        ...(choice === "keep" ? { add_to_policy: true } : {}),
         ...(message.trim() ? { message: message.trim() } : {}),
       }),
     onSuccess: onDecided,
@@ -122,6 +126,18 @@ function ApprovalCard({
             >
               ✓ Allow
             </Action>
+            {a.tool === "egress" && (
+              <Action
+                type="button"
+                className="allow"
+                onClick={() => decide.mutate("keep")}
+                busy={decide.isPending && decide.variables === "keep"}
+                disabled={decide.isPending}
+                aria-label={`Allow and add to ${agentName}'s allow list`}
+              >
+                ✓ Allow and add to the policy
+              </Action>
+            )}
             <Action
               type="submit"
               className="deny"
