@@ -4,6 +4,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { boxSkipReason } from "../box/fixture.js";
+import { assistantAgent, runEnded, say } from "../conversations/support.js";
+import { privateAllow } from "../support/bound.js";
+import { startFakeOpenAI, type FakeModelServer } from "../support/fake-models.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const terminal = ["succeeded", "failed", "timed_out", "cancelled", "lost"];
@@ -13,6 +16,7 @@ describe("a run whose box cannot start waits", { skip: boxSkipReason() ?? false 
   let machine: { id: string };
   let agent: { id: string };
   let realStart: TestServer["server"]["provider"]["start"];
+  let fake: FakeModelServer;
 
   const get = async (id: string) => (await t.call("GET", `/api/runs/${id}`)).body;
   const until = async (id: string, pred: (r: any) => boolean, what: string, ms = 30_000) => {
@@ -33,7 +37,8 @@ describe("a run whose box cannot start waits", { skip: boxSkipReason() ?? false 
   };
 
   before(async () => {
-    t = await startTestServer();
+    fake = await startFakeOpenAI();
+    t = await startTestServer({ listen: true, env: { WARREN_EGRESS_PRIVATE_ALLOW: privateAllow(fake) } });
     realStart = t.server.provider.start.bind(t.server.provider);
     const org = (await t.call("POST", "/api/orgs", { name: "placement" })).body;
     machine = (await t.call("POST", "/api/machines", { org_id: org.id, name: "m" })).body;
@@ -41,7 +46,8 @@ describe("a run whose box cannot start waits", { skip: boxSkipReason() ?? false 
   });
   after(async () => {
     up();
-    await t.close();
+    await t?.close();
+    await fake?.close();
   });
 
   test("queued with its reason while the box cannot start, then runs once it can", async () => {
@@ -86,5 +92,45 @@ describe("a run whose box cannot start waits", { skip: boxSkipReason() ?? false 
     } finally {
       up();
     }
+  });
+
+  test("a turn waits with its reason while its machine's last start failed, then runs", async () => {
+    assert.equal((await t.call("POST", `/api/machines/${machine.id}/stop`)).status, 200);
+    const org = (await t.call("GET", `/api/machines/${machine.id}`)).body.org_id as string;
+    fake.script([
+      { tool_calls: [{ name: "run_command", input: { command: "echo turned" } }] },
+      { text: "ran it once placed" },
+    ]);
+    const talker = await assistantAgent(t, { org, machine: machine.id }, "talker", {
+      baseUrl: fake.baseUrl,
+      model: "m",
+      tools: ["run_command"],
+    });
+    const c = (await t.call("POST", `/api/agents/${talker.id}/conversations`, {})).body;
+    let turn = "";
+    down();
+    try {
+      // a command run makes the box's start fail: the machine says so
+      const first = await t.call("POST", `/api/agents/${agent.id}/runs`, {
+        kind: "command",
+        command: "echo first",
+        timeout_s: 120,
+      });
+      await until(first.body.id, (x) => x.status_reason !== null, "waiting with a reason");
+      const m = (await t.call("GET", `/api/machines/${machine.id}`)).body;
+      assert.match(m.state_reason ?? "", /^start failed/);
+      turn = await say(t, c.id, "run it");
+      const waiting = await until(turn, (x) => x.status_reason !== null, "a turn waiting with a reason");
+      assert.equal(waiting.status, "queued");
+      assert.match(waiting.status_reason, /waiting for its machine's box to start: .*no room/);
+      assert.equal(fake.requests.length, 0, "no model was asked while the turn waited");
+    } finally {
+      up();
+    }
+    const done = await runEnded(t, turn);
+    assert.equal(done.status, "succeeded", JSON.stringify(done));
+    assert.equal(done.machine_id, machine.id);
+    const texts = (await t.call("GET", `/api/conversations/${c.id}/messages`)).body.items;
+    assert.match(JSON.stringify(texts), /ran it once placed/);
   });
 });
