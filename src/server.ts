@@ -110,7 +110,10 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
     // what the lost runs left in their boxes and workspaces, found by label
     const { staging, workspaces } = s;
     await recoverLeftovers({ db: base.store.db, staging, workspaces, machineDirs, logger: base.logger });
-    const recovered = await s.runtime.recover();
+    // the operator allowed a start without the provider's parts: its boxes are taken back once it answers
+    const providerChecks = Object.keys(base.provider.hostProbes({ repair: false }));
+    const later = providerChecks.some((c) => (config.WARREN_ALLOW_DEGRADED as readonly string[]).includes(c));
+    const recovered = await s.runtime.recover({ later });
     if (recovered.adopted.length || recovered.reaped.length) base.logger.info(recovered, "boxes recovered");
     // the runs and turns the last server suspended go on (resume.ts); the ticker, once the rest are lost
     await Promise.all([s.resumer.takeUp(), s.conversations.takeUp()]).then(() => s.firer.start());

@@ -54,6 +54,9 @@ type MachineRow = typeof schema.machines.$inferSelect;
 
 export class BoxLifecycle {
   readonly warm: WarmPool;
+  /** The provider did not answer at boot: the last server's boxes are taken back at the next start. */
+  #adoptionPending = false;
+  #adopting: Promise<void> | null = null;
 
   constructor(
     private readonly o: LifecycleOptions,
@@ -148,6 +151,8 @@ export class BoxLifecycle {
       live.lastActivity = Date.now();
       return live.boxd;
     }
+    // boxes the last server left are taken back before any starts (a machine never has two)
+    if (this.#adoptionPending) await this.#adoptPending();
     return this.live.serial(machineId, async () => {
       const again = this.live.get(machineId);
       if (again && !again.paused) return again.boxd;
@@ -284,10 +289,55 @@ export class BoxLifecycle {
 
   /**
    * At boot: adopt the live boxes of machines we know, reap every other box, and mark
-   * machines whose box is gone as stopped. A machine never has two boxes.
+   * machines whose box is gone as stopped. A machine never has two boxes. With `later` (a
+   * degraded start the operator allowed for the provider's checks), a provider that does not
+   * answer leaves this for the next box start (`pending`): until it answers, starts fail with
+   * box.unavailable naming it, and runs wait with that reason.
    */
-  async recover(): Promise<{ adopted: string[]; reaped: string[] }> {
-    const boxes = await this.o.provider.list({ "warren.kind": "machine" });
+  async recover(
+    o: { later?: boolean } = {},
+  ): Promise<{ adopted: string[]; reaped: string[]; pending?: true }> {
+    let boxes: BoxHandle[];
+    try {
+      boxes = await this.o.provider.list({ "warren.kind": "machine" });
+    } catch (err) {
+      if (!o.later) throw err;
+      this.#adoptionPending = true;
+      this.o.logger.warn(
+        { provider: this.o.provider.name, err: messageOf(err) },
+        `the ${this.o.provider.name} provider does not answer: the boxes of the last server are taken back once it does (at the next box start); until then no box starts and runs wait`,
+      );
+      return { adopted: [], reaped: [], pending: true };
+    }
+    return this.#takeBack(boxes);
+  }
+
+  /** Takes back the last server's boxes now (once, whoever asks), or says the provider is down. */
+  async #adoptPending(): Promise<void> {
+    this.#adopting ??= (async () => {
+      const boxes = await this.o.provider.list({ "warren.kind": "machine" });
+      const r = await this.#takeBack(boxes);
+      this.#adoptionPending = false;
+      this.o.logger.info(
+        { provider: this.o.provider.name, ...r },
+        `the ${this.o.provider.name} provider answers again: the boxes of the last server are taken back`,
+      );
+    })().finally(() => {
+      this.#adopting = null;
+    });
+    try {
+      await this.#adopting;
+    } catch (err) {
+      throw new WarrenError(
+        "box.unavailable",
+        `the machine's box could not be started: the ${this.o.provider.name} provider is down (${messageOf(err)})`,
+        undefined,
+        { cause: err },
+      );
+    }
+  }
+
+  async #takeBack(boxes: BoxHandle[]): Promise<{ adopted: string[]; reaped: string[] }> {
     const ids = boxes.map((b) => b.labels["warren.machine"]);
     const known = ids.length
       ? await this.o.db.select().from(schema.machines).where(inArray(schema.machines.id, ids))
@@ -298,6 +348,8 @@ export class BoxLifecycle {
     for (const box of boxes) {
       const m = byId.get(box.labels["warren.machine"]);
       const ours = m && m.orgId === box.labels["warren.org"] && box.id === m.id;
+      // taken back by an earlier try that failed after it (a retry of a pending adoption)
+      if (ours && this.live.has(m.id)) continue;
       if (ours && box.state === "paused" && !this.live.has(m.id)) {
         // a frozen boxd answers nothing: adopted as it is, its channels open at its resume
         const boxd = this.o.connect(box);

@@ -155,9 +155,12 @@ export class MachineRuntime implements MachineControl {
     return this.#lifecycle.agentsChanged(machineId);
   }
 
-  /** At boot: adopt the live boxes of machines we know, reap every other box. */
-  recover(): Promise<{ adopted: string[]; reaped: string[] }> {
-    return this.#lifecycle.recover();
+  /**
+   * At boot: adopt the live boxes of machines we know, reap every other box. With `later`, a
+   * provider that does not answer leaves it for the next box start (`pending`).
+   */
+  recover(o: { later?: boolean } = {}): ReturnType<BoxLifecycle["recover"]> {
+    return this.#lifecycle.recover(o);
   }
 
   /** Stops every running box (`warren serve --stop-boxes`). */
