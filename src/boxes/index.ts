@@ -9,4 +9,5 @@ export {
 export { ociRuntimeReport } from "./oci/report.js";
 export { BOX_BRIDGES, BOX_PATHS, type BridgeName } from "./paths.js";
 export { gpuDevices } from "./kit/devices.js";
+export { appendOwned, writeOwned } from "./owned-files.js";
 export type * from "./types.js";

@@ -191,15 +191,9 @@ export async function buildServices(
     (i) => base.workspaceLayout.flowHostDir(i),
   );
   const recorder = new RunRecorder({
-    db,
-    records,
-    registry,
-    workloads,
-    caps,
-    runtime,
-    logger,
-    version: o.version,
-    events,
+    ...{ db, records, registry, workloads, caps, runtime, logger, events, version: o.version },
+    // each run's call log goes in its agent's runtime folder (runs/call-log.ts)
+    runtimeDir: (machineId, agentId) => provider.runtimeDir(machineId, agentId),
   });
 
   const orgs = new Orgs(db, access);

@@ -8,7 +8,7 @@
 import { createPrivateKey, sign } from "node:crypto";
 import fs from "node:fs/promises";
 import path from "node:path";
-import { BOX_PATHS } from "../boxes/index.js";
+import { BOX_PATHS, writeOwned } from "../boxes/index.js";
 import { WarrenError } from "../errors.js";
 import type { GuardedFetch } from "../net/connector.js";
 
@@ -103,15 +103,6 @@ export function gitUrlOf(apiUrl: string, gitUrl?: string): string {
   if (gitUrl) return new URL(gitUrl).origin;
   const u = new URL(apiUrl);
   return u.host === "api.github.com" ? "https://github.com" : u.origin;
-}
-
-/** Writes a file the agent's uid alone reads, in place of the one before (a rename: never half a file). */
-async function writeOwned(dir: string, name: string, text: string, uid: number, mode: number): Promise<void> {
-  const tmp = path.join(dir, `.${name}.${process.pid}.tmp`);
-  await fs.writeFile(tmp, text, { mode });
-  await fs.chown(tmp, uid, uid);
-  await fs.chmod(tmp, mode);
-  await fs.rename(tmp, path.join(dir, name));
 }
 
 /**

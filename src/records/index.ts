@@ -1,2 +1,2 @@
-export { Records, type Redacts, type RunRecording } from "./writer.js";
+export { Records, redactDeep, type Redacts, type RunRecording } from "./writer.js";
 export { messageData } from "./conversations.js";

@@ -14,6 +14,7 @@ import type { Records } from "../records/index.js";
 import type { MachineRow, Workloads } from "../workloads/index.js";
 import type { MachineRuntime } from "../runtime/index.js";
 import { awaitBox } from "./await-box.js";
+import { RunCallLog } from "./call-log.js";
 import type { RunOutcome, RunRequest } from "./runner.js";
 import type { RunStops } from "./stops.js";
 import type { RunRow, RunStatus } from "./view.js";
@@ -37,6 +38,8 @@ export interface DriveDeps {
   stops: RunStops;
   /** What each run going on uses, by run id (the recorder's). */
   live: Map<string, Live>;
+  /** An agent's runtime folder on the host (null where its box has none): its runs' call logs. */
+  runtimeDir?: ((machineId: string, agentId: string) => string | null) | undefined;
 }
 
 /** Why a run was cancelled: the reason its generation was aborted with. */
@@ -123,9 +126,18 @@ async function drive(
   const recording = o.records.openRun(run.id, agent.id, work.secrets);
   work.recordInto(recording);
   const pending: Promise<void>[] = [];
+  // its gateway calls are logged in the agent's runtime folder too (call-log.ts), from here alone
+  const calls = new RunCallLog({
+    dir: o.runtimeDir?.(machine.id, agent.id) ?? null,
+    runId: run.id,
+    uid: work.uid,
+    redactor: recording.redactor,
+    onError: (err) =>
+      o.logger.warn({ runId: run.id, err: messageOf(err) }, "the run's call log was not written"),
+  });
   const events: RunEventSink = async (type, data) => {
     const p = o.records.runEvent(run.id, type, data);
-    pending.push(p);
+    pending.push(p, calls.note(type, data));
     await p;
   };
   const live: Live = req.sandboxPolicy ? { policy: req.sandboxPolicy } : {};
@@ -226,6 +238,7 @@ async function drive(
     });
     return status;
   } finally {
+    await calls.close();
     await work.unstage();
     await work.release();
     recording.close();

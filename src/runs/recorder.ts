@@ -34,6 +34,8 @@ export interface RunRecorderOptions {
   version: string;
   /** Where each run's end is told once its record is written (run.ended). */
   events: Pick<EventBus, "emit">;
+  /** An agent's runtime folder on the host (null where its box has none): its runs' call logs. */
+  runtimeDir?: (machineId: string, agentId: string) => string | null;
 }
 
 export class RunRecorder {

@@ -6,11 +6,11 @@
 // must be found: another secret of the agent, a file of its home). A second run calls a tool
 // of the agent over MCP through the tool gateway, decided by its policy.
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { installedVersion } from "../../src/runs/harness.js";
-import { boxSkipReason } from "../box/fixture.js";
+import { boxSkipReason, testProvider } from "../box/fixture.js";
 import {
   startFakeResponses,
   type FakeResponsesServer,
@@ -222,6 +222,28 @@ describe("harness kinds: codex and claude-code end to end", { skip }, () => {
     assert.deepEqual(tc[0].policies, ["all"]);
     assert.equal(run.usage.tool_calls, 1);
     assert.equal(run.receipt.tool_calls_allowed, 1);
+
+    // each call through the gateways is a line of the run's log in the agent's runtime folder,
+    // its uid's alone, with no secret in it (docs/api.md "GitHub App tokens and the runtime folder")
+    const dir = testProvider === "oci" ? "oci-boxes" : "boxes";
+    const file = path.join(t.stateRoot, "run", dir, machine.id, "warren", a.id, "logs", `${run.id}.log`);
+    const text = readFileSync(file, "utf8");
+    const lines = text
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    assert.deepEqual(
+      lines.map((l) => [l.kind, l.name, l.status]),
+      [
+        ["model", "openai:gpt-5-mini", "ok"],
+        ["tool", "read_file", "ok"],
+        ["model", "openai:gpt-5-mini", "ok"],
+      ],
+    );
+    const st = statSync(file);
+    assert.equal(st.uid, run.receipt.uid);
+    assert.equal(st.mode & 0o777, 0o600);
+    assert.doesNotMatch(text, new RegExp(`${KEY}|${OTHER}|wrk_|MCP-CONTENT`));
   });
 
   test(
