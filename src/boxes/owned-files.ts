@@ -50,6 +50,10 @@ export async function writeOwned(
 /**
  * A file `uid` alone reads, under `sub` of `dir` (made `uid`'s with 0700 when absent; a link
  * there is refused), opened to be appended to: the caller keeps the descriptor and closes it.
+ * `dir` is the agent's, so `sub` may be swapped for a link at any moment: the folder is opened
+ * once (never through a link), made the agent's through that descriptor, and the file is made
+ * in that very folder (through /proc/self/fd, which names the opened folder, not a path that
+ * could be resolved again), so nothing outside it is made, chowned or written.
  */
 export async function appendOwned(
   dir: string,
@@ -62,17 +66,19 @@ export async function appendOwned(
   await fs.mkdir(folder, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
     if (err.code !== "EEXIST") throw err;
   });
-  const st = await fs.lstat(folder);
-  if (!st.isDirectory() || (st.uid !== uid && st.uid !== process.getuid?.()))
-    throw new Error(`${folder} is not a folder of the agent's`);
-  await fs.chown(folder, uid, uid);
-  await fs.chmod(folder, 0o700);
-  const fh = await openOwned(path.join(folder, name), constants.O_APPEND, uid, mode);
-  // the folder was the one checked when the file was made (not swapped for a link between)
-  const real = await fs.readlink(`/proc/self/fd/${fh.fd}`).catch(() => null);
-  if (real !== null && real !== path.join(await fs.realpath(dir), sub, name)) {
-    await fh.close();
-    throw new Error(`${folder} changed while its file was opened`);
+  const dh = await fs
+    .open(folder, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW)
+    .catch((err: NodeJS.ErrnoException) => {
+      throw new Error(`${folder} is not a folder of the agent's (${err.code ?? err.message})`);
+    });
+  try {
+    const st = await dh.stat();
+    if (!st.isDirectory() || (st.uid !== uid && st.uid !== process.getuid?.()))
+      throw new Error(`${folder} is not a folder of the agent's`);
+    await dh.chown(uid, uid);
+    await dh.chmod(0o700);
+    return await openOwned(`/proc/self/fd/${dh.fd}/${name}`, constants.O_APPEND, uid, mode);
+  } finally {
+    await dh.close();
   }
-  return fh;
 }
