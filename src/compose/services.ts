@@ -177,7 +177,7 @@ export async function buildServices(
     base: provider.name === "kubernetes" ? config.WARREN_K8S_IMAGE : "host",
   });
   const workloads = new Workloads({
-    ...{ db, runtime, homes: layout, secrets, staging, logger, workspaces },
+    ...{ db, runtime, homes: layout, secrets, staging, logger, workspaces, moving: registry },
     authority: authorities,
     // the agent's own flow's folder at /opt/warren/contracts/self
     selfOf: (agentId, instance) => contractFlows.selfOf(agentId, instance),
@@ -421,7 +421,7 @@ export async function buildServices(
   // schedules: one ticker fires them, each fire a run through the runs service
   const firer = new ScheduleFirer({ db, runs, registry, events, logger });
   const schedules = new Schedules({ db, access, agents, firer });
-  const homes = new Homes(db, agents, layout, config.WORKSPACE_MAX_MIB, areas);
+  const homes = new Homes(db, agents, layout, config.WORKSPACE_MAX_MIB, areas, registry);
   // guild dispatch: a guild's messages, each a turn of one of its agents' conversations
   const dispatch = new GuildDispatch({
     db,

@@ -57,6 +57,8 @@ export class Homes {
     private readonly layout: HomeLayout,
     private readonly hostMaxMib: number,
     private readonly areas: Pick<Areas, "fenceOf">,
+    /** Agents held while they move (src/runs/registry.ts): their homes take no write meanwhile. */
+    private readonly moving?: { refuseWhileMoving(agentId: string): void },
   ) {}
 
   /**
@@ -152,6 +154,8 @@ export class Homes {
     const components = parseHomePath(a.id, rawPath);
     await this.#fence(a, who, components, false);
     const m = await this.#machine(a.machineId);
+    // a moving agent's home is being copied: a file written to the old copy would be lost
+    this.moving?.refuseWhileMoving(a.id);
     await writeHomeFile(this.layout.homeDir(a.machineId, a.id), components, data, {
       maxBytes: FILE_LIMIT_BYTES,
       ...this.layout.fileOwner(uidOf(a.slot), m.trust),

@@ -29,6 +29,9 @@ export interface MovesOptions {
   layout: HomeLayout;
   control: MachineControl;
   registry: Pick<GenerationRegistry, "holdForMove">;
+  /** The agent's terminals and browser, which would go on in its old box: ended as it moves. */
+  terminals?: { endAgent(agentId: string, reason: string): void } | undefined;
+  browsers?: { stop(agentId: string, why?: string): Promise<void> } | undefined;
   logger: Logger;
 }
 
@@ -43,8 +46,13 @@ export class Moves {
     if (target.id === agent.machineId)
       throw new WarrenError("request.invalid", "machine_id: the agent already lives on this machine");
     // no run of the agent goes on or waits, and none starts until the move is over
+    // (and no door to its box opens, no write reaches its home: src/workloads, src/homes)
     const letGo = this.o.registry.holdForMove(agent.id, agent.orgId);
     try {
+      // what goes on in its old box without a run: what it typed or wrote there would be lost
+      const why = "the agent is being moved to another machine";
+      this.o.terminals?.endAgent(agent.id, why);
+      await this.o.browsers?.stop(agent.id, why);
       return await this.#move(who, agent, target);
     } finally {
       letGo();

@@ -167,8 +167,15 @@ test("an agent held for a move: refused while busy; its runs refused, never queu
       (e) => busy(e) && /being moved/.test((e as Error).message),
     );
   assert.deepEqual(r.waiters("agt_a"), [], "nothing waits to start where the agent was");
+  assert.throws(
+    () => r.refuseWhileMoving("agt_a"),
+    (e) => busy(e) && /being moved to another machine/.test((e as Error).message),
+    "the doors to its box and its home ask the same hold",
+  );
+  r.refuseWhileMoving("agt_b");
   assert.equal(put("run_3", "agt_b"), "started", "another agent is not held");
   letGo();
+  r.refuseWhileMoving("agt_a");
   assert.equal(put("run_4", "agt_a"), "started");
   assert.deepEqual(started, ["run_1", "run_2", "run_3", "run_4"]);
 });

@@ -97,11 +97,7 @@ export class GenerationRegistry {
     if (this.#closed) throw new WarrenError("box.unavailable", "the server is stopping; start the run again");
     if (this.#closing.has(w.agentId))
       throw new WarrenError("not_found", "agent was not found (it is being deleted)");
-    if (this.#moving.has(w.agentId))
-      throw new WarrenError(
-        "generation.busy",
-        `agent ${w.agentId} is being moved to another machine; start the run again once it is there`,
-      );
+    this.refuseWhileMoving(w.agentId, "start the run");
     const busy = this.#blocker(w, this.#waitingOfAgent);
     if (!busy) {
       w.start(this.acquire(w.agentId, w.runId, w.orgId));
@@ -149,6 +145,19 @@ export class GenerationRegistry {
     return () => {
       this.#moving.delete(agentId);
     };
+  }
+
+  /**
+   * Refuses work on an agent that is moving (409 generation.busy): its home is being copied,
+   * and what reached the machine it leaves would be lost when the move switches. Every door to
+   * its box (src/workloads `open`) and every write of its home from the API asks here.
+   */
+  refuseWhileMoving(agentId: string, what = "try"): void {
+    if (this.#moving.has(agentId))
+      throw new WarrenError(
+        "generation.busy",
+        `agent ${agentId} is being moved to another machine; ${what} again once it is there`,
+      );
   }
 
   /** Takes a waiting run out of line (cancelled before it started); false when it is not waiting. */

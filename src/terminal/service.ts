@@ -58,10 +58,12 @@ export class Terminals {
         if (s.machineId === machineId) s.end(`the machine stopped: ${reason}`);
     });
     // a deleted agent's shells go with it
-    o.events.on("agent.deleted", ({ agentId }) => {
-      for (const s of [...this.#shared.values(), ...this.#own])
-        if (s.agentId === agentId) s.end("the agent was deleted");
-    });
+    o.events.on("agent.deleted", ({ agentId }) => this.endAgent(agentId, "the agent was deleted"));
+  }
+
+  /** Ends the agent's terminals, shared and its own (the agent is deleted, or moves). */
+  endAgent(agentId: string, reason: string): void {
+    for (const s of [...this.#shared.values(), ...this.#own]) if (s.agentId === agentId) s.end(reason);
   }
 
   /** POST /cli: the agent's shared shell, started (with its machine) if it is not running. */

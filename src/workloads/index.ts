@@ -95,6 +95,8 @@ export interface WorkloadsOptions {
   authority?: { boxEnv(machineId: string): Promise<Record<string, string>> } | undefined;
   /** The machine's environment revision now (its last good one): the unit of work's PATH leads to it. */
   envRevisionOf?: ((machineId: string) => Promise<number>) | undefined;
+  /** Agents held while they move (src/runs/registry.ts): no door of theirs opens meanwhile. */
+  moving?: { refuseWhileMoving(agentId: string): void } | undefined;
 }
 
 /** The run a workload belongs to. */
@@ -131,6 +133,8 @@ export class Workloads {
       instance?: InstanceRef | undefined;
     } = {},
   ): Promise<Workload> {
+    // a moving agent's home is being copied: work that reached its old machine would be lost
+    this.o.moving?.refuseWhileMoving(agent.id);
     const machine = opts.machine ?? (await this.#machineOf(agent));
     const resolved = await this.o.secrets.resolve(agent);
     let secrets = opts.secrets ? narrowed(resolved, opts.secrets) : resolved;
@@ -154,6 +158,13 @@ export class Workloads {
     );
     work.selfDir = await this.o.selfOf?.(agent.id, opts.instance);
     work.envRevision = (await this.o.envRevisionOf?.(machine.id)) ?? 0;
+    // nor one that began moving while the door opened
+    try {
+      this.o.moving?.refuseWhileMoving(agent.id);
+    } catch (err) {
+      await work.release();
+      throw err;
+    }
     return work;
   }
 

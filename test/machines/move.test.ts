@@ -2,7 +2,7 @@
 // the target; room is checked first; a busy agent is refused; and a server killed half-way
 // through a move leaves the agent whole on exactly one machine after its restart.
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -95,8 +95,21 @@ describe("moving an agent", { skip: boxSkipReason() ?? false }, () => {
     assert.equal((await t.call("GET", `/api/agents/${agent}`)).body.machine_id, m2);
   });
 
-  test("while it moves, a run asked of it is refused and none waits; its next run is on the target", async () => {
+  test("while it moves, a run, an exec, a file write and a terminal are refused and none waits; all are on the target after", async () => {
     const homes = t.server.provider.homes;
+    const put = (p: string, data: string) =>
+      t.inject({
+        method: "PUT",
+        url: `/api/agents/${agent}/files/${p}`,
+        payload: data,
+        headers: { "content-type": "application/octet-stream" },
+      });
+    const moving409 = (r: { status: number; body: any }, what: string) => {
+      assert.equal(r.status, 409, `${what}: ${JSON.stringify(r.body)}`);
+      assert.equal(r.body.error.code, "generation.busy", what);
+      assert.match(r.body.error.message, /being moved to another machine/, what);
+    };
+    const lost = ["late.txt", "exec.txt", "put.txt"];
     const real = homes.prepareHome.bind(homes);
     let reached!: () => void;
     const atCopy = new Promise<void>((r) => (reached = r));
@@ -108,6 +121,9 @@ describe("moving an agent", { skip: boxSkipReason() ?? false }, () => {
       await gate;
       return real(...args);
     };
+    // its terminal, open before the move, ends with it: none goes on typing into the old box
+    const shell = await t.call("POST", `/api/agents/${agent}/cli`);
+    assert.equal(shell.status, 200, JSON.stringify(shell.body));
     try {
       const moving = t.call("POST", `/api/agents/${agent}/move`, { machine_id: m1 });
       await atCopy;
@@ -121,6 +137,20 @@ describe("moving an agent", { skip: boxSkipReason() ?? false }, () => {
         assert.equal(r.body.error.code, "generation.busy");
         assert.match(r.body.error.message, /being moved/);
       }
+      // the door to its box and its home's writes are shut as well, each with the same answer
+      moving409(
+        await t.call("POST", `/api/agents/${agent}/exec`, { command: "echo lost > exec.txt" }),
+        "exec",
+      );
+      const wrote = await put("put.txt", "lost");
+      moving409({ status: wrote.statusCode, body: JSON.parse(wrote.body) }, "file write");
+      moving409(await t.call("POST", `/api/agents/${agent}/cli`), "terminal");
+      // reads go on: the old copy is still the agent's until the move switches
+      const read = await t.inject({ method: "GET", url: `/api/agents/${agent}/files/notes/a.txt` });
+      assert.equal(read.statusCode, 200);
+      assert.equal(read.body, "kept\n");
+      for (const f of lost)
+        assert.ok(!existsSync(path.join(homes.homeDir(m2, agent), f)), `${f} reached the old home`);
       const twice = await t.call("POST", `/api/agents/${agent}/move`, { machine_id: small });
       assert.equal(twice.status, 409, JSON.stringify(twice.body));
       assert.equal(twice.body.error.code, "generation.busy");
@@ -145,6 +175,18 @@ describe("moving an agent", { skip: boxSkipReason() ?? false }, () => {
     assert.equal(next.status, "succeeded", JSON.stringify(next));
     assert.equal(next.machine_id, m1);
     assert.equal(next.output, "kept\nnone\n");
+    for (const f of lost)
+      assert.ok(!existsSync(path.join(homes.homeDir(m1, agent), f)), `${f} reached the new home`);
+    // and now each works, on the target
+    const exec = await t.call("POST", `/api/agents/${agent}/exec`, { command: "echo now > exec.txt" });
+    assert.equal(exec.status, 200, JSON.stringify(exec.body));
+    assert.equal(exec.body.exit_code, 0, JSON.stringify(exec.body));
+    assert.equal((await put("put.txt", "now")).statusCode, 204);
+    const cli = await t.call("POST", `/api/agents/${agent}/cli`);
+    assert.equal(cli.status, 200, JSON.stringify(cli.body));
+    const there = homes.homeDir(m1, agent);
+    assert.equal(readFileSync(path.join(there, "exec.txt"), "utf8"), "now\n");
+    assert.equal(readFileSync(path.join(there, "put.txt"), "utf8"), "now");
   });
 
   test("a busy agent is refused with 409 generation.busy", async () => {

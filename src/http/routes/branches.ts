@@ -19,7 +19,7 @@ export function branchRoutes(conversations: Conversations): AnyRoute[] {
       summary: "What the conversation's branch changed against its base: ahead, behind, files and the patch",
       params: idParams("cnv"),
       response: ConversationDiff,
-      errors: ["access.denied"],
+      errors: ["access.denied", "generation.busy"],
       handler: ({ who, params }) => conversations.diff(who, params.id),
     }),
     route({
@@ -31,7 +31,7 @@ export function branchRoutes(conversations: Conversations): AnyRoute[] {
         "Merge the conversation's branch into its base (owners and admins); a conflict, or an uncommitted change it would overwrite, is 409 branch.conflict with the files and changes nothing",
       params: idParams("cnv"),
       response: ConversationLanded,
-      errors: ["access.denied", "branch.conflict"],
+      errors: ["access.denied", "branch.conflict", "generation.busy"],
       handler: ({ who, params }) => conversations.land(who, params.id),
     }),
     route({
@@ -45,7 +45,7 @@ export function branchRoutes(conversations: Conversations): AnyRoute[] {
       body: ConversationForkRequest,
       status: 201,
       response: Conversation,
-      errors: ["access.denied", "area.refused"],
+      errors: ["access.denied", "area.refused", "generation.busy"],
       handler: ({ who, params, body }) => conversations.fork(who, params.id, body.at_message),
     }),
   ];

@@ -24,7 +24,7 @@ export function execRoutes(exec: Exec, streams?: StreamBudget): AnyRoute[] {
       body: ExecRequest,
       response: ExecResult,
       stream: { type: "application/x-ndjson", schema: ExecStreamEvent },
-      errors: ["access.denied", "box.unavailable", "stream.too_many"],
+      errors: ["access.denied", "box.unavailable", "stream.too_many", "generation.busy"],
       handler: async ({ who, params, body, req, reply }) => {
         const start = await exec.prepare(who, params.id, body);
         const streamed = (req.headers.accept ?? "").includes("application/x-ndjson");

@@ -57,7 +57,14 @@ export function homeRoutes(homes: Homes): AnyRoute[] {
       rawBody: true,
       bodyLimit: FILE_LIMIT_BYTES,
       status: 204,
-      errors: ["file.invalid_path", "file.link", "file.not_regular", "file.too_large", "access.denied"],
+      errors: [
+        "file.invalid_path",
+        "file.link",
+        "file.not_regular",
+        "file.too_large",
+        "access.denied",
+        "generation.busy",
+      ],
       handler: async ({ who, params, body }) => {
         await homes.writeFile(who, params.id, pathOf(params["*"]), body as Buffer);
       },

@@ -94,7 +94,7 @@ export function terminalRoutes(terminals: Terminals): AnyRoute[] {
         "Start the agent's terminal (and its machine) if it is not running: a login shell in its home, as the agent",
       params: idParams("agt"),
       response: TerminalReady,
-      errors: ["access.denied", "box.unavailable"],
+      errors: ["access.denied", "box.unavailable", "generation.busy"],
       handler: async ({ who, params }) => {
         await terminals.start(who, params.id);
         return { status: "ready" as const };
