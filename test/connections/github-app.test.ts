@@ -14,10 +14,11 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { sql, type SQL } from "drizzle-orm";
 import { boxSkipReason, testProvider } from "../box/fixture.js";
 import { privateAllow } from "../support/bound.js";
+import { readProbe } from "../support/probe.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { tablesHolding } from "../support/store-scan.js";
 
 const APP_ID = "424242";
 const INSTALLATION = "777";
@@ -271,25 +272,8 @@ describe("GitHub App installation tokens in the runtime folder", { skip: boxSkip
       `/run/warren/${a}/github-token.json\nrc=0`,
       spread.stdout + spread.stderr,
     );
-    const db = t.server.store.db;
-    const rowsOf = async <T>(q: SQL): Promise<T[]> => {
-      const res: unknown = await db.execute(q);
-      return (res as { rows: T[] }).rows;
-    };
-    const tables = await rowsOf<{ table_name: string }>(
-      sql`select table_name from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE'`,
-    );
-    for (const { table_name } of tables)
-      for (const needle of [token, "PRIVATE KEY"]) {
-        const rows = await rowsOf<{ n: number }>(
-          sql.raw(`select count(*)::int as n from "${table_name}" t where t::text like '%${needle}%'`),
-        );
-        assert.equal(
-          rows[0]!.n,
-          0,
-          `${table_name} holds ${needle === token ? "the token" : "the private key"}`,
-        );
-      }
+    assert.deepEqual(await tablesHolding(t, token), [], "a table holds the token");
+    assert.deepEqual(await tablesHolding(t, "PRIVATE KEY"), [], "a table holds the private key");
     const mode = await exec(a, `stat -c '%a %u' /run/warren/${a} /run/warren/${a}/github-token.json`);
     assert.equal(mode.exit_code, 0, mode.stderr);
     const [dirLine, fileLine] = mode.stdout.trim().split("\n");
@@ -312,14 +296,7 @@ describe("GitHub App installation tokens in the runtime folder", { skip: boxSkip
   });
 
   test("another agent of the isolated machine cannot read the runtime folder (EACCES)", async () => {
-    const probe = [
-      "import errno, os, sys",
-      "for p in sys.argv[1:]:",
-      "  try:",
-      "    (os.listdir if p.endswith('/') else (lambda q: open(q).read()))(p); print('READ')",
-      "  except OSError as e: print(errno.errorcode[e.errno])",
-    ].join("\n");
-    const r = await exec(b, `python3 -c "${probe}" /run/warren/${a}/ /run/warren/${a}/github-token.json`);
+    const r = await exec(b, readProbe([`/run/warren/${a}/`, `/run/warren/${a}/github-token.json`]));
     assert.equal(r.stdout.trim(), "EACCES\nEACCES", r.stdout + r.stderr);
     const own = await exec(b, `ls -ld /run/warren/${b}`);
     assert.equal(own.exit_code, 0, own.stderr);

@@ -11,7 +11,6 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import net, { type AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
-import { sql, type SQL } from "drizzle-orm";
 import { boxSkipReason } from "../box/fixture.js";
 import { eventsOfType, runAgent, scriptedAssistant } from "../support/agent-runs.js";
 import { privateAllow } from "../support/bound.js";
@@ -19,6 +18,7 @@ import { dbLegs } from "../support/db.js";
 import { startFakeAnthropic, type FakeModelServer } from "../support/fake-models.js";
 import { signInAtProvider, startOidcProvider, type TestProvider } from "../support/oidc.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { tablesHolding } from "../support/store-scan.js";
 import { modelKey } from "../support/org.js";
 import { startMcpServer, type TestMcpServer } from "../support/mcp.js";
 
@@ -282,22 +282,7 @@ for (const leg of dbLegs) {
       const cmd = calls.find((e) => e.tool === "run_command");
       assert.ok(cmd && !JSON.stringify(cmd).includes(token));
       // nor any stored row in any table, in the clear
-      const db = t.server.store.db;
-      const rowsOf = async <T>(q: SQL): Promise<T[]> => {
-        const res: unknown = await db.execute(q);
-        return (res as { rows: T[] }).rows;
-      };
-      const tables = await rowsOf<{ table_name: string }>(
-        sql`select table_name from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE'`,
-      );
-      for (const { table_name } of tables) {
-        const rows = await rowsOf<{ n: number }>(
-          sql.raw(
-            `select count(*)::int as n from "${table_name}" t where t::text like '%${token.replace(/'/g, "''")}%'`,
-          ),
-        );
-        assert.equal(rows[0]!.n, 0, `${table_name} holds the token`);
-      }
+      assert.deepEqual(await tablesHolding(t, token), [], "a table holds the token");
       // nor the server's log: the token is redacted from it as a secret value is, whoever logs it
       t.server.logger.warn({ probe: `Bearer ${token}` }, "a line that would hold the token");
       const probe = logLines.find((l) => l.includes("a line that would hold the token"));

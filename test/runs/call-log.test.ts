@@ -13,6 +13,7 @@ import { RunCallLog } from "../../src/runs/call-log.js";
 import { boxSkipReason, testProvider } from "../box/fixture.js";
 import { eventsOfType, putHomeFile, runAgent } from "../support/agent-runs.js";
 import { builtins } from "../support/org.js";
+import { readProbe } from "../support/probe.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const SEED = "seeded-secret-3f9a7c1e5b";
@@ -194,14 +195,7 @@ describe("a run's call log in the runtime folder of a real box", { skip: boxSkip
     assert.equal(st.mode & 0o777, 0o600);
 
     // another agent of the isolated machine: EACCES on the folder and the file
-    const probe = [
-      "import errno, os, sys",
-      "for p in sys.argv[1:]:",
-      "  try:",
-      "    (os.listdir if p.endswith('/') else (lambda q: open(q).read()))(p); print('READ')",
-      "  except OSError as e: print(errno.errorcode[e.errno])",
-    ].join("\n");
-    const r = await exec(b, `python3 -c "${probe}" /run/warren/${a}/logs/ ${inBox}`);
+    const r = await exec(b, readProbe([`/run/warren/${a}/logs/`, inBox]));
     assert.equal(r.stdout.trim(), "EACCES\nEACCES", r.stdout + r.stderr);
   });
 

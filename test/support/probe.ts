@@ -22,3 +22,19 @@ export const whereFound = (values: Record<string, string>, after: string[] = [])
     ),
     ...after,
   ].join("\n");
+
+/**
+ * A command that tries to read each path (a folder when it ends with `/`, else a file) and
+ * prints, a line each, `READ` or the errno's name (`EACCES`...): what another agent's process
+ * may see of a place.
+ */
+export const readProbe = (paths: string[]): string => {
+  const script = [
+    "import errno, os, sys",
+    "for p in sys.argv[1:]:",
+    "  try:",
+    "    (os.listdir if p.endswith('/') else (lambda q: open(q).read()))(p); print('READ')",
+    "  except OSError as e: print(errno.errorcode[e.errno])",
+  ].join("\n");
+  return `python3 -c "${script}" ${paths.join(" ")}`;
+};
