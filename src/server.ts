@@ -5,7 +5,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type http from "node:http";
 import type { FastifyInstance } from "fastify";
-import type { Probes } from "./boot/checks.js";
+import { providerMayBeDown, type Probes } from "./boot/checks.js";
 import { lockStateRoot } from "./boot/lock.js";
 import type { BoxProvider } from "./boxes/index.js";
 import { openBase, type BaseOptions } from "./compose/base.js";
@@ -111,9 +111,7 @@ export async function createServer(config: Config, opts: ServerOptions = {}): Pr
     const { staging, workspaces } = s;
     await recoverLeftovers({ db: base.store.db, staging, workspaces, machineDirs, logger: base.logger });
     // the operator allowed a start without the provider's parts: its boxes are taken back once it answers
-    const providerChecks = Object.keys(base.provider.hostProbes({ repair: false }));
-    const later = providerChecks.some((c) => (config.WARREN_ALLOW_DEGRADED as readonly string[]).includes(c));
-    const recovered = await s.runtime.recover({ later });
+    const recovered = await s.runtime.recover({ later: providerMayBeDown(base.provider, config) });
     if (recovered.adopted.length || recovered.reaped.length) base.logger.info(recovered, "boxes recovered");
     // the runs and turns the last server suspended go on (resume.ts); the ticker, once the rest are lost
     await Promise.all([s.resumer.takeUp(), s.conversations.takeUp()]).then(() => s.firer.start());

@@ -5,7 +5,7 @@
 // then say so. `warren doctor` prints the same checks.
 import fs from "node:fs";
 import path from "node:path";
-import type { HostProbe } from "../boxes/index.js";
+import type { BoxProvider, HostProbe } from "../boxes/index.js";
 import { BOOT_CHECK_NAMES, type BootCheckName } from "../config/index.js";
 
 export type Probe = HostProbe;
@@ -149,4 +149,13 @@ export function report(results: CheckResult[]): string {
       return r.ok ? line : `${line}\n${" ".repeat(9 + width + 2)}fix: ${r.fix}`;
     })
     .join("\n");
+}
+
+/** Whether the operator accepted a start without any of the provider's own parts (its engine, its API). */
+export function providerMayBeDown(
+  provider: Pick<BoxProvider, "hostProbes">,
+  config: { WARREN_ALLOW_DEGRADED: readonly string[] },
+): boolean {
+  const allowed = config.WARREN_ALLOW_DEGRADED;
+  return Object.keys(provider.hostProbes({ repair: false })).some((c) => allowed.includes(c));
 }
