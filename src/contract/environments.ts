@@ -90,11 +90,14 @@ export const EnvProposal = z
   .meta({ id: "EnvProposal" });
 export const EnvProposalList = z.object({ items: z.array(EnvProposal) }).meta({ id: "EnvProposalList" });
 
+/** One proposal's bounds, held by the API's schema and by the service for an agent's env_propose. */
+export const ENV_PROPOSAL_MAX = { packages: 50, npm: 20, why: 2000 } as const;
+
 export const EnvProposalCreateRequest = z
   .object({
-    packages: z.array(debName).max(50),
-    npm: z.array(npmSpec).max(20).optional(),
-    why: z.string().trim().min(1).max(2000),
+    packages: z.array(debName).max(ENV_PROPOSAL_MAX.packages),
+    npm: z.array(npmSpec).max(ENV_PROPOSAL_MAX.npm).optional(),
+    why: z.string().trim().min(1).max(ENV_PROPOSAL_MAX.why),
   })
   .strict()
   .meta({ id: "EnvProposalCreateRequest" });

@@ -8,6 +8,7 @@ import { chmod, mkdir } from "node:fs/promises";
 import path from "node:path";
 import { and, desc, eq, max } from "drizzle-orm";
 import type { Access, Identity } from "../access/index.js";
+import { ENV_PROPOSAL_MAX } from "../contract/environments.js";
 import type { EnvProposal, EnvRevision, MachineEnvironment } from "../contract/types.js";
 import { WarrenError } from "../errors.js";
 import { newId } from "../ids.js";
@@ -38,9 +39,6 @@ export interface EnvironmentsOptions {
   /** Builds a layer (default: ./env-build.ts's, with apt and npm on this host). */
   build?: typeof buildLayer;
 }
-
-/** One proposal's bounds (EnvProposalCreateRequest's), whichever door it comes through. */
-const PROPOSAL_MAX = { packages: 50, npm: 20, why: 2000 };
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -211,13 +209,16 @@ export class Environments {
     if (input.packages.length === 0 && (input.npm ?? []).length === 0)
       throw new WarrenError("request.invalid", "packages: name at least one package");
     // the API's bounds, held here too: an agent's env_propose reaches this without the HTTP schema
-    if (input.packages.length > PROPOSAL_MAX.packages)
-      throw new WarrenError("request.invalid", `packages: at most ${PROPOSAL_MAX.packages} in one proposal`);
-    if ((input.npm ?? []).length > PROPOSAL_MAX.npm)
-      throw new WarrenError("request.invalid", `npm: at most ${PROPOSAL_MAX.npm} in one proposal`);
+    if (input.packages.length > ENV_PROPOSAL_MAX.packages)
+      throw new WarrenError(
+        "request.invalid",
+        `packages: at most ${ENV_PROPOSAL_MAX.packages} in one proposal`,
+      );
+    if ((input.npm ?? []).length > ENV_PROPOSAL_MAX.npm)
+      throw new WarrenError("request.invalid", `npm: at most ${ENV_PROPOSAL_MAX.npm} in one proposal`);
     const why = input.why.trim();
-    if (why.length === 0 || why.length > PROPOSAL_MAX.why)
-      throw new WarrenError("request.invalid", `why: say why in 1 to ${PROPOSAL_MAX.why} characters`);
+    if (why.length === 0 || why.length > ENV_PROPOSAL_MAX.why)
+      throw new WarrenError("request.invalid", `why: say why in 1 to ${ENV_PROPOSAL_MAX.why} characters`);
     // every name checked before apt or npm is asked anything
     for (const name of input.packages) checkDebian(name);
     for (const p of input.npm ?? []) checkNpm(p.name, p.version || undefined);
