@@ -350,7 +350,7 @@ export class BoxLifecycle {
       const ours = m && m.orgId === box.labels["warren.org"] && box.id === m.id;
       // taken back by an earlier try that failed after it (a retry of a pending adoption)
       if (ours && this.live.has(m.id)) continue;
-      if (ours && box.state === "paused" && !this.live.has(m.id)) {
+      if (ours && box.state === "paused") {
         // a frozen boxd answers nothing: adopted as it is, its channels open at its resume
         const boxd = this.o.connect(box);
         const live: Live = {
@@ -368,7 +368,7 @@ export class BoxLifecycle {
         this.o.events?.emit("box.started", { machineId: m.id, adopted: true });
         continue;
       }
-      if (ours && box.state === "running" && !this.live.has(m.id)) {
+      if (ours && box.state === "running") {
         try {
           const boxd = this.o.connect(box);
           await boxd.ping();
