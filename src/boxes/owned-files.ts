@@ -8,7 +8,9 @@ import { constants } from "node:fs";
 import fs, { type FileHandle } from "node:fs/promises";
 import path from "node:path";
 
-const NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW;
+// O_NONBLOCK: a FIFO the agent left at the name fails at once (no reader) or is refused as no
+// file below, instead of holding one of the server's file threads until someone reads it
+const NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
 /** Opens `file` with `flags` (never through a link), its uid's with `mode`. */
 async function openOwned(file: string, flags: number, uid: number, mode: number): Promise<FileHandle> {

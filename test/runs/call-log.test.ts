@@ -5,7 +5,17 @@
 // and names its model); another agent of the isolated machine cannot read it. Beside it: the
 // cap of a log (its last line says it is full) and a `logs` link of the agent's, refused.
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, mkdirSync, existsSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import {
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  mkdirSync,
+  existsSync,
+  lstatSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -88,6 +98,28 @@ describe("a run's call log: its cap and its folder", () => {
     assert.equal(existsSync(path.join(elsewhere, "run_l.log")), false);
     assert.equal(errors.length, 1);
   });
+
+  test(
+    "a FIFO the agent left at the log's name is refused at once, nothing held open",
+    { timeout: 20_000 },
+    async () => {
+      const agentDir = path.join(dir, "agent-fifo");
+      mkdirSync(path.join(agentDir, "logs"), { recursive: true });
+      execFileSync("mkfifo", [path.join(agentDir, "logs", "run_f.log")]);
+      const errors: unknown[] = [];
+      const log = new RunCallLog({
+        dir: agentDir,
+        runId: "run_f",
+        uid,
+        redactor: none,
+        onError: (e) => errors.push(e),
+      });
+      await log.note("tool_call", { tool: "t", decision: "allow", duration_ms: 1 });
+      await log.close();
+      assert.equal(errors.length, 1, "the log was refused");
+      assert.ok(lstatSync(path.join(agentDir, "logs", "run_f.log")).isFIFO(), "the FIFO is left as it was");
+    },
+  );
 });
 
 describe("a run's call log in the runtime folder of a real box", { skip: boxSkipReason() ?? false }, () => {
