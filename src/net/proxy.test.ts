@@ -7,14 +7,14 @@ import { addressRefusedIn, createConnector } from "./connector.js";
 import { OwnEndpoints } from "./own.js";
 import { parseOutboundProxy, type OutboundProxy } from "./proxy.js";
 import { AddressRule } from "./rule.js";
+import { startConnectProxy, type ConnectProxy } from "../../test/support/connect-proxy.js";
 
 // a target on loopback (inside the operator's bound) and a CONNECT proxy on loopback that
 // records every tunnel it is asked for
 let target: http.Server;
 let targetPort = 0;
-let proxy: http.Server;
+let proxy: ConnectProxy;
 let proxyPort = 0;
-const tunnels: { authority: string; auth: string | null }[] = [];
 const own = new OwnEndpoints();
 
 before(async () => {
@@ -26,33 +26,14 @@ before(async () => {
   });
   await new Promise<void>((r) => target.listen(0, "127.0.0.1", r));
   targetPort = (target.address() as net.AddressInfo).port;
-  proxy = http.createServer((_req, res) => {
-    res.writeHead(405);
-    res.end();
-  });
-  proxy.on("connect", (req: http.IncomingMessage, client: net.Socket, head: Buffer) => {
-    const authority = req.url ?? "";
-    tunnels.push({ authority, auth: req.headers["proxy-authorization"] ?? null });
-    const i = authority.lastIndexOf(":");
-    const up = net.connect(Number(authority.slice(i + 1)), authority.slice(0, i).replace(/^\[|\]$/g, ""));
-    up.once("connect", () => {
-      client.write("HTTP/1.1 200 Connection established\r\n\r\n");
-      if (head.length) up.write(head);
-      up.pipe(client);
-      client.pipe(up);
-    });
-    up.once("error", () => client.end("HTTP/1.1 502 Bad Gateway\r\n\r\n"));
-    client.once("error", () => up.destroy());
-  });
-  await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
-  proxyPort = (proxy.address() as net.AddressInfo).port;
+  proxy = await startConnectProxy();
+  proxyPort = proxy.port;
 });
 
 after(async () => {
   target.closeAllConnections();
-  proxy.closeAllConnections();
   await new Promise((r) => target.close(r));
-  await new Promise((r) => proxy.close(r));
+  await proxy.close();
 });
 
 const connector = (p: OutboundProxy | undefined) =>
@@ -75,13 +56,13 @@ function proxyAt(raw: string): OutboundProxy {
 }
 
 test("with an outbound proxy, a tool's fetch goes through it, tunnelled to the address the rule checked", async () => {
-  tunnels.length = 0;
+  proxy.tunnels.length = 0;
   const f = connector(proxyAt(`http://warren:s3cret@127.0.0.1:${proxyPort}`));
   const r = await f(`http://tool.test:${targetPort}/api?q=1`, { headers: { authorization: "Bearer t" } });
   assert.equal(r.status, 200);
   assert.deepEqual(await r.json(), { url: "/api?q=1", host: `tool.test:${targetPort}`, auth: "Bearer t" });
   // the proxy saw the call: a tunnel to the checked address (not a name it would resolve again)
-  assert.deepEqual(tunnels, [
+  assert.deepEqual(proxy.tunnels, [
     {
       authority: `127.0.0.1:${targetPort}`,
       auth: `Basic ${Buffer.from("warren:s3cret").toString("base64")}`,
@@ -90,7 +71,7 @@ test("with an outbound proxy, a tool's fetch goes through it, tunnelled to the a
 });
 
 test("with an outbound proxy, a target the address rule refuses is refused before the proxy hears of it", async () => {
-  tunnels.length = 0;
+  proxy.tunnels.length = 0;
   const f = connector(proxyAt(`http://127.0.0.1:${proxyPort}`));
   for (const url of [
     "http://169.254.169.254/latest/meta-data/",
@@ -103,14 +84,14 @@ test("with an outbound proxy, a target the address rule refuses is refused befor
     );
     assert.ok(addressRefusedIn(err), `${url}: ${String(err)}`);
   }
-  assert.deepEqual(tunnels, []);
+  assert.deepEqual(proxy.tunnels, []);
 });
 
 test("without the proxy nothing goes through it; a proxy that is down fails the fetch saying so", async () => {
-  tunnels.length = 0;
+  proxy.tunnels.length = 0;
   const r = await connector(undefined)(`http://tool.test:${targetPort}/plain`);
   assert.equal(r.status, 200);
-  assert.deepEqual(tunnels, []);
+  assert.deepEqual(proxy.tunnels, []);
   const closed = net.createServer();
   await new Promise<void>((r) => closed.listen(0, "127.0.0.1", r));
   const port = (closed.address() as net.AddressInfo).port;

@@ -9,7 +9,7 @@
 // exchange, the refresh and the tools' calls.
 import assert from "node:assert/strict";
 import http from "node:http";
-import net, { type AddressInfo } from "node:net";
+import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { boxSkipReason } from "../box/fixture.js";
 import { eventsOfType, runAgent, scriptedAssistant } from "../support/agent-runs.js";
@@ -21,6 +21,7 @@ import { startTestServer, type TestServer } from "../support/server.js";
 import { tablesHolding } from "../support/store-scan.js";
 import { modelKey } from "../support/org.js";
 import { startMcpServer, type TestMcpServer } from "../support/mcp.js";
+import { startConnectProxy, type ConnectProxy } from "../support/connect-proxy.js";
 
 const CLIENT_SECRET = "conn-client-secret-7b1f0e9d2c";
 
@@ -48,32 +49,6 @@ async function resourceServer(): Promise<{
   };
 }
 
-/** An HTTP CONNECT proxy on loopback (the server's outbound proxy): it records each tunnel's authority. */
-async function connectProxy(): Promise<{ url: string; tunnels: string[]; close(): Promise<void> }> {
-  const tunnels: string[] = [];
-  const srv = http.createServer((_req, res) => res.writeHead(405).end());
-  srv.on("connect", (req: http.IncomingMessage, client: net.Socket, head: Buffer) => {
-    const authority = req.url ?? "";
-    tunnels.push(authority);
-    const i = authority.lastIndexOf(":");
-    const up = net.connect(Number(authority.slice(i + 1)), authority.slice(0, i));
-    up.once("connect", () => {
-      client.write("HTTP/1.1 200 Connection established\r\n\r\n");
-      if (head.length) up.write(head);
-      up.pipe(client);
-      client.pipe(up);
-    });
-    up.once("error", () => client.end("HTTP/1.1 502 Bad Gateway\r\n\r\n"));
-    client.once("error", () => up.destroy());
-  });
-  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
-  return {
-    url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}`,
-    tunnels,
-    close: () => new Promise<void>((r) => (srv.closeAllConnections(), srv.close(() => r()))),
-  };
-}
-
 for (const leg of dbLegs) {
   describe(`connections on ${leg.name}`, { skip: leg.skip ?? boxSkipReason() ?? false }, () => {
     let t: TestServer;
@@ -81,7 +56,7 @@ for (const leg of dbLegs) {
     let rs: Awaited<ReturnType<typeof resourceServer>>;
     let anth: FakeModelServer;
     let mcp: TestMcpServer;
-    let out: Awaited<ReturnType<typeof connectProxy>>;
+    let out: ConnectProxy;
     let machine: string;
     let firstCallback: URL;
     let org: string;
@@ -102,7 +77,7 @@ for (const leg of dbLegs) {
       rs = await resourceServer();
       anth = await startFakeAnthropic();
       mcp = await startMcpServer();
-      out = await connectProxy();
+      out = await startConnectProxy();
       t = await startTestServer({
         leg,
         listen: true,
@@ -205,7 +180,10 @@ for (const leg of dbLegs) {
       const ok = await get(back.pathname + back.search);
       assert.equal(ok.status, 303, ok.body);
       // the code exchange went out through the server's outbound proxy, to the provider
-      assert.deepEqual(out.tunnels, [`127.0.0.1:${op.port}`]);
+      assert.deepEqual(
+        out.tunnels.map((x) => x.authority),
+        [`127.0.0.1:${op.port}`],
+      );
       firstCallback = back;
       assert.equal(ok.location, `/connections?connected=${connectionId}`);
       const c = (await t.call("GET", `/api/connections/${connectionId}`)).body;
@@ -257,8 +235,9 @@ for (const leg of dbLegs) {
       const { run, events } = await runAgent(t, agent, "who am I at the CRM?");
       assert.equal(run.status, "succeeded", JSON.stringify(run));
       // the refresh and the tool's call went out through the server's outbound proxy
-      assert.ok(out.tunnels.includes(`127.0.0.1:${op.port}`), JSON.stringify(out.tunnels));
-      assert.ok(out.tunnels.includes(`127.0.0.1:${rs.port}`), JSON.stringify(out.tunnels));
+      const through = out.tunnels.map((x) => x.authority);
+      assert.ok(through.includes(`127.0.0.1:${op.port}`), JSON.stringify(through));
+      assert.ok(through.includes(`127.0.0.1:${rs.port}`), JSON.stringify(through));
       // the token lives 30 s, less than the refresh margin: refreshed before the call
       assert.deepEqual(op.grants, ["authorization_code", "refresh_token"]);
       const sent = rs.seen.at(-1)!;
